@@ -1,0 +1,480 @@
+import { randomUUID } from "node:crypto";
+import {
+  AlreadyExistsError,
+  FailedPreconditionError,
+  InternalError,
+  InvalidArgumentError,
+  MembershipChangedError,
+  NotFoundError,
+  PermissionDeniedError,
+  VersionConflictError,
+} from "./errors.js";
+import { decodeHistoryEntry, encodeHistoryRest, validateContentType, type HistoryRecord } from "./history.js";
+import { hexToUuid, newMessageId, parseUuid, uuidToHex, type Uuid } from "./ids.js";
+import { KeySpace, type ConversationKeys } from "./keys.js";
+import { callScript, luaStatus } from "./lua.js";
+import {
+  ADMIN_ACTOR,
+  encodeMembershipPayload,
+  MEMBERSHIP_CUSTOM_TYPE,
+  membershipIdempotencyId,
+  opCode,
+  type MembershipOpName,
+} from "./membership-event.js";
+import { metrics } from "./metrics.js";
+import type { RedisStore } from "./store.js";
+
+export interface EngineOptions {
+  /** Prefix of every key; tests and co-hosted deployments use their own. */
+  keyPrefix?: string;
+  /** membership_event_broadcast_max_members (ADR-0021 §2). */
+  broadcastMaxMembers?: number;
+  /** The most distinct users one add/remove call may name. */
+  maxTargetsPerCall?: number;
+  /** The most initial members a group may be created with. */
+  maxInitialMembers?: number;
+  /** unread_precise_limit (spec 002 §3.3). */
+  unreadPreciseLimit?: number;
+  /** Re-freezes after "membership changed" before giving up (DESIGN §2: at most 3). */
+  maxRetries?: number;
+  /** The most bytes of one message payload. */
+  maxPayloadBytes?: number;
+  now?: () => number;
+}
+
+export const DEFAULTS = {
+  keyPrefix: "qim",
+  broadcastMaxMembers: 500,
+  maxTargetsPerCall: 1000,
+  maxInitialMembers: 10000,
+  unreadPreciseLimit: 200,
+  maxRetries: 3,
+  maxPayloadBytes: 64 * 1024,
+} as const;
+
+export type MemberState = "ACTIVE" | "LEFT" | "REMOVED";
+
+export interface Member {
+  userId: Uuid;
+  joinedAt: number;
+  leftAt: number | null;
+  state: MemberState;
+}
+
+export interface GroupInfo {
+  tenant: Uuid;
+  group: Uuid;
+  owner: Uuid;
+  version: number;
+  memberCount: number;
+  createdAt: number;
+  /** The latest conversation_seq allocated (0 before the first message). */
+  conversationSeq: number;
+}
+
+export interface CreateGroupRequest {
+  tenant: string;
+  group?: string;
+  owner: string;
+  members?: string[];
+}
+
+export interface MembershipChangeRequest {
+  tenant: string;
+  group: string;
+  users: string[];
+  /** Compare-and-set against the group's member version. */
+  expectVersion?: number;
+  /** Plan only: nothing is written. */
+  dryRun?: boolean;
+}
+
+export type MembershipOutcome = "committed" | "duplicate" | "noop" | "planned";
+
+export interface MembershipChangeResult {
+  op: MembershipOpName;
+  tenant: Uuid;
+  group: Uuid;
+  outcome: MembershipOutcome;
+  /** Users whose membership this change alters (after filtering out those already in that state). */
+  changed: Uuid[];
+  /** The CONTROL message's conversation_seq; null when nothing was (or, dry-run, would be) committed. */
+  eventConversationSeq: number | null;
+  messageId: Uuid | null;
+  /** The member version after the change (the current version for noop and dry-run). */
+  version: number;
+  memberCount: number;
+  /** 32 hex digits; empty when the plan is empty. */
+  idempotencyId: string;
+  audienceSize: number;
+  attempts: number;
+}
+
+export interface SendRequest {
+  tenant: string;
+  group: string;
+  sender: string;
+  /** UTF-8 text; or give payload + contentType. */
+  text?: string;
+  payload?: Uint8Array;
+  contentType?: string;
+  /** Idempotency key of the client (a UUID); a retry with the same id returns the existing commit. */
+  clientMessageId?: string;
+}
+
+export interface SendResult {
+  tenant: Uuid;
+  group: Uuid;
+  conversationSeq: number;
+  messageId: Uuid;
+  /** The member version the audience was frozen at; null for a duplicate. */
+  version: number | null;
+  duplicate: boolean;
+  attempts: number;
+}
+
+export interface HistoryPage {
+  joinedAt: number;
+  leftAt: number | null;
+  state: MemberState;
+  earliestAvailableConversationSeq: number;
+  records: HistoryRecord[];
+}
+
+export interface ConversationSummary {
+  tenant: Uuid;
+  group: Uuid;
+  userId: Uuid;
+  joinedAt: number;
+  leftAt: number | null;
+  state: MemberState;
+  readConversationSeq: number;
+  /** The latest record the user may see, or null when none. */
+  head: HistoryRecord | null;
+  unread: number;
+  /** False when head − base exceeded unread_precise_limit and unread is that limit. */
+  unreadExact: boolean;
+}
+
+const STATE: Record<string, MemberState> = { A: "ACTIVE", L: "LEFT", R: "REMOVED" };
+
+export function parseMemberValue(userHex: string, raw: string): Member {
+  const m = /^(\d+)\|(\d*)\|([ALR])$/.exec(raw);
+  if (!m) throw new InternalError(`malformed member entry for ${userHex}: ${raw}`);
+  return { userId: hexToUuid(userHex), joinedAt: Number(m[1]), leftAt: m[2] === "" ? null : Number(m[2]), state: STATE[m[3]!]! };
+}
+
+function positiveInt(v: unknown, field: string, min = 0): number {
+  if (typeof v !== "number" || !Number.isSafeInteger(v) || v < min) throw new InvalidArgumentError(field, `${field} must be an integer ≥ ${min}`);
+  return v;
+}
+
+/**
+ * The engine's write and read paths for groups: create, membership changes as CONTROL messages,
+ * the send path with its version check, and the interval-clipped reads (ADR-0021 §1–3).
+ */
+export class Engine {
+  readonly keys: KeySpace;
+  readonly opts: Required<Omit<EngineOptions, "now">> & { now: () => number };
+
+  constructor(readonly store: RedisStore, options: EngineOptions = {}) {
+    this.opts = { ...DEFAULTS, now: Date.now, ...options };
+    this.keys = new KeySpace(this.opts.keyPrefix);
+  }
+
+  conversationKeys(tenant: Uuid, group: Uuid): ConversationKeys {
+    return this.keys.conversation(tenant, group);
+  }
+
+  private clientOf(k: ConversationKeys) {
+    return this.store.clientFor(k.tag);
+  }
+
+  private parseUsers(users: unknown, field: string, max: number): Uuid[] {
+    if (!Array.isArray(users) || users.length === 0) throw new InvalidArgumentError(field, `${field} must name at least one user`);
+    const parsed = users.map((u, i) => parseUuid(u, `${field}[${i}]`));
+    const distinct = [...new Set(parsed)].sort();
+    if (distinct.length > max) throw new InvalidArgumentError(field, `${field} names ${distinct.length} distinct users; the limit per call is ${max}`);
+    return distinct;
+  }
+
+  async createGroup(req: CreateGroupRequest): Promise<GroupInfo> {
+    const tenant = parseUuid(req.tenant, "tenant");
+    const group = req.group === undefined ? randomUUID() : parseUuid(req.group, "group");
+    const owner = parseUuid(req.owner, "owner");
+    const members = req.members && req.members.length > 0
+      ? [...new Set([owner, ...this.parseUsers(req.members, "members", this.opts.maxInitialMembers)])]
+      : [owner];
+    if (members.length > this.opts.maxInitialMembers) {
+      throw new InvalidArgumentError("members", `a group is created with at most ${this.opts.maxInitialMembers} members`);
+    }
+    const k = this.conversationKeys(tenant, group);
+    const createdAt = this.opts.now();
+    const reply = await callScript(this.clientOf(k), "createGroup", [k.grpmeta, k.grpmembers],
+      [uuidToHex(owner), createdAt, ...members.map(uuidToHex)]);
+    const status = luaStatus(reply);
+    if (status === "GROUP_EXISTS") throw new AlreadyExistsError("group", group);
+    if (status !== "OK") throw new InternalError(`createGroup: unexpected ${status}`);
+    return { tenant, group, owner, version: Number(reply[1]), memberCount: Number(reply[2]), createdAt, conversationSeq: 0 };
+  }
+
+  async getGroup(tenantIn: string, groupIn: string): Promise<GroupInfo> {
+    const tenant = parseUuid(tenantIn, "tenant");
+    const group = parseUuid(groupIn, "group");
+    const k = this.conversationKeys(tenant, group);
+    const res = await this.clientOf(k).multi().hgetall(k.grpmeta).get(k.cseq).exec();
+    const meta = res?.[0]?.[1] as Record<string, string> | undefined;
+    if (!meta || meta.version === undefined) throw new NotFoundError("group", group);
+    return {
+      tenant,
+      group,
+      owner: hexToUuid(meta.owner!),
+      version: Number(meta.version),
+      memberCount: Number(meta.member_count),
+      createdAt: Number(meta.created_at),
+      conversationSeq: Number((res?.[1]?.[1] as string | null) ?? 0),
+    };
+  }
+
+  /** Admin add: each user joins with joined_at = J − 1 (the join event itself is visible). */
+  addMembers(req: MembershipChangeRequest): Promise<MembershipChangeResult> {
+    return this.changeMembership("join", req);
+  }
+
+  /** Admin remove: left_at = J, state REMOVED. The owner cannot be removed. */
+  removeMembers(req: MembershipChangeRequest): Promise<MembershipChangeResult> {
+    return this.changeMembership("remove", req);
+  }
+
+  /** A user leaves by themself: left_at = J, state LEFT; the recorded sender is the leaver. */
+  leaveGroup(req: { tenant: string; group: string; user: string; expectVersion?: number; dryRun?: boolean }): Promise<MembershipChangeResult> {
+    return this.changeMembership("leave", { tenant: req.tenant, group: req.group, users: [req.user], expectVersion: req.expectVersion, dryRun: req.dryRun });
+  }
+
+  private async changeMembership(op: MembershipOpName, req: MembershipChangeRequest): Promise<MembershipChangeResult> {
+    const tenant = parseUuid(req.tenant, "tenant");
+    const group = parseUuid(req.group, "group");
+    const requested = this.parseUsers(req.users, "users", op === "leave" ? 1 : this.opts.maxTargetsPerCall);
+    const expectVersion = req.expectVersion === undefined ? undefined : positiveInt(req.expectVersion, "expectVersion", 1);
+    const k = this.conversationKeys(tenant, group);
+    const client = this.clientOf(k);
+    const code = opCode(op);
+    const actor = op === "leave" ? requested[0]! : ADMIN_ACTOR;
+
+    for (let attempt = 1; ; attempt++) {
+      // plan: one consistent read of the meta and the targets' member entries
+      const res = await client.multi()
+        .hmget(k.grpmeta, "version", "owner", "member_count")
+        .hmget(k.grpmembers, ...requested.map(uuidToHex))
+        .exec();
+      const [version, ownerHex, countRaw] = res![0]![1] as (string | null)[];
+      if (version == null) throw new NotFoundError("group", group);
+      const current = Number(version);
+      const memberCount = Number(countRaw);
+      const owner = hexToUuid(ownerHex!);
+      const entries = res![1]![1] as (string | null)[];
+      const isActive = entries.map((e) => e !== null && e.endsWith("|A"));
+      const changed = requested.filter((_, i) => (op === "join" ? !isActive[i] : isActive[i]));
+      const base = { op, tenant, group, attempts: attempt };
+
+      if (expectVersion !== undefined && expectVersion !== current) {
+        const earlier = await this.findEarlierEvent(k, tenant, group, code, actor, expectVersion, requested);
+        if (earlier) return { ...base, ...earlier, changed: requested, version: current, memberCount };
+        throw new VersionConflictError(expectVersion, current);
+      }
+      if (op !== "join" && changed.includes(owner)) {
+        throw new FailedPreconditionError(`the owner ${owner} cannot ${op === "leave" ? "leave" : "be removed from"} the group; transfer ownership first`, { field: "users" });
+      }
+      if (changed.length === 0) {
+        const earlier = await this.findEarlierEvent(k, tenant, group, code, actor, current - 1, requested);
+        if (earlier) return { ...base, ...earlier, changed: requested, version: current, memberCount };
+        return { ...base, outcome: "noop", changed: [], eventConversationSeq: null, messageId: null, version: current, memberCount, idempotencyId: "", audienceSize: 0 };
+      }
+
+      const idem = Buffer.from(membershipIdempotencyId({ tenant, group, op: code, actor, version: current, targets: changed })).toString("hex");
+      const after = memberCount + (op === "join" ? changed.length : -changed.length);
+      if (req.dryRun) {
+        const audienceSize = after <= this.opts.broadcastMaxMembers ? after + (op === "join" ? 0 : changed.length) : changed.length;
+        return { ...base, outcome: "planned", changed, eventConversationSeq: null, messageId: null, version: current, memberCount: after, idempotencyId: idem, audienceSize };
+      }
+
+      const messageId = newMessageId();
+      const sender = op === "leave" ? actor : owner;
+      const rest = encodeHistoryRest({
+        messageId, senderId: sender, kind: "control", countsUnread: false, createdAt: this.opts.now(),
+        contentType: MEMBERSHIP_CUSTOM_TYPE, payload: encodeMembershipPayload({ op: code, actor, users: changed }),
+      });
+      const reply = await callScript(client, "applyMembership",
+        [k.idem, k.grpmeta, k.grpmembers, k.grpdeltas, k.vpending, k.cseq, k.hist, k.commits, k.outbox],
+        [idem, current, code, rest, k.outboxRef, this.opts.broadcastMaxMembers, ...changed.map(uuidToHex)]);
+      const status = luaStatus(reply);
+      if (status === "OK" || status === "DUPLICATE") {
+        if (status === "OK") metrics.membershipEvents.inc({ op });
+        return {
+          ...base,
+          outcome: status === "OK" ? "committed" : "duplicate",
+          changed,
+          eventConversationSeq: Number(reply[1]),
+          messageId: hexToUuid(String(reply[2])),
+          version: Number(reply[3]),
+          memberCount: Number(reply[4]),
+          idempotencyId: idem,
+          audienceSize: Number(reply[5]),
+        };
+      }
+      if (status === "GROUP_NOT_FOUND") throw new NotFoundError("group", group);
+      if (status === "OWNER_IMMUTABLE") throw new FailedPreconditionError(`the owner cannot leave or be removed`, { field: "users" });
+      if (status !== "MEMBERSHIP_CHANGED" && status !== "PLAN_STALE") throw new InternalError(`applyMembership: unexpected ${status}`);
+      if (expectVersion !== undefined) throw new VersionConflictError(expectVersion, Number(reply[1]));
+      if (attempt > this.opts.maxRetries) throw new MembershipChangedError(attempt);
+      metrics.membershipRetries.inc({ path: "membership" });
+    }
+  }
+
+  /**
+   * Whether exactly this change (same op, actor and targets) was already committed when the group
+   * was at `version`: a retry of a change that took effect returns that event instead of a second
+   * one or a conflict.
+   */
+  private async findEarlierEvent(k: ConversationKeys, tenant: Uuid, group: Uuid, op: number, actor: Uuid, version: number, targets: Uuid[]) {
+    if (version < 1) return null;
+    const idem = Buffer.from(membershipIdempotencyId({ tenant, group, op: op as 1 | 2 | 3, actor, version, targets })).toString("hex");
+    const seq = await this.clientOf(k).hget(k.idem, idem);
+    if (seq === null) return null;
+    const entry = (await this.clientOf(k).zrangebyscore(k.hist, seq, seq))[0];
+    if (!entry) return null;
+    const rec = decodeHistoryEntry(entry);
+    return { outcome: "duplicate" as const, eventConversationSeq: rec.conversationSeq, messageId: rec.messageId, idempotencyId: idem, audienceSize: 0 };
+  }
+
+  /**
+   * The send path (DESIGN §2): freeze the audience at the current member version V, commit in one
+   * script that checks the version, re-freeze and retry at most maxRetries times when it moved.
+   */
+  async send(req: SendRequest): Promise<SendResult> {
+    const tenant = parseUuid(req.tenant, "tenant");
+    const group = parseUuid(req.group, "group");
+    const sender = parseUuid(req.sender, "sender");
+    const clientMessageId = req.clientMessageId === undefined ? randomUUID() : parseUuid(req.clientMessageId, "clientMessageId");
+    let payload: Uint8Array;
+    let contentType: string;
+    if (req.text !== undefined) {
+      if (typeof req.text !== "string" || req.text.length === 0) throw new InvalidArgumentError("text", "text must not be empty");
+      payload = new TextEncoder().encode(req.text);
+      contentType = "text/plain";
+    } else if (req.payload !== undefined) {
+      payload = req.payload;
+      contentType = validateContentType(req.contentType ?? "application/octet-stream");
+      if (contentType === MEMBERSHIP_CUSTOM_TYPE) throw new InvalidArgumentError("contentType", `${MEMBERSHIP_CUSTOM_TYPE} is reserved for membership events`);
+    } else {
+      throw new InvalidArgumentError("text", "a message needs text or a payload");
+    }
+    if (payload.length > this.opts.maxPayloadBytes) throw new InvalidArgumentError("payload", `a message payload is at most ${this.opts.maxPayloadBytes} bytes`);
+
+    const k = this.conversationKeys(tenant, group);
+    const client = this.clientOf(k);
+    const messageId = newMessageId();
+    const rest = encodeHistoryRest({ messageId, senderId: sender, kind: "normal", countsUnread: true, createdAt: this.opts.now(), contentType, payload });
+    for (let attempt = 1; ; attempt++) {
+      const version = await client.hget(k.grpmeta, "version");
+      if (version === null) throw new PermissionDeniedError();
+      const reply = await callScript(client, "commitMessage",
+        [k.idem, k.grpmeta, k.grpmembers, k.cseq, k.hist, k.commits, k.outbox, k.vpending],
+        [uuidToHex(clientMessageId), version, uuidToHex(sender), rest, k.outboxRef]);
+      const status = luaStatus(reply);
+      if (status === "OK" || status === "DUPLICATE") {
+        if (status === "OK") metrics.messagesCommitted.inc();
+        return {
+          tenant, group,
+          conversationSeq: Number(reply[1]),
+          messageId: hexToUuid(String(reply[2])),
+          version: status === "OK" ? Number(version) : null,
+          duplicate: status === "DUPLICATE",
+          attempts: attempt,
+        };
+      }
+      if (status === "SENDER_NOT_MEMBER" || status === "GROUP_NOT_FOUND") throw new PermissionDeniedError();
+      if (status !== "MEMBERSHIP_CHANGED") throw new InternalError(`commitMessage: unexpected ${status}`);
+      if (attempt > this.opts.maxRetries) throw new MembershipChangedError(attempt);
+      metrics.membershipRetries.inc({ path: "send" });
+    }
+  }
+
+  /** History as `user` sees it; PERMISSION_DENIED alike for never-members and missing groups. */
+  async history(req: { tenant: string; group: string; user: string; after?: number; limit?: number }): Promise<HistoryPage> {
+    const tenant = parseUuid(req.tenant, "tenant");
+    const group = parseUuid(req.group, "group");
+    const user = parseUuid(req.user, "user");
+    const after = req.after === undefined ? 0 : positiveInt(req.after, "after");
+    const limit = req.limit === undefined ? 100 : positiveInt(req.limit, "limit", 1);
+    if (limit > 1000) throw new InvalidArgumentError("limit", "limit is at most 1000");
+    const k = this.conversationKeys(tenant, group);
+    const reply = await callScript(this.clientOf(k), "readHistory", [k.grpmembers, k.hist], [uuidToHex(user), after, limit]);
+    if (luaStatus(reply) === "NOT_VISIBLE") throw new PermissionDeniedError();
+    const leftAt = Number(reply[2]);
+    return {
+      joinedAt: Number(reply[1]),
+      leftAt: leftAt < 0 ? null : leftAt,
+      state: STATE[String(reply[3])]!,
+      earliestAvailableConversationSeq: Number(reply[4]),
+      records: (reply.slice(5) as string[]).map(decodeHistoryEntry),
+    };
+  }
+
+  /**
+   * Members with their intervals. The admin path (`asUser` absent) sees everyone who ever was a
+   * member; a user may list only while a current member, and sees current members only.
+   */
+  async listMembers(req: { tenant: string; group: string; asUser?: string }): Promise<{ version: number; members: Member[] }> {
+    const tenant = parseUuid(req.tenant, "tenant");
+    const group = parseUuid(req.group, "group");
+    const asUser = req.asUser === undefined ? undefined : parseUuid(req.asUser, "asUser");
+    const k = this.conversationKeys(tenant, group);
+    const res = await this.clientOf(k).multi().hget(k.grpmeta, "version").hgetall(k.grpmembers).exec();
+    const version = res![0]![1] as string | null;
+    const raw = (res![1]![1] ?? {}) as Record<string, string>;
+    if (version === null) {
+      if (asUser !== undefined) throw new PermissionDeniedError();
+      throw new NotFoundError("group", group);
+    }
+    const all = Object.entries(raw).map(([u, v]) => parseMemberValue(u, v)).sort((a, b) => a.joinedAt - b.joinedAt || a.userId.localeCompare(b.userId));
+    if (asUser === undefined) return { version: Number(version), members: all };
+    if (all.find((m) => m.userId === asUser)?.state !== "ACTIVE") throw new PermissionDeniedError();
+    return { version: Number(version), members: all.filter((m) => m.state === "ACTIVE") };
+  }
+
+  /** The session head and definitional unread of one group for one user (spec 002 §3.1). */
+  async conversationSummary(req: { tenant: string; group: string; user: string }): Promise<ConversationSummary> {
+    const tenant = parseUuid(req.tenant, "tenant");
+    const group = parseUuid(req.group, "group");
+    const user = parseUuid(req.user, "user");
+    const k = this.conversationKeys(tenant, group);
+    const reply = await callScript(this.clientOf(k), "conversationSummary", [k.grpmembers, k.hist, k.readseq],
+      [uuidToHex(user), this.opts.unreadPreciseLimit]);
+    if (luaStatus(reply) === "NOT_VISIBLE") throw new PermissionDeniedError();
+    const leftAt = Number(reply[2]);
+    const headEntry = String(reply[5]);
+    return {
+      tenant, group, userId: user,
+      joinedAt: Number(reply[1]),
+      leftAt: leftAt < 0 ? null : leftAt,
+      state: STATE[String(reply[3])]!,
+      readConversationSeq: Number(reply[4]),
+      head: headEntry === "" ? null : decodeHistoryEntry(headEntry),
+      unread: Number(reply[6]),
+      unreadExact: Number(reply[7]) === 1,
+    };
+  }
+
+  /** Moves the user's read_conversation_seq forward (never back), clamped to the visible head. */
+  async markRead(req: { tenant: string; group: string; user: string; seq: number }): Promise<{ readConversationSeq: number }> {
+    const tenant = parseUuid(req.tenant, "tenant");
+    const group = parseUuid(req.group, "group");
+    const user = parseUuid(req.user, "user");
+    const seq = positiveInt(req.seq, "seq");
+    const k = this.conversationKeys(tenant, group);
+    const reply = await callScript(this.clientOf(k), "markRead", [k.grpmembers, k.hist, k.readseq], [uuidToHex(user), seq]);
+    if (luaStatus(reply) === "NOT_VISIBLE") throw new PermissionDeniedError();
+    return { readConversationSeq: Number(reply[1]) };
+  }
+}

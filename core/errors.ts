@@ -1,0 +1,98 @@
+/**
+ * Domain errors with stable codes. core knows nothing of gRPC; the admin API maps these codes to
+ * status codes in one place and the CLI maps them to exit codes.
+ */
+export type QimErrorCode =
+  | "INVALID_ARGUMENT"
+  | "NOT_FOUND"
+  | "ALREADY_EXISTS"
+  | "PERMISSION_DENIED"
+  | "FAILED_PRECONDITION"
+  | "VERSION_CONFLICT"
+  | "MEMBERSHIP_CHANGED"
+  | "UNAVAILABLE"
+  | "UNIMPLEMENTED"
+  | "INTERNAL";
+
+export class QimError extends Error {
+  readonly code: QimErrorCode;
+  readonly details: Record<string, unknown>;
+  constructor(code: QimErrorCode, message: string, details: Record<string, unknown> = {}) {
+    super(message);
+    this.name = "QimError";
+    this.code = code;
+    this.details = details;
+  }
+}
+
+/** Bad input; `field` names the offending input so that callers can point at it. */
+export class InvalidArgumentError extends QimError {
+  readonly field: string;
+  constructor(field: string, message: string) {
+    super("INVALID_ARGUMENT", message, { field });
+    this.name = "InvalidArgumentError";
+    this.field = field;
+  }
+}
+
+export class NotFoundError extends QimError {
+  constructor(what: string, id: string) {
+    super("NOT_FOUND", `${what} ${id} not found`, { what, id });
+    this.name = "NotFoundError";
+  }
+}
+
+export class AlreadyExistsError extends QimError {
+  constructor(what: string, id: string) {
+    super("ALREADY_EXISTS", `${what} ${id} already exists`, { what, id });
+    this.name = "AlreadyExistsError";
+  }
+}
+
+/**
+ * ADR-0021 §3: a user who was never a member gets PERMISSION_DENIED, with no difference between
+ * "no right" and "does not exist" — so the message never says which.
+ */
+export class PermissionDeniedError extends QimError {
+  constructor(message = "permission denied") {
+    super("PERMISSION_DENIED", message);
+    this.name = "PermissionDeniedError";
+  }
+}
+
+export class FailedPreconditionError extends QimError {
+  constructor(message: string, details: Record<string, unknown> = {}) {
+    super("FAILED_PRECONDITION", message, details);
+    this.name = "FailedPreconditionError";
+  }
+}
+
+/** A caller's compare-and-set (`expectVersion`) did not match the group's member version. */
+export class VersionConflictError extends QimError {
+  constructor(expected: number, actual: number) {
+    super("VERSION_CONFLICT", `member version is ${actual}, expected ${expected}`, { expected, actual });
+    this.name = "VersionConflictError";
+  }
+}
+
+/** The member version moved under the writer on every bounded retry (DESIGN §2 step 3). */
+export class MembershipChangedError extends QimError {
+  constructor(attempts: number) {
+    super("MEMBERSHIP_CHANGED", `membership changed during each of ${attempts} attempts; nothing was committed`, { attempts });
+    this.name = "MembershipChangedError";
+  }
+}
+
+export class UnavailableError extends QimError {
+  constructor(message: string) {
+    super("UNAVAILABLE", message);
+    this.name = "UnavailableError";
+  }
+}
+
+export class InternalError extends QimError {
+  constructor(message: string, details: Record<string, unknown> = {}) {
+    super("INTERNAL", message, details);
+    this.name = "InternalError";
+  }
+}

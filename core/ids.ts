@@ -1,0 +1,52 @@
+import { v7 as uuidv7 } from "uuid";
+import { InvalidArgumentError } from "./errors.js";
+
+/** Canonical lowercase text of a UUID: 8-4-4-4-12 hex digits. */
+export type Uuid = string;
+
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const HEX32_RE = /^[0-9a-f]{32}$/;
+
+export const ZERO_UUID: Uuid = "00000000-0000-0000-0000-000000000000";
+
+/**
+ * Parses a UUID given by a caller. Accepts any case; returns the canonical lowercase text.
+ * `field` names the input in the error so that an API can answer INVALID_ARGUMENT(field).
+ */
+export function parseUuid(text: unknown, field: string): Uuid {
+  if (typeof text !== "string") throw new InvalidArgumentError(field, `${field} must be a UUID string`);
+  const lower = text.trim().toLowerCase();
+  if (!UUID_RE.test(lower)) throw new InvalidArgumentError(field, `${field} is not a UUID: ${JSON.stringify(text.slice(0, 64))}`);
+  return lower;
+}
+
+/** The 32 hex digits Redis keys and Lua scripts use for a UUID (no dashes). */
+export function uuidToHex(id: Uuid): string {
+  return id.replace(/-/g, "");
+}
+
+export function hexToUuid(hex: string): Uuid {
+  if (!HEX32_RE.test(hex)) throw new Error(`not a 32-hex-digit id: ${hex}`);
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
+export function uuidToBytes(id: Uuid): Uint8Array {
+  return Buffer.from(uuidToHex(id), "hex");
+}
+
+export function bytesToUuid(bytes: Uint8Array): Uuid {
+  if (bytes.length !== 16) throw new Error(`a UUID is 16 bytes, got ${bytes.length}`);
+  return hexToUuid(Buffer.from(bytes).toString("hex"));
+}
+
+/** A new message id: UUIDv7, so that ids order by creation time and serve as last_activity_id. */
+export function newMessageId(): Uuid {
+  return uuidv7();
+}
+
+/** Splits a string of concatenated 32-hex ids (the compact list form used inside Lua) into UUIDs. */
+export function splitHexIds(concat: string): Uuid[] {
+  const out: Uuid[] = [];
+  for (let i = 0; i + 32 <= concat.length; i += 32) out.push(hexToUuid(concat.slice(i, i + 32)));
+  return out;
+}

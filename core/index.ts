@@ -1,0 +1,13 @@
+export * from "./bucket.js";
+export * from "./dispatch-log.js";
+export * from "./engine.js";
+export * from "./errors.js";
+export * from "./history.js";
+export * from "./ids.js";
+export * from "./keys.js";
+export { callScript, defineScripts, loadScripts, LUA_STATUS, SCRIPT_NAMES, SCRIPT_VERSION, type RedisClient, type ScriptName } from "./lua.js";
+export * from "./membership-event.js";
+export { metrics, registry } from "./metrics.js";
+export * from "./relay.js";
+export * from "./store.js";
+export * from "./topology.js";

@@ -1,0 +1,32 @@
+import { Counter, Registry } from "prom-client";
+
+/**
+ * The engine's metrics, named as in the spec (ADR-0021 "新增指标"). One registry per process;
+ * the admin server exposes it on /metrics and streams it to the dashboard.
+ */
+export const registry = new Registry();
+
+export const metrics = {
+  membershipEvents: new Counter({
+    name: "qim_writer_membership_events_total",
+    help: "Membership CONTROL messages committed, by op (join, leave, remove)",
+    labelNames: ["op"] as const,
+    registers: [registry],
+  }),
+  membershipRetries: new Counter({
+    name: "qim_writer_membership_retry_total",
+    help: "Re-freezes after the member version moved between planning and the committing script, by path (send, membership)",
+    labelNames: ["path"] as const,
+    registers: [registry],
+  }),
+  messagesCommitted: new Counter({
+    name: "qim_writer_messages_committed_total",
+    help: "Group messages committed (RECORDED) by the writer",
+    registers: [registry],
+  }),
+  relayDispatched: new Counter({
+    name: "qim_relay_dispatched_total",
+    help: "Commits the outbox relay appended to the dispatch log and marked COMMITTED",
+    registers: [registry],
+  }),
+};

@@ -1,0 +1,109 @@
+import { bucketTag, COMMIT_BUCKET_COUNT } from "./bucket.js";
+import type { DispatchLog, DispatchRecord } from "./dispatch-log.js";
+import { InternalError } from "./errors.js";
+import { hexToUuid, splitHexIds } from "./ids.js";
+import type { KeySpace } from "./keys.js";
+import { callScript, luaStatus } from "./lua.js";
+import { metrics } from "./metrics.js";
+import type { RedisStore } from "./store.js";
+
+export interface RelayOptions {
+  /** Outbox entries taken from one bucket per pass. */
+  batchSize?: number;
+  onError?: (err: unknown) => void;
+}
+
+/**
+ * The outbox relay (DESIGN §2 step 4): moves RECORDED commits into the dispatch log, then marks
+ * them COMMITTED. The append happens before the mark, so a crash between the two appends the
+ * same commit again on resume: delivery is at-least-once and consumers are idempotent by
+ * (conversation, seq) / message id. Nothing is marked COMMITTED that is not in the log.
+ */
+export class OutboxRelay {
+  private readonly batchSize: number;
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<unknown> = Promise.resolve();
+  private stopped = true;
+
+  constructor(
+    private readonly store: RedisStore,
+    private readonly keys: KeySpace,
+    private readonly log: DispatchLog,
+    private readonly opts: RelayOptions = {},
+  ) {
+    this.batchSize = opts.batchSize ?? 256;
+  }
+
+  /** Relays up to one batch of one bucket's outbox; returns how many entries it consumed. */
+  async drainBucket(bucket: number): Promise<number> {
+    const client = this.store.clientFor(bucketTag(bucket));
+    const raw = await client.lrange(this.keys.outbox(bucket), 0, this.batchSize - 1);
+    if (raw.length === 0) return 0;
+    const byConversation = new Map<string, string[]>();
+    for (const e of raw) {
+      const cut = e.lastIndexOf("|");
+      const ref = e.slice(0, cut);
+      const list = byConversation.get(ref);
+      if (list) list.push(e.slice(cut + 1)); else byConversation.set(ref, [e.slice(cut + 1)]);
+    }
+    await Promise.all([...byConversation].map(async ([ref, seqs]) => {
+      const [tenantHex, convHex] = ref.split("|") as [string, string];
+      const tenant = hexToUuid(tenantHex);
+      const conversation = hexToUuid(convHex);
+      const k = this.keys.conversation(tenant, conversation);
+      const reply = await callScript(client, "loadForDispatch", [k.commits, k.hist, k.grpmembers, k.grpdeltas, k.grpmeta], seqs);
+      if (typeof reply[0] === "number" && reply[0] < 0) {
+        throw new InternalError(`loadForDispatch ${ref}: ${luaStatus(reply)} at version ${String(reply[1])}`);
+      }
+      const records: DispatchRecord[] = [];
+      for (let i = 0; i < reply.length; i += 4) {
+        const entry = String(reply[i + 1]);
+        if (entry === "") continue;
+        records.push({
+          tenant, conversation,
+          conversationSeq: Number(reply[i]),
+          entry,
+          version: Number(reply[i + 2]),
+          recipients: splitHexIds(String(reply[i + 3])),
+        });
+      }
+      if (records.length > 0) await this.log.append(records);
+      await callScript(client, "markCommitted", [k.commits, k.outbox, k.vpending, k.grpdeltas], [ref, ...seqs]);
+      metrics.relayDispatched.inc(records.length);
+    }));
+    return raw.length;
+  }
+
+  /** One pass over every bucket's outbox until each is empty; returns the entries relayed. */
+  async drainAll(): Promise<number> {
+    let total = 0;
+    const buckets = Array.from({ length: COMMIT_BUCKET_COUNT }, (_, b) => b);
+    let pending = buckets;
+    while (pending.length > 0) {
+      const lengths = await Promise.all(pending.map((b) => this.store.clientFor(bucketTag(b)).llen(this.keys.outbox(b))));
+      pending = pending.filter((_, i) => lengths[i]! > 0);
+      const done = await Promise.all(pending.map((b) => this.drainBucket(b)));
+      total += done.reduce((a, n) => a + n, 0);
+    }
+    return total;
+  }
+
+  /** Relays in the background every intervalMs until stop(). */
+  start(intervalMs = 50): void {
+    if (!this.stopped) return;
+    this.stopped = false;
+    const tick = () => {
+      if (this.stopped) return;
+      this.running = this.drainAll()
+        .catch((err) => this.opts.onError?.(err))
+        .finally(() => { if (!this.stopped) this.timer = setTimeout(tick, intervalMs); });
+    };
+    tick();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    await this.running;
+  }
+}

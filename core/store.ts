@@ -1,0 +1,63 @@
+import { Cluster, Redis } from "ioredis";
+import { tagShard } from "./bucket.js";
+import { defineScripts, type RedisClient } from "./lua.js";
+import { parseAddr, type TopologyConfig } from "./topology.js";
+
+export interface StoreOptions {
+  /** ioredis connect timeout and per-command bound, so an unreachable store fails fast. */
+  connectTimeoutMs?: number;
+  commandTimeoutMs?: number;
+}
+
+/**
+ * The Redis instances the engine runs on, and the routing of a `{xNNN}` hash tag to one of them:
+ * instance = NNN mod N over QIM_REDIS_ADDR + QIM_MESSAGE_STORE_ADDRS in that order, or the
+ * cluster, where the tag does the same job. Every client has the engine's scripts defined.
+ */
+export class RedisStore {
+  private readonly instances: RedisClient[];
+  readonly kind: TopologyConfig["kind"];
+
+  constructor(readonly topology: TopologyConfig, opts: StoreOptions = {}) {
+    const common = {
+      connectTimeout: opts.connectTimeoutMs ?? 5000,
+      commandTimeout: opts.commandTimeoutMs ?? 10000,
+      maxRetriesPerRequest: 2,
+      enableOfflineQueue: true,
+    };
+    this.kind = topology.kind;
+    if (topology.kind === "cluster") {
+      const cluster = new Cluster(topology.seeds.map(parseAddr), {
+        redisOptions: common,
+        scaleReads: "master",
+        slotsRefreshTimeout: 5000,
+      });
+      this.instances = [cluster];
+    } else {
+      this.instances = topology.addrs.map((a) => new Redis({ ...parseAddr(a), ...common }));
+    }
+    for (const c of this.instances) defineScripts(c);
+  }
+
+  /** The client that owns keys carrying this hash tag. */
+  clientFor(tag: string): RedisClient {
+    if (this.instances.length === 1) return this.instances[0]!;
+    return this.instances[tagShard(tag) % this.instances.length]!;
+  }
+
+  /** The client that owns this key (by its `{xNNN}` hash tag). */
+  clientForKey(key: string): RedisClient {
+    const m = /\{[a-z]\d{3}\}/.exec(key);
+    if (!m) throw new Error(`key has no routing hash tag: ${key}`);
+    return this.clientFor(m[0]);
+  }
+
+  /** Every distinct client (one per instance; the cluster client once). */
+  clients(): readonly RedisClient[] {
+    return this.instances;
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.instances.map((c) => c.quit().catch(() => c.disconnect())));
+  }
+}

@@ -1,0 +1,40 @@
+/**
+ * Where the engine's keys live. Either N standalone instances (QIM_REDIS_ADDR followed by
+ * QIM_MESSAGE_STORE_ADDRS, the same order in every component) or one Redis Cluster, where the
+ * `{bNNN}` hash tag does the routing (ADR-0021 §1).
+ */
+export type TopologyConfig =
+  | { kind: "instances"; addrs: string[] }
+  | { kind: "cluster"; seeds: string[] };
+
+export interface HostPort {
+  host: string;
+  port: number;
+}
+
+export function parseAddr(addr: string): HostPort {
+  const trimmed = addr.trim().replace(/^redis:\/\//, "");
+  const m = /^(\[[^\]]+\]|[^:]+):(\d{1,5})$/.exec(trimmed);
+  if (!m) throw new Error(`invalid Redis address "${addr}": expected host:port`);
+  const port = Number(m[2]);
+  if (port < 1 || port > 65535) throw new Error(`invalid Redis port in "${addr}"`);
+  return { host: m[1]!.replace(/^\[|\]$/g, ""), port };
+}
+
+/**
+ * Reads the topology from the environment: QIM_REDIS_CLUSTER_SEEDS (comma-separated) selects a
+ * cluster; otherwise QIM_REDIS_ADDR + QIM_MESSAGE_STORE_ADDRS (comma-separated) in that order.
+ */
+export function topologyFromEnv(env: NodeJS.ProcessEnv = process.env): TopologyConfig {
+  const split = (v: string | undefined) =>
+    (v ?? "").split(",").map((s) => s.trim()).filter((s) => s.length > 0);
+  const seeds = split(env.QIM_REDIS_CLUSTER_SEEDS);
+  if (seeds.length > 0) {
+    seeds.forEach(parseAddr);
+    return { kind: "cluster", seeds };
+  }
+  const addrs = [...split(env.QIM_REDIS_ADDR), ...split(env.QIM_MESSAGE_STORE_ADDRS)];
+  if (addrs.length === 0) throw new Error("no Redis configured: set QIM_REDIS_ADDR (and optionally QIM_MESSAGE_STORE_ADDRS) or QIM_REDIS_CLUSTER_SEEDS");
+  addrs.forEach(parseAddr);
+  return { kind: "instances", addrs };
+}

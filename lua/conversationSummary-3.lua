@@ -1,0 +1,39 @@
+--[[
+  A user's view of one group conversation: the head within the visible bound and the
+  definitional unread of spec 002 §3.1:
+    unread = |{ m : base < m.seq <= head.seq, m.sender != u, m.counts_unread }|
+    base   = max(read_seq, joined_at); for a user who left, the upper bound is left_at - 1.
+  Control messages never count (counts_unread = 0). Bounded recompute (spec 002 §3.3): when
+  head - base exceeds the cap, unread = cap and exact = 0.
+
+  KEYS[1] grpmembers  hash: user hex -> "joinedAt|leftAt|state"
+  KEYS[2] hist        zset: the conversation history
+  KEYS[3] readseq     hash: user hex -> read_conversation_seq
+
+  ARGV[1] user (32 hex)
+  ARGV[2] cap (unread_precise_limit, 200)
+
+  Returns {0, joinedAt, leftAt (-1), state, readSeq, headEntry ("" when none), unread, exact}
+          {-5}  not visible: never a member, or no such group
+]]
+--- @include "includes/parseMember"
+--- @include "includes/histField"
+--- @include "includes/visibleBounds"
+
+local user = ARGV[1]
+local joinedAt, upper, leftAt, state = visibleBounds(KEYS[1], user)
+if not joinedAt then return {-5} end
+local readSeq = tonumber(redis.call("HGET", KEYS[3], user) or "0")
+local head = redis.call("ZREVRANGEBYSCORE", KEYS[2], upper, "(" .. joinedAt, "WITHSCORES", "LIMIT", 0, 1)
+local headEntry, headSeq = "", joinedAt
+if #head > 0 then headEntry = head[1]; headSeq = tonumber(head[2]) end
+local base = math.max(readSeq, joinedAt)
+local unread, exact = 0, 1
+if headSeq - base > tonumber(ARGV[2]) then
+  unread, exact = tonumber(ARGV[2]), 0
+elseif headSeq > base then
+  for _, e in ipairs(redis.call("ZRANGEBYSCORE", KEYS[2], "(" .. base, headSeq)) do
+    if histField(e, 3) ~= user and histField(e, 5) == "1" then unread = unread + 1 end
+  end
+end
+return {0, joinedAt, leftAt or -1, state, readSeq, headEntry, unread, exact}

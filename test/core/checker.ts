@@ -1,0 +1,63 @@
+import { decodeHistoryEntry, type DispatchRecord, type Uuid } from "../../core/index.js";
+
+export interface CheckReport {
+  messages: number;
+  events: number;
+  violations: string[];
+}
+
+const sameSet = (a: Iterable<Uuid>, b: Iterable<Uuid>) => {
+  const x = [...new Set(a)].sort();
+  const y = [...new Set(b)].sort();
+  return x.length === y.length && x.every((v, i) => v === y[i]);
+};
+
+/**
+ * Replays one conversation's dispatch records in conversation_seq order from its initial members
+ * and checks ADR-0021's invariants: seqs 1..N with no gap and no duplicate; every membership event
+ * bumps the version by exactly one; a message's audience equals the member set at the moment its
+ * seq was allocated; a control message's audience is post-change members ∪ affected (or only the
+ * affected users above the broadcast threshold).
+ */
+export function checkConversation(initialMembers: Uuid[], records: DispatchRecord[], broadcastMax = 500): CheckReport {
+  const violations: string[] = [];
+  const bySeq = new Map<number, DispatchRecord>();
+  for (const r of records) {
+    if (bySeq.has(r.conversationSeq)) violations.push(`seq ${r.conversationSeq} dispatched twice`);
+    bySeq.set(r.conversationSeq, r);
+  }
+  const seqs = [...bySeq.keys()].sort((a, b) => a - b);
+  seqs.forEach((s, i) => { if (s !== i + 1) violations.push(`seq gap: expected ${i + 1}, found ${s}`); });
+  const members = new Set(initialMembers);
+  let version = 1;
+  let messages = 0;
+  let events = 0;
+  for (const s of seqs) {
+    const r = bySeq.get(s)!;
+    const rec = decodeHistoryEntry(r.entry);
+    if (rec.conversationSeq !== s) violations.push(`seq ${s}: entry says ${rec.conversationSeq}`);
+    if (rec.membership) {
+      events++;
+      const affected = rec.membership.users;
+      for (const u of affected) {
+        if (rec.membership.op === 1) {
+          if (members.has(u)) violations.push(`seq ${s}: join of ${u} who is already a member`);
+          members.add(u);
+        } else {
+          if (!members.has(u)) violations.push(`seq ${s}: ${rec.membership.op === 2 ? "leave" : "remove"} of non-member ${u}`);
+          members.delete(u);
+        }
+      }
+      version++;
+      if (r.version !== version) violations.push(`seq ${s}: event version ${r.version}, expected ${version}`);
+      const expected = members.size <= broadcastMax ? [...members, ...affected] : affected;
+      if (!sameSet(r.recipients, expected)) violations.push(`seq ${s}: control audience ${r.recipients.length} users differs from expected ${new Set(expected).size}`);
+    } else {
+      messages++;
+      if (r.version !== version) violations.push(`seq ${s}: frozen at version ${r.version}, member version was ${version}`);
+      if (!sameSet(r.recipients, members)) violations.push(`seq ${s}: audience of ${r.recipients.length} differs from the ${members.size} members at its seq`);
+      if (!members.has(rec.senderId)) violations.push(`seq ${s}: sender ${rec.senderId} was not a member`);
+    }
+  }
+  return { messages, events, violations };
+}

@@ -1,0 +1,128 @@
+import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+import { describe, it } from "node:test";
+import { loadScripts, registry, type Uuid } from "../../core/index.js";
+import { ALL_TOPOLOGIES } from "../harness/redis.js";
+import { checkConversation } from "./checker.js";
+import { useEngine } from "./fixture.js";
+
+async function counter(name: string, labels: Record<string, string> = {}): Promise<number> {
+  const m = (await registry.getMetricsAsJSON()).find((x) => x.name === name);
+  return (m?.values ?? [])
+    .filter((x) => Object.entries(labels).every(([k, l]) => x.labels[k] === l))
+    .reduce((a, x) => a + Number(x.value), 0);
+}
+
+for (const kind of ALL_TOPOLOGIES) {
+  describe(`send path, leave and relay on ${kind}`, () => {
+    const fx = useEngine(kind, { broadcastMaxMembers: 5 });
+
+    it("a retried client_message_id returns the existing commit and consumes no seq", async () => {
+      const tenant = fx.tenant();
+      const owner = randomUUID();
+      const { group } = await fx.engine.createGroup({ tenant, owner });
+      const clientMessageId = randomUUID();
+      const a = await fx.engine.send({ tenant, group, sender: owner, clientMessageId, text: "once" });
+      const b = await fx.engine.send({ tenant, group, sender: owner, clientMessageId, text: "once" });
+      assert.equal(a.duplicate, false);
+      assert.equal(b.duplicate, true);
+      assert.equal(b.conversationSeq, a.conversationSeq);
+      assert.equal(b.messageId, a.messageId);
+      assert.equal((await fx.engine.getGroup(tenant, group)).conversationSeq, 1);
+    });
+
+    it("leave: the recorded sender and actor are the leaver; retrying after it took effect commits nothing new", async () => {
+      const tenant = fx.tenant();
+      const owner = randomUUID();
+      const u = randomUUID();
+      const { group } = await fx.engine.createGroup({ tenant, owner, members: [u] });
+      const eventsBefore = await counter("qim_writer_membership_events_total", { op: "leave" });
+      const left = await fx.engine.leaveGroup({ tenant, group, user: u });
+      assert.equal(left.outcome, "committed");
+      assert.equal(await counter("qim_writer_membership_events_total", { op: "leave" }), eventsBefore + 1);
+      const again = await fx.engine.leaveGroup({ tenant, group, user: u });
+      assert.equal(again.outcome, "duplicate");
+      assert.equal(again.eventConversationSeq, left.eventConversationSeq);
+      assert.equal(again.memberCount, 1);
+      assert.equal((await fx.engine.getGroup(tenant, group)).conversationSeq, 1, "no second event");
+      const h = await fx.engine.history({ tenant, group, user: owner });
+      const ev = h.records[0]!;
+      assert.equal(ev.kind, "control");
+      assert.equal(ev.senderId, u);
+      assert.deepEqual(ev.membership, { op: 2, actor: u, users: [u] });
+      const hu = await fx.engine.history({ tenant, group, user: u });
+      assert.equal(hu.state, "LEFT");
+      assert.deepEqual(hu.records, [], "the leave event itself is at left_at, outside the interval");
+      // an admin add records the owner as sender and actor 0
+      const joined = await fx.engine.addMembers({ tenant, group, users: [u] });
+      const rec = (await fx.engine.history({ tenant, group, user: owner, after: joined.eventConversationSeq! - 1 })).records[0]!;
+      assert.equal(rec.senderId, owner);
+      assert.deepEqual(rec.membership, { op: 1, actor: "00000000-0000-0000-0000-000000000000", users: [u] });
+    });
+
+    it("above the broadcast threshold a control message goes to the affected users only", async () => {
+      const tenant = fx.tenant();
+      const owner = randomUUID();
+      const members = Array.from({ length: 5 }, () => randomUUID());
+      const { group } = await fx.engine.createGroup({ tenant, owner, members });
+      const newcomer = randomUUID();
+      const add = await fx.engine.addMembers({ tenant, group, users: [newcomer] });
+      assert.equal(add.memberCount, 7);
+      assert.equal(add.audienceSize, 1);
+      const remove = await fx.engine.removeMembers({ tenant, group, users: [members[0]!, members[1]!] });
+      assert.equal(remove.memberCount, 5);
+      assert.equal(remove.audienceSize, 5 + 2, "at the threshold: post-change members ∪ affected");
+      await fx.relay.drainAll();
+      const records = (await fx.dispatched()).map((e) => e.record).filter((r) => r.conversation === group);
+      assert.deepEqual(records.find((r) => r.conversationSeq === add.eventConversationSeq)!.recipients, [newcomer]);
+      assert.deepEqual(checkConversation([owner, ...members], records, 5).violations, []);
+    });
+
+    it("relay: a crash after the append and before the mark appends again (at-least-once), never loses", async () => {
+      const tenant = fx.tenant();
+      const owner = randomUUID();
+      const { group } = await fx.engine.createGroup({ tenant, owner });
+      const sent: number[] = [];
+      for (let i = 0; i < 5; i++) sent.push((await fx.engine.send({ tenant, group, sender: owner, text: `m${i}` })).conversationSeq);
+      const k = fx.engine.conversationKeys(tenant, group);
+      const client = fx.store.clientFor(k.tag);
+      // simulate the crash: the mark step fails once, after the log append has happened
+      const mark = loadScripts().get("markCommitted")!;
+      const originalCall = (client as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>)[mark.command]!;
+      let crashed = false;
+      (client as unknown as Record<string, unknown>)[mark.command] = async (...a: unknown[]) => {
+        if (!crashed) { crashed = true; throw new Error("relay killed"); }
+        return originalCall.apply(client, a);
+      };
+      try {
+        await assert.rejects(fx.relay.drainBucket(k.bucket), /relay killed/);
+      } finally {
+        (client as unknown as Record<string, unknown>)[mark.command] = originalCall;
+      }
+      assert.equal(await client.llen(k.outbox) >= 5, true, "still RECORDED: nothing is COMMITTED that the mark did not reach");
+      await fx.relay.drainAll();
+      assert.equal(await client.hlen(k.commits), 0);
+      const seqs = (await fx.dispatched()).map((e) => e.record).filter((r) => r.conversation === group).map((r) => r.conversationSeq);
+      assert.deepEqual([...new Set(seqs)].sort((a, b) => a - b), sent, "every commit is in the log");
+      assert.equal(seqs.length, 10, "each appended twice: once before the crash, once on resume");
+    });
+
+    it("markRead only moves forward and stops at the visible head", async () => {
+      const tenant = fx.tenant();
+      const owner = randomUUID();
+      const u: Uuid = randomUUID();
+      const { group } = await fx.engine.createGroup({ tenant, owner, members: [u] });
+      for (let i = 0; i < 4; i++) await fx.engine.send({ tenant, group, sender: owner, text: `m${i}` });
+      assert.equal((await fx.engine.conversationSummary({ tenant, group, user: u })).unread, 4);
+      assert.equal((await fx.engine.markRead({ tenant, group, user: u, seq: 3 })).readConversationSeq, 3);
+      assert.equal((await fx.engine.markRead({ tenant, group, user: u, seq: 1 })).readConversationSeq, 3);
+      assert.equal((await fx.engine.conversationSummary({ tenant, group, user: u })).unread, 1);
+      await fx.engine.removeMembers({ tenant, group, users: [u] });
+      await fx.engine.send({ tenant, group, sender: owner, text: "after" });
+      assert.equal((await fx.engine.markRead({ tenant, group, user: u, seq: 99 })).readConversationSeq, 4);
+      const s = await fx.engine.conversationSummary({ tenant, group, user: u });
+      assert.equal(s.unread, 0);
+      assert.equal(s.head!.conversationSeq, 4);
+    });
+  });
+}

@@ -126,7 +126,8 @@ export interface SendResult {
   tenant: Uuid;
   group: Uuid;
   conversationSeq: number;
-  messageId: Uuid;
+  /** Null only for a duplicate whose history entry retention has dropped. */
+  messageId: Uuid | null;
   /** The member version the audience was frozen at; null for a duplicate. */
   version: number | null;
   duplicate: boolean;
@@ -182,9 +183,19 @@ export class Engine {
     this.keys = new KeySpace(this.opts.keyPrefix);
   }
 
+  /** Key names of a conversation, memoised: computing the bucket hashes (blake3) every call. */
   conversationKeys(tenant: Uuid, group: Uuid): ConversationKeys {
-    return this.keys.conversation(tenant, group);
+    const id = tenant + group;
+    let k = this.keyCache.get(id);
+    if (!k) {
+      if (this.keyCache.size >= 100_000) this.keyCache.clear();
+      k = this.keys.conversation(tenant, group);
+      this.keyCache.set(id, k);
+    }
+    return k;
   }
+
+  private readonly keyCache = new Map<string, ConversationKeys>();
 
   private clientOf(k: ConversationKeys) {
     return this.store.clientFor(k.tag);
@@ -315,7 +326,7 @@ export class Engine {
           outcome: status === "OK" ? "committed" : "duplicate",
           changed,
           eventConversationSeq: Number(reply[1]),
-          messageId: hexToUuid(String(reply[2])),
+          messageId: reply[2] === "" ? null : hexToUuid(String(reply[2])),
           version: Number(reply[3]),
           memberCount: Number(reply[4]),
           idempotencyId: idem,
@@ -375,29 +386,47 @@ export class Engine {
     const client = this.clientOf(k);
     const messageId = newMessageId();
     const rest = encodeHistoryRest({ messageId, senderId: sender, kind: "normal", countsUnread: true, createdAt: this.opts.now(), contentType, payload });
+    const cacheKey = k.outboxRef;
+    let version: string | null | undefined = this.versionCache.get(cacheKey);
     for (let attempt = 1; ; attempt++) {
-      const version = await client.hget(k.grpmeta, "version");
+      version ??= await client.hget(k.grpmeta, "version");
       if (version === null) throw new PermissionDeniedError();
       const reply = await callScript(client, "commitMessage",
-        [k.idem, k.grpmeta, k.grpmembers, k.cseq, k.hist, k.commits, k.outbox, k.vpending],
+        [k.idem, k.grpmeta, k.grpmembers, k.cseq, k.hist, k.outbox, k.vpending],
         [uuidToHex(clientMessageId), version, uuidToHex(sender), rest, k.outboxRef]);
       const status = luaStatus(reply);
       if (status === "OK" || status === "DUPLICATE") {
         if (status === "OK") metrics.messagesCommitted.inc();
+        this.rememberVersion(cacheKey, version);
         return {
           tenant, group,
           conversationSeq: Number(reply[1]),
-          messageId: hexToUuid(String(reply[2])),
+          messageId: reply[2] === "" ? null : hexToUuid(String(reply[2])),
           version: status === "OK" ? Number(version) : null,
           duplicate: status === "DUPLICATE",
           attempts: attempt,
         };
       }
+      this.versionCache.delete(cacheKey);
       if (status === "SENDER_NOT_MEMBER" || status === "GROUP_NOT_FOUND") throw new PermissionDeniedError();
       if (status !== "MEMBERSHIP_CHANGED") throw new InternalError(`commitMessage: unexpected ${status}`);
       if (attempt > this.opts.maxRetries) throw new MembershipChangedError(attempt);
       metrics.membershipRetries.inc({ path: "send" });
+      // re-freeze at the version the script saw, without another round trip
+      version = String(reply[1]);
     }
+  }
+
+  /**
+   * The last member version this writer committed at, per group: the next send freezes at it
+   * without reading it first (one round trip). A stale entry costs one refused attempt, which
+   * answers with the current version — the script's check keeps correctness either way.
+   */
+  private readonly versionCache = new Map<string, string>();
+
+  private rememberVersion(key: string, version: string): void {
+    if (this.versionCache.size >= 100_000 && !this.versionCache.has(key)) this.versionCache.clear();
+    this.versionCache.set(key, version);
   }
 
   /** History as `user` sees it; PERMISSION_DENIED alike for never-members and missing groups. */

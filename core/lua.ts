@@ -75,8 +75,9 @@ export function loadScripts(): Map<ScriptName, LoadedScript> {
 export function loadScriptsFrom(luaDir: string): Map<ScriptName, LoadedScript> {
   const out = new Map<ScriptName, LoadedScript>();
   for (const file of readdirSync(luaDir)) {
+    if (!file.endsWith(".lua")) continue;
     const m = /^([A-Za-z]+)-(\d+)\.lua$/.exec(file);
-    if (!m) continue;
+    if (!m) throw new Error(`lua/${file}: a script file is named <name>-<numberOfKeys>.lua (helpers go in lua/includes/)`);
     const name = m[1] as ScriptName;
     if (!SCRIPT_NAMES.includes(name)) throw new Error(`lua/${file} is not a known script; add it to SCRIPT_NAMES`);
     if (out.has(name)) throw new Error(`two files define script ${name}`);
@@ -124,8 +125,10 @@ export const LUA_STATUS = {
 } as const;
 export type LuaStatusName = keyof typeof LUA_STATUS;
 
+const STATUS_BY_CODE = new Map<number, LuaStatusName>(Object.entries(LUA_STATUS).map(([k, v]) => [v, k as LuaStatusName]));
+
 export function luaStatus(reply: unknown[]): LuaStatusName {
-  const code = Number(reply[0]);
-  for (const [k, v] of Object.entries(LUA_STATUS)) if (v === code) return k as LuaStatusName;
-  throw new InternalError(`unknown Lua status ${String(reply[0])}`);
+  const name = STATUS_BY_CODE.get(Number(reply[0]));
+  if (name === undefined) throw new InternalError(`unknown Lua status ${String(reply[0])}`);
+  return name;
 }

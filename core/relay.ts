@@ -51,7 +51,7 @@ export class OutboxRelay {
       const tenant = hexToUuid(tenantHex);
       const conversation = hexToUuid(convHex);
       const k = this.keys.conversation(tenant, conversation);
-      const reply = await callScript(client, "loadForDispatch", [k.commits, k.hist, k.grpmembers, k.grpdeltas, k.grpmeta], seqs);
+      const reply = await callScript(client, "loadForDispatch", [k.commits, k.hist, k.grpmembers, k.grpdeltas, k.grpmeta, k.vpending], seqs);
       if (typeof reply[0] === "number" && reply[0] < 0) {
         throw new InternalError(`loadForDispatch ${ref}: ${luaStatus(reply)} at version ${String(reply[1])}`);
       }

@@ -21,7 +21,7 @@ export class RedisStore {
   constructor(readonly topology: TopologyConfig, opts: StoreOptions = {}) {
     const common = {
       connectTimeout: opts.connectTimeoutMs ?? 5000,
-      commandTimeout: opts.commandTimeoutMs ?? 10000,
+      commandTimeout: opts.commandTimeoutMs === 0 ? undefined : (opts.commandTimeoutMs ?? 10000),
       maxRetriesPerRequest: 2,
       enableOfflineQueue: true,
     };

@@ -17,7 +17,7 @@
   KEYS[5] vpending    zset: score version, member seq — undispatched group-audience messages
   KEYS[6] cseq        string: the conversation_seq counter
   KEYS[7] hist        zset: the conversation history
-  KEYS[8] commits     hash: seq -> "R|version|audience"
+  KEYS[8] commits     hash: seq -> "R|version|audience" — RECORDED control messages (removed when COMMITTED)
   KEYS[9] outbox      list: the bucket's outbox
 
   ARGV[1] idempotency id (32 hex): blake3("qim.membership-event.v1\0" ‖ tenant ‖ group ‖ op ‖ actor ‖ V ‖ targets)[0..16]
@@ -29,10 +29,13 @@
   ARGV[7..] targets (32 hex, distinct, sorted)
 
   Returns {0, J, messageId, version, memberCount, audienceSize}  the change was committed at J
-          {1, J, messageId, version, memberCount, 0}             this change was committed before (the existing event)
+          {1, J, messageId, version, memberCount, 0}             this change was committed before (the existing event);
+                                                                 version and memberCount are the current ones; messageId
+                                                                 is "" if history retention dropped the event
           {-1, version}  membership changed: the member version is no longer V
           {-3}           no such group
           {-6, target}   the plan no longer holds: a join target is already a member, or a leave/remove target is not
+                         (also: a target named twice, or no target at all — "" — which the engine never sends)
           {-7}           the owner cannot leave or be removed
 ]]
 --- @include "includes/parseMember"
@@ -43,7 +46,7 @@ local existing = redis.call("HGET", KEYS[1], ARGV[1])
 if existing then
   local entry = redis.call("ZRANGEBYSCORE", KEYS[7], existing, existing)[1]
   local meta = redis.call("HMGET", KEYS[2], "version", "member_count")
-  return {1, tonumber(existing), histField(entry, 2), tonumber(meta[1]), tonumber(meta[2]), 0}
+  return {1, tonumber(existing), entry and histField(entry, 2) or "", tonumber(meta[1]), tonumber(meta[2]), 0}
 end
 
 local meta = redis.call("HMGET", KEYS[2], "version", "owner", "member_count")
@@ -53,8 +56,12 @@ local op = ARGV[3]
 local owner = meta[2]
 
 local targets = {}
+local seen = {}
+if #ARGV < 7 then return {-6, ""} end
 for i = 7, #ARGV do
   local t = ARGV[i]
+  if seen[t] then return {-6, t} end
+  seen[t] = true
   local _, _, state = parseMember(redis.call("HGET", KEYS[3], t))
   if op == "1" then
     if state == "A" then return {-6, t} end
@@ -104,5 +111,6 @@ else
   audience = targets
 end
 
-recordCommit(KEYS[7], KEYS[8], KEYS[1], KEYS[9], j, ARGV[4], "R|" .. version .. "|" .. table.concat(audience), ARGV[1], ARGV[5])
+recordCommit(KEYS[7], KEYS[1], KEYS[9], j, ARGV[4], ARGV[1], ARGV[5])
+redis.call("HSET", KEYS[8], j, "R|" .. version .. "|" .. table.concat(audience))
 return {0, j, histField(ARGV[4], 1), version, count, #audience}

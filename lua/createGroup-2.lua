@@ -7,15 +7,15 @@
 
   ARGV[1] owner (32 hex)
   ARGV[2] created_at (ms)
-  ARGV[3..] initial members (32 hex, distinct, owner included)
+  ARGV[3..] initial members (32 hex, owner included; a repeated id counts once)
 
   Returns {0, version, memberCount}
           {-4}  the group already exists
 ]]
 if redis.call("EXISTS", KEYS[1]) == 1 then return {-4} end
-local n = #ARGV - 2
+local n = 0
 for i = 3, #ARGV do
-  redis.call("HSET", KEYS[2], ARGV[i], "0||A")
+  n = n + redis.call("HSET", KEYS[2], ARGV[i], "0||A")
 end
 redis.call("HSET", KEYS[1], "version", 1, "owner", ARGV[1], "member_count", n, "created_at", ARGV[2])
 return {0, 1, n}

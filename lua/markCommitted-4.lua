@@ -3,22 +3,21 @@
   record, the outbox entry and the vpending entry, then retires every version delta that no
   undispatched message needs any more (all of them when nothing is pending).
 
-  KEYS[1] commits    hash: seq -> "R|version|audience"
+  KEYS[1] commits    hash: seq -> "R|version|audience" — RECORDED control messages
   KEYS[2] outbox     list: the bucket's outbox
-  KEYS[3] vpending   zset: score version, member seq
+  KEYS[3] vpending   zset: score version, member seq — RECORDED group messages
   KEYS[4] grpdeltas  hash: version -> "op|targets"
 
   ARGV[1] outbox ref "tenantHex|conversationHex"
   ARGV[2..] seqs
 
-  Returns the number of commit records that were still RECORDED.
+  Returns the number of seqs that were still RECORDED (in commits or vpending).
 ]]
 local marked = 0
 for i = 2, #ARGV do
   local seq = ARGV[i]
-  marked = marked + redis.call("HDEL", KEYS[1], seq)
+  marked = marked + redis.call("HDEL", KEYS[1], seq) + redis.call("ZREM", KEYS[3], seq)
   redis.call("LREM", KEYS[2], 1, ARGV[1] .. "|" .. seq)
-  redis.call("ZREM", KEYS[3], seq)
 end
 local oldest = redis.call("ZRANGE", KEYS[3], 0, 0, "WITHSCORES")
 if #oldest == 0 then

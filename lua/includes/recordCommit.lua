@@ -1,10 +1,10 @@
--- recordCommit(histKey, commitsKey, idemKey, outboxKey, seq, histRest, commitRecord, idemId, outboxRef)
--- Writes a commit in state RECORDED (the reserve_and_record step of ADR-0021 §2): the history
--- entry at score seq, the commit record (what the relay needs to dispatch it), the idempotency
--- index and the bucket's outbox entry. The outbox relay later moves it to COMMITTED.
-local function recordCommit(histKey, commitsKey, idemKey, outboxKey, seq, histRest, commitRecord, idemId, outboxRef)
+-- recordCommit(histKey, idemKey, outboxKey, seq, histRest, idemId, outboxRef)
+-- The part of reserve_and_record (ADR-0021 §2) every commit shares: the history entry at score
+-- seq, the idempotency index and the bucket's outbox entry. The caller writes the commit record
+-- itself (a group message: its frozen version in vpending; a control message: its explicit
+-- audience in commits). The outbox relay later moves the commit to COMMITTED.
+local function recordCommit(histKey, idemKey, outboxKey, seq, histRest, idemId, outboxRef)
   redis.call("ZADD", histKey, seq, seq .. "|" .. histRest)
-  redis.call("HSET", commitsKey, seq, commitRecord)
   redis.call("HSET", idemKey, idemId, seq)
   redis.call("RPUSH", outboxKey, outboxRef .. "|" .. seq)
 end

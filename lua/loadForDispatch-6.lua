@@ -1,14 +1,16 @@
 --[[
   Reads what the outbox relay needs to put RECORDED commits into the dispatch log: the history
   entry and the audience. A group message's audience is the member set at the version it was
-  frozen at: the current ACTIVE members with the retained deltas undone from the current version
-  down to V+1. A control message carries its explicit audience in the commit record.
+  frozen at (its vpending score): the current ACTIVE members with the retained deltas undone from
+  the current version down to V+1. A control message carries its explicit audience in its commit
+  record (commits).
 
-  KEYS[1] commits     hash: seq -> "R|version|audience"
+  KEYS[1] commits     hash: seq -> "R|version|audience" — RECORDED control messages
   KEYS[2] hist        zset: the conversation history
   KEYS[3] grpmembers  hash: user hex -> "joinedAt|leftAt|state"
   KEYS[4] grpdeltas   hash: version -> "op|targets"
   KEYS[5] grpmeta     hash: version
+  KEYS[6] vpending    zset: score member version, member seq — RECORDED group messages
 
   ARGV[1..] seqs
 
@@ -53,16 +55,21 @@ end
 local result = {}
 for i = 1, #ARGV do
   local seq = ARGV[i]
+  local v, aud = nil, nil
   local rec = redis.call("HGET", KEYS[1], seq)
-  if not rec then
+  if rec then
+    v, aud = string.match(rec, "^R|(%d+)|(.*)$")
+  else
+    v = redis.call("ZSCORE", KEYS[6], seq)
+    if v then
+      local missing
+      aud, missing = membersAt(tonumber(v))
+      if not aud then return {-8, missing} end
+    end
+  end
+  if not v then
     result[#result + 1] = seq; result[#result + 1] = ""; result[#result + 1] = "0"; result[#result + 1] = ""
   else
-    local v, aud = string.match(rec, "^R|(%d+)|(.*)$")
-    if aud == "" then
-      local expanded, missing = membersAt(tonumber(v))
-      if not expanded then return {-8, missing} end
-      aud = expanded
-    end
     local entry = redis.call("ZRANGEBYSCORE", KEYS[2], seq, seq)[1] or ""
     result[#result + 1] = seq; result[#result + 1] = entry; result[#result + 1] = v; result[#result + 1] = aud
   end

@@ -1,0 +1,87 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { LUA_STATUS, luaStatus } from "../../core/lua.js";
+import { Conv, hexId, hexIds, useRedis, type LuaFixture } from "./helpers.js";
+
+const fx = useRedis();
+
+const JOIN = 1;
+const LEAVE = 2;
+const CAP = 200;
+
+/**
+ *   1 owner | 2 b | 3 b | 4 join u (CONTROL) | 5 b | 6 u (countsUnread 0) | 7 owner
+ * u: joined_at 3.
+ */
+async function scenario(fxIn: LuaFixture) {
+  const c = new Conv(fxIn);
+  const [owner, b, u] = hexIds(3) as [string, string, string];
+  await c.createGroup(owner, [owner, b]);
+  await c.send(owner, 1);
+  await c.send(b, 1);
+  await c.send(b, 1);
+  await c.membership(JOIN, 1, [u], { sender: owner });
+  await c.send(b, 2);
+  await c.send(u, 2, { countsUnread: false });
+  await c.send(owner, 2);
+  const entries = (await c.zrange(c.keys.hist)).map(([e]) => e);
+  assert.equal(entries.length, 7);
+  return { c, owner, b, u, entries };
+}
+
+test("conversationSummary: unread excludes own messages and CONTROL messages", async () => {
+  const { c, owner, b, u, entries } = await scenario(fx);
+  // owner: 2, 3, 5 (b); not 1, 7 (own), 4 (control), 6 (countsUnread 0)
+  assert.deepEqual(await c.run("conversationSummary", [owner, CAP]), [LUA_STATUS.OK, 0, -1, "A", 0, entries[6], 3, 1]);
+  // b: 1, 7 (owner)
+  assert.deepEqual(await c.run("conversationSummary", [b, CAP]), [0, 0, -1, "A", 0, entries[6], 2, 1]);
+  // u (joined_at 3): 5 (b), 7 (owner); not 4 (control), 6 (own)
+  assert.deepEqual(await c.run("conversationSummary", [u, CAP]), [0, 3, -1, "A", 0, entries[6], 2, 1]);
+});
+
+test("conversationSummary: base is max(read_seq, joined_at)", async () => {
+  const { c, owner, u, entries } = await scenario(fx);
+  assert.deepEqual(await c.run("markRead", [owner, 3]), [0, 3]);
+  assert.deepEqual(await c.run("conversationSummary", [owner, CAP]), [0, 0, -1, "A", 3, entries[6], 1, 1]);
+  assert.deepEqual(await c.run("markRead", [owner, 7]), [0, 7]);
+  assert.deepEqual(await c.run("conversationSummary", [owner, CAP]), [0, 0, -1, "A", 7, entries[6], 0, 1]);
+  // a read_seq below joined_at does not widen the window
+  await c.client.hset(c.keys.readseq, u, 1);
+  assert.deepEqual(await c.run("conversationSummary", [u, CAP]), [0, 3, -1, "A", 1, entries[6], 2, 1]);
+});
+
+test("conversationSummary: unread is bounded by the cap (exact 0 when head - base > cap)", async () => {
+  const { c, owner, entries } = await scenario(fx);
+  // head - base = 7 > 6: unread = cap, not exact
+  assert.deepEqual(await c.run("conversationSummary", [owner, 6]), [0, 0, -1, "A", 0, entries[6], 6, 0]);
+  assert.deepEqual(await c.run("conversationSummary", [owner, 2]), [0, 0, -1, "A", 0, entries[6], 2, 0]);
+  // head - base = 7 = cap: counted exactly
+  assert.deepEqual(await c.run("conversationSummary", [owner, 7]), [0, 0, -1, "A", 0, entries[6], 3, 1]);
+  await c.run("markRead", [owner, 2]);
+  // head - base = 5 = cap
+  assert.deepEqual(await c.run("conversationSummary", [owner, 5]), [0, 0, -1, "A", 2, entries[6], 2, 1]);
+  assert.deepEqual(await c.run("conversationSummary", [owner, 4]), [0, 0, -1, "A", 2, entries[6], 4, 0]);
+});
+
+test("conversationSummary: a member who left sees the head below left_at", async () => {
+  const { c, owner, u, entries } = await scenario(fx);
+  const leave = await c.membership(LEAVE, 2, [u]); // seq 8: left_at 8
+  assert.equal(leave.reply[1], 8);
+  await c.send(owner, 3); // seq 9, invisible to u
+  assert.deepEqual(await c.run("conversationSummary", [u, CAP]), [0, 3, 8, "L", 0, entries[6], 2, 1]);
+});
+
+test("conversationSummary: no visible record gives an empty head and 0 unread", async () => {
+  const c = new Conv(fx);
+  const [owner] = hexIds(1) as [string];
+  await c.createGroup(owner, [owner]);
+  assert.deepEqual(await c.run("conversationSummary", [owner, CAP]), [0, 0, -1, "A", 0, "", 0, 1]);
+});
+
+test("conversationSummary: -5 for a never-member and for a missing group", async () => {
+  const { c } = await scenario(fx);
+  const never = await c.run("conversationSummary", [hexId(), CAP]);
+  assert.deepEqual(never, [LUA_STATUS.NOT_VISIBLE]);
+  assert.equal(luaStatus(never), "NOT_VISIBLE");
+  assert.deepEqual(await new Conv(fx).run("conversationSummary", [hexId(), CAP]), [-5]);
+});

@@ -1,0 +1,157 @@
+/**
+ * Shared set-up of the per-script Lua tests: one real redis-server per test file, a key prefix
+ * and random tenant/group per test, and every script called only through `callScript` with its
+ * keys in the order its header lists them.
+ */
+import { randomUUID } from "node:crypto";
+import { after, before } from "node:test";
+import { uuidToHex } from "../../core/ids.js";
+import { KeySpace, type ConversationKeys } from "../../core/keys.js";
+import { callScript, type RedisClient, type ScriptName } from "../../core/lua.js";
+import { RedisStore } from "../../core/store.js";
+import { startRedis, type RedisServer } from "../harness/redis.js";
+
+export interface LuaFixture {
+  server: RedisServer;
+  store: RedisStore;
+}
+
+/** Starts one redis-server for the file (before) and stops it (after). Filled in by `before`. */
+export function useRedis(): LuaFixture {
+  const fx = {} as LuaFixture;
+  before(async () => {
+    fx.server = await startRedis();
+    fx.store = new RedisStore({ kind: "instances", addrs: [fx.server.addr] });
+  });
+  after(async () => {
+    await fx.store?.close();
+    await fx.server?.stop();
+  });
+  return fx;
+}
+
+/** Each script's KEYS, in the order of its header. */
+export const SCRIPT_KEYS: Record<ScriptName, (k: ConversationKeys) => string[]> = {
+  createGroup: (k) => [k.grpmeta, k.grpmembers],
+  commitMessage: (k) => [k.idem, k.grpmeta, k.grpmembers, k.cseq, k.hist, k.outbox, k.vpending],
+  applyMembership: (k) => [k.idem, k.grpmeta, k.grpmembers, k.grpdeltas, k.vpending, k.cseq, k.hist, k.commits, k.outbox],
+  loadForDispatch: (k) => [k.commits, k.hist, k.grpmembers, k.grpdeltas, k.grpmeta, k.vpending],
+  markCommitted: (k) => [k.commits, k.outbox, k.vpending, k.grpdeltas],
+  readHistory: (k) => [k.grpmembers, k.hist],
+  conversationSummary: (k) => [k.grpmembers, k.hist, k.readseq],
+  markRead: (k) => [k.grpmembers, k.hist, k.readseq],
+};
+
+/** A random id in the scripts' 32-hex form. */
+export function hexId(): string {
+  return uuidToHex(randomUUID());
+}
+
+/** `n` random 32-hex ids, sorted (the order scripts expect targets in). */
+export function hexIds(n: number): string[] {
+  return Array.from({ length: n }, hexId).sort();
+}
+
+/** Splits a concatenation of 32-hex ids, sorted (audiences are sets; a hash's order is not ours). */
+export function splitSorted(concat: string): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < concat.length; i += 32) out.push(concat.slice(i, i + 32));
+  return out.sort();
+}
+
+/** One conversation under a key prefix of its own. */
+export class Conv {
+  readonly tenant = randomUUID();
+  readonly group = randomUUID();
+  readonly keys: ConversationKeys;
+  readonly client: RedisClient;
+
+  constructor(fx: LuaFixture) {
+    this.keys = new KeySpace(`l${randomUUID().slice(0, 8)}`).conversation(this.tenant, this.group);
+    this.client = fx.store.clientFor(this.keys.tag);
+  }
+
+  run(name: ScriptName, args: (string | number)[]): Promise<unknown[]> {
+    return callScript(this.client, name, SCRIPT_KEYS[name](this.keys), args);
+  }
+
+  createGroup(owner: string, members: string[], createdAt = 1_700_000_000_000): Promise<unknown[]> {
+    return this.run("createGroup", [owner, createdAt, ...members]);
+  }
+
+  /** commitMessage of a NORMAL message (countsUnread 1) by `sender` at member version `version`. */
+  async send(sender: string, version: number, opts: { clientMessageId?: string; messageId?: string; countsUnread?: boolean } = {}) {
+    const clientMessageId = opts.clientMessageId ?? hexId();
+    const messageId = opts.messageId ?? hexId();
+    const rest = normalRest(messageId, sender, opts.countsUnread ?? true);
+    const reply = await this.run("commitMessage", [clientMessageId, version, sender, rest, this.keys.outboxRef]);
+    return { reply, rest, messageId, clientMessageId };
+  }
+
+  /** applyMembership (op 1 join, 2 leave, 3 remove) planned at `version`. */
+  async membership(op: 1 | 2 | 3, version: number, targets: string[], opts: { idem?: string; sender?: string; broadcastMax?: number; messageId?: string } = {}) {
+    const idem = opts.idem ?? hexId();
+    const messageId = opts.messageId ?? hexId();
+    const rest = controlRest(messageId, opts.sender ?? targets[0]!, op, targets);
+    const reply = await this.run("applyMembership", [idem, version, op, rest, this.keys.outboxRef, opts.broadcastMax ?? 500, ...targets]);
+    return { reply, rest, messageId, idem };
+  }
+
+  hgetall(key: string): Promise<Record<string, string>> {
+    return this.client.hgetall(key);
+  }
+
+  /** A sorted set as [member, score] pairs in score order. */
+  async zrange(key: string): Promise<[string, number][]> {
+    const flat = await this.client.zrange(key, "0", "-1", "WITHSCORES");
+    const out: [string, number][] = [];
+    for (let i = 0; i < flat.length; i += 2) out.push([flat[i]!, Number(flat[i + 1])]);
+    return out;
+  }
+
+  lrange(key: string): Promise<string[]> {
+    return this.client.lrange(key, 0, -1);
+  }
+
+  get(key: string): Promise<string | null> {
+    return this.client.get(key);
+  }
+
+  exists(key: string): Promise<number> {
+    return this.client.exists(key);
+  }
+
+  /** Every key of the conversation with its type and full value, for "changed nothing" checks. */
+  async snapshot(): Promise<Record<string, unknown>> {
+    const k = this.keys;
+    const out: Record<string, unknown> = {};
+    for (const key of [k.cseq, k.hist, k.commits, k.idem, k.grpmeta, k.grpmembers, k.grpdeltas, k.vpending, k.readseq, k.outbox]) {
+      const type = await this.client.type(key);
+      let value: unknown = null;
+      if (type === "string") value = await this.client.get(key);
+      else if (type === "hash") value = await this.client.hgetall(key);
+      else if (type === "zset") value = await this.client.zrange(key, "0", "-1", "WITHSCORES");
+      else if (type === "list") value = await this.client.lrange(key, 0, -1);
+      out[key] = { type, value };
+    }
+    return out;
+  }
+}
+
+const CREATED_AT = 1_700_000_000_123;
+
+/** History entry of a NORMAL message without its seq: "messageId|sender|N|countsUnread|createdAt|contentType|body". */
+export function normalRest(messageId: string, sender: string, countsUnread = true): string {
+  return `${messageId}|${sender}|N|${countsUnread ? 1 : 0}|${CREATED_AT}|text/plain|${Buffer.from(`hi from ${sender.slice(0, 6)}`).toString("base64")}`;
+}
+
+/** History entry of a membership CONTROL message without its seq (payload: op | actor | n | users). */
+export function controlRest(messageId: string, sender: string, op: number, targets: string[]): string {
+  const payload = Buffer.concat([
+    Buffer.from([op]),
+    Buffer.alloc(16),
+    Buffer.from([(targets.length >> 8) & 0xff, targets.length & 0xff]),
+    ...targets.map((t) => Buffer.from(t, "hex")),
+  ]);
+  return `${messageId}|${sender}|C|0|${CREATED_AT}|qim.membership.v1|${payload.toString("base64")}`;
+}

@@ -1,0 +1,184 @@
+import { randomUUID } from "node:crypto";
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { Redis } from "ioredis";
+import { InternalError } from "../../core/errors.js";
+import { KeySpace } from "../../core/keys.js";
+import { callScript, inlineIncludes, loadScripts, loadScriptsFrom, SCRIPT_NAMES, SCRIPT_VERSION } from "../../core/lua.js";
+import { RedisStore } from "../../core/store.js";
+import { startRedis, type RedisServer } from "../harness/redis.js";
+import { Conv, SCRIPT_KEYS, hexIds } from "./helpers.js";
+
+/** The key count of each script, as its file name in lua/ carries it. */
+const EXPECTED_KEYS: Record<(typeof SCRIPT_NAMES)[number], number> = {
+  createGroup: 2,
+  commitMessage: 7,
+  applyMembership: 9,
+  loadForDispatch: 6,
+  markCommitted: 4,
+  readHistory: 2,
+  conversationSummary: 3,
+  markRead: 3,
+};
+
+const tempDirs: string[] = [];
+after(() => {
+  for (const d of tempDirs) rmSync(d, { recursive: true, force: true });
+});
+
+/**
+ * A lua/ folder with a trivial file for every known script plus `files` (path -> text; a null
+ * text deletes a default file).
+ */
+function luaDir(files: Record<string, string | null> = {}): string {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "qim-lua-"));
+  tempDirs.push(dir);
+  mkdirSync(path.join(dir, "includes"));
+  const all: Record<string, string | null> = {};
+  for (const name of SCRIPT_NAMES) all[`${name}-${EXPECTED_KEYS[name]}.lua`] = `-- ${name}\nreturn 1\n`;
+  Object.assign(all, files);
+  for (const [rel, text] of Object.entries(all)) if (text !== null) writeFileSync(path.join(dir, rel), text);
+  return dir;
+}
+
+function occurrences(text: string, needle: string): number {
+  return text.split(needle).length - 1;
+}
+
+test("loader: the key count comes from the file name and the command name is versioned", () => {
+  const dir = luaDir({ "createGroup-2.lua": null, "createGroup-7.lua": "return 7\n" });
+  const scripts = loadScriptsFrom(dir);
+  assert.deepEqual([...scripts.keys()].sort(), [...SCRIPT_NAMES].sort());
+  const cg = scripts.get("createGroup")!;
+  assert.equal(cg.numberOfKeys, 7);
+  assert.equal(cg.command, `qim_v${SCRIPT_VERSION}_createGroup`);
+  assert.equal(cg.lua, "return 7\n");
+  assert.equal(scripts.get("applyMembership")!.numberOfKeys, 9);
+  assert.equal(scripts.get("commitMessage")!.numberOfKeys, 7);
+  assert.equal(scripts.get("loadForDispatch")!.numberOfKeys, 6);
+});
+
+test("loader: includes are inlined once, nested ones first, with or without .lua", () => {
+  const dir = luaDir({
+    "includes/a.lua": "local function a() return 1 end\n",
+    "includes/b.lua": '--- @include "includes/a"\nlocal function b() return a() + 1 end\n',
+    "createGroup-2.lua": '--- @include "includes/b"\n--- @include "includes/a"\n--- @include "includes/a.lua"\nreturn b()\n',
+  });
+  const lua = loadScriptsFrom(dir).get("createGroup")!.lua;
+  assert.equal(occurrences(lua, "local function a()"), 1);
+  assert.equal(occurrences(lua, "local function b()"), 1);
+  assert.ok(lua.indexOf("local function a()") < lua.indexOf("local function b()"), "a is defined before b uses it");
+  assert.doesNotMatch(lua, /@include/);
+  assert.match(lua, /return b\(\)\n$/);
+
+  // the same through inlineIncludes directly
+  const direct = inlineIncludes(dir, '--- @include "includes/a"\n--- @include "includes/a"\nreturn a()\n', "x.lua");
+  assert.equal(direct, "local function a() return 1 end\n\n\nreturn a()\n");
+});
+
+test("loader: a missing include fails with a message naming it and the including file", () => {
+  const dir = luaDir({ "markRead-3.lua": '--- @include "includes/nope"\nreturn 1\n' });
+  assert.throws(() => loadScriptsFrom(dir), /missing Lua include "includes\/nope" in markRead-3\.lua/);
+  const nested = luaDir({
+    "includes/a.lua": '--- @include "includes/gone"\nlocal function a() end\n',
+    "markRead-3.lua": '--- @include "includes/a"\nreturn 1\n',
+  });
+  assert.throws(() => loadScriptsFrom(nested), /missing Lua include "includes\/gone" in includes\/a\.lua/);
+});
+
+test("loader: a circular include fails", () => {
+  const dir = luaDir({
+    "includes/x.lua": '--- @include "includes/y"\nlocal function x() end\n',
+    "includes/y.lua": '--- @include "includes/x"\nlocal function y() end\n',
+    "readHistory-2.lua": '--- @include "includes/x"\nreturn 1\n',
+  });
+  assert.throws(() => loadScriptsFrom(dir), /circular Lua include includes\/x\.lua -> includes\/y\.lua -> includes\/x\.lua/);
+  const self = luaDir({
+    "includes/s.lua": '--- @include "includes/s"\nlocal function s() end\n',
+    "readHistory-2.lua": '--- @include "includes/s"\nreturn 1\n',
+  });
+  assert.throws(() => loadScriptsFrom(self), /circular Lua include/);
+});
+
+test("loader: a <name>-<n>.lua of an unknown script fails", () => {
+  const dir = luaDir({ "sendMessage-3.lua": "return 1\n" });
+  assert.throws(() => loadScriptsFrom(dir), /sendMessage-3\.lua is not a known script/);
+});
+
+test("loader: a script file without its key count in the name fails, naming the file", () => {
+  const dir = luaDir({ "markCommitted-4.lua": null, "markCommitted.lua": "return 1\n" });
+  assert.throws(() => loadScriptsFrom(dir), /lua\/markCommitted\.lua: a script file is named <name>-<numberOfKeys>\.lua/);
+});
+
+test("loader: a stray .lua file at the top of lua/ fails; a missing script fails as missing", () => {
+  assert.throws(() => loadScriptsFrom(luaDir({ "stray.lua": "return 1\n" })), /lua\/stray\.lua: a script file is named/);
+  assert.throws(() => loadScriptsFrom(luaDir({ "commit_message-3.lua": "return 1\n" })), /commit_message-3\.lua: a script file is named/);
+  assert.throws(() => loadScriptsFrom(luaDir({ "markRead-3.lua": null })), /lua\/markRead-N\.lua is missing/);
+});
+
+test("loader: two files for one script fail", () => {
+  const dir = luaDir({ "markRead-4.lua": "return 1\n" });
+  assert.throws(() => loadScriptsFrom(dir), /two files define script markRead/);
+});
+
+test("loader: loadScripts() reads every script of lua/ with the key count of its file name", () => {
+  const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..", "..");
+  const onDisk = new Map<string, number>();
+  for (const f of readdirSync(path.join(root, "lua"))) {
+    const m = /^([A-Za-z]+)-(\d+)\.lua$/.exec(f);
+    if (m) onDisk.set(m[1]!, Number(m[2]));
+  }
+  const scripts = loadScripts();
+  const keys = new KeySpace("x").conversation(randomUUID(), randomUUID());
+  assert.deepEqual([...scripts.keys()].sort(), [...SCRIPT_NAMES].sort());
+  assert.deepEqual([...onDisk.keys()].sort(), [...SCRIPT_NAMES].sort());
+  for (const name of SCRIPT_NAMES) {
+    const s = scripts.get(name)!;
+    assert.equal(s.numberOfKeys, onDisk.get(name), name);
+    assert.equal(s.numberOfKeys, EXPECTED_KEYS[name], name);
+    assert.equal(s.command, `qim_v${SCRIPT_VERSION}_${name}`);
+    assert.doesNotMatch(s.lua, /@include/, name);
+    for (const m of s.lua.matchAll(/local function (\w+)\(/g)) {
+      assert.equal(occurrences(s.lua, `local function ${m[1]}(`), 1, `${name}: ${m[1]} defined once`);
+    }
+    // the tests' key lists follow the headers
+    assert.equal(SCRIPT_KEYS[name](keys).length, s.numberOfKeys, name);
+  }
+});
+
+let server: RedisServer | undefined;
+let store: RedisStore | undefined;
+before(async () => {
+  server = await startRedis();
+  store = new RedisStore({ kind: "instances", addrs: [server.addr] });
+});
+after(async () => {
+  await store?.close();
+  await server?.stop();
+});
+
+test("loader: callScript with the wrong number of keys throws and runs nothing", async () => {
+  const c = new Conv({ server: server!, store: store! });
+  const [owner] = hexIds(1) as [string];
+  for (const keys of [[c.keys.grpmeta], [c.keys.grpmeta, c.keys.grpmembers, c.keys.hist]]) {
+    await assert.rejects(
+      callScript(c.client, "createGroup", keys, [owner, 1, owner]),
+      (e: unknown) => e instanceof InternalError && e.code === "INTERNAL" && /createGroup takes 2 keys, called with \d/.test(e.message),
+    );
+  }
+  assert.equal(await c.exists(c.keys.grpmeta), 0);
+  assert.deepEqual(await callScript(c.client, "createGroup", [c.keys.grpmeta, c.keys.grpmembers], [owner, 1, owner]), [0, 1, 1]);
+});
+
+test("loader: callScript on a client without the scripts defined throws", async () => {
+  const plain = new Redis({ host: server!.host, port: server!.port, lazyConnect: true });
+  try {
+    await assert.rejects(callScript(plain, "markRead", ["a", "b", "c"], ["x", 1]), /script markRead is not defined on this client/);
+  } finally {
+    plain.disconnect();
+  }
+});

@@ -1,0 +1,130 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { Conv, hexId, hexIds, useRedis } from "./helpers.js";
+
+const fx = useRedis();
+
+const JOIN = 1;
+
+test("markCommitted: drops commit records, outbox and vpending entries; retires deltas at or below the oldest pending version", async () => {
+  const c = new Conv(fx);
+  const [owner, a, b, d] = hexIds(4) as [string, string, string, string];
+  const ref = c.keys.outboxRef;
+  await c.createGroup(owner, [owner, a]);
+  await c.send(owner, 1); // seq 1 at version 1
+  await c.membership(JOIN, 1, [b], { sender: owner }); // seq 2, version 2
+  await c.send(a, 2); // seq 3 at version 2
+  await c.membership(JOIN, 2, [d], { sender: owner }); // seq 4, version 3
+  assert.deepEqual(await c.hgetall(c.keys.grpdeltas), { "2": `1|${b}`, "3": `1|${d}` });
+  // RECORDED: the CONTROL messages (2, 4) in commits, the NORMAL ones (1, 3) in vpending
+  assert.deepEqual(Object.keys(await c.hgetall(c.keys.commits)).sort(), ["2", "4"]);
+  assert.deepEqual(await c.zrange(c.keys.vpending), [
+    ["1", 1],
+    ["3", 2],
+  ]);
+  const hist = await c.zrange(c.keys.hist);
+
+  assert.deepEqual(await c.run("markCommitted", [ref, 1]), [1]);
+  assert.deepEqual(Object.keys(await c.hgetall(c.keys.commits)).sort(), ["2", "4"]);
+  assert.deepEqual(await c.lrange(c.keys.outbox), [`${ref}|2`, `${ref}|3`, `${ref}|4`]);
+  assert.deepEqual(await c.zrange(c.keys.vpending), [["3", 2]]);
+  // seq 3 (version 2) still needs delta 3; delta 2 is needed by nobody
+  assert.deepEqual(await c.hgetall(c.keys.grpdeltas), { "3": `1|${d}` });
+
+  // idempotent: marking the same seq again finds nothing RECORDED and changes nothing
+  const before = await c.snapshot();
+  assert.deepEqual(await c.run("markCommitted", [ref, 1]), [0]);
+  assert.deepEqual(await c.snapshot(), before);
+
+  // 2 and 4 from commits, 3 from vpending: each counted once
+  assert.deepEqual(await c.run("markCommitted", [ref, 2, 3, 4]), [3]);
+  assert.equal(await c.exists(c.keys.commits), 0);
+  assert.equal(await c.exists(c.keys.outbox), 0);
+  assert.equal(await c.exists(c.keys.vpending), 0);
+  assert.equal(await c.exists(c.keys.grpdeltas), 0);
+  // history and idempotency index stay
+  assert.deepEqual(await c.zrange(c.keys.hist), hist);
+  assert.equal(Object.keys(await c.hgetall(c.keys.idem)).length, 4);
+});
+
+test("markCommitted: counts only seqs still RECORDED in a mixed batch", async () => {
+  const c = new Conv(fx);
+  const [owner] = hexIds(1) as [string];
+  const ref = c.keys.outboxRef;
+  await c.createGroup(owner, [owner]);
+  for (let i = 0; i < 3; i++) await c.send(owner, 1);
+  // NORMAL messages are RECORDED in vpending only
+  assert.equal(await c.exists(c.keys.commits), 0);
+  assert.deepEqual(await c.run("markCommitted", [ref, 2]), [1]);
+  assert.deepEqual(await c.zrange(c.keys.vpending), [
+    ["1", 1],
+    ["3", 1],
+  ]);
+  assert.deepEqual(await c.run("markCommitted", [ref, 1, 2, 3, 42]), [2]);
+  assert.equal(await c.exists(c.keys.commits), 0);
+  assert.equal(await c.exists(c.keys.vpending), 0);
+  assert.equal(await c.exists(c.keys.outbox), 0);
+});
+
+test("markCommitted: counts CONTROL seqs (commits) and NORMAL seqs (vpending) once each in a mixed batch", async () => {
+  const c = new Conv(fx);
+  const [owner, a, b] = hexIds(3) as [string, string, string];
+  const ref = c.keys.outboxRef;
+  await c.createGroup(owner, [owner]);
+  await c.send(owner, 1); // seq 1 at version 1 (vpending)
+  await c.membership(JOIN, 1, [a], { sender: owner }); // seq 2, version 2 (commits)
+  await c.send(a, 2); // seq 3 at version 2 (vpending)
+  await c.membership(JOIN, 2, [b], { sender: owner }); // seq 4, version 3 (commits)
+  assert.deepEqual(Object.keys(await c.hgetall(c.keys.commits)).sort(), ["2", "4"]);
+  assert.deepEqual(await c.zrange(c.keys.vpending), [
+    ["1", 1],
+    ["3", 2],
+  ]);
+
+  // one CONTROL seq, one NORMAL seq, one unknown
+  assert.deepEqual(await c.run("markCommitted", [ref, 2, 3, 42]), [2]);
+  assert.deepEqual(Object.keys(await c.hgetall(c.keys.commits)), ["4"]);
+  assert.deepEqual(await c.zrange(c.keys.vpending), [["1", 1]]);
+  assert.deepEqual(await c.lrange(c.keys.outbox), [`${ref}|1`, `${ref}|4`]);
+  // again, with the remaining two: each seq is in at most one of commits / vpending
+  assert.deepEqual(await c.run("markCommitted", [ref, 1, 2, 3, 4]), [2]);
+  assert.equal(await c.exists(c.keys.commits), 0);
+  assert.equal(await c.exists(c.keys.vpending), 0);
+  assert.equal(await c.exists(c.keys.outbox), 0);
+  assert.equal(await c.exists(c.keys.grpdeltas), 0);
+});
+
+test("markCommitted: leaves other conversations' outbox entries in the shared bucket outbox", async () => {
+  const c = new Conv(fx);
+  const [owner] = hexIds(1) as [string];
+  const ref = c.keys.outboxRef;
+  await c.createGroup(owner, [owner]);
+  await c.send(owner, 1);
+  const foreign = `${hexId()}|${hexId()}|1`;
+  await c.client.rpush(c.keys.outbox, foreign);
+  await c.send(owner, 1);
+  assert.deepEqual(await c.lrange(c.keys.outbox), [`${ref}|1`, foreign, `${ref}|2`]);
+
+  assert.deepEqual(await c.run("markCommitted", [ref, 1, 2]), [2]);
+  assert.deepEqual(await c.lrange(c.keys.outbox), [foreign]);
+});
+
+test("markCommitted: the oldest pending version decides, whatever order seqs are marked in", async () => {
+  const c = new Conv(fx);
+  const [owner, a, b] = hexIds(3) as [string, string, string];
+  const ref = c.keys.outboxRef;
+  await c.createGroup(owner, [owner]);
+  await c.send(owner, 1); // seq 1 at version 1
+  await c.membership(JOIN, 1, [a], { sender: owner }); // seq 2, version 2
+  await c.send(owner, 2); // seq 3 at version 2
+  await c.membership(JOIN, 2, [b], { sender: owner }); // seq 4, version 3
+
+  // the newer message goes first: seq 1 (version 1) still needs deltas 2 and 3
+  assert.deepEqual(await c.run("markCommitted", [ref, 3, 4]), [2]);
+  assert.deepEqual(Object.keys(await c.hgetall(c.keys.commits)), ["2"]);
+  assert.deepEqual(await c.zrange(c.keys.vpending), [["1", 1]]);
+  assert.deepEqual(await c.hgetall(c.keys.grpdeltas), { "2": `1|${a}`, "3": `1|${b}` });
+  // and it still expands correctly
+  const reply = await c.run("loadForDispatch", [1]);
+  assert.equal(reply[3], owner);
+});

@@ -23,6 +23,7 @@ import {
 } from "./membership-event.js";
 import { metrics } from "./metrics.js";
 import type { RedisStore } from "./store.js";
+import { GroupCommitWriter } from "./writer.js";
 
 export interface EngineOptions {
   /** Prefix of every key; tests and co-hosted deployments use their own. */
@@ -39,6 +40,8 @@ export interface EngineOptions {
   maxRetries?: number;
   /** The most bytes of one message payload. */
   maxPayloadBytes?: number;
+  /** The most messages of one conversation committed by one script call (group commit). */
+  maxSendBatch?: number;
   now?: () => number;
 }
 
@@ -50,6 +53,7 @@ export const DEFAULTS = {
   unreadPreciseLimit: 200,
   maxRetries: 3,
   maxPayloadBytes: 64 * 1024,
+  maxSendBatch: 128,
 } as const;
 
 export type MemberState = "ACTIVE" | "LEFT" | "REMOVED";
@@ -181,6 +185,7 @@ export class Engine {
   constructor(readonly store: RedisStore, options: EngineOptions = {}) {
     this.opts = { ...DEFAULTS, now: Date.now, ...options };
     this.keys = new KeySpace(this.opts.keyPrefix);
+    this.writer = new GroupCommitWriter(store, { maxRetries: this.opts.maxRetries, maxBatch: this.opts.maxSendBatch });
   }
 
   /** Key names of a conversation, memoised: computing the bucket hashes (blake3) every call. */
@@ -196,6 +201,7 @@ export class Engine {
   }
 
   private readonly keyCache = new Map<string, ConversationKeys>();
+  private readonly writer: GroupCommitWriter;
 
   private clientOf(k: ConversationKeys) {
     return this.store.clientFor(k.tag);
@@ -359,8 +365,9 @@ export class Engine {
   }
 
   /**
-   * The send path (DESIGN §2): freeze the audience at the current member version V, commit in one
-   * script that checks the version, re-freeze and retry at most maxRetries times when it moved.
+   * The send path (DESIGN §2): freeze the audience at member version V, commit in one script that
+   * checks the version, re-freeze and retry at most maxRetries times when it moved (see
+   * GroupCommitWriter for the batching).
    */
   async send(req: SendRequest): Promise<SendResult> {
     const tenant = parseUuid(req.tenant, "tenant");
@@ -383,50 +390,9 @@ export class Engine {
     if (payload.length > this.opts.maxPayloadBytes) throw new InvalidArgumentError("payload", `a message payload is at most ${this.opts.maxPayloadBytes} bytes`);
 
     const k = this.conversationKeys(tenant, group);
-    const client = this.clientOf(k);
-    const messageId = newMessageId();
-    const rest = encodeHistoryRest({ messageId, senderId: sender, kind: "normal", countsUnread: true, createdAt: this.opts.now(), contentType, payload });
-    const cacheKey = k.outboxRef;
-    let version: string | null | undefined = this.versionCache.get(cacheKey);
-    for (let attempt = 1; ; attempt++) {
-      version ??= await client.hget(k.grpmeta, "version");
-      if (version === null) throw new PermissionDeniedError();
-      const reply = await callScript(client, "commitMessage",
-        [k.idem, k.grpmeta, k.grpmembers, k.cseq, k.hist, k.outbox, k.vpending],
-        [uuidToHex(clientMessageId), version, uuidToHex(sender), rest, k.outboxRef]);
-      const status = luaStatus(reply);
-      if (status === "OK" || status === "DUPLICATE") {
-        if (status === "OK") metrics.messagesCommitted.inc();
-        this.rememberVersion(cacheKey, version);
-        return {
-          tenant, group,
-          conversationSeq: Number(reply[1]),
-          messageId: reply[2] === "" ? null : hexToUuid(String(reply[2])),
-          version: status === "OK" ? Number(version) : null,
-          duplicate: status === "DUPLICATE",
-          attempts: attempt,
-        };
-      }
-      this.versionCache.delete(cacheKey);
-      if (status === "SENDER_NOT_MEMBER" || status === "GROUP_NOT_FOUND") throw new PermissionDeniedError();
-      if (status !== "MEMBERSHIP_CHANGED") throw new InternalError(`commitMessage: unexpected ${status}`);
-      if (attempt > this.opts.maxRetries) throw new MembershipChangedError(attempt);
-      metrics.membershipRetries.inc({ path: "send" });
-      // re-freeze at the version the script saw, without another round trip
-      version = String(reply[1]);
-    }
-  }
-
-  /**
-   * The last member version this writer committed at, per group: the next send freezes at it
-   * without reading it first (one round trip). A stale entry costs one refused attempt, which
-   * answers with the current version — the script's check keeps correctness either way.
-   */
-  private readonly versionCache = new Map<string, string>();
-
-  private rememberVersion(key: string, version: string): void {
-    if (this.versionCache.size >= 100_000 && !this.versionCache.has(key)) this.versionCache.clear();
-    this.versionCache.set(key, version);
+    const rest = encodeHistoryRest({ messageId: newMessageId(), senderId: sender, kind: "normal", countsUnread: true, createdAt: this.opts.now(), contentType, payload });
+    const outcome = await this.writer.submit(k, { clientMessageIdHex: uuidToHex(clientMessageId), senderHex: uuidToHex(sender), rest });
+    return { tenant, group, ...outcome };
   }
 
   /** History as `user` sees it; PERMISSION_DENIED alike for never-members and missing groups. */

@@ -11,3 +11,4 @@ export { metrics, registry } from "./metrics.js";
 export * from "./relay.js";
 export * from "./store.js";
 export * from "./topology.js";
+export * from "./writer.js";

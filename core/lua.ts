@@ -15,7 +15,7 @@ export const SCRIPT_VERSION = 1;
 
 export const SCRIPT_NAMES = [
   "createGroup",
-  "commitMessage",
+  "commitMessages",
   "applyMembership",
   "loadForDispatch",
   "markCommitted",

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { describe, it } from "node:test";
-import { Engine, loadScripts, MembershipChangedError, RedisStore, PermissionDeniedError, callScript, luaStatus, registry, uuidToHex, type Uuid } from "../../core/index.js";
+import { Engine, loadScripts, MembershipChangedError, RedisStore, PermissionDeniedError, callScript, LUA_STATUS, registry, uuidToHex, type Uuid } from "../../core/index.js";
 import { ALL_TOPOLOGIES } from "../harness/redis.js";
 import { checkConversation } from "./checker.js";
 import { useEngine } from "./fixture.js";
@@ -116,11 +116,11 @@ for (const kind of ALL_TOPOLOGIES) {
       const k = fx.engine.conversationKeys(tenant, group);
       const client = fx.store.clientFor(k.tag);
       const before = await client.get(k.cseq);
-      const reply = await callScript(client, "commitMessage",
+      const reply = await callScript(client, "commitMessages",
         [k.idem, k.grpmeta, k.grpmembers, k.cseq, k.hist, k.outbox, k.vpending],
-        [uuidToHex(randomUUID()), 1, uuidToHex(owner), `${uuidToHex(randomUUID())}|${uuidToHex(owner)}|N|1|1|text/plain|eA==`, k.outboxRef]);
-      assert.equal(luaStatus(reply), "MEMBERSHIP_CHANGED");
-      assert.equal(reply[1], 2);
+        [1, k.outboxRef, uuidToHex(randomUUID()), uuidToHex(owner), `${uuidToHex(randomUUID())}|${uuidToHex(owner)}|N|1|1|text/plain|eA==`]);
+      assert.equal(reply[1], LUA_STATUS.MEMBERSHIP_CHANGED);
+      assert.equal(reply[2], 2, "the refusal carries the current version");
       assert.equal(await client.get(k.cseq), before);
     });
 
@@ -132,7 +132,7 @@ for (const kind of ALL_TOPOLOGIES) {
       const client = fx.store.clientFor(k.tag);
       // a group whose member version moves before every attempt: another writer bumps it each
       // time this writer's commit script is about to run
-      const command = loadScripts().get("commitMessage")!.command;
+      const command = loadScripts().get("commitMessages")!.command;
       const target = client as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>;
       const original = target[command]!;
       target[command] = async (...a: unknown[]) => {

@@ -33,7 +33,7 @@ export function useRedis(): LuaFixture {
 /** Each script's KEYS, in the order of its header. */
 export const SCRIPT_KEYS: Record<ScriptName, (k: ConversationKeys) => string[]> = {
   createGroup: (k) => [k.grpmeta, k.grpmembers],
-  commitMessage: (k) => [k.idem, k.grpmeta, k.grpmembers, k.cseq, k.hist, k.outbox, k.vpending],
+  commitMessages: (k) => [k.idem, k.grpmeta, k.grpmembers, k.cseq, k.hist, k.outbox, k.vpending],
   applyMembership: (k) => [k.idem, k.grpmeta, k.grpmembers, k.grpdeltas, k.vpending, k.cseq, k.hist, k.commits, k.outbox],
   loadForDispatch: (k) => [k.commits, k.hist, k.grpmembers, k.grpdeltas, k.grpmeta, k.vpending],
   markCommitted: (k) => [k.commits, k.outbox, k.vpending, k.grpdeltas],
@@ -59,6 +59,25 @@ export function splitSorted(concat: string): string[] {
   return out.sort();
 }
 
+export interface SendOptions {
+  clientMessageId?: string;
+  messageId?: string;
+  countsUnread?: boolean;
+}
+
+/** One message of a commitMessages batch. */
+export interface BatchMessage extends SendOptions {
+  sender: string;
+}
+
+/** A message as sent: its triple of the reply, its history entry without seq, and its ids. */
+export interface SentMessage {
+  reply: unknown[];
+  rest: string;
+  messageId: string;
+  clientMessageId: string;
+}
+
 /** One conversation under a key prefix of its own. */
 export class Conv {
   readonly tenant = randomUUID();
@@ -79,13 +98,32 @@ export class Conv {
     return this.run("createGroup", [owner, createdAt, ...members]);
   }
 
-  /** commitMessage of a NORMAL message (countsUnread 1) by `sender` at member version `version`. */
-  async send(sender: string, version: number, opts: { clientMessageId?: string; messageId?: string; countsUnread?: boolean } = {}) {
-    const clientMessageId = opts.clientMessageId ?? hexId();
-    const messageId = opts.messageId ?? hexId();
-    const rest = normalRest(messageId, sender, opts.countsUnread ?? true);
-    const reply = await this.run("commitMessage", [clientMessageId, version, sender, rest, this.keys.outboxRef]);
-    return { reply, rest, messageId, clientMessageId };
+  /**
+   * commitMessages of a batch of one NORMAL message (countsUnread 1) by `sender` at member
+   * version `version`. `reply` is the message's triple {status, seq, messageId}; `raw` the
+   * script's whole reply {0, status, seq, messageId}.
+   */
+  async send(sender: string, version: number, opts: SendOptions = {}) {
+    const { raw, messages } = await this.sendBatch(version, [{ sender, ...opts }]);
+    return { ...messages[0]!, raw };
+  }
+
+  /**
+   * commitMessages of a batch of NORMAL messages, all frozen at member version `version`, in
+   * ARGV order. Each message gets its triple of the reply as `reply` (with its rest, messageId
+   * and clientMessageId); `raw` is the script's whole reply.
+   */
+  async sendBatch(version: number, batch: BatchMessage[]): Promise<{ raw: unknown[]; messages: SentMessage[] }> {
+    const messages: SentMessage[] = batch.map((m) => {
+      const clientMessageId = m.clientMessageId ?? hexId();
+      const messageId = m.messageId ?? hexId();
+      return { reply: [], rest: normalRest(messageId, m.sender, m.countsUnread ?? true), messageId, clientMessageId };
+    });
+    const args: (string | number)[] = [version, this.keys.outboxRef];
+    batch.forEach((m, i) => args.push(messages[i]!.clientMessageId, m.sender, messages[i]!.rest));
+    const raw = await this.run("commitMessages", args);
+    messages.forEach((m, i) => (m.reply = raw.slice(1 + 3 * i, 4 + 3 * i)));
+    return { raw, messages };
   }
 
   /** applyMembership (op 1 join, 2 leave, 3 remove) planned at `version`. */

@@ -16,7 +16,7 @@ import { Conv, SCRIPT_KEYS, hexIds } from "./helpers.js";
 /** The key count of each script, as its file name in lua/ carries it. */
 const EXPECTED_KEYS: Record<(typeof SCRIPT_NAMES)[number], number> = {
   createGroup: 2,
-  commitMessage: 7,
+  commitMessages: 7,
   applyMembership: 9,
   loadForDispatch: 6,
   markCommitted: 4,
@@ -58,7 +58,7 @@ test("loader: the key count comes from the file name and the command name is ver
   assert.equal(cg.command, `qim_v${SCRIPT_VERSION}_createGroup`);
   assert.equal(cg.lua, "return 7\n");
   assert.equal(scripts.get("applyMembership")!.numberOfKeys, 9);
-  assert.equal(scripts.get("commitMessage")!.numberOfKeys, 7);
+  assert.equal(scripts.get("commitMessages")!.numberOfKeys, 7);
   assert.equal(scripts.get("loadForDispatch")!.numberOfKeys, 6);
 });
 

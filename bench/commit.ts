@@ -1,0 +1,183 @@
+/**
+ * bench/commit — from one run on one private redis-server:
+ *   1. group sends committed/s through core (Engine.send), next to a baseline measured in the same
+ *      run: ioredis EVALSHA of a minimal INCR+ZADD script at the same concurrency (the physical
+ *      limit of "allocate a seq and write the entry" on this Redis). Target: ≥ 0.5×.
+ *   2. membership changes/s through core (plan read + one Lua), next to the same baseline.
+ *   3. Redis memory of a 10,000-member group after 100 membership changes, summed over the group's
+ *      keys (MEMORY USAGE … SAMPLES 0), next to a SET of its current members alone. Target ≤ 2×.
+ *      Measured with the relay keeping up and with the relay stalled (every delta retained).
+ * Rounds alternate baseline and core so that machine noise hits both alike; medians are printed.
+ * Usage: node dist/bench/commit.js [--json] [--ops N] [--rounds R]
+ */
+import { randomUUID } from "node:crypto";
+import { Redis } from "ioredis";
+import { Engine, OutboxRelay, RedisStore, RedisStreamsDispatchLog, uuidToHex, type Uuid } from "../core/index.js";
+import { startRedis } from "../test/harness/redis.js";
+
+const args = process.argv.slice(2);
+const flag = (name: string, dflt: number) => {
+  const i = args.indexOf(name);
+  return i >= 0 ? Number(args[i + 1]) : dflt;
+};
+const JSON_OUT = args.includes("--json");
+const OPS = flag("--ops", 20000);
+const ROUNDS = flag("--rounds", 3);
+const CONCURRENCY = 64;
+const GROUPS = 16;
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+async function runConcurrent(total: number, concurrency: number, op: (i: number) => Promise<unknown>): Promise<number> {
+  let next = 0;
+  const start = process.hrtime.bigint();
+  await Promise.all(Array.from({ length: concurrency }, async () => {
+    for (;;) {
+      const i = next++;
+      if (i >= total) return;
+      await op(i);
+    }
+  }));
+  return total / (Number(process.hrtime.bigint() - start) / 1e9);
+}
+
+const BASELINE_LUA = `
+local seq = redis.call("INCR", KEYS[1])
+redis.call("ZADD", KEYS[2], seq, seq .. "|" .. ARGV[1])
+return seq`;
+
+async function main() {
+  const server = await startRedis();
+  const store = new RedisStore({ kind: "instances", addrs: [server.addr] });
+  const engine = new Engine(store, { keyPrefix: "bench" });
+  const raw = new Redis({ host: server.host, port: server.port });
+  raw.defineCommand("baselineCommit", { numberOfKeys: 2, lua: BASELINE_LUA });
+  const log = new RedisStreamsDispatchLog(store, engine.keys, { clusterId: "bench", topicId: "dispatch", partitionCount: 8 });
+  await log.ensureIdentity();
+  const relay = new OutboxRelay(store, engine.keys, log);
+  const out: Record<string, unknown> = { ops: OPS, rounds: ROUNDS, concurrency: CONCURRENCY, redis: (await raw.info("server")).match(/redis_version:(\S+)/)?.[1] };
+
+  try {
+    const tenant = randomUUID();
+    const groups: { group: Uuid; owner: Uuid }[] = [];
+    for (let g = 0; g < GROUPS; g++) {
+      const owner = randomUUID();
+      const { group } = await engine.createGroup({ tenant, owner, members: Array.from({ length: 20 }, () => randomUUID()) });
+      groups.push({ group, owner });
+    }
+    // the same entry size as a core send of this text
+    const text = "benchmark message of a typical size, about sixty bytes long..";
+    const sample = `${uuidToHex(randomUUID())}|${uuidToHex(randomUUID())}|N|1|${Date.now()}|text/plain|${Buffer.from(text).toString("base64")}`;
+    const baseline = (i: number) => {
+      const k = engine.conversationKeys(tenant, groups[i % GROUPS]!.group);
+      return (raw as unknown as { baselineCommit: (a: string, b: string, c: string) => Promise<number> })
+        .baselineCommit(`${k.cseq}:baseline`, `${k.hist}:baseline`, sample);
+    };
+    const send = (i: number) => {
+      const g = groups[i % GROUPS]!;
+      return engine.send({ tenant, group: g.group, sender: g.owner, text });
+    };
+
+    // warm-up: scripts loaded, connections open, JIT warm
+    await runConcurrent(2000, CONCURRENCY, baseline);
+    await runConcurrent(2000, CONCURRENCY, send);
+    await relay.drainAll();
+
+    const baseRates: number[] = [];
+    const sendRates: number[] = [];
+    const relayRates: number[] = [];
+    for (let r = 0; r < ROUNDS; r++) {
+      baseRates.push(await runConcurrent(OPS, CONCURRENCY, baseline));
+      sendRates.push(await runConcurrent(OPS, CONCURRENCY, send));
+      const t0 = process.hrtime.bigint();
+      const n = await relay.drainAll();
+      relayRates.push(n / (Number(process.hrtime.bigint() - t0) / 1e9));
+    }
+    out.baselineOpsPerSec = Math.round(median(baseRates));
+    out.sendsPerSec = Math.round(median(sendRates));
+    out.sendRatio = +(median(sendRates) / median(baseRates)).toFixed(3);
+    out.relayCommitsPerSec = Math.round(median(relayRates));
+
+    // membership changes: each worker toggles one user of its own in a group of its own (the
+    // contended case is the acceptance test's business; this measures the cost of one change)
+    const users = Array.from({ length: CONCURRENCY }, () => randomUUID());
+    const ownGroups: Uuid[] = [];
+    for (let w = 0; w < CONCURRENCY; w++) ownGroups.push((await engine.createGroup({ tenant, owner: randomUUID(), members: Array.from({ length: 20 }, () => randomUUID()) })).group);
+    const memberRates: number[] = [];
+    const memberBase: number[] = [];
+    const changes = Math.max(2000, Math.floor(OPS / 4));
+    for (let r = 0; r < ROUNDS; r++) {
+      memberBase.push(await runConcurrent(changes, CONCURRENCY, baseline));
+      const active = new Set<number>();
+      let next = 0;
+      const start = process.hrtime.bigint();
+      await Promise.all(users.map(async (u, w) => {
+        for (;;) {
+          const i = next++;
+          if (i >= changes) return;
+          const group = ownGroups[w]!;
+          if (active.has(w)) { await engine.removeMembers({ tenant, group, users: [u] }); active.delete(w); }
+          else { await engine.addMembers({ tenant, group, users: [u] }); active.add(w); }
+        }
+      }));
+      memberRates.push(changes / (Number(process.hrtime.bigint() - start) / 1e9));
+      await relay.drainAll();
+    }
+    out.membershipChangesPerSec = Math.round(median(memberRates));
+    out.membershipBaselineOpsPerSec = Math.round(median(memberBase));
+    out.membershipRatio = +(median(memberRates) / median(memberBase)).toFixed(3);
+
+    // memory of a 10,000-member group after 100 membership changes
+    const memory = async (relayKeepsUp: boolean) => {
+      const owner = randomUUID();
+      const initial = Array.from({ length: 9999 }, () => randomUUID());
+      const { group } = await engine.createGroup({ tenant, owner, members: initial });
+      const present = new Set([owner, ...initial]);
+      const newcomers = Array.from({ length: 50 }, () => randomUUID());
+      for (let i = 0; i < 100; i++) {
+        // a message pending at every version, so that a stalled relay needs every delta
+        await engine.send({ tenant, group, sender: owner, text });
+        if (i % 2 === 0) { const u = newcomers[i / 2]!; await engine.addMembers({ tenant, group, users: [u] }); present.add(u); }
+        else { const u = initial[i]!; await engine.removeMembers({ tenant, group, users: [u] }); present.delete(u); }
+        if (relayKeepsUp) await relay.drainAll();
+      }
+      const k = engine.conversationKeys(tenant, group);
+      const keys = [k.grpmeta, k.grpmembers, k.grpdeltas, k.vpending, k.cseq, k.hist, k.commits, k.idem, k.readseq];
+      const usage = async () => {
+        let sum = 0;
+        for (const key of keys) sum += Number((await raw.call("MEMORY", "USAGE", key, "SAMPLES", "0")) ?? 0);
+        return sum;
+      };
+      const groupBytes = await usage();
+      const deltas = await raw.hlen(k.grpdeltas);
+      const ref = `${k.grpmeta}:reference-member-set`;
+      const ids = [...present].map(uuidToHex);
+      for (let i = 0; i < ids.length; i += 1000) await raw.sadd(ref, ...ids.slice(i, i + 1000));
+      const setBytes = Number(await raw.call("MEMORY", "USAGE", ref, "SAMPLES", "0"));
+      await raw.del(ref);
+      let afterDrain: number | undefined;
+      if (!relayKeepsUp) { await relay.drainAll(); afterDrain = await usage(); }
+      return { members: present.size, groupBytes, memberSetBytes: setBytes, ratio: +(groupBytes / setBytes).toFixed(3), deltasRetained: deltas,
+        ...(afterDrain !== undefined ? { groupBytesAfterRelayDrained: afterDrain, ratioAfterRelayDrained: +(afterDrain / setBytes).toFixed(3) } : {}) };
+    };
+    out.memoryRelayKeepsUp = await memory(true);
+    out.memoryRelayStalled = await memory(false);
+  } finally {
+    raw.disconnect();
+    await store.close();
+    await server.stop();
+  }
+
+  if (JSON_OUT) { console.log(JSON.stringify(out, null, 2)); return; }
+  const m1 = out.memoryRelayKeepsUp as Record<string, number>;
+  const m2 = out.memoryRelayStalled as Record<string, number>;
+  console.log(`redis ${String(out.redis)}, ${CONCURRENCY} in flight, ${OPS} ops × ${ROUNDS} rounds (medians)`);
+  console.log(`baseline EVALSHA INCR+ZADD   ${String(out.baselineOpsPerSec).padStart(8)} ops/s`);
+  console.log(`core group sends             ${String(out.sendsPerSec).padStart(8)} msg/s   ratio ${String(out.sendRatio)} (target ≥ 0.5)`);
+  console.log(`outbox relay → dispatch log  ${String(out.relayCommitsPerSec).padStart(8)} commits/s`);
+  console.log(`core membership changes      ${String(out.membershipChangesPerSec).padStart(8)} changes/s  ratio ${String(out.membershipRatio)} vs baseline ${String(out.membershipBaselineOpsPerSec)} ops/s`);
+  console.log(`10k-member group, 100 changes, relay keeping up: ${m1.groupBytes} B vs member set ${m1.memberSetBytes} B = ${m1.ratio}× (target ≤ 2), deltas retained ${m1.deltasRetained}`);
+  console.log(`10k-member group, 100 changes, relay stalled:    ${m2.groupBytes} B vs member set ${m2.memberSetBytes} B = ${m2.ratio}×, deltas retained ${m2.deltasRetained}; after the relay drains ${m2.groupBytesAfterRelayDrained} B = ${m2.ratioAfterRelayDrained}×`);
+}
+
+main().catch((err) => { console.error(err); process.exit(1); });

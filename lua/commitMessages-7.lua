@@ -1,0 +1,111 @@
+--[[
+  The commit path's atomic region (DESIGN §2, ADR-0021 §1) for a batch of messages of one
+  conversation, all frozen by the writer at member version V. In the spec's order:
+  idempotency look-up by client_message_id -> grpmeta.version == V (else "membership changed":
+  nothing written, no sequence consumed) -> the sender is a member at V -> allocate the next
+  conversation_seq -> history entry + commit record RECORDED -> the bucket's outbox.
+  Because the version is checked in the same script that allocates the seqs, the message at seq
+  S goes to exactly the members at the moment S was allocated. A group message's commit record
+  is its vpending entry: the version its audience is frozen at, all the relay needs to expand it.
+
+  Batching is group commit: the writer sends what queued up for the conversation while its
+  previous call was in flight, so one call's fixed cost is shared (a lone message is a batch of
+  1), and the writes of all accepted messages go out as one command per key.
+
+  KEYS[1] idem        hash: client_message_id -> seq
+  KEYS[2] grpmeta     hash: version, owner, member_count
+  KEYS[3] grpmembers  hash: user hex -> "joinedAt|leftAt|state"
+  KEYS[4] cseq        string: the conversation_seq counter
+  KEYS[5] hist        zset: score seq, member "seq|messageId|sender|kind|countsUnread|createdAt|contentType|body"
+  KEYS[6] outbox      list: "tenantHex|conversationHex|seq" (the bucket's outbox)
+  KEYS[7] vpending    zset: score member version, member seq — RECORDED group messages (removed when COMMITTED)
+
+  ARGV[1] V, the member version the writer froze the batch at
+  ARGV[2] outbox ref "tenantHex|conversationHex"
+  ARGV[3..] per message, 3 items: client_message_id (32 hex), sender (32 hex),
+            history entry without its seq "messageId|sender|N|countsUnread|createdAt|contentType|body"
+            (at most 128 messages; a malformed list is an error reply with nothing written)
+  Idempotency is by client_message_id alone: a repeat within the batch is a duplicate of its
+  first occurrence, whoever sends it.
+
+  Returns {0, status, seq, messageId, status, seq, messageId, ...}: one triple per message, in
+  ARGV order, with status
+     0  committed (RECORDED) at seq
+     1  this client_message_id was committed before (also earlier in the same batch): the existing
+        seq and messageId ("" if history retention dropped the entry)
+    -1  membership changed: the member version is no longer V; seq carries the current version,
+        messageId ""; nothing of the batch was written and no sequence consumed
+    -2  the sender is not a member at V (seq 0, messageId "")
+    -3  no such group (seq 0, messageId "")
+]]
+--- @include "includes/histField"
+
+if #ARGV < 2 or (#ARGV - 2) % 3 ~= 0 then return redis.error_reply("ERR commitMessages: ARGV is V, ref, then triples") end
+if (#ARGV - 2) / 3 > 128 then return redis.error_reply("ERR commitMessages: at most 128 messages a call") end
+
+local out = {0}
+local fresh = {}   -- messages not seen before: { cmid, sender, rest, slot }
+local inBatch = {} -- client_message_id -> index into fresh
+
+for i = 3, #ARGV, 3 do
+  local cmid, sender, rest = ARGV[i], ARGV[i + 1], ARGV[i + 2]
+  local slot = #out + 1
+  out[slot] = 1; out[slot + 1] = 0; out[slot + 2] = ""
+  local earlier = inBatch[cmid]
+  if earlier then
+    fresh[earlier].dups[#fresh[earlier].dups + 1] = slot
+    out[slot + 2] = histField(fresh[earlier].rest, 1)
+  else
+    local existing = redis.call("HGET", KEYS[1], cmid)
+    if existing then
+      local entry = redis.call("ZRANGEBYSCORE", KEYS[5], existing, existing)[1]
+      out[slot + 1] = tonumber(existing)
+      out[slot + 2] = entry and histField(entry, 2) or ""
+    else
+      fresh[#fresh + 1] = { cmid = cmid, sender = sender, rest = rest, slot = slot, dups = {} }
+      inBatch[cmid] = #fresh
+    end
+  end
+end
+if #fresh == 0 then return out end
+
+local function refuse(m, status, seq)
+  out[m.slot] = status; out[m.slot + 1] = seq; out[m.slot + 2] = ""
+  for _, d in ipairs(m.dups) do out[d] = status; out[d + 1] = seq; out[d + 2] = "" end
+end
+local function refuseAll(status, seq)
+  for _, m in ipairs(fresh) do refuse(m, status, seq) end
+  return out
+end
+local version = redis.call("HGET", KEYS[2], "version")
+if not version then return refuseAll(-3, 0) end
+if version ~= ARGV[1] then return refuseAll(-1, tonumber(version)) end
+
+local accepted = {}
+for _, m in ipairs(fresh) do
+  local member = redis.call("HGET", KEYS[3], m.sender)
+  if member and string.sub(member, -1) == "A" then
+    accepted[#accepted + 1] = m
+  else
+    refuse(m, -2, 0)
+  end
+end
+if #accepted == 0 then return out end
+
+local last = redis.call("INCRBY", KEYS[4], #accepted)
+local first = last - #accepted + 1
+local hist, idem, outbox, pending = {}, {}, {}, {}
+for j, m in ipairs(accepted) do
+  local seq = first + j - 1
+  out[m.slot] = 0; out[m.slot + 1] = seq; out[m.slot + 2] = histField(m.rest, 1)
+  for _, d in ipairs(m.dups) do out[d + 1] = seq end
+  hist[#hist + 1] = seq; hist[#hist + 1] = seq .. "|" .. m.rest
+  idem[#idem + 1] = m.cmid; idem[#idem + 1] = seq
+  outbox[#outbox + 1] = ARGV[2] .. "|" .. seq
+  pending[#pending + 1] = version; pending[#pending + 1] = seq
+end
+redis.call("ZADD", KEYS[5], unpack(hist))
+redis.call("HSET", KEYS[1], unpack(idem))
+redis.call("RPUSH", KEYS[6], unpack(outbox))
+redis.call("ZADD", KEYS[7], unpack(pending))
+return out

@@ -12,7 +12,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
-import { Engine, OutboxRelay, RedisStore, RedisStreamsDispatchLog, uuidToHex, type Uuid } from "../core/index.js";
+import { Engine, OutboxRelay, RedisStore, RedisStreamsDispatchLog, registry, uuidToHex, type Uuid } from "../core/index.js";
 import { startRedis } from "../test/harness/redis.js";
 
 const args = process.argv.slice(2);
@@ -24,7 +24,6 @@ const JSON_OUT = args.includes("--json");
 const OPS = flag("--ops", 20000);
 const ROUNDS = flag("--rounds", 3);
 const CONCURRENCY = 64;
-const GROUPS = 16;
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
@@ -59,44 +58,62 @@ async function main() {
 
   try {
     const tenant = randomUUID();
-    const groups: { group: Uuid; owner: Uuid }[] = [];
-    for (let g = 0; g < GROUPS; g++) {
-      const owner = randomUUID();
-      const { group } = await engine.createGroup({ tenant, owner, members: Array.from({ length: 20 }, () => randomUUID()) });
-      groups.push({ group, owner });
-    }
     // the same entry size as a core send of this text
     const text = "benchmark message of a typical size, about sixty bytes long..";
     const sample = `${uuidToHex(randomUUID())}|${uuidToHex(randomUUID())}|N|1|${Date.now()}|text/plain|${Buffer.from(text).toString("base64")}`;
-    const baseline = (i: number) => {
-      const k = engine.conversationKeys(tenant, groups[i % GROUPS]!.group);
-      return (raw as unknown as { baselineCommit: (a: string, b: string, c: string) => Promise<number> })
-        .baselineCommit(`${k.cseq}:baseline`, `${k.hist}:baseline`, sample);
-    };
-    const send = (i: number) => {
-      const g = groups[i % GROUPS]!;
-      return engine.send({ tenant, group: g.group, sender: g.owner, text });
-    };
 
-    // warm-up: scripts loaded, connections open, JIT warm
-    await runConcurrent(2000, CONCURRENCY, baseline);
-    await runConcurrent(2000, CONCURRENCY, send);
-    await relay.drainAll();
-
-    const baseRates: number[] = [];
-    const sendRates: number[] = [];
-    const relayRates: number[] = [];
-    for (let r = 0; r < ROUNDS; r++) {
-      baseRates.push(await runConcurrent(OPS, CONCURRENCY, baseline));
-      sendRates.push(await runConcurrent(OPS, CONCURRENCY, send));
-      const t0 = process.hrtime.bigint();
-      const n = await relay.drainAll();
-      relayRates.push(n / (Number(process.hrtime.bigint() - t0) / 1e9));
-    }
-    out.baselineOpsPerSec = Math.round(median(baseRates));
-    out.sendsPerSec = Math.round(median(sendRates));
-    out.sendRatio = +(median(sendRates) / median(baseRates)).toFixed(3);
-    out.relayCommitsPerSec = Math.round(median(relayRates));
+    /**
+     * One workload: CONCURRENCY senders in flight spread over `groupCount` groups, so that
+     * CONCURRENCY / groupCount sends of one group are in flight at once (what group commit can
+     * batch). The baseline writes the same number of conversations' keys.
+     */
+    const workload = async (groupCount: number) => {
+      const groups: { group: Uuid; owner: Uuid }[] = [];
+      for (let g = 0; g < groupCount; g++) {
+        const owner = randomUUID();
+        const { group } = await engine.createGroup({ tenant, owner, members: Array.from({ length: 20 }, () => randomUUID()) });
+        groups.push({ group, owner });
+      }
+      const baseline = (i: number) => {
+        const k = engine.conversationKeys(tenant, groups[i % groupCount]!.group);
+        return (raw as unknown as { baselineCommit: (a: string, b: string, c: string) => Promise<number> })
+          .baselineCommit(`${k.cseq}:baseline`, `${k.hist}:baseline`, sample);
+      };
+      const send = (i: number) => {
+        const g = groups[i % groupCount]!;
+        return engine.send({ tenant, group: g.group, sender: g.owner, text });
+      };
+      await runConcurrent(2000, CONCURRENCY, baseline);
+      await runConcurrent(2000, CONCURRENCY, send);
+      await relay.drainAll();
+      const baseRates: number[] = [];
+      const sendRates: number[] = [];
+      const relayRates: number[] = [];
+      const batches = async () => {
+        const h = (await registry.getMetricsAsJSON()).find((m) => m.name === "qim_writer_commit_batch_size")!;
+        const v = (suffix: string) => Number((h.values as { metricName?: string; value: number }[]).find((x) => x.metricName === `qim_writer_commit_batch_size_${suffix}`)?.value ?? 0);
+        return { sum: v("sum"), count: v("count") };
+      };
+      const b0 = await batches();
+      for (let r = 0; r < ROUNDS; r++) {
+        baseRates.push(await runConcurrent(OPS, CONCURRENCY, baseline));
+        sendRates.push(await runConcurrent(OPS, CONCURRENCY, send));
+        const t0 = process.hrtime.bigint();
+        const n = await relay.drainAll();
+        relayRates.push(n / (Number(process.hrtime.bigint() - t0) / 1e9));
+      }
+      const b1 = await batches();
+      return {
+        groups: groupCount,
+        inFlightPerGroup: CONCURRENCY / groupCount,
+        baselineOpsPerSec: Math.round(median(baseRates)),
+        sendsPerSec: Math.round(median(sendRates)),
+        ratio: +(median(sendRates) / median(baseRates)).toFixed(3),
+        meanBatch: +((b1.sum - b0.sum) / (b1.count - b0.count)).toFixed(2),
+        relayCommitsPerSec: Math.round(median(relayRates)),
+      };
+    };
+    out.sends = [await workload(CONCURRENCY), await workload(16), await workload(4)];
 
     // membership changes: each worker toggles one user of its own in a group of its own (the
     // contended case is the acceptance test's business; this measures the cost of one change)
@@ -107,7 +124,8 @@ async function main() {
     const memberBase: number[] = [];
     const changes = Math.max(2000, Math.floor(OPS / 4));
     for (let r = 0; r < ROUNDS; r++) {
-      memberBase.push(await runConcurrent(changes, CONCURRENCY, baseline));
+      memberBase.push(await runConcurrent(changes, CONCURRENCY, (i) => (raw as unknown as { baselineCommit: (a: string, b: string, c: string) => Promise<number> })
+        .baselineCommit(`bench:{b000}:cseq:${i % CONCURRENCY}`, `bench:{b000}:hist:${i % CONCURRENCY}`, sample)));
       const active = new Set<number>();
       let next = 0;
       const start = process.hrtime.bigint();
@@ -172,9 +190,9 @@ async function main() {
   const m1 = out.memoryRelayKeepsUp as Record<string, number>;
   const m2 = out.memoryRelayStalled as Record<string, number>;
   console.log(`redis ${String(out.redis)}, ${CONCURRENCY} in flight, ${OPS} ops × ${ROUNDS} rounds (medians)`);
-  console.log(`baseline EVALSHA INCR+ZADD   ${String(out.baselineOpsPerSec).padStart(8)} ops/s`);
-  console.log(`core group sends             ${String(out.sendsPerSec).padStart(8)} msg/s   ratio ${String(out.sendRatio)} (target ≥ 0.5)`);
-  console.log(`outbox relay → dispatch log  ${String(out.relayCommitsPerSec).padStart(8)} commits/s`);
+  for (const w of out.sends as Record<string, number>[]) {
+    console.log(`group sends, ${String(w.groups).padStart(2)} groups × ${String(w.inFlightPerGroup).padStart(2)} in flight: core ${String(w.sendsPerSec).padStart(6)} msg/s vs baseline EVALSHA INCR+ZADD ${String(w.baselineOpsPerSec).padStart(6)} ops/s = ratio ${String(w.ratio)} (target ≥ 0.5); mean batch ${String(w.meanBatch)}; relay ${String(w.relayCommitsPerSec)} commits/s`);
+  }
   console.log(`core membership changes      ${String(out.membershipChangesPerSec).padStart(8)} changes/s  ratio ${String(out.membershipRatio)} vs baseline ${String(out.membershipBaselineOpsPerSec)} ops/s`);
   console.log(`10k-member group, 100 changes, relay keeping up: ${m1.groupBytes} B vs member set ${m1.memberSetBytes} B = ${m1.ratio}× (target ≤ 2), deltas retained ${m1.deltasRetained}`);
   console.log(`10k-member group, 100 changes, relay stalled:    ${m2.groupBytes} B vs member set ${m2.memberSetBytes} B = ${m2.ratio}×, deltas retained ${m2.deltasRetained}; after the relay drains ${m2.groupBytesAfterRelayDrained} B = ${m2.ratioAfterRelayDrained}×`);

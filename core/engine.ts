@@ -378,7 +378,7 @@ export class Engine {
     let contentType: string;
     if (req.text !== undefined) {
       if (typeof req.text !== "string" || req.text.length === 0) throw new InvalidArgumentError("text", "text must not be empty");
-      payload = new TextEncoder().encode(req.text);
+      payload = Buffer.from(req.text, "utf8");
       contentType = "text/plain";
     } else if (req.payload !== undefined) {
       payload = req.payload;

@@ -96,13 +96,13 @@ export function defineScripts(client: RedisClient): void {
 
 /** The one typed caller: checks the key count against the file name and runs the script. */
 export async function callScript(client: RedisClient, name: ScriptName, keys: string[], args: (string | number)[]): Promise<unknown[]> {
-  const s = loadScripts().get(name)!;
+  const s = (defaultScripts ?? loadScripts()).get(name)!;
   if (keys.length !== s.numberOfKeys) {
     throw new InternalError(`script ${name} takes ${s.numberOfKeys} keys, called with ${keys.length}`);
   }
   const fn = (client as unknown as Record<string, (...a: (string | number)[]) => Promise<unknown>>)[s.command];
   if (typeof fn !== "function") throw new InternalError(`script ${name} is not defined on this client`);
-  const reply = await fn.call(client, ...keys, ...args);
+  const reply = await fn.apply(client, keys.concat(args as string[]));
   if (!Array.isArray(reply)) return [reply];
   return reply;
 }

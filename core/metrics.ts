@@ -1,4 +1,4 @@
-import { Counter, Registry } from "prom-client";
+import { Counter, Histogram, Registry } from "prom-client";
 
 /**
  * The engine's metrics, named as in the spec (ADR-0021 "新增指标"). One registry per process;
@@ -22,6 +22,12 @@ export const metrics = {
   messagesCommitted: new Counter({
     name: "qim_writer_messages_committed_total",
     help: "Group messages committed (RECORDED) by the writer",
+    registers: [registry],
+  }),
+  commitBatchSize: new Histogram({
+    name: "qim_writer_commit_batch_size",
+    help: "Messages carried by one commit script call (group commit)",
+    buckets: [1, 2, 4, 8, 16, 32, 64, 128],
     registers: [registry],
   }),
   relayDispatched: new Counter({

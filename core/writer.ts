@@ -66,7 +66,7 @@ export class GroupCommitWriter {
         q = { keys, items: [], busy: false };
         this.queues.set(keys.outboxRef, q);
       }
-      q.items.push({ ...req, attempts: 0, resolve, reject });
+      q.items.push({ clientMessageIdHex: req.clientMessageIdHex, senderHex: req.senderHex, rest: req.rest, attempts: 0, resolve, reject });
       if (!q.busy) void this.drain(q);
     });
   }
@@ -100,6 +100,7 @@ export class GroupCommitWriter {
         return [];
       }
     }
+    metrics.commitBatchSize.observe(batch.length);
     const args: (string | number)[] = [version, k.outboxRef];
     for (const p of batch) args.push(p.clientMessageIdHex, p.senderHex, p.rest);
     const reply = await callScript(client, "commitMessages", [k.idem, k.grpmeta, k.grpmembers, k.cseq, k.hist, k.outbox, k.vpending], args);

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { describe, it } from "node:test";
-import { loadScripts, registry, type Uuid } from "../../core/index.js";
+import { loadScripts, PermissionDeniedError, registry, type Uuid } from "../../core/index.js";
 import { ALL_TOPOLOGIES } from "../harness/redis.js";
 import { checkConversation } from "./checker.js";
 import { useEngine } from "./fixture.js";
@@ -29,6 +29,34 @@ for (const kind of ALL_TOPOLOGIES) {
       assert.equal(b.conversationSeq, a.conversationSeq);
       assert.equal(b.messageId, a.messageId);
       assert.equal((await fx.engine.getGroup(tenant, group)).conversationSeq, 1);
+    });
+
+    it("group commit: concurrent sends to one group share calls and each gets its own answer", async () => {
+      const tenant = fx.tenant();
+      const owner = randomUUID();
+      const members = Array.from({ length: 3 }, () => randomUUID());
+      const { group } = await fx.engine.createGroup({ tenant, owner, members });
+      const batchesBefore = await counter("qim_writer_commit_batch_size_count");
+      const repeated = randomUUID();
+      const stranger = randomUUID();
+      const sends = Array.from({ length: 40 }, (_, i) =>
+        fx.engine.send({ tenant, group, sender: members[i % 3]!, text: `m${i}`, ...(i % 10 === 5 ? { clientMessageId: repeated } : {}) }));
+      const refused = fx.engine.send({ tenant, group, sender: stranger, text: "not a member" });
+      const results = await Promise.all(sends);
+      await assert.rejects(refused, PermissionDeniedError);
+      const calls = (await counter("qim_writer_commit_batch_size_count")) - batchesBefore;
+      assert.ok(calls < 41, `41 sends in ${calls} calls`);
+      const fresh = results.filter((r) => !r.duplicate);
+      assert.equal(fresh.length, 37, "the repeated client_message_id commits once");
+      assert.deepEqual(fresh.map((r) => r.conversationSeq).sort((a, b) => a - b), Array.from({ length: 37 }, (_, i) => i + 1));
+      const firstOfRepeated = results[5]!;
+      for (const i of [15, 25, 35]) {
+        assert.equal(results[i]!.conversationSeq, firstOfRepeated.conversationSeq);
+        assert.equal(results[i]!.messageId, firstOfRepeated.messageId);
+      }
+      const h = await fx.engine.history({ tenant, group, user: owner, limit: 1000 });
+      assert.equal(h.records.length, 37);
+      for (const r of fresh) assert.equal(h.records[r.conversationSeq - 1]!.messageId, r.messageId);
     });
 
     it("leave: the recorded sender and actor are the leaver; retrying after it took effect commits nothing new", async () => {

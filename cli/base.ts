@@ -1,0 +1,232 @@
+/**
+ * The base of every qimctl command (STYLE "The CLI"): output flags and the single catch() that
+ * turns any failure into a message and an exit code (cli/exit-codes.ts); ConnectedCommand adds
+ * the connection flags and the admin API client. `run()` returns a typed result; with
+ * `--output json` (or `--json`) that result is printed verbatim, and failures are printed as
+ * `{ "error": { code, exitCode, message, field? } }` on stderr. Data goes to stdout, diagnostics
+ * to stderr.
+ *
+ * grpc-js is imported lazily, when a command connects, so that --help and local failures stay
+ * fast (TOOLCHAIN: startup cost).
+ */
+import { readFileSync } from "node:fs";
+import { isIP } from "node:net";
+import os from "node:os";
+import { Command, Errors, Flags, type Config, type Interfaces } from "@oclif/core";
+import type { AdminClient } from "../admin-api/client.js";
+import { resolveConnection, type Resolved, type ResolvedConnection } from "./context.js";
+import { classifyError, InterruptedError, UsageError, type Failure, type FailureContext } from "./exit-codes.js";
+import { endpoint as checkEndpoint, seconds, uuid } from "./validate.js";
+
+export type OutputMode = "table" | "json";
+
+/** The output mode from raw argv: known before parsing, so that parse errors honour it too. */
+export function outputModeFromArgv(argv: readonly string[]): OutputMode {
+  let mode: OutputMode = "table";
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === "--") break;
+    if (a === "--json") mode = "json";
+    else if (a === "--output" || a === "-o") mode = argv[i + 1] === "json" ? "json" : argv[i + 1] === "table" ? "table" : mode;
+    else if (a.startsWith("--output=")) mode = a.slice(9) === "json" ? "json" : a.slice(9) === "table" ? "table" : mode;
+    else if (a.startsWith("-o") && a.length > 2) mode = a.slice(2).replace(/^=/, "") === "json" ? "json" : mode;
+  }
+  return mode;
+}
+
+export const outputFlags = {
+  output: Flags.option({
+    char: "o",
+    options: ["table", "json"] as const,
+    default: "table" as const,
+    helpGroup: "OUTPUT",
+    description: "table for people; json prints the result object verbatim (stable, documented), errors as JSON on stderr",
+  })(),
+  json: Flags.boolean({ helpGroup: "OUTPUT", description: "same as --output json" }),
+};
+
+export const connectionFlags = {
+  ...outputFlags,
+  endpoint: Flags.string({ helpGroup: "CONNECTION", description: "admin API host:port [env QIMCTL_ENDPOINT]" }),
+  ca: Flags.string({ helpGroup: "CONNECTION", description: "CA certificate (PEM) the server certificate must chain to [env QIMCTL_CA]" }),
+  cert: Flags.string({ helpGroup: "CONNECTION", description: "client certificate (PEM); its CN is who you are, its OU your role [env QIMCTL_CERT]" }),
+  key: Flags.string({ helpGroup: "CONNECTION", description: "client private key (PEM) [env QIMCTL_KEY]" }),
+  tenant: Flags.string({ helpGroup: "CONNECTION", description: "tenant UUID [env QIMCTL_TENANT]" }),
+  insecure: Flags.boolean({ helpGroup: "CONNECTION", description: "plaintext, for a server started with --insecure-dev (development only)" }),
+  context: Flags.string({ helpGroup: "CONNECTION", description: "context file (JSON: endpoint, ca, cert, key, tenant, insecure) [env QIMCTL_CONTEXT; default $XDG_CONFIG_HOME/qimctl/context.json]" }),
+  timeout: Flags.string({ helpGroup: "CONNECTION", description: "seconds to wait for each answer", default: "15" }),
+};
+
+type FlagsOf<B, T extends typeof Command> = Interfaces.InferredFlags<B & T["flags"]>;
+
+export abstract class BaseCommand<T extends typeof Command> extends Command {
+  static override baseFlags = outputFlags;
+  static override enableJsonFlag = false;
+
+  protected flags!: FlagsOf<typeof outputFlags, T>;
+  protected readonly outputMode: OutputMode;
+  /** What the catch() knows about the connection, for messages such as "cannot reach …". */
+  protected failureContext: FailureContext = {};
+
+  constructor(argv: string[], config: Config) {
+    super(argv, config);
+    this.outputMode = outputModeFromArgv(argv);
+  }
+
+  override async init(): Promise<void> {
+    await super.init();
+    const { flags } = await this.parse({
+      flags: this.ctor.flags,
+      baseFlags: (this.ctor as unknown as typeof BaseCommand).baseFlags,
+      args: this.ctor.args,
+      strict: this.ctor.strict,
+    });
+    this.flags = flags as typeof this.flags;
+  }
+
+  override jsonEnabled(): boolean {
+    return this.outputMode === "json";
+  }
+
+  /** Plain, stable JSON (no colours), whatever the terminal. */
+  override logJson(json: unknown): void {
+    process.stdout.write(`${JSON.stringify(json, null, 2)}\n`);
+  }
+
+  /** A diagnostic line on stderr (table mode only: JSON mode keeps stderr for the error object). */
+  protected note(line: string): void {
+    if (!this.jsonEnabled()) process.stderr.write(`${line}\n`);
+  }
+
+  /** The single place where a failure becomes output and an exit code. */
+  override async catch(err: Error & { exitCode?: number }): Promise<never> {
+    if (err instanceof Errors.ExitError) throw err;
+    const failure = classifyError(err, this.failureContext);
+    this.printFailure(failure);
+    if (failure.exitCode === 1 && process.env.DEBUG) process.stderr.write(`${err.stack ?? ""}\n`);
+    throw new Errors.ExitError(failure.exitCode);
+  }
+
+  protected printFailure(f: Failure): void {
+    if (this.jsonEnabled()) {
+      const error = { code: f.code, exitCode: f.exitCode, message: f.message, ...(f.field ? { field: f.field } : {}) };
+      process.stderr.write(`${JSON.stringify({ error }, null, 2)}\n`);
+      return;
+    }
+    const field = f.field && !f.message.startsWith(`${f.field}:`) ? ` (field ${f.field})` : "";
+    process.stderr.write(`Error: ${f.message}${field}\n`);
+    for (const hint of f.hints ?? []) process.stderr.write(`  hint: ${hint}\n`);
+  }
+}
+
+/** The connection a command talks over. */
+export interface Connection {
+  client: AdminClient;
+  endpoint: string;
+}
+
+function readPem(setting: Resolved<string>, flag: string): string {
+  try {
+    return readFileSync(setting.value, "utf8");
+  } catch (err) {
+    const from = setting.source === "flag" ? "" : ` (from ${setting.origin})`;
+    throw new UsageError(flag, `cannot read ${setting.value}${from}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
+}
+
+/** Runs a check of a resolved setting; a refusal says where the value came from when not a flag. */
+function fromSetting<R>(setting: Resolved<string>, check: () => R): R {
+  try {
+    return check();
+  } catch (err) {
+    if (err instanceof UsageError && setting.source !== "flag") throw new UsageError(err.field, `${err.message.slice(err.field.length + 2)} (from ${setting.origin})`);
+    throw err;
+  }
+}
+
+export abstract class ConnectedCommand<T extends typeof Command> extends BaseCommand<T> {
+  static override baseFlags = connectionFlags;
+
+  declare protected flags: FlagsOf<typeof connectionFlags, T>;
+  private resolved: ResolvedConnection | undefined;
+  private client: AdminClient | undefined;
+
+  override async init(): Promise<void> {
+    await super.init();
+    // Ctrl+C while waiting for the server: a clean message and 130, never a stack trace.
+    process.once("SIGINT", () => {
+      this.printFailure(classifyError(new InterruptedError("interrupted"), this.failureContext));
+      this.client?.close();
+      process.exit(130);
+    });
+  }
+
+  /** flags > QIMCTL_* > context file (cli/context.ts); local, no connection. */
+  protected connectionSettings(): ResolvedConnection {
+    this.resolved ??= resolveConnection({
+      flags: this.flags,
+      env: process.env,
+      home: os.homedir(),
+      readText: (file) => {
+        try {
+          return readFileSync(file, "utf8");
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+          throw new UsageError("--context", `cannot read ${file}: ${(err as Error).message}`);
+        }
+      },
+    });
+    return this.resolved;
+  }
+
+  /** The tenant UUID, checked locally. */
+  protected tenant(): string {
+    const t = this.connectionSettings().tenant;
+    if (!t) throw new UsageError("--tenant", "no tenant: give --tenant, set QIMCTL_TENANT, or put \"tenant\" in the context file");
+    return fromSetting(t, () => uuid("--tenant", t.value));
+  }
+
+  /**
+   * Opens the admin API client. Everything that can be checked locally (endpoint shape, files,
+   * cert/key pairing) is checked here, before the first byte goes out.
+   */
+  protected async connect(): Promise<Connection> {
+    const s = this.connectionSettings();
+    const endpoint = s.endpoint ? fromSetting(s.endpoint, () => checkEndpoint("--endpoint", s.endpoint!.value)) : checkEndpoint("--endpoint", undefined);
+    const deadlineMs = seconds("--timeout", this.flags.timeout)!;
+    const insecure = s.insecure.value;
+    this.failureContext = { endpoint, insecure, timeoutMs: deadlineMs };
+    let caPem: string | undefined;
+    let certPem: string | undefined;
+    let keyPem: string | undefined;
+    if (!insecure) {
+      if (s.ca) caPem = readPem(s.ca, "--ca");
+      if (s.cert && !s.key) throw new UsageError("--key", `a client certificate (${s.cert.origin}) needs its key: give --key or QIMCTL_KEY`);
+      if (s.key && !s.cert) throw new UsageError("--cert", `a client key (${s.key.origin}) needs its certificate: give --cert or QIMCTL_CERT`);
+      if (s.cert && s.key) {
+        certPem = readPem(s.cert, "--cert");
+        keyPem = readPem(s.key, "--key");
+      }
+      this.failureContext = { ...this.failureContext, ...(certPem ? { certPem } : {}), ...(caPem ? { caPem } : {}) };
+      // grpc-js sets the TLS server name to the endpoint's host; for an IP literal Node prints a
+      // DEP0123 warning on every connection, noise on an operator's terminal.
+      const host = endpoint.replace(/:\d+$/, "").replace(/^\[|\]$/g, "");
+      if (isIP(host)) process.noDeprecation = true;
+    }
+    const { connectAdmin } = await import("../admin-api/client.js");
+    this.client = connectAdmin({
+      endpoint,
+      insecure,
+      deadlineMs,
+      ...(caPem ? { caPem } : {}),
+      ...(certPem ? { certPem } : {}),
+      ...(keyPem ? { keyPem } : {}),
+    });
+    return { client: this.client, endpoint };
+  }
+
+  override async finally(err: Error | undefined): Promise<void> {
+    this.client?.close();
+    await super.finally(err);
+  }
+}

@@ -1,0 +1,79 @@
+/**
+ * What the `certs` commands share: where files go, refusing to overwrite unless --force, reading
+ * the CA, and the JSON shape of a certificate. node-forge (certs/pki.ts) is imported lazily by the
+ * commands: it is the slowest import of the CLI and only these commands need it.
+ */
+import { existsSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { Flags } from "@oclif/core";
+import type { CertificateInfo } from "../certs/pki.js";
+import { UsageError } from "./exit-codes.js";
+
+export const DEFAULT_PKI_DIR = path.join(".qim", "pki");
+
+export const pkiDirFlag = Flags.string({ char: "d", default: DEFAULT_PKI_DIR, description: "directory of the PKI files (created if missing)" });
+export const forceFlag = Flags.boolean({ description: "replace files that already exist" });
+
+/** A file name from a certificate name: letters, digits, '.', '_' and '-' kept, the rest '_'. */
+export function fileBase(name: string): string {
+  const base = name.trim().replace(/[^A-Za-z0-9._-]/g, "_").replace(/^\.+/, "_");
+  return base === "" ? "_" : base;
+}
+
+/** Refuses before anything is written, so that a refusal never leaves half a pair on disk. */
+export function refuseExisting(files: readonly string[], force: boolean): void {
+  if (force) return;
+  const existing = files.filter((f) => existsSync(f));
+  if (existing.length > 0) {
+    throw Object.assign(new Error(`refusing to overwrite ${existing.join(", ")}: already exists (use --force to replace)`), { code: "EEXIST" });
+  }
+}
+
+export function readCaFile(file: string, flag: string): string {
+  try {
+    return readFileSync(file, "utf8");
+  } catch (err) {
+    const hint = (err as NodeJS.ErrnoException).code === "ENOENT" ? " (create a CA with `qimctl certs init`, or point " + flag + " at yours)" : "";
+    throw new UsageError(flag, `cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}${hint}`);
+  }
+}
+
+export function positiveDays(flag: string, days: number): number {
+  if (!Number.isInteger(days) || days < 1 || days > 36500) throw new UsageError(flag, `must be a whole number of days from 1 to 36500, got ${days}`);
+  return days;
+}
+
+export interface CertificateResult {
+  subject: { CN: string | null; OU: string | null };
+  issuerCN: string | null;
+  /** The role a client certificate carries (its OU), null for a CA or server certificate. */
+  role: string | null;
+  notBefore: string;
+  notAfter: string;
+  /** SHA-256 of the DER, "AA:BB:…", as the server's audit log shows it. */
+  fingerprint256: string;
+  serialHex: string;
+  /** DNS names and IP addresses of a server certificate. */
+  sans: string[];
+  certPath: string;
+  keyPath: string;
+}
+
+export function certificateResult(info: CertificateInfo, certPath: string, keyPath: string, role: string | null): CertificateResult {
+  return {
+    subject: info.subject,
+    issuerCN: info.issuerCN,
+    role,
+    notBefore: info.notBefore.toISOString(),
+    notAfter: info.notAfter.toISOString(),
+    fingerprint256: info.fingerprint256,
+    serialHex: info.serialHex,
+    sans: info.sans,
+    certPath: path.resolve(certPath),
+    keyPath: path.resolve(keyPath),
+  };
+}
+
+export function subjectText(s: CertificateResult["subject"]): string {
+  return [s.CN !== null ? `CN=${s.CN}` : "", s.OU !== null ? `OU=${s.OU}` : ""].filter(Boolean).join(", ");
+}

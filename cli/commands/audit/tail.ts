@@ -1,0 +1,29 @@
+import { Flags } from "@oclif/core";
+import { ConnectedCommand } from "../../base.js";
+import { table } from "../../format.js";
+import { auditEntryResult, type AuditTailResult } from "../../results.js";
+import { LIMITS } from "../../validate.js";
+
+export default class AuditTail extends ConnectedCommand<typeof AuditTail> {
+  static override summary = "Print the newest entries of the admin API's audit log.";
+  static override description = `The audit log is append-only and written before the server answers: every mutating call and every refused call (wrong role, and TLS handshakes the server refused) with principal, role, RPC, arguments, result, detail and duration. Oldest first. Needs the viewer, operator or admin role.`;
+  static override examples = [
+    "<%= config.bin %> <%= command.id %>",
+    "<%= config.bin %> <%= command.id %> --limit 200 --json | jq '.entries[] | select(.result != \"OK\")'",
+  ];
+  static override flags = {
+    limit: Flags.integer({ char: "n", min: 1, max: LIMITS.auditTail, default: 50, description: `how many entries, 1 to ${LIMITS.auditTail}` }),
+  };
+
+  async run(): Promise<AuditTailResult> {
+    const { limit } = this.flags;
+    const { client } = await this.connect();
+    const r = await client.tailAudit({ limit });
+    const out: AuditTailResult = { entries: r.entries.map(auditEntryResult) };
+    this.log(table(
+      ["TIME", "PRINCIPAL", "ROLE", "RPC", "RESULT", "MS", "DETAIL"],
+      out.entries.map((e) => [e.time, e.principal || "-", e.role || "-", e.rpc.replace(/^\/qim\.admin\.v1\./, ""), e.result, e.durationMs.toFixed(1), e.detail]),
+    ));
+    return out;
+  }
+}

@@ -1,0 +1,29 @@
+import { MembershipChangeCommand, membershipChangeFlags } from "../../membership-change.js";
+import type { MembershipChangeResult } from "../../results.js";
+
+export default class MembershipAdd extends MembershipChangeCommand<typeof MembershipAdd> {
+  static override summary = "Add users to a group as one membership event.";
+  static override description = `Commits one CONTROL message (op join) that takes a conversation_seq J: each added user's visible interval starts at joined_at = J - 1, so the join event is the first record they can read. Users who are already members are filtered out; a re-run after the change took effect changes nothing, says so and exits 0 (outcome duplicate or noop).
+
+Prints the event conversation_seq, the new member version and the member count. --dry-run asks the server for the plan (targets after filtering, audience size, idempotency id) and writes nothing. --expect-version V refuses the change (exit 4) unless the group is at member version V.
+
+Needs the operator or admin role.`;
+  static override examples = [
+    {
+      description: "Add two users",
+      command: "<%= config.bin %> <%= command.id %> --group 5b0c1f9e-3d4a-4c2b-9f1e-8a7d6c5b4a39 --user 0d7e2c4a-1b3f-4e5d-8c9a-7b6f5e4d3c2b --user 9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d",
+    },
+    {
+      description: "Show the plan only, then commit it only if nobody changed the group meanwhile",
+      command: "<%= config.bin %> <%= command.id %> -g 5b0c1f9e-3d4a-4c2b-9f1e-8a7d6c5b4a39 -u 0d7e2c4a-1b3f-4e5d-8c9a-7b6f5e4d3c2b --dry-run --output json",
+    },
+    "<%= config.bin %> <%= command.id %> -g 5b0c1f9e-3d4a-4c2b-9f1e-8a7d6c5b4a39 -u 0d7e2c4a-1b3f-4e5d-8c9a-7b6f5e4d3c2b --expect-version 3",
+  ];
+  static override flags = { ...membershipChangeFlags };
+
+  protected readonly op = "join" as const;
+
+  async run(): Promise<MembershipChangeResult> {
+    return this.change();
+  }
+}

@@ -1,0 +1,79 @@
+/**
+ * `membership add` and `membership remove`: one flow, two RPCs (ADR-0021 §2). A change prints
+ * what it did (event conversation_seq, version, member count); a re-run after it took effect
+ * answers duplicate/noop and exits 0; `--dry-run` prints the server's plan (targets after
+ * filtering, audience size, idempotency id) and writes nothing; `--expect-version` is a
+ * compare-and-set (exit 4 on conflict).
+ *
+ * Confirmation (STYLE: destructive actions confirm on a terminal, `--yes` for scripts, never a
+ * prompt when stdin is not a TTY): on a terminal, remove first asks the server for the plan, shows
+ * it, and commits only that plan — with expect_version pinned to the planned version, so that a
+ * change made by someone else while the prompt was open is refused (exit 4) instead of silently
+ * widening what was confirmed.
+ */
+import { createInterface } from "node:readline/promises";
+import { Flags, type Command } from "@oclif/core";
+import type { ChangeMembersRequest, MembershipChange } from "../admin-api/client.js";
+import { ConnectedCommand } from "./base.js";
+import { InterruptedError } from "./exit-codes.js";
+import { describeMembershipChange } from "./format.js";
+import { membershipChangeResult, type MembershipChangeResult } from "./results.js";
+import { LIMITS, uuid, uuidList } from "./validate.js";
+
+export const membershipChangeFlags = {
+  group: Flags.string({ char: "g", required: true, description: "the group's UUID" }),
+  user: Flags.string({ char: "u", required: true, multiple: true, delimiter: ",", description: `user UUID; repeat the flag or separate with commas (at most ${LIMITS.usersPerChange} distinct)` }),
+  "dry-run": Flags.boolean({ description: "print the plan (targets after filtering, audience size, idempotency id) and change nothing" }),
+  "expect-version": Flags.integer({ min: 1, description: "compare-and-set: refuse (exit 4) unless the group is at this member version" }),
+};
+
+export type MembershipOp = "join" | "remove";
+
+async function confirm(question: string): Promise<boolean> {
+  const rl = createInterface({ input: process.stdin, output: process.stderr });
+  try {
+    const answer = await new Promise<string>((resolve, reject) => {
+      rl.once("SIGINT", () => reject(new InterruptedError("interrupted")));
+      rl.question(question).then(resolve, reject);
+    });
+    return /^y(es)?$/i.test(answer.trim());
+  } finally {
+    rl.close();
+  }
+}
+
+export abstract class MembershipChangeCommand<T extends typeof Command> extends ConnectedCommand<T> {
+  protected abstract readonly op: MembershipOp;
+
+  /** Whether to ask before committing (remove on a terminal without --yes). */
+  protected shouldConfirm(_dryRun: boolean): boolean {
+    return false;
+  }
+
+  protected async change(): Promise<MembershipChangeResult> {
+    const flags = this.flags as unknown as { group: string; user: string[]; "dry-run": boolean; "expect-version"?: number };
+    const group = uuid("--group", flags.group);
+    const users = uuidList("--user", flags.user, LIMITS.usersPerChange);
+    const expectVersion = flags["expect-version"];
+    const dryRun = flags["dry-run"];
+    const tenant = this.tenant();
+    const { client } = await this.connect();
+    const rpc = (req: ChangeMembersRequest): Promise<MembershipChange> => (this.op === "join" ? client.addMembers(req) : client.removeMembers(req));
+    const request: ChangeMembersRequest = { tenant, group, users, dryRun, ...(expectVersion !== undefined ? { expectVersion: BigInt(expectVersion) } : {}) };
+
+    if (this.shouldConfirm(dryRun)) {
+      const plan = membershipChangeResult(group, await rpc({ ...request, dryRun: true }));
+      if (plan.changed.length > 0) {
+        process.stderr.write(`${describeMembershipChange(plan)}\n`);
+        if (!(await confirm(`Remove ${plan.changed.length} member(s) from group ${group}? [y/N] `))) {
+          throw new InterruptedError("not confirmed; nothing changed");
+        }
+        request.expectVersion = BigInt(plan.version);
+      }
+    }
+
+    const result = membershipChangeResult(group, await rpc(request));
+    this.log(describeMembershipChange(result));
+    return result;
+  }
+}

@@ -1,0 +1,82 @@
+/**
+ * Local input checks, run before any connection is opened (STYLE "Validate input locally before
+ * opening a connection"). Each failure is a UsageError naming the flag as the user typed it; the
+ * limits are the admin API's own (proto/qim/admin/v1/*.proto field docs), so a request that passes
+ * here is not refused by the server for its shape.
+ */
+import { UsageError } from "./exit-codes.js";
+
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+export const LIMITS = {
+  /** ChangeMembersRequest.users */
+  usersPerChange: 1000,
+  /** CreateGroupRequest.members */
+  initialMembers: 10_000,
+  /** ReadHistoryRequest.limit */
+  historyPage: 1000,
+  /** TailAuditRequest.limit */
+  auditTail: 1000,
+  /** ListConversationSummaries: groups per call */
+  summaryGroups: 100,
+  /** A message payload (the engine's maxPayloadBytes default). */
+  messageBytes: 64 * 1024,
+} as const;
+
+/** A UUID in canonical text; any case is accepted and lowercased, as the server does. */
+export function uuid(flag: string, value: string | undefined): string {
+  if (value === undefined || value.trim() === "") throw new UsageError(flag, "a UUID is required");
+  const lower = value.trim().toLowerCase();
+  if (!UUID_RE.test(lower)) throw new UsageError(flag, `not a UUID: ${JSON.stringify(value.slice(0, 64))} (expected 8-4-4-4-12 hex digits)`);
+  return lower;
+}
+
+/** A non-empty list of UUIDs, duplicates removed (first occurrence kept), at most `max` distinct. */
+export function uuidList(flag: string, values: readonly string[] | undefined, max: number): string[] {
+  if (!values || values.length === 0) throw new UsageError(flag, "give at least one");
+  const out: string[] = [];
+  const seen = new Set<string>();
+  for (const v of values) {
+    const id = uuid(flag, v);
+    if (!seen.has(id)) {
+      seen.add(id);
+      out.push(id);
+    }
+  }
+  if (out.length > max) throw new UsageError(flag, `${out.length} distinct values; at most ${max} per call`);
+  return out;
+}
+
+/** Like uuidList, but an empty list is allowed. */
+export function optionalUuidList(flag: string, values: readonly string[] | undefined, max: number): string[] {
+  return values && values.length > 0 ? uuidList(flag, values, max) : [];
+}
+
+/** host:port, with [v6] brackets allowed; port 1–65535. */
+export function endpoint(flag: string, value: string | undefined): string {
+  if (value === undefined || value.trim() === "") {
+    throw new UsageError(flag, "no server endpoint: give --endpoint host:port, set QIMCTL_ENDPOINT, or write a context file (qimctl certs issue --write-context)");
+  }
+  const text = value.trim().replace(/^(dns:|ipv4:|ipv6:)/, "");
+  const m = /^(\[[0-9a-fA-F:.]+\]|[^:\s[\]]+):(\d{1,5})$/.exec(text);
+  if (!m || Number(m[2]) < 1 || Number(m[2]) > 65535) throw new UsageError(flag, `expected host:port, got ${JSON.stringify(value.slice(0, 100))}`);
+  return text;
+}
+
+/** A non-empty text of at most `maxBytes` UTF-8 bytes. */
+export function text(flag: string, value: string | undefined, maxBytes: number): string {
+  if (value === undefined || value === "") throw new UsageError(flag, "must not be empty");
+  const bytes = Buffer.byteLength(value, "utf8");
+  if (bytes > maxBytes) throw new UsageError(flag, `${bytes} bytes; at most ${maxBytes}`);
+  return value;
+}
+
+/** A positive duration in seconds (decimals allowed), returned in milliseconds. */
+export function seconds(flag: string, value: string | undefined, maxSeconds = 3600): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!/^\d+(\.\d+)?$/.test(value.trim()) || !Number.isFinite(n) || n <= 0 || n > maxSeconds) {
+    throw new UsageError(flag, `expected seconds from 0 to ${maxSeconds} (e.g. 15 or 0.5), got ${JSON.stringify(value.slice(0, 32))}`);
+  }
+  return Math.round(n * 1000);
+}

@@ -42,10 +42,12 @@ export interface EngineOptions {
   maxPayloadBytes?: number;
   /** The most messages of one conversation committed by one script call (group commit). */
   maxSendBatch?: number;
+  /** Called after a commit landed in a bucket's outbox (the relay's low-latency kick). */
+  onCommit?: (bucket: number) => void;
   now?: () => number;
 }
 
-export const DEFAULTS = {
+export const DEFAULTS: Required<Omit<EngineOptions, "now" | "onCommit">> = {
   keyPrefix: "qim",
   broadcastMaxMembers: 500,
   maxTargetsPerCall: 1000,
@@ -54,7 +56,7 @@ export const DEFAULTS = {
   maxRetries: 3,
   maxPayloadBytes: 64 * 1024,
   maxSendBatch: 128,
-} as const;
+};
 
 export type MemberState = "ACTIVE" | "LEFT" | "REMOVED";
 
@@ -180,12 +182,12 @@ function positiveInt(v: unknown, field: string, min = 0): number {
  */
 export class Engine {
   readonly keys: KeySpace;
-  readonly opts: Required<Omit<EngineOptions, "now">> & { now: () => number };
+  readonly opts: Required<Omit<EngineOptions, "now" | "onCommit">> & { now: () => number; onCommit?: (bucket: number) => void };
 
   constructor(readonly store: RedisStore, options: EngineOptions = {}) {
     this.opts = { ...DEFAULTS, now: Date.now, ...options };
     this.keys = new KeySpace(this.opts.keyPrefix);
-    this.writer = new GroupCommitWriter(store, { maxRetries: this.opts.maxRetries, maxBatch: this.opts.maxSendBatch });
+    this.writer = new GroupCommitWriter(store, { maxRetries: this.opts.maxRetries, maxBatch: this.opts.maxSendBatch, ...(options.onCommit ? { onCommit: options.onCommit } : {}) });
   }
 
   /** Key names of a conversation, memoised: computing the bucket hashes (blake3) every call. */
@@ -277,20 +279,16 @@ export class Engine {
     const client = this.clientOf(k);
     const code = opCode(op);
     const actor = op === "leave" ? requested[0]! : ADMIN_ACTOR;
+    const requestedHex = requested.map(uuidToHex);
 
     for (let attempt = 1; ; attempt++) {
       // plan: one consistent read of the meta and the targets' member entries
-      const res = await client.multi()
-        .hmget(k.grpmeta, "version", "owner", "member_count")
-        .hmget(k.grpmembers, ...requested.map(uuidToHex))
-        .exec();
-      const [version, ownerHex, countRaw] = res![0]![1] as (string | null)[];
-      if (version == null) throw new NotFoundError("group", group);
-      const current = Number(version);
-      const memberCount = Number(countRaw);
-      const owner = hexToUuid(ownerHex!);
-      const entries = res![1]![1] as (string | null)[];
-      const isActive = entries.map((e) => e !== null && e.endsWith("|A"));
+      const plan = await callScript(client, "readPlan", [k.grpmeta, k.grpmembers], requestedHex);
+      if (luaStatus(plan) === "GROUP_NOT_FOUND") throw new NotFoundError("group", group);
+      const current = Number(plan[1]);
+      const owner = hexToUuid(String(plan[2]));
+      const memberCount = Number(plan[3]);
+      const isActive = requested.map((_, i) => plan[4 + i] === "A");
       const changed = requested.filter((_, i) => (op === "join" ? !isActive[i] : isActive[i]));
       const base = { op, tenant, group, attempts: attempt };
 
@@ -326,7 +324,10 @@ export class Engine {
         [idem, current, code, rest, k.outboxRef, this.opts.broadcastMaxMembers, ...changed.map(uuidToHex)]);
       const status = luaStatus(reply);
       if (status === "OK" || status === "DUPLICATE") {
-        if (status === "OK") metrics.membershipEvents.inc({ op });
+        if (status === "OK") {
+          metrics.membershipEvents.inc({ op });
+          this.opts.onCommit?.(k.bucket);
+        }
         return {
           ...base,
           outcome: status === "OK" ? "committed" : "duplicate",

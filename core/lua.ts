@@ -17,6 +17,7 @@ export const SCRIPT_NAMES = [
   "createGroup",
   "commitMessages",
   "applyMembership",
+  "readPlan",
   "loadForDispatch",
   "markCommitted",
   "readHistory",

@@ -34,8 +34,53 @@ export class OutboxRelay {
     this.batchSize = opts.batchSize ?? 256;
   }
 
-  /** Relays up to one batch of one bucket's outbox; returns how many entries it consumed. */
-  async drainBucket(bucket: number): Promise<number> {
+  /**
+   * Relays up to one batch of one bucket's outbox; returns how many entries it consumed. Calls for
+   * one bucket run one after another, so a kick and a sweep never append the same entry twice.
+   */
+  drainBucket(bucket: number): Promise<number> {
+    const prev = this.locks.get(bucket) ?? Promise.resolve(0);
+    const run = () => this.drainBucketOnce(bucket);
+    const next = prev.then(run, run);
+    this.locks.set(bucket, next);
+    void next.finally(() => { if (this.locks.get(bucket) === next) this.locks.delete(bucket); }).catch(() => {});
+    return next;
+  }
+
+  private readonly locks = new Map<number, Promise<number>>();
+  private readonly kicked = new Set<number>();
+  private kickScheduled = false;
+
+  /**
+   * The low-latency path: a writer in this process just committed into `bucket`. Kicks coalesce
+   * and are drained on the next turn of the event loop, so the periodic sweep (for commits of
+   * other processes and for recovery) can run rarely.
+   */
+  kick(bucket: number): void {
+    if (this.stopped) return;
+    this.kicked.add(bucket);
+    if (this.kickScheduled) return;
+    this.kickScheduled = true;
+    setImmediate(() => {
+      this.kickScheduled = false;
+      const buckets = [...this.kicked];
+      this.kicked.clear();
+      for (const b of buckets) {
+        const p: Promise<void> = this.drainUntilEmpty(b)
+          .catch((err: unknown) => this.opts.onError?.(err))
+          .finally(() => this.pendingKicks.delete(p));
+        this.pendingKicks.add(p);
+      }
+    });
+  }
+
+  private async drainUntilEmpty(bucket: number): Promise<void> {
+    while (!this.stopped && (await this.drainBucket(bucket)) >= this.batchSize);
+  }
+
+  private readonly pendingKicks = new Set<Promise<unknown>>();
+
+  private async drainBucketOnce(bucket: number): Promise<number> {
     const client = this.store.clientFor(bucketTag(bucket));
     const raw = await client.lrange(this.keys.outbox(bucket), 0, this.batchSize - 1);
     if (raw.length === 0) return 0;
@@ -88,8 +133,8 @@ export class OutboxRelay {
     return total;
   }
 
-  /** Relays in the background every intervalMs until stop(). */
-  start(intervalMs = 50): void {
+  /** Sweeps every bucket in the background every intervalMs until stop(); kicks work meanwhile. */
+  start(intervalMs = 1000): void {
     if (!this.stopped) return;
     this.stopped = false;
     const tick = () => {
@@ -105,5 +150,6 @@ export class OutboxRelay {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
     await this.running;
+    await Promise.all([...this.pendingKicks]);
   }
 }

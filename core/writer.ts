@@ -39,6 +39,8 @@ export interface WriterOptions {
   maxRetries: number;
   /** The most messages one commit call carries. */
   maxBatch: number;
+  /** Called after a call committed at least one message into the bucket's outbox. */
+  onCommit?: (bucket: number) => void;
 }
 
 /**
@@ -108,6 +110,7 @@ export class GroupCommitWriter {
 
     const retry: Pending[] = [];
     let current: string | undefined;
+    let committed = false;
     batch.forEach((p, i) => {
       const status = Number(reply[1 + 3 * i]);
       const seq = Number(reply[2 + 3 * i]);
@@ -115,6 +118,7 @@ export class GroupCommitWriter {
       p.attempts++;
       switch (status) {
         case 0:
+          committed = true;
           metrics.messagesCommitted.inc();
           p.resolve({ conversationSeq: seq, messageId: hexToUuid(id), version: Number(version), duplicate: false, attempts: p.attempts });
           return;
@@ -138,6 +142,7 @@ export class GroupCommitWriter {
           p.reject(new InternalError(`commitMessages: unknown status ${status}`));
       }
     });
+    if (committed) this.opts.onCommit?.(k.bucket);
     if (current !== undefined) this.rememberVersion(k.outboxRef, current);
     else this.rememberVersion(k.outboxRef, version);
     return retry;

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { describe, it } from "node:test";
-import { loadScripts, PermissionDeniedError, registry, type Uuid } from "../../core/index.js";
+import { Engine, loadScripts, OutboxRelay, PermissionDeniedError, registry, type Uuid } from "../../core/index.js";
 import { ALL_TOPOLOGIES } from "../harness/redis.js";
 import { checkConversation } from "./checker.js";
 import { useEngine } from "./fixture.js";
@@ -133,6 +133,26 @@ for (const kind of ALL_TOPOLOGIES) {
       const seqs = (await fx.dispatched()).map((e) => e.record).filter((r) => r.conversation === group).map((r) => r.conversationSeq);
       assert.deepEqual([...new Set(seqs)].sort((a, b) => a - b), sent, "every commit is in the log");
       assert.equal(seqs.length, 10, "each appended twice: once before the crash, once on resume");
+    });
+
+    it("relay kick: a commit reported through onCommit is relayed without waiting for a sweep", async () => {
+      const relay = new OutboxRelay(fx.store, fx.engine.keys, fx.log);
+      const engine = new Engine(fx.store, { keyPrefix: fx.engine.opts.keyPrefix, onCommit: (b) => relay.kick(b) });
+      relay.start(3_600_000); // one sweep now (nothing of ours yet), the next in an hour
+      try {
+        const tenant = fx.tenant();
+        const owner = randomUUID();
+        const { group } = await engine.createGroup({ tenant, owner });
+        const sent = await engine.send({ tenant, group, sender: owner, text: "kicked" });
+        const added = await engine.addMembers({ tenant, group, users: [randomUUID()] });
+        const k = engine.conversationKeys(tenant, group);
+        const client = fx.store.clientFor(k.tag);
+        for (let i = 0; i < 200 && (await client.llen(k.outbox)) > 0; i++) await new Promise((r) => setTimeout(r, 10));
+        const seqs = (await fx.dispatched()).map((e) => e.record).filter((r) => r.conversation === group).map((r) => r.conversationSeq);
+        assert.deepEqual(seqs.sort((a, b) => a - b), [sent.conversationSeq, added.eventConversationSeq]);
+      } finally {
+        await relay.stop();
+      }
     });
 
     it("markRead only moves forward and stops at the visible head", async () => {

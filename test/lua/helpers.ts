@@ -35,6 +35,7 @@ export const SCRIPT_KEYS: Record<ScriptName, (k: ConversationKeys) => string[]> 
   createGroup: (k) => [k.grpmeta, k.grpmembers],
   commitMessages: (k) => [k.idem, k.grpmeta, k.grpmembers, k.cseq, k.hist, k.outbox, k.vpending],
   applyMembership: (k) => [k.idem, k.grpmeta, k.grpmembers, k.grpdeltas, k.vpending, k.cseq, k.hist, k.commits, k.outbox],
+  readPlan: (k) => [k.grpmeta, k.grpmembers],
   loadForDispatch: (k) => [k.commits, k.hist, k.grpmembers, k.grpdeltas, k.grpmeta, k.vpending],
   markCommitted: (k) => [k.commits, k.outbox, k.vpending, k.grpdeltas],
   readHistory: (k) => [k.grpmembers, k.hist],

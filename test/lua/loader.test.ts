@@ -18,6 +18,7 @@ const EXPECTED_KEYS: Record<(typeof SCRIPT_NAMES)[number], number> = {
   createGroup: 2,
   commitMessages: 7,
   applyMembership: 9,
+  readPlan: 2,
   loadForDispatch: 6,
   markCommitted: 4,
   readHistory: 2,

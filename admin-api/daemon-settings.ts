@@ -10,6 +10,8 @@ export interface DaemonSettings {
   tlsKey?: string;
   insecureDev: boolean;
   auditLog: string;
+  /** fdatasync the audit log before answering (on by default). */
+  auditFsync: boolean;
   /** Comma list of host:port; overrides QIM_REDIS_ADDR / QIM_MESSAGE_STORE_ADDRS. */
   redis?: string;
   redisCluster?: string;

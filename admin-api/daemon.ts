@@ -21,6 +21,7 @@ export async function runDaemon(s: DaemonSettings): Promise<AdminServer> {
     listen: s.listen,
     metricsListen: s.metricsListen,
     auditPath: s.auditLog,
+    auditSync: s.auditFsync,
     insecureDev: s.insecureDev,
     dispatch: { clusterId: s.clusterId, topicId: "dispatch", partitionCount: s.partitions },
     ...(s.insecureDev ? {} : { tls: { caPem: await readFile(s.tlsCa!), certPem: await readFile(s.tlsCert!), keyPem: await readFile(s.tlsKey!) } }),

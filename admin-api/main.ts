@@ -17,6 +17,7 @@ const program = new Command("qim-admin-server")
   .addOption(new Option("--tls-key <file>", "server private key").env("QIM_TLS_KEY"))
   .addOption(new Option("--insecure-dev", "plaintext, no client certificates, every caller admin (development only)").default(false))
   .addOption(new Option("--audit-log <file>", "append-only audit log").default(DAEMON_DEFAULTS.auditLog).env("QIM_AUDIT_LOG"))
+  .addOption(new Option("--no-audit-fsync", "answer once the audit entry is written to the OS, without waiting for fdatasync"))
   .addOption(new Option("--redis <addrs>", "comma list of Redis host:port (default: QIM_REDIS_ADDR + QIM_MESSAGE_STORE_ADDRS)"))
   .addOption(new Option("--redis-cluster <seeds>", "comma list of Redis Cluster seed host:port (default: QIM_REDIS_CLUSTER_SEEDS)"))
   .addOption(new Option("--partitions <n>", "dispatch log partitions").default(DAEMON_DEFAULTS.partitions).argParser(positive))
@@ -34,6 +35,7 @@ const settings: DaemonSettings = {
   metricsListen: o.metricsListen === "off" ? null : String(o.metricsListen),
   insecureDev: o.insecureDev === true,
   auditLog: String(o.auditLog),
+  auditFsync: o.auditFsync !== false,
   partitions: Number(o.partitions),
   clusterId: String(o.clusterId),
   ...(o.tlsCa ? { tlsCa: String(o.tlsCa) } : {}),

@@ -3,7 +3,7 @@
  *   1. membership add+remove pairs/s and pair latency p50/p99 through the admin API (a real
  *      qim-admin-server process, mTLS with an operator certificate, audit log fdatasync'd), next
  *      to the same pairs called on core directly in this process, on the same Redis (ratio;
- *      target ≥ 0.5);
+ *      target ≥ 0.5), and on core with an in-process relay (what the server also does);
  *   2. `qimctl --version` start-up time next to `node -e 0` (ratio).
  * Usage: node dist/bench/admin.js [--pairs N] [--concurrency C] [--json]
  */
@@ -14,9 +14,11 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
+import * as grpc from "@grpc/grpc-js";
+import { HealthImplementation, service as healthService } from "grpc-health-check";
 import { connectAdmin } from "../admin-api/client.js";
 import { createCa, issueClientCert, issueServerCert } from "../certs/pki.js";
-import { Engine, RedisStore } from "../core/index.js";
+import { Engine, OutboxRelay, RedisStore, RedisStreamsDispatchLog } from "../core/index.js";
 import { freePort, startRedis } from "../test/harness/redis.js";
 
 const run = promisify(execFile);
@@ -52,6 +54,34 @@ async function pairs(groups: string[], pairOf: (group: string, user: string) => 
   return { pairsPerSec: Math.round(PAIRS / seconds), p50Ms: +pct(latencies, 50).toFixed(2), p99Ms: +pct(latencies, 99).toFixed(2) };
 }
 
+/**
+ * The floor of grpc-js here: empty unary calls (grpc.health.v1 Check, plaintext, client and server
+ * in this process) at the same concurrency. A membership change through the API costs at least
+ * this on top of the core work.
+ */
+async function grpcFloor(): Promise<{ callsPerSec: number; cpuUsPerCall: number }> {
+  const server = new grpc.Server();
+  new HealthImplementation({ "": "SERVING" }).addToServer(server);
+  const port = await new Promise<number>((resolve, reject) => server.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))));
+  const Health = grpc.makeGenericClientConstructor(healthService, "Health");
+  const client = new Health(`127.0.0.1:${port}`, grpc.credentials.createInsecure()) as unknown as grpc.Client & {
+    check: (req: { service: string }, cb: (err: grpc.ServiceError | null) => void) => void;
+  };
+  const call = () => new Promise<void>((resolve, reject) => client.check({ service: "" }, (e) => (e ? reject(e) : resolve())));
+  const N = 4 * PAIRS;
+  let next = 0;
+  await Promise.all(Array.from({ length: CONCURRENCY }, async () => { while (next++ < 1000) await call(); }));
+  next = 0;
+  const c0 = process.cpuUsage();
+  const t0 = process.hrtime.bigint();
+  await Promise.all(Array.from({ length: CONCURRENCY }, async () => { while (next++ < N) await call(); }));
+  const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
+  const cpu = process.cpuUsage(c0);
+  client.close();
+  server.forceShutdown();
+  return { callsPerSec: Math.round(N / seconds), cpuUsPerCall: Math.round((cpu.user + cpu.system) / N) };
+}
+
 async function startupMs(cmd: string[], times: number): Promise<number> {
   const samples: number[] = [];
   for (let i = 0; i < times; i++) {
@@ -83,6 +113,12 @@ async function main() {
 
   const store = new RedisStore({ kind: "instances", addrs: [redis.addr] });
   const engine = new Engine(store);
+  // the server also relays every event it commits into the dispatch log: the same core work with
+  // an in-process relay kicked per commit is the like-for-like comparison
+  let relay: OutboxRelay | undefined;
+  const relayedEngine = new Engine(store, { onCommit: (b) => relay?.kick(b) });
+  relay = new OutboxRelay(store, engine.keys, new RedisStreamsDispatchLog(store, engine.keys, { clusterId: "qim", topicId: "dispatch", partitionCount: 8 }));
+  relay.start(1000);
   const client = connectAdmin({ endpoint: `localhost:${port}`, caPem: ca.certPem, certPem: operator.certPem, keyPem: operator.keyPem });
   const out: Record<string, unknown> = { pairs: PAIRS, concurrency: CONCURRENCY };
   try {
@@ -96,6 +132,10 @@ async function main() {
       await engine.addMembers({ tenant, group, users: [user] });
       await engine.removeMembers({ tenant, group, users: [user] });
     };
+    const viaCoreRelayed = async (group: string, user: string) => {
+      await relayedEngine.addMembers({ tenant, group, users: [user] });
+      await relayedEngine.removeMembers({ tenant, group, users: [user] });
+    };
     const viaApi = async (group: string, user: string) => {
       await client.addMembers({ tenant, group, users: [user], dryRun: false });
       await client.removeMembers({ tenant, group, users: [user], dryRun: false });
@@ -107,19 +147,27 @@ async function main() {
     const api1 = await pairs(await groupsFor(), viaApi);
     const core2 = await pairs(await groupsFor(), viaCore);
     const api2 = await pairs(await groupsFor(), viaApi);
-    const core = core1.pairsPerSec >= core2.pairsPerSec ? core2 : core1;
-    const api = api1.pairsPerSec >= api2.pairsPerSec ? api2 : api1;
+    const rel1 = await pairs(await groupsFor(), viaCoreRelayed);
+    const rel2 = await pairs(await groupsFor(), viaCoreRelayed);
+    const slower = <T extends { pairsPerSec: number }>(a: T, b: T) => (a.pairsPerSec >= b.pairsPerSec ? b : a);
+    const core = slower(core1, core2);
+    const api = slower(api1, api2);
+    const relayed = slower(rel1, rel2);
     out.core = core;
+    out.coreWithRelay = relayed;
     out.api = api;
     out.ratio = +(api.pairsPerSec / core.pairsPerSec).toFixed(3);
+    out.ratioWithRelay = +(api.pairsPerSec / relayed.pairsPerSec).toFixed(3);
   } finally {
     client.close();
+    await relay.stop();
     await store.close();
     child.kill("SIGTERM");
     await new Promise((r) => child.once("exit", r));
     await redis.stop();
     await rm(dir, { recursive: true, force: true });
   }
+  out.grpcFloor = await grpcFloor();
   const nodeMs = await startupMs(["-e", "0"], 10);
   const qimctlMs = await startupMs([join(ROOT, "bin/qimctl.js"), "--version"], 10);
   out.startup = { nodeMs: +nodeMs.toFixed(1), qimctlMs: +qimctlMs.toFixed(1), ratio: +(qimctlMs / nodeMs).toFixed(2) };
@@ -130,7 +178,11 @@ async function main() {
   const s = out.startup as Record<string, number>;
   console.log(`membership add+remove pairs, ${CONCURRENCY} groups × 1 pair in flight, ${PAIRS} pairs (the slower of two runs each):`);
   console.log(`  core directly        ${String(c.pairsPerSec).padStart(6)} pairs/s   p50 ${c.p50Ms} ms   p99 ${c.p99Ms} ms`);
-  console.log(`  admin API over mTLS  ${String(a.pairsPerSec).padStart(6)} pairs/s   p50 ${a.p50Ms} ms   p99 ${a.p99Ms} ms   ratio ${String(out.ratio)} (target ≥ 0.5)`);
+  const r = out.coreWithRelay as Record<string, number>;
+  console.log(`  core + relay         ${String(r.pairsPerSec).padStart(6)} pairs/s   p50 ${r.p50Ms} ms   p99 ${r.p99Ms} ms`);
+  console.log(`  admin API over mTLS  ${String(a.pairsPerSec).padStart(6)} pairs/s   p50 ${a.p50Ms} ms   p99 ${a.p99Ms} ms   ratio ${String(out.ratio)} vs core (target ≥ 0.5), ${String(out.ratioWithRelay)} vs core + relay`);
+  const f = out.grpcFloor as Record<string, number>;
+  console.log(`grpc-js floor: empty unary calls (health Check, plaintext, one process) ${f.callsPerSec} calls/s, ${f.cpuUsPerCall} µs CPU a call`);
   console.log(`start-up: qimctl --version ${s.qimctlMs} ms vs node -e 0 ${s.nodeMs} ms = ${s.ratio}× (mean of 10)`);
 }
 

@@ -15,7 +15,7 @@ import os from "node:os";
 import { Command, Errors, Flags, type Config, type Interfaces } from "@oclif/core";
 import type { AdminClient } from "../admin-api/client.js";
 import { resolveConnection, type Resolved, type ResolvedConnection } from "./context.js";
-import { classifyError, InterruptedError, UsageError, type Failure, type FailureContext } from "./exit-codes.js";
+import { classifyError, InterruptedError, needsCertificateProbe, UsageError, type Failure, type FailureContext } from "./exit-codes.js";
 import { endpoint as checkEndpoint, seconds, uuid } from "./validate.js";
 
 export type OutputMode = "table" | "json";
@@ -67,6 +67,8 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
   protected readonly outputMode: OutputMode;
   /** What the catch() knows about the connection, for messages such as "cannot reach …". */
   protected failureContext: FailureContext = {};
+  /** The TLS material of the connection, for the refusal probe after an ambiguous UNAVAILABLE. */
+  protected probeTls: { caPem?: string; certPem: string; keyPem: string } | undefined;
 
   constructor(argv: string[], config: Config) {
     super(argv, config);
@@ -101,6 +103,11 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
   /** The single place where a failure becomes output and an exit code. */
   override async catch(err: Error & { exitCode?: number }): Promise<never> {
     if (err instanceof Errors.ExitError) throw err;
+    const details = (err as { code?: unknown; details?: unknown }).code === 14 ? String((err as { details?: unknown }).details ?? "") : "";
+    if (details && this.probeTls && needsCertificateProbe(details, this.failureContext)) {
+      const { serverRefusesCertificate } = await import("./tls-probe.js");
+      this.failureContext.certificateRefused = await serverRefusesCertificate(this.failureContext.endpoint!, this.probeTls);
+    }
     const failure = classifyError(err, this.failureContext);
     this.printFailure(failure);
     if (failure.exitCode === 1 && process.env.DEBUG) process.stderr.write(`${err.stack ?? ""}\n`);
@@ -208,6 +215,7 @@ export abstract class ConnectedCommand<T extends typeof Command> extends BaseCom
         keyPem = readPem(s.key, "--key");
       }
       this.failureContext = { ...this.failureContext, ...(certPem ? { certPem } : {}), ...(caPem ? { caPem } : {}) };
+      if (certPem && keyPem) this.probeTls = { certPem, keyPem, ...(caPem ? { caPem } : {}) };
       // grpc-js sets the TLS server name to the endpoint's host; for an IP literal Node prints a
       // DEP0123 warning on every connection, noise on an operator's terminal.
       const host = endpoint.replace(/:\d+$/, "").replace(/^\[|\]$/g, "");

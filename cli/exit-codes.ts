@@ -126,6 +126,8 @@ export interface FailureContext {
   certPem?: string;
   caPem?: string;
   timeoutMs?: number;
+  /** A probe (cli/tls-probe.ts) saw the server close right after a handshake with our certificate. */
+  certificateRefused?: boolean;
 }
 
 /** A grpc-js ServiceError, by shape (this module does not import grpc-js). */
@@ -168,12 +170,19 @@ export type UnavailableKind = "tls-refused" | "server-untrusted" | "unreachable"
 
 const TLS_ALERT = /alert (certificate required|unknown ca|bad certificate|certificate expired|certificate revoked|certificate unknown|unsupported certificate|access denied|handshake failure)/i;
 const CLOSED_AFTER_TLS = /Last error: Failed to connect \(/;
+/** The server reset the connection: a refused certificate at times (the close races our first write), or a network fault. */
+const RESET = /Last error: (read|write) (ECONNRESET|EPIPE)/;
+
+/** Whether an UNAVAILABLE is ambiguous enough that a TLS probe should decide it. */
+export function needsCertificateProbe(details: string, ctx: Pick<FailureContext, "insecure" | "certPem">): boolean {
+  return !ctx.insecure && ctx.certPem !== undefined && (CLOSED_AFTER_TLS.test(details) || RESET.test(details));
+}
 const SERVER_UNTRUSTED = /self[- ]signed certificate|unable to (get|verify)|certificate has expired|certificate is not yet valid|Hostname\/IP does not match|ERR_TLS_CERT_ALTNAME_INVALID|certificate signature failure/i;
 
-export function classifyUnavailable(details: string, ctx: Pick<FailureContext, "insecure"> = {}): UnavailableKind {
-  if (TLS_ALERT.test(details)) return "tls-refused";
+export function classifyUnavailable(details: string, ctx: Pick<FailureContext, "insecure" | "certificateRefused"> = {}): UnavailableKind {
+  if (TLS_ALERT.test(details) || ctx.certificateRefused) return "tls-refused";
   if (SERVER_UNTRUSTED.test(details)) return "server-untrusted";
-  if (!ctx.insecure && CLOSED_AFTER_TLS.test(details)) return "tls-refused";
+  if (!ctx.insecure && ctx.certificateRefused !== false && CLOSED_AFTER_TLS.test(details)) return "tls-refused";
   return "unreachable";
 }
 

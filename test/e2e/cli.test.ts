@@ -276,7 +276,7 @@ describe("qimctl against the real admin server over mTLS", { timeout: 120_000 },
     const refused = failed(otherCa, 6, "other CA");
     assert.equal(refused.code, "CERTIFICATE_REFUSED");
     assert.ok(refused.message.startsWith("the server refused this client certificate: "), refused.message);
-    assert.equal(otherCaText.code, 6);
+    assert.equal(otherCaText.code, 6, otherCaText.stderr);
     assert.match(otherCaText.stderr, /^Error: the server refused this client certificate: .+\n/);
     assert.match(otherCaText.stderr, /hint: .*not signed by the CA in --ca/);
     assert.doesNotMatch(otherCaText.stderr, /cannot reach the server/);

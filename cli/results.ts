@@ -5,6 +5,7 @@
  * JSON numbers (sequences and versions stay far below 2^53); an absent optional value is null, so
  * every key is always present.
  */
+import type { AuditRecord } from "../admin-api/audit.js";
 import type {
   AuditEntry,
   ConversationSummary,
@@ -199,19 +200,8 @@ export interface SessionsResult {
   summaries: SummaryResult[];
 }
 
-export interface AuditEntryResult {
-  time: string;
-  principal: string;
-  role: string;
-  rpc: string;
-  /** The request as the server recorded it. */
-  arguments: unknown;
-  result: string;
-  detail: string;
-  durationMs: number;
-  requestId: string;
-  fingerprint: string;
-}
+/** An audit entry exactly as the server recorded it (admin-api/audit.ts). */
+export type AuditEntryResult = AuditRecord;
 
 export function auditEntryResult(e: AuditEntry): AuditEntryResult {
   let args: unknown = e.argumentsJson;

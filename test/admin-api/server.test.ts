@@ -2,15 +2,19 @@ import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import * as grpc from "@grpc/grpc-js";
+import { loadSync } from "@grpc/proto-loader";
 import { service as healthService } from "grpc-health-check";
 import { Redis } from "ioredis";
 import { connectAdmin, errorCode, errorField, type AdminClient } from "../../admin-api/client.js";
 import { startAdminServer, type AdminServer } from "../../admin-api/server.js";
 import { startRedis, type RedisServer } from "../harness/redis.js";
 import { CLIENT_NAMES, testPki, type TestPki } from "../certs/fixture.js";
+
+const require = createRequire(import.meta.url);
 
 /** Every key in the server's Redis with its full value: "nothing changed" means this is equal. */
 async function storeDigest(redis: Redis): Promise<string> {
@@ -213,6 +217,23 @@ describe("admin API over mTLS", () => {
       assert.ok(!/\n\s+at /.test(err.details), `${name}: no stack trace`);
     }
     assert.equal(await storeDigest(redis), before);
+  });
+
+  it("lists its services through server reflection (grpc.reflection.v1)", async () => {
+    const protoPath = join(dirname(require.resolve("@grpc/reflection/package.json")), "build", "proto", "grpc", "reflection", "v1", "reflection.proto");
+    const def = grpc.loadPackageDefinition(loadSync(protoPath, { keepCase: true })) as unknown as {
+      grpc: { reflection: { v1: { ServerReflection: new (addr: string, creds: grpc.ChannelCredentials) => grpc.Client & { ServerReflectionInfo: () => grpc.ClientDuplexStream<unknown, { list_services_response?: { service: { name: string }[] } }> } } } };
+    };
+    const client = new def.grpc.reflection.v1.ServerReflection(`localhost:${server.port}`,
+      grpc.credentials.createSsl(Buffer.from(pki.ca.certPem), Buffer.from(pki.viewer.keyPem), Buffer.from(pki.viewer.certPem)));
+    const names = await new Promise<string[]>((resolve, reject) => {
+      const stream = client.ServerReflectionInfo();
+      stream.on("data", (r: { list_services_response?: { service: { name: string }[] } }) => { resolve((r.list_services_response?.service ?? []).map((x: { name: string }) => x.name)); stream.end(); });
+      stream.on("error", reject);
+      stream.write({ list_services: "" });
+    });
+    client.close();
+    for (const svc of ["qim.admin.v1.GroupService", "qim.admin.v1.MessageService", "qim.admin.v1.AuditService"]) assert.ok(names.includes(svc), `${svc} in ${names.join(", ")}`);
   });
 
   it("answers grpc.health.v1 and serves /metrics", async () => {

@@ -122,7 +122,18 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
     log("WARNING: --insecure-dev: plaintext gRPC, no client certificates, every caller is an admin. Never use this outside a development machine.");
   }
 
-  const store = new RedisStore(opts.topology, { commandTimeoutMs: 5000, connectTimeoutMs: 3000 });
+  // one line per distinct connection error every 10 s: a Redis outage is visible, not a flood
+  const lastError = new Map<string, number>();
+  const store = new RedisStore(opts.topology, {
+    commandTimeoutMs: 5000,
+    connectTimeoutMs: 3000,
+    onError: (err) => {
+      const now = Date.now();
+      if ((lastError.get(err.message) ?? 0) + 10_000 > now) return;
+      lastError.set(err.message, now);
+      log(`redis: ${err.message}`);
+    },
+  });
   let relay: OutboxRelay | undefined;
   const engine = new Engine(store, { ...opts.engine, onCommit: (bucket) => relay?.kick(bucket) });
   const dispatch = new RedisStreamsDispatchLog(store, engine.keys, opts.dispatch ?? { clusterId: "qim", topicId: "dispatch", partitionCount: 8 });

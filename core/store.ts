@@ -7,6 +7,8 @@ export interface StoreOptions {
   /** ioredis connect timeout and per-command bound, so an unreachable store fails fast. */
   connectTimeoutMs?: number;
   commandTimeoutMs?: number;
+  /** Connection errors (ioredis reconnects by itself); without a handler ioredis prints each one. */
+  onError?: (err: Error) => void;
 }
 
 /**
@@ -36,7 +38,11 @@ export class RedisStore {
     } else {
       this.instances = topology.addrs.map((a) => new Redis({ ...parseAddr(a), ...common }));
     }
-    for (const c of this.instances) defineScripts(c);
+    const onError = opts.onError ?? (() => {});
+    for (const c of this.instances) {
+      defineScripts(c);
+      c.on("error", onError);
+    }
   }
 
   /** The client that owns keys carrying this hash tag. */

@@ -63,6 +63,7 @@ describe("admin API over mTLS", () => {
     pki = await testPki();
     redisServer = await startRedis();
     redis = new Redis({ host: redisServer.host, port: redisServer.port });
+    redis.on("error", () => {}); // the outage test stops this Redis on purpose
     dir = await mkdtemp(join(tmpdir(), "qim-admin-"));
     server = await startAdminServer({
       topology: { kind: "instances", addrs: [redisServer.addr] },
@@ -236,12 +237,46 @@ describe("admin API over mTLS", () => {
     for (const svc of ["qim.admin.v1.GroupService", "qim.admin.v1.MessageService", "qim.admin.v1.AuditService"]) assert.ok(names.includes(svc), `${svc} in ${names.join(", ")}`);
   });
 
+  it("answers UNAVAILABLE (not INTERNAL, no stack) while Redis is down, and recovers by itself", async () => {
+    const op = connect("operator");
+    const g = await op.createGroup({ tenant, group: "", owner: randomUUID(), members: [] });
+    await redisServer.kill9();
+    try {
+      for (const call of [
+        () => op.getGroup({ tenant, group: g.group }),
+        () => op.addMembers({ tenant, group: g.group, users: [randomUUID()], dryRun: false }),
+      ]) {
+        const err = await rejected(call());
+        assert.equal(err.code, grpc.status.UNAVAILABLE, err.details);
+        assert.equal(errorCode(err), "UNAVAILABLE");
+        assert.ok(!/\n\s+at /.test(err.details));
+      }
+      const refusals = (await server.audit.tail(10)).filter((e) => e.rpc.endsWith("/AddMembers") && e.result === "UNAVAILABLE");
+      assert.ok(refusals.length >= 1, "the failed mutation is audited");
+    } finally {
+      await redisServer.restart();
+    }
+    // (this Redis runs without persistence, so the group itself is gone; a new one proves the server works again)
+    let got: Awaited<ReturnType<AdminClient["createGroup"]>> | undefined;
+    for (let i = 0; i < 100 && !got; i++) {
+      got = await op.createGroup({ tenant, group: "", owner: randomUUID(), members: [] }).catch(() => undefined);
+      if (!got) await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.equal(got?.version, 1n, "the server reconnects without a restart");
+  });
+
   it("answers grpc.health.v1 and serves /metrics", async () => {
     const Health = grpc.makeGenericClientConstructor(healthService, "Health");
     const health = new Health(`localhost:${server.port}`, grpc.credentials.createSsl(Buffer.from(pki.ca.certPem), Buffer.from(pki.viewer.keyPem), Buffer.from(pki.viewer.certPem))) as unknown as grpc.Client & {
       check: (req: { service: string }, cb: (err: grpc.ServiceError | null, res: { status: string }) => void) => void;
     };
-    const res = await new Promise<{ status: string }>((resolve, reject) => health.check({ service: "" }, (err, r) => (err ? reject(err) : resolve(r))));
+    const check = () => new Promise<{ status: string }>((resolve, reject) => health.check({ service: "" }, (err, r) => (err ? reject(err) : resolve(r))));
+    // the status follows a Redis PING every 2 s; an earlier test took Redis down and up again
+    let res = await check();
+    for (let i = 0; i < 50 && res.status !== "SERVING"; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      res = await check();
+    }
     health.close();
     assert.equal(res.status, "SERVING");
     const text = await (await fetch(`http://127.0.0.1:${server.metricsPort}/metrics`)).text();

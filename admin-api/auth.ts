@@ -1,4 +1,5 @@
 import type { ServerUnaryCall } from "@grpc/grpc-js";
+import type { PeerCertificate } from "node:tls";
 
 /** What the principal is read from: any server call (grpc-js does not export the type by name). */
 export type CallWithAuth = { getAuthContext: ServerUnaryCall<unknown, unknown>["getAuthContext"] };
@@ -49,10 +50,11 @@ function firstValue(v: string | string[] | undefined): string | undefined {
 /**
  * The principal of a call: the verified client certificate's subject CN (the name) and OU (the
  * role). TLS already refused certificates that do not chain to our CA or are out of validity.
+ * `known` is the connection's certificate when the server already read it at the handshake.
  */
-export function principalOf(call: CallWithAuth, insecureDev: boolean): Principal | null {
+export function principalOf(call: CallWithAuth, insecureDev: boolean, known?: PeerCertificate): Principal | null {
   if (insecureDev) return INSECURE;
-  const cert = call.getAuthContext()?.sslPeerCertificate;
+  const cert = known ?? call.getAuthContext()?.sslPeerCertificate;
   if (!cert || !cert.subject) return null;
   const name = firstValue(cert.subject.CN) ?? "";
   const ou = firstValue(cert.subject.OU);

@@ -1,12 +1,10 @@
 import { randomUUID } from "node:crypto";
 import { after, before } from "node:test";
 import {
-  COMMIT_BUCKET_COUNT,
   Engine,
   OutboxRelay,
   RedisStore,
   RedisStreamsDispatchLog,
-  bucketTag,
   type DispatchEntry,
   type EngineOptions,
   type Uuid,
@@ -77,5 +75,3 @@ export function useEngine(kind: TopologyKind, options: EngineOptions = {}): Engi
   });
   return fx;
 }
-
-export { COMMIT_BUCKET_COUNT, bucketTag };

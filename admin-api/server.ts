@@ -123,9 +123,6 @@ if (typeof baseCreateHttp2Server === "function") {
         socket.once("close", () => { if (this.peers.get(key)?.socket === socket) this.peers.delete(key); });
       });
     }
-    // Nagle's algorithm held back the small HTTP/2 frames of an answer (headers, data, trailers)
-    // behind the client's delayed ACK: ~20 ms per call at p50 (bench/admin)
-    http2Server.on("connection", (socket: import("node:net").Socket) => socket.setNoDelay(true));
     return http2Server;
   };
 }

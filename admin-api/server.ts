@@ -12,6 +12,7 @@ import {
   Engine,
   InvalidArgumentError,
   OutboxRelay,
+  parseHostPort,
   QimError,
   RedisStore,
   RedisStreamsDispatchLog,
@@ -77,10 +78,9 @@ function jsonArgs(request: unknown): unknown {
 
 /** host:port of a listening socket; port 0 asks the OS for a free one. */
 function listenAddr(addr: string, field: string): { host: string; port: number } {
-  const m = /^(\[[^\]]+\]|[^:]+):(\d{1,5})$/.exec(addr.trim());
-  const port = m ? Number(m[2]) : NaN;
-  if (!m || port > 65535) throw new InvalidArgumentError(field, `${field} must be host:port, got "${addr}"`);
-  return { host: m[1]!.replace(/^\[|\]$/g, ""), port };
+  const hp = parseHostPort(addr, { allowPortZero: true });
+  if (!hp) throw new InvalidArgumentError(field, `${field} must be host:port, got "${addr}"`);
+  return hp;
 }
 
 function findProtoDir(): string {
@@ -305,8 +305,8 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
 
   let metricsServer: HttpServer | undefined;
   let metricsPort: number | null = null;
-  if (opts.metricsListen) {
-    const m = listenAddr(opts.metricsListen, "metricsListen");
+  const m = opts.metricsListen ? listenAddr(opts.metricsListen, "metricsListen") : null;
+  if (m) {
     metricsServer = createHttpServer((req, res) => {
       if (req.url !== "/metrics") { res.writeHead(404).end("not found\n"); return; }
       registry.metrics().then(
@@ -330,7 +330,7 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
   }
   if (relayOk && (opts.relayIntervalMs ?? 1000) > 0) relay.start(opts.relayIntervalMs ?? 1000);
 
-  log(`qim admin server listening on ${host}:${boundPort} (${insecure ? "INSECURE plaintext" : "mTLS, client certificates required"})${metricsPort !== null ? `, metrics on http://${listenAddr(opts.metricsListen!, "metricsListen").host}:${metricsPort}/metrics` : ""}`);
+  log(`qim admin server listening on ${host}:${boundPort} (${insecure ? "INSECURE plaintext" : "mTLS, client certificates required"})${metricsPort !== null ? `, metrics on http://${m!.host}:${metricsPort}/metrics` : ""}`);
 
   return {
     port: boundPort,

@@ -1,4 +1,5 @@
 import { connect } from "node:tls";
+import { parseHostPort } from "../core/topology.js";
 
 /**
  * Whether the server hangs up right after a TLS handshake made with this client certificate.
@@ -14,9 +15,9 @@ export function serverRefusesCertificate(
   tls: { caPem?: string; certPem: string; keyPem: string },
   waitMs = 1500,
 ): Promise<boolean> {
-  const m = /^(\[[^\]]+\]|[^:]+):(\d+)$/.exec(endpoint);
-  if (!m) return Promise.resolve(false);
-  const host = m[1]!.replace(/^\[|\]$/g, "");
+  const hp = parseHostPort(endpoint);
+  if (!hp) return Promise.resolve(false);
+  const host = hp.host;
   return new Promise((resolve) => {
     let handshaken = false;
     let settled = false;
@@ -29,7 +30,7 @@ export function serverRefusesCertificate(
     };
     const socket = connect({
       host,
-      port: Number(m[2]),
+      port: hp.port,
       servername: /^[\d.]+$|:/.test(host) ? undefined : host,
       ...(tls.caPem ? { ca: tls.caPem } : {}),
       cert: tls.certPem,

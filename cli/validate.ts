@@ -4,6 +4,7 @@
  * limits are the admin API's own (proto/qim/admin/v1/*.proto field docs), so a request that passes
  * here is not refused by the server for its shape.
  */
+import { parseHostPort } from "../core/topology.js";
 import { UsageError } from "./exit-codes.js";
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -58,8 +59,10 @@ export function endpoint(flag: string, value: string | undefined): string {
     throw new UsageError(flag, "no server endpoint: give --endpoint host:port, set QIMCTL_ENDPOINT, or write a context file (qimctl certs issue --write-context)");
   }
   const text = value.trim().replace(/^(dns:|ipv4:|ipv6:)/, "");
-  const m = /^(\[[0-9a-fA-F:.]+\]|[^:\s[\]]+):(\d{1,5})$/.exec(text);
-  if (!m || Number(m[2]) < 1 || Number(m[2]) > 65535) throw new UsageError(flag, `expected host:port, got ${JSON.stringify(value.slice(0, 100))}`);
+  const hp = parseHostPort(text);
+  if (!hp || /[\s[\]]/.test(hp.host) || (hp.host.includes(":") && !/^[0-9a-fA-F:.]+$/.test(hp.host))) {
+    throw new UsageError(flag, `expected host:port, got ${JSON.stringify(value.slice(0, 100))}`);
+  }
   return text;
 }
 

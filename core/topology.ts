@@ -12,13 +12,22 @@ export interface HostPort {
   port: number;
 }
 
-export function parseAddr(addr: string): HostPort {
-  const trimmed = addr.trim().replace(/^redis:\/\//, "");
-  const m = /^(\[[^\]]+\]|[^:]+):(\d{1,5})$/.exec(trimmed);
-  if (!m) throw new Error(`invalid Redis address "${addr}": expected host:port`);
+/**
+ * `host:port` or `[v6]:port` → host (without brackets) and port, or null when malformed. Port 0
+ * ("any free port") only where a socket is to be bound.
+ */
+export function parseHostPort(addr: string, opts: { allowPortZero?: boolean } = {}): HostPort | null {
+  const m = /^(\[[^\]]+\]|[^:]+):(\d{1,5})$/.exec(addr.trim());
+  if (!m) return null;
   const port = Number(m[2]);
-  if (port < 1 || port > 65535) throw new Error(`invalid Redis port in "${addr}"`);
+  if (port > 65535 || (port === 0 && !opts.allowPortZero)) return null;
   return { host: m[1]!.replace(/^\[|\]$/g, ""), port };
+}
+
+export function parseAddr(addr: string): HostPort {
+  const hp = parseHostPort(addr.trim().replace(/^redis:\/\//, ""));
+  if (!hp) throw new Error(`invalid Redis address "${addr}": expected host:port with a port from 1 to 65535`);
+  return hp;
 }
 
 /**

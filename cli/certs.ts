@@ -6,8 +6,9 @@
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { Flags } from "@oclif/core";
-import type { CertificateInfo } from "../certs/pki.js";
+import type { CertificateInfo, PemPair } from "../certs/pki.js";
 import { UsageError } from "./exit-codes.js";
+import { keyValues } from "./format.js";
 
 export const DEFAULT_PKI_DIR = path.join(".qim", "pki");
 
@@ -76,4 +77,26 @@ export function certificateResult(info: CertificateInfo, certPath: string, keyPa
 
 export function subjectText(s: CertificateResult["subject"]): string {
   return [s.CN !== null ? `CN=${s.CN}` : "", s.OU !== null ? `OU=${s.OU}` : ""].filter(Boolean).join(", ");
+}
+
+/**
+ * Writes a certificate and its key (key first, 0600; refusing to replace unless `force`) and
+ * returns what the command reports.
+ */
+export async function writeCertificate(pair: PemPair, certPath: string, keyPath: string, role: string | null, force: boolean): Promise<CertificateResult> {
+  const { certificateInfo, writePkiFile } = await import("../certs/pki.js");
+  writePkiFile(keyPath, pair.keyPem, { private: true, overwrite: force });
+  writePkiFile(certPath, pair.certPem, { private: false, overwrite: force });
+  return certificateResult(certificateInfo(pair.certPem), certPath, keyPath, role);
+}
+
+/** The indented lines under a certs command's headline: files, expiry, fingerprint, extras. */
+export function certificateLines(r: CertificateResult, extra: readonly (readonly [string, string])[] = []): string {
+  return keyValues([
+    ["certificate", r.certPath],
+    ["key (0600)", r.keyPath],
+    ["expires", r.notAfter],
+    ["SHA-256", r.fingerprint256],
+    ...extra,
+  ]).replace(/^/gm, "  ");
 }

@@ -1,8 +1,7 @@
 import path from "node:path";
 import { Flags } from "@oclif/core";
 import { BaseCommand } from "../../base.js";
-import { certificateResult, forceFlag, pkiDirFlag, positiveDays, refuseExisting, subjectText, type CertificateResult } from "../../certs.js";
-import { keyValues } from "../../format.js";
+import { certificateLines, writeCertificate, forceFlag, pkiDirFlag, positiveDays, refuseExisting, subjectText, type CertificateResult } from "../../certs.js";
 
 export default class CertsInit extends BaseCommand<typeof CertsInit> {
   static override summary = "Create a certificate authority for the admin API.";
@@ -25,18 +24,11 @@ Prints the subject, expiry and SHA-256 fingerprint. Existing files are never rep
     const certPath = path.join(this.flags.dir, "ca.crt");
     const keyPath = path.join(this.flags.dir, "ca.key");
     refuseExisting([certPath, keyPath], this.flags.force);
-    const { certificateInfo, createCa, writePkiFile } = await import("../../../certs/pki.js");
+    const { createCa } = await import("../../../certs/pki.js");
     const ca = createCa({ commonName: this.flags.name, days });
-    writePkiFile(keyPath, ca.keyPem, { private: true, overwrite: this.flags.force });
-    writePkiFile(certPath, ca.certPem, { private: false, overwrite: this.flags.force });
-    const r = certificateResult(certificateInfo(ca.certPem), certPath, keyPath, null);
+    const r = await writeCertificate(ca, certPath, keyPath, null, this.flags.force);
     this.log(`Created CA ${subjectText(r.subject)}`);
-    this.log(keyValues([
-      ["certificate", r.certPath],
-      ["key (0600)", r.keyPath],
-      ["expires", r.notAfter],
-      ["SHA-256", r.fingerprint256],
-    ]).replace(/^/gm, "  "));
+    this.log(certificateLines(r));
     return r;
   }
 }

@@ -1,9 +1,8 @@
 import path from "node:path";
 import { Flags } from "@oclif/core";
 import { BaseCommand } from "../../base.js";
-import { certificateResult, fileBase, forceFlag, pkiDirFlag, positiveDays, readCaFile, refuseExisting, subjectText, type CertificateResult } from "../../certs.js";
+import { certificateLines, writeCertificate, fileBase, forceFlag, pkiDirFlag, positiveDays, readCaFile, refuseExisting, subjectText, type CertificateResult } from "../../certs.js";
 import { UsageError } from "../../exit-codes.js";
-import { keyValues } from "../../format.js";
 
 export default class CertsIssueServer extends BaseCommand<typeof CertsIssueServer> {
   static override summary = "Issue the admin server's certificate, with the host names and IPs clients connect to.";
@@ -32,7 +31,7 @@ export default class CertsIssueServer extends BaseCommand<typeof CertsIssueServe
     const certPath = path.join(dir, `${fileBase(this.flags.name)}.crt`);
     const keyPath = path.join(dir, `${fileBase(this.flags.name)}.key`);
     refuseExisting([certPath, keyPath], this.flags.force);
-    const { certificateInfo, issueServerCert, writePkiFile } = await import("../../../certs/pki.js");
+    const { issueServerCert } = await import("../../../certs/pki.js");
     let issued;
     try {
       issued = issueServerCert({ certPem: caPem, keyPem: caKeyPem }, { hosts, days });
@@ -40,16 +39,9 @@ export default class CertsIssueServer extends BaseCommand<typeof CertsIssueServe
       const message = (err as Error).message;
       throw new UsageError(message.startsWith("hosts") ? "--host" : "--ca-cert", message);
     }
-    writePkiFile(keyPath, issued.keyPem, { private: true, overwrite: this.flags.force });
-    writePkiFile(certPath, issued.certPem, { private: false, overwrite: this.flags.force });
-    const r = certificateResult(certificateInfo(issued.certPem), certPath, keyPath, null);
+    const r = await writeCertificate(issued, certPath, keyPath, null, this.flags.force);
     this.log(`Issued server certificate ${subjectText(r.subject)} for ${r.sans.join(", ")}`);
-    this.log(keyValues([
-      ["certificate", r.certPath],
-      ["key (0600)", r.keyPath],
-      ["expires", r.notAfter],
-      ["SHA-256", r.fingerprint256],
-    ]).replace(/^/gm, "  "));
+    this.log(certificateLines(r));
     return r;
   }
 }

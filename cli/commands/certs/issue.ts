@@ -3,10 +3,9 @@ import os from "node:os";
 import path from "node:path";
 import { Flags } from "@oclif/core";
 import { BaseCommand } from "../../base.js";
-import { certificateResult, fileBase, forceFlag, pkiDirFlag, positiveDays, readCaFile, refuseExisting, subjectText, type CertificateResult } from "../../certs.js";
+import { certificateLines, writeCertificate, fileBase, forceFlag, pkiDirFlag, positiveDays, readCaFile, refuseExisting, subjectText, type CertificateResult } from "../../certs.js";
 import { defaultContextPath, ENV, type ContextFile } from "../../context.js";
 import { UsageError } from "../../exit-codes.js";
-import { keyValues } from "../../format.js";
 import { endpoint as checkEndpoint, uuid } from "../../validate.js";
 
 const ROLES = ["admin", "operator", "viewer", "drill"] as const;
@@ -54,7 +53,7 @@ export default class CertsIssue extends BaseCommand<typeof CertsIssue> {
     const certPath = path.join(dir, `${fileBase(name)}.crt`);
     const keyPath = path.join(dir, `${fileBase(name)}.key`);
     refuseExisting([certPath, keyPath], this.flags.force);
-    const { certificateInfo, issueClientCert, writePkiFile } = await import("../../../certs/pki.js");
+    const { issueClientCert } = await import("../../../certs/pki.js");
     let issued;
     try {
       issued = issueClientCert({ certPem: caPem, keyPem: caKeyPem }, { name, role, days });
@@ -62,9 +61,7 @@ export default class CertsIssue extends BaseCommand<typeof CertsIssue> {
       const message = (err as Error).message;
       throw new UsageError(message.startsWith("name") ? "--name" : message.startsWith("ca") ? "--ca-cert" : "--role", message);
     }
-    writePkiFile(keyPath, issued.keyPem, { private: true, overwrite: this.flags.force });
-    writePkiFile(certPath, issued.certPem, { private: false, overwrite: this.flags.force });
-    const cert = certificateResult(certificateInfo(issued.certPem), certPath, keyPath, role);
+    const cert = await writeCertificate(issued, certPath, keyPath, role, this.flags.force);
 
     let contextPath: string | null = null;
     if (this.flags["write-context"]) {
@@ -77,13 +74,7 @@ export default class CertsIssue extends BaseCommand<typeof CertsIssue> {
     }
 
     this.log(`Issued client certificate ${subjectText(cert.subject)} (role ${role})`);
-    this.log(keyValues([
-      ["certificate", cert.certPath],
-      ["key (0600)", cert.keyPath],
-      ["expires", cert.notAfter],
-      ["SHA-256", cert.fingerprint256],
-      ...(contextPath ? [["context", `${contextPath} (endpoint ${endpoint}${tenant ? `, tenant ${tenant}` : ", no tenant: give --tenant or QIMCTL_TENANT"})`] as const] : []),
-    ]).replace(/^/gm, "  "));
+    this.log(certificateLines(cert, (contextPath ? [["context", `${contextPath} (endpoint ${endpoint}${tenant ? `, tenant ${tenant}` : ", no tenant: give --tenant or QIMCTL_TENANT"})`] as const] : [])));
     return { ...cert, caPath: path.resolve(caPath), contextPath };
   }
 }

@@ -11,6 +11,7 @@ import { service as healthService } from "grpc-health-check";
 import { Redis } from "ioredis";
 import { connectAdmin, errorCode, errorField, type AdminClient } from "../../admin-api/client.js";
 import { startAdminServer, type AdminServer } from "../../admin-api/server.js";
+import { dumpKeys } from "../harness/dump.js";
 import { startRedis, type RedisServer } from "../harness/redis.js";
 import { CLIENT_NAMES, testPki, type TestPki } from "../certs/fixture.js";
 
@@ -18,20 +19,7 @@ const require = createRequire(import.meta.url);
 
 /** Every key in the server's Redis with its full value: "nothing changed" means this is equal. */
 async function storeDigest(redis: Redis): Promise<string> {
-  const keys = (await redis.keys("*")).filter((k) => !k.includes(":dlog:")).sort();
-  const parts: string[] = [];
-  for (const key of keys) {
-    const type = await redis.type(key);
-    let v: unknown;
-    if (type === "string") v = await redis.get(key);
-    else if (type === "hash") v = Object.entries(await redis.hgetall(key)).sort();
-    else if (type === "zset") v = await redis.zrange(key, "0", "-1", "WITHSCORES");
-    else if (type === "list") v = await redis.lrange(key, 0, -1);
-    else if (type === "set") v = (await redis.smembers(key)).sort();
-    else v = type;
-    parts.push(`${key} ${JSON.stringify(v)}`);
-  }
-  return parts.join("\n");
+  return dumpKeys(redis, (await redis.keys("*")).filter((k) => !k.includes(":dlog:")).sort());
 }
 
 async function rejected(p: Promise<unknown>): Promise<grpc.ServiceError> {

@@ -9,6 +9,7 @@ import {
   type EngineOptions,
   type Uuid,
 } from "../../core/index.js";
+import { conversationKeyList, dumpKeys } from "../harness/dump.js";
 import { startTopology, type TestTopology, type TopologyKind } from "../harness/redis.js";
 
 export interface EngineFixture {
@@ -51,21 +52,9 @@ export function useEngine(kind: TopologyKind, options: EngineOptions = {}): Engi
       }
       return out;
     };
-    fx.digest = async (tenant, group) => {
+    fx.digest = (tenant, group) => {
       const k = fx.engine.conversationKeys(tenant, group);
-      const client = fx.store.clientFor(k.tag);
-      const keys = [k.cseq, k.hist, k.commits, k.idem, k.grpmeta, k.grpmembers, k.grpdeltas, k.vpending, k.readseq, k.outbox];
-      const parts: string[] = [];
-      for (const key of keys) {
-        const type = await client.type(key);
-        let value: unknown = null;
-        if (type === "string") value = await client.get(key);
-        else if (type === "hash") value = Object.entries(await client.hgetall(key)).sort();
-        else if (type === "zset") value = await client.zrange(key, "0", "-1", "WITHSCORES");
-        else if (type === "list") value = await client.lrange(key, 0, -1);
-        parts.push(`${key} ${type} ${JSON.stringify(value)}`);
-      }
-      return parts.join("\n");
+      return dumpKeys(fx.store.clientFor(k.tag), conversationKeyList(k));
     };
   });
   after(async () => {

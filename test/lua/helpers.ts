@@ -3,6 +3,7 @@
  * and random tenant/group per test, and every script called only through `callScript` with its
  * keys in the order its header lists them.
  */
+import { conversationKeyList, dumpKeys } from "../harness/dump.js";
 import { randomUUID } from "node:crypto";
 import { after, before } from "node:test";
 import { uuidToHex } from "../../core/ids.js";
@@ -161,19 +162,8 @@ export class Conv {
   }
 
   /** Every key of the conversation with its type and full value, for "changed nothing" checks. */
-  async snapshot(): Promise<Record<string, unknown>> {
-    const k = this.keys;
-    const out: Record<string, unknown> = {};
-    for (const key of [k.cseq, k.hist, k.commits, k.idem, k.grpmeta, k.grpmembers, k.grpdeltas, k.vpending, k.readseq, k.outbox]) {
-      const type = await this.client.type(key);
-      let value: unknown = null;
-      if (type === "string") value = await this.client.get(key);
-      else if (type === "hash") value = await this.client.hgetall(key);
-      else if (type === "zset") value = await this.client.zrange(key, "0", "-1", "WITHSCORES");
-      else if (type === "list") value = await this.client.lrange(key, 0, -1);
-      out[key] = { type, value };
-    }
-    return out;
+  snapshot(): Promise<string> {
+    return dumpKeys(this.client, conversationKeyList(this.keys));
   }
 }
 

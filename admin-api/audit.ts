@@ -23,7 +23,8 @@ export interface AuditRecord {
 export class AuditLog {
   private handle: FileHandle | undefined;
   private queue: { line: string; done: (err?: unknown) => void }[] = [];
-  private flushing = false;
+  /** The flush loop while it runs. */
+  private flushing: Promise<void> | undefined;
 
   private constructor(readonly path: string, private readonly sync: boolean) {}
 
@@ -38,26 +39,24 @@ export class AuditLog {
     const line = JSON.stringify(record) + "\n";
     return new Promise((resolve, reject) => {
       this.queue.push({ line, done: (err) => (err ? reject(err) : resolve()) });
-      if (!this.flushing) void this.flush();
+      // flush() is at its first await when this assignment runs, and clears it in the same
+      // step in which it sees the queue empty, so no entry can be left behind
+      if (!this.flushing) this.flushing = this.flush();
     });
   }
 
   private async flush(): Promise<void> {
-    this.flushing = true;
-    try {
-      while (this.queue.length > 0) {
-        const batch = this.queue.splice(0, this.queue.length);
-        try {
-          await this.handle!.write(batch.map((b) => b.line).join(""));
-          if (this.sync) await this.handle!.datasync();
-          for (const b of batch) b.done();
-        } catch (err) {
-          for (const b of batch) b.done(err);
-        }
+    while (this.queue.length > 0) {
+      const batch = this.queue.splice(0, this.queue.length);
+      try {
+        await this.handle!.write(batch.map((b) => b.line).join(""));
+        if (this.sync) await this.handle!.datasync();
+        for (const b of batch) b.done();
+      } catch (err) {
+        for (const b of batch) b.done(err);
       }
-    } finally {
-      this.flushing = false;
     }
+    this.flushing = undefined;
   }
 
   /** The newest `limit` records, oldest first; reads the file from its end, 64 KiB at a time. */
@@ -88,7 +87,7 @@ export class AuditLog {
   }
 
   async close(): Promise<void> {
-    while (this.flushing || this.queue.length > 0) await new Promise((r) => setTimeout(r, 5));
+    await this.flushing;
     await this.handle?.close();
     this.handle = undefined;
   }

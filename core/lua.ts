@@ -97,7 +97,7 @@ export function defineScripts(client: RedisClient): void {
 
 /** The one typed caller: checks the key count against the file name and runs the script. */
 export async function callScript(client: RedisClient, name: ScriptName, keys: string[], args: (string | number)[]): Promise<unknown[]> {
-  const s = (defaultScripts ?? loadScripts()).get(name)!;
+  const s = loadScripts().get(name)!;
   if (keys.length !== s.numberOfKeys) {
     throw new InternalError(`script ${name} takes ${s.numberOfKeys} keys, called with ${keys.length}`);
   }

@@ -65,10 +65,14 @@ export class RedisStreamsDispatchLog implements DispatchLog {
     const key = this.keys.dispatchIdentity(this.identity.topicId);
     const client = this.store.clientForKey(key);
     const want = { cluster_id: this.identity.clusterId, topic_id: this.identity.topicId, partition_count: String(this.identity.partitionCount) };
-    await client.hsetnx(key, "cluster_id", want.cluster_id);
-    await client.hsetnx(key, "topic_id", want.topic_id);
-    await client.hsetnx(key, "partition_count", want.partition_count);
-    const have = await client.hgetall(key);
+    // one atomic step: the first process records the identity, every later one reads it back
+    const res = await client.multi()
+      .hsetnx(key, "cluster_id", want.cluster_id)
+      .hsetnx(key, "topic_id", want.topic_id)
+      .hsetnx(key, "partition_count", want.partition_count)
+      .hgetall(key)
+      .exec();
+    const have = res![3]![1] as Record<string, string>;
     for (const [k, v] of Object.entries(want)) {
       if (have[k] !== v) {
         throw new FailedPreconditionError(`dispatch log identity mismatch: ${k} is ${have[k]}, this process expects ${v}`, { field: k, stored: have[k], expected: v });

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { describe, it } from "node:test";
-import { Engine, loadScripts, OutboxRelay, PermissionDeniedError, registry, type Uuid } from "../../core/index.js";
+import { Engine, FailedPreconditionError, loadScripts, RedisStreamsDispatchLog, OutboxRelay, PermissionDeniedError, registry, type Uuid } from "../../core/index.js";
 import { ALL_TOPOLOGIES } from "../harness/redis.js";
 import { checkConversation } from "./checker.js";
 import { useEngine } from "./fixture.js";
@@ -153,6 +153,12 @@ for (const kind of ALL_TOPOLOGIES) {
       } finally {
         await relay.stop();
       }
+    });
+
+    it("the dispatch log keeps the identity it was first given and refuses a different one", async () => {
+      await fx.log.ensureIdentity(); // the same identity again is fine
+      const other = new RedisStreamsDispatchLog(fx.store, fx.engine.keys, { ...fx.log.identity, partitionCount: fx.log.identity.partitionCount + 1 });
+      await assert.rejects(other.ensureIdentity(), (e: unknown) => e instanceof FailedPreconditionError && /partition_count is 4, this process expects 5/.test(e.message));
     });
 
     it("markRead only moves forward and stops at the visible head", async () => {

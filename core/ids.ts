@@ -46,7 +46,16 @@ const POOL_IDS = 256;
 const randomPool = new Uint8Array(16 * POOL_IDS);
 let poolOffset = randomPool.length;
 
-/** A new message id: UUIDv7, so that ids order by creation time and serve as last_activity_id. */
+// uuid's v7 keeps its monotonic (msecs, seq) state only when called without options; handing it
+// our random bytes drops that, and ids of one millisecond came out in random order. The same
+// state is kept here (RFC 9562 method 1: a 32-bit counter seeded randomly each millisecond).
+let v7Msecs = -Infinity;
+let v7Seq = 0;
+
+/**
+ * A new message id: UUIDv7, so that ids order by creation time and serve as last_activity_id.
+ * Strictly increasing within this process, also inside one millisecond.
+ */
 export function newMessageId(): Uuid {
   if (poolOffset === randomPool.length) {
     randomFillSync(randomPool);
@@ -54,7 +63,15 @@ export function newMessageId(): Uuid {
   }
   const random = randomPool.subarray(poolOffset, poolOffset + 16);
   poolOffset += 16;
-  return uuidv7({ random });
+  const now = Date.now();
+  if (now > v7Msecs) {
+    v7Msecs = now;
+    v7Seq = ((random[6]! & 0x7f) << 24) | (random[7]! << 16) | (random[8]! << 8) | random[9]!;
+  } else {
+    v7Seq = (v7Seq + 1) | 0;
+    if (v7Seq === 0) v7Msecs++;
+  }
+  return uuidv7({ random, msecs: v7Msecs, seq: v7Seq });
 }
 
 /** Splits a string of concatenated 32-hex ids (the compact list form used inside Lua) into UUIDs. */

@@ -26,6 +26,18 @@ export function bucketTag(bucket: number): string {
   return `{b${String(bucket).padStart(3, "0")}}`;
 }
 
+/**
+ * The `{uNNN}` hash tag of a user's session keys (projection, epoch mark, pending registrations,
+ * the Redis-hash authority): commitBucket(tenant, user), so session keys spread over every
+ * instance like conversations do instead of sitting on one "default" instance.
+ */
+export function userTag(bucket: number): string {
+  return `{u${String(bucket).padStart(3, "0")}}`;
+}
+
+/** The `{g000}` hash tag of the few engine-wide keys (the projection epoch and its log). */
+export const GLOBAL_TAG = "{g000}";
+
 /** The `{dNNN}` hash tag of a dispatch-log partition. */
 export function partitionTag(partition: number): string {
   return `{d${String(partition).padStart(3, "0")}}`;

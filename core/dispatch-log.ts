@@ -23,9 +23,43 @@ export interface DispatchIdentity {
 }
 
 export interface DispatchEntry {
-  /** Offset within the partition (a Redis stream id on the embedded default). */
-  offset: string;
+  /** The record's ordinal offset within its partition (0 for the first record ever appended). */
+  offset: number;
+  /** The record's native id (a Redis stream id on the embedded default). */
+  id: string;
   record: DispatchRecord;
+}
+
+/**
+ * A partition's watermarks, Kafka-style ordinal offsets: `low` = the offset of the oldest record
+ * still retained (= records trimmed so far), `high` = the offset the next record will get
+ * (= records ever appended). Records [low, high) are readable; low > 0 means retention dropped some.
+ */
+export interface Watermarks {
+  low: number;
+  high: number;
+  /** Native id of the newest record ever appended ("0-0" when none). */
+  lastId: string;
+  /** Append time (ms) of the oldest retained and the newest record; null when none. */
+  oldestMs: number | null;
+  newestMs: number | null;
+}
+
+/**
+ * Where a consumer stands in a partition: `offset` = the next record to read; `id` = the native id
+ * of the record before it ("0-0" at the start), which is how the log seeks.
+ */
+export interface LogPosition {
+  offset: number;
+  id: string;
+}
+
+export const LOG_START: LogPosition = { offset: 0, id: "0-0" };
+
+/** Records after a position and the watermarks, read in one atomic step. */
+export interface ReadResult {
+  watermarks: Watermarks;
+  entries: DispatchEntry[];
 }
 
 /**
@@ -38,8 +72,39 @@ export interface DispatchLog {
   partitionOf(tenant: Uuid, conversation: Uuid): number;
   /** Records the identity on first use; refuses a log whose stored identity differs. */
   ensureIdentity(): Promise<void>;
+  /** The identity recorded in the store, or null before the first ensureIdentity(). */
+  storedIdentity(): Promise<DispatchIdentity | null>;
   append(records: DispatchRecord[]): Promise<void>;
-  read(partition: number, afterOffset: string, count: number): Promise<DispatchEntry[]>;
+  watermarks(partition: number): Promise<Watermarks>;
+  /**
+   * Up to `count` records from `from` on, with the watermarks of the same instant. When
+   * from.offset < low the records in between are gone: the caller must not treat what it gets as
+   * contiguous (the projection consumer checks this before using the entries).
+   */
+  readFrom(partition: number, from: LogPosition, count: number): Promise<ReadResult>;
+  /** The position of the oldest retained record (where a consumer continues after a loss). */
+  lowPosition(partition: number): Promise<LogPosition>;
+  /** Drops records appended before `olderThanMs` (time-based retention); returns how many per partition. */
+  trim(olderThanMs: number): Promise<number[]>;
+}
+
+/** Total order of Redis stream ids ("ms-seq"). */
+export function compareStreamIds(a: string, b: string): number {
+  const [am, as] = a.split("-").map(BigInt) as [bigint, bigint];
+  const [bm, bs] = b.split("-").map(BigInt) as [bigint, bigint];
+  return am === bm ? (as === bs ? 0 : as < bs ? -1 : 1) : am < bm ? -1 : 1;
+}
+
+/** The greatest stream id below `id` (so that an exclusive range from it starts at `id`). */
+function previousStreamId(id: string): string {
+  const [ms, seq] = id.split("-").map(BigInt) as [bigint, bigint];
+  if (seq > 0n) return `${ms}-${seq - 1n}`;
+  if (ms === 0n) return "0-0";
+  return `${ms - 1n}-18446744073709551615`;
+}
+
+function streamIdMs(id: string): number {
+  return Number(id.slice(0, id.indexOf("-")));
 }
 
 export class RedisStreamsDispatchLog implements DispatchLog {
@@ -100,25 +165,80 @@ export class RedisStreamsDispatchLog implements DispatchLog {
     }));
   }
 
-  async read(partition: number, afterOffset: string, count: number): Promise<DispatchEntry[]> {
-    const key = this.key(partition);
-    const client = this.store.clientForKey(key);
-    const start = afterOffset === "0" || afterOffset === "" ? "-" : `(${afterOffset}`;
-    const rows = await client.xrange(key, start, "+", "COUNT", count);
-    return rows.map(([offset, fields]) => {
-      const f: Record<string, string> = {};
-      for (let i = 0; i < fields.length; i += 2) f[fields[i]!] = fields[i + 1]!;
-      return {
-        offset,
-        record: {
-          tenant: hexToUuid(f.t!),
-          conversation: hexToUuid(f.c!),
-          conversationSeq: Number(f.s),
-          version: Number(f.v),
-          entry: f.e!,
-          recipients: splitHexIds(f.r ?? ""),
-        },
-      };
-    });
+  async storedIdentity(): Promise<DispatchIdentity | null> {
+    const key = this.keys.dispatchIdentity(this.identity.topicId);
+    const have = await this.store.clientForKey(key).hgetall(key);
+    if (!have.cluster_id) return null;
+    return { clusterId: have.cluster_id, topicId: have.topic_id ?? "", partitionCount: Number(have.partition_count) };
   }
+
+  async watermarks(partition: number): Promise<Watermarks> {
+    const key = this.key(partition);
+    const info = await this.store.clientForKey(key).xinfo("STREAM", key).catch((err: Error) => {
+      if (/no such key/i.test(err.message)) return null;
+      throw err;
+    });
+    return parseWatermarks(info);
+  }
+
+  async readFrom(partition: number, from: LogPosition, count: number): Promise<ReadResult> {
+    const key = this.key(partition);
+    const start = from.id === "0-0" ? "-" : `(${from.id}`;
+    const res = await this.store.clientForKey(key).multi().xinfo("STREAM", key).xrange(key, start, "+", "COUNT", count).exec();
+    const [infoErr, info] = res![0]!;
+    if (infoErr && !/no such key/i.test(infoErr.message)) throw infoErr;
+    const [rangeErr, rows] = res![1]!;
+    if (rangeErr) throw rangeErr;
+    const watermarks = parseWatermarks(infoErr ? null : info);
+    const entries = (rows as [string, string[]][]).map(([id, fields], i) => ({ offset: from.offset + i, id, record: parseRecord(fields) }));
+    return { watermarks, entries };
+  }
+
+  async lowPosition(partition: number): Promise<LogPosition> {
+    const key = this.key(partition);
+    const res = await this.store.clientForKey(key).multi().xinfo("STREAM", key).xrange(key, "-", "+", "COUNT", 1).exec();
+    const [infoErr, info] = res![0]!;
+    if (infoErr && !/no such key/i.test(infoErr.message)) throw infoErr;
+    const w = parseWatermarks(infoErr ? null : info);
+    const first = (res![1]![1] as [string, string[]][])[0];
+    return { offset: w.low, id: first ? previousStreamId(first[0]) : w.lastId };
+  }
+
+  async trim(olderThanMs: number): Promise<number[]> {
+    const minId = `${Math.max(0, Math.floor(olderThanMs))}-0`;
+    return Promise.all(Array.from({ length: this.identity.partitionCount }, (_, p) => {
+      const key = this.key(p);
+      return this.store.clientForKey(key).xtrim(key, "MINID", minId);
+    }));
+  }
+}
+
+function parseWatermarks(info: unknown): Watermarks {
+  if (!Array.isArray(info)) return { low: 0, high: 0, lastId: "0-0", oldestMs: null, newestMs: null };
+  const f = new Map<string, unknown>();
+  for (let i = 0; i + 1 < info.length; i += 2) f.set(String(info[i]), info[i + 1]);
+  const length = Number(f.get("length"));
+  const high = Number(f.get("entries-added"));
+  const first = f.get("first-entry") as [string, string[]] | null;
+  const lastId = String(f.get("last-generated-id"));
+  return {
+    low: high - length,
+    high,
+    lastId,
+    oldestMs: first ? streamIdMs(first[0]) : null,
+    newestMs: lastId === "0-0" ? null : streamIdMs(lastId),
+  };
+}
+
+function parseRecord(fields: string[]): DispatchRecord {
+  const f: Record<string, string> = {};
+  for (let i = 0; i < fields.length; i += 2) f[fields[i]!] = fields[i + 1]!;
+  return {
+    tenant: hexToUuid(f.t!),
+    conversation: hexToUuid(f.c!),
+    conversationSeq: Number(f.s),
+    version: Number(f.v),
+    entry: f.e!,
+    recipients: splitHexIds(f.r ?? ""),
+  };
 }

@@ -12,7 +12,7 @@ import {
 import { decodeHistoryEntry, encodeHistoryRest, validateContentType, type HistoryRecord } from "./history.js";
 import { hexToUuid, newMessageId, parseUuid, uuidToHex, type Uuid } from "./ids.js";
 import { KeySpace, type ConversationKeys } from "./keys.js";
-import { callScript, luaStatus } from "./lua.js";
+import { callScript, luaStatus, pipelineScript } from "./lua.js";
 import {
   ADMIN_ACTOR,
   encodeMembershipPayload,
@@ -447,7 +447,46 @@ export class Engine {
     const k = this.conversationKeys(tenant, group);
     const reply = await callScript(this.clientOf(k), "conversationSummary", [k.grpmembers, k.hist, k.readseq],
       [uuidToHex(user), this.opts.unreadPreciseLimit]);
-    if (luaStatus(reply) === "NOT_VISIBLE") throw new PermissionDeniedError();
+    const summary = this.parseSummary(tenant, group, user, reply);
+    if (!summary) throw new PermissionDeniedError();
+    return summary;
+  }
+
+  /**
+   * Summaries of many groups for one user in one round trip (one pipeline per instance, spec 002
+   * §2.2); null where the user may not see the group (never a member, or no such group).
+   */
+  async conversationSummaries(tenant: Uuid, user: Uuid, groups: readonly Uuid[]): Promise<(ConversationSummary | null)[]> {
+    const userHex = uuidToHex(user);
+    // one pipeline per instance; per hash tag on a cluster, where a pipeline must stay in one slot
+    const cluster = this.store.kind === "cluster";
+    const byTarget = new Map<unknown, { client: ReturnType<RedisStore["clientFor"]>; idx: number[] }>();
+    const keys = groups.map((g, i) => {
+      const k = this.conversationKeys(tenant, g);
+      const client = this.clientOf(k);
+      const id = cluster ? k.tag : client;
+      const t = byTarget.get(id);
+      if (t) t.idx.push(i); else byTarget.set(id, { client, idx: [i] });
+      return k;
+    });
+    const out: (ConversationSummary | null)[] = new Array(groups.length).fill(null);
+    await Promise.all([...byTarget.values()].map(async ({ client, idx }) => {
+      const p = client.pipeline();
+      for (const i of idx) {
+        const k = keys[i]!;
+        pipelineScript(p, "conversationSummary", [k.grpmembers, k.hist, k.readseq], [userHex, this.opts.unreadPreciseLimit]);
+      }
+      const res = (await p.exec()) ?? [];
+      res.forEach(([err, reply], j) => {
+        if (err) throw err;
+        out[idx[j]!] = this.parseSummary(tenant, groups[idx[j]!]!, user, reply as unknown[]);
+      });
+    }));
+    return out;
+  }
+
+  private parseSummary(tenant: Uuid, group: Uuid, user: Uuid, reply: unknown[]): ConversationSummary | null {
+    if (luaStatus(reply) === "NOT_VISIBLE") return null;
     const leftAt = Number(reply[2]);
     const headEntry = String(reply[5]);
     return {

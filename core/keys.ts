@@ -1,4 +1,4 @@
-import { bucketTag, commitBucket, partitionTag } from "./bucket.js";
+import { bucketTag, commitBucket, GLOBAL_TAG, partitionTag, userTag } from "./bucket.js";
 import { uuidToHex, type Uuid } from "./ids.js";
 
 /**
@@ -23,6 +23,23 @@ export interface ConversationKeys {
   vpending: string;
   readseq: string;
   outbox: string;
+}
+
+/**
+ * A user's session keys (spec 002 §2.2, ADR-0021 §4), all on the user's `{uNNN}` tag:
+ * the projection `convs` (zset: conversation hex → created_at ms of its latest message, written
+ * with ZADD GT), the bucket's pending-registration queue and epoch marks, and the Redis-hash
+ * authority of the development fallback.
+ */
+export interface UserKeys {
+  bucket: number;
+  tag: string;
+  /** tenant:user in hex: the user's field in the bucket's epoch-mark hash. */
+  ref: string;
+  convs: string;
+  ucsPending: string;
+  epochMarks: string;
+  ucsHash: string;
 }
 
 export class KeySpace {
@@ -53,6 +70,51 @@ export class KeySpace {
   /** The bucket's outbox: commits RECORDED but not yet in the dispatch log. */
   outbox(bucket: number): string {
     return `${this.prefix}:${bucketTag(bucket)}:outbox`;
+  }
+
+  user(tenant: Uuid, user: Uuid): UserKeys {
+    const bucket = commitBucket(tenant, user);
+    const tag = userTag(bucket);
+    const ref = `${uuidToHex(tenant)}:${uuidToHex(user)}`;
+    return {
+      bucket,
+      tag,
+      ref,
+      convs: `${this.prefix}:${tag}:convs:${ref}`,
+      ucsPending: this.ucsPending(bucket),
+      epochMarks: this.epochMarks(bucket),
+      ucsHash: `${this.prefix}:${tag}:ucs:${ref}`,
+    };
+  }
+
+  /** A user bucket's queue of (tenant, user, conversation, kind, created_at) awaiting the authority. */
+  ucsPending(bucket: number): string {
+    return `${this.prefix}:${userTag(bucket)}:ucs_pending`;
+  }
+
+  /** A user bucket's hash: tenant:user → the projection epoch that user's list was last rebuilt at. */
+  epochMarks(bucket: number): string {
+    return `${this.prefix}:${userTag(bucket)}:epoch_marks`;
+  }
+
+  /** Pattern matching every user's projection zset (drills sample users with SCAN over it). */
+  convsPattern(): string {
+    return `${this.prefix}:{u*}:convs:*`;
+  }
+
+  /** session_projection:epoch (ADR-0021 §4). */
+  projectionEpoch(): string {
+    return `${this.prefix}:${GLOBAL_TAG}:session_projection:epoch`;
+  }
+
+  /** The newest bumps of the epoch, newest first (JSON entries: epoch, reason, by, at). */
+  projectionEpochLog(): string {
+    return `${this.prefix}:${GLOBAL_TAG}:session_projection:epoch_log`;
+  }
+
+  /** The projection consumer's checkpoint of one partition, bound to the log's identity. */
+  dispatchCheckpoint(topic: string, partition: number): string {
+    return `${this.prefix}:${partitionTag(partition)}:ckpt:${topic}:${partition}`;
   }
 
   dispatchPartition(topic: string, partition: number): string {

@@ -1,11 +1,12 @@
 import { readFileSync, readdirSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import type { Cluster, Redis } from "ioredis";
+import type { ChainableCommander, Cluster, Redis } from "ioredis";
 import { InternalError } from "./errors.js";
 
 /**
- * Lua loading after BullMQ: `lua/<name>-<numKeys>.lua`, the key count read from the file name,
+ * Lua loading after BullMQ: `lua/<name>-<numKeys>.lua`, the key count read from the file name
+ * (`-n` for a script that takes any number of keys, e.g. one per projected user),
  * `--- @include "includes/x"` lines inlined (each include once, missing or circular ones fail),
  * registered with `defineCommand` under a versioned name, and called only through `callScript`.
  */
@@ -23,13 +24,19 @@ export const SCRIPT_NAMES = [
   "readHistory",
   "conversationSummary",
   "markRead",
+  "projectEntries",
+  "popRegistered",
+  "advanceCheckpoint",
+  "bumpEpoch",
+  "raiseEpochMark",
 ] as const;
 export type ScriptName = (typeof SCRIPT_NAMES)[number];
 
 export interface LoadedScript {
   name: ScriptName;
   command: string;
-  numberOfKeys: number;
+  /** null: variadic (`-n`), the caller's key list sets the count. */
+  numberOfKeys: number | null;
   lua: string;
 }
 
@@ -77,13 +84,13 @@ export function loadScriptsFrom(luaDir: string): Map<ScriptName, LoadedScript> {
   const out = new Map<ScriptName, LoadedScript>();
   for (const file of readdirSync(luaDir)) {
     if (!file.endsWith(".lua")) continue;
-    const m = /^([A-Za-z]+)-(\d+)\.lua$/.exec(file);
-    if (!m) throw new Error(`lua/${file}: a script file is named <name>-<numberOfKeys>.lua (helpers go in lua/includes/)`);
+    const m = /^([A-Za-z]+)-(\d+|n)\.lua$/.exec(file);
+    if (!m) throw new Error(`lua/${file}: a script file is named <name>-<numberOfKeys>.lua or <name>-n.lua (helpers go in lua/includes/)`);
     const name = m[1] as ScriptName;
     if (!SCRIPT_NAMES.includes(name)) throw new Error(`lua/${file} is not a known script; add it to SCRIPT_NAMES`);
     if (out.has(name)) throw new Error(`two files define script ${name}`);
     const lua = inlineIncludes(luaDir, readFileSync(join(luaDir, file), "utf8"), file);
-    out.set(name, { name, command: `qim_v${SCRIPT_VERSION}_${name}`, numberOfKeys: Number(m[2]), lua });
+    out.set(name, { name, command: `qim_v${SCRIPT_VERSION}_${name}`, numberOfKeys: m[2] === "n" ? null : Number(m[2]), lua });
   }
   for (const name of SCRIPT_NAMES) if (!out.has(name)) throw new Error(`lua/${name}-N.lua is missing`);
   return out;
@@ -91,21 +98,34 @@ export function loadScriptsFrom(luaDir: string): Map<ScriptName, LoadedScript> {
 
 export function defineScripts(client: RedisClient): void {
   for (const s of loadScripts().values()) {
-    client.defineCommand(s.command, { numberOfKeys: s.numberOfKeys, lua: s.lua });
+    client.defineCommand(s.command, s.numberOfKeys === null ? { lua: s.lua } : { numberOfKeys: s.numberOfKeys, lua: s.lua });
   }
 }
 
 /** The one typed caller: checks the key count against the file name and runs the script. */
 export async function callScript(client: RedisClient, name: ScriptName, keys: string[], args: (string | number)[]): Promise<unknown[]> {
   const s = loadScripts().get(name)!;
-  if (keys.length !== s.numberOfKeys) {
+  if (s.numberOfKeys !== null && keys.length !== s.numberOfKeys) {
     throw new InternalError(`script ${name} takes ${s.numberOfKeys} keys, called with ${keys.length}`);
   }
   const fn = (client as unknown as Record<string, (...a: (string | number)[]) => Promise<unknown>>)[s.command];
   if (typeof fn !== "function") throw new InternalError(`script ${name} is not defined on this client`);
-  const reply = await fn.apply(client, keys.concat(args as string[]));
+  const head: (string | number)[] = s.numberOfKeys === null ? [keys.length] : [];
+  const reply = await fn.apply(client, head.concat(keys, args));
   if (!Array.isArray(reply)) return [reply];
   return reply;
+}
+
+/** Queues a script call on a pipeline or MULTI (the reply arrives with the pipeline's exec). */
+export function pipelineScript(pipeline: ChainableCommander, name: ScriptName, keys: string[], args: (string | number)[]): void {
+  const s = loadScripts().get(name)!;
+  if (s.numberOfKeys !== null && keys.length !== s.numberOfKeys) {
+    throw new InternalError(`script ${name} takes ${s.numberOfKeys} keys, called with ${keys.length}`);
+  }
+  const fn = (pipeline as unknown as Record<string, (...a: (string | number)[]) => unknown>)[s.command];
+  if (typeof fn !== "function") throw new InternalError(`script ${name} is not defined on this pipeline`);
+  const head: (string | number)[] = s.numberOfKeys === null ? [keys.length] : [];
+  fn.apply(pipeline, head.concat(keys, args));
 }
 
 /**
@@ -123,6 +143,7 @@ export const LUA_STATUS = {
   PLAN_STALE: -6,
   OWNER_IMMUTABLE: -7,
   SNAPSHOT_MISSING: -8,
+  CHECKPOINT_MOVED: -9,
 } as const;
 export type LuaStatusName = keyof typeof LUA_STATUS;
 

@@ -1,4 +1,4 @@
-import { Counter, Histogram, Registry } from "prom-client";
+import { Counter, Gauge, Histogram, Registry } from "prom-client";
 
 /**
  * The engine's metrics, named as in the spec (ADR-0021 "新增指标"). One registry per process;
@@ -33,6 +33,37 @@ export const metrics = {
   relayDispatched: new Counter({
     name: "qim_relay_dispatched_total",
     help: "Commits the outbox relay appended to the dispatch log and marked COMMITTED",
+    registers: [registry],
+  }),
+  ucsPending: new Counter({
+    name: "qim_session_conversation_state_pending_total",
+    help: "Conversations that entered a user's projection and were queued for the conversation-set authority",
+    registers: [registry],
+  }),
+  ucsWritten: new Counter({
+    name: "qim_session_conversation_state_written_total",
+    help: "Pending registrations written to the conversation-set authority and popped from their queue",
+    registers: [registry],
+  }),
+  ucsFailures: new Counter({
+    name: "qim_session_conversation_state_failures_total",
+    help: "Registration batches the authority refused or that failed (retried on the next pass)",
+    registers: [registry],
+  }),
+  userRebuilt: new Counter({
+    name: "qim_session_projection_user_rebuilt_total",
+    help: "Users whose session list was rebuilt from the authority because their epoch mark was behind",
+    registers: [registry],
+  }),
+  projectedRecords: new Counter({
+    name: "qim_session_projection_records_total",
+    help: "Dispatch-log records the projection consumer applied, by path (durable, low_latency)",
+    labelNames: ["path"] as const,
+    registers: [registry],
+  }),
+  projectionEpoch: new Gauge({
+    name: "qim_session_projection_epoch",
+    help: "The session projection epoch this process last saw",
     registers: [registry],
   }),
 };

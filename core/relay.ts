@@ -11,6 +11,12 @@ export interface RelayOptions {
   /** Outbox entries taken from one bucket per pass. */
   batchSize?: number;
   onError?: (err: unknown) => void;
+  /**
+   * Called with records right after they were appended to the dispatch log (before they are marked
+   * COMMITTED): the session projection's low-latency path. Its failures go to onError and never
+   * hold up the relay; the durable consumer applies the same records from the log anyway.
+   */
+  onAppended?: (records: DispatchRecord[]) => Promise<unknown> | void;
 }
 
 /**
@@ -112,7 +118,12 @@ export class OutboxRelay {
           recipients: splitHexIds(String(reply[i + 3])),
         });
       }
-      if (records.length > 0) await this.log.append(records);
+      if (records.length > 0) {
+        await this.log.append(records);
+        if (this.opts.onAppended) {
+          void Promise.resolve().then(() => this.opts.onAppended!(records)).catch((err: unknown) => this.opts.onError?.(err));
+        }
+      }
       await callScript(client, "markCommitted", [k.commits, k.outbox, k.vpending, k.grpdeltas], [ref, ...seqs]);
       metrics.relayDispatched.inc(records.length);
     }));

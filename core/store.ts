@@ -63,6 +63,12 @@ export class RedisStore {
     return this.instances;
   }
 
+  /** Every node that holds data: each instance, or each master of the cluster (for SCAN). */
+  dataNodes(): Redis[] {
+    if (this.kind === "cluster") return (this.instances[0] as Cluster).nodes("master");
+    return this.instances as Redis[];
+  }
+
   async close(): Promise<void> {
     await Promise.all(this.instances.map((c) => c.quit().catch(() => c.disconnect())));
   }

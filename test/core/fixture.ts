@@ -2,11 +2,13 @@ import { randomUUID } from "node:crypto";
 import { after, before } from "node:test";
 import {
   Engine,
+  LOG_START,
   OutboxRelay,
   RedisStore,
   RedisStreamsDispatchLog,
   type DispatchEntry,
   type EngineOptions,
+  type LogPosition,
   type Uuid,
 } from "../../core/index.js";
 import { conversationKeyList, dumpKeys } from "../harness/dump.js";
@@ -42,12 +44,13 @@ export function useEngine(kind: TopologyKind, options: EngineOptions = {}): Engi
     fx.dispatched = async () => {
       const out: DispatchEntry[] = [];
       for (let p = 0; p < fx.log.identity.partitionCount; p++) {
-        let after = "0";
+        let from: LogPosition = LOG_START;
         for (;;) {
-          const page = await fx.log.read(p, after, 500);
-          if (page.length === 0) break;
-          out.push(...page);
-          after = page[page.length - 1]!.offset;
+          const { entries } = await fx.log.readFrom(p, from, 500);
+          if (entries.length === 0) break;
+          out.push(...entries);
+          const last = entries[entries.length - 1]!;
+          from = { offset: last.offset + 1, id: last.id };
         }
       }
       return out;

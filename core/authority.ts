@@ -1,0 +1,261 @@
+import cassandra from "cassandra-driver";
+import { InvalidArgumentError, UnavailableError } from "./errors.js";
+import { hexToUuid, uuidToHex, type Uuid } from "./ids.js";
+import type { KeySpace } from "./keys.js";
+import type { RedisStore } from "./store.js";
+
+/** The kind of a conversation in a user's set (groups only so far). */
+export type ConversationKind = "group";
+
+/** One conversation entering one user's set: a pending registration, written once. */
+export interface RegistrationItem {
+  tenant: Uuid;
+  user: Uuid;
+  conversation: Uuid;
+  kind: ConversationKind;
+  /** created_at (ms) of the message that brought the conversation into the user's set. */
+  firstSeenAt: number;
+}
+
+/** A row of the authority: `user_conversation_state` (ADR-0021 §4, implementation revision). */
+export interface ConversationStateRow {
+  conversation: Uuid;
+  kind: ConversationKind;
+  firstSeenAt: number;
+  updatedAt: number;
+}
+
+/**
+ * The conversation-set authority (ADR-0021 §4, spec 002 §1): which conversations each user has,
+ * forever (no TTL). The session projection is rebuilt from it, per user, after a loss. Written
+ * only when a conversation first enters a user's set, never per message.
+ */
+export interface ConversationStateAuthority {
+  readonly kind: "cassandra" | "redis-hash";
+  /** Human-readable: where the rows live (for start-up logs and `projection status`). */
+  describe(): string;
+  /** Creates what it needs (idempotent); fails if the backend cannot be reached. */
+  init(): Promise<void>;
+  /**
+   * Records items; idempotent: an item already present keeps its first first_seen_at. A batch
+   * either fails as a whole (throws) or every item of it is stored.
+   */
+  register(items: RegistrationItem[]): Promise<void>;
+  /** One user's whole set (≤ max_conversations_per_user rows; one partition read). */
+  conversations(tenant: Uuid, user: Uuid): Promise<ConversationStateRow[]>;
+  /** Removes rows (drills and repairs only; the engine never deletes). */
+  remove(tenant: Uuid, user: Uuid, conversations: Uuid[]): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Pending-queue item text: "tenantHex|userHex|conversationHex|kind|createdAt". */
+export function encodeRegistration(i: RegistrationItem): string {
+  return `${uuidToHex(i.tenant)}|${uuidToHex(i.user)}|${uuidToHex(i.conversation)}|${i.kind}|${i.firstSeenAt}`;
+}
+
+export function decodeRegistration(text: string): RegistrationItem {
+  const f = text.split("|");
+  if (f.length !== 5 || f[3] !== "group") throw new Error(`malformed pending registration: ${text.slice(0, 120)}`);
+  return { tenant: hexToUuid(f[0]!), user: hexToUuid(f[1]!), conversation: hexToUuid(f[2]!), kind: "group", firstSeenAt: Number(f[4]) };
+}
+
+/**
+ * The development fallback (ADR-0021 §4): a Redis hash per user on the user's own `{uNNN}` tag,
+ * conversation hex → "kind|firstSeenAt|updatedAt". It lives in the same store as the projection,
+ * so it is NOT an authority guarantee: losing the instance loses both. Use Cassandra in production.
+ */
+export class RedisHashAuthority implements ConversationStateAuthority {
+  readonly kind = "redis-hash" as const;
+
+  constructor(private readonly store: RedisStore, private readonly keys: KeySpace, private readonly now: () => number = Date.now) {}
+
+  describe(): string {
+    return `redis-hash (development fallback, not an authority guarantee; keys ${this.keys.prefix}:{uNNN}:ucs:*)`;
+  }
+
+  async init(): Promise<void> {}
+
+  async register(items: RegistrationItem[]): Promise<void> {
+    const byClient = new Map<ReturnType<RedisStore["clientFor"]>, RegistrationItem[]>();
+    for (const i of items) {
+      const c = this.store.clientFor(this.keys.user(i.tenant, i.user).tag);
+      const list = byClient.get(c);
+      if (list) list.push(i); else byClient.set(c, [i]);
+    }
+    const updatedAt = this.now();
+    await Promise.all([...byClient].map(async ([client, list]) => {
+      const p = client.pipeline();
+      for (const i of list) p.hsetnx(this.keys.user(i.tenant, i.user).ucsHash, uuidToHex(i.conversation), `${i.kind}|${i.firstSeenAt}|${updatedAt}`);
+      for (const [err] of (await p.exec()) ?? []) if (err) throw err;
+    }));
+  }
+
+  async conversations(tenant: Uuid, user: Uuid): Promise<ConversationStateRow[]> {
+    const k = this.keys.user(tenant, user);
+    const all = await this.store.clientFor(k.tag).hgetall(k.ucsHash);
+    return Object.entries(all).map(([conv, v]) => {
+      const [kind, first, updated] = v.split("|");
+      return { conversation: hexToUuid(conv), kind: kind as ConversationKind, firstSeenAt: Number(first), updatedAt: Number(updated) };
+    });
+  }
+
+  async remove(tenant: Uuid, user: Uuid, conversations: Uuid[]): Promise<void> {
+    if (conversations.length === 0) return;
+    const k = this.keys.user(tenant, user);
+    await this.store.clientFor(k.tag).hdel(k.ucsHash, ...conversations.map(uuidToHex));
+  }
+
+  async close(): Promise<void> {}
+}
+
+export interface CassandraAuthorityOptions {
+  /** host:port list (QIM_CASSANDRA_CONTACT_POINTS). */
+  contactPoints: string[];
+  localDataCenter?: string;
+  keyspace?: string;
+  /** Replication of a keyspace created at start (ignored when it exists). */
+  replication?: Record<string, string | number>;
+  /** Consistency of reads and writes, e.g. LOCAL_QUORUM (default), QUORUM, ONE. */
+  consistency?: string;
+  connectTimeoutMs?: number;
+  requestTimeoutMs?: number;
+  now?: () => number;
+}
+
+const KEYSPACE_RE = /^[a-z][a-z0-9_]{0,47}$/;
+
+/**
+ * The authority on Cassandra/Scylla (cassandra-driver, prepared statements): table
+ * `user_conversation_state((tenant_id, user_id), conversation_id)` with kind, first_seen_at,
+ * updated_at and no TTL. Keyspace and table are created idempotently at init().
+ *
+ * register() reads the batch's partitions first and inserts only the rows that are missing, so a
+ * repeated registration (after a projection loss, or two registration tasks racing) keeps the
+ * first first_seen_at instead of overwriting it; it costs one partition read per user in the
+ * batch, and registrations happen only when a conversation first enters a user's set.
+ */
+export class CassandraAuthority implements ConversationStateAuthority {
+  readonly kind = "cassandra" as const;
+  private readonly client: cassandra.Client;
+  private readonly keyspace: string;
+  private readonly consistency: number;
+  private readonly consistencyName: string;
+  private readonly now: () => number;
+
+  constructor(private readonly opts: CassandraAuthorityOptions) {
+    this.keyspace = opts.keyspace ?? "qim";
+    if (!KEYSPACE_RE.test(this.keyspace)) throw new InvalidArgumentError("keyspace", `keyspace must match ${KEYSPACE_RE}`);
+    if (opts.contactPoints.length === 0) throw new InvalidArgumentError("contactPoints", "at least one Cassandra contact point is needed");
+    this.consistencyName = (opts.consistency ?? "LOCAL_QUORUM").toUpperCase();
+    // LOCAL_QUORUM -> localQuorum, the driver's enum key
+    const key = this.consistencyName.toLowerCase().replace(/_([a-z])/g, (_m, c: string) => c.toUpperCase());
+    const value = (cassandra.types.consistencies as unknown as Record<string, number>)[key];
+    if (value === undefined) throw new InvalidArgumentError("consistency", `unknown consistency ${opts.consistency} (e.g. LOCAL_QUORUM, QUORUM, ONE)`);
+    this.consistency = value;
+    this.now = opts.now ?? Date.now;
+    this.client = new cassandra.Client({
+      contactPoints: opts.contactPoints,
+      localDataCenter: opts.localDataCenter ?? "datacenter1",
+      socketOptions: { connectTimeout: opts.connectTimeoutMs ?? 5000, readTimeout: opts.requestTimeoutMs ?? 12000 },
+      queryOptions: { consistency: this.consistency, prepare: true },
+    });
+  }
+
+  describe(): string {
+    return `cassandra ${this.opts.contactPoints.join(",")} keyspace ${this.keyspace} (consistency ${this.consistencyName})`;
+  }
+
+  private table(): string {
+    return `${this.keyspace}.user_conversation_state`;
+  }
+
+  async init(): Promise<void> {
+    try {
+      await this.client.connect();
+    } catch (err) {
+      throw new UnavailableError(`cannot reach Cassandra at ${this.opts.contactPoints.join(",")}: ${(err as Error).message}`);
+    }
+    const replication = this.opts.replication ?? { class: "SimpleStrategy", replication_factor: 1 };
+    const repl = Object.entries(replication).map(([k, v]) => `'${k.replace(/'/g, "")}': ${typeof v === "number" ? v : `'${String(v).replace(/'/g, "")}'`}`).join(", ");
+    await this.client.execute(`CREATE KEYSPACE IF NOT EXISTS ${this.keyspace} WITH replication = {${repl}}`, [], { prepare: false });
+    await this.client.execute(
+      `CREATE TABLE IF NOT EXISTS ${this.table()} (
+         tenant_id uuid, user_id uuid, conversation_id uuid,
+         kind text, first_seen_at timestamp, updated_at timestamp,
+         PRIMARY KEY ((tenant_id, user_id), conversation_id))`,
+      [], { prepare: false });
+  }
+
+  async register(items: RegistrationItem[]): Promise<void> {
+    if (items.length === 0) return;
+    const byUser = new Map<string, RegistrationItem[]>();
+    for (const i of items) {
+      const ref = `${i.tenant}|${i.user}`;
+      const list = byUser.get(ref);
+      if (list) list.push(i); else byUser.set(ref, [i]);
+    }
+    const updatedAt = new Date(this.now());
+    await Promise.all([...byUser.values()].map(async (list) => {
+      const { tenant, user } = list[0]!;
+      const existing = await this.client.execute(
+        `SELECT conversation_id FROM ${this.table()} WHERE tenant_id = ? AND user_id = ? AND conversation_id IN ?`,
+        [tenant, user, [...new Set(list.map((i) => i.conversation))]]);
+      const have = new Set(existing.rows.map((r) => String(r.conversation_id)));
+      const missing = new Map<Uuid, RegistrationItem>();
+      for (const i of list) {
+        if (have.has(i.conversation)) continue;
+        const seen = missing.get(i.conversation);
+        if (!seen || i.firstSeenAt < seen.firstSeenAt) missing.set(i.conversation, i);
+      }
+      if (missing.size === 0) return;
+      // one partition: an unlogged batch is one mutation on one replica set
+      await this.client.batch([...missing.values()].map((i) => ({
+        query: `INSERT INTO ${this.table()} (tenant_id, user_id, conversation_id, kind, first_seen_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)`,
+        params: [i.tenant, i.user, i.conversation, i.kind, new Date(i.firstSeenAt), updatedAt],
+      })), { prepare: true, logged: false });
+    }));
+  }
+
+  async conversations(tenant: Uuid, user: Uuid): Promise<ConversationStateRow[]> {
+    const rows: ConversationStateRow[] = [];
+    const query = `SELECT conversation_id, kind, first_seen_at, updated_at FROM ${this.table()} WHERE tenant_id = ? AND user_id = ?`;
+    let pageState: string | undefined;
+    do {
+      const res = await this.client.execute(query, [tenant, user], { fetchSize: 1000, ...(pageState ? { pageState } : {}) });
+      for (const r of res.rows) {
+        rows.push({
+          conversation: String(r.conversation_id),
+          kind: r.kind as ConversationKind,
+          firstSeenAt: (r.first_seen_at as Date | null)?.getTime() ?? 0,
+          updatedAt: (r.updated_at as Date | null)?.getTime() ?? 0,
+        });
+      }
+      pageState = res.pageState ?? undefined;
+    } while (pageState);
+    return rows;
+  }
+
+  async remove(tenant: Uuid, user: Uuid, conversations: Uuid[]): Promise<void> {
+    if (conversations.length === 0) return;
+    await this.client.execute(`DELETE FROM ${this.table()} WHERE tenant_id = ? AND user_id = ? AND conversation_id IN ?`, [tenant, user, conversations]);
+  }
+
+  async close(): Promise<void> {
+    await this.client.shutdown();
+  }
+}
+
+/**
+ * The authority a process should use: Cassandra when contact points are configured
+ * (QIM_CASSANDRA_CONTACT_POINTS), otherwise the Redis-hash development fallback.
+ */
+export function authorityFromEnv(store: RedisStore, keys: KeySpace, env: NodeJS.ProcessEnv = process.env): ConversationStateAuthority {
+  const points = (env.QIM_CASSANDRA_CONTACT_POINTS ?? "").split(",").map((s) => s.trim()).filter(Boolean);
+  if (points.length === 0) return new RedisHashAuthority(store, keys);
+  return new CassandraAuthority({
+    contactPoints: points,
+    ...(env.QIM_CASSANDRA_LOCAL_DC ? { localDataCenter: env.QIM_CASSANDRA_LOCAL_DC } : {}),
+    ...(env.QIM_CASSANDRA_KEYSPACE ? { keyspace: env.QIM_CASSANDRA_KEYSPACE } : {}),
+    ...(env.QIM_CASSANDRA_CONSISTENCY ? { consistency: env.QIM_CASSANDRA_CONSISTENCY } : {}),
+  });
+}

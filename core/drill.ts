@@ -1,0 +1,220 @@
+import { randomInt } from "node:crypto";
+import type { Engine } from "./engine.js";
+import { InvalidArgumentError } from "./errors.js";
+import { hexToUuid, newMessageId, parseUuid, type Uuid } from "./ids.js";
+import type { SessionProjector } from "./projection.js";
+import type { RegistrationTask } from "./registration.js";
+import type { SessionList, SessionService } from "./sessions.js";
+
+export type DrillWipe = "projection" | "checkpoints" | "both";
+
+export interface DrillUser {
+  tenant: Uuid;
+  user: Uuid;
+}
+
+export interface DrillOptions {
+  /** Users to check; when absent, `sample` users are drawn at random from the projection. */
+  users?: { tenant: string; user: string }[];
+  sample?: number;
+  wipe: DrillWipe;
+  /** Who runs it (the epoch log records it). */
+  by: string;
+  reason?: string;
+  onProgress?: (p: DrillProgress) => void;
+}
+
+export type DrillPhase = "prepare" | "record" | "wipe" | "bump" | "rebuild" | "done";
+
+export interface DrillProgress {
+  phase: DrillPhase;
+  done: number;
+  total: number;
+  message: string;
+}
+
+/** One field that differs between before and after, for one user and conversation. */
+export interface DrillDifference {
+  tenant: Uuid;
+  user: Uuid;
+  conversation: Uuid;
+  /** presence: in the set before and not after (before true) or the reverse. */
+  field: "presence" | "unread" | "unreadExact" | "headConversationSeq" | "lastActivityId";
+  before: string | number | boolean | null;
+  after: string | number | boolean | null;
+}
+
+export interface DrillReport {
+  drillId: Uuid;
+  startedAt: string;
+  finishedAt: string;
+  wipe: DrillWipe;
+  /** "projection" wipes the sampled users' projection and epoch marks; "checkpoints" every partition's checkpoint. */
+  scope: string;
+  users: number;
+  conversationsBefore: number;
+  conversationsAfter: number;
+  epochBefore: number;
+  epochAfter: number;
+  /** Pending registrations written to the authority before recording (so it holds every set). */
+  registrationsFlushed: number;
+  /** Users whose list was merged back from the authority on their pull after the bump. */
+  usersRebuilt: number;
+  authority: string;
+  differences: DrillDifference[];
+  ok: boolean;
+}
+
+interface Snapshot {
+  [conversation: string]: { unread: number; unreadExact: boolean; headConversationSeq: number | null; lastActivityId: string | null };
+}
+
+function snapshot(list: SessionList): Snapshot {
+  const out: Snapshot = {};
+  for (const s of list.sessions) {
+    out[s.group] = { unread: s.unread, unreadExact: s.unreadExact, headConversationSeq: s.head?.conversationSeq ?? null, lastActivityId: s.head?.messageId ?? null };
+  }
+  return out;
+}
+
+const MAX_DRILL_USERS = 10_000;
+
+/**
+ * `qimctl drill rebuild` (DESIGN: what CI runs): record sampled users' conversation sets and
+ * per-conversation definitional unread, wipe what it is told to, bump the epoch, let each user's
+ * list be rebuilt on its pull, and compare field by field. Run it on a quiet system: messages
+ * arriving during the drill change unread counts and show up as differences.
+ */
+export class RebuildDrill {
+  constructor(
+    private readonly engine: Engine,
+    private readonly sessions: SessionService,
+    private readonly projector: SessionProjector,
+    private readonly registration: RegistrationTask,
+  ) {}
+
+  /** Up to `n` users drawn at random from the projection (SCAN over every data node; drills only). */
+  async sampleUsers(n: number): Promise<DrillUser[]> {
+    const pattern = this.engine.keys.convsPattern();
+    const re = /:convs:([0-9a-f]{32}):([0-9a-f]{32})$/;
+    const sample: DrillUser[] = [];
+    let seen = 0;
+    for (const node of this.engine.store.dataNodes()) {
+      let cursor = "0";
+      do {
+        const [next, keys] = await node.scan(cursor, "MATCH", pattern, "COUNT", 1000);
+        cursor = next;
+        for (const key of keys) {
+          const m = re.exec(key);
+          if (!m) continue;
+          const u = { tenant: hexToUuid(m[1]!), user: hexToUuid(m[2]!) };
+          // reservoir sampling: every user has the same chance whatever the key order
+          seen++;
+          if (sample.length < n) sample.push(u);
+          else {
+            const j = randomInt(seen);
+            if (j < n) sample[j] = u;
+          }
+        }
+      } while (cursor !== "0");
+    }
+    return sample;
+  }
+
+  async run(opts: DrillOptions): Promise<DrillReport> {
+    const drillId = newMessageId();
+    const startedAt = new Date().toISOString();
+    const progress = (phase: DrillPhase, done: number, total: number, message: string) => opts.onProgress?.({ phase, done, total, message });
+    if (!["projection", "checkpoints", "both"].includes(opts.wipe)) throw new InvalidArgumentError("wipe", "wipe must be projection, checkpoints or both");
+    let users: DrillUser[];
+    if (opts.users && opts.users.length > 0) {
+      if (opts.users.length > MAX_DRILL_USERS) throw new InvalidArgumentError("users", `at most ${MAX_DRILL_USERS} users per drill`);
+      users = opts.users.map((u, i) => ({ tenant: parseUuid(u.tenant, `users[${i}].tenant`), user: parseUuid(u.user, `users[${i}].user`) }));
+    } else {
+      const n = opts.sample ?? 100;
+      if (!Number.isSafeInteger(n) || n < 1 || n > MAX_DRILL_USERS) throw new InvalidArgumentError("sample", `sample must be an integer from 1 to ${MAX_DRILL_USERS}`);
+      users = await this.sampleUsers(n);
+    }
+
+    progress("prepare", 0, 2, "catching the projection up and flushing pending registrations");
+    await this.projector.catchUp();
+    progress("prepare", 1, 2, "flushing pending registrations to the authority");
+    const registrationsFlushed = await this.registration.drainAll();
+    progress("prepare", 2, 2, `flushed ${registrationsFlushed} registrations`);
+
+    const before = new Map<string, Snapshot>();
+    let conversationsBefore = 0;
+    for (const [i, u] of users.entries()) {
+      const list = await this.sessions.listSessions({ tenant: u.tenant, user: u.user, all: true });
+      const snap = snapshot(list);
+      before.set(`${u.tenant}|${u.user}`, snap);
+      conversationsBefore += Object.keys(snap).length;
+      progress("record", i + 1, users.length, `recorded ${u.user}`);
+    }
+    const epochBefore = await this.sessions.epoch.get();
+
+    if (opts.wipe === "projection" || opts.wipe === "both") {
+      for (const [i, u] of users.entries()) {
+        await this.sessions.wipeUser(u.tenant, u.user);
+        progress("wipe", i + 1, users.length, `wiped the projection of ${u.user}`);
+      }
+    }
+    if (opts.wipe === "checkpoints" || opts.wipe === "both") {
+      await this.projector.wipeCheckpoints();
+      progress("wipe", users.length, users.length, "wiped every partition's checkpoint");
+    }
+
+    await this.sessions.epoch.bump(`drill rebuild ${drillId}${opts.reason ? `: ${opts.reason}` : ""}`, opts.by);
+    progress("bump", 1, 1, "epoch bumped");
+    if (opts.wipe !== "projection") await this.projector.catchUp();
+
+    const differences: DrillDifference[] = [];
+    let conversationsAfter = 0;
+    let usersRebuilt = 0;
+    for (const [i, u] of users.entries()) {
+      const list = await this.sessions.listSessions({ tenant: u.tenant, user: u.user, all: true });
+      if (list.rebuilt) usersRebuilt++;
+      const after = snapshot(list);
+      conversationsAfter += Object.keys(after).length;
+      differences.push(...compare(u, before.get(`${u.tenant}|${u.user}`)!, after));
+      progress("rebuild", i + 1, users.length, `rebuilt and compared ${u.user}`);
+    }
+    const epochAfter = await this.sessions.epoch.get();
+    progress("done", users.length, users.length, differences.length === 0 ? "no difference" : `${differences.length} differences`);
+    return {
+      drillId,
+      startedAt,
+      finishedAt: new Date().toISOString(),
+      wipe: opts.wipe,
+      scope: { projection: "the sampled users' projection", checkpoints: "every partition's checkpoint", both: "the sampled users' projection and every partition's checkpoint" }[opts.wipe],
+      users: users.length,
+      conversationsBefore,
+      conversationsAfter,
+      epochBefore,
+      epochAfter,
+      registrationsFlushed,
+      usersRebuilt,
+      authority: this.sessions.authority.describe(),
+      differences,
+      ok: differences.length === 0,
+    };
+  }
+}
+
+function compare(u: DrillUser, before: Snapshot, after: Snapshot): DrillDifference[] {
+  const out: DrillDifference[] = [];
+  const convs = [...new Set([...Object.keys(before), ...Object.keys(after)])].sort();
+  for (const c of convs) {
+    const b = before[c];
+    const a = after[c];
+    const base = { tenant: u.tenant, user: u.user, conversation: c };
+    if (!a || !b) {
+      out.push({ ...base, field: "presence", before: b !== undefined, after: a !== undefined });
+      continue;
+    }
+    for (const field of ["unread", "unreadExact", "headConversationSeq", "lastActivityId"] as const) {
+      if (a[field] !== b[field]) out.push({ ...base, field, before: b[field], after: a[field] });
+    }
+  }
+  return out;
+}

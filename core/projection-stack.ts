@@ -1,0 +1,136 @@
+import type { ConversationStateAuthority } from "./authority.js";
+import type { DispatchLog } from "./dispatch-log.js";
+import { RebuildDrill } from "./drill.js";
+import type { Engine } from "./engine.js";
+import { ProjectionEpoch } from "./epoch.js";
+import { SessionProjector, type PartitionAudit, type ProjectionStartReport, type ProjectorOptions } from "./projection.js";
+import { RegistrationTask, type RegistrationOptions } from "./registration.js";
+import { SessionService } from "./sessions.js";
+
+export interface ProjectionStackOptions {
+  /** false: nothing runs in the background (no polling, registration or trimming); the owner drives catchUp()/drainAll() (tests, benches). */
+  background?: boolean;
+  projector?: ProjectorOptions;
+  registration?: RegistrationOptions;
+  /** Dispatch-log retention (DESIGN §2: default 1 day); 0 disables trimming. */
+  retentionMs?: number;
+  /** How often retention trimming runs. */
+  trimIntervalMs?: number;
+  log?: (line: string) => void;
+  onError?: (err: unknown) => void;
+}
+
+export interface PartitionStatus extends PartitionAudit {
+  /** When the consumer last moved this partition's checkpoint (ms; null without one). */
+  checkpointUpdatedAt: number | null;
+}
+
+export interface ProjectionStatus {
+  epoch: number;
+  partitions: PartitionStatus[];
+  pendingPerInstance: { instance: number; depth: number }[];
+  authority: string;
+  retentionMs: number;
+  /** Set when the consumer stopped on a partition it must not continue on. */
+  failure: string | null;
+}
+
+export const DEFAULT_RETENTION_MS = 24 * 60 * 60 * 1000;
+
+/**
+ * The session projection as one unit, wired the same way everywhere (admin server, demo, tests,
+ * benches): the durable consumer, the registration task, the per-user rebuild on list pulls, the
+ * retention trimmer of the dispatch log, and the rebuild drill. `lowLatency` is what the outbox
+ * relay calls after each append.
+ */
+export class ProjectionStack {
+  readonly epoch: ProjectionEpoch;
+  readonly projector: SessionProjector;
+  readonly registration: RegistrationTask;
+  readonly sessions: SessionService;
+  readonly drill: RebuildDrill;
+  readonly retentionMs: number;
+  private trimTimer: NodeJS.Timeout | undefined;
+
+  constructor(
+    readonly engine: Engine,
+    readonly log: DispatchLog,
+    readonly authority: ConversationStateAuthority,
+    private readonly opts: ProjectionStackOptions = {},
+  ) {
+    const onError = opts.onError ?? (() => {});
+    this.epoch = new ProjectionEpoch(engine.store, engine.keys);
+    this.projector = new SessionProjector(engine.store, engine.keys, log, this.epoch, {
+      ...(opts.log ? { log: opts.log } : {}),
+      onError,
+      ...opts.projector,
+      ...(opts.background === false ? { poll: false } : {}),
+    });
+    this.registration = new RegistrationTask(engine.store, engine.keys, authority, { onError, ...opts.registration });
+    this.sessions = new SessionService(engine, authority, this.epoch);
+    this.drill = new RebuildDrill(engine, this.sessions, this.projector, this.registration);
+    this.retentionMs = opts.retentionMs ?? DEFAULT_RETENTION_MS;
+  }
+
+  /** The relay's hook: project the records just appended, and wake the durable consumer. */
+  readonly lowLatency = async (records: Parameters<SessionProjector["projectRecords"]>[0]): Promise<void> => {
+    await this.projector.projectRecords(records);
+    this.projector.kick();
+  };
+
+  /**
+   * Prepares the authority, audits and starts the consumer (throws ProjectionRefusedError when it
+   * must not start), then starts the registration task and retention trimming.
+   */
+  async start(): Promise<ProjectionStartReport> {
+    await this.authority.init();
+    const report = await this.projector.start();
+    if (this.opts.background === false) return report;
+    this.registration.start();
+    if (this.retentionMs > 0) {
+      const trim = () => {
+        this.log.trim(Date.now() - this.retentionMs)
+          .then((n) => {
+            const dropped = n.reduce((a, b) => a + b, 0);
+            if (dropped > 0) this.opts.log?.(`dispatch log: retention dropped ${dropped} records older than ${this.retentionMs} ms`);
+          })
+          .catch((err: unknown) => this.opts.onError?.(err));
+      };
+      this.trimTimer = setInterval(trim, this.opts.trimIntervalMs ?? 60_000);
+      this.trimTimer.unref();
+    }
+    return report;
+  }
+
+  async status(): Promise<ProjectionStatus> {
+    const [epoch, audits, pendingPerInstance] = await Promise.all([
+      this.epoch.get(),
+      this.projector.audit(),
+      this.registration.depthPerInstance(),
+    ]);
+    const partitions = await Promise.all(audits.map(async (a) => {
+      const cp = await this.projector.readCheckpoint(a.partition);
+      return { ...a, checkpointUpdatedAt: cp?.updatedAt ?? null };
+    }));
+    return {
+      epoch,
+      partitions,
+      pendingPerInstance,
+      authority: this.authority.describe(),
+      retentionMs: this.retentionMs,
+      failure: this.projector.failure?.message ?? null,
+    };
+  }
+
+  async stop(): Promise<void> {
+    if (this.trimTimer) clearInterval(this.trimTimer);
+    await this.projector.stop();
+    await this.registration.stop();
+  }
+
+  /** stop() and close the authority's connections. */
+  async close(): Promise<void> {
+    await this.stop();
+    await this.authority.close();
+  }
+}

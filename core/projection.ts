@@ -1,0 +1,374 @@
+import { encodeRegistration } from "./authority.js";
+import type { DispatchIdentity, DispatchLog, DispatchRecord, LogPosition, Watermarks } from "./dispatch-log.js";
+import { compareStreamIds, LOG_START } from "./dispatch-log.js";
+import type { ProjectionEpoch } from "./epoch.js";
+import { FailedPreconditionError } from "./errors.js";
+import { uuidToHex } from "./ids.js";
+import type { KeySpace } from "./keys.js";
+import { callScript, luaStatus, type RedisClient } from "./lua.js";
+import { metrics } from "./metrics.js";
+import type { RedisStore } from "./store.js";
+
+/** created_at (ms) of a history entry: field 6 of "seq|messageId|sender|kind|countsUnread|createdAt|…". */
+function entryCreatedAt(entry: string): number {
+  let at = 0;
+  for (let i = 0; i < 5; i++) at = entry.indexOf("|", at) + 1;
+  return Number(entry.slice(at, entry.indexOf("|", at)));
+}
+
+/** Entries per registration script call: bounds how long one call holds Redis. */
+const MAX_ENTRIES_PER_CALL = 512;
+
+/**
+ * Writes dispatch records into the session projection through the ONE registration script
+ * (lua/projectEntries-n.lua), shared by the durable consumer and the low-latency path: one call
+ * per instance per batch (per hash tag on a Redis Cluster, where a script sees one slot).
+ */
+export class ProjectionWriter {
+  constructor(private readonly store: RedisStore, private readonly keys: KeySpace) {}
+
+  /** Projects every recipient of every record; returns how many conversations entered a user's set. */
+  async project(records: readonly DispatchRecord[]): Promise<number> {
+    const groups = new Map<RedisClient | string, { client: RedisClient; keys: string[]; args: string[] }>();
+    const cluster = this.store.kind === "cluster";
+    for (const r of records) {
+      const createdAt = entryCreatedAt(r.entry);
+      const conv = uuidToHex(r.conversation);
+      for (const user of r.recipients) {
+        const uk = this.keys.user(r.tenant, user);
+        const client = this.store.clientFor(uk.tag);
+        const id = cluster ? uk.tag : client;
+        let g = groups.get(id);
+        if (!g) groups.set(id, (g = { client, keys: [], args: [] }));
+        g.keys.push(uk.convs, uk.ucsPending);
+        g.args.push(conv, String(createdAt), encodeRegistration({ tenant: r.tenant, user, conversation: r.conversation, kind: "group", firstSeenAt: createdAt }));
+      }
+    }
+    const counts = await Promise.all([...groups.values()].flatMap((g) => {
+      const calls: Promise<number>[] = [];
+      for (let i = 0; i < g.keys.length / 2; i += MAX_ENTRIES_PER_CALL) {
+        const keys = g.keys.slice(2 * i, 2 * (i + MAX_ENTRIES_PER_CALL));
+        const args = g.args.slice(3 * i, 3 * (i + MAX_ENTRIES_PER_CALL));
+        calls.push(callScript(g.client, "projectEntries", keys, args).then((r) => Number(r[0])));
+      }
+      return calls;
+    }));
+    const registered = counts.reduce((a, n) => a + n, 0);
+    if (registered > 0) metrics.ucsPending.inc(registered);
+    return registered;
+  }
+}
+
+export type PartitionVerdict = "OK" | "NO_CHECKPOINT" | "OVER_WINDOW" | "BEYOND_HIGH" | "IDENTITY_MISMATCH";
+
+export interface Checkpoint {
+  position: LogPosition;
+  identity: DispatchIdentity;
+  updatedAt: number;
+  /** The raw stored position, the compare-and-set operand. */
+  raw: string;
+}
+
+export interface PartitionAudit {
+  partition: number;
+  verdict: PartitionVerdict;
+  /** The next offset the consumer will read; null without a checkpoint. */
+  checkpoint: number | null;
+  low: number;
+  high: number;
+  /** Records appended but not yet consumed (high − checkpoint); null without a checkpoint. */
+  lag: number | null;
+  /** Append time of the newest record minus that of the last consumed one, when both are known. */
+  newestMs: number | null;
+  /** Offsets [from, to) retention dropped before the consumer read them (OVER_WINDOW), or that a lost projection never saw (NO_CHECKPOINT with low > 0). */
+  lost: { from: number; to: number } | null;
+  detail: string;
+}
+
+export interface ProjectionStartReport {
+  audits: PartitionAudit[];
+  /** The epoch after start-up; bumped (once) when any partition lost records. */
+  epoch: number;
+  epochBumped: boolean;
+}
+
+/** Start-up found a partition the consumer must not continue on (DESIGN §2: fail closed). */
+export class ProjectionRefusedError extends FailedPreconditionError {
+  constructor(readonly audits: PartitionAudit[]) {
+    const bad = audits.filter((a) => a.verdict === "BEYOND_HIGH" || a.verdict === "IDENTITY_MISMATCH");
+    super(`session projection refuses to start: ${bad.map((a) => `partition ${a.partition} ${a.verdict}: ${a.detail}`).join("; ")}`,
+      { partitions: bad.map((a) => a.partition) });
+    this.name = "ProjectionRefusedError";
+  }
+}
+
+export interface ProjectorOptions {
+  /** Records read per partition per step. */
+  batchSize?: number;
+  /** How often every partition is polled when idle (kicks make it sooner). */
+  pollIntervalMs?: number;
+  /** false: no background polling after start(); the owner calls catchUp() (tests, drills). */
+  poll?: boolean;
+  /** One line per notable event (start-up verdicts, epoch bumps, lost ranges). */
+  log?: (line: string) => void;
+  onError?: (err: unknown) => void;
+  now?: () => number;
+}
+
+/** A checkpoint past the newest record ever appended: the log lost records it had acknowledged. */
+function beyondHigh(at: LogPosition, w: Watermarks): boolean {
+  return at.offset > w.high || compareStreamIds(at.id, w.lastId) > 0;
+}
+
+function sameIdentity(a: DispatchIdentity, b: DispatchIdentity): boolean {
+  return a.clusterId === b.clusterId && a.topicId === b.topicId && a.partitionCount === b.partitionCount;
+}
+
+function describeIdentity(i: DispatchIdentity): string {
+  return `cluster_id=${i.clusterId} topic_id=${i.topicId} partition_count=${i.partitionCount}`;
+}
+
+/**
+ * The session projection's durable consumer (spec 002 §2.2, ADR-0021 §4): reads every partition
+ * of the dispatch log from its checkpoint, writes every recipient through the registration
+ * script, then advances the checkpoint by compare-and-set — never before all of a record's
+ * recipients are written. At start-up it audits each partition (DESIGN §2 "Epoch and rebuild"):
+ * a checkpoint behind the retention window, or missing while the log has been trimmed, bumps the
+ * epoch once and continues from the low watermark, logging the lost ranges; a checkpoint beyond
+ * the high watermark or an identity mismatch refuses to start.
+ */
+export class SessionProjector {
+  readonly writer: ProjectionWriter;
+  private readonly batchSize: number;
+  private readonly pollIntervalMs: number;
+  private readonly now: () => number;
+  private stopped = true;
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<unknown> = Promise.resolve();
+  private readonly partitionLocks = new Map<number, Promise<number>>();
+  /** Set when a runtime audit finds a partition it must not continue on; polling stops. */
+  failure: Error | null = null;
+
+  constructor(
+    private readonly store: RedisStore,
+    private readonly keys: KeySpace,
+    private readonly log: DispatchLog,
+    private readonly epoch: ProjectionEpoch,
+    private readonly opts: ProjectorOptions = {},
+  ) {
+    this.writer = new ProjectionWriter(store, keys);
+    this.batchSize = opts.batchSize ?? 256;
+    this.pollIntervalMs = opts.pollIntervalMs ?? 250;
+    this.now = opts.now ?? Date.now;
+  }
+
+  private say(line: string): void {
+    this.opts.log?.(`session projection: ${line}`);
+  }
+
+  private checkpointKey(partition: number): string {
+    return this.keys.dispatchCheckpoint(this.log.identity.topicId, partition);
+  }
+
+  async readCheckpoint(partition: number): Promise<Checkpoint | null> {
+    const key = this.checkpointKey(partition);
+    const h = await this.store.clientForKey(key).hgetall(key);
+    if (!h.pos) return null;
+    const cut = h.pos.indexOf("|");
+    return {
+      position: { offset: Number(h.pos.slice(0, cut)), id: h.pos.slice(cut + 1) },
+      identity: { clusterId: h.cluster_id ?? "", topicId: h.topic_id ?? "", partitionCount: Number(h.partition_count) },
+      updatedAt: Number(h.updated_at ?? 0),
+      raw: h.pos,
+    };
+  }
+
+  /** Moves a partition's checkpoint from `expected` (null: none) to `to`; false when another consumer moved it first. */
+  private async advance(partition: number, expected: string | null, to: LogPosition): Promise<boolean> {
+    const id = this.log.identity;
+    const reply = await callScript(this.store.clientForKey(this.checkpointKey(partition)), "advanceCheckpoint", [this.checkpointKey(partition)],
+      [expected ?? "", `${to.offset}|${to.id}`, id.clusterId, id.topicId, id.partitionCount, this.now()]);
+    return luaStatus(reply) === "OK";
+  }
+
+  /** Deletes every partition's checkpoint (drills: "the checkpoints were lost"). */
+  async wipeCheckpoints(): Promise<void> {
+    for (let p = 0; p < this.log.identity.partitionCount; p++) {
+      const key = this.checkpointKey(p);
+      await this.store.clientForKey(key).del(key);
+    }
+  }
+
+  private verdict(partition: number, cp: Checkpoint | null, w: Watermarks, stored: DispatchIdentity | null): PartitionAudit {
+    const base = { partition, low: w.low, high: w.high, newestMs: w.newestMs };
+    const mine = this.log.identity;
+    if (stored && !sameIdentity(stored, mine)) {
+      return { ...base, verdict: "IDENTITY_MISMATCH", checkpoint: cp?.position.offset ?? null, lag: null, lost: null,
+        detail: `the log records ${describeIdentity(stored)}, this process expects ${describeIdentity(mine)}` };
+    }
+    if (cp && !sameIdentity(cp.identity, mine)) {
+      return { ...base, verdict: "IDENTITY_MISMATCH", checkpoint: cp.position.offset, lag: null, lost: null,
+        detail: `the checkpoint was taken on ${describeIdentity(cp.identity)}, this process expects ${describeIdentity(mine)}` };
+    }
+    if (!cp) {
+      return { ...base, verdict: "NO_CHECKPOINT", checkpoint: null, lag: null,
+        lost: w.low > 0 ? { from: 0, to: w.low } : null,
+        detail: w.low > 0 ? `no checkpoint and the log has dropped offsets [0, ${w.low}): the projection may have lost them` : "no checkpoint; every record is still retained" };
+    }
+    const at = cp.position.offset;
+    if (beyondHigh(cp.position, w)) {
+      return { ...base, verdict: "BEYOND_HIGH", checkpoint: at, lag: null, lost: null,
+        detail: `checkpoint ${at} is beyond the high watermark ${w.high}: the log lost acknowledged records` };
+    }
+    if (at < w.low) {
+      return { ...base, verdict: "OVER_WINDOW", checkpoint: at, lag: w.high - at, lost: { from: at, to: w.low },
+        detail: `checkpoint ${at} is behind the low watermark ${w.low}: offsets [${at}, ${w.low}) left the retention window unread` };
+    }
+    return { ...base, verdict: "OK", checkpoint: at, lag: w.high - at, lost: null, detail: "ok" };
+  }
+
+  /** Audits every partition without changing anything (`qimctl dispatch audit`). */
+  async audit(): Promise<PartitionAudit[]> {
+    const stored = await this.log.storedIdentity();
+    return Promise.all(Array.from({ length: this.log.identity.partitionCount }, async (_, p) => {
+      const [cp, w] = await Promise.all([this.readCheckpoint(p), this.log.watermarks(p)]);
+      return this.verdict(p, cp, w, stored);
+    }));
+  }
+
+  /**
+   * Start-up: audit, refuse on BEYOND_HIGH / IDENTITY_MISMATCH (nothing is changed then), bump the
+   * epoch once when any partition lost records, move those checkpoints to the low watermark,
+   * create missing checkpoints, then poll in the background.
+   */
+  async start(): Promise<ProjectionStartReport> {
+    const stored = await this.log.storedIdentity();
+    if (stored && !sameIdentity(stored, this.log.identity)) {
+      const audits = await this.audit();
+      for (const a of audits) this.say(`partition ${a.partition} ${a.verdict}: ${a.detail}`);
+      throw new ProjectionRefusedError(audits);
+    }
+    await this.log.ensureIdentity();
+    const audits = await this.audit();
+    const refused = audits.filter((a) => a.verdict === "BEYOND_HIGH" || a.verdict === "IDENTITY_MISMATCH");
+    for (const a of audits) if (a.verdict !== "OK") this.say(`partition ${a.partition} ${a.verdict}: ${a.detail}`);
+    if (refused.length > 0) throw new ProjectionRefusedError(audits);
+    const lost = audits.filter((a) => a.lost !== null);
+    let epoch: number;
+    if (lost.length > 0) {
+      const ranges = lost.map((a) => `p${a.partition}[${a.lost!.from},${a.lost!.to})`).join(" ");
+      epoch = (await this.epoch.bump(`start-up audit: records left the retention window unprojected: ${ranges}`, "projection")).epoch;
+      this.say(`epoch bumped to ${epoch}; lost ranges ${ranges}; users are rebuilt from the authority on their next list pull`);
+    } else {
+      epoch = await this.epoch.get();
+    }
+    for (const a of audits) {
+      if (a.verdict === "OK") continue;
+      const to = a.lost ? await this.log.lowPosition(a.partition) : LOG_START;
+      const cp = await this.readCheckpoint(a.partition);
+      await this.advance(a.partition, cp?.raw ?? null, to);
+    }
+    this.stopped = this.opts.poll === false;
+    this.failure = null;
+    this.schedule(0);
+    return { audits, epoch, epochBumped: lost.length > 0 };
+  }
+
+  private schedule(delay: number): void {
+    if (this.stopped) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.running = this.catchUp()
+        .catch((err: unknown) => this.opts.onError?.(err))
+        .finally(() => { if (!this.stopped && !this.timer) this.schedule(this.pollIntervalMs); });
+    }, delay);
+  }
+
+  /** Polls soon (the relay calls this after an append). */
+  kick(): void {
+    if (!this.stopped && !this.failure) this.schedule(0);
+  }
+
+  /** Polls every partition until each is caught up with its high watermark; returns records applied. */
+  async catchUp(): Promise<number> {
+    let total = 0;
+    await Promise.all(Array.from({ length: this.log.identity.partitionCount }, async (_, p) => {
+      for (;;) {
+        if (this.failure) throw this.failure;
+        const n = await this.pollPartition(p);
+        total += n;
+        if (n < this.batchSize) break;
+      }
+    }));
+    return total;
+  }
+
+  /** One step on one partition (serialized per partition within this process). */
+  pollPartition(partition: number): Promise<number> {
+    const prev = this.partitionLocks.get(partition) ?? Promise.resolve(0);
+    const run = () => this.pollOnce(partition);
+    const next = prev.then(run, run);
+    this.partitionLocks.set(partition, next);
+    void next.finally(() => { if (this.partitionLocks.get(partition) === next) this.partitionLocks.delete(partition); }).catch(() => {});
+    return next;
+  }
+
+  private async pollOnce(partition: number): Promise<number> {
+    const cp = await this.readCheckpoint(partition);
+    if (cp && !sameIdentity(cp.identity, this.log.identity)) {
+      return this.fail(partition, `checkpoint identity ${describeIdentity(cp.identity)} differs from ${describeIdentity(this.log.identity)}`);
+    }
+    if (!cp) {
+      // lost at runtime (e.g. a drill wiped the checkpoints): the same rule as at start-up
+      const w = await this.log.watermarks(partition);
+      if (w.low > 0) {
+        const bump = await this.epoch.bump(`partition ${partition}: checkpoint missing, log dropped [0, ${w.low})`, "projection");
+        this.say(`partition ${partition} NO_CHECKPOINT with low watermark ${w.low}: epoch bumped to ${bump.epoch}, continuing from ${w.low}`);
+        await this.advance(partition, null, await this.log.lowPosition(partition));
+      } else {
+        await this.advance(partition, null, LOG_START);
+      }
+      return 0;
+    }
+    const { watermarks: w, entries } = await this.log.readFrom(partition, cp.position, this.batchSize);
+    if (beyondHigh(cp.position, w)) {
+      return this.fail(partition, `checkpoint ${cp.position.offset} is beyond the high watermark ${w.high}: the log lost acknowledged records`);
+    }
+    if (cp.position.offset < w.low) {
+      const bump = await this.epoch.bump(`partition ${partition}: offsets [${cp.position.offset}, ${w.low}) left the retention window unprojected`, "projection");
+      this.say(`partition ${partition} OVER_WINDOW: lost [${cp.position.offset}, ${w.low}); epoch bumped to ${bump.epoch}`);
+      await this.advance(partition, cp.raw, await this.log.lowPosition(partition));
+      return 0;
+    }
+    if (entries.length === 0) return 0;
+    await this.writer.project(entries.map((e) => e.record));
+    const last = entries[entries.length - 1]!;
+    // all recipients are written; only now may the checkpoint move past these records
+    await this.advance(partition, cp.raw, { offset: last.offset + 1, id: last.id });
+    metrics.projectedRecords.inc({ path: "durable" }, entries.length);
+    return entries.length;
+  }
+
+  private fail(partition: number, why: string): number {
+    this.failure = new FailedPreconditionError(`session projection stopped on partition ${partition}: ${why}`, { partition });
+    this.say(this.failure.message);
+    this.opts.onError?.(this.failure);
+    return 0;
+  }
+
+  /** The low-latency path: project records right after they were appended (same script). */
+  async projectRecords(records: readonly DispatchRecord[]): Promise<number> {
+    const n = await this.writer.project(records);
+    metrics.projectedRecords.inc({ path: "low_latency" }, records.length);
+    return n;
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    await this.running.catch(() => {});
+    await Promise.all([...this.partitionLocks.values()].map((p) => p.catch(() => 0)));
+  }
+}

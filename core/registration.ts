@@ -1,0 +1,114 @@
+import { decodeRegistration, type ConversationStateAuthority, type RegistrationItem } from "./authority.js";
+import { COMMIT_BUCKET_COUNT } from "./bucket.js";
+import type { KeySpace } from "./keys.js";
+import { callScript } from "./lua.js";
+import { metrics } from "./metrics.js";
+import type { RedisStore } from "./store.js";
+
+export interface RegistrationOptions {
+  /** Items read from the head of one queue per step. */
+  batchSize?: number;
+  intervalMs?: number;
+  onError?: (err: unknown) => void;
+  /**
+   * Runs after the authority accepted a batch and before its items are popped. Tests use it to
+   * kill the process at the worst moment; nothing else should.
+   */
+  afterAuthorityWrite?: (items: RegistrationItem[]) => Promise<void> | void;
+}
+
+/**
+ * The registration task (ADR-0021 §4): reads pending registrations from the head of each user
+ * bucket's `ucs_pending` queue, writes them to the authority in one batch, then pops exactly the
+ * heads equal to what it wrote (lua/popRegistered-1.lua). A crash between the write and the pop
+ * writes the same items again on the next pass, which the authority absorbs; several tasks on
+ * several servers may run at once.
+ */
+export class RegistrationTask {
+  private readonly batchSize: number;
+  private stopped = true;
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<unknown> = Promise.resolve();
+
+  constructor(
+    private readonly store: RedisStore,
+    private readonly keys: KeySpace,
+    readonly authority: ConversationStateAuthority,
+    private readonly opts: RegistrationOptions = {},
+  ) {
+    this.batchSize = opts.batchSize ?? 256;
+  }
+
+  /** One batch from one user bucket's queue; returns the items popped. */
+  async drainBucket(bucket: number): Promise<number> {
+    const key = this.keys.ucsPending(bucket);
+    const client = this.store.clientForKey(key);
+    const raw = await client.lrange(key, 0, this.batchSize - 1);
+    if (raw.length === 0) return 0;
+    const items = raw.map(decodeRegistration);
+    try {
+      await this.authority.register(items);
+    } catch (err) {
+      metrics.ucsFailures.inc();
+      throw err;
+    }
+    await this.opts.afterAuthorityWrite?.(items);
+    const [popped] = await callScript(client, "popRegistered", [key], raw);
+    metrics.ucsWritten.inc(Number(popped));
+    return Number(popped);
+  }
+
+  /** Drains every queue until empty (or until a pass pops nothing); returns the items popped. */
+  async drainAll(): Promise<number> {
+    let total = 0;
+    let pending = Array.from({ length: COMMIT_BUCKET_COUNT }, (_, b) => b);
+    while (pending.length > 0) {
+      const depths = await this.depthsOf(pending);
+      pending = pending.filter((_, i) => depths[i]! > 0);
+      if (pending.length === 0) break;
+      const done = await Promise.all(pending.map((b) => this.drainBucket(b)));
+      const popped = done.reduce((a, n) => a + n, 0);
+      total += popped;
+      // another task popped what we wrote: go round again, the queues changed under us
+      if (popped === 0 && done.length > 0) await new Promise((r) => setTimeout(r, 10));
+    }
+    return total;
+  }
+
+  private async depthsOf(buckets: number[]): Promise<number[]> {
+    return Promise.all(buckets.map((b) => {
+      const key = this.keys.ucsPending(b);
+      return this.store.clientForKey(key).llen(key);
+    }));
+  }
+
+  /** Queue depth summed per Redis instance (index into the configured instances; one entry on a Cluster). */
+  async depthPerInstance(): Promise<{ instance: number; depth: number }[]> {
+    const depths = await this.depthsOf(Array.from({ length: COMMIT_BUCKET_COUNT }, (_, b) => b));
+    const clients = this.store.clients();
+    const out = clients.map((_, instance) => ({ instance, depth: 0 }));
+    depths.forEach((d, b) => {
+      const c = this.store.clientForKey(this.keys.ucsPending(b));
+      out[clients.indexOf(c)]!.depth += d;
+    });
+    return out;
+  }
+
+  start(): void {
+    if (!this.stopped) return;
+    this.stopped = false;
+    const tick = () => {
+      if (this.stopped) return;
+      this.running = this.drainAll()
+        .catch((err: unknown) => this.opts.onError?.(err))
+        .finally(() => { if (!this.stopped) this.timer = setTimeout(tick, this.opts.intervalMs ?? 500); });
+    };
+    tick();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    await this.running.catch(() => {});
+  }
+}

@@ -1,0 +1,112 @@
+import type { ConversationStateAuthority } from "./authority.js";
+import type { ConversationSummary, Engine } from "./engine.js";
+import type { ProjectionEpoch } from "./epoch.js";
+import { InvalidArgumentError } from "./errors.js";
+import { hexToUuid, parseUuid, uuidToHex, type Uuid } from "./ids.js";
+import { pipelineScript } from "./lua.js";
+import { metrics } from "./metrics.js";
+
+export interface SessionListRequest {
+  tenant: string;
+  user: string;
+  /** Conversations per page (session_list_page_limit); default 50, at most 200. */
+  limit?: number;
+  /** Every conversation of the user, in pages of 500 internally (drills; ≤ 5,000 per user). */
+  all?: boolean;
+}
+
+export interface SessionList {
+  tenant: Uuid;
+  user: Uuid;
+  /** The projection epoch the list was served at. */
+  epoch: number;
+  /** True when this pull merged the user's set back from the authority first. */
+  rebuilt: boolean;
+  /** Conversations in the user's projection. */
+  total: number;
+  /** The page: last_activity_id DESC, then conversation_id ASC (spec 002 §2.2, §6.9.3). */
+  sessions: ConversationSummary[];
+  /** Conversations of the page the user may not see (no interval for them; normally 0). */
+  hidden: number;
+}
+
+export const SESSION_PAGE_LIMIT = 200;
+
+/** last_activity_id DESC (the head's UUIDv7 message id; no head sorts last), then conversation_id ASC. */
+export function compareSessions(a: ConversationSummary, b: ConversationSummary): number {
+  const la = a.head?.messageId ?? "";
+  const lb = b.head?.messageId ?? "";
+  if (la !== lb) return la < lb ? 1 : -1;
+  return a.group < b.group ? -1 : a.group > b.group ? 1 : 0;
+}
+
+/**
+ * A user's conversation list (spec 002 §2.2): one page from `convs:{user}`, the head and the
+ * definitional unread of each conversation in one pipelined round trip, exact order. Before the
+ * read, a user whose epoch mark is behind the projection epoch gets their set merged back from
+ * the authority with ZADD GT (ADR-0021 §4: per user, lazily, never a table scan).
+ */
+export class SessionService {
+  constructor(
+    private readonly engine: Engine,
+    readonly authority: ConversationStateAuthority,
+    readonly epoch: ProjectionEpoch,
+  ) {}
+
+  private userKeys(tenant: Uuid, user: Uuid) {
+    return this.engine.keys.user(tenant, user);
+  }
+
+  /** Rebuilds the user's set from the authority when their mark is behind (or `force`). */
+  async rebuildUser(tenantIn: string, userIn: string, opts: { force?: boolean } = {}): Promise<{ epoch: number; rebuilt: boolean; merged: number; mark: number }> {
+    const tenant = parseUuid(tenantIn, "tenant");
+    const user = parseUuid(userIn, "user");
+    const k = this.userKeys(tenant, user);
+    const client = this.engine.store.clientFor(k.tag);
+    const [epoch, markRaw] = await Promise.all([this.epoch.get(), client.hget(k.epochMarks, k.ref)]);
+    const mark = Number(markRaw ?? "0");
+    if (!opts.force && mark >= epoch) return { epoch, rebuilt: false, merged: 0, mark };
+    const rows = await this.authority.conversations(tenant, user);
+    const p = client.multi();
+    for (let i = 0; i < rows.length; i += 500) {
+      const args: (string | number)[] = [];
+      for (const r of rows.slice(i, i + 500)) args.push(r.firstSeenAt, uuidToHex(r.conversation));
+      p.zadd(k.convs, "GT", ...(args as [number, string]));
+    }
+    // the mark only moves forward: a slower rebuild at an older epoch must not undo a newer one
+    pipelineScript(p, "raiseEpochMark", [k.epochMarks], [k.ref, epoch]);
+    const res = await p.exec();
+    for (const [err] of res ?? []) if (err) throw err;
+    metrics.userRebuilt.inc();
+    return { epoch, rebuilt: true, merged: rows.length, mark: Math.max(mark, epoch) };
+  }
+
+  async listSessions(req: SessionListRequest): Promise<SessionList> {
+    const tenant = parseUuid(req.tenant, "tenant");
+    const user = parseUuid(req.user, "user");
+    const limit = req.limit ?? 50;
+    if (!Number.isSafeInteger(limit) || limit < 1 || limit > SESSION_PAGE_LIMIT) {
+      throw new InvalidArgumentError("limit", `limit must be an integer from 1 to ${SESSION_PAGE_LIMIT}`);
+    }
+    const { epoch, rebuilt } = await this.rebuildUser(tenant, user);
+    const k = this.userKeys(tenant, user);
+    const client = this.engine.store.clientFor(k.tag);
+    const [total, members] = await Promise.all([
+      client.zcard(k.convs),
+      client.zrevrange(k.convs, 0, req.all ? -1 : limit - 1),
+    ]);
+    const groups = members.map(hexToUuid);
+    const summaries: (ConversationSummary | null)[] = [];
+    for (let i = 0; i < groups.length; i += 500) {
+      summaries.push(...(await this.engine.conversationSummaries(tenant, user, groups.slice(i, i + 500))));
+    }
+    const sessions = summaries.filter((s): s is ConversationSummary => s !== null).sort(compareSessions);
+    return { tenant, user, epoch, rebuilt, total, sessions, hidden: summaries.length - sessions.length };
+  }
+
+  /** Drops the user's projection and epoch mark (drills: "the projection was lost"). */
+  async wipeUser(tenant: Uuid, user: Uuid): Promise<void> {
+    const k = this.userKeys(tenant, user);
+    await this.engine.store.clientFor(k.tag).multi().del(k.convs).hdel(k.epochMarks, k.ref).exec();
+  }
+}

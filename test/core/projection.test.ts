@@ -1,0 +1,166 @@
+import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+import { describe, it } from "node:test";
+import {
+  OutboxRelay,
+  ProjectionRefusedError,
+  RedisHashAuthority,
+  RedisStreamsDispatchLog,
+  registry,
+  SessionProjector,
+  ProjectionEpoch,
+  decodeRegistration,
+  type DispatchRecord,
+} from "../../core/index.js";
+import { ALL_TOPOLOGIES } from "../harness/redis.js";
+import { useEngine } from "./fixture.js";
+import { acceptance5, assertListsMatchEngine, buildWorld, newStack } from "./projection-scenarios.js";
+
+async function counter(name: string): Promise<number> {
+  const m = (await registry.getMetricsAsJSON()).find((x) => x.name === name);
+  return (m?.values ?? []).reduce((a, x) => a + Number(x.value), 0);
+}
+
+for (const kind of ALL_TOPOLOGIES) {
+  describe(`session projection on ${kind}`, () => {
+    const fx = useEngine(kind);
+
+    it("every recipient's list holds the group with the engine's head and definitional unread; the authority has each once", async () => {
+      const authority = new RedisHashAuthority(fx.store, fx.engine.keys);
+      const stack = newStack(fx, authority);
+      await stack.start();
+      const w = await buildWorld(fx);
+      const applied = await stack.projector.catchUp();
+      assert.ok(applied > 0);
+      const written = await stack.registration.drainAll();
+      await assertListsMatchEngine(fx, stack, w);
+      let rows = 0;
+      for (const user of w.users) {
+        const set = await authority.conversations(w.tenant, user);
+        const list = await stack.sessions.listSessions({ tenant: w.tenant, user, all: true });
+        assert.deepEqual(set.map((r) => r.conversation).sort(), list.sessions.map((s) => s.group).sort());
+        rows += set.length;
+      }
+      assert.equal(written, rows, "one registration per (user, conversation), however many messages");
+      const status = await stack.status();
+      assert.ok(status.partitions.every((p) => p.verdict === "OK" && p.lag === 0), JSON.stringify(status.partitions));
+      assert.equal(status.pendingPerInstance.reduce((a, p) => a + p.depth, 0), 0);
+      await stack.stop();
+    });
+
+    it("acceptance 5 on the Redis-hash authority: cleared projection + checkpoint over the window → same set and unread", async () => {
+      const { stack } = await acceptance5(fx, () => new RedisHashAuthority(fx.store, fx.engine.keys));
+      await stack.stop();
+    });
+  });
+}
+
+describe("session projection details (single instance)", () => {
+  const fx = useEngine("single");
+
+  it("regression: the low-latency path arriving first registers a conversation exactly once, and the authority reads it back", async () => {
+    const authority = new RedisHashAuthority(fx.store, fx.engine.keys);
+    const stack = newStack(fx, authority);
+    await stack.start();
+    const tenant = fx.tenant();
+    const owner = randomUUID();
+    const members = [randomUUID(), randomUUID()];
+    const { group } = await fx.engine.createGroup({ tenant, owner, members });
+    for (let i = 0; i < 5; i++) await fx.engine.send({ tenant, group, sender: owner, text: `m${i}` });
+    // capture what the relay appends and hand it to the low-latency path before the durable one
+    const captured: DispatchRecord[] = [];
+    const relay = new OutboxRelay(fx.store, fx.engine.keys, fx.log, {
+      onAppended: (records) => { captured.push(...records); },
+    });
+    await relay.drainAll();
+    assert.equal(captured.length, 5);
+    const pendingBefore = await counter("qim_session_conversation_state_pending_total");
+    await stack.lowLatency(captured);
+    assert.equal(await counter("qim_session_conversation_state_pending_total") - pendingBefore, 3, "one registration per member");
+    await stack.projector.catchUp();
+    await stack.lowLatency(captured);
+    assert.equal(await counter("qim_session_conversation_state_pending_total") - pendingBefore, 3, "neither path registers it again");
+    const queued = (await Promise.all(Array.from({ length: 256 }, (_, b) => fx.store.clientForKey(fx.engine.keys.ucsPending(b)).lrange(fx.engine.keys.ucsPending(b), 0, -1)))).flat()
+      .map(decodeRegistration).filter((i) => i.conversation === group);
+    assert.deepEqual(queued.map((i) => i.user).sort(), [owner, ...members].sort());
+    await stack.registration.drainAll();
+    for (const user of [owner, ...members]) {
+      const rows = await authority.conversations(tenant, user);
+      assert.deepEqual(rows.map((r) => r.conversation), [group]);
+    }
+    await stack.stop();
+  });
+
+  it("the list is ordered by last_activity_id DESC then conversation_id ASC, and limit cuts it", async () => {
+    const stack = newStack(fx, new RedisHashAuthority(fx.store, fx.engine.keys));
+    await stack.start();
+    const tenant = fx.tenant();
+    const user = randomUUID();
+    const groups = [];
+    for (let i = 0; i < 5; i++) {
+      const { group } = await fx.engine.createGroup({ tenant, owner: user });
+      groups.push(group);
+    }
+    // the oldest group gets the newest message
+    for (const g of [...groups].reverse()) await fx.engine.send({ tenant, group: g, sender: user, text: "x" });
+    await fx.engine.send({ tenant, group: groups[4]!, sender: user, text: "newest" });
+    await fx.relay.drainAll();
+    await stack.projector.catchUp();
+    const list = await stack.sessions.listSessions({ tenant, user, limit: 200 });
+    assert.deepEqual(list.sessions.map((s) => s.group), [groups[4], groups[0], groups[1], groups[2], groups[3]]);
+    const ids = list.sessions.map((s) => s.head!.messageId);
+    assert.deepEqual([...ids].sort().reverse(), ids);
+    const page = await stack.sessions.listSessions({ tenant, user, limit: 2 });
+    assert.equal(page.sessions.length, 2);
+    assert.equal(page.total, 5);
+    await assert.rejects(stack.sessions.listSessions({ tenant, user, limit: 0 }), /limit/);
+    await assert.rejects(stack.sessions.listSessions({ tenant, user: "nope", limit: 5 }), /user/);
+    await stack.stop();
+  });
+
+  it("start-up: beyond the high watermark refuses with a clear line and changes nothing", async () => {
+    const stack = newStack(fx, new RedisHashAuthority(fx.store, fx.engine.keys));
+    await stack.start();
+    await buildWorld(fx, 3, 1);
+    await stack.projector.catchUp();
+    await stack.stop();
+    const key = fx.engine.keys.dispatchCheckpoint("dispatch", 0);
+    const client = fx.store.clientForKey(key);
+    const saved = await client.hget(key, "pos");
+    await client.hset(key, "pos", "999999|99999999999999-0");
+    const epochBefore = await stack.epoch.get();
+    const lines: string[] = [];
+    const again = newStack(fx, new RedisHashAuthority(fx.store, fx.engine.keys), lines);
+    await assert.rejects(again.start(), (err: unknown) => err instanceof ProjectionRefusedError && /partition 0 BEYOND_HIGH/.test(err.message));
+    assert.ok(lines.some((l) => /partition 0 BEYOND_HIGH: checkpoint 999999 is beyond the high watermark/.test(l)), lines.join("\n"));
+    assert.equal(await stack.epoch.get(), epochBefore);
+    assert.equal(await client.hget(key, "pos"), "999999|99999999999999-0", "the refused start moved nothing");
+    await client.hset(key, "pos", saved!);
+  });
+
+  it("start-up: a log whose identity differs refuses to start", async () => {
+    const other = new RedisStreamsDispatchLog(fx.store, fx.engine.keys, { clusterId: "test", topicId: "dispatch", partitionCount: 5 });
+    const lines: string[] = [];
+    const projector = new SessionProjector(fx.store, fx.engine.keys, other, new ProjectionEpoch(fx.store, fx.engine.keys), { log: (l) => lines.push(l) });
+    await assert.rejects(projector.start(), (err: unknown) => err instanceof ProjectionRefusedError && /IDENTITY_MISMATCH/.test(err.message));
+    assert.ok(lines.some((l) => /IDENTITY_MISMATCH: the log records cluster_id=test topic_id=dispatch partition_count=4, this process expects .*partition_count=5/.test(l)), lines.join("\n"));
+  });
+
+  it("a checkpoint lost at runtime with a trimmed log bumps the epoch and continues from the low watermark", async () => {
+    const lines: string[] = [];
+    const stack = newStack(fx, new RedisHashAuthority(fx.store, fx.engine.keys), lines);
+    await stack.start();
+    await buildWorld(fx, 3, 2);
+    await stack.projector.catchUp();
+    await fx.log.trim(Date.now() + 1);
+    await stack.projector.wipeCheckpoints();
+    const before = await stack.epoch.get();
+    await stack.projector.catchUp();
+    const after = await stack.epoch.get();
+    const trimmedPartitions = (await stack.projector.audit()).filter((a) => a.low > 0).length;
+    assert.equal(after - before, trimmedPartitions, "one bump per partition that had lost records");
+    assert.ok((await stack.projector.audit()).every((a) => a.verdict === "OK"));
+    assert.ok(lines.some((l) => /NO_CHECKPOINT with low watermark \d+: epoch bumped/.test(l)));
+    await stack.stop();
+  });
+});

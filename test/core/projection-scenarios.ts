@@ -4,7 +4,9 @@
  * under test, and the checks of spec 000 acceptance 5.
  */
 import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
+import { fileURLToPath } from "node:url";
 import {
   ProjectionStack,
   type ConversationStateAuthority,
@@ -129,4 +131,85 @@ export async function acceptance5(fx: EngineFixture, makeAuthority: () => Conver
     assert.equal(again.rebuilt, false, "rebuilt once per epoch");
   }
   return { world: w, stack: second };
+}
+
+/**
+ * A registration task killed (SIGKILL, a real child process) between the authority write and the
+ * queue pop loses nothing and duplicates nothing visible: a new task writes the same items again,
+ * the authority keeps one row per (user, conversation), the queues drain, and the rebuild drill
+ * afterwards reports no difference.
+ */
+export async function registrationCrash(
+  fx: EngineFixture,
+  makeAuthority: () => ConversationStateAuthority,
+  childAuthority: "redis-hash" | { contactPoints: string[]; keyspace: string },
+): Promise<void> {
+  const authority = makeAuthority();
+  const stack = newStack(fx, authority);
+  await stack.start();
+  const w = await buildWorld(fx, 5, 3);
+  await stack.projector.catchUp();
+  const queued = async () => {
+    let n = 0;
+    for (let b = 0; b < 256; b++) n += await fx.store.clientForKey(fx.engine.keys.ucsPending(b)).llen(fx.engine.keys.ucsPending(b));
+    return n;
+  };
+  const pending = await queued();
+  assert.ok(pending > 0, "registrations are pending");
+
+  const child = spawn(process.execPath, [
+    fileURLToPath(new URL("./registration-child.js", import.meta.url)),
+    JSON.stringify({ topology: fx.topology.config, keyPrefix: fx.engine.keys.prefix, authority: childAuthority }),
+  ], { stdio: ["ignore", "pipe", "inherit"] });
+  let out = "";
+  child.stdout.on("data", (d: Buffer) => { out += d.toString(); });
+  const [code, signal] = await new Promise<[number | null, string | null]>((resolve) => child.on("exit", (c, s) => resolve([c, s])));
+  assert.equal(signal, "SIGKILL", `the child died by SIGKILL (code ${code}, out ${out})`);
+  const wrote = Number(/wrote (\d+)/.exec(out)?.[1]);
+  assert.ok(wrote > 0, "it wrote a batch before dying");
+  assert.equal(await queued(), pending, "nothing was popped: the killed task's batch is still queued");
+
+  const written = await stack.registration.drainAll();
+  assert.equal(written, pending, "the next task writes every queued item, the killed batch included");
+  assert.equal(await queued(), 0);
+  for (const user of w.users) {
+    const rows = await authority.conversations(w.tenant, user);
+    const ids = rows.map((r) => r.conversation);
+    assert.equal(new Set(ids).size, ids.length, `one row per conversation for ${user}`);
+    const list = await stack.sessions.listSessions({ tenant: w.tenant, user, all: true });
+    assert.deepEqual(ids.sort(), list.sessions.map((s) => s.group).sort(), `the authority holds ${user}'s whole set`);
+  }
+  const report = await stack.drill.run({ users: w.users.map((user) => ({ tenant: w.tenant, user })), wipe: "both", by: "test" });
+  assert.deepEqual(report.differences, []);
+  assert.equal(report.ok, true);
+  assert.equal(report.usersRebuilt, w.users.length);
+  await stack.stop();
+}
+
+/**
+ * The drill compares field by field: a clean run reports nothing; a row removed from the
+ * authority makes it report that user and conversation ("presence", before true, after false).
+ */
+export async function drillCatchesCorruption(fx: EngineFixture, makeAuthority: () => ConversationStateAuthority): Promise<void> {
+  const authority = makeAuthority();
+  const stack = newStack(fx, authority);
+  await stack.start();
+  const w = await buildWorld(fx, 4, 2);
+  await stack.projector.catchUp();
+  const progress: string[] = [];
+  const clean = await stack.drill.run({ sample: 1000, wipe: "projection", by: "test", onProgress: (p) => progress.push(p.phase) });
+  assert.equal(clean.ok, true, JSON.stringify(clean.differences));
+  assert.ok(clean.users >= w.users.length, "the sample reaches every user of the world");
+  assert.ok(clean.conversationsBefore > 0);
+  assert.equal(clean.conversationsAfter, clean.conversationsBefore);
+  assert.equal(clean.epochAfter, clean.epochBefore + 1);
+  for (const phase of ["prepare", "record", "wipe", "bump", "rebuild", "done"]) assert.ok(progress.includes(phase), phase);
+
+  const victim = w.users[1]!;
+  const [row] = await authority.conversations(w.tenant, victim);
+  await authority.remove(w.tenant, victim, [row!.conversation]);
+  const bad = await stack.drill.run({ users: [{ tenant: w.tenant, user: victim }], wipe: "projection", by: "test" });
+  assert.equal(bad.ok, false);
+  assert.deepEqual(bad.differences.map((d) => [d.user, d.conversation, d.field, d.before, d.after]), [[victim, row!.conversation, "presence", true, false]]);
+  await stack.stop();
 }

@@ -14,7 +14,7 @@ import {
 } from "../../core/index.js";
 import { ALL_TOPOLOGIES } from "../harness/redis.js";
 import { useEngine } from "./fixture.js";
-import { acceptance5, assertListsMatchEngine, buildWorld, newStack } from "./projection-scenarios.js";
+import { acceptance5, assertListsMatchEngine, buildWorld, drillCatchesCorruption, newStack, registrationCrash } from "./projection-scenarios.js";
 
 async function counter(name: string): Promise<number> {
   const m = (await registry.getMetricsAsJSON()).find((x) => x.name === name);
@@ -89,6 +89,14 @@ describe("session projection details (single instance)", () => {
       assert.deepEqual(rows.map((r) => r.conversation), [group]);
     }
     await stack.stop();
+  });
+
+  it("a registration task killed between the authority write and the pop loses and duplicates nothing (Redis-hash)", async () => {
+    await registrationCrash(fx, () => new RedisHashAuthority(fx.store, fx.engine.keys), "redis-hash");
+  });
+
+  it("the rebuild drill reports nothing on a clean run and names the user and conversation of a removed authority row", async () => {
+    await drillCatchesCorruption(fx, () => new RedisHashAuthority(fx.store, fx.engine.keys));
   });
 
   it("the list is ordered by last_activity_id DESC then conversation_id ASC, and limit cuts it", async () => {

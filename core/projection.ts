@@ -3,8 +3,8 @@ import type { DispatchIdentity, DispatchLog, DispatchRecord, LogPosition, Waterm
 import { compareStreamIds, LOG_START } from "./dispatch-log.js";
 import type { ProjectionEpoch } from "./epoch.js";
 import { FailedPreconditionError } from "./errors.js";
-import { uuidToHex } from "./ids.js";
-import type { KeySpace } from "./keys.js";
+import { uuidToHex, type Uuid } from "./ids.js";
+import type { KeySpace, UserKeys } from "./keys.js";
 import { callScript, luaStatus, type RedisClient } from "./lua.js";
 import { metrics } from "./metrics.js";
 import type { RedisStore } from "./store.js";
@@ -27,6 +27,21 @@ const MAX_ENTRIES_PER_CALL = 512;
 export class ProjectionWriter {
   constructor(private readonly store: RedisStore, private readonly keys: KeySpace) {}
 
+  // a user's key names need a blake3 of (tenant, user); a 500-member group's message would hash
+  // 500 times per record without this
+  private readonly userKeyCache = new Map<string, UserKeys>();
+
+  private userKeys(tenant: Uuid, user: Uuid): UserKeys {
+    const id = tenant + user;
+    let k = this.userKeyCache.get(id);
+    if (!k) {
+      if (this.userKeyCache.size >= 200_000) this.userKeyCache.clear();
+      k = this.keys.user(tenant, user);
+      this.userKeyCache.set(id, k);
+    }
+    return k;
+  }
+
   /** Projects every recipient of every record; returns how many conversations entered a user's set. */
   async project(records: readonly DispatchRecord[]): Promise<number> {
     const groups = new Map<RedisClient | string, { client: RedisClient; keys: string[]; args: string[] }>();
@@ -35,7 +50,7 @@ export class ProjectionWriter {
       const createdAt = entryCreatedAt(r.entry);
       const conv = uuidToHex(r.conversation);
       for (const user of r.recipients) {
-        const uk = this.keys.user(r.tenant, user);
+        const uk = this.userKeys(r.tenant, user);
         const client = this.store.clientFor(uk.tag);
         const id = cluster ? uk.tag : client;
         let g = groups.get(id);

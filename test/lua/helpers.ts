@@ -187,3 +187,20 @@ export function controlRest(messageId: string, sender: string, op: number, targe
   ]);
   return `${messageId}|${sender}|C|0|${CREATED_AT}|qim.membership.v1|${payload.toString("base64")}`;
 }
+
+/** A fresh key prefix, so every test writes keys of its own. */
+export function keyPrefix(): string {
+  return `l${randomUUID().slice(0, 8)}`;
+}
+
+/** `n` random users of `tenant` whose session keys share one `{uNNN}` bucket (one pending queue, one epoch-mark hash). */
+export function usersInOneBucket(tenant: string, n: number): string[] {
+  const first = randomUUID();
+  const bucket = new KeySpace().user(tenant, first).bucket;
+  const out = [first];
+  while (out.length < n) {
+    const u = randomUUID();
+    if (new KeySpace().user(tenant, u).bucket === bucket) out.push(u);
+  }
+  return out;
+}

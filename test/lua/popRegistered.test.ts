@@ -1,0 +1,116 @@
+/**
+ * lua/popRegistered-1.lua: pops exactly the heads of `ucs_pending` equal to the given items, in
+ * order, and stops at the first difference. Returns the number popped.
+ */
+import { randomUUID } from "node:crypto";
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { encodeRegistration } from "../../core/authority.js";
+import { KeySpace } from "../../core/keys.js";
+import { callScript, type RedisClient } from "../../core/lua.js";
+import { dumpKeys } from "../harness/dump.js";
+import { keyPrefix, useRedis } from "./helpers.js";
+
+const fx = useRedis();
+
+/** A user bucket's pending queue under a fresh prefix, and a maker of distinct real items. */
+function queue(): { key: string; client: RedisClient; item: () => string } {
+  const ks = new KeySpace(keyPrefix());
+  const tenant = randomUUID();
+  const key = ks.user(tenant, randomUUID()).ucsPending;
+  let t = 1_700_000_000_000;
+  const item = () => encodeRegistration({ tenant, user: randomUUID(), conversation: randomUUID(), kind: "group", firstSeenAt: t++ });
+  return { key, client: fx.store.clientForKey(key), item };
+}
+
+async function pop(client: RedisClient, key: string, items: string[]): Promise<number> {
+  const reply = await callScript(client, "popRegistered", [key], items);
+  assert.equal(reply.length, 1);
+  return Number(reply[0]);
+}
+
+test("popRegistered: pops exactly the heads equal to the items, in order", async () => {
+  const { key, client, item } = queue();
+  const [a, b, c, d] = [item(), item(), item(), item()];
+  await client.rpush(key, a, b, c, d);
+  assert.equal(await pop(client, key, [a, b]), 2);
+  assert.deepEqual(await client.lrange(key, 0, -1), [c, d]);
+  assert.equal(await pop(client, key, [c, d]), 2);
+  assert.equal(await client.exists(key), 0);
+});
+
+test("popRegistered: stops at the first difference (only the equal prefix is popped)", async () => {
+  const { key, client, item } = queue();
+  const [a, b, c, d, x] = [item(), item(), item(), item(), item()];
+  await client.rpush(key, a, b, c, d);
+  assert.equal(await pop(client, key, [a, x, c]), 1);
+  assert.deepEqual(await client.lrange(key, 0, -1), [b, c, d]);
+
+  // the head itself differs: nothing popped, nothing changed
+  const before = await dumpKeys(client, [key]);
+  assert.equal(await pop(client, key, [c, d]), 0);
+  assert.equal(await pop(client, key, [x]), 0);
+  assert.equal(await dumpKeys(client, [key]), before);
+});
+
+test("popRegistered: an empty queue pops nothing; items beyond the queue's end are not an error", async () => {
+  const { key, client, item } = queue();
+  const [a, b, c] = [item(), item(), item()];
+  assert.equal(await pop(client, key, [a, b]), 0);
+  assert.equal(await client.exists(key), 0);
+
+  await client.rpush(key, a, b);
+  assert.equal(await pop(client, key, []), 0);
+  assert.deepEqual(await client.lrange(key, 0, -1), [a, b]);
+  assert.equal(await pop(client, key, [a, b, c]), 2);
+  assert.equal(await client.exists(key), 0);
+});
+
+test("popRegistered: two tasks that read the same heads: the second pops nothing though newer items are queued", async () => {
+  const { key, client, item } = queue();
+  const [a, b, c, d] = [item(), item(), item(), item()];
+  await client.rpush(key, a, b);
+  const task1 = await client.lrange(key, 0, 9);
+  const task2 = await client.lrange(key, 0, 9);
+  assert.deepEqual(task1, [a, b]);
+  assert.deepEqual(task2, [a, b]);
+  await client.rpush(key, c, d); // registered while both tasks write to the authority
+
+  assert.equal(await pop(client, key, task1), 2);
+  assert.deepEqual(await client.lrange(key, 0, -1), [c, d]);
+  const before = await dumpKeys(client, [key]);
+  assert.equal(await pop(client, key, task2), 0);
+  assert.equal(await dumpKeys(client, [key]), before);
+});
+
+test("popRegistered: a task whose batch is a longer read of the same queue pops nothing once another popped the prefix", async () => {
+  const { key, client, item } = queue();
+  const [a, b, c] = [item(), item(), item()];
+  await client.rpush(key, a, b);
+  const short = await client.lrange(key, 0, 9);
+  await client.rpush(key, c);
+  const long = await client.lrange(key, 0, 9);
+  assert.deepEqual(long, [a, b, c]);
+
+  assert.equal(await pop(client, key, short), 2);
+  // c is at the head now, but the long batch starts with a: c stays for the next pass
+  assert.equal(await pop(client, key, long), 0);
+  assert.deepEqual(await client.lrange(key, 0, -1), [c]);
+});
+
+test("popRegistered: duplicates in the queue are popped one per given item, in order", async () => {
+  const { key, client, item } = queue();
+  const [a, b] = [item(), item()];
+  await client.rpush(key, a, a, b, a);
+  assert.equal(await pop(client, key, [a]), 1);
+  assert.deepEqual(await client.lrange(key, 0, -1), [a, b, a]);
+
+  // [a, a]: the first a is popped, then the head is b: stop
+  assert.equal(await pop(client, key, [a, a]), 1);
+  assert.deepEqual(await client.lrange(key, 0, -1), [b, a]);
+
+  await client.del(key);
+  await client.rpush(key, a, a, b, a);
+  assert.equal(await pop(client, key, [a, a, b]), 3);
+  assert.deepEqual(await client.lrange(key, 0, -1), [a]);
+});

@@ -289,18 +289,35 @@ export class SessionProjector {
     return { audits, epoch, epochBumped: lost.length > 0 };
   }
 
+  private polling = false;
+  private again = false;
+
+  /**
+   * One background pass at a time: a kick during a pass asks for another pass right after it
+   * (kicks coalesce), otherwise the next pass comes after pollIntervalMs.
+   */
   private schedule(delay: number): void {
     if (this.stopped) return;
+    if (this.polling) {
+      if (delay === 0) this.again = true;
+      return;
+    }
     if (this.timer) clearTimeout(this.timer);
     this.timer = setTimeout(() => {
       this.timer = undefined;
+      this.polling = true;
       this.running = this.catchUp()
         .catch((err: unknown) => this.opts.onError?.(err))
-        .finally(() => { if (!this.stopped && !this.timer) this.schedule(this.pollIntervalMs); });
+        .finally(() => {
+          this.polling = false;
+          const next = this.again ? 0 : this.pollIntervalMs;
+          this.again = false;
+          if (!this.failure) this.schedule(next);
+        });
     }, delay);
   }
 
-  /** Polls soon (the relay calls this after an append). */
+  /** Polls soon (the low-latency path calls this after projecting what the relay appended). */
   kick(): void {
     if (!this.stopped && !this.failure) this.schedule(0);
   }

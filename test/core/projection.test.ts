@@ -4,6 +4,7 @@ import { describe, it } from "node:test";
 import {
   OutboxRelay,
   ProjectionRefusedError,
+  ProjectionStack,
   RedisHashAuthority,
   RedisStreamsDispatchLog,
   registry,
@@ -96,7 +97,38 @@ describe("session projection details (single instance)", () => {
   });
 
   it("the rebuild drill reports nothing on a clean run and names the user and conversation of a removed authority row", async () => {
-    await drillCatchesCorruption(fx, () => new RedisHashAuthority(fx.store, fx.engine.keys));
+    await drillCatchesCorruption(fx, () => new RedisHashAuthority(fx.store, fx.engine.keys), true);
+  });
+
+  it("running in the background, wired to the relay: checkpoints reach the high watermark and the authority fills by themselves", async () => {
+    const authority = new RedisHashAuthority(fx.store, fx.engine.keys);
+    const lines: string[] = [];
+    const stack = new ProjectionStack(fx.engine, fx.log, authority, {
+      projector: { pollIntervalMs: 50 }, registration: { intervalMs: 50 }, retentionMs: 0,
+      log: (l) => lines.push(l), onError: (e) => lines.push(`error: ${(e as Error).message}`),
+    });
+    await stack.start();
+    const relay = new OutboxRelay(fx.store, fx.engine.keys, fx.log, { onAppended: stack.lowLatency });
+    relay.start(50);
+    const tenant = fx.tenant();
+    const users = [randomUUID(), randomUUID(), randomUUID()];
+    const { group } = await fx.engine.createGroup({ tenant, owner: users[0]!, members: users.slice(1) });
+    for (let i = 0; i < 20; i++) await fx.engine.send({ tenant, group, sender: users[i % 3]!, text: `bg ${i}` });
+    let settled = false;
+    for (let attempt = 0; attempt < 400 && !settled; attempt++) {
+      await new Promise((r) => setTimeout(r, 25));
+      const st = await stack.status();
+      const rows = await Promise.all(users.map((u) => authority.conversations(tenant, u)));
+      settled = st.partitions.every((p) => p.lag === 0) && st.pendingPerInstance.every((p) => p.depth === 0) && rows.every((r) => r.length === 1);
+    }
+    assert.ok(settled, `projection and registration caught up (${lines.join("; ")})`);
+    for (const user of users) {
+      const list = await stack.sessions.listSessions({ tenant, user });
+      assert.deepEqual(list.sessions.map((s) => s.group), [group]);
+    }
+    assert.deepEqual(lines.filter((l) => l.startsWith("error")), []);
+    await relay.stop();
+    await stack.stop();
   });
 
   it("the list is ordered by last_activity_id DESC then conversation_id ASC, and limit cuts it", async () => {

@@ -7,11 +7,17 @@
 // runs if it matches any of them. The spec reporter streams to the console, a TAP copy goes to a
 // temp file whose summary gives the final line "N passed, N failed[, N skipped]".
 // Exit status is non-zero if node failed, any test failed/was cancelled, or no test ran.
+//
+// Cassandra: when a selected file's path contains "cassandra" and QIM_TEST_CASSANDRA is not set,
+// ONE single-node Cassandra is started for the whole run (dist/test/harness/cassandra.js; the
+// jars are fetched first if not cached) and passed to the tests as QIM_TEST_CASSANDRA=host:port;
+// it is stopped once node --test has exited, whatever the outcome. If it cannot start, the run
+// fails. (A test file not so named still gets one through sharedCassandra(), per process.)
 import { spawn } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, existsSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const testRoot = path.join(root, "dist", "test");
@@ -40,6 +46,40 @@ if (files.length === 0) {
   process.exit(1);
 }
 
+// Ctrl+C reaches the whole process group; let the child wind down (and its redis-servers with
+// it) instead of dying first and leaving it orphaned. Cassandra (detached, own process group)
+// is stopped below once the child has exited.
+let interrupted = null;
+const ignore = (sig) => {
+  interrupted ??= sig;
+};
+process.on("SIGINT", ignore);
+process.on("SIGTERM", ignore);
+
+const childEnv = { ...process.env };
+let cassandraNode = null;
+if (files.some((f) => f.includes("cassandra")) && !process.env.QIM_TEST_CASSANDRA) {
+  const started = Date.now();
+  try {
+    const harness = await import(pathToFileURL(path.join(root, "dist", "test", "harness", "cassandra.js")).href);
+    cassandraNode = await harness.startCassandra();
+  } catch (err) {
+    console.error(`cannot start Cassandra for the tests: ${err instanceof Error ? err.message : String(err)}`);
+    console.log("no test ran");
+    console.log("0 passed, 0 failed");
+    process.exit(1);
+  }
+  if (interrupted) {
+    // Ctrl+C while it was starting: no test run.
+    await cassandraNode.stop();
+    console.log(`interrupted (${interrupted}) while starting Cassandra`);
+    console.log("0 passed, 0 failed");
+    process.exit(1);
+  }
+  childEnv.QIM_TEST_CASSANDRA = cassandraNode.contactPoint;
+  console.log(`cassandra ${cassandraNode.version} ready on ${cassandraNode.contactPoint} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+}
+
 const tmp = mkdtempSync(path.join(os.tmpdir(), "qim-tests-"));
 const tapFile = path.join(tmp, "report.tap");
 const args = [
@@ -52,20 +92,21 @@ const args = [
   ...files,
 ];
 
-// Ctrl+C reaches the whole process group; let the child wind down (and its redis-servers with
-// it) instead of dying first and leaving it orphaned.
-const ignore = () => {};
-process.on("SIGINT", ignore);
-process.on("SIGTERM", ignore);
-
-const child = spawn(process.execPath, args, { cwd: root, stdio: ["ignore", "inherit", "inherit"] });
-const { code, signal } = await new Promise((resolve) => {
-  child.on("error", (err) => {
-    console.error(`cannot run node --test: ${err.message}`);
-    resolve({ code: 1, signal: null });
-  });
-  child.on("exit", (code, signal) => resolve({ code, signal }));
-});
+let code = 1;
+let signal = null;
+try {
+  const child = spawn(process.execPath, args, { cwd: root, env: childEnv, stdio: ["ignore", "inherit", "inherit"] });
+  ({ code, signal } = await new Promise((resolve) => {
+    child.on("error", (err) => {
+      console.error(`cannot run node --test: ${err.message}`);
+      resolve({ code: 1, signal: null });
+    });
+    child.on("exit", (code, signal) => resolve({ code, signal }));
+  }));
+} finally {
+  // Graceful (SIGTERM, a few seconds); the harness's 'exit' hook SIGKILLs it should this throw.
+  if (cassandraNode) await cassandraNode.stop();
+}
 
 let tap = "";
 try {

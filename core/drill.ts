@@ -1,6 +1,7 @@
 import { randomInt } from "node:crypto";
 import type { Engine } from "./engine.js";
-import { InvalidArgumentError } from "./errors.js";
+import { FailedPreconditionError, InvalidArgumentError } from "./errors.js";
+import { callScript } from "./lua.js";
 import { hexToUuid, newMessageId, parseUuid, type Uuid } from "./ids.js";
 import type { SessionProjector } from "./projection.js";
 import type { RegistrationTask } from "./registration.js";
@@ -79,11 +80,17 @@ function snapshot(list: SessionList): Snapshot {
 
 const MAX_DRILL_USERS = 10_000;
 
+/** A drill holds its lock at most this long (a crashed drill's lock expires by itself). */
+const DRILL_LOCK_MS = 30 * 60 * 1000;
+
 /**
  * `qimctl drill rebuild` (DESIGN: what CI runs): record sampled users' conversation sets and
  * per-conversation definitional unread, wipe what it is told to, bump the epoch, let each user's
  * list be rebuilt on its pull, and compare field by field. Run it on a quiet system: messages
- * arriving during the drill change unread counts and show up as differences.
+ * arriving during the drill change unread counts and show up as differences. Only `projection`
+ * (or `both` once the log no longer holds the users' records) tests the authority: after a
+ * checkpoint wipe the consumer replays what the log still retains into the projection, which
+ * brings back a conversation even when its authority row is missing.
  */
 export class RebuildDrill {
   constructor(
@@ -136,6 +143,22 @@ export class RebuildDrill {
       users = await this.sampleUsers(n);
     }
 
+    // one drill at a time across every server of this engine: two would wipe each other's users
+    const lockKey = this.engine.keys.drillLock();
+    const lockClient = this.engine.store.clientForKey(lockKey);
+    if ((await lockClient.set(lockKey, drillId, "PX", DRILL_LOCK_MS, "NX")) !== "OK") {
+      const holder = await lockClient.get(lockKey);
+      throw new FailedPreconditionError(`another rebuild drill is running (${holder ?? "just finished"}); try again when it is done`, { runningDrill: holder });
+    }
+    try {
+      return await this.runLocked(drillId, startedAt, users, opts, progress);
+    } finally {
+      await callScript(lockClient, "releaseLock", [lockKey], [drillId]).catch(() => {});
+    }
+  }
+
+  private async runLocked(drillId: Uuid, startedAt: string, users: DrillUser[], opts: DrillOptions,
+    progress: (phase: DrillPhase, done: number, total: number, message: string) => void): Promise<DrillReport> {
     progress("prepare", 0, 2, "catching the projection up and flushing pending registrations");
     await this.projector.catchUp();
     progress("prepare", 1, 2, "flushing pending registrations to the authority");

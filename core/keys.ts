@@ -112,6 +112,11 @@ export class KeySpace {
     return `${this.prefix}:${GLOBAL_TAG}:session_projection:epoch_log`;
   }
 
+  /** Held by the one rebuild drill running against this engine (token = drill id, expires). */
+  drillLock(): string {
+    return `${this.prefix}:${GLOBAL_TAG}:drill:lock`;
+  }
+
   /** The projection consumer's checkpoint of one partition, bound to the log's identity. */
   dispatchCheckpoint(topic: string, partition: number): string {
     return `${this.prefix}:${partitionTag(partition)}:ckpt:${topic}:${partition}`;

@@ -29,6 +29,7 @@ export const SCRIPT_NAMES = [
   "advanceCheckpoint",
   "bumpEpoch",
   "raiseEpochMark",
+  "releaseLock",
 ] as const;
 export type ScriptName = (typeof SCRIPT_NAMES)[number];
 

@@ -266,7 +266,8 @@ export class SessionProjector {
     await this.log.ensureIdentity();
     const audits = await this.audit();
     const refused = audits.filter((a) => a.verdict === "BEYOND_HIGH" || a.verdict === "IDENTITY_MISMATCH");
-    for (const a of audits) if (a.verdict !== "OK") this.say(`partition ${a.partition} ${a.verdict}: ${a.detail}`);
+    // a missing checkpoint over a fully retained log is a first start, not news
+    for (const a of audits) if (a.verdict !== "OK" && !(a.verdict === "NO_CHECKPOINT" && !a.lost)) this.say(`partition ${a.partition} ${a.verdict}: ${a.detail}`);
     if (refused.length > 0) throw new ProjectionRefusedError(audits);
     const lost = audits.filter((a) => a.lost !== null);
     let epoch: number;

@@ -131,6 +131,27 @@ describe("session projection details (single instance)", () => {
     await stack.stop();
   });
 
+  it("only one rebuild drill runs at a time against one engine; the lock is released afterwards", async () => {
+    const stack = newStack(fx, new RedisHashAuthority(fx.store, fx.engine.keys));
+    await stack.start();
+    const w = await buildWorld(fx, 3, 1);
+    await stack.projector.catchUp();
+    const users = w.users.map((user) => ({ tenant: w.tenant, user }));
+    const lock = fx.engine.keys.drillLock();
+    await fx.store.clientForKey(lock).set(lock, "someone-else", "PX", 60_000);
+    await assert.rejects(stack.drill.run({ users, wipe: "projection", by: "test" }), /another rebuild drill is running \(someone-else\)/);
+    await fx.store.clientForKey(lock).del(lock);
+    const [a, b] = await Promise.allSettled([
+      stack.drill.run({ users, wipe: "projection", by: "test" }),
+      stack.drill.run({ users, wipe: "projection", by: "test" }),
+    ]);
+    assert.deepEqual([a.status, b.status].sort(), ["fulfilled", "rejected"]);
+    const report = await stack.drill.run({ users, wipe: "projection", by: "test" });
+    assert.equal(report.ok, true);
+    assert.equal(await fx.store.clientForKey(lock).exists(lock), 0);
+    await stack.stop();
+  });
+
   it("the list is ordered by last_activity_id DESC then conversation_id ASC, and limit cuts it", async () => {
     const stack = newStack(fx, new RedisHashAuthority(fx.store, fx.engine.keys));
     await stack.start();

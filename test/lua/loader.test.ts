@@ -29,6 +29,7 @@ const EXPECTED_KEYS: Record<(typeof SCRIPT_NAMES)[number], number | "n"> = {
   advanceCheckpoint: 1,
   bumpEpoch: 2,
   raiseEpochMark: 1,
+  releaseLock: 1,
 };
 
 const tempDirs: string[] = [];

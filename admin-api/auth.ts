@@ -16,10 +16,13 @@ export interface Principal {
 
 const ALL: readonly Role[] = ROLES;
 const MUTATE: readonly Role[] = ["admin", "operator"];
+const DRILL: readonly Role[] = ["admin", "drill"];
 
 /**
  * Which roles may call which RPC (DESIGN §3): mutations need operator or admin; viewer reads;
- * drill reads and may send messages as a user (drills, demos). An RPC missing here is refused.
+ * drill reads, may send messages as a user (drills, demos) and run the rebuild drill (CI; it
+ * wipes and rebuilds projection state, so it is audited like a mutation, but it may not bump the
+ * epoch or rebuild a user on demand). An RPC missing here is refused.
  */
 export const RPC_ROLES: Readonly<Record<string, readonly Role[]>> = {
   "/qim.admin.v1.GroupService/CreateGroup": MUTATE,
@@ -31,6 +34,12 @@ export const RPC_ROLES: Readonly<Record<string, readonly Role[]>> = {
   "/qim.admin.v1.MessageService/ReadHistory": ALL,
   "/qim.admin.v1.MessageService/ListConversationSummaries": ALL,
   "/qim.admin.v1.AuditService/TailAudit": ["admin", "operator", "viewer"],
+  "/qim.admin.v1.ProjectionService/GetEpoch": ALL,
+  "/qim.admin.v1.ProjectionService/GetStatus": ALL,
+  "/qim.admin.v1.ProjectionService/BumpEpoch": MUTATE,
+  "/qim.admin.v1.ProjectionService/RebuildUser": MUTATE,
+  "/qim.admin.v1.DispatchService/Audit": ALL,
+  "/qim.admin.v1.DrillService/RunRebuildDrill": DRILL,
 };
 
 /** RPCs that change state: audited whatever their outcome. */
@@ -39,6 +48,9 @@ export const MUTATING = new Set([
   "/qim.admin.v1.GroupService/AddMembers",
   "/qim.admin.v1.GroupService/RemoveMembers",
   "/qim.admin.v1.MessageService/SendMessage",
+  "/qim.admin.v1.ProjectionService/BumpEpoch",
+  "/qim.admin.v1.ProjectionService/RebuildUser",
+  "/qim.admin.v1.DrillService/RunRebuildDrill",
 ]);
 
 const INSECURE: Principal = { name: "insecure-dev", role: "admin", fingerprint: "" };

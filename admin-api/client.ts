@@ -1,17 +1,29 @@
 import * as grpc from "@grpc/grpc-js";
 import { AuditServiceClient } from "./gen/qim/admin/v1/audit.js";
+import { DispatchServiceClient } from "./gen/qim/admin/v1/dispatch.js";
+import { DrillServiceClient } from "./gen/qim/admin/v1/drill.js";
 import { GroupServiceClient } from "./gen/qim/admin/v1/groups.js";
 import { MessageServiceClient } from "./gen/qim/admin/v1/messages.js";
+import { ProjectionServiceClient } from "./gen/qim/admin/v1/projection.js";
 
 import type { AuditEntry, TailAuditRequest, TailAuditResponse } from "./gen/qim/admin/v1/audit.js";
 import type { HistoryRecord, Member, MembershipEvent } from "./gen/qim/admin/v1/common.js";
 import type { ChangeMembersRequest, CreateGroupRequest, GetGroupRequest, Group, ListMembersRequest, ListMembersResponse, MembershipChange } from "./gen/qim/admin/v1/groups.js";
 import type { ConversationSummary, HistoryPage, ListConversationSummariesRequest, ListConversationSummariesResponse, ReadHistoryRequest, SendMessageRequest, SendMessageResponse } from "./gen/qim/admin/v1/messages.js";
+import type { DispatchAuditRequest, DispatchAuditResponse } from "./gen/qim/admin/v1/dispatch.js";
+import type { DrillDifference, DrillEvent, DrillProgress, DrillReport, DrillUser, RunRebuildDrillRequest } from "./gen/qim/admin/v1/drill.js";
+import type {
+  BumpEpochRequest, EpochBump, EpochInfo, GetEpochRequest, GetProjectionStatusRequest, OffsetRange, PartitionState, PendingQueue, ProjectionStatus,
+  RebuildUserRequest, RebuildUserResponse,
+} from "./gen/qim/admin/v1/projection.js";
 
 export type {
-  AuditEntry, ChangeMembersRequest, ConversationSummary, CreateGroupRequest, GetGroupRequest, Group, HistoryPage, HistoryRecord,
-  ListConversationSummariesRequest, ListConversationSummariesResponse, ListMembersRequest, ListMembersResponse, Member,
-  MembershipChange, MembershipEvent, ReadHistoryRequest, SendMessageRequest, SendMessageResponse, TailAuditRequest, TailAuditResponse,
+  AuditEntry, BumpEpochRequest, ChangeMembersRequest, ConversationSummary, CreateGroupRequest, DispatchAuditRequest, DispatchAuditResponse,
+  DrillDifference, DrillEvent, DrillProgress, DrillReport, DrillUser, EpochBump, EpochInfo, GetEpochRequest, GetGroupRequest,
+  GetProjectionStatusRequest, Group, HistoryPage, HistoryRecord, ListConversationSummariesRequest, ListConversationSummariesResponse,
+  ListMembersRequest, ListMembersResponse, Member, MembershipChange, MembershipEvent, OffsetRange, PartitionState, PendingQueue,
+  ProjectionStatus, ReadHistoryRequest, RebuildUserRequest, RebuildUserResponse, RunRebuildDrillRequest, SendMessageRequest,
+  SendMessageResponse, TailAuditRequest, TailAuditResponse,
 };
 
 export interface ConnectionOptions {
@@ -22,7 +34,10 @@ export interface ConnectionOptions {
   keyPem?: string | Buffer;
   /** Plaintext, for a server started with --insecure-dev. */
   insecure?: boolean;
-  /** Per-call deadline (default 15 s). */
+  /**
+   * Per-call deadline (default 15 s). For the streaming drill it bounds the silence between two
+   * events instead (a drill over many users takes longer than any one deadline).
+   */
   deadlineMs?: number;
 }
 
@@ -36,8 +51,15 @@ function promised<Req, Res>(client: grpc.Client, method: Unary<Req, Res>, deadli
     });
 }
 
+/** What the drill stream rejects with when the server sends nothing for the idle deadline. */
+function idleDeadlineError(ms: number): grpc.ServiceError {
+  return Object.assign(new Error(`no event from the drill for ${ms / 1000} s`), {
+    code: grpc.status.DEADLINE_EXCEEDED, details: `no event from the drill for ${ms / 1000} s`, metadata: new grpc.Metadata(),
+  });
+}
+
 /**
- * A typed client of the admin API: one channel shared by the three services, every call a promise
+ * A typed client of the admin API: one channel shared by every service, every call a promise
  * with a deadline. Failures are grpc ServiceErrors (code, details, metadata qim-error-code /
  * qim-error-field / qim-request-id).
  */
@@ -55,6 +77,10 @@ export function connectAdmin(opts: ConnectionOptions) {
   const channel = groups.getChannel();
   const messages = new MessageServiceClient(opts.endpoint, credentials, { ...channelOptions, channelOverride: channel });
   const audit = new AuditServiceClient(opts.endpoint, credentials, { ...channelOptions, channelOverride: channel });
+  const projection = new ProjectionServiceClient(opts.endpoint, credentials, { ...channelOptions, channelOverride: channel });
+  const dispatch = new DispatchServiceClient(opts.endpoint, credentials, { ...channelOptions, channelOverride: channel });
+  const drill = new DrillServiceClient(opts.endpoint, credentials, { ...channelOptions, channelOverride: channel });
+  const listSummaries = promised(messages, messages.listConversationSummaries as never, deadline) as (r: ListConversationSummariesRequest) => Promise<ListConversationSummariesResponse>;
   return {
     createGroup: promised(groups, groups.createGroup as never, deadline) as (r: CreateGroupRequest) => Promise<Group>,
     getGroup: promised(groups, groups.getGroup as never, deadline) as (r: GetGroupRequest) => Promise<Group>,
@@ -63,12 +89,65 @@ export function connectAdmin(opts: ConnectionOptions) {
     listMembers: promised(groups, groups.listMembers as never, deadline) as (r: ListMembersRequest) => Promise<ListMembersResponse>,
     sendMessage: promised(messages, messages.sendMessage as never, deadline) as (r: SendMessageRequest) => Promise<SendMessageResponse>,
     readHistory: promised(messages, messages.readHistory as never, deadline) as (r: ReadHistoryRequest) => Promise<HistoryPage>,
-    listConversationSummaries: promised(messages, messages.listConversationSummaries as never, deadline) as (r: ListConversationSummariesRequest) => Promise<ListConversationSummariesResponse>,
+    /** `limit` (projection listing only) defaults to 0: the server's page size. */
+    listConversationSummaries: (r: Omit<ListConversationSummariesRequest, "limit"> & { limit?: number }) => listSummaries({ limit: 0, ...r }),
     tailAudit: promised(audit, audit.tailAudit as never, deadline) as (r: TailAuditRequest) => Promise<TailAuditResponse>,
+    getEpoch: promised(projection, projection.getEpoch as never, deadline) as (r: GetEpochRequest) => Promise<EpochInfo>,
+    bumpEpoch: promised(projection, projection.bumpEpoch as never, deadline) as (r: BumpEpochRequest) => Promise<EpochBump>,
+    rebuildUser: promised(projection, projection.rebuildUser as never, deadline) as (r: RebuildUserRequest) => Promise<RebuildUserResponse>,
+    getProjectionStatus: promised(projection, projection.getStatus as never, deadline) as (r: GetProjectionStatusRequest) => Promise<ProjectionStatus>,
+    auditDispatch: promised(dispatch, dispatch.audit as never, deadline) as (r: DispatchAuditRequest) => Promise<DispatchAuditResponse>,
+    /**
+     * Runs a rebuild drill: progress events go to `onProgress`, the promise resolves with the final
+     * report. Fails with DEADLINE_EXCEEDED when the server sends nothing for the deadline (the drill
+     * itself runs on to its end and is audited).
+     */
+    runRebuildDrill(r: RunRebuildDrillRequest, onProgress?: (p: DrillProgress) => void): Promise<DrillReport> {
+      return new Promise((resolve, reject) => {
+        const stream = drill.runRebuildDrill(r, new grpc.Metadata(), {});
+        let report: DrillReport | undefined;
+        let timedOut = false;
+        let timer: NodeJS.Timeout | undefined;
+        const arm = () => {
+          if (timer) clearTimeout(timer);
+          timer = setTimeout(() => { timedOut = true; stream.cancel(); }, deadline);
+        };
+        arm();
+        stream.on("data", (ev: DrillEvent) => {
+          arm();
+          if (ev.event?.$case === "progress") onProgress?.(ev.event.progress);
+          else if (ev.event?.$case === "report") report = ev.event.report;
+        });
+        stream.on("error", (err: grpc.ServiceError) => {
+          clearTimeout(timer);
+          reject(timedOut ? idleDeadlineError(deadline) : err);
+        });
+        // an OK status can arrive before the last data event is delivered: settle once both are in
+        let ok = false;
+        let ended = false;
+        const settle = () => {
+          if (!ok || !ended) return;
+          if (report) resolve(report);
+          else reject(Object.assign(new Error("the drill stream ended without a report"), { code: grpc.status.INTERNAL, details: "the drill stream ended without a report", metadata: new grpc.Metadata() }));
+        };
+        stream.on("status", (s: grpc.StatusObject) => {
+          clearTimeout(timer);
+          ok = s.code === grpc.status.OK; // otherwise "error" has rejected
+          settle();
+        });
+        stream.on("end", () => {
+          ended = true;
+          settle();
+        });
+      });
+    },
     close(): void {
       groups.close();
       messages.close();
       audit.close();
+      projection.close();
+      dispatch.close();
+      drill.close();
     },
   };
 }

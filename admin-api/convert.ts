@@ -1,8 +1,14 @@
-import type { ConversationSummary as CoreSummary, GroupInfo, HistoryPage as CoreHistoryPage, HistoryRecord as CoreRecord, Member as CoreMember, MembershipChangeResult, SendResult } from "../core/index.js";
+import type {
+  ConversationSummary as CoreSummary, DrillProgress as CoreDrillProgress, DrillReport as CoreDrillReport, EpochBump as CoreEpochBump, GroupInfo,
+  HistoryPage as CoreHistoryPage, HistoryRecord as CoreRecord, Member as CoreMember, MembershipChangeResult, PartitionAudit, PartitionStatus,
+  ProjectionStatus as CoreProjectionStatus, SendResult,
+} from "../core/index.js";
 import { opName } from "../core/index.js";
 import type { HistoryRecord, Member } from "./gen/qim/admin/v1/common.js";
+import type { DrillProgress, DrillReport } from "./gen/qim/admin/v1/drill.js";
 import type { Group, MembershipChange } from "./gen/qim/admin/v1/groups.js";
 import type { ConversationSummary, HistoryPage, SendMessageResponse } from "./gen/qim/admin/v1/messages.js";
+import type { EpochBump, PartitionState, ProjectionStatus } from "./gen/qim/admin/v1/projection.js";
 
 /** Core results → admin API messages. Sequence numbers and versions are u64 on the wire. */
 
@@ -86,4 +92,72 @@ export function describeChange(r: MembershipChangeResult): string {
   if (r.outcome === "noop") return `nothing to change; version ${r.version}, ${r.memberCount} members`;
   if (r.outcome === "planned") return `dry run: would ${r.op} ${r.changed.length} user(s) at version ${r.version}; idempotency ${r.idempotencyId}`;
   return `${r.outcome} ${r.op} of ${r.changed.length} user(s) as seq ${r.eventConversationSeq}; version ${r.version}, ${r.memberCount} members`;
+}
+
+export function epochBumpOut(b: CoreEpochBump): EpochBump {
+  return { epoch: u64(b.epoch), reason: b.reason, by: b.by, atMs: u64(b.at) };
+}
+
+/** A partition's audit (dispatch audit) or status (projection status: with checkpointUpdatedAt). */
+export function partitionOut(a: PartitionAudit | PartitionStatus): PartitionState {
+  const updatedAt = "checkpointUpdatedAt" in a ? a.checkpointUpdatedAt : null;
+  return {
+    partition: a.partition,
+    verdict: a.verdict,
+    ...(a.checkpoint !== null ? { checkpoint: u64(a.checkpoint) } : {}),
+    low: u64(a.low),
+    high: u64(a.high),
+    ...(a.lag !== null ? { lag: u64(Math.max(0, a.lag)) } : {}),
+    ...(a.newestMs !== null ? { newestMs: u64(a.newestMs) } : {}),
+    ...(a.lost ? { lost: { from: u64(a.lost.from), to: u64(a.lost.to) } } : {}),
+    detail: a.detail,
+    ...(updatedAt !== null ? { checkpointUpdatedAtMs: u64(updatedAt) } : {}),
+  };
+}
+
+export function projectionStatusOut(s: CoreProjectionStatus): ProjectionStatus {
+  return {
+    epoch: u64(s.epoch),
+    partitions: s.partitions.map(partitionOut),
+    pending: s.pendingPerInstance.map((p) => ({ instance: p.instance, depth: u64(p.depth) })),
+    authority: s.authority,
+    retentionMs: u64(s.retentionMs),
+    ...(s.failure !== null ? { failure: s.failure } : {}),
+  };
+}
+
+export function drillProgressOut(p: CoreDrillProgress): DrillProgress {
+  return { phase: p.phase, done: p.done, total: p.total, message: p.message };
+}
+
+export function drillReportOut(r: CoreDrillReport): DrillReport {
+  return {
+    drillId: r.drillId,
+    startedAt: r.startedAt,
+    finishedAt: r.finishedAt,
+    wipe: r.wipe,
+    scope: r.scope,
+    users: r.users,
+    conversationsBefore: r.conversationsBefore,
+    conversationsAfter: r.conversationsAfter,
+    epochBefore: u64(r.epochBefore),
+    epochAfter: u64(r.epochAfter),
+    registrationsFlushed: r.registrationsFlushed,
+    usersRebuilt: r.usersRebuilt,
+    authority: r.authority,
+    differences: r.differences.map((d) => ({
+      tenant: d.tenant, user: d.user, conversation: d.conversation, field: d.field,
+      beforeJson: JSON.stringify(d.before), afterJson: JSON.stringify(d.after),
+    })),
+    ok: r.ok,
+  };
+}
+
+/** A one-line account of a drill for the audit log: its id, its result, the first differences. */
+export function describeDrill(r: CoreDrillReport): string {
+  const head = `drill ${r.drillId} (wipe ${r.wipe}): ${r.ok ? "ok" : `${r.differences.length} difference(s)`}; ${r.users} users, `
+    + `${r.conversationsBefore} conversations before, ${r.conversationsAfter} after; epoch ${r.epochBefore} -> ${r.epochAfter}; ${r.usersRebuilt} users rebuilt`;
+  if (r.ok) return head;
+  const shown = r.differences.slice(0, 20).map((d) => `${d.user}/${d.conversation} ${d.field} ${JSON.stringify(d.before)} -> ${JSON.stringify(d.after)}`);
+  return `${head}: ${shown.join("; ")}${r.differences.length > shown.length ? `; … ${r.differences.length - shown.length} more` : ""}`;
 }

@@ -1,9 +1,9 @@
 import { readFile } from "node:fs/promises";
 import { topologyFromEnv, type TopologyConfig } from "../core/index.js";
-import type { DaemonSettings } from "./daemon-settings.js";
+import { cassandraSettingsProblem, type DaemonSettings } from "./daemon-settings.js";
 import { startAdminServer, type AdminServer } from "./server.js";
 
-export { DAEMON_DEFAULTS, type DaemonSettings } from "./daemon-settings.js";
+export { DAEMON_DEFAULTS, parseDuration, type DaemonSettings } from "./daemon-settings.js";
 
 export function topologyOf(s: Pick<DaemonSettings, "redis" | "redisCluster">): TopologyConfig {
   if (s.redisCluster) return { kind: "cluster", seeds: s.redisCluster.split(",").map((x) => x.trim()).filter(Boolean) };
@@ -16,6 +16,9 @@ export async function runDaemon(s: DaemonSettings): Promise<AdminServer> {
   if (!s.insecureDev && (!s.tlsCa || !s.tlsCert || !s.tlsKey)) {
     throw new Error("mTLS needs --tls-ca, --tls-cert and --tls-key (create them with `qimctl certs init` and `qimctl certs issue-server`), or --insecure-dev for a development machine");
   }
+  const cassandraProblem = cassandraSettingsProblem(s);
+  if (cassandraProblem) throw new Error(`${cassandraProblem.flag}: ${cassandraProblem.message}`);
+  const contactPoints = (s.cassandraContactPoints ?? "").split(",").map((x) => x.trim()).filter(Boolean);
   const server = await startAdminServer({
     topology: topologyOf(s),
     listen: s.listen,
@@ -24,6 +27,15 @@ export async function runDaemon(s: DaemonSettings): Promise<AdminServer> {
     auditSync: s.auditFsync,
     insecureDev: s.insecureDev,
     dispatch: { clusterId: s.clusterId, topicId: "dispatch", partitionCount: s.partitions },
+    retentionMs: s.dispatchRetentionMs,
+    ...(contactPoints.length > 0 ? {
+      cassandra: {
+        contactPoints,
+        ...(s.cassandraLocalDc ? { localDataCenter: s.cassandraLocalDc } : {}),
+        ...(s.cassandraKeyspace ? { keyspace: s.cassandraKeyspace } : {}),
+        ...(s.cassandraConsistency ? { consistency: s.cassandraConsistency } : {}),
+      },
+    } : {}),
     ...(s.insecureDev ? {} : { tls: { caPem: await readFile(s.tlsCa!), certPem: await readFile(s.tlsCert!), keyPem: await readFile(s.tlsKey!) } }),
   });
   let stopping = false;

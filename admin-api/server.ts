@@ -9,24 +9,38 @@ import { loadSync } from "@grpc/proto-loader";
 import { ReflectionService } from "@grpc/reflection";
 import { HealthImplementation } from "grpc-health-check";
 import {
+  authorityFromEnv,
+  CassandraAuthority,
+  DEFAULT_RETENTION_MS,
   Engine,
+  FailedPreconditionError,
   InvalidArgumentError,
   OutboxRelay,
   parseHostPort,
-  QimError,
+  ProjectionRefusedError,
+  ProjectionStack,
   RedisStore,
   RedisStreamsDispatchLog,
   registry,
+  type CassandraAuthorityOptions,
+  type ConversationStateAuthority,
+  type DrillWipe,
   type EngineOptions,
   type TopologyConfig,
 } from "../core/index.js";
 import { AuditLog, type AuditRecord } from "./audit.js";
-import { allowed, MUTATING, principalOf, type Principal } from "./auth.js";
-import { describeChange, groupOut, historyOut, memberOut, membershipOut, sendOut, summaryOut } from "./convert.js";
+import { allowed, MUTATING, principalOf, type CallWithAuth, type Principal } from "./auth.js";
+import {
+  describeChange, describeDrill, drillProgressOut, drillReportOut, epochBumpOut, groupOut, historyOut, memberOut, membershipOut, partitionOut,
+  projectionStatusOut, sendOut, summaryOut,
+} from "./convert.js";
 import { mapError, toServiceError, type MappedError } from "./errors.js";
 import { AuditServiceService, type AuditServiceServer } from "./gen/qim/admin/v1/audit.js";
+import { DispatchServiceService, type DispatchServiceServer } from "./gen/qim/admin/v1/dispatch.js";
+import { DrillServiceService, type DrillEvent, type DrillServiceServer, type RunRebuildDrillRequest } from "./gen/qim/admin/v1/drill.js";
 import { GroupServiceService, type GroupServiceServer } from "./gen/qim/admin/v1/groups.js";
-import { MessageServiceService, type MessageServiceServer } from "./gen/qim/admin/v1/messages.js";
+import { MessageServiceService, type ListConversationSummariesResponse, type MessageServiceServer } from "./gen/qim/admin/v1/messages.js";
+import { ProjectionServiceService, type ProjectionServiceServer } from "./gen/qim/admin/v1/projection.js";
 
 export interface TlsFiles {
   caPem: string | Buffer;
@@ -54,6 +68,23 @@ export interface AdminServerOptions {
    * every bucket every N ms picks up the rest (other processes, recovery). 0 turns it off.
    */
   relayIntervalMs?: number;
+  /**
+   * The conversation-set authority the session projection is rebuilt from. Default: a
+   * CassandraAuthority from `cassandra` when given, else authorityFromEnv (Cassandra when
+   * QIM_CASSANDRA_CONTACT_POINTS is set, else the Redis-hash development fallback). An authority
+   * passed in is stopped with the server but not closed: its owner closes it.
+   */
+  authority?: ConversationStateAuthority;
+  /** Cassandra settings (the daemon's --cassandra-* flags); the server creates and closes that authority. */
+  cassandra?: CassandraAuthorityOptions;
+  /** Dispatch-log retention in ms (default 1 day); 0 never trims. */
+  retentionMs?: number;
+  /** How often the projection consumer polls every partition when idle (default 250 ms; appends kick it sooner). */
+  projectionPollMs?: number;
+  /**
+   * One line per notable event. A start-up refused by the session projection logs one line per
+   * partition ("session projection: partition N VERDICT: detail") and a last line saying so.
+   */
   log?: (line: string) => void;
 }
 
@@ -63,8 +94,28 @@ export interface AdminServer {
   metricsPort: number | null;
   engine: Engine;
   audit: AuditLog;
+  /** The session projection this server runs (consumer, registration task, drills). */
+  projection: ProjectionStack;
   close(): Promise<void>;
 }
+
+/** Reasons of epoch bumps and drills: one line of text, at most this many characters. */
+export const REASON_MAX_CHARS = 500;
+
+function reasonOf(text: string, required: boolean): string {
+  const reason = text.trim();
+  if (required && reason === "") throw new InvalidArgumentError("reason", `reason is required (1 to ${REASON_MAX_CHARS} characters): say why`);
+  const chars = [...reason].length;
+  if (chars > REASON_MAX_CHARS) throw new InvalidArgumentError("reason", `reason is at most ${REASON_MAX_CHARS} characters, got ${chars}`);
+  // eslint-disable-next-line no-control-regex
+  if (/[\u0000-\u001f\u007f]/.test(reason)) throw new InvalidArgumentError("reason", "reason must be one line of text without control characters");
+  return reason;
+}
+
+const WIPES: readonly string[] = ["projection", "checkpoints", "both"] satisfies readonly DrillWipe[];
+
+/** A server call as far as guarded() needs it (unary and server-streaming alike). */
+type GuardedCall = CallWithAuth & { request: unknown; getPeer(): string };
 
 const STATUS_NAME = Object.fromEntries(Object.entries(grpc.status).filter(([, v]) => typeof v === "number").map(([k, v]) => [v, k])) as Record<number, string>;
 
@@ -135,67 +186,142 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
     log("WARNING: --insecure-dev: plaintext gRPC, no client certificates, every caller is an admin. Never use this outside a development machine.");
   }
 
-  // one line per distinct connection error every 10 s: a Redis outage is visible, not a flood
+  // one line per distinct error every 10 s: a Redis (or Cassandra) outage is visible, not a flood
   const lastError = new Map<string, number>();
+  const throttled = (line: string) => {
+    const now = Date.now();
+    if ((lastError.get(line) ?? 0) + 10_000 > now) return;
+    lastError.set(line, now);
+    log(line);
+  };
   const store = new RedisStore(opts.topology, {
     commandTimeoutMs: 5000,
     connectTimeoutMs: 3000,
-    onError: (err) => {
-      const now = Date.now();
-      if ((lastError.get(err.message) ?? 0) + 10_000 > now) return;
-      lastError.set(err.message, now);
-      log(`redis: ${err.message}`);
-    },
+    onError: (err) => throttled(`redis: ${err.message}`),
   });
+
+  // What start-up opened, closed in reverse order should a later step fail: a server that does not
+  // start leaves no connection, timer or listener behind.
+  const opened: { what: string; close: () => Promise<void> }[] = [{ what: "store", close: () => store.close() }];
+  const undo = async () => {
+    for (const o of opened.reverse()) await o.close().catch((err: unknown) => log(`start-up cleanup of the ${o.what} failed: ${String(err)}`));
+  };
+
   let relay: OutboxRelay | undefined;
-  const engine = new Engine(store, { ...opts.engine, onCommit: (bucket) => relay?.kick(bucket) });
-  const dispatch = new RedisStreamsDispatchLog(store, engine.keys, opts.dispatch ?? { clusterId: "qim", topicId: "dispatch", partitionCount: 8 });
-  const audit = await AuditLog.open(opts.auditPath, { sync: opts.auditSync ?? true });
-  relay = new OutboxRelay(store, engine.keys, dispatch, { onError: (err) => log(`relay: ${(err as Error).message}`) });
+  let engine: Engine;
+  let stack: ProjectionStack;
+  let ownAuthority: boolean;
+  let audit: AuditLog;
+  try {
+    engine = new Engine(store, { ...opts.engine, onCommit: (bucket) => relay?.kick(bucket) });
+    const dispatch = new RedisStreamsDispatchLog(store, engine.keys, opts.dispatch ?? { clusterId: "qim", topicId: "dispatch", partitionCount: 8 });
+    ownAuthority = opts.authority === undefined;
+    const authority = opts.authority ?? (opts.cassandra ? new CassandraAuthority(opts.cassandra) : authorityFromEnv(store, engine.keys));
+    log(`conversation-set authority: ${authority.describe()}`);
+    stack = new ProjectionStack(engine, dispatch, authority, {
+      retentionMs: opts.retentionMs ?? DEFAULT_RETENTION_MS,
+      ...(opts.projectionPollMs !== undefined ? { projector: { pollIntervalMs: opts.projectionPollMs } } : {}),
+      log,
+      onError: (err) => throttled(`session projection: ${err instanceof Error ? err.message : String(err)}`),
+    });
+    const projection = stack;
+    const authorityOwned = ownAuthority;
+    opened.push({ what: "session projection", close: () => (authorityOwned ? projection.close() : projection.stop()) });
+    relay = new OutboxRelay(store, engine.keys, dispatch, { onAppended: stack.lowLatency, onError: (err) => log(`relay: ${(err as Error).message}`) });
+
+    // Fail closed: the relay appends only to a dispatch log whose identity matches ours, and the
+    // projection refuses a log that is not ours or lost records it had acknowledged (BEYOND_HIGH).
+    // Either way the server does not start. A mismatching identity is left to the projection's
+    // start-up audit, which names every partition.
+    try {
+      await dispatch.ensureIdentity();
+    } catch (err) {
+      if (!(err instanceof FailedPreconditionError)) throw err;
+    }
+    const report = await stack.start();
+    if (report.epochBumped) log(`session projection: started at epoch ${report.epoch} after a loss (see above)`);
+    audit = await AuditLog.open(opts.auditPath, { sync: opts.auditSync ?? true });
+    const auditLog = audit;
+    opened.push({ what: "audit log", close: () => auditLog.close() });
+  } catch (err) {
+    if (err instanceof ProjectionRefusedError) {
+      const refused = err.audits.filter((a) => a.verdict === "BEYOND_HIGH" || a.verdict === "IDENTITY_MISMATCH");
+      log(`qim admin server NOT started: the session projection refuses ${refused.map((a) => `partition ${a.partition} (${a.verdict})`).join(", ")}; nothing was changed. See docs/operator-guide.md "Start-up refused".`);
+    }
+    await undo();
+    throw err;
+  }
+  const projection = stack;
+  const outboxRelay = relay;
 
   const writeAudit = async (rec: Omit<AuditRecord, "time">) => audit.append({ time: new Date().toISOString(), ...rec });
 
   /**
-   * Every RPC goes through here: authenticate, authorise, run the handler, audit (mutations and
-   * refusals) before answering, map errors in one place.
+   * Every RPC goes through here: authenticate, authorise, run the body, audit (mutations and
+   * refusals) before answering, map errors in one place. `body` returns what to audit and how to
+   * answer; `fail` sends an error status.
    */
+  function guarded(rpc: string, call: GuardedCall, body: (p: Principal) => Promise<{ detail?: string | undefined; answer: () => void }>, fail: (e: Partial<grpc.ServiceError>) => void): void {
+    const requestId = randomUUID();
+    const started = process.hrtime.bigint();
+    const elapsed = () => Number(process.hrtime.bigint() - started) / 1e6;
+    const principal = principalOf(call, insecure, server.peers.get(call.getPeer())?.cert);
+    const record = (result: string, detail: string) => writeAudit({
+      principal: principal?.name ?? "", role: principal?.role ?? "", rpc, arguments: jsonArgs(call.request),
+      result, detail, durationMs: elapsed(), requestId, fingerprint: principal?.fingerprint ?? "",
+    });
+    const refuse = (m: MappedError) => fail(toServiceError(m, requestId));
+    (async () => {
+      if (!principal || !allowed(rpc, principal)) {
+        const why = !principal ? "no client certificate subject"
+          : principal.role === null ? `certificate of ${principal.name} names no known role (OU)`
+            : `role ${principal.role} may not call ${rpc}`;
+        const m: MappedError = { code: grpc.status.PERMISSION_DENIED, domainCode: "PERMISSION_DENIED", message: `permission denied: ${why}` };
+        await record("PERMISSION_DENIED", why);
+        refuse(m);
+        return;
+      }
+      try {
+        const { detail, answer } = await body(principal);
+        if (MUTATING.has(rpc)) await record("OK", detail ?? "");
+        answer();
+      } catch (err) {
+        const m = mapError(err, requestId);
+        if (m.code === grpc.status.INTERNAL || m.code === grpc.status.UNAVAILABLE) {
+          log(`request ${requestId} ${rpc} failed: ${err instanceof Error ? err.stack ?? err.message : String(err)}`);
+        }
+        if (MUTATING.has(rpc)) await record(STATUS_NAME[m.code] ?? String(m.code), m.message);
+        refuse(m);
+      }
+    })().catch((err: unknown) => {
+      // the audit log could not be written: the answer must not pretend otherwise
+      log(`request ${requestId} ${rpc}: audit log write failed: ${err instanceof Error ? err.message : String(err)}`);
+      refuse({ code: grpc.status.INTERNAL, domainCode: "INTERNAL", message: `audit log unavailable (request ${requestId})` });
+    });
+  }
+
   function unary<Req, Res>(rpc: string, handler: (req: Req, p: Principal) => Promise<{ response: Res; detail?: string }>): grpc.handleUnaryCall<Req, Res> {
-    return (call, callback) => {
-      const requestId = randomUUID();
-      const started = process.hrtime.bigint();
-      const elapsed = () => Number(process.hrtime.bigint() - started) / 1e6;
-      const principal = principalOf(call, insecure, server.peers.get(call.getPeer())?.cert);
-      const record = (result: string, detail: string) => writeAudit({
-        principal: principal?.name ?? "", role: principal?.role ?? "", rpc, arguments: jsonArgs(call.request),
-        result, detail, durationMs: elapsed(), requestId, fingerprint: principal?.fingerprint ?? "",
-      });
-      const fail = (m: MappedError) => callback(toServiceError(m, requestId) as grpc.ServiceError);
-      (async () => {
-        if (!principal || !allowed(rpc, principal)) {
-          const why = !principal ? "no client certificate subject"
-            : principal.role === null ? `certificate of ${principal.name} names no known role (OU)`
-              : `role ${principal.role} may not call ${rpc}`;
-          const m: MappedError = { code: grpc.status.PERMISSION_DENIED, domainCode: "PERMISSION_DENIED", message: `permission denied: ${why}` };
-          await record("PERMISSION_DENIED", why);
-          fail(m);
-          return;
-        }
-        try {
-          const { response, detail } = await handler(call.request, principal);
-          if (MUTATING.has(rpc)) await record("OK", detail ?? "");
-          callback(null, response);
-        } catch (err) {
-          const m = mapError(err, requestId);
-          if (m.code === grpc.status.INTERNAL || m.code === grpc.status.UNAVAILABLE) {
-            log(`request ${requestId} ${rpc} failed: ${err instanceof Error ? err.stack ?? err.message : String(err)}`);
-          }
-          if (MUTATING.has(rpc)) await record(STATUS_NAME[m.code] ?? String(m.code), m.message);
-          fail(m);
-        }
-      })().catch((err: unknown) => {
-        // the audit log could not be written: the answer must not pretend otherwise
-        log(`request ${requestId} ${rpc}: audit log write failed: ${err instanceof Error ? err.message : String(err)}`);
-        fail({ code: grpc.status.INTERNAL, domainCode: "INTERNAL", message: `audit log unavailable (request ${requestId})` });
+    return (call, callback) => guarded(rpc, call, async (p) => {
+      const { response, detail } = await handler(call.request, p);
+      return { detail, answer: () => callback(null, response) };
+    }, (e) => callback(e as grpc.ServiceError));
+  }
+
+  /**
+   * A server-streaming RPC: the handler sends events as it goes and returns the last one, which is
+   * sent only after the audit entry is written (so that a client that has the final event knows it
+   * is audited). A client that went away does not stop the handler: a drill runs to its end.
+   */
+  function serverStream<Req, Ev>(rpc: string, handler: (req: Req, p: Principal, send: (ev: Ev) => void) => Promise<{ last: Ev; detail?: string }>): grpc.handleServerStreamingCall<Req, Ev> {
+    return (call) => {
+      const send = (ev: Ev) => {
+        if (!call.cancelled && call.writable) call.write(ev);
+      };
+      guarded(rpc, call, async (p) => {
+        const { last, detail } = await handler(call.request, p, send);
+        return { detail, answer: () => { send(last); call.end(); } };
+      }, (e) => {
+        if (!call.cancelled) call.emit("error", e);
       });
     };
   }
@@ -231,11 +357,17 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
     }),
     listConversationSummaries: unary("/qim.admin.v1.MessageService/ListConversationSummaries", async (req) => {
       if (req.groups.length === 0) {
-        throw new QimError("UNIMPLEMENTED", "listing every conversation of a user needs the session projection, which this server does not run yet; name the groups");
+        // the user's conversations from the session projection (rebuilt first when their mark is behind)
+        const list = await projection.sessions.listSessions({ tenant: req.tenant, user: req.user, limit: req.limit === 0 ? 50 : req.limit });
+        const response: ListConversationSummariesResponse = {
+          summaries: list.sessions.map(summaryOut), epoch: BigInt(list.epoch), rebuilt: list.rebuilt, total: list.total, hidden: list.hidden,
+        };
+        return { response };
       }
       if (req.groups.length > 100) throw new InvalidArgumentError("groups", "at most 100 groups per call");
       const summaries = await Promise.all(req.groups.map((group) => engine.conversationSummary({ tenant: req.tenant, group, user: req.user })));
-      return { response: { summaries: summaries.map(summaryOut) } };
+      const response: ListConversationSummariesResponse = { summaries: summaries.map(summaryOut) };
+      return { response };
     }),
   };
 
@@ -252,6 +384,62 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
           })),
         },
       };
+    }),
+  };
+
+  const projectionService: ProjectionServiceServer = {
+    getEpoch: unary("/qim.admin.v1.ProjectionService/GetEpoch", async (req) => {
+      const limit = req.limit === 0 ? 10 : req.limit;
+      if (limit > 100) throw new InvalidArgumentError("limit", "limit is at most 100");
+      const [epoch, bumps] = await Promise.all([projection.epoch.get(), projection.epoch.history(limit)]);
+      return { response: { epoch: BigInt(epoch), bumps: bumps.map(epochBumpOut) } };
+    }),
+    bumpEpoch: unary("/qim.admin.v1.ProjectionService/BumpEpoch", async (req, p) => {
+      const reason = reasonOf(req.reason, true);
+      const b = await projection.epoch.bump(reason, p.name);
+      return { response: epochBumpOut(b), detail: `epoch bumped to ${b.epoch}: ${reason}` };
+    }),
+    rebuildUser: unary("/qim.admin.v1.ProjectionService/RebuildUser", async (req) => {
+      const r = await projection.sessions.rebuildUser(req.tenant, req.user, { force: req.force });
+      return {
+        response: { epoch: BigInt(r.epoch), rebuilt: r.rebuilt, merged: r.merged, mark: BigInt(r.mark) },
+        detail: r.rebuilt ? `rebuilt user ${req.user}: merged ${r.merged} conversation(s) from the authority at epoch ${r.epoch}`
+          : `nothing to do: user ${req.user}'s mark ${r.mark} is current (epoch ${r.epoch}); force rebuilds anyway`,
+      };
+    }),
+    getStatus: unary("/qim.admin.v1.ProjectionService/GetStatus", async () => ({ response: projectionStatusOut(await projection.status()) })),
+  };
+
+  const dispatchService: DispatchServiceServer = {
+    audit: unary("/qim.admin.v1.DispatchService/Audit", async () => {
+      const audits = await projection.projector.audit();
+      return { response: { ok: audits.every((a) => a.verdict === "OK"), partitions: audits.map(partitionOut) } };
+    }),
+  };
+
+  // one drill at a time: two would wipe and compare under each other
+  let drillRunning = false;
+  const drillService: DrillServiceServer = {
+    runRebuildDrill: serverStream<RunRebuildDrillRequest, DrillEvent>("/qim.admin.v1.DrillService/RunRebuildDrill", async (req, p, send) => {
+      const wipe = req.wipe === "" ? "projection" : req.wipe;
+      if (!WIPES.includes(wipe)) throw new InvalidArgumentError("wipe", `wipe must be projection, checkpoints or both, got ${JSON.stringify(req.wipe.slice(0, 32))}`);
+      if (req.users.length > 0 && req.sample !== undefined) throw new InvalidArgumentError("sample", "give users or sample, not both");
+      const reason = reasonOf(req.reason, false);
+      if (drillRunning) throw new FailedPreconditionError("a rebuild drill is already running on this server; run one at a time");
+      drillRunning = true;
+      try {
+        const report = await projection.drill.run({
+          ...(req.users.length > 0 ? { users: req.users.map((u) => ({ tenant: u.tenant, user: u.user })) } : {}),
+          ...(req.sample !== undefined ? { sample: req.sample } : {}),
+          wipe: wipe as DrillWipe,
+          by: p.name,
+          ...(reason ? { reason } : {}),
+          onProgress: (pr) => send({ event: { $case: "progress", progress: drillProgressOut(pr) } }),
+        });
+        return { last: { event: { $case: "report", report: drillReportOut(report) } }, detail: describeDrill(report) };
+      } finally {
+        drillRunning = false;
+      }
     }),
   };
 
@@ -278,23 +466,59 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
   server.addService(GroupServiceService, groups);
   server.addService(MessageServiceService, messages);
   server.addService(AuditServiceService, auditService);
+  server.addService(ProjectionServiceService, projectionService);
+  server.addService(DispatchServiceService, dispatchService);
+  server.addService(DrillServiceService, drillService);
 
-  const servingStatus = { "": "SERVING", "qim.admin.v1.GroupService": "SERVING", "qim.admin.v1.MessageService": "SERVING", "qim.admin.v1.AuditService": "SERVING" } as const;
+  const servingStatus = {
+    "": "SERVING",
+    "qim.admin.v1.GroupService": "SERVING",
+    "qim.admin.v1.MessageService": "SERVING",
+    "qim.admin.v1.AuditService": "SERVING",
+    "qim.admin.v1.ProjectionService": "SERVING",
+    "qim.admin.v1.DispatchService": "SERVING",
+    "qim.admin.v1.DrillService": "SERVING",
+  } as const;
   const health = new HealthImplementation({ ...servingStatus });
   health.addToServer(server);
-  const protoDir = findProtoDir();
-  const protoFiles = readdirSync(join(protoDir, "qim", "admin", "v1")).filter((f) => f.endsWith(".proto")).map((f) => `qim/admin/v1/${f}`);
-  new ReflectionService(loadSync(protoFiles, { includeDirs: [protoDir] })).addToServer(server);
-
-  const credentials = insecure
-    ? grpc.ServerCredentials.createInsecure()
-    : grpc.ServerCredentials.createSsl(Buffer.from(opts.tls!.caPem), [{ cert_chain: Buffer.from(opts.tls!.certPem), private_key: Buffer.from(opts.tls!.keyPem) }], true);
+  let healthTimer: NodeJS.Timeout | undefined;
+  let metricsServer: HttpServer | undefined;
+  let metricsPort: number | null = null;
+  let boundPort: number;
   const { host, port } = listenAddr(opts.listen, "listen");
-  const boundPort = await new Promise<number>((resolve, reject) =>
-    server.bindAsync(`${host.includes(":") ? `[${host}]` : host}:${port}`, credentials, (err, p) => (err ? reject(err) : resolve(p))));
+  const m = opts.metricsListen ? listenAddr(opts.metricsListen, "metricsListen") : null;
+  try {
+    const protoDir = findProtoDir();
+    const protoFiles = readdirSync(join(protoDir, "qim", "admin", "v1")).filter((f) => f.endsWith(".proto")).map((f) => `qim/admin/v1/${f}`);
+    new ReflectionService(loadSync(protoFiles, { includeDirs: [protoDir] })).addToServer(server);
+
+    const credentials = insecure
+      ? grpc.ServerCredentials.createInsecure()
+      : grpc.ServerCredentials.createSsl(Buffer.from(opts.tls!.caPem), [{ cert_chain: Buffer.from(opts.tls!.certPem), private_key: Buffer.from(opts.tls!.keyPem) }], true);
+    opened.push({ what: "gRPC server", close: async () => server.forceShutdown() });
+    boundPort = await new Promise<number>((resolve, reject) =>
+      server.bindAsync(`${host.includes(":") ? `[${host}]` : host}:${port}`, credentials, (err, p) => (err ? reject(err) : resolve(p))));
+
+    if (m) {
+      metricsServer = createHttpServer((req, res) => {
+        if (req.url !== "/metrics") { res.writeHead(404).end("not found\n"); return; }
+        registry.metrics().then(
+          (text) => res.writeHead(200, { "content-type": registry.contentType }).end(text),
+          (err: unknown) => res.writeHead(500).end(String(err)),
+        );
+      });
+      metricsPort = await new Promise<number>((resolve, reject) => {
+        metricsServer!.once("error", reject);
+        metricsServer!.listen(m.port, m.host, () => resolve((metricsServer!.address() as { port: number }).port));
+      });
+    }
+  } catch (err) {
+    if (metricsServer?.listening) metricsServer.close();
+    await undo();
+    throw err;
+  }
 
   // the store's reachability drives the health status, so that probes see a server that cannot work
-  let healthTimer: NodeJS.Timeout | undefined;
   const probe = async () => {
     const ok = await Promise.all(store.clients().map((c) => c.ping().then(() => true, () => false))).then((r) => r.every(Boolean));
     for (const svc of Object.keys(servingStatus)) health.setStatus(svc, ok ? "SERVING" : "NOT_SERVING");
@@ -303,32 +527,7 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
   };
   void probe();
 
-  let metricsServer: HttpServer | undefined;
-  let metricsPort: number | null = null;
-  const m = opts.metricsListen ? listenAddr(opts.metricsListen, "metricsListen") : null;
-  if (m) {
-    metricsServer = createHttpServer((req, res) => {
-      if (req.url !== "/metrics") { res.writeHead(404).end("not found\n"); return; }
-      registry.metrics().then(
-        (text) => res.writeHead(200, { "content-type": registry.contentType }).end(text),
-        (err: unknown) => res.writeHead(500).end(String(err)),
-      );
-    });
-    metricsPort = await new Promise<number>((resolve, reject) => {
-      metricsServer!.once("error", reject);
-      metricsServer!.listen(m.port, m.host, () => resolve((metricsServer!.address() as { port: number }).port));
-    });
-  }
-
-  // the relay appends only to a dispatch log whose identity matches ours (fail closed)
-  let relayOk = true;
-  try {
-    await dispatch.ensureIdentity();
-  } catch (err) {
-    relayOk = false;
-    log(`dispatch log: ${(err as Error).message}; the outbox relay is NOT running, commits stay RECORDED`);
-  }
-  if (relayOk && (opts.relayIntervalMs ?? 1000) > 0) relay.start(opts.relayIntervalMs ?? 1000);
+  if ((opts.relayIntervalMs ?? 1000) > 0) outboxRelay.start(opts.relayIntervalMs ?? 1000);
 
   log(`qim admin server listening on ${host}:${boundPort} (${insecure ? "INSECURE plaintext" : "mTLS, client certificates required"})${metricsPort !== null ? `, metrics on http://${m!.host}:${metricsPort}/metrics` : ""}`);
 
@@ -337,10 +536,12 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
     metricsPort,
     engine,
     audit,
+    projection,
     async close() {
       if (healthTimer) clearTimeout(healthTimer);
       await new Promise<void>((resolve) => server.tryShutdown(() => resolve()));
-      await relay.stop();
+      await outboxRelay.stop();
+      await (ownAuthority ? projection.close() : projection.stop());
       if (metricsServer) await new Promise<void>((resolve) => metricsServer!.close(() => resolve()));
       await audit.close();
       await store.close();

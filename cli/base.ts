@@ -114,6 +114,17 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
     throw new Errors.ExitError(failure.exitCode);
   }
 
+  /**
+   * A result that is also a refused precondition (`dispatch audit` with a partition not OK, a drill
+   * with differences): the result goes to stdout as usual (table mode prints it before calling
+   * this), the failure to stderr, and the command exits with `failure.exitCode`.
+   */
+  protected failWithResult(result: unknown, failure: Failure): never {
+    if (this.jsonEnabled()) this.logJson(result);
+    this.printFailure(failure);
+    throw new Errors.ExitError(failure.exitCode);
+  }
+
   protected printFailure(f: Failure): void {
     if (this.jsonEnabled()) {
       const error = { code: f.code, exitCode: f.exitCode, message: f.message, ...(f.field ? { field: f.field } : {}) };

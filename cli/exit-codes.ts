@@ -229,6 +229,27 @@ export function usageMessage(raw: string): { message: string; field?: string } {
   return other ? { message: text, field: `--${other[1]}` } : { message: text };
 }
 
+/** core's QimError codes (core/errors.ts) → exit code, the same table the admin API's statuses give. */
+const DOMAIN_EXIT: Readonly<Record<string, ExitCode>> = {
+  INVALID_ARGUMENT: EXIT.USAGE,
+  NOT_FOUND: EXIT.NOT_FOUND,
+  ALREADY_EXISTS: EXIT.CONFLICT,
+  PERMISSION_DENIED: EXIT.AUTH,
+  FAILED_PRECONDITION: EXIT.CONFLICT,
+  VERSION_CONFLICT: EXIT.CONFLICT,
+  MEMBERSHIP_CHANGED: EXIT.CONFLICT,
+  UNAVAILABLE: EXIT.CONNECTION,
+  UNIMPLEMENTED: EXIT.CONFLICT,
+  INTERNAL: EXIT.INTERNAL,
+};
+
+/** A core QimError, by shape (this module does not import core): a domain code and a details object. */
+function isDomainError(err: unknown): err is Error & { code: string; details: Record<string, unknown> } {
+  if (!(err instanceof Error)) return false;
+  const e = err as { code?: unknown; details?: unknown };
+  return typeof e.code === "string" && DOMAIN_EXIT[e.code] !== undefined && typeof e.details === "object" && e.details !== null;
+}
+
 /** The one mapping from anything thrown to what qimctl prints and exits with. */
 export function classifyError(err: unknown, ctx: FailureContext = {}): Failure {
   if (err instanceof UsageError) return { exitCode: EXIT.USAGE, code: "INVALID_ARGUMENT", message: err.message, field: err.field };
@@ -259,6 +280,11 @@ export function classifyError(err: unknown, ctx: FailureContext = {}): Failure {
       message: err.details || status,
       ...(field ? { field } : {}),
     };
+  }
+  if (isDomainError(err)) {
+    // core's own errors, when a command runs the engine in-process (`server start` refused at start-up)
+    const field = typeof err.details.field === "string" ? err.details.field : undefined;
+    return { exitCode: DOMAIN_EXIT[err.code]!, code: err.code, message: err.message, ...(field ? { field } : {}) };
   }
   if (typeof err === "object" && err !== null) {
     const e = err as { oclif?: { exit?: unknown }; code?: unknown; message?: unknown };

@@ -56,3 +56,16 @@ export function recordText(r: RecordResult): string {
   if (r.text !== null) return r.text.replace(/\s+/g, " ").slice(0, 120);
   return `<${Buffer.from(r.payloadBase64, "base64").length} bytes ${r.contentType}>`;
 }
+
+/** 86400000 → "1d", 5400000 → "1h30m", 90000 → "1m30s": the largest units, zeros left out. */
+export function formatDuration(ms: number): string {
+  if (ms < 1000) return `${ms}ms`;
+  const parts: string[] = [];
+  let rest = Math.floor(ms / 1000);
+  for (const [unit, secs] of [["d", 86_400], ["h", 3600], ["m", 60], ["s", 1]] as const) {
+    const n = Math.floor(rest / secs);
+    rest -= n * secs;
+    if (n > 0) parts.push(`${n}${unit}`);
+  }
+  return parts.join("");
+}

@@ -11,10 +11,10 @@
  * change made by someone else while the prompt was open is refused (exit 4) instead of silently
  * widening what was confirmed.
  */
-import { createInterface } from "node:readline/promises";
 import { Flags, type Command } from "@oclif/core";
 import type { ChangeMembersRequest, MembershipChange } from "../admin-api/client.js";
 import { ConnectedCommand } from "./base.js";
+import { confirm } from "./confirm.js";
 import { InterruptedError } from "./exit-codes.js";
 import { describeMembershipChange } from "./format.js";
 import { membershipChangeResult, type MembershipChangeResult } from "./results.js";
@@ -28,19 +28,6 @@ export const membershipChangeFlags = {
 };
 
 export type MembershipOp = "join" | "remove";
-
-async function confirm(question: string): Promise<boolean> {
-  const rl = createInterface({ input: process.stdin, output: process.stderr });
-  try {
-    const answer = await new Promise<string>((resolve, reject) => {
-      rl.once("SIGINT", () => reject(new InterruptedError("interrupted")));
-      rl.question(question).then(resolve, reject);
-    });
-    return /^y(es)?$/i.test(answer.trim());
-  } finally {
-    rl.close();
-  }
-}
 
 export abstract class MembershipChangeCommand<T extends typeof Command> extends ConnectedCommand<T> {
   protected abstract readonly op: MembershipOp;

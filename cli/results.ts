@@ -9,12 +9,20 @@ import type { AuditRecord } from "../admin-api/audit.js";
 import type {
   AuditEntry,
   ConversationSummary,
+  DispatchAuditResponse,
+  DrillReport,
+  EpochBump,
+  EpochInfo,
   Group,
   HistoryPage,
   HistoryRecord,
+  ListConversationSummariesResponse,
   ListMembersResponse,
   Member,
   MembershipChange,
+  PartitionState,
+  ProjectionStatus,
+  RebuildUserResponse,
   SendMessageResponse,
 } from "../admin-api/client.js";
 
@@ -197,8 +205,188 @@ export function summaryResult(s: ConversationSummary): SummaryResult {
 
 export interface SessionsResult {
   user: string;
+  /** Listed from the projection (no --group): the epoch it was served at; null with --group. */
+  epoch: number | null;
+  /** Whether this pull merged the user's set back from the authority first; null with --group. */
+  rebuilt: boolean | null;
+  /** Conversations in the user's projection (the page may be shorter); null with --group. */
+  total: number | null;
+  /** Conversations of the page the user may not see (normally 0); null with --group. */
+  hidden: number | null;
   summaries: SummaryResult[];
 }
+
+export function sessionsResult(user: string, r: ListConversationSummariesResponse): SessionsResult {
+  return {
+    user,
+    epoch: r.epoch === undefined ? null : u64(r.epoch),
+    rebuilt: r.rebuilt ?? null,
+    total: r.total ?? null,
+    hidden: r.hidden ?? null,
+    summaries: r.summaries.map(summaryResult),
+  };
+}
+
+export interface EpochBumpResult {
+  /** The epoch after this bump. */
+  epoch: number;
+  reason: string;
+  /** Who bumped it: a principal, or "projection" (the consumer's own start-up/runtime audit). */
+  by: string;
+  atMs: number;
+}
+
+export function epochBumpResult(b: EpochBump): EpochBumpResult {
+  return { epoch: u64(b.epoch), reason: b.reason, by: b.by, atMs: u64(b.atMs) };
+}
+
+export interface EpochResult {
+  epoch: number;
+  /** Newest first. */
+  bumps: EpochBumpResult[];
+}
+
+export function epochResult(e: EpochInfo): EpochResult {
+  return { epoch: u64(e.epoch), bumps: e.bumps.map(epochBumpResult) };
+}
+
+export interface RebuildResult {
+  tenant: string;
+  user: string;
+  epoch: number;
+  /** False when the user's mark was current (and no --force): nothing read or written. */
+  rebuilt: boolean;
+  /** Conversations read from the authority and merged into the user's list. */
+  merged: number;
+  /** The user's epoch mark after the call. */
+  mark: number;
+}
+
+export function rebuildResult(tenant: string, user: string, r: RebuildUserResponse): RebuildResult {
+  return { tenant, user, epoch: u64(r.epoch), rebuilt: r.rebuilt, merged: r.merged, mark: u64(r.mark) };
+}
+
+export interface PartitionResult {
+  partition: number;
+  /** OK, NO_CHECKPOINT, OVER_WINDOW, BEYOND_HIGH or IDENTITY_MISMATCH. */
+  verdict: string;
+  checkpoint: number | null;
+  low: number;
+  high: number;
+  lag: number | null;
+  newestMs: number | null;
+  /** Offsets [from, to) dropped before the consumer read them. */
+  lost: { from: number; to: number } | null;
+  detail: string;
+}
+
+export function partitionResult(p: PartitionState): PartitionResult {
+  const opt = (v: bigint | undefined) => (v === undefined ? null : u64(v));
+  return {
+    partition: p.partition,
+    verdict: p.verdict,
+    checkpoint: opt(p.checkpoint),
+    low: u64(p.low),
+    high: u64(p.high),
+    lag: opt(p.lag),
+    newestMs: opt(p.newestMs),
+    lost: p.lost ? { from: u64(p.lost.from), to: u64(p.lost.to) } : null,
+    detail: p.detail,
+  };
+}
+
+export interface ProjectionStatusResult {
+  epoch: number;
+  authority: string;
+  retentionMs: number;
+  /** Set when the consumer stopped on a partition it must not continue on. */
+  failure: string | null;
+  partitions: (PartitionResult & { checkpointUpdatedAtMs: number | null })[];
+  /** Registrations waiting to be written to the authority, per Redis instance. */
+  pending: { instance: number; depth: number }[];
+}
+
+export function projectionStatusResult(s: ProjectionStatus): ProjectionStatusResult {
+  return {
+    epoch: u64(s.epoch),
+    authority: s.authority,
+    retentionMs: u64(s.retentionMs),
+    failure: s.failure ?? null,
+    partitions: s.partitions.map((p) => ({ ...partitionResult(p), checkpointUpdatedAtMs: p.checkpointUpdatedAtMs === undefined ? null : u64(p.checkpointUpdatedAtMs) })),
+    pending: s.pending.map((p) => ({ instance: p.instance, depth: u64(p.depth) })),
+  };
+}
+
+export interface DispatchAuditResult {
+  /** True when every partition is OK (exit 0); otherwise exit 4. */
+  ok: boolean;
+  partitions: PartitionResult[];
+}
+
+export function dispatchAuditResult(r: DispatchAuditResponse): DispatchAuditResult {
+  return { ok: r.ok, partitions: r.partitions.map(partitionResult) };
+}
+
+export interface DrillDifferenceResult {
+  tenant: string;
+  user: string;
+  conversation: string;
+  /** presence, unread, unreadExact, headConversationSeq or lastActivityId. */
+  field: string;
+  before: string | number | boolean | null;
+  after: string | number | boolean | null;
+}
+
+/** The drill report exactly as core's RebuildDrill produces it (the file --report writes). */
+export interface DrillReportResult {
+  drillId: string;
+  startedAt: string;
+  finishedAt: string;
+  wipe: string;
+  scope: string;
+  users: number;
+  conversationsBefore: number;
+  conversationsAfter: number;
+  epochBefore: number;
+  epochAfter: number;
+  registrationsFlushed: number;
+  usersRebuilt: number;
+  authority: string;
+  differences: DrillDifferenceResult[];
+  ok: boolean;
+}
+
+function jsonValue(text: string): string | number | boolean | null {
+  try {
+    const v: unknown = JSON.parse(text);
+    return typeof v === "string" || typeof v === "number" || typeof v === "boolean" ? v : null;
+  } catch {
+    return text;
+  }
+}
+
+export function drillReportResult(r: DrillReport): DrillReportResult {
+  return {
+    drillId: r.drillId,
+    startedAt: r.startedAt,
+    finishedAt: r.finishedAt,
+    wipe: r.wipe,
+    scope: r.scope,
+    users: r.users,
+    conversationsBefore: r.conversationsBefore,
+    conversationsAfter: r.conversationsAfter,
+    epochBefore: u64(r.epochBefore),
+    epochAfter: u64(r.epochAfter),
+    registrationsFlushed: r.registrationsFlushed,
+    usersRebuilt: r.usersRebuilt,
+    authority: r.authority,
+    differences: r.differences.map((d) => ({ tenant: d.tenant, user: d.user, conversation: d.conversation, field: d.field, before: jsonValue(d.beforeJson), after: jsonValue(d.afterJson) })),
+    ok: r.ok,
+  };
+}
+
+/** What `drill rebuild --output json` prints: the report and where it was written. */
+export type DrillRunResult = DrillReportResult & { reportPath: string };
 
 /** An audit entry exactly as the server recorded it (admin-api/audit.ts). */
 export type AuditEntryResult = AuditRecord;

@@ -22,6 +22,14 @@ export const LIMITS = {
   summaryGroups: 100,
   /** A message payload (the engine's maxPayloadBytes default). */
   messageBytes: 64 * 1024,
+  /** ListConversationSummaries.limit when listing from the projection */
+  sessionPage: 200,
+  /** GetEpochRequest.limit */
+  epochBumps: 100,
+  /** RunRebuildDrillRequest: users or sample */
+  drillUsers: 10_000,
+  /** BumpEpochRequest.reason, RunRebuildDrillRequest.reason (characters) */
+  reasonChars: 500,
 } as const;
 
 /** A UUID in canonical text; any case is accepted and lowercased, as the server does. */
@@ -82,4 +90,18 @@ export function seconds(flag: string, value: string | undefined, maxSeconds = 36
     throw new UsageError(flag, `expected seconds from 0 to ${maxSeconds} (e.g. 15 or 0.5), got ${JSON.stringify(value.slice(0, 32))}`);
   }
   return Math.round(n * 1000);
+}
+
+/** A reason: one line of text, at most LIMITS.reasonChars characters; required or optional (undefined when absent). */
+export function reason(flag: string, value: string | undefined, required: boolean): string | undefined {
+  const r = (value ?? "").trim();
+  if (r === "") {
+    if (required) throw new UsageError(flag, "must not be empty: say why");
+    return undefined;
+  }
+  const chars = [...r].length;
+  if (chars > LIMITS.reasonChars) throw new UsageError(flag, `${chars} characters; at most ${LIMITS.reasonChars}`);
+  // eslint-disable-next-line no-control-regex
+  if (/[\u0000-\u001f\u007f]/.test(r)) throw new UsageError(flag, "must be one line of text without control characters");
+  return r;
 }

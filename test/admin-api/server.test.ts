@@ -12,6 +12,7 @@ import { Redis } from "ioredis";
 import { connectAdmin, errorCode, errorField, type AdminClient } from "../../admin-api/client.js";
 import { startAdminServer, type AdminServer } from "../../admin-api/server.js";
 import { dumpKeys } from "../harness/dump.js";
+import { projectionSettled } from "../harness/projection.js";
 import { startRedis, type RedisServer } from "../harness/redis.js";
 import { CLIENT_NAMES, testPki, type TestPki } from "../certs/fixture.js";
 
@@ -117,6 +118,7 @@ describe("admin API over mTLS", () => {
   it("a stale expect_version is ABORTED/VERSION_CONFLICT and a dry run changes nothing", async () => {
     const op = connect("operator");
     const g = await op.createGroup({ tenant, group: "", owner: randomUUID(), members: [] });
+    await projectionSettled(server, redis);
     const before = await storeDigest(redis);
     const plan = await op.addMembers({ tenant, group: g.group, users: [randomUUID()], dryRun: true });
     assert.equal(plan.outcome, "planned");
@@ -130,6 +132,7 @@ describe("admin API over mTLS", () => {
   it("refuses a viewer's mutation and a drill's membership change, audits both, changes nothing", async () => {
     const op = connect("operator");
     const g = await op.createGroup({ tenant, group: "", owner: randomUUID(), members: [] });
+    await projectionSettled(server, redis);
     const before = await storeDigest(redis);
     for (const who of ["viewer", "drill", "unknownRole", "noRole"] as const) {
       const err = await rejected(connect(who).addMembers({ tenant, group: g.group, users: [randomUUID()], dryRun: false }));
@@ -147,6 +150,7 @@ describe("admin API over mTLS", () => {
   });
 
   it("refuses at the TLS handshake: no certificate, another CA, expired, not yet valid — and audits each", async () => {
+    await projectionSettled(server, redis);
     const before = await storeDigest(redis);
     const auditBefore = (await server.audit.tail(1000)).length;
     for (const who of [null, "otherCaAdmin", "expired", "notYetValid"] as const) {
@@ -169,6 +173,7 @@ describe("admin API over mTLS", () => {
   it("malformed input to every RPC is INVALID_ARGUMENT naming the field, or NOT_FOUND, and changes nothing", async () => {
     const op = connect("admin");
     const g = await op.createGroup({ tenant, group: "", owner: randomUUID(), members: [] });
+    await projectionSettled(server, redis);
     const before = await storeDigest(redis);
     const bad = "not-a-uuid";
     const cases: [string, () => Promise<unknown>, grpc.status, string | undefined][] = [
@@ -193,7 +198,8 @@ describe("admin API over mTLS", () => {
       ["ReadHistory limit", () => op.readHistory({ tenant, group: g.group, user: randomUUID(), after: 0n, limit: 5000 }), grpc.status.INVALID_ARGUMENT, "limit"],
       ["Summaries user", () => op.listConversationSummaries({ tenant, user: bad, groups: [g.group] }), grpc.status.INVALID_ARGUMENT, "user"],
       ["Summaries group", () => op.listConversationSummaries({ tenant, user: randomUUID(), groups: [bad] }), grpc.status.INVALID_ARGUMENT, "group"],
-      ["Summaries none", () => op.listConversationSummaries({ tenant, user: randomUUID(), groups: [] }), grpc.status.UNIMPLEMENTED, undefined],
+      ["Summaries limit", () => op.listConversationSummaries({ tenant, user: randomUUID(), groups: [], limit: 201 }), grpc.status.INVALID_ARGUMENT, "limit"],
+      ["Summaries projection user", () => op.listConversationSummaries({ tenant, user: bad, groups: [] }), grpc.status.INVALID_ARGUMENT, "user"],
       ["TailAudit limit", () => op.tailAudit({ limit: 100000 }), grpc.status.INVALID_ARGUMENT, "limit"],
     ];
     for (const [name, call, code, field] of cases) {
@@ -222,7 +228,7 @@ describe("admin API over mTLS", () => {
       stream.write({ list_services: "" });
     });
     client.close();
-    for (const svc of ["qim.admin.v1.GroupService", "qim.admin.v1.MessageService", "qim.admin.v1.AuditService"]) assert.ok(names.includes(svc), `${svc} in ${names.join(", ")}`);
+    for (const svc of ["qim.admin.v1.GroupService", "qim.admin.v1.MessageService", "qim.admin.v1.AuditService", "qim.admin.v1.ProjectionService", "qim.admin.v1.DispatchService", "qim.admin.v1.DrillService"]) assert.ok(names.includes(svc), `${svc} in ${names.join(", ")}`);
   });
 
   it("answers UNAVAILABLE (not INTERNAL, no stack) while Redis is down, and recovers by itself", async () => {

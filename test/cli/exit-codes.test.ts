@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { Metadata, status } from "@grpc/grpc-js";
 import { Errors } from "@oclif/core";
+import { FailedPreconditionError, InvalidArgumentError, UnavailableError } from "../../core/errors.js";
 import { testPki } from "../certs/fixture.js";
 import {
   certificateHints,
@@ -114,6 +115,15 @@ describe("exit codes", () => {
     });
     assert.deepEqual(usageMessage("Nonexistent flag: --frob\nSee more help with --help"), { message: "--frob: no such flag (see --help)", field: "--frob" });
     assert.deepEqual(usageMessage("Expected --output=xml to be one of: table, json"), { message: "Expected --output=xml to be one of: table, json", field: "--output" });
+  });
+
+  it("core's own errors (a server started in-process refused at start-up) map like the server's statuses", () => {
+    const refused = new FailedPreconditionError("session projection refuses to start: partition 0 BEYOND_HIGH: …", { partitions: [0] });
+    assert.deepEqual(classifyError(refused), { exitCode: 4, code: "FAILED_PRECONDITION", message: refused.message });
+    assert.deepEqual(classifyError(new InvalidArgumentError("keyspace", "keyspace must match …")), { exitCode: 2, code: "INVALID_ARGUMENT", message: "keyspace must match …", field: "keyspace" });
+    assert.equal(classifyError(new UnavailableError("cannot reach Cassandra")).exitCode, 5);
+    // a Node system error with a string code is not one of them
+    assert.equal(classifyError(Object.assign(new Error("nope"), { code: "ENOENT" })).exitCode, 1);
   });
 
   it("explains a refused certificate from what can be checked locally", async () => {

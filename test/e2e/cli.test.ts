@@ -4,65 +4,17 @@
  * is mocked; "nothing changed" is checked through the CLI itself (group show + membership list).
  */
 import assert from "node:assert/strict";
-import { execFile, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { after, before, describe, it } from "node:test";
 import { startAdminServer, type AdminServer } from "../../admin-api/server.js";
 import { writeTestPki, CLIENT_NAMES, type TestPkiFiles, type TestPkiName } from "../certs/fixture.js";
 import { freePort, startRedis, type RedisServer } from "../harness/redis.js";
-
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..", "..");
-const QIMCTL = path.join(ROOT, "bin", "qimctl.js");
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-  /** stdout parsed (exit 0) or the `error` object parsed from stderr (exit ≠ 0), in JSON mode. */
-  json: any;
-}
-
-/** A clean environment: no QIMCTL_* of the developer's, no default context file of theirs. */
-const baseEnv: NodeJS.ProcessEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("QIMCTL_") && !k.startsWith("QIM_")));
-
-function run(args: string[], opts: { context?: string; env?: NodeJS.ProcessEnv; json?: boolean } = {}): Promise<Run> {
-  const argv = opts.json === false ? args : [...args, "--output", "json"];
-  const env = { ...baseEnv, ...opts.env, ...(opts.context ? { QIMCTL_CONTEXT: opts.context } : {}) };
-  return new Promise((resolve) => {
-    execFile(process.execPath, [QIMCTL, ...argv], { cwd: ROOT, env, timeout: 30_000 }, (err, stdout, stderr) => {
-      const code = err ? (typeof err.code === "number" ? err.code : -1) : 0;
-      let json: unknown;
-      if (opts.json !== false) {
-        try {
-          json = code === 0 ? JSON.parse(stdout) : (JSON.parse(stderr) as { error: unknown }).error;
-        } catch {
-          json = undefined;
-        }
-      }
-      resolve({ code, stdout, stderr, json });
-    });
-  });
-}
-
-function ok(r: Run, what: string): any {
-  assert.equal(r.code, 0, `${what}: exit ${r.code}\nstdout: ${r.stdout}\nstderr: ${r.stderr}`);
-  assert.ok(r.json !== undefined, `${what}: stdout is not JSON: ${r.stdout}`);
-  return r.json;
-}
-
-function failed(r: Run, exitCode: number, what: string): { code: string; exitCode: number; message: string; field?: string } {
-  assert.equal(r.code, exitCode, `${what}: expected exit ${exitCode}, got ${r.code}\nstdout: ${r.stdout}\nstderr: ${r.stderr}`);
-  if (r.json !== undefined) {
-    assert.equal(r.json.exitCode, exitCode);
-    assert.equal(r.stdout, "", `${what}: a failure prints nothing on stdout`);
-  }
-  return r.json;
-}
+import { baseEnv, failed, ok, QIMCTL, ROOT, run, type Run } from "./qimctl.js";
 
 describe("qimctl against the real admin server over mTLS", { timeout: 120_000 }, () => {
   let redis: RedisServer;

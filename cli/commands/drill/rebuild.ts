@@ -1,0 +1,108 @@
+import { accessSync, constants, writeFileSync } from "node:fs";
+import path from "node:path";
+import { Flags } from "@oclif/core";
+import type { DrillProgress } from "../../../admin-api/client.js";
+import { ConnectedCommand } from "../../base.js";
+import { EXIT, UsageError } from "../../exit-codes.js";
+import { keyValues, table } from "../../format.js";
+import { drillReportResult, type DrillReportResult, type DrillRunResult } from "../../results.js";
+import { LIMITS, reason as checkReason, uuidList } from "../../validate.js";
+
+const WIPES = ["projection", "checkpoints", "both"] as const;
+const DEFAULT_SAMPLE = 100;
+
+/** One line per difference: who, which conversation, which field, before → after. */
+function describeDifferences(r: DrillReportResult): string {
+  return table(
+    ["USER", "CONVERSATION", "FIELD", "BEFORE", "AFTER"],
+    r.differences.map((d) => [d.user, d.conversation, d.field, JSON.stringify(d.before), JSON.stringify(d.after)]),
+  );
+}
+
+export default class DrillRebuild extends ConnectedCommand<typeof DrillRebuild> {
+  static override summary = "Run a rebuild drill: wipe the session projection, bump the epoch, rebuild, and compare every sampled user.";
+  static override description = `What CI runs to prove the conversation-set authority can rebuild the session projection. The server catches the projection up and flushes pending registrations to the authority, records each user's conversation set with the head and the definitional unread of every conversation, wipes what --wipe says, bumps the epoch, lets each user's list be rebuilt on its pull, and compares field by field (presence, unread, unreadExact, headConversationSeq, lastActivityId).
+
+Users: --sample N draws N users at random from the projection (default ${DEFAULT_SAMPLE}); or name them with --user (repeatable, in the --tenant of the connection). --wipe projection (default) drops those users' projection; checkpoints drops every partition's checkpoint (the consumer re-reads the retained log); both does both.
+
+The JSON report is always written to --report (default ./qim-drill-<drillId>.json), ok or not. Table mode prints a summary and every difference (user, conversation, field, before, after); --output json prints the report (plus reportPath). Progress goes to stderr as one updating line when stderr is a terminal, nothing otherwise.
+
+Run it on a quiet system: messages arriving during the drill change unread counts and show up as differences. One drill at a time per server. Needs the drill or admin role; audited with the drill id and its result.
+
+Exit codes: 0 the drill found no difference; 4 differences found (the report names each user, conversation and field), or another drill is running; 2 bad flags (--sample out of 1..${LIMITS.drillUsers}, --sample with --user, unknown --wipe, --report not writable); 5 server unreachable or silent for --timeout seconds; 6 refused certificate or role.`;
+  static override examples = [
+    {
+      description: "CI: a drill certificate, 50 random users, JSON report, exit code decides",
+      command: "<%= config.bin %> <%= command.id %> --sample 50 --reason \"nightly drill\" --report drill.json --output json",
+    },
+    {
+      description: "Two named users, wiping their projection and every checkpoint",
+      command: "<%= config.bin %> <%= command.id %> --tenant 8f14e45f-ceea-4a67-9c1b-2d3e4f5a6b7c --user 0d7e2c4a-1b3f-4e5d-8c9a-7b6f5e4d3c2b --user 9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d --wipe both",
+    },
+  ];
+  static override flags = {
+    sample: Flags.integer({ min: 1, max: LIMITS.drillUsers, description: `users drawn at random from the projection (default ${DEFAULT_SAMPLE}; not with --user)` }),
+    user: Flags.string({ char: "u", multiple: true, delimiter: ",", description: `user UUID in the connection's --tenant; repeat or separate with commas (at most ${LIMITS.drillUsers})` }),
+    wipe: Flags.option({ options: WIPES, default: "projection" as const, description: "what to wipe before the rebuild" })(),
+    reason: Flags.string({ char: "r", description: `why (at most ${LIMITS.reasonChars} characters); recorded with the epoch bump` }),
+    report: Flags.string({ description: "where to write the JSON report (default ./qim-drill-<drillId>.json)" }),
+  };
+
+  async run(): Promise<DrillRunResult> {
+    const f = this.flags;
+    if (f.sample !== undefined && f.user !== undefined) throw new UsageError("--sample", "give --sample or --user, not both");
+    const users = f.user !== undefined ? uuidList("--user", f.user, LIMITS.drillUsers) : [];
+    const tenant = users.length > 0 ? this.tenant() : undefined;
+    const reason = checkReason("--reason", f.reason, false);
+    const reportDir = path.resolve(f.report !== undefined ? path.dirname(f.report) : ".");
+    try {
+      accessSync(reportDir, constants.W_OK);
+    } catch (err) {
+      throw new UsageError("--report", `cannot write the report into ${reportDir}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    }
+    const { client } = await this.connect();
+
+    const live = process.stderr.isTTY === true;
+    const onProgress = live
+      ? (p: DrillProgress) => process.stderr.write(`\r\x1b[2K${`[${p.phase} ${p.done}/${p.total}] ${p.message}`.slice(0, Math.max(20, (process.stderr.columns || 120) - 1))}`)
+      : undefined;
+    let raw;
+    try {
+      raw = await client.runRebuildDrill({
+        users: tenant ? users.map((user) => ({ tenant, user })) : [],
+        ...(users.length === 0 ? { sample: f.sample ?? DEFAULT_SAMPLE } : {}),
+        wipe: f.wipe,
+        reason: reason ?? "",
+      }, onProgress);
+    } finally {
+      if (live) process.stderr.write("\r\x1b[2K");
+    }
+    const report = drillReportResult(raw);
+    const reportPath = path.resolve(f.report ?? `qim-drill-${report.drillId}.json`);
+    writeFileSync(reportPath, `${JSON.stringify(report, null, 2)}\n`);
+    const out: DrillRunResult = { ...report, reportPath };
+
+    this.log(`Drill ${report.drillId}: ${report.ok ? "OK, no difference" : `${report.differences.length} DIFFERENCE(S)`}`);
+    this.log(keyValues([
+      ["users", report.users],
+      ["conversations", `${report.conversationsBefore} before, ${report.conversationsAfter} after`],
+      ["wiped", report.scope],
+      ["epoch", `${report.epochBefore} -> ${report.epochAfter}`],
+      ["users rebuilt", report.usersRebuilt],
+      ["registrations flushed", report.registrationsFlushed],
+      ["authority", report.authority],
+      ["report", reportPath],
+    ]).replace(/^/gm, "  "));
+    if (!report.ok) {
+      this.log("");
+      this.log(describeDifferences(report));
+      const users = [...new Set(report.differences.map((d) => d.user))];
+      this.failWithResult(out, {
+        exitCode: EXIT.CONFLICT,
+        code: "DRILL_DIFFERENCES",
+        message: `drill ${report.drillId}: ${report.differences.length} difference(s) for ${users.length} user(s): ${report.differences.slice(0, 10).map((d) => `user ${d.user} conversation ${d.conversation} ${d.field}`).join("; ")}${report.differences.length > 10 ? "; …" : ""} (report ${reportPath})`,
+      });
+    }
+    return out;
+  }
+}

@@ -1,0 +1,233 @@
+/**
+ * End to end, session projection: a real redis-server, the real admin server over real mTLS and
+ * the real `qimctl` process for `sessions` (no --group), `projection epoch|bump|rebuild|status`,
+ * `dispatch audit` and `drill rebuild` — including a drill that must fail because a row of the
+ * authority was removed behind the projection's back.
+ */
+import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { after, before, describe, it } from "node:test";
+import { startAdminServer, type AdminServer } from "../../admin-api/server.js";
+import { RedisHashAuthority, RedisStore } from "../../core/index.js";
+import { CLIENT_NAMES, writeTestPki, type TestPkiFiles, type TestPkiName } from "../certs/fixture.js";
+import { freePort, startRedis, type RedisServer } from "../harness/redis.js";
+import { failed, ok, run } from "./qimctl.js";
+
+describe("qimctl: session projection, dispatch audit and rebuild drill against the real server", { timeout: 180_000 }, () => {
+  let redis: RedisServer;
+  let server: AdminServer;
+  let dir: string;
+  let pki: TestPkiFiles;
+  const tenant = randomUUID();
+  const ctx: Partial<Record<TestPkiName, string>> = {};
+  const [owner, a, b, c, d] = Array.from({ length: 5 }, () => randomUUID()) as [string, string, string, string, string];
+  /** user → the groups they have (had) a conversation in. */
+  const expected = new Map<string, Set<string>>();
+  const groups: string[] = [];
+
+  const contextFor = (who: TestPkiName): string => {
+    const file = path.join(dir, `context-${who}.json`);
+    writeFileSync(file, JSON.stringify({ endpoint: `localhost:${server.port}`, ca: pki.ca.certPath, tenant, cert: pki[who].certPath, key: pki[who].keyPath }));
+    return file;
+  };
+
+  /** Removes rows of the server's authority directly, as a lost write would. */
+  const removeFromAuthority = async (user: string, conversation: string) => {
+    const store = new RedisStore({ kind: "instances", addrs: [redis.addr] });
+    try {
+      const authority = new RedisHashAuthority(store, server.engine.keys);
+      await authority.remove(tenant, user, [conversation]);
+      assert.ok(!(await authority.conversations(tenant, user)).some((r) => r.conversation === conversation));
+    } finally {
+      await store.close();
+    }
+  };
+
+  /** Polls `projection status` until every partition's lag is 0 and nothing is pending (bounded by attempts). */
+  const settled = async () => {
+    let last: any;
+    for (let i = 0; i < 60; i++) {
+      last = ok(await run(["projection", "status"], { context: ctx.viewer! }), "projection status");
+      if (last.partitions.every((p: any) => p.lag === 0) && last.pending.every((p: any) => p.depth === 0)) return last;
+    }
+    assert.fail(`the projection did not settle: ${JSON.stringify(last)}`);
+  };
+
+  before(async () => {
+    dir = mkdtempSync(path.join(os.tmpdir(), "qimctl-projection-e2e-"));
+    pki = await writeTestPki(path.join(dir, "pki"));
+    redis = await startRedis();
+    server = await startAdminServer({
+      topology: { kind: "instances", addrs: [redis.addr] },
+      listen: `127.0.0.1:${await freePort()}`,
+      metricsListen: null,
+      auditPath: path.join(dir, "audit.log"),
+      tls: { caPem: readFileSync(pki.ca.certPath), certPem: readFileSync(pki.server.certPath), keyPem: readFileSync(pki.server.keyPath) },
+      log: () => {},
+    });
+    for (const who of ["admin", "operator", "viewer", "drill"] as const) ctx[who] = contextFor(who);
+  });
+
+  after(async () => {
+    await server?.close();
+    await redis?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("groups, messages and membership changes give several users several conversations; sessions lists them from the projection", async () => {
+    const have = (user: string, group: string) => (expected.get(user) ?? expected.set(user, new Set()).get(user)!).add(group);
+    const create = async (members: string[]) => {
+      const g = ok(await run(["group", "create", "--owner", owner, ...members.flatMap((m) => ["--member", m])], { context: ctx.operator! }), "group create").group as string;
+      groups.push(g);
+      return g;
+    };
+    const send = async (group: string, as: string, text: string) => ok(await run(["message", "send", "--group", group, "--as", as, "--text", text], { context: ctx.drill! }), `send in ${group}`);
+    const g1 = await create([a, b]);
+    const g2 = await create([a]);
+    const g3 = await create([b, c]);
+    await send(g1, owner, "hello g1");
+    await send(g2, a, "hello g2");
+    await send(g3, c, "hello g3");
+    ok(await run(["membership", "add", "--group", g2, "--user", b, "--user", d], { context: ctx.operator! }), "add b, d to g2");
+    await send(g2, d, "d speaks");
+    ok(await run(["membership", "remove", "--group", g1, "--user", a], { context: ctx.operator! }), "remove a from g1");
+    ok(await run(["membership", "add", "--group", g3, "--user", a], { context: ctx.operator! }), "add a to g3");
+    await send(g3, a, "a in g3");
+    // whoever received a record of a group has that conversation (a removed user keeps it)
+    for (const g of [g1, g2, g3]) have(owner, g);
+    for (const g of [g1, g2, g3]) have(a, g);
+    for (const g of [g1, g2, g3]) have(b, g);
+    have(c, g3);
+    have(d, g2);
+
+    const status = await settled();
+    assert.equal(status.partitions.length, 8);
+    assert.ok(status.partitions.every((p: any) => p.verdict === "OK"), JSON.stringify(status.partitions));
+    assert.match(status.authority, /^redis-hash \(development fallback/);
+    assert.equal(status.retentionMs, 86_400_000);
+    assert.equal(status.failure, null);
+
+    for (const [user, gs] of expected) {
+      const s = ok(await run(["sessions", "--user", user], { context: ctx.viewer! }), `sessions ${user}`);
+      assert.deepEqual(s.summaries.map((x: any) => x.group).sort(), [...gs].sort(), `sessions of ${user}`);
+      assert.equal(s.total, gs.size);
+      assert.equal(s.hidden, 0);
+      assert.equal(typeof s.epoch, "number");
+    }
+    const sa = ok(await run(["sessions", "--user", a], { context: ctx.viewer! }), "sessions a");
+    assert.equal(sa.summaries.find((x: any) => x.group === g1).state, "REMOVED");
+    assert.equal(sa.summaries[0].group, g3, "newest activity first");
+    const page = ok(await run(["sessions", "--user", a, "--limit", "1"], { context: ctx.viewer! }), "sessions a --limit 1");
+    assert.equal(page.summaries.length, 1);
+    assert.equal(page.total, 3);
+    const text = await run(["sessions", "--user", a], { context: ctx.viewer!, json: false });
+    assert.equal(text.code, 0, text.stderr);
+    assert.match(text.stdout, /3 conversation\(s\) in the projection at epoch \d+/);
+    assert.ok(text.stdout.includes(g3));
+  });
+
+  it("dispatch audit exits 0 when every partition is OK", async () => {
+    const audit = ok(await run(["dispatch", "audit"], { context: ctx.viewer! }), "dispatch audit");
+    assert.equal(audit.ok, true);
+    assert.equal(audit.partitions.length, 8);
+    assert.ok(audit.partitions.every((p: any) => p.verdict === "OK" && p.lost === null && p.lag === 0));
+    const text = await run(["dispatch", "audit"], { context: ctx.drill!, json: false });
+    assert.equal(text.code, 0, text.stderr);
+    assert.match(text.stdout, /^PARTITION +VERDICT +CHECKPOINT/);
+  });
+
+  it("projection bump --reason x --yes increments the epoch projection epoch shows; without --yes and a terminal it is a usage error", async () => {
+    const before = ok(await run(["projection", "epoch"], { context: ctx.viewer! }), "projection epoch");
+    const noYes = failed(await run(["projection", "bump", "--reason", "x"], { context: ctx.operator! }), 2, "bump without --yes");
+    assert.equal(noYes.field, "--yes");
+    assert.match(noYes.message, /not a terminal.*--yes/);
+    const viewer = failed(await run(["projection", "bump", "--reason", "x", "--yes"], { context: ctx.viewer! }), 6, "viewer bump");
+    assert.equal(viewer.code, "PERMISSION_DENIED");
+    assert.equal(ok(await run(["projection", "epoch"], { context: ctx.viewer! }), "epoch").epoch, before.epoch, "refusals changed nothing");
+
+    const bumped = ok(await run(["projection", "bump", "--reason", "x", "--yes"], { context: ctx.operator! }), "bump");
+    assert.equal(bumped.epoch, before.epoch + 1);
+    assert.equal(bumped.reason, "x");
+    assert.equal(bumped.by, CLIENT_NAMES.operator);
+    const after = ok(await run(["projection", "epoch"], { context: ctx.viewer! }), "projection epoch after");
+    assert.equal(after.epoch, before.epoch + 1);
+    assert.deepEqual([after.bumps[0].epoch, after.bumps[0].reason, after.bumps[0].by], [before.epoch + 1, "x", CLIENT_NAMES.operator]);
+    const text = await run(["projection", "epoch"], { context: ctx.viewer!, json: false });
+    assert.match(text.stdout, new RegExp(`^epoch: ${before.epoch + 1}\\n`));
+
+    // the user's mark is now behind: rebuild merges their set back now
+    const rb = ok(await run(["projection", "rebuild", "--user", c], { context: ctx.operator! }), "projection rebuild");
+    assert.deepEqual(rb, { tenant, user: c, epoch: before.epoch + 1, rebuilt: true, merged: 1, mark: before.epoch + 1 });
+    const again = await run(["projection", "rebuild", "--user", c], { context: ctx.operator!, json: false });
+    assert.equal(again.code, 0, again.stderr);
+    assert.match(again.stdout, /^Nothing to do: /);
+    const sessions = ok(await run(["sessions", "--user", d], { context: ctx.viewer! }), "sessions d after bump");
+    assert.equal(sessions.rebuilt, true);
+    assert.deepEqual(sessions.summaries.map((x: any) => x.group), [groups[1]]);
+  });
+
+  it("drill rebuild --sample 50 exits 0 with an ok report; a row removed from the authority makes it exit 4 naming user, conversation and field", async () => {
+    await settled();
+    const reportFile = path.join(dir, "drill-1.json");
+    const drill = ok(await run(["drill", "rebuild", "--sample", "50", "--reason", "e2e", "--report", reportFile], { context: ctx.drill! }), "drill rebuild");
+    assert.equal(drill.ok, true, JSON.stringify(drill.differences));
+    assert.equal(drill.users, expected.size);
+    assert.ok(drill.users > 0);
+    assert.ok(drill.conversationsBefore > 0);
+    assert.equal(drill.conversationsAfter, drill.conversationsBefore);
+    assert.equal(drill.conversationsBefore, [...expected.values()].reduce((n, s) => n + s.size, 0));
+    assert.equal(drill.epochAfter, drill.epochBefore + 1);
+    assert.equal(drill.wipe, "projection");
+    assert.deepEqual(drill.differences, []);
+    assert.equal(drill.reportPath, reportFile);
+    const { reportPath: _p, ...report } = drill;
+    assert.deepEqual(JSON.parse(readFileSync(reportFile, "utf8")), report, "the report file is the report");
+    const audited = ok(await run(["audit", "tail", "--limit", "5"], { context: ctx.viewer! }), "audit tail").entries
+      .filter((e: any) => e.rpc === "/qim.admin.v1.DrillService/RunRebuildDrill");
+    assert.ok(audited.some((e: any) => e.detail.includes(drill.drillId) && e.principal === CLIENT_NAMES.drill), "the drill is audited with its id");
+
+    // the viewer may not run a drill; bad flags exit 2 before connecting
+    assert.equal(failed(await run(["drill", "rebuild", "--sample", "5"], { context: ctx.viewer! }), 6, "viewer drill").code, "PERMISSION_DENIED");
+    for (const [args, field] of [
+      [["--sample", "0"], "--sample"],
+      [["--sample", "5", "--user", a], "--sample"],
+      [["--wipe", "everything"], "--wipe"],
+      [["--user", "nope"], "--user"],
+      [["--report", path.join(dir, "no-such-dir", "r.json")], "--report"],
+    ] as const) {
+      assert.equal(failed(await run(["drill", "rebuild", ...args], { context: ctx.drill! }), 2, args.join(" ")).field, field);
+    }
+
+    // corrupt the authority for a (g2) and for b (g3): the next drill over them must fail
+    const [, g2, g3] = groups as [string, string, string];
+    await removeFromAuthority(a, g2);
+    await removeFromAuthority(b, g3);
+
+    const bad = await run(["drill", "rebuild", "--user", a], { context: ctx.drill!, cwd: dir });
+    assert.equal(bad.code, 4, `exit 4 expected\nstdout: ${bad.stdout}\nstderr: ${bad.stderr}`);
+    const badReport = JSON.parse(bad.stdout);
+    assert.equal(badReport.ok, false);
+    assert.deepEqual(badReport.differences.map((x: any) => [x.tenant, x.user, x.conversation, x.field, x.before, x.after]), [[tenant, a, g2, "presence", true, false]]);
+    assert.equal(badReport.reportPath, path.join(dir, `qim-drill-${badReport.drillId}.json`), "the default report name, in the working directory");
+    assert.ok(existsSync(badReport.reportPath), "the report is written when the drill fails too");
+    assert.equal(JSON.parse(readFileSync(badReport.reportPath, "utf8")).ok, false);
+    const err = JSON.parse(bad.stderr).error;
+    assert.equal(err.code, "DRILL_DIFFERENCES");
+    assert.equal(err.exitCode, 4);
+    assert.ok(err.message.includes(`user ${a} conversation ${g2} presence`), err.message);
+
+    const tableRun = await run(["drill", "rebuild", "--user", b, "--report", path.join(dir, "drill-b.json")], { context: ctx.admin!, json: false });
+    assert.equal(tableRun.code, 4, tableRun.stderr);
+    assert.match(tableRun.stdout, /1 DIFFERENCE\(S\)/);
+    assert.match(tableRun.stdout, new RegExp(`${b} +${g3} +presence +true +false`));
+    assert.match(tableRun.stderr, new RegExp(`^Error: drill .*user ${b} conversation ${g3} presence`));
+    assert.equal(JSON.parse(readFileSync(path.join(dir, "drill-b.json"), "utf8")).differences[0].conversation, g3);
+
+    // every partition is still OK afterwards
+    await settled();
+    ok(await run(["dispatch", "audit"], { context: ctx.viewer! }), "dispatch audit after the drills");
+  });
+});

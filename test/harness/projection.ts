@@ -1,0 +1,25 @@
+/**
+ * Waiting for the session projection to catch up, by state, never by time: the outbox is empty,
+ * every partition's lag is 0 and no registration is pending. Bounded by a number of attempts.
+ */
+import type { Redis } from "ioredis";
+import type { AdminServer } from "../../admin-api/server.js";
+import type { ProjectionStatus } from "../../core/index.js";
+
+export async function outboxDepth(redis: Redis): Promise<number> {
+  let depth = 0;
+  for (const key of await redis.keys("*:outbox")) depth += await redis.llen(key);
+  return depth;
+}
+
+/** The status once settled; throws after `attempts` polls (25 ms apart) with the last one. */
+export async function projectionSettled(server: AdminServer, redis: Redis, attempts = 400): Promise<ProjectionStatus> {
+  let last: ProjectionStatus | undefined;
+  let outbox = -1;
+  for (let i = 0; i < attempts; i++) {
+    [last, outbox] = await Promise.all([server.projection.status(), outboxDepth(redis)]);
+    if (outbox === 0 && last.partitions.every((p) => p.lag === 0) && last.pendingPerInstance.every((p) => p.depth === 0)) return last;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error(`the projection did not settle after ${attempts} polls: outbox ${outbox}, ${JSON.stringify(last)}`);
+}

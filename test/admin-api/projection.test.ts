@@ -16,19 +16,10 @@ import { connectAdmin, errorCode, errorField, type AdminClient, type DrillProgre
 import { startAdminServer, type AdminServer, type AdminServerOptions } from "../../admin-api/server.js";
 import { ProjectionRefusedError, RedisHashAuthority, RedisStore } from "../../core/index.js";
 import { CLIENT_NAMES, testPki, type TestPki } from "../certs/fixture.js";
-import { dumpKeys } from "../harness/dump.js";
+import { rejected, storeDigest } from "./helpers.js";
 import { projectionSettled } from "../harness/projection.js";
 import { freePort, startRedis, type RedisServer } from "../harness/redis.js";
 
-async function storeDigest(redis: Redis): Promise<string> {
-  return dumpKeys(redis, (await redis.keys("*")).filter((k) => !k.includes(":dlog:")).sort());
-}
-
-async function rejected(p: Promise<unknown>): Promise<grpc.ServiceError> {
-  const err = await p.then(() => undefined, (e: unknown) => e);
-  assert.ok(err, "the call should have been refused");
-  return err as grpc.ServiceError;
-}
 
 describe("admin API: session projection, dispatch audit, rebuild drill", () => {
   let redisServer: RedisServer;

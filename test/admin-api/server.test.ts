@@ -11,23 +11,13 @@ import { service as healthService } from "grpc-health-check";
 import { Redis } from "ioredis";
 import { connectAdmin, errorCode, errorField, type AdminClient } from "../../admin-api/client.js";
 import { startAdminServer, type AdminServer } from "../../admin-api/server.js";
-import { dumpKeys } from "../harness/dump.js";
+import { rejected, storeDigest } from "./helpers.js";
 import { projectionSettled } from "../harness/projection.js";
 import { startRedis, type RedisServer } from "../harness/redis.js";
 import { CLIENT_NAMES, testPki, type TestPki } from "../certs/fixture.js";
 
 const require = createRequire(import.meta.url);
 
-/** Every key in the server's Redis with its full value: "nothing changed" means this is equal. */
-async function storeDigest(redis: Redis): Promise<string> {
-  return dumpKeys(redis, (await redis.keys("*")).filter((k) => !k.includes(":dlog:")).sort());
-}
-
-async function rejected(p: Promise<unknown>): Promise<grpc.ServiceError> {
-  const err = await p.then(() => undefined, (e: unknown) => e);
-  assert.ok(err, "the call should have been refused");
-  return err as grpc.ServiceError;
-}
 
 describe("admin API over mTLS", () => {
   let redisServer: RedisServer;

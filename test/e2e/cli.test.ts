@@ -6,15 +6,15 @@
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
-import { startAdminServer, type AdminServer } from "../../admin-api/server.js";
-import { writeTestPki, CLIENT_NAMES, type TestPkiFiles, type TestPkiName } from "../certs/fixture.js";
-import { freePort, startRedis, type RedisServer } from "../harness/redis.js";
-import { baseEnv, failed, ok, QIMCTL, ROOT, run, type Run } from "./qimctl.js";
+import type { AdminServer } from "../../admin-api/server.js";
+import { CLIENT_NAMES, type TestPkiFiles, type TestPkiName } from "../certs/fixture.js";
+import { freePort, type RedisServer } from "../harness/redis.js";
+import { baseEnv, failed, ok, QIMCTL, ROOT, run, startE2eServer, type Run } from "./qimctl.js";
 
 describe("qimctl against the real admin server over mTLS", { timeout: 120_000 }, () => {
   let redis: RedisServer;
@@ -42,18 +42,7 @@ describe("qimctl against the real admin server over mTLS", { timeout: 120_000 },
 
   before(async () => {
     dir = mkdtempSync(path.join(os.tmpdir(), "qimctl-e2e-"));
-    pki = await writeTestPki(path.join(dir, "pki"));
-    redis = await startRedis();
-    server = await startAdminServer({
-      topology: { kind: "instances", addrs: [redis.addr] },
-      listen: `127.0.0.1:${await freePort()}`,
-      metricsListen: null,
-      auditPath: path.join(dir, "audit.log"),
-      tls: { caPem: readFileSync(pki.ca.certPath), certPem: readFileSync(pki.server.certPath), keyPem: readFileSync(pki.server.keyPath) },
-      log: () => {},
-    });
-    // the server certificate names localhost (TOOLCHAIN: TLS to an IP literal warns)
-    endpoint = `localhost:${server.port}`;
+    ({ pki, redis, server, endpoint } = await startE2eServer(dir));
     for (const who of ["admin", "operator", "viewer", "drill", "otherCaAdmin", "expired"] as const) ctx[who] = contextFor(who);
     ctx.noCert = contextFor("noCert");
   });

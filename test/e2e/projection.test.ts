@@ -10,11 +10,11 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "no
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
-import { startAdminServer, type AdminServer } from "../../admin-api/server.js";
+import type { AdminServer } from "../../admin-api/server.js";
 import { RedisHashAuthority, RedisStore } from "../../core/index.js";
-import { CLIENT_NAMES, writeTestPki, type TestPkiFiles, type TestPkiName } from "../certs/fixture.js";
-import { freePort, startRedis, type RedisServer } from "../harness/redis.js";
-import { failed, ok, run } from "./qimctl.js";
+import { CLIENT_NAMES, type TestPkiFiles, type TestPkiName } from "../certs/fixture.js";
+import type { RedisServer } from "../harness/redis.js";
+import { failed, ok, run, startE2eServer } from "./qimctl.js";
 
 describe("qimctl: session projection, dispatch audit and rebuild drill against the real server", { timeout: 180_000 }, () => {
   let redis: RedisServer;
@@ -58,16 +58,7 @@ describe("qimctl: session projection, dispatch audit and rebuild drill against t
 
   before(async () => {
     dir = mkdtempSync(path.join(os.tmpdir(), "qimctl-projection-e2e-"));
-    pki = await writeTestPki(path.join(dir, "pki"));
-    redis = await startRedis();
-    server = await startAdminServer({
-      topology: { kind: "instances", addrs: [redis.addr] },
-      listen: `127.0.0.1:${await freePort()}`,
-      metricsListen: null,
-      auditPath: path.join(dir, "audit.log"),
-      tls: { caPem: readFileSync(pki.ca.certPath), certPem: readFileSync(pki.server.certPath), keyPem: readFileSync(pki.server.keyPath) },
-      log: () => {},
-    });
+    ({ pki, redis, server } = await startE2eServer(dir));
     for (const who of ["admin", "operator", "viewer", "drill"] as const) ctx[who] = contextFor(who);
   });
 

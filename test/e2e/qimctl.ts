@@ -4,8 +4,12 @@
  */
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
+import { readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { startAdminServer, type AdminServer } from "../../admin-api/server.js";
+import { writeTestPki, type TestPkiFiles } from "../certs/fixture.js";
+import { freePort, startRedis, type RedisServer } from "../harness/redis.js";
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..", "..");
 export const QIMCTL = path.join(ROOT, "bin", "qimctl.js");
@@ -53,4 +57,35 @@ export function failed(r: Run, exitCode: number, what: string): { code: string; 
     assert.equal(r.stdout, "", `${what}: a failure prints nothing on stdout`);
   }
   return r.json;
+}
+
+/** A real admin server over mTLS on its own redis-server, with the test PKI written under `dir`. */
+export interface E2eServer {
+  redis: RedisServer;
+  server: AdminServer;
+  pki: TestPkiFiles;
+  /** The server certificate names localhost (TOOLCHAIN: TLS to an IP literal warns). */
+  endpoint: string;
+  stop(): Promise<void>;
+}
+
+export async function startE2eServer(dir: string): Promise<E2eServer> {
+  const pki = await writeTestPki(path.join(dir, "pki"));
+  const redis = await startRedis();
+  const server = await startAdminServer({
+    topology: { kind: "instances", addrs: [redis.addr] },
+    listen: `127.0.0.1:${await freePort()}`,
+    metricsListen: null,
+    auditPath: path.join(dir, "audit.log"),
+    tls: { caPem: readFileSync(pki.ca.certPath), certPem: readFileSync(pki.server.certPath), keyPem: readFileSync(pki.server.keyPath) },
+    log: () => {},
+  });
+  return {
+    redis, server, pki,
+    endpoint: `localhost:${server.port}`,
+    stop: async () => {
+      await server.close();
+      await redis.stop();
+    },
+  };
 }

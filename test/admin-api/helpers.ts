@@ -1,0 +1,17 @@
+/** Shared by the admin API tests: the "nothing changed" digest and awaiting a refused call. */
+import assert from "node:assert/strict";
+import type * as grpc from "@grpc/grpc-js";
+import type { Redis } from "ioredis";
+import { dumpKeys } from "../harness/dump.js";
+
+/** Every key in the server's Redis with its full value, the dispatch log aside: "nothing changed" means this is equal. */
+export async function storeDigest(redis: Redis): Promise<string> {
+  return dumpKeys(redis, (await redis.keys("*")).filter((k) => !k.includes(":dlog:")).sort());
+}
+
+/** The error a call was refused with; fails the test when it succeeded. */
+export async function rejected(p: Promise<unknown>): Promise<grpc.ServiceError> {
+  const err = await p.then(() => undefined, (e: unknown) => e);
+  assert.ok(err, "the call should have been refused");
+  return err as grpc.ServiceError;
+}

@@ -9,7 +9,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { startAdminServer, type AdminServer } from "../../admin-api/server.js";
 import { writeTestPki, type TestPkiFiles } from "../certs/fixture.js";
-import { freePort, startRedis, type RedisServer } from "../harness/redis.js";
+import { freePort, startRedis, type RedisServer, type StartRedisOptions } from "../harness/redis.js";
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..", "..");
 export const QIMCTL = path.join(ROOT, "bin", "qimctl.js");
@@ -69,9 +69,10 @@ export interface E2eServer {
   stop(): Promise<void>;
 }
 
-export async function startE2eServer(dir: string): Promise<E2eServer> {
+/** `redis`: options of its redis-server (e.g. AOF, for a test that restarts it and needs the data back). */
+export async function startE2eServer(dir: string, opts: { redis?: StartRedisOptions } = {}): Promise<E2eServer> {
   const pki = await writeTestPki(path.join(dir, "pki"));
-  const redis = await startRedis();
+  const redis = await startRedis(opts.redis);
   const server = await startAdminServer({
     topology: { kind: "instances", addrs: [redis.addr] },
     listen: `127.0.0.1:${await freePort()}`,

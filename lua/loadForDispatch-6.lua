@@ -16,62 +16,79 @@
 
   Returns a flat list, 4 items per seq: seq, entry, version, audience (concatenated 32-hex ids);
   entry is "" when the seq is no longer RECORDED (already COMMITTED by an earlier relay pass).
-  Error {-8, version}: a delta needed to expand an audience is missing (never expected).
+  Error {-8, version}: a delta needed to expand an audience is missing (never expected); version
+  is the highest missing one.
+
+  The audiences of all the versions the batch needs come from one walk down from the current
+  version, each delta undone once: O(versions spanned + members per distinct version).
 ]]
 --- @include "includes/parseMember"
 
 local current = tonumber(redis.call("HGET", KEYS[5], "version") or "0")
-local memberCache = nil
-local audienceAt = {}
 
-local function membersAt(v)
-  if audienceAt[v] then return audienceAt[v] end
-  if not memberCache then
-    memberCache = {}
-    local all = redis.call("HGETALL", KEYS[3])
-    for i = 1, #all, 2 do
-      local _, _, state = parseMember(all[i + 1])
-      if state == "A" then memberCache[all[i]] = true end
+-- first pass, in ARGV order: what each seq is (a control message's explicit audience, or the
+-- version a group message's audience is frozen at)
+local items = {}
+local needed, seen = {}, {}
+for i = 1, #ARGV do
+  local seq = ARGV[i]
+  local item = { seq = seq }
+  local rec = redis.call("HGET", KEYS[1], seq)
+  if rec then
+    item.v, item.aud = string.match(rec, "^R|(%d+)|(.*)$")
+  else
+    item.v = redis.call("ZSCORE", KEYS[6], seq)
+    if item.v then
+      item.frozen = tonumber(item.v)
+      if not seen[item.frozen] then
+        seen[item.frozen] = true
+        needed[#needed + 1] = item.frozen
+      end
     end
   end
+  items[i] = item
+end
+
+-- the members at every needed version in ONE walk down from the current version, undoing each
+-- delta once (a backlog pending at many versions after an outage costs the versions it spans,
+-- not that times the number of versions)
+local audienceAt = {}
+if #needed > 0 then
+  table.sort(needed, function(x, y) return x > y end)
   local set = {}
-  for u in pairs(memberCache) do set[u] = true end
-  for k = current, v + 1, -1 do
-    local delta = redis.call("HGET", KEYS[4], k)
-    if not delta then return nil, k end
-    local op, list = string.match(delta, "^(%d)|(.*)$")
-    for i = 1, #list, 32 do
-      local u = string.sub(list, i, i + 31)
-      if op == "1" then set[u] = nil else set[u] = true end
-    end
+  local all = redis.call("HGETALL", KEYS[3])
+  for i = 1, #all, 2 do
+    local _, _, state = parseMember(all[i + 1])
+    if state == "A" then set[all[i]] = true end
   end
-  local out = {}
-  for u in pairs(set) do out[#out + 1] = u end
-  table.sort(out)
-  audienceAt[v] = table.concat(out)
-  return audienceAt[v]
+  local k = current
+  for _, v in ipairs(needed) do
+    while k > v do
+      local delta = redis.call("HGET", KEYS[4], k)
+      if not delta then return {-8, k} end
+      local op, list = string.match(delta, "^(%d)|(.*)$")
+      for i = 1, #list, 32 do
+        local u = string.sub(list, i, i + 31)
+        if op == "1" then set[u] = nil else set[u] = true end
+      end
+      k = k - 1
+    end
+    local out = {}
+    for u in pairs(set) do out[#out + 1] = u end
+    table.sort(out)
+    audienceAt[v] = table.concat(out)
+  end
 end
 
 local result = {}
-for i = 1, #ARGV do
-  local seq = ARGV[i]
-  local v, aud = nil, nil
-  local rec = redis.call("HGET", KEYS[1], seq)
-  if rec then
-    v, aud = string.match(rec, "^R|(%d+)|(.*)$")
+for _, item in ipairs(items) do
+  local aud = item.aud
+  if item.frozen then aud = audienceAt[item.frozen] end
+  if not item.v then
+    result[#result + 1] = item.seq; result[#result + 1] = ""; result[#result + 1] = "0"; result[#result + 1] = ""
   else
-    v = redis.call("ZSCORE", KEYS[6], seq)
-    if v then
-      local missing
-      aud, missing = membersAt(tonumber(v))
-      if not aud then return {-8, missing} end
-    end
-  end
-  if not v then
-    result[#result + 1] = seq; result[#result + 1] = ""; result[#result + 1] = "0"; result[#result + 1] = ""
-  else
-    local entry = redis.call("ZRANGEBYSCORE", KEYS[2], seq, seq)[1] or ""
-    result[#result + 1] = seq; result[#result + 1] = entry; result[#result + 1] = v; result[#result + 1] = aud
+    local entry = redis.call("ZRANGEBYSCORE", KEYS[2], item.seq, item.seq)[1] or ""
+    result[#result + 1] = item.seq; result[#result + 1] = entry; result[#result + 1] = item.v; result[#result + 1] = aud
   end
 end
 return result

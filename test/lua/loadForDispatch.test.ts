@@ -149,3 +149,37 @@ test("loadForDispatch: a missing delta returns {-8, version}", async () => {
   await c.client.hdel(c.keys.grpdeltas, "3");
   assert.deepEqual(await c.run("loadForDispatch", [1]), [-8, 3]);
 });
+
+/** How many times Redis ran `command` since the last CONFIG RESETSTAT (calls from scripts count). */
+async function calls(c: Conv, command: string): Promise<number> {
+  const info = await c.client.info("commandstats");
+  return Number(new RegExp(`^cmdstat_${command}:calls=(\\d+)`, "m").exec(info)?.[1] ?? 0);
+}
+
+test("loadForDispatch: a backlog frozen at many versions walks each delta once, not once per version (linear, not quadratic)", async () => {
+  // the relay after an outage: messages pending at versions 1..N, one membership change between each
+  const c = new Conv(fx);
+  const [owner, a] = hexIds(2) as [string, string];
+  await c.createGroup(owner, [owner, a]);
+  const n = 40;
+  const others = hexIds(n);
+  const expected: string[][] = [];
+  let members = [owner, a];
+  for (let v = 1; v <= n; v++) {
+    const m = await c.send(owner, v); // seq 2v-1 at version v
+    expected.push([String(2 * v - 1), `${2 * v - 1}|${m.rest}`, String(v), [...members].sort().join("")]);
+    const u = others[v - 1]!;
+    await c.membership(JOIN, v, [u], { sender: owner }); // seq 2v, version v + 1
+    members = [...members, u];
+  }
+  assert.equal(Object.keys(await c.hgetall(c.keys.grpdeltas)).length, n, "a delta per version while messages are pending");
+  const seqs = Array.from({ length: n }, (_, i) => 2 * i + 1);
+
+  await c.client.config("RESETSTAT");
+  const reply = await c.run("loadForDispatch", [...seqs].reverse());
+  const hgets = await calls(c, "hget");
+  assert.deepEqual(groups(reply), [...expected].reverse(), "each message expands to the members at its own version, in ARGV order");
+  // one HGET of the version, one of commits per seq, one per delta: n + n + 1. Walking the deltas
+  // from the current version down once per pending version made it n + 1 + n(n+1)/2 (861 here).
+  assert.ok(hgets <= 2 * n + 1, `loadForDispatch ran ${hgets} HGETs for ${n} messages pending at ${n} versions`);
+});

@@ -64,7 +64,7 @@ describe("reliability: redis-server kill -9 during a mixed load", { timeout: SOA
       relay = new OutboxRelay(store, engine.keys, log, { onAppended: stack.lowLatency, onError: (e) => background.push(`relay error: ${(e as Error).message}`) });
       relay.start(100);
 
-      const world = await buildLoadWorld(engine, rng, CFG.groups, CFG.churn);
+      const world = await buildLoadWorld(engine, rng, CFG.groups, CFG.churn, log);
       const ledger = new Ledger();
       const planned = CFG.groups * (CFG.sendersPerGroup * CFG.sendsPerWorker + CFG.changesPerGroup);
       const load = runLoad(engine, world, ledger, rng, { sendersPerGroup: CFG.sendersPerGroup, sendsPerWorker: CFG.sendsPerWorker, changesPerGroup: CFG.changesPerGroup });

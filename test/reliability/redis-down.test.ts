@@ -12,6 +12,7 @@
  * Then the same for a Redis that hangs (SIGSTOP: connections open, no answer) instead of dying.
  *
  *   node scripts/run-tests.mjs reliability/redis-down
+ *   QIM_SOAK=1 node scripts/run-tests.mjs reliability/redis-down   (four more outages, 2 to 25 s long)
  */
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
@@ -22,12 +23,12 @@ import { describe, it } from "node:test";
 import * as grpc from "@grpc/grpc-js";
 import { connectAdmin, errorCode, type AdminClient } from "../../admin-api/client.js";
 import { failed, ok, run, startE2eServer, type E2eServer } from "../e2e/qimctl.js";
-import { sleep } from "./common.js";
+import { sleep, SOAK } from "./common.js";
 
 /** The client deadline (gRPC client and `qimctl --timeout`): every failure must come before it. */
 const DEADLINE_S = 10;
 
-describe("reliability: Redis unreachable under the admin server", { timeout: 180_000 }, () => {
+describe("reliability: Redis unreachable under the admin server", { timeout: SOAK ? 600_000 : 180_000 }, () => {
   it("every RPC kind and the CLI answer UNAVAILABLE before the deadline; the server recovers by itself", async (t) => {
     const say = (line: string) => { t.diagnostic(line); console.log(`# ${line}`); };
     const dir = mkdtempSync(path.join(os.tmpdir(), "qim-redis-down-"));
@@ -138,6 +139,23 @@ describe("reliability: Redis unreachable under the admin server", { timeout: 180
         process.kill(redis.pid, "SIGCONT");
       }
       say(await recovers("hung and continued"));
+
+      // soak: more outages, each lasting longer before the calls go out (ioredis's reconnect
+      // back-off grows to 2 s between attempts; the answers must still come before the deadline)
+      if (SOAK) {
+        for (const [i, waitS] of [2, 8, 15, 25].entries()) {
+          const hang = i % 2 === 1;
+          const how = `${hang ? "hung" : "killed"} for ${waitS} s`;
+          if (hang) process.kill(redis.pid, "SIGSTOP"); else await redis.kill9();
+          try {
+            await sleep(waitS * 1000);
+            say(await allUnavailable(how));
+          } finally {
+            if (hang) process.kill(redis.pid, "SIGCONT"); else await redis.restart();
+          }
+          say(await recovers(how));
+        }
+      }
     } finally {
       client?.close();
       await e2e?.stop();

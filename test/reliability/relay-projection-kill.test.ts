@@ -31,8 +31,8 @@ import { startTopology } from "../harness/redis.js";
 import { buildLoadWorld, Ledger, readWholeLog, runLoad, seededRng, sleep, SOAK, verifyCheckpoints, verifyGroups, verifyMarkedAreLogged, verifyProjection } from "./common.js";
 
 const CFG = SOAK
-  ? { rounds: 60, groups: 6, churn: 10 }
-  : { rounds: 7, groups: 4, churn: 8 };
+  ? { rounds: 60, groups: 6, churn: 10, pauseMs: [20, 80] as [number, number] }
+  : { rounds: 7, groups: 4, churn: 8, pauseMs: [10, 40] as [number, number] };
 
 const CHILD = fileURLToPath(new URL("./relay-projection-child.js", import.meta.url));
 
@@ -74,7 +74,7 @@ describe("reliability: relay and projection consumer SIGKILLed at random points"
       const ledger = new Ledger();
       let stop = false;
       const load = runLoad(engine, world, ledger, rng, {
-        sendersPerGroup: 2, sendsPerWorker: Number.MAX_SAFE_INTEGER, changesPerGroup: Number.MAX_SAFE_INTEGER, stop: () => stop, pauseMs: [10, 40],
+        sendersPerGroup: 2, sendsPerWorker: Number.MAX_SAFE_INTEGER, changesPerGroup: Number.MAX_SAFE_INTEGER, stop: () => stop, pauseMs: CFG.pauseMs,
       });
 
       const violations: string[] = [];

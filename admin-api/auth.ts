@@ -40,6 +40,8 @@ export const RPC_ROLES: Readonly<Record<string, readonly Role[]>> = {
   "/qim.admin.v1.ProjectionService/RebuildUser": MUTATE,
   "/qim.admin.v1.DispatchService/Audit": ALL,
   "/qim.admin.v1.DrillService/RunRebuildDrill": DRILL,
+  // the dashboard's stream: read-only, every role (the drill role sees audit lines without arguments)
+  "/qim.admin.v1.ObserveService/Watch": ALL,
 };
 
 /** RPCs that change state: audited whatever their outcome. */

@@ -4,6 +4,7 @@ import { DispatchServiceClient } from "./gen/qim/admin/v1/dispatch.js";
 import { DrillServiceClient } from "./gen/qim/admin/v1/drill.js";
 import { GroupServiceClient } from "./gen/qim/admin/v1/groups.js";
 import { MessageServiceClient } from "./gen/qim/admin/v1/messages.js";
+import { ObserveServiceClient } from "./gen/qim/admin/v1/observe.js";
 import { ProjectionServiceClient } from "./gen/qim/admin/v1/projection.js";
 
 import type { AuditEntry, TailAuditRequest, TailAuditResponse } from "./gen/qim/admin/v1/audit.js";
@@ -12,19 +13,28 @@ import type { ChangeMembersRequest, CreateGroupRequest, GetGroupRequest, Group, 
 import type { ConversationSummary, HistoryPage, ListConversationSummariesRequest, ListConversationSummariesResponse, ReadHistoryRequest, SendMessageRequest, SendMessageResponse } from "./gen/qim/admin/v1/messages.js";
 import type { DispatchAuditRequest, DispatchAuditResponse } from "./gen/qim/admin/v1/dispatch.js";
 import type { DrillDifference, DrillEvent, DrillProgress, DrillReport, DrillUser, RunRebuildDrillRequest } from "./gen/qim/admin/v1/drill.js";
+import type { AuditLine, Counters, Snapshot, WatchRequest } from "./gen/qim/admin/v1/observe.js";
 import type {
   BumpEpochRequest, EpochBump, EpochInfo, GetEpochRequest, GetProjectionStatusRequest, OffsetRange, PartitionState, PendingQueue, ProjectionStatus,
   RebuildUserRequest, RebuildUserResponse,
 } from "./gen/qim/admin/v1/projection.js";
 
 export type {
-  AuditEntry, BumpEpochRequest, ChangeMembersRequest, ConversationSummary, CreateGroupRequest, DispatchAuditRequest, DispatchAuditResponse,
+  AuditEntry, AuditLine, BumpEpochRequest, ChangeMembersRequest, ConversationSummary, Counters, CreateGroupRequest, DispatchAuditRequest, DispatchAuditResponse,
   DrillDifference, DrillEvent, DrillProgress, DrillReport, DrillUser, EpochBump, EpochInfo, GetEpochRequest, GetGroupRequest,
   GetProjectionStatusRequest, Group, HistoryPage, HistoryRecord, ListConversationSummariesRequest, ListConversationSummariesResponse,
   ListMembersRequest, ListMembersResponse, Member, MembershipChange, MembershipEvent, OffsetRange, PartitionState, PendingQueue,
   ProjectionStatus, ReadHistoryRequest, RebuildUserRequest, RebuildUserResponse, RunRebuildDrillRequest, SendMessageRequest,
-  SendMessageResponse, TailAuditRequest, TailAuditResponse,
+  SendMessageResponse, Snapshot, TailAuditRequest, TailAuditResponse, WatchRequest,
 };
+
+/** A running ObserveService.Watch stream. */
+export interface WatchStream {
+  /** Ends the stream from our side (the server stops its timer); `ended` then resolves. */
+  cancel(): void;
+  /** Resolves when the server ends the stream with OK or we cancel; rejects with the ServiceError otherwise. */
+  ended: Promise<void>;
+}
 
 export interface ConnectionOptions {
   /** host:port */
@@ -72,7 +82,13 @@ export function connectAdmin(opts: ConnectionOptions) {
       opts.certPem ? Buffer.from(opts.certPem) : null,
     );
   const deadline = opts.deadlineMs ?? 15_000;
-  const channelOptions = { "grpc.max_receive_message_length": 16 * 1024 * 1024 };
+  // grpc-js backs off reconnecting up to 120 s by default, failing calls at once meanwhile; a
+  // client that retries by itself (the dashboard) would see a server back for minutes as down.
+  const channelOptions = {
+    "grpc.max_receive_message_length": 16 * 1024 * 1024,
+    "grpc.initial_reconnect_backoff_ms": 500,
+    "grpc.max_reconnect_backoff_ms": 5000,
+  };
   const groups = new GroupServiceClient(opts.endpoint, credentials, channelOptions);
   const channel = groups.getChannel();
   const messages = new MessageServiceClient(opts.endpoint, credentials, { ...channelOptions, channelOverride: channel });
@@ -80,6 +96,7 @@ export function connectAdmin(opts: ConnectionOptions) {
   const projection = new ProjectionServiceClient(opts.endpoint, credentials, { ...channelOptions, channelOverride: channel });
   const dispatch = new DispatchServiceClient(opts.endpoint, credentials, { ...channelOptions, channelOverride: channel });
   const drill = new DrillServiceClient(opts.endpoint, credentials, { ...channelOptions, channelOverride: channel });
+  const observe = new ObserveServiceClient(opts.endpoint, credentials, { ...channelOptions, channelOverride: channel });
   const listSummaries = promised(messages, messages.listConversationSummaries as never, deadline) as (r: ListConversationSummariesRequest) => Promise<ListConversationSummariesResponse>;
   return {
     createGroup: promised(groups, groups.createGroup as never, deadline) as (r: CreateGroupRequest) => Promise<Group>,
@@ -141,6 +158,30 @@ export function connectAdmin(opts: ConnectionOptions) {
         });
       });
     },
+    /**
+     * Snapshots for the dashboard: one at once, then one every `intervalMs` (0: the server's
+     * default), each to `onSnapshot`, until cancel(). No deadline: the stream runs until cancelled.
+     */
+    watch(r: WatchRequest, onSnapshot: (s: Snapshot) => void): WatchStream {
+      const stream = observe.watch(r, new grpc.Metadata(), {});
+      let cancelled = false;
+      const ended = new Promise<void>((resolve, reject) => {
+        stream.on("data", (s: Snapshot) => {
+          if (!cancelled) onSnapshot(s);
+        });
+        stream.on("error", (err: grpc.ServiceError) => (cancelled && err.code === grpc.status.CANCELLED ? resolve() : reject(err)));
+        stream.on("status", (s: grpc.StatusObject) => {
+          if (s.code === grpc.status.OK) resolve();
+        });
+      });
+      return {
+        cancel() {
+          cancelled = true;
+          stream.cancel();
+        },
+        ended,
+      };
+    },
     close(): void {
       groups.close();
       messages.close();
@@ -148,6 +189,7 @@ export function connectAdmin(opts: ConnectionOptions) {
       projection.close();
       dispatch.close();
       drill.close();
+      observe.close();
     },
   };
 }

@@ -35,11 +35,13 @@ import {
   projectionStatusOut, sendOut, summaryOut,
 } from "./convert.js";
 import { mapError, toServiceError, type MappedError } from "./errors.js";
+import { Observer, WATCH_RPC, watchIntervalMs } from "./observe.js";
 import { AuditServiceService, type AuditServiceServer } from "./gen/qim/admin/v1/audit.js";
 import { DispatchServiceService, type DispatchServiceServer } from "./gen/qim/admin/v1/dispatch.js";
 import { DrillServiceService, type DrillEvent, type DrillServiceServer, type RunRebuildDrillRequest } from "./gen/qim/admin/v1/drill.js";
 import { GroupServiceService, type GroupServiceServer } from "./gen/qim/admin/v1/groups.js";
 import { MessageServiceService, type ListConversationSummariesResponse, type MessageServiceServer } from "./gen/qim/admin/v1/messages.js";
+import { ObserveServiceService, type ObserveServiceServer } from "./gen/qim/admin/v1/observe.js";
 import { ProjectionServiceService, type ProjectionServiceServer } from "./gen/qim/admin/v1/projection.js";
 
 export interface TlsFiles {
@@ -96,6 +98,8 @@ export interface AdminServer {
   audit: AuditLog;
   /** The session projection this server runs (consumer, registration task, drills). */
   projection: ProjectionStack;
+  /** The dashboard's watchers (ObserveService.Watch); `active` counts the streams being served. */
+  observer: Observer;
   close(): Promise<void>;
 }
 
@@ -443,6 +447,24 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
     }),
   };
 
+  // Watch streams until the client cancels: close() ends them (UNAVAILABLE, the client reconnects)
+  // before waiting for the server's calls to finish.
+  const observer = new Observer(projection, audit);
+  const observeService: ObserveServiceServer = {
+    watch: (call) => guarded(WATCH_RPC, call, async () => {
+      const end = await observer.watch(call, watchIntervalMs(call.request));
+      return {
+        answer: () => {
+          if (end === "shutdown" && !call.cancelled) {
+            call.emit("error", toServiceError({ code: grpc.status.UNAVAILABLE, domainCode: "UNAVAILABLE", message: "the admin server is shutting down" }, randomUUID()));
+          }
+        },
+      };
+    }, (e) => {
+      if (!call.cancelled) call.emit("error", e);
+    }),
+  };
+
   if (typeof baseCreateHttp2Server !== "function") log("WARNING: this @grpc/grpc-js has no createHttp2Server hook: refused TLS handshakes will not be audited");
   const server = new AuditingServer({ "grpc.max_receive_message_length": 4 * 1024 * 1024 });
   server.onTlsRefusal = (err, socket) => {
@@ -469,6 +491,7 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
   server.addService(ProjectionServiceService, projectionService);
   server.addService(DispatchServiceService, dispatchService);
   server.addService(DrillServiceService, drillService);
+  server.addService(ObserveServiceService, observeService);
 
   const servingStatus = {
     "": "SERVING",
@@ -478,6 +501,7 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
     "qim.admin.v1.ProjectionService": "SERVING",
     "qim.admin.v1.DispatchService": "SERVING",
     "qim.admin.v1.DrillService": "SERVING",
+    "qim.admin.v1.ObserveService": "SERVING",
   } as const;
   const health = new HealthImplementation({ ...servingStatus });
   health.addToServer(server);
@@ -537,8 +561,10 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
     engine,
     audit,
     projection,
+    observer,
     async close() {
       if (healthTimer) clearTimeout(healthTimer);
+      observer.close();
       await new Promise<void>((resolve) => server.tryShutdown(() => resolve()));
       await outboxRelay.stop();
       await (ownAuthority ? projection.close() : projection.stop());

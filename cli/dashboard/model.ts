@@ -1,0 +1,163 @@
+/**
+ * The dashboard's data, without React or grpc-js: the snapshot as the CLI prints it (JSON lines,
+ * the TUI's props), per-second rates from two consecutive snapshots (the server sends raw
+ * counters), the plain line printed when stdout is not a terminal, and the connection state.
+ */
+import type { Snapshot } from "../../admin-api/client.js";
+import { UsageError } from "../exit-codes.js";
+import { projectionStatusResult, type ProjectionStatusResult } from "../results.js";
+
+/** The server's bounds of WatchRequest.interval_ms (admin-api/observe.ts). */
+export const INTERVAL_BOUNDS_MS = { min: 200, max: 60_000 } as const;
+
+/** The raw counters of the server process (totals since it started). */
+export interface CountersResult {
+  /** By op: join, leave, remove. */
+  membershipEvents: Record<string, number>;
+  /** By path: send, membership. */
+  membershipRetries: Record<string, number>;
+  conversationStatePending: number;
+  conversationStateWritten: number;
+  conversationStateFailures: number;
+  usersRebuilt: number;
+  messagesCommitted: number;
+  relayDispatched: number;
+}
+
+export interface AuditLineResult {
+  time: string;
+  principal: string;
+  rpc: string;
+  result: string;
+}
+
+export interface DashboardSnapshot {
+  /** Server time of the counters, RFC 3339. */
+  time: string;
+  timeMs: number;
+  /** When the server process started (ms): rates compare only snapshots with the same value. */
+  startedAtMs: number;
+  counters: CountersResult;
+  /** As `qimctl projection status --json`. */
+  projection: ProjectionStatusResult;
+  /** The newest audit-log entries, oldest first. */
+  audit: AuditLineResult[];
+}
+
+/** Per second, between two snapshots of one server process. */
+export interface Rates {
+  /** Milliseconds between the two snapshots (server time). */
+  overMs: number;
+  membershipEventsPerSec: number;
+  membershipRetriesPerSec: number;
+  messagesCommittedPerSec: number;
+  relayDispatchedPerSec: number;
+  conversationStatePendingPerSec: number;
+  conversationStateWrittenPerSec: number;
+  conversationStateFailuresPerSec: number;
+  usersRebuiltPerSec: number;
+}
+
+/** One JSON line of `qimctl dashboard --output json`. */
+export type DashboardLine = DashboardSnapshot & { rates: Rates | null };
+
+export type ConnectionState =
+  | { kind: "connecting" }
+  | { kind: "connected" }
+  /** `attempt` counts the failures in a row; the next attempt is `retryInMs` after this one failed. */
+  | { kind: "disconnected"; error: string; attempt: number; retryInMs: number };
+
+/** Throws on a snapshot without counters or projection (not the server this CLI was built for). */
+export function snapshotResult(s: Snapshot): DashboardSnapshot {
+  const c = s.counters;
+  if (!c || !s.projection) throw new Error("the server sent a snapshot without counters or projection status");
+  return {
+    // milliseconds since 1970 fit a double exactly
+    time: new Date(Number(s.timeMs)).toISOString(),
+    timeMs: Number(s.timeMs),
+    startedAtMs: Number(s.startedAtMs),
+    counters: {
+      membershipEvents: { ...c.membershipEvents },
+      membershipRetries: { ...c.membershipRetries },
+      conversationStatePending: c.conversationStatePending,
+      conversationStateWritten: c.conversationStateWritten,
+      conversationStateFailures: c.conversationStateFailures,
+      usersRebuilt: c.usersRebuilt,
+      messagesCommitted: c.messagesCommitted,
+      relayDispatched: c.relayDispatched,
+    },
+    projection: projectionStatusResult(s.projection),
+    audit: s.audit.map((a) => ({ time: a.time, principal: a.principal, rpc: a.rpc, result: a.result })),
+  };
+}
+
+const sum = (r: Record<string, number>) => Object.values(r).reduce((a, b) => a + b, 0);
+
+/**
+ * Rates between two consecutive snapshots: null for the first one, when the server process
+ * changed (its counters restarted from 0), or when server time did not move forward.
+ */
+export function rates(prev: DashboardSnapshot | null, cur: DashboardSnapshot): Rates | null {
+  if (!prev || prev.startedAtMs !== cur.startedAtMs) return null;
+  const overMs = cur.timeMs - prev.timeMs;
+  if (overMs <= 0) return null;
+  const per = (a: number, b: number) => Math.max(0, b - a) * 1000 / overMs;
+  const p = prev.counters;
+  const c = cur.counters;
+  return {
+    overMs,
+    membershipEventsPerSec: per(sum(p.membershipEvents), sum(c.membershipEvents)),
+    membershipRetriesPerSec: per(sum(p.membershipRetries), sum(c.membershipRetries)),
+    messagesCommittedPerSec: per(p.messagesCommitted, c.messagesCommitted),
+    relayDispatchedPerSec: per(p.relayDispatched, c.relayDispatched),
+    conversationStatePendingPerSec: per(p.conversationStatePending, c.conversationStatePending),
+    conversationStateWrittenPerSec: per(p.conversationStateWritten, c.conversationStateWritten),
+    conversationStateFailuresPerSec: per(p.conversationStateFailures, c.conversationStateFailures),
+    usersRebuiltPerSec: per(p.usersRebuilt, c.usersRebuilt),
+  };
+}
+
+/** The JSON line of a snapshot: the snapshot's fields, the rates after the time fields. */
+export function dashboardLine(s: DashboardSnapshot, r: Rates | null): DashboardLine {
+  return { time: s.time, timeMs: s.timeMs, startedAtMs: s.startedAtMs, rates: r, counters: s.counters, projection: s.projection, audit: s.audit };
+}
+
+/** Total lag over the partitions that have a checkpoint, and the number of partitions not OK. */
+export function projectionTotals(p: ProjectionStatusResult): { lag: number; pending: number; notOk: number } {
+  return {
+    lag: p.partitions.reduce((a, x) => a + (x.lag ?? 0), 0),
+    pending: p.pending.reduce((a, x) => a + x.depth, 0),
+    notOk: p.partitions.filter((x) => x.verdict !== "OK").length,
+  };
+}
+
+export const formatRate = (r: number | undefined): string => (r === undefined ? "-" : r.toFixed(1));
+
+/** The line printed per snapshot when stdout is not a terminal (table mode). */
+export function plainLine(s: DashboardSnapshot, r: Rates | null): string {
+  const t = projectionTotals(s.projection);
+  const fields = [
+    s.time.replace(/\.\d{3}Z$/, "Z"),
+    `epoch=${s.projection.epoch}`,
+    `events/s=${formatRate(r?.membershipEventsPerSec)}`,
+    `retries/s=${formatRate(r?.membershipRetriesPerSec)}`,
+    `lag=${t.lag}`,
+    `pending=${t.pending}`,
+    `rebuilt=${s.counters.usersRebuilt}`,
+    `authority_written=${s.counters.conversationStateWritten}`,
+    `failures=${s.counters.conversationStateFailures}`,
+  ];
+  if (t.notOk > 0) fields.push(`partitions_not_ok=${t.notOk}`);
+  if (s.projection.failure) fields.push(`projection_failure=${JSON.stringify(s.projection.failure)}`);
+  return fields.join(" ");
+}
+
+/** `--interval`: seconds, or a number with ms, s or m ("500ms", "1s", "2.5s", "1m"); within the server's bounds. */
+export function intervalMs(flag: string, value: string): number {
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m)?$/.exec(value.trim());
+  const ms = m ? Math.round(Number(m[1]) * (m[2] === "ms" ? 1 : m[2] === "m" ? 60_000 : 1000)) : NaN;
+  if (!(ms >= INTERVAL_BOUNDS_MS.min && ms <= INTERVAL_BOUNDS_MS.max)) {
+    throw new UsageError(flag, `expected a duration from 200ms to 60s (e.g. 1s, 500ms, 2.5s), got ${JSON.stringify(value.slice(0, 32))}`);
+  }
+  return ms;
+}

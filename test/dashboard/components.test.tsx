@@ -1,0 +1,234 @@
+/**
+ * The dashboard's components rendered from fixed props by ink-testing-library (100 columns), the
+ * keys of the interactive shell, and the pure data functions (rates from two snapshots, the plain
+ * and JSON lines, --interval).
+ */
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { stripVTControlCharacters } from "node:util";
+import { render } from "ink-testing-library";
+import { DashboardApp, type Quit } from "../../cli/dashboard/app.js";
+import { AuditTail, Bar, barCells, Dashboard, Header, Partitions, Queues, Rates, StatusLine } from "../../cli/dashboard/components.js";
+import { dashboardLine, intervalMs, plainLine, rates, type ConnectionState, type DashboardSnapshot } from "../../cli/dashboard/model.js";
+import { UsageError } from "../../cli/exit-codes.js";
+
+const WIDTH = 100;
+
+type Partition = DashboardSnapshot["projection"]["partitions"][number];
+
+function partition(p: number, checkpoint: number | null, low: number, high: number, verdict = "OK"): Partition {
+  return {
+    partition: p, verdict, checkpoint, low, high, lag: checkpoint === null ? null : Math.max(0, high - checkpoint),
+    newestMs: null, lost: null, detail: "", checkpointUpdatedAtMs: null,
+  };
+}
+
+function snapshot(over: { timeMs?: number; startedAtMs?: number; epoch?: number; join?: number; remove?: number; retries?: number; written?: number; rebuilt?: number; partitions?: Partition[] } = {}): DashboardSnapshot {
+  const timeMs = over.timeMs ?? Date.UTC(2026, 10, 29, 23, 0, 1);
+  return {
+    time: new Date(timeMs).toISOString(),
+    timeMs,
+    startedAtMs: over.startedAtMs ?? 1000,
+    counters: {
+      membershipEvents: { join: over.join ?? 0, leave: 0, remove: over.remove ?? 0 },
+      membershipRetries: { send: over.retries ?? 0, membership: 0 },
+      conversationStatePending: 12,
+      conversationStateWritten: over.written ?? 12,
+      conversationStateFailures: 0,
+      usersRebuilt: over.rebuilt ?? 4,
+      messagesCommitted: 30,
+      relayDispatched: 30,
+    },
+    projection: {
+      epoch: over.epoch ?? 3,
+      authority: "redis-hash (development fallback)",
+      retentionMs: 86_400_000,
+      failure: null,
+      partitions: over.partitions ?? [partition(0, 100, 0, 100), partition(1, 50, 0, 100), partition(2, 25, 0, 100), partition(3, null, 0, 40, "NO_CHECKPOINT")],
+      pending: [{ instance: 0, depth: 3 }, { instance: 1, depth: 0 }],
+    },
+    audit: [
+      { time: "2026-11-29T22:59:58.120Z", principal: "oscar", rpc: "/qim.admin.v1.GroupService/AddMembers", result: "OK" },
+      { time: "2026-11-29T23:00:00.500Z", principal: "nobody", rpc: "/qim.admin.v1.ProjectionService/BumpEpoch", result: "PERMISSION_DENIED" },
+    ],
+  };
+}
+
+const connected: ConnectionState = { kind: "connected" };
+const down: ConnectionState = { kind: "disconnected", error: "cannot reach the server at localhost:7443: connect ECONNREFUSED", attempt: 3, retryInMs: 2000 };
+
+/** The last frame without colours, as lines. */
+function frame(r: { lastFrame(): string | undefined }): string[] {
+  return stripVTControlCharacters(r.lastFrame() ?? "").split("\n");
+}
+
+const count = (s: string, ch: string) => [...s].filter((c) => c === ch).length;
+
+/** Lets React and ink process an input or a re-render, then returns the frame (bounded). */
+async function until(r: { lastFrame(): string | undefined }, ok: (text: string) => boolean): Promise<string> {
+  let text = "";
+  for (let i = 0; i < 50; i++) {
+    await new Promise((res) => setImmediate(res));
+    text = frame(r).join("\n");
+    if (ok(text)) return text;
+  }
+  return text;
+}
+
+describe("dashboard: rates from two snapshots (pure)", () => {
+  it("divides counter deltas by the server time between the snapshots, membership events summed over ops", () => {
+    const a = snapshot({ timeMs: 10_000, join: 2, remove: 1, retries: 1, written: 10, rebuilt: 4 });
+    const b = snapshot({ timeMs: 12_000, join: 5, remove: 2, retries: 2, written: 30, rebuilt: 5 });
+    const r = rates(a, b)!;
+    assert.equal(r.overMs, 2000);
+    assert.equal(r.membershipEventsPerSec, 2); // (7 - 3) / 2 s
+    assert.equal(r.membershipRetriesPerSec, 0.5);
+    assert.equal(r.conversationStateWrittenPerSec, 10);
+    assert.equal(r.usersRebuiltPerSec, 0.5);
+    assert.equal(r.messagesCommittedPerSec, 0);
+  });
+
+  it("has no rate for the first snapshot, across a server restart, or when time did not move", () => {
+    const a = snapshot({ timeMs: 10_000, join: 5 });
+    assert.equal(rates(null, a), null);
+    assert.equal(rates(a, snapshot({ timeMs: 11_000, join: 1, startedAtMs: 2000 })), null);
+    assert.equal(rates(a, snapshot({ timeMs: 10_000, join: 6 })), null);
+  });
+});
+
+describe("dashboard: lines when stdout is not a terminal", () => {
+  it("plain: one line of key=value per snapshot; rates '-' until the second", () => {
+    const a = snapshot({ timeMs: Date.UTC(2026, 10, 29, 23, 0, 0), join: 1 });
+    const b = snapshot({ timeMs: Date.UTC(2026, 10, 29, 23, 0, 1), join: 2 });
+    assert.equal(plainLine(a, null), "2026-11-29T23:00:00Z epoch=3 events/s=- retries/s=- lag=125 pending=3 rebuilt=4 authority_written=12 failures=0 partitions_not_ok=1");
+    assert.equal(plainLine(b, rates(a, b)), "2026-11-29T23:00:01Z epoch=3 events/s=1.0 retries/s=0.0 lag=125 pending=3 rebuilt=4 authority_written=12 failures=0 partitions_not_ok=1");
+  });
+
+  it("JSON: the snapshot's fields with the rates", () => {
+    const a = snapshot({ timeMs: 1000 });
+    const line = JSON.parse(JSON.stringify(dashboardLine(a, null)));
+    assert.deepEqual(Object.keys(line), ["time", "timeMs", "startedAtMs", "rates", "counters", "projection", "audit"]);
+    assert.equal(line.rates, null);
+    assert.equal(line.projection.partitions[1].lag, 50);
+  });
+
+  it("--interval: seconds or a unit, 200ms to 60s", () => {
+    assert.equal(intervalMs("--interval", "1s"), 1000);
+    assert.equal(intervalMs("--interval", "2"), 2000);
+    assert.equal(intervalMs("--interval", "0.2s"), 200);
+    assert.equal(intervalMs("--interval", "500ms"), 500);
+    assert.equal(intervalMs("--interval", "1m"), 60_000);
+    for (const bad of ["100ms", "61s", "2m", "", "fast", "-1s", "1h"]) assert.throws(() => intervalMs("--interval", bad), UsageError, bad);
+  });
+});
+
+describe("dashboard components at 100 columns", () => {
+  it("Bar: filled cells proportional to value/max; max 0 is full; out of range clamps", () => {
+    assert.equal(barCells(25, 100, 20), 5);
+    assert.equal(barCells(0, 0, 20), 20);
+    assert.equal(barCells(-5, 100, 20), 0);
+    assert.equal(barCells(150, 100, 20), 20);
+    const text = frame(render(<Bar value={3} max={4} width={20} />)).join("");
+    assert.equal(count(text, "█"), 15);
+    assert.equal(count(text, "░"), 5);
+  });
+
+  it("Partitions: checkpoint, low, high and lag per partition; the bar is the share of [low, high] read", () => {
+    const lines = frame(render(<Partitions partitions={snapshot().projection.partitions} width={WIDTH} />));
+    assert.match(lines[0]!, /^PART\s+VERDICT\s+CHECKPOINT\s+LOW\s+HIGH\s+LAG/);
+    const rows = lines.slice(1);
+    assert.equal(rows.length, 4);
+    const cells = rows.map((r) => ({ full: count(r, "█"), empty: count(r, "░"), fields: r.replace(/[█░]/g, "").trim().split(/\s+/) }));
+    const width = cells[0]!.full + cells[0]!.empty;
+    assert.ok(width >= 8, `bar width ${width}`);
+    for (const c of cells) assert.equal(c.full + c.empty, width, "every bar has the same width");
+    assert.deepEqual(cells.map((c) => c.full), [width, Math.round(width / 2), Math.round(width / 4), 0]);
+    assert.deepEqual(cells[1]!.fields, ["1", "OK", "50", "0", "100", "50"]);
+    assert.deepEqual(cells[3]!.fields, ["3", "NO_CHECKPOINT", "-", "0", "40", "-"]);
+    for (const l of lines) assert.ok(l.length <= WIDTH, `fits ${WIDTH} columns: ${l}`);
+  });
+
+  it("Rates: per-second membership events and retries, totals of rebuilt users and authority writes", () => {
+    const a = snapshot({ timeMs: 0, join: 0 });
+    const b = snapshot({ timeMs: 4000, join: 6, retries: 2, rebuilt: 7, written: 40 });
+    const text = frame(render(<Rates rates={rates(a, b)} counters={b.counters} />)).join("\n");
+    assert.match(text, /membership events\/s 1\.5\s+retries\/s 0\.5/);
+    assert.match(text, /users rebuilt 7\s+authority written 40\s+failures 0/);
+    const first = frame(render(<Rates rates={null} counters={a.counters} />)).join("\n");
+    assert.match(first, /membership events\/s -\s+retries\/s -/);
+  });
+
+  it("Queues and AuditTail: depth per instance; the newest entries with principal, RPC and result", () => {
+    assert.match(frame(render(<Queues pending={[{ instance: 0, depth: 3 }, { instance: 1, depth: 0 }]} />)).join(""), /registration queue\s+instance 0: 3\s+instance 1: 0/);
+    const lines = frame(render(<AuditTail entries={snapshot().audit} width={WIDTH} />));
+    assert.match(lines[1]!, /^22:59:58Z\s+oscar\s+GroupService\/AddMembers\s+OK$/);
+    assert.match(lines[2]!, /^23:00:00Z\s+nobody\s+ProjectionService\/BumpEpoch\s+PERMISSION_DENIED$/);
+    assert.match(frame(render(<AuditTail entries={[]} width={WIDTH} />)).join("\n"), /no entries/);
+  });
+
+  it("StatusLine and Header: PAUSED; disconnected, retrying with the last error; connection state", () => {
+    const paused = frame(render(<StatusLine state={connected} paused={true} />)).join("\n");
+    assert.match(paused, /PAUSED/);
+    assert.doesNotMatch(frame(render(<StatusLine state={connected} paused={false} />)).join("\n"), /PAUSED/);
+    // the error wraps rather than being cut: its end (ECONNREFUSED, a TLS alert) is the useful part
+    const lost = frame(render(<StatusLine state={down} paused={false} />)).join(" ").replace(/\s+/g, " ");
+    assert.match(lost, /disconnected, retrying in 2\.0s \(attempt 3\): cannot reach the server at localhost:7443: connect ECONNREFUSED/);
+    const header = frame(render(<Header endpoint="localhost:7443" state={down} intervalMs={1000} time="2026-11-29T23:00:01Z" />)).join("\n");
+    assert.match(header, /qimctl dashboard\s+localhost:7443\s+● disconnected, retrying\s+every 1s\s+2026-11-29T23:00:01Z/);
+    assert.match(frame(render(<Header endpoint="localhost:7443" state={connected} intervalMs={500} time={null} />)).join(""), /● connected\s+every 0\.5s/);
+  });
+
+  it("Dashboard: all sections within the width; waiting before the first snapshot", () => {
+    const a = snapshot({ timeMs: 10_000, join: 1 });
+    const b = snapshot({ timeMs: 11_000, join: 3 });
+    const lines = frame(render(<Dashboard endpoint="localhost:7443" intervalMs={1000} snapshot={b} prevSnapshot={a} state={connected} paused={false} width={WIDTH} />));
+    const text = lines.join("\n");
+    for (const l of lines) assert.ok(l.length <= WIDTH, `fits ${WIDTH} columns: ${l}`);
+    assert.match(text, /epoch 3\s+authority redis-hash/);
+    assert.match(text, /membership events\/s 2\.0/);
+    assert.match(text, /registration queue\s+instance 0: 3/);
+    assert.match(text, /GroupService\/AddMembers/);
+    assert.equal(lines.filter((l) => /^\d+\s+(OK|NO_CHECKPOINT)\s/.test(l)).length, 4);
+    const waiting = frame(render(<Dashboard endpoint="localhost:7443" intervalMs={1000} snapshot={null} prevSnapshot={null} state={{ kind: "connecting" }} paused={false} width={WIDTH} />)).join("\n");
+    assert.match(waiting, /● connecting/);
+    assert.match(waiting, /waiting for the first snapshot/);
+  });
+});
+
+describe("dashboard: a terminal shorter than the whole view", () => {
+  it("keeps the frame shorter than the terminal by showing only the newest audit entries that fit", () => {
+    const many = { ...snapshot(), audit: Array.from({ length: 8 }, (_, i) => ({ time: `2026-11-29T23:00:0${i}.000Z`, principal: `p${i}`, rpc: "/qim.admin.v1.GroupService/AddMembers", result: "OK" })) };
+    for (const state of [connected, down]) {
+      const all = frame(render(<Dashboard endpoint="e:1" intervalMs={1000} snapshot={many} prevSnapshot={null} state={state} paused={false} width={WIDTH} />));
+      assert.ok(all.some((l) => /^23:00:00Z\s+p0\s/.test(l)), "no height: every entry");
+      const short = frame(render(<Dashboard endpoint="e:1" intervalMs={1000} snapshot={many} prevSnapshot={null} state={state} paused={false} width={WIDTH} height={24} />));
+      assert.ok(short.length < 24, `${short.length} rows for a 24-row terminal (${state.kind})`);
+      assert.ok(short.some((l) => /^23:00:07Z\s+p7\s/.test(l)), "the newest entry stays");
+      assert.ok(!short.some((l) => /^23:00:00Z\s+p0\s/.test(l)), "the oldest entry goes");
+    }
+  });
+});
+
+describe("dashboard: keys of the interactive shell", () => {
+  it("p freezes the shown snapshot (PAUSED) while new ones arrive, p again shows the newest; q and Ctrl+C quit", async () => {
+    const quits: Quit[] = [];
+    const props = { endpoint: "localhost:7443", intervalMs: 1000, state: connected, onQuit: (how: Quit) => quits.push(how) };
+    const r = render(<DashboardApp {...props} snapshot={snapshot({ epoch: 3 })} prevSnapshot={null} />);
+    assert.match(await until(r, (t) => /epoch 3/.test(t)), /epoch 3/);
+    r.stdin.write("p");
+    assert.match(await until(r, (t) => /PAUSED/.test(t)), /PAUSED/);
+    r.rerender(<DashboardApp {...props} snapshot={snapshot({ epoch: 4 })} prevSnapshot={snapshot({ epoch: 3 })} />);
+    const paused = await until(r, () => false);
+    assert.match(paused, /epoch 3/, "paused: the last snapshot stays");
+    assert.match(paused, /PAUSED/);
+    r.stdin.write("p");
+    const resumed = await until(r, (t) => /epoch 4/.test(t) && !/PAUSED/.test(t));
+    assert.match(resumed, /epoch 4/);
+    assert.doesNotMatch(resumed, /PAUSED/);
+    r.stdin.write("q");
+    r.stdin.write("\u0003");
+    await until(r, () => quits.length === 2);
+    assert.deepEqual(quits, ["quit", "interrupt"]);
+    r.unmount();
+  });
+});

@@ -1,0 +1,181 @@
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { Flags } from "@oclif/core";
+import { dataDirFlag, DevCommand } from "../dev/command.js";
+import type { DemoStep, DemoWorld } from "../dev/demo.js";
+import { DEFAULT_DEMO_DIR, devDown, devUp, DevStackError, killStartingSync, type DevUpResult } from "../dev/stack.js";
+import { shown, upLines } from "../dev/text.js";
+import { EXIT } from "../exit-codes.js";
+import { table } from "../format.js";
+
+export interface DemoResult {
+  /** True when every step did what it should. */
+  ok: boolean;
+  /** The first step that failed, or null. */
+  failedStep: string | null;
+  endpoint: string | null;
+  dataDir: string;
+  authority: string | null;
+  tenant: string | null;
+  /** The demo's user ids by name, and its two groups. */
+  users: DemoWorld["users"] | null;
+  groups: DemoWorld["groups"] | null;
+  steps: DemoStep[];
+  /** Whether the dev stack is still running (false with --down). */
+  stackRunning: boolean;
+}
+
+export default class Demo extends DevCommand<typeof Demo> {
+  static override summary = "Start a dev stack and walk a narrated scenario through the real admin API, checking every step.";
+  static override description = `Runs \`qimctl dev up\` (the same code) in --data-dir (default .qim/demo, its own stack), then, over mTLS with the dev admin certificate:
+
+- create-group: two groups, team (owner alice; bob, carol) and side (owner bob; alice)
+- send-messages: messages take conversation_seq 1, 2, 3 in team
+- add-member: dave joins team; the join event takes seq 4
+- remove-member: carol is removed (event seq 6); alice then sends seq 7
+- history-boundaries: history as each member; dave sees from his join event, carol up to her removal (never seq 7)
+- conversation-summaries: conversation lists from the session projection, once GetStatus shows it caught up
+- bump-epoch: the projection epoch +1 (reason "demo"); alice's next pull is rebuilt from the authority
+- rebuild-drill: a rebuild drill over the demo's four users finds no difference
+- dispatch-audit: every dispatch-log partition is OK
+
+Each step prints what happened and why it matters, and checks what it should have done; a summary table ends the run. User and group ids are new on every run, so the demo can be repeated on the same stack. The stack keeps running afterwards (stop it with \`qimctl dev down --data-dir .qim/demo\`), or --down stops it at the end.
+
+--output json prints only the summary (steps with name, ok, status, details, error; endpoint; data dir; authority) on stdout; the narration is left out.
+
+Exit codes: 0 every step OK; 1 a step failed (named on stderr; the summary is printed all the same); 2 redis-server not installed (the install command is printed); other dev up failures as \`qimctl dev up\`.`;
+  static override examples = [
+    "<%= config.bin %> <%= command.id %>",
+    "<%= config.bin %> <%= command.id %> --output json --down",
+    "npm run demo",
+  ];
+  static override flags = {
+    "data-dir": dataDirFlag(DEFAULT_DEMO_DIR),
+    port: Flags.integer({ min: 1, max: 65535, description: "the admin API port of the demo's stack (default: a free one)" }),
+    down: Flags.boolean({ description: "stop the dev stack at the end (dev down; its data is kept)" }),
+  };
+
+  async run(): Promise<DemoResult> {
+    process.once("SIGINT", () => {
+      killStartingSync();
+      process.stderr.write("interrupted\n");
+      process.exit(130);
+    });
+    const say = (line: string) => this.log(line);
+    const dataDirFlagValue = this.flags["data-dir"];
+    const steps: DemoStep[] = [];
+    let up: DevUpResult | undefined;
+    let world: DemoWorld | undefined;
+
+    say(`qimctl demo: a private dev stack in ${dataDirFlagValue}, then a scenario through the admin API.`);
+    try {
+      up = await devUp({ dataDir: dataDirFlagValue, ...(this.flags.port !== undefined ? { port: this.flags.port } : {}), progress: (l) => this.note(l) });
+      steps.push({ name: "dev-up", ok: true, status: "ok", details: { status: up.status, endpoint: up.endpoint, redis: up.redis, server: { pid: up.server.pid, port: up.server.port }, authority: up.authority }, error: null });
+      say("");
+      say("== Dev stack");
+      say(upLines(up, DEFAULT_DEMO_DIR).split("\nTry:")[0]!.replace(/^/gm, "   "));
+    } catch (err) {
+      // redis-server missing or too old: the install hint and exit 2, as dev up
+      if (err instanceof DevStackError && err.exitCode === EXIT.USAGE) throw err;
+      const message = err instanceof Error ? err.message : String(err);
+      steps.push({ name: "dev-up", ok: false, status: "failed", details: {}, error: message });
+    }
+
+    if (up) {
+      const { connectAdmin } = await import("../../admin-api/client.js");
+      const { runScenario } = await import("../dev/demo.js");
+      const client = connectAdmin({
+        endpoint: up.endpoint,
+        caPem: readFileSync(up.pki.ca),
+        certPem: readFileSync(up.pki.cert),
+        keyPem: readFileSync(up.pki.key),
+        deadlineMs: 30_000,
+      });
+      try {
+        const r = await runScenario({ client, tenant: up.tenant, say });
+        steps.push(...r.steps);
+        world = r.world;
+      } finally {
+        client.close();
+      }
+    } else {
+      const { DEMO_STEPS } = await import("../dev/demo.js");
+      for (const name of DEMO_STEPS) steps.push({ name, ok: false, status: "skipped", details: {}, error: null });
+    }
+
+    let stackRunning = up !== undefined;
+    if (this.flags.down) {
+      try {
+        const down = await devDown({ dataDir: dataDirFlagValue });
+        stackRunning = false;
+        steps.push({ name: "dev-down", ok: true, status: "ok", details: { stopped: down.stopped, defaultContextRemoved: down.defaultContextRemoved }, error: null });
+      } catch (err) {
+        steps.push({ name: "dev-down", ok: false, status: "failed", details: {}, error: err instanceof Error ? err.message : String(err) });
+      }
+    }
+
+    const failed = steps.find((s) => s.status === "failed");
+    const result: DemoResult = {
+      ok: failed === undefined,
+      failedStep: failed?.name ?? null,
+      endpoint: up?.endpoint ?? null,
+      dataDir: up?.dataDir ?? path.resolve(dataDirFlagValue),
+      authority: up?.authority ?? null,
+      tenant: up?.tenant ?? null,
+      users: world?.users ?? null,
+      groups: world && world.groups.team ? world.groups : null,
+      steps,
+      stackRunning,
+    };
+
+    say("");
+    say("== Summary");
+    say(table(["STEP", "RESULT", "WHAT"], steps.map((s) => [s.name, s.status === "ok" ? "OK" : s.status === "failed" ? "FAILED" : "skipped", s.error ?? summaryOf(s)])).replace(/^/gm, "   "));
+    say("");
+    const dd = ` --data-dir ${shown(up?.dataDir ?? dataDirFlagValue)}`;
+    if (result.ok) say(`All ${steps.length} steps OK.`);
+    if (stackRunning && up) {
+      say(`The dev stack keeps running at ${up.endpoint}. Look around with --context ${shown(up.context)}, e.g.:`);
+      if (world) say(`   qimctl sessions --user ${world.users.alice} --context ${shown(up.context)}`);
+      if (world?.groups.team) say(`   qimctl history --group ${world.groups.team} --as ${world.users.dave} --context ${shown(up.context)}`);
+      say(`Stop it with: qimctl dev down${dd}`);
+    }
+
+    if (failed) {
+      const stepError = failed.error ?? "failed";
+      this.failWithResult(result, { exitCode: EXIT.INTERNAL, code: "DEMO_STEP_FAILED", message: `demo step ${failed.name} failed: ${stepError.split("\n")[0]}` });
+    }
+    return result;
+  }
+}
+
+/** One short phrase per step for the summary table. */
+function summaryOf(s: DemoStep): string {
+  const d = s.details as Record<string, any>;
+  switch (s.name) {
+    case "dev-up":
+      return `${d.status} at ${d.endpoint}`;
+    case "create-group":
+      return "team (3 members) and side (2 members)";
+    case "send-messages":
+      return "team seq 1–3, side seq 1";
+    case "add-member":
+      return `dave joined: event seq ${d.change?.eventConversationSeq}`;
+    case "remove-member":
+      return `carol removed: event seq ${d.change?.eventConversationSeq}`;
+    case "history-boundaries":
+      return `dave from seq ${d.dave?.earliestAvailableConversationSeq}, carol up to seq ${d.carol?.seqs?.at(-1)}`;
+    case "conversation-summaries":
+      return `alice ${d.alice?.total} conversations, carol's team REMOVED`;
+    case "bump-epoch":
+      return `epoch ${d.before} → ${d.bump?.epoch}, alice rebuilt`;
+    case "rebuild-drill":
+      return `${d.report?.users} users, ${d.report?.conversationsBefore} conversations, no difference`;
+    case "dispatch-audit":
+      return `${d.audit?.partitions?.length} partitions OK`;
+    case "dev-down":
+      return "stack stopped";
+    default:
+      return "";
+  }
+}

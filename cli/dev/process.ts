@@ -1,0 +1,267 @@
+/**
+ * Process plumbing of the development stack (`qimctl dev up|status|down`, `qimctl demo`): finding
+ * `redis-server`, free loopback ports, "is this pid alive, and is it still ours", stopping a
+ * process we are not the parent of, and the two "does it answer" probes (Redis PING over a raw
+ * socket, grpc.health.v1 over mTLS). No engine import; grpc-js is imported lazily.
+ */
+import { execFile } from "node:child_process";
+import { accessSync, constants, readdirSync, readFileSync, readlinkSync } from "node:fs";
+import net from "node:net";
+import path from "node:path";
+
+export const LOOPBACK = "127.0.0.1";
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+export { sleep };
+
+/** The first executable `name` on PATH, or null. */
+export function findOnPath(name: string, env: NodeJS.ProcessEnv = process.env): string | null {
+  for (const dir of (env.PATH ?? "").split(path.delimiter)) {
+    if (dir === "") continue;
+    const file = path.join(dir, name);
+    try {
+      accessSync(file, constants.X_OK);
+      return file;
+    } catch {
+      // not here
+    }
+  }
+  return null;
+}
+
+/** `redis-server --version` → "7.0.15", or null when it cannot be read. */
+export function redisServerVersion(binary: string): Promise<string | null> {
+  return new Promise((resolve) => {
+    execFile(binary, ["--version"], { timeout: 10_000 }, (err, stdout) => {
+      if (err) return resolve(null);
+      resolve(/v=(\d+\.\d+\.\d+)/.exec(stdout)?.[1] ?? null);
+    });
+  });
+}
+
+/** "6.2.0" >= "6.2"? */
+export function versionAtLeast(version: string, min: readonly [number, number]): boolean {
+  const [maj = 0, min2 = 0] = version.split(".").map(Number);
+  return maj > min[0] || (maj === min[0] && min2 >= min[1]);
+}
+
+/** Ports this process already handed out (the kernel may hand a just-closed one out again). */
+const handedOut = new Set<number>();
+
+function bindProbe(port: number): Promise<number | null> {
+  return new Promise((resolve) => {
+    const srv = net.createServer();
+    srv.unref();
+    srv.once("error", () => resolve(null));
+    srv.listen({ host: LOOPBACK, port, exclusive: true }, () => {
+      const addr = srv.address();
+      const got = typeof addr === "object" && addr !== null ? addr.port : null;
+      srv.close(() => resolve(got));
+    });
+  });
+}
+
+/** A currently free TCP port on 127.0.0.1. */
+export async function freePort(): Promise<number> {
+  for (let attempt = 0; attempt < 100; attempt++) {
+    const port = await bindProbe(0);
+    if (port === null || handedOut.has(port)) continue;
+    handedOut.add(port);
+    return port;
+  }
+  throw new Error(`no free port found on ${LOOPBACK}`);
+}
+
+/** Whether `port` on 127.0.0.1 can be bound right now. */
+export async function portIsFree(port: number): Promise<boolean> {
+  return (await bindProbe(port)) === port;
+}
+
+/** A process state letter from /proc (R, S, D, Z, …), or null without /proc. */
+function procState(pid: number): string | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) || null;
+  } catch {
+    return null;
+  }
+}
+
+/** Whether `pid` exists and is not a zombie (a zombie has exited; only its parent has not reaped it yet). */
+export function isAlive(pid: number | null | undefined): boolean {
+  if (!pid || !Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "EPERM") return false;
+  }
+  return procState(pid) !== "Z";
+}
+
+/** The arguments of `pid` (redis-server rewrites its own into one title), or null where /proc cannot tell. */
+export function processArgv(pid: number): string[] | null {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").filter(Boolean);
+  } catch {
+    return null;
+  }
+}
+
+/** The working directory of `pid`, or null where /proc cannot tell. */
+export function workingDir(pid: number): string | null {
+  try {
+    return readlinkSync(`/proc/${pid}/cwd`);
+  } catch {
+    return null;
+  }
+}
+
+export function hasProc(): boolean {
+  try {
+    accessSync("/proc/self/cmdline", constants.R_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Tells whether a process's arguments are those of a process we started. */
+export type Identity = (argv: readonly string[]) => boolean;
+
+/**
+ * Whether the live process `pid` is still the one we started (pids are reused): `identity`
+ * accepts its arguments. Where /proc cannot tell (not Linux), a live pid is taken as ours.
+ */
+export function isOurs(pid: number | null | undefined, identity: Identity): boolean {
+  if (!pid || !isAlive(pid)) return false;
+  const argv = processArgv(pid);
+  if (argv === null) return !hasProc();
+  return identity(argv);
+}
+
+/** Every live process (other than this one) whose arguments `identity` accepts; empty without /proc. */
+export function findProcesses(identity: Identity): number[] {
+  let entries: string[];
+  try {
+    entries = readdirSync("/proc");
+  } catch {
+    return [];
+  }
+  const out: number[] = [];
+  for (const e of entries) {
+    if (!/^\d+$/.test(e)) continue;
+    const pid = Number(e);
+    if (pid === process.pid) continue;
+    const argv = processArgv(pid);
+    if (argv && identity(argv) && isAlive(pid)) out.push(pid);
+  }
+  return out;
+}
+
+/** Waits (polling, at most `attempts` × `everyMs`) for `pid` to be gone. */
+export async function waitGone(pid: number, attempts: number, everyMs = 50): Promise<boolean> {
+  for (let i = 0; i < attempts; i++) {
+    if (!isAlive(pid)) return true;
+    await sleep(everyMs);
+  }
+  return !isAlive(pid);
+}
+
+export type StopHow = "SIGTERM" | "SIGKILL" | "already gone";
+
+/**
+ * Stops a process we are not necessarily the parent of: SIGTERM, wait (≤ graceAttempts × 50 ms),
+ * then SIGKILL and wait again. Returns how it went; throws if it is still there after SIGKILL.
+ */
+export async function stopPid(pid: number, graceAttempts: number): Promise<StopHow> {
+  if (!isAlive(pid)) return "already gone";
+  try {
+    process.kill(pid, "SIGTERM");
+  } catch {
+    return "already gone";
+  }
+  if (await waitGone(pid, graceAttempts)) return "SIGTERM";
+  try {
+    process.kill(pid, "SIGKILL");
+  } catch {
+    // raced with its exit
+  }
+  if (await waitGone(pid, 100)) return "SIGKILL";
+  throw new Error(`process ${pid} is still running after SIGKILL`);
+}
+
+/** Sends one command to a Redis on 127.0.0.1:port; resolves with the first reply line ("+PONG", "-ERR …"). */
+export function redisCommand(port: number, args: readonly string[], timeoutMs = 1000): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const sock = net.connect({ host: LOOPBACK, port });
+    let buf = "";
+    const done = (err: Error | null, value?: string) => {
+      clearTimeout(timer);
+      sock.destroy();
+      if (err) reject(err);
+      else resolve(value!);
+    };
+    const timer = setTimeout(() => done(new Error(`no answer from ${LOOPBACK}:${port}`)), timeoutMs);
+    sock.once("error", (e) => done(e));
+    sock.once("close", () => done(new Error(`connection to ${LOOPBACK}:${port} closed`)));
+    sock.on("connect", () => sock.write(`*${args.length}\r\n${args.map((a) => `$${Buffer.byteLength(a)}\r\n${a}\r\n`).join("")}`));
+    sock.on("data", (chunk: Buffer) => {
+      buf += chunk.toString("utf8");
+      const eol = buf.indexOf("\r\n");
+      if (eol >= 0) done(null, buf.slice(0, eol));
+    });
+  });
+}
+
+export async function redisAnswers(port: number): Promise<boolean> {
+  try {
+    return (await redisCommand(port, ["PING"], 1000)) === "+PONG";
+  } catch {
+    return false;
+  }
+}
+
+/** Whether something accepts TCP connections on 127.0.0.1:port. */
+export function tcpAccepts(port: number, timeoutMs = 500): Promise<boolean> {
+  return new Promise((resolve) => {
+    const sock = net.connect({ host: LOOPBACK, port });
+    const done = (ok: boolean) => {
+      clearTimeout(timer);
+      sock.destroy();
+      resolve(ok);
+    };
+    const timer = setTimeout(() => done(false), timeoutMs);
+    sock.once("connect", () => done(true));
+    sock.once("error", () => done(false));
+  });
+}
+
+export interface TlsClientFiles {
+  caPem: Buffer;
+  certPem: Buffer;
+  keyPem: Buffer;
+}
+
+/**
+ * One grpc.health.v1 Check of the whole server ("") over mTLS with the given client certificate:
+ * "SERVING", another status, or the error's text. A fresh channel each time, so that grpc-js's
+ * reconnect back-off never delays the answer.
+ */
+export async function healthCheck(endpoint: string, tls: TlsClientFiles, deadlineMs = 2000): Promise<{ serving: boolean; detail: string }> {
+  const grpc = await import("@grpc/grpc-js");
+  const { service } = await import("grpc-health-check");
+  const Health = grpc.makeGenericClientConstructor(service, "Health");
+  const client = new Health(endpoint, grpc.credentials.createSsl(tls.caPem, tls.keyPem, tls.certPem)) as unknown as InstanceType<typeof grpc.Client> & {
+    check(req: { service: string }, md: InstanceType<typeof grpc.Metadata>, opts: { deadline: number }, cb: (err: Error | null, res: { status: string }) => void): void;
+  };
+  try {
+    return await new Promise((resolve) => {
+      client.check({ service: "" }, new grpc.Metadata(), { deadline: Date.now() + deadlineMs }, (err, res) => {
+        if (err) resolve({ serving: false, detail: (err as Error & { details?: string }).details ?? err.message });
+        else resolve({ serving: res.status === "SERVING", detail: String(res.status) });
+      });
+    });
+  } finally {
+    client.close();
+  }
+}

@@ -1,0 +1,834 @@
+/**
+ * The embedded development stack (DESIGN §5): one private `redis-server` (AOF, appendfsync
+ * always), a dev CA with a server and an `admin` client certificate (certs/pki.ts, as `qimctl
+ * certs …`), and the admin server (`bin/qim-admin-server.js`) as detached child processes, all
+ * under one data dir; a CLI context that points at it. `qimctl dev up|status|down` and
+ * `qimctl demo` are thin commands over this module.
+ *
+ * The data dir holds:
+ *
+ *   dev.json       the state while the stack runs: pids, ports, paths, tenant, authority, start time
+ *   dev.lock       held while a `dev up` / `dev down` works on the dir (pid inside)
+ *   context.json   a qimctl context: endpoint localhost:P, ca, the admin certificate and key, the dev tenant
+ *   pki/           ca.crt ca.key server.crt server.key admin.crt admin.key (keys 0600), created once
+ *   redis/         the Redis data (appendonly dir); redis.log its log
+ *   server.log     the admin server's stdout/stderr; audit.log its audit log
+ *
+ * Processes are recognised by their arguments, so that a reused pid is never signalled: the
+ * redis-server's process title ends with "qimctl-dev <data dir>" (--proc-title-template), the
+ * admin server's arguments name <data dir>/audit.log.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { randomUUID, X509Certificate } from "node:crypto";
+import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmdirSync, rmSync, statSync, unlinkSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { defaultContextPath, ENV } from "../context.js";
+import { EXIT, type ExitCode } from "../exit-codes.js";
+import {
+  findOnPath, findProcesses, freePort, healthCheck, isAlive, isOurs, LOOPBACK, portIsFree, redisAnswers, redisServerVersion, sleep, stopPid,
+  tcpAccepts, versionAtLeast, type Identity, type StopHow, type TlsClientFiles,
+} from "./process.js";
+
+export const DEFAULT_DEV_DIR = path.join(".qim", "dev");
+export const DEFAULT_DEMO_DIR = path.join(".qim", "demo");
+
+/** The engine needs ZADD … GT and XTRIM MINID: Redis 6.2 or newer. */
+const MIN_REDIS: readonly [number, number] = [6, 2];
+export const REDIS_INSTALL = "sudo apt-get install -y redis-server";
+export const REDIS_INSTALL_ROOT = "apt-get install -y redis-server";
+
+/** Bounds of the waits, in attempts (each ≈ 50–100 ms plus the probe). */
+const REDIS_READY_ATTEMPTS = 200;
+const SERVER_READY_ATTEMPTS = 300;
+/** Cassandra may need to create its keyspace and table first. */
+const SERVER_READY_ATTEMPTS_CASSANDRA = 1200;
+/** SIGTERM → SIGKILL after this many 50 ms polls (10 s). */
+const STOP_GRACE_ATTEMPTS = 200;
+
+/** A failure of the dev stack with the exit code it deserves (cli/exit-codes.ts) and hints for people. */
+export class DevStackError extends Error {
+  constructor(
+    readonly exitCode: ExitCode,
+    readonly code: string,
+    message: string,
+    readonly hints: string[] = [],
+  ) {
+    super(message);
+    this.name = "DevStackError";
+  }
+}
+
+export interface DevPaths {
+  dataDir: string;
+  stateFile: string;
+  lockFile: string;
+  contextFile: string;
+  pkiDir: string;
+  caCert: string;
+  caKey: string;
+  serverCert: string;
+  serverKey: string;
+  adminCert: string;
+  adminKey: string;
+  redisDir: string;
+  redisLog: string;
+  serverLog: string;
+  auditLog: string;
+}
+
+export function devPaths(dataDir: string): DevPaths {
+  const d = path.resolve(dataDir);
+  const pki = path.join(d, "pki");
+  return {
+    dataDir: d,
+    stateFile: path.join(d, "dev.json"),
+    lockFile: path.join(d, "dev.lock"),
+    contextFile: path.join(d, "context.json"),
+    pkiDir: pki,
+    caCert: path.join(pki, "ca.crt"),
+    caKey: path.join(pki, "ca.key"),
+    serverCert: path.join(pki, "server.crt"),
+    serverKey: path.join(pki, "server.key"),
+    adminCert: path.join(pki, "admin.crt"),
+    adminKey: path.join(pki, "admin.key"),
+    redisDir: path.join(d, "redis"),
+    redisLog: path.join(d, "redis.log"),
+    serverLog: path.join(d, "server.log"),
+    auditLog: path.join(d, "audit.log"),
+  };
+}
+
+/** The state file (`<data dir>/dev.json`) and what `dev up --output json` prints (plus `status`, `notes`). */
+export interface DevState {
+  dataDir: string;
+  /** RFC 3339: when this stack was started. */
+  startedAt: string;
+  /** The dev tenant, generated once per data dir and kept. */
+  tenant: string;
+  /** What clients connect to: localhost:P (the server certificate names localhost and 127.0.0.1). */
+  endpoint: string;
+  /** The conversation-set authority as the server describes it. */
+  authority: string;
+  authorityKind: "redis-hash" | "cassandra";
+  redis: { pid: number; port: number; addr: string; version: string; dataDir: string; log: string };
+  server: { pid: number; port: number; listen: string; metricsPort: number; metricsUrl: string; log: string; auditLog: string };
+  pki: { dir: string; ca: string; cert: string; key: string };
+  /** The context file in the data dir. */
+  context: string;
+  /** The default context file and whether it points at this stack. */
+  defaultContext: { path: string; written: boolean; note: string | null };
+}
+
+export interface DevUpResult extends DevState {
+  /** `started`: processes were started now; `reused`: they were running and answering already. */
+  status: "started" | "reused";
+  /** What dev up found and did besides starting (stale state cleaned up, certificates created, …). */
+  notes: string[];
+}
+
+export interface DevUpOptions {
+  dataDir: string;
+  /** The admin API port; default a free loopback port (the previous one when still free). */
+  port?: number;
+  env?: NodeJS.ProcessEnv;
+  home?: string;
+  /** Progress lines for people (stderr in table mode). */
+  progress?: (line: string) => void;
+}
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..", "..");
+export const ADMIN_SERVER_BIN = path.join(root, "bin", "qim-admin-server.js");
+
+// ---------------------------------------------------------------------------------------------
+// Identities, state, lock
+// ---------------------------------------------------------------------------------------------
+
+const REDIS_TITLE_MARK = "qimctl-dev";
+
+/** The redis-server of this data dir: its title (or, before it set it, its last argument) ends with the mark. */
+export function redisIdentity(p: DevPaths): Identity {
+  const mark = `${REDIS_TITLE_MARK} ${p.dataDir}`;
+  return (argv) => argv.join(" ").includes("redis-server") && argv.join(" ").trimEnd().endsWith(mark);
+}
+
+/** The admin server of this data dir: qim-admin-server with --audit-log <data dir>/audit.log. */
+export function serverIdentity(p: DevPaths): Identity {
+  return (argv) => argv.some((a) => a.endsWith("qim-admin-server.js")) && argv.includes(p.auditLog);
+}
+
+/** Every process of this data dir's stack that is running, state file or not. */
+export function stackProcesses(p: DevPaths): { redis: number[]; server: number[] } {
+  return { redis: findProcesses(redisIdentity(p)), server: findProcesses(serverIdentity(p)) };
+}
+
+export function readState(p: DevPaths): DevState | null {
+  let text: string;
+  try {
+    text = readFileSync(p.stateFile, "utf8");
+  } catch {
+    return null;
+  }
+  try {
+    const s = JSON.parse(text) as DevState;
+    if (typeof s?.redis?.pid !== "number" || typeof s?.server?.pid !== "number") return null;
+    return s;
+  } catch {
+    return null;
+  }
+}
+
+function writeJson(file: string, value: unknown, mode = 0o644): void {
+  mkdirSync(path.dirname(file), { recursive: true });
+  const tmp = `${file}.${process.pid}.tmp`;
+  writeFileSync(tmp, `${JSON.stringify(value, null, 2)}\n`, { mode });
+  // rename is atomic: a reader never sees half a file
+  renameSync(tmp, file);
+}
+
+/** Takes `<data dir>/dev.lock` (a stale one, whose pid is gone, is taken over); returns the release. */
+function lock(p: DevPaths): () => void {
+  mkdirSync(p.dataDir, { recursive: true });
+  for (let attempt = 0; attempt < 3; attempt++) {
+    try {
+      const fd = openSync(p.lockFile, "wx", 0o644);
+      writeFileSync(fd, String(process.pid));
+      closeSync(fd);
+      return () => {
+        try {
+          if (readFileSync(p.lockFile, "utf8").trim() === String(process.pid)) unlinkSync(p.lockFile);
+        } catch {
+          // already gone
+        }
+      };
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+      const holder = Number(readFileSafe(p.lockFile).trim());
+      // a live qimctl holds it (a pid reused by another program does not)
+      if (holder !== process.pid && isOurs(holder, (argv) => argv.some((a) => a.includes("qimctl")))) {
+        throw new DevStackError(EXIT.CONFLICT, "DEV_STACK_BUSY", `another qimctl (pid ${holder}) is starting or stopping the dev stack in ${p.dataDir}; try again when it has finished`);
+      }
+      rmSync(p.lockFile, { force: true });
+    }
+  }
+  throw new DevStackError(EXIT.CONFLICT, "DEV_STACK_BUSY", `cannot take ${p.lockFile}`);
+}
+
+function readFileSafe(file: string): string {
+  try {
+    return readFileSync(file, "utf8");
+  } catch {
+    return "";
+  }
+}
+
+/** The last `lines` lines of `file` from byte `from` on. */
+export function logTail(file: string, from = 0, lines = 30): string {
+  try {
+    const size = statSync(file).size;
+    const start = Math.max(from, size - 64 * 1024);
+    const fd = openSync(file, "r");
+    try {
+      const buf = Buffer.alloc(size - start);
+      readSync(fd, buf, 0, buf.length, start);
+      return buf.toString("utf8").trimEnd().split("\n").slice(-lines).join("\n");
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    return "(no log)";
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Processes we start: tracked until the state is written, so that a failure or Ctrl+C stops them
+// ---------------------------------------------------------------------------------------------
+
+const starting = new Set<number>();
+
+/** SIGKILLs what the current `dev up` started and has not handed over yet (Ctrl+C). */
+export function killStartingSync(): void {
+  for (const pid of starting) {
+    try {
+      process.kill(pid, "SIGKILL");
+    } catch {
+      // gone
+    }
+  }
+  starting.clear();
+}
+
+interface Started {
+  child: ChildProcess;
+  pid: number;
+  /** Set once it exited (code or signal). */
+  exited: () => boolean;
+}
+
+function spawnDetached(command: string, args: string[], cwd: string, logFile: string, env: NodeJS.ProcessEnv): Started {
+  const fd = openSync(logFile, "a");
+  let child: ChildProcess;
+  try {
+    // detached: its own process group, so that a Ctrl+C in the terminal that ran `dev up` later
+    // does not reach it; stdio to the log file only, so that nothing ties it to this process
+    child = spawn(command, args, { cwd, env, detached: true, stdio: ["ignore", fd, fd] });
+  } finally {
+    closeSync(fd);
+  }
+  let spawnError: Error | undefined;
+  let done = false;
+  child.on("error", (e) => {
+    spawnError = e;
+    done = true;
+  });
+  child.on("exit", () => {
+    done = true;
+  });
+  if (child.pid === undefined) throw new DevStackError(EXIT.INTERNAL, "SPAWN_FAILED", `cannot start ${command}${spawnError ? `: ${spawnError.message}` : ""}`);
+  starting.add(child.pid);
+  child.unref();
+  return { child, pid: child.pid, exited: () => done || child.exitCode !== null || child.signalCode !== null };
+}
+
+async function stopStarted(s: Started | undefined): Promise<void> {
+  if (!s) return;
+  starting.delete(s.pid);
+  if (!s.exited()) await stopPid(s.pid, STOP_GRACE_ATTEMPTS).catch(() => undefined);
+}
+
+// ---------------------------------------------------------------------------------------------
+// redis-server
+// ---------------------------------------------------------------------------------------------
+
+/** Where redis-server is and which version; a DevStackError (exit 2, the install command) when it is missing or too old. */
+export async function requireRedisServer(env: NodeJS.ProcessEnv = process.env): Promise<{ binary: string; version: string }> {
+  const binary = findOnPath("redis-server", env);
+  const install = `install it with: ${REDIS_INSTALL} (or, as root: ${REDIS_INSTALL_ROOT})`;
+  if (!binary) {
+    throw new DevStackError(EXIT.USAGE, "REDIS_SERVER_MISSING", `redis-server is not installed (not found on PATH); ${install}`, [
+      "the dev stack runs its own private redis-server on a free loopback port; it never uses a system Redis on 6379",
+    ]);
+  }
+  const version = await redisServerVersion(binary);
+  if (version !== null && !versionAtLeast(version, MIN_REDIS)) {
+    throw new DevStackError(EXIT.USAGE, "REDIS_SERVER_TOO_OLD", `${binary} is Redis ${version}; the engine needs Redis ${MIN_REDIS.join(".")} or newer (ZADD GT, XTRIM MINID); ${install}`);
+  }
+  return { binary, version: version ?? "unknown" };
+}
+
+async function startRedis(p: DevPaths, binary: string, env: NodeJS.ProcessEnv): Promise<{ started: Started; port: number }> {
+  mkdirSync(p.redisDir, { recursive: true });
+  for (let attempt = 0; ; attempt++) {
+    const port = await freePort();
+    const from = sizeOf(p.redisLog);
+    const started = spawnDetached(binary, [
+      "--port", String(port),
+      "--bind", LOOPBACK,
+      "--dir", p.redisDir,
+      "--appendonly", "yes",
+      "--appendfsync", "always",
+      "--save", "",
+      "--daemonize", "no",
+      "--loglevel", "notice",
+      // last, so that the arguments end with the mark before redis sets its title
+      "--proc-title-template", `{title} {listen-addr} ${REDIS_TITLE_MARK} ${p.dataDir}`,
+    ], p.redisDir, p.redisLog, env);
+    for (let i = 0; i < REDIS_READY_ATTEMPTS; i++) {
+      if (started.exited()) break;
+      if (await redisAnswers(port)) return { started, port };
+      await sleep(50);
+    }
+    const exited = started.exited();
+    await stopStarted(started);
+    const tail = logTail(p.redisLog, from);
+    if (exited && /Address already in use/i.test(tail) && attempt < 3) continue;
+    throw new DevStackError(exited ? EXIT.INTERNAL : EXIT.CONNECTION, "REDIS_START_FAILED",
+      `redis-server ${exited ? "exited during start-up" : `did not answer PING on ${LOOPBACK}:${port}`}; the end of ${p.redisLog}:\n${indent(tail)}`);
+  }
+}
+
+function sizeOf(file: string): number {
+  try {
+    return statSync(file).size;
+  } catch {
+    return 0;
+  }
+}
+
+const indent = (text: string) => text.replace(/^/gm, "    ");
+
+// ---------------------------------------------------------------------------------------------
+// PKI
+// ---------------------------------------------------------------------------------------------
+
+/** A certificate file that exists, is valid for at least another day and (unless it is the CA) was signed by the CA. */
+function usable(certFile: string, keyFile: string, caFile?: string): boolean {
+  try {
+    if (!existsSync(keyFile)) return false;
+    const cert = new X509Certificate(readFileSync(certFile));
+    if (new Date(cert.validTo).getTime() < Date.now() + 24 * 3600_000) return false;
+    return caFile === undefined || cert.verify(new X509Certificate(readFileSync(caFile)).publicKey);
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Creates the dev CA, the server certificate (localhost, 127.0.0.1) and the admin client
+ * certificate once; later runs keep them, and replace only what is missing, about to expire, or
+ * not signed by the CA.
+ */
+export async function ensurePki(p: DevPaths): Promise<{ created: string[] }> {
+  const caOk = usable(p.caCert, p.caKey);
+  const serverOk = caOk && usable(p.serverCert, p.serverKey, p.caCert);
+  const adminOk = caOk && usable(p.adminCert, p.adminKey, p.caCert);
+  if (caOk && serverOk && adminOk) return { created: [] };
+  const { createCa, issueClientCert, issueServerCert, writePkiFile } = await import("../../certs/pki.js");
+  const created: string[] = [];
+  let ca: { certPem: string; keyPem: string };
+  const fresh = !caOk;
+  if (fresh) {
+    ca = createCa({ commonName: "qimctl dev CA" });
+    writePkiFile(p.caKey, ca.keyPem, { private: true, overwrite: true });
+    writePkiFile(p.caCert, ca.certPem, { private: false, overwrite: true });
+    created.push("dev CA");
+  } else {
+    ca = { certPem: readFileSync(p.caCert, "utf8"), keyPem: readFileSync(p.caKey, "utf8") };
+  }
+  if (!serverOk) {
+    const server = issueServerCert(ca, { hosts: ["localhost", "127.0.0.1"] });
+    writePkiFile(p.serverKey, server.keyPem, { private: true, overwrite: true });
+    writePkiFile(p.serverCert, server.certPem, { private: false, overwrite: true });
+    created.push("server certificate (localhost, 127.0.0.1)");
+  }
+  if (!adminOk) {
+    const admin = issueClientCert(ca, { name: "dev-admin", role: "admin" });
+    writePkiFile(p.adminKey, admin.keyPem, { private: true, overwrite: true });
+    writePkiFile(p.adminCert, admin.certPem, { private: false, overwrite: true });
+    created.push("admin client certificate (CN=dev-admin, OU=admin)");
+  }
+  return { created };
+}
+
+export function adminTls(p: DevPaths): TlsClientFiles {
+  return { caPem: readFileSync(p.caCert), certPem: readFileSync(p.adminCert), keyPem: readFileSync(p.adminKey) };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Context files
+// ---------------------------------------------------------------------------------------------
+
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** The dev tenant of this data dir: the one its context file names, else a new one. */
+function devTenant(p: DevPaths): string {
+  try {
+    const t = (JSON.parse(readFileSync(p.contextFile, "utf8")) as { tenant?: unknown }).tenant;
+    if (typeof t === "string" && UUID_RE.test(t)) return t;
+  } catch {
+    // none yet
+  }
+  return randomUUID();
+}
+
+/** The context a dev stack writes: what cli/context.ts reads, plus the `dev` mark and the data dir. */
+export interface DevContextFile {
+  endpoint: string;
+  ca: string;
+  cert: string;
+  key: string;
+  tenant: string;
+  insecure: false;
+  dev: true;
+  dataDir: string;
+}
+
+function devContext(p: DevPaths, endpoint: string, tenant: string): DevContextFile {
+  return { endpoint, ca: p.caCert, cert: p.adminCert, key: p.adminKey, tenant, insecure: false, dev: true, dataDir: p.dataDir };
+}
+
+function readJson(file: string): Record<string, unknown> | null | undefined {
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch {
+    return undefined; // absent
+  }
+  try {
+    const v = JSON.parse(text) as unknown;
+    return typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
+  } catch {
+    return null; // not ours to judge
+  }
+}
+
+/**
+ * Whether `dev up` may write the default context: when there is none, when it is this stack's,
+ * or when it is another dev stack's that is no longer up (its state file is gone). Anything else
+ * (written by `certs issue --write-context` or by hand, or a dev stack still up) is left alone.
+ */
+export function defaultContextPlan(defaultPath: string, p: DevPaths): { write: boolean; note: string | null } {
+  const current = readJson(defaultPath);
+  if (current === undefined) return { write: true, note: null };
+  if (current === null || current.dev !== true) {
+    return { write: false, note: `${defaultPath} exists and was not written by qimctl dev up: left as it is` };
+  }
+  const other = typeof current.dataDir === "string" ? path.resolve(current.dataDir) : null;
+  if (other === null || other === p.dataDir || !existsSync(path.join(other, "dev.json"))) return { write: true, note: null };
+  return { write: false, note: `${defaultPath} points at the dev stack in ${other}, which is up: left as it is` };
+}
+
+/** Whether the default context file is the one this data dir's stack wrote. */
+export function defaultContextIsOurs(defaultPath: string, p: DevPaths): boolean {
+  const current = readJson(defaultPath);
+  return !!current && current.dev === true && typeof current.dataDir === "string" && path.resolve(current.dataDir) === p.dataDir;
+}
+
+function writeContexts(p: DevPaths, endpoint: string, tenant: string, env: NodeJS.ProcessEnv, home: string): DevState["defaultContext"] {
+  const ctx = devContext(p, endpoint, tenant);
+  writeJson(p.contextFile, ctx, 0o600);
+  const defaultPath = defaultContextPath(env, home);
+  const plan = defaultContextPlan(defaultPath, p);
+  if (plan.write) writeJson(defaultPath, ctx, 0o600);
+  let note = plan.note;
+  if (env[ENV.context]) {
+    note = `${note ? `${note}; ` : ""}${ENV.context}=${env[ENV.context]} is set and takes precedence over ${defaultPath}`;
+  }
+  return { path: defaultPath, written: plan.write, note };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The admin server
+// ---------------------------------------------------------------------------------------------
+
+function cassandraConfigured(env: NodeJS.ProcessEnv): string | null {
+  const v = env.QIM_CASSANDRA_CONTACT_POINTS?.trim();
+  return v ? v : null;
+}
+
+async function startServer(
+  p: DevPaths, redisPort: number, port: number, metricsPort: number, env: NodeJS.ProcessEnv,
+): Promise<{ started: Started } | { failed: "address-in-use" | "exited" | "no-answer"; tail: string; detail: string }> {
+  const from = sizeOf(p.serverLog);
+  writeFileSync(p.serverLog, `--- qimctl dev up ${new Date().toISOString()}: qim-admin-server on ${LOOPBACK}:${port}, redis ${LOOPBACK}:${redisPort}\n`, { flag: "a" });
+  const started = spawnDetached(process.execPath, [
+    ADMIN_SERVER_BIN,
+    "--redis", `${LOOPBACK}:${redisPort}`,
+    "--listen", `${LOOPBACK}:${port}`,
+    "--tls-ca", p.caCert,
+    "--tls-cert", p.serverCert,
+    "--tls-key", p.serverKey,
+    "--audit-log", p.auditLog,
+    "--metrics-listen", `${LOOPBACK}:${metricsPort}`,
+  ], p.dataDir, p.serverLog, env);
+  const tls = adminTls(p);
+  const attempts = cassandraConfigured(env) ? SERVER_READY_ATTEMPTS_CASSANDRA : SERVER_READY_ATTEMPTS;
+  let detail = "no answer";
+  for (let i = 0; i < attempts; i++) {
+    if (started.exited()) break;
+    if (await tcpAccepts(port)) {
+      const h = await healthCheck(`localhost:${port}`, tls);
+      if (h.serving) return { started };
+      detail = h.detail;
+    }
+    await sleep(100);
+  }
+  const exited = started.exited();
+  await stopStarted(started);
+  const tail = logTail(p.serverLog, from);
+  if (exited && /EADDRINUSE|address already in use|No address added/i.test(tail)) return { failed: "address-in-use", tail, detail };
+  return { failed: exited ? "exited" : "no-answer", tail, detail };
+}
+
+/** The authority the server reports (GetStatus), e.g. "redis-hash (development fallback, …)". */
+async function serverAuthority(endpoint: string, tls: TlsClientFiles): Promise<string> {
+  const { connectAdmin } = await import("../../admin-api/client.js");
+  const client = connectAdmin({ endpoint, caPem: tls.caPem, certPem: tls.certPem, keyPem: tls.keyPem, deadlineMs: 15_000 });
+  try {
+    return (await client.getProjectionStatus({})).authority;
+  } finally {
+    client.close();
+  }
+}
+
+export function authorityKind(description: string): DevState["authorityKind"] {
+  return /^cassandra/i.test(description) ? "cassandra" : "redis-hash";
+}
+
+/** The one line `dev up` and `demo` print about the authority. */
+export function authorityLine(s: Pick<DevState, "authority" | "authorityKind">): string {
+  return s.authorityKind === "cassandra"
+    ? `conversation-set authority: ${s.authority.replace(/^cassandra\s*/i, "cassandra at ")}`
+    : "conversation-set authority: redis-hash (development fallback; set QIM_CASSANDRA_CONTACT_POINTS for Cassandra)";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Probing a running stack
+// ---------------------------------------------------------------------------------------------
+
+export interface ProcessProbe {
+  pid: number;
+  port: number;
+  /** The pid is alive and is still the process dev up started. */
+  alive: boolean;
+  /** Redis answers PING / the server answers the gRPC health check over mTLS with the admin certificate. */
+  answering: boolean;
+}
+
+export async function probe(p: DevPaths, s: DevState): Promise<{ redis: ProcessProbe; server: ProcessProbe }> {
+  const redisAlive = isOurs(s.redis.pid, redisIdentity(p));
+  const serverAlive = isOurs(s.server.pid, serverIdentity(p));
+  const [redisOk, serverOk] = await Promise.all([
+    redisAlive ? redisAnswers(s.redis.port) : false,
+    serverAlive && existsSync(p.adminCert) ? healthCheck(s.endpoint, adminTls(p)).then((h) => h.serving, () => false) : false,
+  ]);
+  return {
+    redis: { pid: s.redis.pid, port: s.redis.port, alive: redisAlive, answering: redisOk },
+    server: { pid: s.server.pid, port: s.server.port, alive: serverAlive, answering: serverOk },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// up
+// ---------------------------------------------------------------------------------------------
+
+export async function devUp(opts: DevUpOptions): Promise<DevUpResult> {
+  const env = opts.env ?? process.env;
+  const home = opts.home ?? os.homedir();
+  const progress = opts.progress ?? (() => {});
+  const p = devPaths(opts.dataDir);
+  // before anything is created: nothing to undo when redis-server is missing
+  const redisBin = await requireRedisServer(env);
+  const release = lock(p);
+  const notes: string[] = [];
+  try {
+    const previous = readState(p);
+    if (previous) {
+      const now = await probe(p, previous);
+      if (now.redis.answering && now.server.answering) {
+        if (opts.port !== undefined && opts.port !== previous.server.port) {
+          throw new DevStackError(EXIT.CONFLICT, "DEV_STACK_RUNNING", `the dev stack in ${p.dataDir} already runs on port ${previous.server.port}, not ${opts.port}; stop it first (qimctl dev down --data-dir ${p.dataDir})`);
+        }
+        const defaultContext = writeContexts(p, previous.endpoint, previous.tenant, env, home);
+        const state: DevState = { ...previous, defaultContext };
+        writeJson(p.stateFile, state);
+        const reusedNotes = [`already running (redis pid ${previous.redis.pid}, server pid ${previous.server.pid}): reused`];
+        const wantCassandra = cassandraConfigured(env) !== null;
+        if (wantCassandra !== (previous.authorityKind === "cassandra")) {
+          reusedNotes.push(`QIM_CASSANDRA_CONTACT_POINTS is ${wantCassandra ? "set" : "not set"}, but the running stack uses ${previous.authorityKind}: run qimctl dev down --data-dir ${p.dataDir} and dev up again to switch`);
+        }
+        return { ...state, status: "reused", notes: reusedNotes };
+      }
+      const what = [
+        !now.server.alive ? `server pid ${previous.server.pid} is not running` : !now.server.answering ? `server pid ${previous.server.pid} does not answer` : null,
+        !now.redis.alive ? `redis pid ${previous.redis.pid} is not running` : !now.redis.answering ? `redis pid ${previous.redis.pid} does not answer` : null,
+      ].filter(Boolean).join(", ");
+      notes.push(`stale state (${what}): cleaned up, started afresh`);
+      progress(`stale dev stack state in ${p.dataDir} (${what}): cleaning up`);
+    }
+    // whatever of this data dir still runs (stale state, or a dev up that died before writing it)
+    const strays = stackProcesses(p);
+    for (const pid of strays.server) await stopPid(pid, STOP_GRACE_ATTEMPTS);
+    for (const pid of strays.redis) await stopPid(pid, STOP_GRACE_ATTEMPTS);
+    if (!previous && strays.server.length + strays.redis.length > 0) notes.push(`stopped leftover processes of ${p.dataDir}: ${[...strays.server, ...strays.redis].join(", ")}`);
+    rmSync(p.stateFile, { force: true });
+
+    let port = opts.port;
+    if (port !== undefined && !(await portIsFree(port))) {
+      throw new DevStackError(EXIT.CONFLICT, "PORT_IN_USE", `port ${port} on ${LOOPBACK} is in use; choose another --port, or leave it out for a free one`);
+    }
+    if (port === undefined && previous && (await portIsFree(previous.server.port))) port = previous.server.port;
+
+    const pki = await ensurePki(p);
+    if (pki.created.length > 0) notes.push(`created ${pki.created.join(", ")} in ${p.pkiDir}`);
+    const tenant = devTenant(p);
+
+    progress(`starting redis-server (AOF, appendfsync always) in ${p.redisDir}`);
+    const redis = await startRedis(p, redisBin.binary, env);
+    let server: Started | undefined;
+    let metricsPort = 0;
+    try {
+      const cassandra = cassandraConfigured(env);
+      progress(`starting the admin server (${cassandra ? `Cassandra at ${cassandra}` : "Redis-hash authority"}); log ${p.serverLog}`);
+      for (let attempt = 0; ; attempt++) {
+        const listenPort = port ?? (await freePort());
+        metricsPort = await freePort();
+        const r = await startServer(p, redis.port, listenPort, metricsPort, env);
+        if ("started" in r) {
+          server = r.started;
+          port = listenPort;
+          break;
+        }
+        if (r.failed === "address-in-use" && opts.port === undefined && attempt < 3) {
+          port = undefined;
+          continue;
+        }
+        const why = r.failed === "no-answer" ? `did not answer the health check on localhost:${listenPort} (last: ${r.detail})` : "exited during start-up";
+        throw new DevStackError(r.failed === "no-answer" ? EXIT.CONNECTION : EXIT.INTERNAL, "SERVER_START_FAILED",
+          `the admin server ${why}; the redis-server it was started for is stopped again. The end of ${p.serverLog}:\n${indent(r.tail)}`);
+      }
+      const endpoint = `localhost:${port}`;
+      const tls = adminTls(p);
+      const authority = await serverAuthority(endpoint, tls);
+      const defaultContext = writeContexts(p, endpoint, tenant, env, home);
+      const state: DevState = {
+        dataDir: p.dataDir,
+        startedAt: new Date().toISOString(),
+        tenant,
+        endpoint,
+        authority,
+        authorityKind: authorityKind(authority),
+        redis: { pid: redis.started.pid, port: redis.port, addr: `${LOOPBACK}:${redis.port}`, version: redisBin.version, dataDir: p.redisDir, log: p.redisLog },
+        server: { pid: server.pid, port: port!, listen: `${LOOPBACK}:${port}`, metricsPort, metricsUrl: `http://${LOOPBACK}:${metricsPort}/metrics`, log: p.serverLog, auditLog: p.auditLog },
+        pki: { dir: p.pkiDir, ca: p.caCert, cert: p.adminCert, key: p.adminKey },
+        context: p.contextFile,
+        defaultContext,
+      };
+      writeJson(p.stateFile, state);
+      // handed over: from now on `dev down` owns them
+      starting.delete(redis.started.pid);
+      starting.delete(server.pid);
+      return { ...state, status: "started", notes };
+    } catch (err) {
+      await stopStarted(server);
+      await stopStarted(redis.started);
+      throw err;
+    }
+  } finally {
+    release();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// status
+// ---------------------------------------------------------------------------------------------
+
+export interface DevStatusResult {
+  dataDir: string;
+  /** up: both processes alive and answering; partial: something is not; down: no state file. */
+  state: "up" | "partial" | "down";
+  endpoint: string | null;
+  tenant: string | null;
+  authority: string | null;
+  startedAt: string | null;
+  redis: ProcessProbe | null;
+  server: ProcessProbe | null;
+  context: string | null;
+  /** Processes of this data dir that no state file records (e.g. after the state was deleted by hand). */
+  strays: number[];
+}
+
+export async function devStatus(dataDir: string): Promise<DevStatusResult> {
+  const p = devPaths(dataDir);
+  const s = readState(p);
+  const running = stackProcesses(p);
+  if (!s) {
+    const strays = [...running.server, ...running.redis];
+    return { dataDir: p.dataDir, state: strays.length > 0 ? "partial" : "down", endpoint: null, tenant: null, authority: null, startedAt: null, redis: null, server: null, context: null, strays };
+  }
+  const now = await probe(p, s);
+  const strays = [...running.server, ...running.redis].filter((pid) => pid !== s.server.pid && pid !== s.redis.pid);
+  const up = now.redis.answering && now.server.answering && strays.length === 0;
+  return {
+    dataDir: p.dataDir,
+    state: up ? "up" : "partial",
+    endpoint: s.endpoint,
+    tenant: s.tenant,
+    authority: s.authority,
+    startedAt: s.startedAt,
+    redis: now.redis,
+    server: now.server,
+    context: s.context,
+    strays,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// down
+// ---------------------------------------------------------------------------------------------
+
+export interface StoppedProcess {
+  process: "server" | "redis";
+  pid: number;
+  /** SIGTERM (stopped in time), SIGKILL (after the grace period), already gone, or not ours (the pid now belongs to another program: untouched). */
+  how: StopHow | "not ours";
+}
+
+export interface DevDownResult {
+  dataDir: string;
+  /** Whether anything of the stack was running. */
+  wasRunning: boolean;
+  stopped: StoppedProcess[];
+  stateRemoved: boolean;
+  defaultContextRemoved: boolean;
+  /** --purge: the data dir's files (Redis data, PKI, logs, contexts) were removed. */
+  purged: boolean;
+}
+
+export async function devDown(opts: { dataDir: string; purge?: boolean; env?: NodeJS.ProcessEnv; home?: string }): Promise<DevDownResult> {
+  const env = opts.env ?? process.env;
+  const home = opts.home ?? os.homedir();
+  const p = devPaths(opts.dataDir);
+  if (!existsSync(p.dataDir)) {
+    return { dataDir: p.dataDir, wasRunning: false, stopped: [], stateRemoved: false, defaultContextRemoved: false, purged: false };
+  }
+  const release = lock(p);
+  try {
+    const s = readState(p);
+    const stopped: StoppedProcess[] = [];
+    const stop = async (what: StoppedProcess["process"], pid: number, identity: Identity) => {
+      if (!isAlive(pid)) stopped.push({ process: what, pid, how: "already gone" });
+      else if (!isOurs(pid, identity)) stopped.push({ process: what, pid, how: "not ours" });
+      else stopped.push({ process: what, pid, how: await stopPid(pid, STOP_GRACE_ATTEMPTS) });
+    };
+    // the server first: it is Redis's client
+    if (s) await stop("server", s.server.pid, serverIdentity(p));
+    for (const pid of findProcesses(serverIdentity(p))) await stop("server", pid, serverIdentity(p));
+    if (s) await stop("redis", s.redis.pid, redisIdentity(p));
+    for (const pid of findProcesses(redisIdentity(p))) await stop("redis", pid, redisIdentity(p));
+    const left = stackProcesses(p);
+    if (left.redis.length + left.server.length > 0) {
+      throw new DevStackError(EXIT.INTERNAL, "DEV_STACK_STILL_RUNNING", `still running after SIGKILL: ${[...left.server, ...left.redis].join(", ")}`);
+    }
+    const stateRemoved = existsSync(p.stateFile);
+    rmSync(p.stateFile, { force: true });
+    const defaultPath = defaultContextPath(env, home);
+    const defaultContextRemoved = defaultContextIsOurs(defaultPath, p);
+    if (defaultContextRemoved) rmSync(defaultPath, { force: true });
+    if (opts.purge) purge(p);
+    return {
+      dataDir: p.dataDir,
+      wasRunning: stopped.some((x) => x.how === "SIGTERM" || x.how === "SIGKILL"),
+      stopped,
+      stateRemoved,
+      defaultContextRemoved,
+      purged: opts.purge === true,
+    };
+  } finally {
+    release();
+  }
+}
+
+/** Removes what the dev stack keeps in the data dir — only those names, never anything else — then the dir if empty. */
+function purge(p: DevPaths): void {
+  for (const f of [p.redisDir, p.pkiDir]) rmSync(f, { recursive: true, force: true });
+  for (const f of [p.redisLog, p.serverLog, p.auditLog, p.contextFile, p.stateFile]) rmSync(f, { force: true });
+  for (const name of safeList(p.dataDir)) if (/^qim-drill-.*\.json$/.test(name)) rmSync(path.join(p.dataDir, name), { force: true });
+  try {
+    if (safeList(p.dataDir).every((n) => n === "dev.lock")) {
+      rmSync(p.lockFile, { force: true });
+      rmdirSync(p.dataDir);
+    }
+  } catch {
+    // not empty: something of the user's is in there
+  }
+}
+
+function safeList(dir: string): string[] {
+  try {
+    return readdirSync(dir);
+  } catch {
+    return [];
+  }
+}

@@ -1,0 +1,102 @@
+/**
+ * Table-mode text of `dev up|status|down` and `demo`: short summaries for people. Paths inside the
+ * working directory are shown relative to it (as typed), others absolute.
+ */
+import { randomUUID } from "node:crypto";
+import path from "node:path";
+import { keyValues } from "../format.js";
+import { authorityLine, type DevDownResult, type DevStatusResult, type DevUpResult } from "./stack.js";
+
+/** A path as a person would type it from here. */
+export function shown(file: string, cwd = process.cwd()): string {
+  const rel = path.relative(cwd, file);
+  return rel !== "" && !rel.startsWith("..") && !path.isAbsolute(rel) ? rel : file;
+}
+
+/** The `--data-dir` argument that reaches this data dir (nothing when it is the default). */
+export function dataDirArg(dataDir: string, defaultDir: string): string {
+  return path.resolve(defaultDir) === dataDir ? "" : ` --data-dir ${quote(shown(dataDir))}`;
+}
+
+const quote = (s: string) => (/^[\w./:@=+-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`);
+
+export function upLines(r: DevUpResult, defaultDir: string): string {
+  const dd = dataDirArg(r.dataDir, defaultDir);
+  const ctxFlag = r.defaultContext.written ? "" : ` --context ${quote(shown(r.context))}`;
+  const lines = [
+    r.status === "reused" ? `Dev stack already running in ${shown(r.dataDir)}: reused` : `Dev stack started in ${shown(r.dataDir)}`,
+    keyValues([
+      ["endpoint", `${r.endpoint} (mTLS; client certificate ${shown(r.pki.cert)}, CN=dev-admin, role admin)`],
+      ["tenant", r.tenant],
+      ["redis", `${r.redis.addr}, pid ${r.redis.pid} (Redis ${r.redis.version}, AOF appendfsync always, data ${shown(r.redis.dataDir)}, log ${shown(r.redis.log)})`],
+      ["server", `pid ${r.server.pid}, log ${shown(r.server.log)}, audit log ${shown(r.server.auditLog)}, metrics ${r.server.metricsUrl}`],
+      ["context", `${shown(r.context)}; ${r.defaultContext.written ? `also the default context ${r.defaultContext.path}` : `the default context ${r.defaultContext.path} was not changed`}`],
+    ]).replace(/^/gm, "  "),
+    `  ${authorityLine(r)}`,
+  ];
+  for (const n of r.notes) lines.push(`  note: ${n}`);
+  if (r.defaultContext.note) lines.push(`  note: ${r.defaultContext.note}`);
+  if (!r.defaultContext.written) {
+    lines.push(`  Use this stack with --context ${quote(shown(r.context))}, or: export QIMCTL_CONTEXT=${quote(r.context)}`);
+  }
+  const owner = randomUUID();
+  lines.push(
+    "Try:",
+    `  qimctl group create --owner ${owner} --member ${randomUUID()}${ctxFlag}`,
+    `  qimctl membership list --group <group from above>${ctxFlag}`,
+    `  qimctl sessions --user ${owner}${ctxFlag}`,
+    `  qimctl projection status${ctxFlag}`,
+    `  qimctl dev status${dd}`,
+    `Stop it with: qimctl dev down${dd}   (keeps data and PKI; --purge removes them)`,
+  );
+  return lines.join("\n");
+}
+
+const yesNo = (b: boolean) => (b ? "yes" : "no");
+
+export function statusLines(r: DevStatusResult, defaultDir: string): string {
+  const dd = dataDirArg(r.dataDir, defaultDir);
+  if (!r.redis || !r.server) {
+    const head = `Dev stack in ${shown(r.dataDir)}: down (no state file)`;
+    return r.strays.length > 0
+      ? `${head}, but processes of it are running: ${r.strays.join(", ")}; stop them with: qimctl dev down${dd}`
+      : `${head}. Start it with: qimctl dev up${dd}`;
+  }
+  const lines = [
+    `Dev stack in ${shown(r.dataDir)}: ${r.state}`,
+    keyValues([
+      ["endpoint", r.endpoint],
+      ["tenant", r.tenant],
+      ["authority", r.authority],
+      ["started at", r.startedAt],
+      ["context", r.context ? shown(r.context) : null],
+    ]).replace(/^/gm, "  "),
+    "",
+    `  PROCESS  PID      PORT   ALIVE  ANSWERING`,
+    ...[["server", r.server], ["redis", r.redis]].map(([name, x]) => {
+      const pr = x as NonNullable<DevStatusResult["redis"]>;
+      return `  ${String(name).padEnd(7)}  ${String(pr.pid).padEnd(7)}  ${String(pr.port).padEnd(5)}  ${yesNo(pr.alive).padEnd(5)}  ${yesNo(pr.answering)}`;
+    }),
+  ];
+  if (r.strays.length > 0) lines.push(`  other processes of this data dir: ${r.strays.join(", ")}`);
+  if (r.state !== "up") lines.push(`Restart it with: qimctl dev up${dd}   (cleans up what is left)`);
+  return lines.join("\n");
+}
+
+export function downLines(r: DevDownResult): string {
+  if (r.stopped.length === 0 || !r.wasRunning) {
+    const lines = [`Nothing running for the dev stack in ${shown(r.dataDir)}${r.stateRemoved ? " (stale state removed)" : ""}.`];
+    for (const s of r.stopped.filter((x) => x.how === "not ours")) lines.push(`  ${s.process} pid ${s.pid} now belongs to another program: not touched`);
+    if (r.defaultContextRemoved) lines.push("  removed the default context it had written");
+    if (r.purged) lines.push("  purged: Redis data, PKI, logs and contexts removed");
+    return lines.join("\n");
+  }
+  const lines = [`Dev stack in ${shown(r.dataDir)} stopped.`];
+  for (const s of r.stopped) {
+    const how = s.how === "SIGTERM" ? "stopped (SIGTERM)" : s.how === "SIGKILL" ? "killed (SIGKILL after the grace period)" : s.how === "not ours" ? "now belongs to another program: not touched" : "was not running";
+    lines.push(`  ${s.process.padEnd(6)} pid ${s.pid}: ${how}`);
+  }
+  if (r.defaultContextRemoved) lines.push("  removed the default context it had written");
+  lines.push(r.purged ? "  purged: Redis data, PKI, logs and contexts removed" : `  kept: Redis data, PKI, logs and ${shown(path.join(r.dataDir, "context.json"))} (--purge removes them)`);
+  return lines.join("\n");
+}

@@ -1,0 +1,69 @@
+/**
+ * The decisions of the dev stack that need no process: whose default context may be replaced,
+ * which processes are the stack's (a reused pid or a sibling data dir is never taken for ours),
+ * the Redis version floor.
+ */
+import assert from "node:assert/strict";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { after, describe, it } from "node:test";
+import { versionAtLeast } from "../../cli/dev/process.js";
+import { authorityKind, authorityLine, defaultContextIsOurs, defaultContextPlan, devPaths, redisIdentity, serverIdentity } from "../../cli/dev/stack.js";
+
+const tmp = mkdtempSync(path.join(os.tmpdir(), "qimctl-dev-unit-"));
+after(() => rmSync(tmp, { recursive: true, force: true }));
+
+describe("dev stack decisions", () => {
+  it("the default context is written when absent, ours, or another dev stack's that is down; otherwise left alone", () => {
+    const p = devPaths(path.join(tmp, "a"));
+    const other = devPaths(path.join(tmp, "b"));
+    const file = path.join(tmp, "xdg", "qimctl", "context.json");
+    mkdirSync(path.dirname(file), { recursive: true });
+    assert.deepEqual(defaultContextPlan(file, p), { write: true, note: null });
+    writeFileSync(file, JSON.stringify({ endpoint: "prod:7443" }));
+    assert.equal(defaultContextPlan(file, p).write, false);
+    assert.match(defaultContextPlan(file, p).note!, /not written by qimctl dev up/);
+    writeFileSync(file, "{ not json");
+    assert.equal(defaultContextPlan(file, p).write, false);
+    writeFileSync(file, JSON.stringify({ dev: true, dataDir: p.dataDir }));
+    assert.equal(defaultContextPlan(file, p).write, true);
+    assert.equal(defaultContextIsOurs(file, p), true);
+    writeFileSync(file, JSON.stringify({ dev: true, dataDir: other.dataDir }));
+    assert.equal(defaultContextPlan(file, p).write, true, "the other stack is down (no dev.json)");
+    assert.equal(defaultContextIsOurs(file, p), false);
+    mkdirSync(other.dataDir, { recursive: true });
+    writeFileSync(other.stateFile, "{}");
+    assert.equal(defaultContextPlan(file, p).write, false, "the other stack is up");
+    assert.match(defaultContextPlan(file, p).note!, /points at the dev stack in .*b, which is up/);
+  });
+
+  it("processes are recognised by their arguments, never those of a sibling data dir", () => {
+    const p = devPaths("/tmp/x/dev");
+    const sibling = devPaths("/tmp/x/dev2");
+    const redisTitle = ["/usr/bin/redis-server 127.0.0.1:40117 qimctl-dev /tmp/x/dev"];
+    const redisArgv = ["redis-server", "--port", "1", "--proc-title-template", "{title} {listen-addr} qimctl-dev /tmp/x/dev"];
+    assert.equal(redisIdentity(p)(redisTitle), true);
+    assert.equal(redisIdentity(p)(redisArgv), true, "before redis sets its title");
+    assert.equal(redisIdentity(sibling)(redisTitle), false);
+    assert.equal(redisIdentity(devPaths("/tmp/x/de"))(redisTitle), false);
+    assert.equal(redisIdentity(p)(["redis-server 127.0.0.1:6379"]), false, "a system Redis");
+    assert.equal(redisIdentity(p)(["vim", "/tmp/x/dev"]), false);
+    const server = ["/usr/bin/node", "/repo/bin/qim-admin-server.js", "--redis", "127.0.0.1:1", "--audit-log", "/tmp/x/dev/audit.log"];
+    assert.equal(serverIdentity(p)(server), true);
+    assert.equal(serverIdentity(sibling)(server), false);
+    assert.equal(serverIdentity(p)(["/usr/bin/node", "other.js", "/tmp/x/dev/audit.log"]), false);
+  });
+
+  it("Redis 6.2 or newer; the authority line", () => {
+    assert.equal(versionAtLeast("7.0.15", [6, 2]), true);
+    assert.equal(versionAtLeast("6.2.0", [6, 2]), true);
+    assert.equal(versionAtLeast("6.0.16", [6, 2]), false);
+    assert.equal(versionAtLeast("5.0.7", [6, 2]), false);
+    assert.equal(authorityKind("redis-hash (development fallback, not an authority guarantee)"), "redis-hash");
+    assert.equal(authorityKind("cassandra 127.0.0.1:9042 keyspace qim (consistency LOCAL_QUORUM)"), "cassandra");
+    assert.equal(authorityLine({ authority: "cassandra 127.0.0.1:9042 keyspace qim (consistency LOCAL_QUORUM)", authorityKind: "cassandra" }),
+      "conversation-set authority: cassandra at 127.0.0.1:9042 keyspace qim (consistency LOCAL_QUORUM)");
+    assert.match(authorityLine({ authority: "redis-hash (…)", authorityKind: "redis-hash" }), /^conversation-set authority: redis-hash \(development fallback/);
+  });
+});

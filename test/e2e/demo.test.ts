@@ -1,0 +1,80 @@
+/**
+ * `qimctl demo` end to end, as a newcomer runs it: in a clean temporary directory, the real CLI
+ * starts its own dev stack (real redis-server, real admin server over mTLS), walks the scenario
+ * through the admin API and, with --down, stops everything again.
+ */
+import assert from "node:assert/strict";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { after, before, describe, it } from "node:test";
+import { alive, killMentioning, ok, processesMentioning, qimctl } from "../dev/helpers.js";
+
+const STEPS = [
+  "dev-up", "create-group", "send-messages", "add-member", "remove-member", "history-boundaries",
+  "conversation-summaries", "bump-epoch", "rebuild-drill", "dispatch-audit",
+];
+
+describe("qimctl demo in a clean directory", { timeout: 300_000 }, () => {
+  let tmp: string;
+  let env: NodeJS.ProcessEnv;
+
+  before(() => {
+    tmp = mkdtempSync(path.join(os.tmpdir(), "qimctl-demo-"));
+    env = { XDG_CONFIG_HOME: path.join(tmp, "xdg") };
+  });
+
+  after(async () => {
+    await qimctl(["dev", "down", "--data-dir", path.join(tmp, ".qim", "demo")], { env, cwd: tmp });
+    const left = killMentioning(tmp);
+    rmSync(tmp, { recursive: true, force: true });
+    assert.deepEqual(left, [], "the demo left processes behind");
+  });
+
+  it("narrates every step and leaves the stack running; a second run with --output json --down reuses it, every step OK, and stops it", async () => {
+    // table mode, the default data dir (.qim/demo, relative to the working directory)
+    const first = await qimctl(["demo"], { env, cwd: tmp, json: false });
+    assert.equal(first.code, 0, `${first.stdout}\n${first.stderr}`);
+    for (const line of [/^== Create two groups$/m, /dave +sees seq 4–7 +earliest available 4/, /carol +sees seq 1–5 .*REMOVED \(leftAt 6\)/, /^== Summary$/m, /^All 10 steps OK\.$/m, /Stop it with: qimctl dev down --data-dir \.qim\/demo$/m]) {
+      assert.match(first.stdout, line);
+    }
+    assert.match(first.stdout, /conversation-set authority: redis-hash \(development fallback/);
+    const dataDir = path.join(tmp, ".qim", "demo");
+    const status = ok(await qimctl(["dev", "status", "--data-dir", ".qim/demo"], { env, cwd: tmp }), "dev status after the demo");
+    assert.equal(status.state, "up", "the stack keeps running");
+
+    const r = await qimctl(["demo", "--down"], { env, cwd: tmp }); // --output json added by qimctl()
+    assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
+    const summary = r.json;
+    assert.equal(summary.ok, true);
+    assert.equal(summary.failedStep, null);
+    assert.deepEqual(summary.steps.map((s: any) => s.name), [...STEPS, "dev-down"]);
+    for (const s of summary.steps) assert.deepEqual([s.name, s.ok, s.status, s.error], [s.name, true, "ok", null]);
+    assert.equal(summary.steps[0].details.status, "reused", "the second run reuses the running stack");
+    assert.equal(summary.dataDir, dataDir);
+    assert.equal(summary.endpoint, status.endpoint);
+    assert.match(summary.authority, /^redis-hash \(development fallback/);
+    assert.equal(summary.stackRunning, false);
+
+    // what the steps checked, as the summary reports it
+    const step = (name: string) => summary.steps.find((s: any) => s.name === name).details;
+    assert.equal(step("add-member").change.eventConversationSeq, 4);
+    assert.equal(step("remove-member").change.eventConversationSeq, 6);
+    assert.deepEqual(step("history-boundaries").dave.seqs, [4, 5, 6, 7]);
+    assert.equal(step("history-boundaries").dave.earliestAvailableConversationSeq, 4);
+    assert.deepEqual(step("history-boundaries").carol.seqs, [1, 2, 3, 4, 5]);
+    assert.equal(step("history-boundaries").carol.leftAt, 6);
+    assert.equal(step("bump-epoch").bump.reason, "demo");
+    assert.equal(step("rebuild-drill").report.ok, true);
+    assert.equal(step("rebuild-drill").report.users, 4);
+    assert.ok(step("dispatch-audit").audit.partitions.every((p: any) => p.verdict === "OK"));
+
+    // --down: nothing of the stack is left
+    const stopped = step("dev-down").stopped as { pid: number }[];
+    assert.equal(stopped.length, 2);
+    for (const s of stopped) assert.ok(!alive(s.pid), `pid ${s.pid} is gone`);
+    assert.deepEqual(processesMentioning(tmp), [], "no process mentions the demo's directory");
+    assert.ok(!existsSync(path.join(dataDir, "dev.json")));
+    assert.ok(!existsSync(path.join(tmp, "xdg", "qimctl", "context.json")), "the default context the demo wrote is removed");
+  });
+});

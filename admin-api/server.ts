@@ -28,6 +28,7 @@ import {
   type EngineOptions,
   type TopologyConfig,
 } from "../core/index.js";
+import { failpoint, failpointsArmed, FAILPOINTS } from "../core/failpoints.js";
 import { AuditLog, type AuditRecord } from "./audit.js";
 import { allowed, MUTATING, principalOf, type CallWithAuth, type Principal } from "./auth.js";
 import {
@@ -185,6 +186,8 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
   if (insecure) {
     log("WARNING: --insecure-dev: plaintext gRPC, no client certificates, every caller is an admin. Never use this outside a development machine.");
   }
+  const armed = failpointsArmed();
+  if (armed.length > 0) log(`WARNING: QIM_FAILPOINTS arms fail point(s) ${armed.join(", ")}: this process kills itself there (fault-injection tests only)`);
 
   // one line per distinct error every 10 s: a Redis (or Cassandra) outage is visible, not a flood
   const lastError = new Map<string, number>();
@@ -334,10 +337,12 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
     getGroup: unary("/qim.admin.v1.GroupService/GetGroup", async (req) => ({ response: groupOut(await engine.getGroup(req.tenant, req.group)) })),
     addMembers: unary("/qim.admin.v1.GroupService/AddMembers", async (req) => {
       const r = await engine.addMembers({ tenant: req.tenant, group: req.group, users: req.users, dryRun: req.dryRun, ...(req.expectVersion !== undefined ? { expectVersion: Number(req.expectVersion) } : {}) });
+      if (r.outcome === "committed") failpoint(FAILPOINTS.membershipAfterCommit);
       return { response: membershipOut(r), detail: describeChange(r) };
     }),
     removeMembers: unary("/qim.admin.v1.GroupService/RemoveMembers", async (req) => {
       const r = await engine.removeMembers({ tenant: req.tenant, group: req.group, users: req.users, dryRun: req.dryRun, ...(req.expectVersion !== undefined ? { expectVersion: Number(req.expectVersion) } : {}) });
+      if (r.outcome === "committed") failpoint(FAILPOINTS.membershipAfterCommit);
       return { response: membershipOut(r), detail: describeChange(r) };
     }),
     listMembers: unary("/qim.admin.v1.GroupService/ListMembers", async (req) => {

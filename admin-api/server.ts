@@ -153,7 +153,8 @@ type Http2Factory = (credentials: grpc.ServerCredentials) => import("node:http2"
 const baseCreateHttp2Server = (grpc.Server.prototype as unknown as { createHttp2Server?: Http2Factory }).createHttp2Server;
 
 class AuditingServer extends grpc.Server {
-  onTlsRefusal: ((err: Error, socket: TLSSocket) => void) | undefined;
+  /** `remote` is the client's address, "" when unknown. */
+  onTlsRefusal: ((err: Error, socket: TLSSocket, remote: string) => void) | undefined;
   /**
    * The verified peer certificate of each live TLS connection, keyed by remote address:port (the
    * form grpc-js's call.getPeer() gives): grpc-js re-reads and re-parses it on every call through
@@ -166,7 +167,19 @@ if (typeof baseCreateHttp2Server === "function") {
   (AuditingServer.prototype as unknown as { createHttp2Server: Http2Factory }).createHttp2Server = function (this: AuditingServer, credentials) {
     const http2Server = baseCreateHttp2Server.call(this, credentials);
     if (credentials._isSecure()) {
-      http2Server.on("tlsClientError", (err: Error, socket: TLSSocket) => this.onTlsRefusal?.(err, socket));
+      // Node refuses a client certificate by destroying the TLS socket, and only then emits
+      // tlsClientError: by that time the socket no longer knows its peer's address (nor its
+      // certificate). The address is read from the raw TCP socket as it connects, before the TLS
+      // socket wraps it (the TLS socket keeps it as _parent; without that, the address is "").
+      const remotes = new WeakMap<object, string>();
+      http2Server.prependListener("connection", (raw: import("node:net").Socket) => {
+        if (raw.remoteAddress) remotes.set(raw, raw.remoteAddress);
+      });
+      http2Server.on("tlsClientError", (err: Error, socket: TLSSocket) => {
+        const parent = (socket as TLSSocket & { _parent?: unknown })._parent;
+        const remote = socket.remoteAddress ?? (parent && typeof parent === "object" ? remotes.get(parent) : undefined) ?? "";
+        this.onTlsRefusal?.(err, socket, remote);
+      });
       http2Server.on("secureConnection", (socket: TLSSocket) => {
         const key = `${socket.remoteAddress}:${socket.remotePort}`;
         const cert = socket.getPeerCertificate();
@@ -450,10 +463,13 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
 
   if (typeof baseCreateHttp2Server !== "function") log("WARNING: this @grpc/grpc-js has no createHttp2Server hook: refused TLS handshakes will not be audited");
   const server = new AuditingServer({ "grpc.max_receive_message_length": 4 * 1024 * 1024 });
-  server.onTlsRefusal = (err, socket) => {
+  server.onTlsRefusal = (err, socket, remote) => {
     let presented = "";
     let fingerprint = "";
     try {
+      // Node 20 has already dropped the TLS state when it reports the refusal, so this finds no
+      // certificate and the entry names only the reason and the address; kept for a runtime that
+      // still has it
       const cert = socket.getPeerCertificate();
       if (cert && cert.subject) {
         presented = `${cert.subject.CN ?? ""}/${cert.subject.OU ?? ""}`;
@@ -464,7 +480,7 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
     }
     const reason = (socket as TLSSocket & { authorizationError?: Error | string }).authorizationError;
     void writeAudit({
-      principal: presented ? `unverified:${presented}` : "", role: "", rpc: "tls-handshake", arguments: { remote: socket.remoteAddress ?? "" },
+      principal: presented ? `unverified:${presented}` : "", role: "", rpc: "tls-handshake", arguments: { remote },
       result: "UNAUTHENTICATED", detail: reason ? String(reason) : err.message, durationMs: 0, requestId: randomUUID(), fingerprint,
     }).catch((e: unknown) => log(`audit log write failed: ${String(e)}`));
   };

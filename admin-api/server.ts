@@ -31,6 +31,7 @@ import {
 import { failpoint, failpointsArmed, FAILPOINTS } from "../core/failpoints.js";
 import { AuditLog, type AuditRecord } from "./audit.js";
 import { allowed, MUTATING, principalOf, type CallWithAuth, type Principal } from "./auth.js";
+import { DenyList } from "./deny-list.js";
 import {
   describeChange, describeDrill, drillProgressOut, drillReportOut, epochBumpOut, groupOut, historyOut, memberOut, membershipOut, partitionOut,
   projectionStatusOut, sendOut, summaryOut,
@@ -78,6 +79,14 @@ export interface AdminServerOptions {
   authority?: ConversationStateAuthority;
   /** Cassandra settings (the daemon's --cassandra-* flags); the server creates and closes that authority. */
   cassandra?: CassandraAuthorityOptions;
+  /**
+   * The deny list of revoked client certificates (admin-api/deny-list.ts): a file of SHA-256
+   * fingerprints, polled every `denyListPollMs` (default 1000; 0: only on reloadDenyList(), which
+   * the daemon calls on SIGHUP). A call from a listed certificate is refused PERMISSION_DENIED
+   * "certificate revoked" and audited. A file that cannot be read or parsed at start-up is an error.
+   */
+  denyList?: string;
+  denyListPollMs?: number;
   /** Dispatch-log retention in ms (default 1 day); 0 never trims. */
   retentionMs?: number;
   /** How often the projection consumer polls every partition when idle (default 250 ms; appends kick it sooner). */
@@ -97,6 +106,8 @@ export interface AdminServer {
   audit: AuditLog;
   /** The session projection this server runs (consumer, registration task, drills). */
   projection: ProjectionStack;
+  /** Reads the deny list file again (SIGHUP); the previous list stays when it is malformed. No-op without one. */
+  reloadDenyList(reason?: string): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -199,6 +210,7 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
   if (insecure) {
     log("WARNING: --insecure-dev: plaintext gRPC, no client certificates, every caller is an admin. Never use this outside a development machine.");
   }
+  if (insecure && opts.denyList) throw new InvalidArgumentError("denyList", "a deny list needs mTLS: --insecure-dev has no client certificates to refuse");
   const armed = failpointsArmed();
   if (armed.length > 0) log(`WARNING: QIM_FAILPOINTS arms fail point(s) ${armed.join(", ")}: this process kills itself there (fault-injection tests only)`);
 
@@ -228,7 +240,13 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
   let stack: ProjectionStack;
   let ownAuthority: boolean;
   let audit: AuditLog;
+  let denyList: DenyList | undefined;
   try {
+    if (opts.denyList) {
+      denyList = await DenyList.open(opts.denyList, { log, ...(opts.denyListPollMs !== undefined ? { pollMs: opts.denyListPollMs } : {}) });
+      const list = denyList;
+      opened.push({ what: "deny list", close: () => list.close() });
+    }
     engine = new Engine(store, { ...opts.engine, onCommit: (bucket) => relay?.kick(bucket) });
     const dispatch = new RedisStreamsDispatchLog(store, engine.keys, opts.dispatch ?? { clusterId: "qim", topicId: "dispatch", partitionCount: 8 });
     ownAuthority = opts.authority === undefined;
@@ -288,6 +306,13 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
     });
     const refuse = (m: MappedError) => fail(toServiceError(m, requestId));
     (async () => {
+      if (principal && denyList?.has(principal.fingerprint)) {
+        // revoked: refused before the role is even looked at, whatever the RPC
+        const why = `certificate revoked: ${principal.fingerprint} is on the deny list`;
+        await record("PERMISSION_DENIED", why);
+        refuse({ code: grpc.status.PERMISSION_DENIED, domainCode: "PERMISSION_DENIED", message: `permission denied: certificate revoked (SHA-256 ${principal.fingerprint} of ${principal.name} is on the server's deny list)` });
+        return;
+      }
       if (!principal || !allowed(rpc, principal)) {
         const why = !principal ? "no client certificate subject"
           : principal.role === null ? `certificate of ${principal.name} names no known role (OU)`
@@ -558,8 +583,10 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
     engine,
     audit,
     projection,
+    reloadDenyList: (reason = "reload requested") => denyList ? denyList.reload(reason) : Promise.resolve(),
     async close() {
       if (healthTimer) clearTimeout(healthTimer);
+      await denyList?.close();
       await new Promise<void>((resolve) => server.tryShutdown(() => resolve()));
       await outboxRelay.stop();
       await (ownAuthority ? projection.close() : projection.stop());

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { mkdir, open, type FileHandle } from "node:fs/promises";
 import { dirname } from "node:path";
 
@@ -12,6 +13,43 @@ export interface AuditRecord {
   durationMs: number;
   requestId: string;
   fingerprint: string;
+}
+
+/** A string argument is recorded up to this many characters (reasons are at most 500). */
+export const AUDIT_STRING_MAX = 1024;
+/** An array argument is recorded up to this many elements (a membership change names at most 1,000 users). */
+export const AUDIT_ARRAY_MAX = 1000;
+/** Arguments whose JSON is still larger are recorded as their size and SHA-256 only. */
+export const AUDIT_ARGUMENTS_MAX_BYTES = 64 * 1024;
+/** TailAudit answers at most about this many bytes of entries (gRPC clients refuse 4 MiB by default). */
+export const TAIL_MAX_BYTES = 3 * 1024 * 1024;
+
+function bounded(v: unknown): unknown {
+  if (typeof v === "bigint") return v.toString();
+  if (typeof v === "string") return v.length > AUDIT_STRING_MAX ? `${v.slice(0, AUDIT_STRING_MAX)}…(+${v.length - AUDIT_STRING_MAX} chars)` : v;
+  if (Buffer.isBuffer(v) || v instanceof Uint8Array) return `<${v.length} bytes>`;
+  if (Array.isArray(v)) {
+    const head = v.slice(0, AUDIT_ARRAY_MAX).map(bounded);
+    return v.length > AUDIT_ARRAY_MAX ? [...head, `…(+${v.length - AUDIT_ARRAY_MAX} more)`] : head;
+  }
+  if (v && typeof v === "object") return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, bounded(x)]));
+  return v;
+}
+
+/**
+ * A call's request as the audit log records it: JSON-safe (u64 as strings, bytes as their length)
+ * and bounded, so that no caller — a refused one included, whose request is audited too — can
+ * write more than about 64 KiB into the log per call, nor make TailAudit's answer too large to
+ * receive. Strings are cut at AUDIT_STRING_MAX characters and arrays at AUDIT_ARRAY_MAX elements,
+ * each with a marker saying how much was left out; what is still over AUDIT_ARGUMENTS_MAX_BYTES is
+ * recorded as `{ truncated, bytes, sha256 }` of the full request's JSON.
+ */
+export function auditArguments(request: unknown): unknown {
+  const out = bounded(request);
+  const json = JSON.stringify(out) ?? "null";
+  if (json.length <= AUDIT_ARGUMENTS_MAX_BYTES) return JSON.parse(json) as unknown;
+  const full = JSON.stringify(request, (_k, v: unknown) => (typeof v === "bigint" ? v.toString() : v)) ?? "null";
+  return { truncated: `arguments of ${full.length} characters, over ${AUDIT_ARGUMENTS_MAX_BYTES}`, bytes: Buffer.byteLength(full), sha256: createHash("sha256").update(full).digest("hex") };
 }
 
 /**
@@ -59,20 +97,25 @@ export class AuditLog {
     this.flushing = undefined;
   }
 
-  /** The newest `limit` records, oldest first; reads the file from its end, 64 KiB at a time. */
-  async tail(limit: number): Promise<AuditRecord[]> {
+  /**
+   * The newest `limit` records, oldest first; reads the file from its end, 64 KiB at a time, and
+   * stops once it has `maxBytes` (then fewer records come back, at least one).
+   */
+  async tail(limit: number, maxBytes = TAIL_MAX_BYTES): Promise<AuditRecord[]> {
     const fh = await open(this.path, "r");
     try {
       const size = (await fh.stat()).size;
       let pos = size;
       const chunks: Buffer[] = [];
       let newlines = 0;
-      while (pos > 0 && newlines <= limit) {
+      let read = 0;
+      while (pos > 0 && newlines <= limit && read < maxBytes) {
         const len = Math.min(64 * 1024, pos);
         pos -= len;
         const buf = Buffer.alloc(len);
         await fh.read(buf, 0, len, pos);
         chunks.unshift(buf);
+        read += len;
         for (const b of buf) if (b === 0x0a) newlines++;
       }
       // decoded once, so a UTF-8 character across two chunks stays whole
@@ -80,7 +123,14 @@ export class AuditLog {
       const lines = text.split("\n").filter((l) => l.length > 0);
       // the first line may be cut in the middle when the read did not reach the file's start
       if (pos > 0) lines.shift();
-      return lines.slice(-limit).map((l) => JSON.parse(l) as AuditRecord);
+      const picked: string[] = [];
+      let bytes = 0;
+      for (let i = lines.length - 1; i >= 0 && picked.length < limit; i--) {
+        bytes += lines[i]!.length + 1;
+        if (picked.length > 0 && bytes > maxBytes) break;
+        picked.unshift(lines[i]!);
+      }
+      return picked.map((l) => JSON.parse(l) as AuditRecord);
     } finally {
       await fh.close();
     }

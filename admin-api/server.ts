@@ -29,7 +29,7 @@ import {
   type TopologyConfig,
 } from "../core/index.js";
 import { failpoint, failpointsArmed, FAILPOINTS } from "../core/failpoints.js";
-import { AuditLog, type AuditRecord } from "./audit.js";
+import { auditArguments, AuditLog, type AuditRecord } from "./audit.js";
 import { allowed, MUTATING, principalOf, type CallWithAuth, type Principal } from "./auth.js";
 import { DenyList } from "./deny-list.js";
 import {
@@ -130,14 +130,6 @@ const WIPES: readonly string[] = ["projection", "checkpoints", "both"] satisfies
 type GuardedCall = CallWithAuth & { request: unknown; getPeer(): string };
 
 const STATUS_NAME = Object.fromEntries(Object.entries(grpc.status).filter(([, v]) => typeof v === "number").map(([k, v]) => [v, k])) as Record<number, string>;
-
-function jsonArgs(request: unknown): unknown {
-  return JSON.parse(JSON.stringify(request, (_k, v: unknown) => {
-    if (typeof v === "bigint") return v.toString();
-    if (v && typeof v === "object" && (v as { type?: string }).type === "Buffer") return `<${((v as { data: unknown[] }).data).length} bytes>`;
-    return v;
-  }));
-}
 
 /** host:port of a listening socket; port 0 asks the OS for a free one. */
 function listenAddr(addr: string, field: string): { host: string; port: number } {
@@ -301,7 +293,7 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
     const elapsed = () => Number(process.hrtime.bigint() - started) / 1e6;
     const principal = principalOf(call, insecure, server.peers.get(call.getPeer())?.cert);
     const record = (result: string, detail: string) => writeAudit({
-      principal: principal?.name ?? "", role: principal?.role ?? "", rpc, arguments: jsonArgs(call.request),
+      principal: principal?.name ?? "", role: principal?.role ?? "", rpc, arguments: auditArguments(call.request),
       result, detail, durationMs: elapsed(), requestId, fingerprint: principal?.fingerprint ?? "",
     });
     const refuse = (m: MappedError) => fail(toServiceError(m, requestId));

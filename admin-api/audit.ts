@@ -57,12 +57,20 @@ export function auditArguments(request: unknown): unknown {
  * the call's answer returns. Writes that arrive while a flush is in progress are flushed together
  * (group commit), so the durability costs one sync per batch, not per call. The file is opened
  * with O_APPEND; nothing in the API can write to it except through `append`, nor truncate it.
+ *
+ * A write the OS cuts short (disk full, file size limit) is continued until every byte is written
+ * or the OS refuses with an error; only then is a record reported durable. A write that failed part
+ * way leaves part of a line: the next write starts with a newline, so that the cut line stays a
+ * line of its own and every record after it parses (the same at open, for a file whose last line
+ * a crash cut). `tail` reports such a line as a record with result MALFORMED instead of failing.
  */
 export class AuditLog {
   private handle: FileHandle | undefined;
   private queue: { line: string; done: (err?: unknown) => void }[] = [];
   /** The flush loop while it runs. */
   private flushing: Promise<void> | undefined;
+  /** The file may end in the middle of a line (a write failed part way, or a crash cut one). */
+  private unterminated = false;
 
   private constructor(readonly path: string, private readonly sync: boolean) {}
 
@@ -70,6 +78,17 @@ export class AuditLog {
     await mkdir(dirname(path), { recursive: true });
     const log = new AuditLog(path, opts.sync ?? true);
     log.handle = await open(path, "a", 0o600);
+    const size = (await log.handle.stat()).size;
+    if (size > 0) {
+      const last = Buffer.alloc(1);
+      const rfh = await open(path, "r");
+      try {
+        await rfh.read(last, 0, 1, size - 1);
+      } finally {
+        await rfh.close();
+      }
+      log.unterminated = last[0] !== 0x0a;
+    }
     return log;
   }
 
@@ -87,7 +106,15 @@ export class AuditLog {
     while (this.queue.length > 0) {
       const batch = this.queue.splice(0, this.queue.length);
       try {
-        await this.handle!.write(batch.map((b) => b.line).join(""));
+        const data = Buffer.from((this.unterminated ? "\n" : "") + batch.map((b) => b.line).join(""), "utf8");
+        // the file no longer ends with a newline from the first byte written until the last
+        this.unterminated = true;
+        for (let off = 0; off < data.length;) {
+          const { bytesWritten } = await this.handle!.write(data, off, data.length - off);
+          if (bytesWritten <= 0) throw new Error(`audit log ${this.path}: the OS wrote nothing`);
+          off += bytesWritten;
+        }
+        this.unterminated = false;
         if (this.sync) await this.handle!.datasync();
         for (const b of batch) b.done();
       } catch (err) {
@@ -130,7 +157,7 @@ export class AuditLog {
         if (picked.length > 0 && bytes > maxBytes) break;
         picked.unshift(lines[i]!);
       }
-      return picked.map((l) => JSON.parse(l) as AuditRecord);
+      return picked.map(parseLine);
     } finally {
       await fh.close();
     }
@@ -141,4 +168,18 @@ export class AuditLog {
     await this.handle?.close();
     this.handle = undefined;
   }
+}
+
+/** A line of the log; one that is not a record (a write cut short) comes back as result MALFORMED. */
+function parseLine(line: string): AuditRecord {
+  try {
+    const rec = JSON.parse(line) as AuditRecord;
+    if (rec && typeof rec === "object" && typeof rec.rpc === "string") return rec;
+  } catch {
+    // below
+  }
+  return {
+    time: "", principal: "", role: "", rpc: "", arguments: null, result: "MALFORMED",
+    detail: `not an audit record (a write cut short?): ${JSON.stringify(line.slice(0, 200))}`, durationMs: 0, requestId: "", fingerprint: "",
+  };
 }

@@ -78,6 +78,15 @@ export class AuditLog {
     await mkdir(dirname(path), { recursive: true });
     const log = new AuditLog(path, opts.sync ?? true);
     log.handle = await open(path, "a", 0o600);
+    // the mode given to open() applies only to a file it creates: an existing log (created by hand,
+    // or by an older version, with the umask's 0644) would stay readable by every local user, and
+    // it holds every request's arguments
+    try {
+      await log.handle.chmod(0o600);
+    } catch (err) {
+      await log.handle.close();
+      throw new Error(`audit log ${path}: cannot make it 0600 (owner read/write only): ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    }
     const size = (await log.handle.stat()).size;
     if (size > 0) {
       const last = Buffer.alloc(1);

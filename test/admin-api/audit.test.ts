@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
+import { chmod, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -70,6 +70,17 @@ describe("audit log", () => {
     assert.deepEqual((await log.tail(1000, 35_000)).map((r) => r.requestId), ["r17", "r18", "r19"]);
     assert.deepEqual((await log.tail(1000, 10)).map((r) => r.requestId), ["r19"]);
     assert.equal((await log.tail(1000)).length, 20);
+    await log.close();
+  });
+
+  it("an existing log with a looser mode is made 0600 when opened", async () => {
+    const file = join(dir, "loose.log");
+    await writeFile(file, `${JSON.stringify(record(1))}\n`, { mode: 0o644 });
+    await chmod(file, 0o644);
+    const log = await AuditLog.open(file);
+    assert.equal((await stat(file)).mode & 0o777, 0o600);
+    await log.append(record(2));
+    assert.deepEqual((await log.tail(5)).map((r) => r.requestId), ["r1", "r2"]);
     await log.close();
   });
 });

@@ -16,7 +16,7 @@ import { CLIENT_NAMES, type TestPkiFiles, type TestPkiName } from "../certs/fixt
 import { freePort, type RedisServer } from "../harness/redis.js";
 import { baseEnv, failed, ok, QIMCTL, ROOT, run, startE2eServer, type Run } from "./qimctl.js";
 
-describe("qimctl against the real admin server over mTLS", { timeout: 120_000 }, () => {
+describe("qimctl against the real admin server over mTLS", { timeout: 300_000 }, () => {
   let redis: RedisServer;
   let server: AdminServer;
   let dir: string;

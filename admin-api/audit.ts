@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { mkdir, open, type FileHandle } from "node:fs/promises";
 import { dirname } from "node:path";
 
@@ -14,17 +15,62 @@ export interface AuditRecord {
   fingerprint: string;
 }
 
+/** A string argument is recorded up to this many characters (reasons are at most 500). */
+export const AUDIT_STRING_MAX = 1024;
+/** An array argument is recorded up to this many elements (a membership change names at most 1,000 users). */
+export const AUDIT_ARRAY_MAX = 1000;
+/** Arguments whose JSON is still larger are recorded as their size and SHA-256 only. */
+export const AUDIT_ARGUMENTS_MAX_BYTES = 64 * 1024;
+/** TailAudit answers at most about this many bytes of entries (gRPC clients refuse 4 MiB by default). */
+export const TAIL_MAX_BYTES = 3 * 1024 * 1024;
+
+function bounded(v: unknown): unknown {
+  if (typeof v === "bigint") return v.toString();
+  if (typeof v === "string") return v.length > AUDIT_STRING_MAX ? `${v.slice(0, AUDIT_STRING_MAX)}…(+${v.length - AUDIT_STRING_MAX} chars)` : v;
+  if (Buffer.isBuffer(v) || v instanceof Uint8Array) return `<${v.length} bytes>`;
+  if (Array.isArray(v)) {
+    const head = v.slice(0, AUDIT_ARRAY_MAX).map(bounded);
+    return v.length > AUDIT_ARRAY_MAX ? [...head, `…(+${v.length - AUDIT_ARRAY_MAX} more)`] : head;
+  }
+  if (v && typeof v === "object") return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, bounded(x)]));
+  return v;
+}
+
+/**
+ * A call's request as the audit log records it: JSON-safe (u64 as strings, bytes as their length)
+ * and bounded, so that no caller — a refused one included, whose request is audited too — can
+ * write more than about 64 KiB into the log per call, nor make TailAudit's answer too large to
+ * receive. Strings are cut at AUDIT_STRING_MAX characters and arrays at AUDIT_ARRAY_MAX elements,
+ * each with a marker saying how much was left out; what is still over AUDIT_ARGUMENTS_MAX_BYTES is
+ * recorded as `{ truncated, bytes, sha256 }` of the full request's JSON.
+ */
+export function auditArguments(request: unknown): unknown {
+  const out = bounded(request);
+  const json = JSON.stringify(out) ?? "null";
+  if (json.length <= AUDIT_ARGUMENTS_MAX_BYTES) return JSON.parse(json) as unknown;
+  const full = JSON.stringify(request, (_k, v: unknown) => (typeof v === "bigint" ? v.toString() : v)) ?? "null";
+  return { truncated: `arguments of ${full.length} characters, over ${AUDIT_ARGUMENTS_MAX_BYTES}`, bytes: Buffer.byteLength(full), sha256: createHash("sha256").update(full).digest("hex") };
+}
+
 /**
  * The append-only audit log: one JSON line per mutating or refused call, on disk (fdatasync) before
  * the call's answer returns. Writes that arrive while a flush is in progress are flushed together
  * (group commit), so the durability costs one sync per batch, not per call. The file is opened
  * with O_APPEND; nothing in the API can write to it except through `append`, nor truncate it.
+ *
+ * A write the OS cuts short (disk full, file size limit) is continued until every byte is written
+ * or the OS refuses with an error; only then is a record reported durable. A write that failed part
+ * way leaves part of a line: the next write starts with a newline, so that the cut line stays a
+ * line of its own and every record after it parses (the same at open, for a file whose last line
+ * a crash cut). `tail` reports such a line as a record with result MALFORMED instead of failing.
  */
 export class AuditLog {
   private handle: FileHandle | undefined;
   private queue: { line: string; done: (err?: unknown) => void }[] = [];
   /** The flush loop while it runs. */
   private flushing: Promise<void> | undefined;
+  /** The file may end in the middle of a line (a write failed part way, or a crash cut one). */
+  private unterminated = false;
 
   private constructor(readonly path: string, private readonly sync: boolean) {}
 
@@ -32,6 +78,26 @@ export class AuditLog {
     await mkdir(dirname(path), { recursive: true });
     const log = new AuditLog(path, opts.sync ?? true);
     log.handle = await open(path, "a", 0o600);
+    // the mode given to open() applies only to a file it creates: an existing log (created by hand,
+    // or by an older version, with the umask's 0644) would stay readable by every local user, and
+    // it holds every request's arguments
+    try {
+      await log.handle.chmod(0o600);
+    } catch (err) {
+      await log.handle.close();
+      throw new Error(`audit log ${path}: cannot make it 0600 (owner read/write only): ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    }
+    const size = (await log.handle.stat()).size;
+    if (size > 0) {
+      const last = Buffer.alloc(1);
+      const rfh = await open(path, "r");
+      try {
+        await rfh.read(last, 0, 1, size - 1);
+      } finally {
+        await rfh.close();
+      }
+      log.unterminated = last[0] !== 0x0a;
+    }
     return log;
   }
 
@@ -49,7 +115,15 @@ export class AuditLog {
     while (this.queue.length > 0) {
       const batch = this.queue.splice(0, this.queue.length);
       try {
-        await this.handle!.write(batch.map((b) => b.line).join(""));
+        const data = Buffer.from((this.unterminated ? "\n" : "") + batch.map((b) => b.line).join(""), "utf8");
+        // the file no longer ends with a newline from the first byte written until the last
+        this.unterminated = true;
+        for (let off = 0; off < data.length;) {
+          const { bytesWritten } = await this.handle!.write(data, off, data.length - off);
+          if (bytesWritten <= 0) throw new Error(`audit log ${this.path}: the OS wrote nothing`);
+          off += bytesWritten;
+        }
+        this.unterminated = false;
         if (this.sync) await this.handle!.datasync();
         for (const b of batch) b.done();
       } catch (err) {
@@ -59,20 +133,25 @@ export class AuditLog {
     this.flushing = undefined;
   }
 
-  /** The newest `limit` records, oldest first; reads the file from its end, 64 KiB at a time. */
-  async tail(limit: number): Promise<AuditRecord[]> {
+  /**
+   * The newest `limit` records, oldest first; reads the file from its end, 64 KiB at a time, and
+   * stops once it has `maxBytes` (then fewer records come back, at least one).
+   */
+  async tail(limit: number, maxBytes = TAIL_MAX_BYTES): Promise<AuditRecord[]> {
     const fh = await open(this.path, "r");
     try {
       const size = (await fh.stat()).size;
       let pos = size;
       const chunks: Buffer[] = [];
       let newlines = 0;
-      while (pos > 0 && newlines <= limit) {
+      let read = 0;
+      while (pos > 0 && newlines <= limit && read < maxBytes) {
         const len = Math.min(64 * 1024, pos);
         pos -= len;
         const buf = Buffer.alloc(len);
         await fh.read(buf, 0, len, pos);
         chunks.unshift(buf);
+        read += len;
         for (const b of buf) if (b === 0x0a) newlines++;
       }
       // decoded once, so a UTF-8 character across two chunks stays whole
@@ -80,7 +159,14 @@ export class AuditLog {
       const lines = text.split("\n").filter((l) => l.length > 0);
       // the first line may be cut in the middle when the read did not reach the file's start
       if (pos > 0) lines.shift();
-      return lines.slice(-limit).map((l) => JSON.parse(l) as AuditRecord);
+      const picked: string[] = [];
+      let bytes = 0;
+      for (let i = lines.length - 1; i >= 0 && picked.length < limit; i--) {
+        bytes += lines[i]!.length + 1;
+        if (picked.length > 0 && bytes > maxBytes) break;
+        picked.unshift(lines[i]!);
+      }
+      return picked.map(parseLine);
     } finally {
       await fh.close();
     }
@@ -91,4 +177,18 @@ export class AuditLog {
     await this.handle?.close();
     this.handle = undefined;
   }
+}
+
+/** A line of the log; one that is not a record (a write cut short) comes back as result MALFORMED. */
+function parseLine(line: string): AuditRecord {
+  try {
+    const rec = JSON.parse(line) as AuditRecord;
+    if (rec && typeof rec === "object" && typeof rec.rpc === "string") return rec;
+  } catch {
+    // below
+  }
+  return {
+    time: "", principal: "", role: "", rpc: "", arguments: null, result: "MALFORMED",
+    detail: `not an audit record (a write cut short?): ${JSON.stringify(line.slice(0, 200))}`, durationMs: 0, requestId: "", fingerprint: "",
+  };
 }

@@ -12,6 +12,11 @@ export interface DaemonSettings {
   auditLog: string;
   /** fdatasync the audit log before answering (on by default). */
   auditFsync: boolean;
+  /**
+   * Deny list of revoked client certificates: one SHA-256 fingerprint per line, `#` comments;
+   * polled every second and reloaded on SIGHUP (docs/operator-guide.md "Revoking a certificate").
+   */
+  denyList?: string;
   /** Comma list of host:port; overrides QIM_REDIS_ADDR / QIM_MESSAGE_STORE_ADDRS. */
   redis?: string;
   redisCluster?: string;

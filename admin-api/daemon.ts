@@ -13,6 +13,7 @@ export function topologyOf(s: Pick<DaemonSettings, "redis" | "redisCluster">): T
 
 /** Starts a server from settings and stops it cleanly on SIGINT/SIGTERM. */
 export async function runDaemon(s: DaemonSettings): Promise<AdminServer> {
+  if (s.insecureDev && s.denyList) throw new Error("--deny-list needs mTLS: --insecure-dev has no client certificates to refuse");
   if (!s.insecureDev && (!s.tlsCa || !s.tlsCert || !s.tlsKey)) {
     throw new Error("mTLS needs --tls-ca, --tls-cert and --tls-key (create them with `qimctl certs init` and `qimctl certs issue-server`), or --insecure-dev for a development machine");
   }
@@ -26,6 +27,7 @@ export async function runDaemon(s: DaemonSettings): Promise<AdminServer> {
     auditPath: s.auditLog,
     auditSync: s.auditFsync,
     insecureDev: s.insecureDev,
+    ...(s.denyList ? { denyList: s.denyList } : {}),
     dispatch: { clusterId: s.clusterId, topicId: "dispatch", partitionCount: s.partitions },
     retentionMs: s.dispatchRetentionMs,
     ...(contactPoints.length > 0 ? {
@@ -45,6 +47,9 @@ export async function runDaemon(s: DaemonSettings): Promise<AdminServer> {
     process.stderr.write(`${signal}: shutting down\n`);
     server.close().then(() => process.exit(0), (err: unknown) => { process.stderr.write(`shutdown failed: ${String(err)}\n`); process.exit(1); });
   };
+  // SIGHUP re-reads the deny list (it is also polled every second); without one, SIGHUP keeps its
+  // default action
+  if (s.denyList) process.on("SIGHUP", () => void server.reloadDenyList("SIGHUP"));
   process.once("SIGINT", () => stop("SIGINT"));
   process.once("SIGTERM", () => stop("SIGTERM"));
   return server;

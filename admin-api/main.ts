@@ -25,6 +25,7 @@ const program = new Command("qim-admin-server")
   .addOption(new Option("--tls-key <file>", "server private key").env("QIM_TLS_KEY"))
   .addOption(new Option("--insecure-dev", "plaintext, no client certificates, every caller admin (development only)").default(false))
   .addOption(new Option("--audit-log <file>", "append-only audit log").default(DAEMON_DEFAULTS.auditLog).env("QIM_AUDIT_LOG"))
+  .addOption(new Option("--deny-list <file>", "revoked client certificates: one SHA-256 fingerprint per line (# comments); polled every second and reloaded on SIGHUP").env("QIM_DENY_LIST"))
   .addOption(new Option("--no-audit-fsync", "answer once the audit entry is written to the OS, without waiting for fdatasync"))
   .addOption(new Option("--redis <addrs>", "comma list of Redis host:port (default: QIM_REDIS_ADDR + QIM_MESSAGE_STORE_ADDRS)"))
   .addOption(new Option("--redis-cluster <seeds>", "comma list of Redis Cluster seed host:port (default: QIM_REDIS_CLUSTER_SEEDS)"))
@@ -60,6 +61,7 @@ const settings: DaemonSettings = {
   ...(o.cassandraLocalDc !== undefined ? { cassandraLocalDc: String(o.cassandraLocalDc) } : {}),
   ...(o.cassandraKeyspace !== undefined ? { cassandraKeyspace: String(o.cassandraKeyspace) } : {}),
   ...(o.cassandraConsistency !== undefined ? { cassandraConsistency: String(o.cassandraConsistency) } : {}),
+  ...(o.denyList ? { denyList: String(o.denyList) } : {}),
   ...(o.tlsCa ? { tlsCa: String(o.tlsCa) } : {}),
   ...(o.tlsCert ? { tlsCert: String(o.tlsCert) } : {}),
   ...(o.tlsKey ? { tlsKey: String(o.tlsKey) } : {}),

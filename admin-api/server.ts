@@ -28,8 +28,10 @@ import {
   type EngineOptions,
   type TopologyConfig,
 } from "../core/index.js";
-import { AuditLog, type AuditRecord } from "./audit.js";
+import { failpoint, failpointsArmed, FAILPOINTS } from "../core/failpoints.js";
+import { auditArguments, AuditLog, type AuditRecord } from "./audit.js";
 import { allowed, MUTATING, principalOf, type CallWithAuth, type Principal } from "./auth.js";
+import { DenyList } from "./deny-list.js";
 import {
   describeChange, describeDrill, drillProgressOut, drillReportOut, epochBumpOut, groupOut, historyOut, memberOut, membershipOut, partitionOut,
   projectionStatusOut, sendOut, summaryOut,
@@ -79,6 +81,14 @@ export interface AdminServerOptions {
   authority?: ConversationStateAuthority;
   /** Cassandra settings (the daemon's --cassandra-* flags); the server creates and closes that authority. */
   cassandra?: CassandraAuthorityOptions;
+  /**
+   * The deny list of revoked client certificates (admin-api/deny-list.ts): a file of SHA-256
+   * fingerprints, polled every `denyListPollMs` (default 1000; 0: only on reloadDenyList(), which
+   * the daemon calls on SIGHUP). A call from a listed certificate is refused PERMISSION_DENIED
+   * "certificate revoked" and audited. A file that cannot be read or parsed at start-up is an error.
+   */
+  denyList?: string;
+  denyListPollMs?: number;
   /** Dispatch-log retention in ms (default 1 day); 0 never trims. */
   retentionMs?: number;
   /** How often the projection consumer polls every partition when idle (default 250 ms; appends kick it sooner). */
@@ -100,6 +110,8 @@ export interface AdminServer {
   projection: ProjectionStack;
   /** The dashboard's watchers (ObserveService.Watch); `active` counts the streams being served. */
   observer: Observer;
+  /** Reads the deny list file again (SIGHUP); the previous list stays when it is malformed. No-op without one. */
+  reloadDenyList(reason?: string): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -122,14 +134,6 @@ const WIPES: readonly string[] = ["projection", "checkpoints", "both"] satisfies
 type GuardedCall = CallWithAuth & { request: unknown; getPeer(): string };
 
 const STATUS_NAME = Object.fromEntries(Object.entries(grpc.status).filter(([, v]) => typeof v === "number").map(([k, v]) => [v, k])) as Record<number, string>;
-
-function jsonArgs(request: unknown): unknown {
-  return JSON.parse(JSON.stringify(request, (_k, v: unknown) => {
-    if (typeof v === "bigint") return v.toString();
-    if (v && typeof v === "object" && (v as { type?: string }).type === "Buffer") return `<${((v as { data: unknown[] }).data).length} bytes>`;
-    return v;
-  }));
-}
 
 /** host:port of a listening socket; port 0 asks the OS for a free one. */
 function listenAddr(addr: string, field: string): { host: string; port: number } {
@@ -156,7 +160,8 @@ type Http2Factory = (credentials: grpc.ServerCredentials) => import("node:http2"
 const baseCreateHttp2Server = (grpc.Server.prototype as unknown as { createHttp2Server?: Http2Factory }).createHttp2Server;
 
 class AuditingServer extends grpc.Server {
-  onTlsRefusal: ((err: Error, socket: TLSSocket) => void) | undefined;
+  /** `remote` is the client's address, "" when unknown. */
+  onTlsRefusal: ((err: Error, socket: TLSSocket, remote: string) => void) | undefined;
   /**
    * The verified peer certificate of each live TLS connection, keyed by remote address:port (the
    * form grpc-js's call.getPeer() gives): grpc-js re-reads and re-parses it on every call through
@@ -169,7 +174,19 @@ if (typeof baseCreateHttp2Server === "function") {
   (AuditingServer.prototype as unknown as { createHttp2Server: Http2Factory }).createHttp2Server = function (this: AuditingServer, credentials) {
     const http2Server = baseCreateHttp2Server.call(this, credentials);
     if (credentials._isSecure()) {
-      http2Server.on("tlsClientError", (err: Error, socket: TLSSocket) => this.onTlsRefusal?.(err, socket));
+      // Node refuses a client certificate by destroying the TLS socket, and only then emits
+      // tlsClientError: by that time the socket no longer knows its peer's address (nor its
+      // certificate). The address is read from the raw TCP socket as it connects, before the TLS
+      // socket wraps it (the TLS socket keeps it as _parent; without that, the address is "").
+      const remotes = new WeakMap<object, string>();
+      http2Server.prependListener("connection", (raw: import("node:net").Socket) => {
+        if (raw.remoteAddress) remotes.set(raw, raw.remoteAddress);
+      });
+      http2Server.on("tlsClientError", (err: Error, socket: TLSSocket) => {
+        const parent = (socket as TLSSocket & { _parent?: unknown })._parent;
+        const remote = socket.remoteAddress ?? (parent && typeof parent === "object" ? remotes.get(parent) : undefined) ?? "";
+        this.onTlsRefusal?.(err, socket, remote);
+      });
       http2Server.on("secureConnection", (socket: TLSSocket) => {
         const key = `${socket.remoteAddress}:${socket.remotePort}`;
         const cert = socket.getPeerCertificate();
@@ -189,6 +206,9 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
   if (insecure) {
     log("WARNING: --insecure-dev: plaintext gRPC, no client certificates, every caller is an admin. Never use this outside a development machine.");
   }
+  if (insecure && opts.denyList) throw new InvalidArgumentError("denyList", "a deny list needs mTLS: --insecure-dev has no client certificates to refuse");
+  const armed = failpointsArmed();
+  if (armed.length > 0) log(`WARNING: QIM_FAILPOINTS arms fail point(s) ${armed.join(", ")}: this process kills itself there (fault-injection tests only)`);
 
   // one line per distinct error every 10 s: a Redis (or Cassandra) outage is visible, not a flood
   const lastError = new Map<string, number>();
@@ -216,7 +236,13 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
   let stack: ProjectionStack;
   let ownAuthority: boolean;
   let audit: AuditLog;
+  let denyList: DenyList | undefined;
   try {
+    if (opts.denyList) {
+      denyList = await DenyList.open(opts.denyList, { log, ...(opts.denyListPollMs !== undefined ? { pollMs: opts.denyListPollMs } : {}) });
+      const list = denyList;
+      opened.push({ what: "deny list", close: () => list.close() });
+    }
     engine = new Engine(store, { ...opts.engine, onCommit: (bucket) => relay?.kick(bucket) });
     const dispatch = new RedisStreamsDispatchLog(store, engine.keys, opts.dispatch ?? { clusterId: "qim", topicId: "dispatch", partitionCount: 8 });
     ownAuthority = opts.authority === undefined;
@@ -271,11 +297,18 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
     const elapsed = () => Number(process.hrtime.bigint() - started) / 1e6;
     const principal = principalOf(call, insecure, server.peers.get(call.getPeer())?.cert);
     const record = (result: string, detail: string) => writeAudit({
-      principal: principal?.name ?? "", role: principal?.role ?? "", rpc, arguments: jsonArgs(call.request),
+      principal: principal?.name ?? "", role: principal?.role ?? "", rpc, arguments: auditArguments(call.request),
       result, detail, durationMs: elapsed(), requestId, fingerprint: principal?.fingerprint ?? "",
     });
     const refuse = (m: MappedError) => fail(toServiceError(m, requestId));
     (async () => {
+      if (principal && denyList?.has(principal.fingerprint)) {
+        // revoked: refused before the role is even looked at, whatever the RPC
+        const why = `certificate revoked: ${principal.fingerprint} is on the deny list`;
+        await record("PERMISSION_DENIED", why);
+        refuse({ code: grpc.status.PERMISSION_DENIED, domainCode: "PERMISSION_DENIED", message: `permission denied: certificate revoked (SHA-256 ${principal.fingerprint} of ${principal.name} is on the server's deny list)` });
+        return;
+      }
       if (!principal || !allowed(rpc, principal)) {
         const why = !principal ? "no client certificate subject"
           : principal.role === null ? `certificate of ${principal.name} names no known role (OU)`
@@ -338,10 +371,12 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
     getGroup: unary("/qim.admin.v1.GroupService/GetGroup", async (req) => ({ response: groupOut(await engine.getGroup(req.tenant, req.group)) })),
     addMembers: unary("/qim.admin.v1.GroupService/AddMembers", async (req) => {
       const r = await engine.addMembers({ tenant: req.tenant, group: req.group, users: req.users, dryRun: req.dryRun, ...(req.expectVersion !== undefined ? { expectVersion: Number(req.expectVersion) } : {}) });
+      if (r.outcome === "committed") failpoint(FAILPOINTS.membershipAfterCommit);
       return { response: membershipOut(r), detail: describeChange(r) };
     }),
     removeMembers: unary("/qim.admin.v1.GroupService/RemoveMembers", async (req) => {
       const r = await engine.removeMembers({ tenant: req.tenant, group: req.group, users: req.users, dryRun: req.dryRun, ...(req.expectVersion !== undefined ? { expectVersion: Number(req.expectVersion) } : {}) });
+      if (r.outcome === "committed") failpoint(FAILPOINTS.membershipAfterCommit);
       return { response: membershipOut(r), detail: describeChange(r) };
     }),
     listMembers: unary("/qim.admin.v1.GroupService/ListMembers", async (req) => {
@@ -467,10 +502,13 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
 
   if (typeof baseCreateHttp2Server !== "function") log("WARNING: this @grpc/grpc-js has no createHttp2Server hook: refused TLS handshakes will not be audited");
   const server = new AuditingServer({ "grpc.max_receive_message_length": 4 * 1024 * 1024 });
-  server.onTlsRefusal = (err, socket) => {
+  server.onTlsRefusal = (err, socket, remote) => {
     let presented = "";
     let fingerprint = "";
     try {
+      // Node 20 has already dropped the TLS state when it reports the refusal, so this finds no
+      // certificate and the entry names only the reason and the address; kept for a runtime that
+      // still has it
       const cert = socket.getPeerCertificate();
       if (cert && cert.subject) {
         presented = `${cert.subject.CN ?? ""}/${cert.subject.OU ?? ""}`;
@@ -481,7 +519,7 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
     }
     const reason = (socket as TLSSocket & { authorizationError?: Error | string }).authorizationError;
     void writeAudit({
-      principal: presented ? `unverified:${presented}` : "", role: "", rpc: "tls-handshake", arguments: { remote: socket.remoteAddress ?? "" },
+      principal: presented ? `unverified:${presented}` : "", role: "", rpc: "tls-handshake", arguments: { remote },
       result: "UNAUTHENTICATED", detail: reason ? String(reason) : err.message, durationMs: 0, requestId: randomUUID(), fingerprint,
     }).catch((e: unknown) => log(`audit log write failed: ${String(e)}`));
   };
@@ -562,9 +600,11 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
     audit,
     projection,
     observer,
+    reloadDenyList: (reason = "reload requested") => denyList ? denyList.reload(reason) : Promise.resolve(),
     async close() {
       if (healthTimer) clearTimeout(healthTimer);
       observer.close();
+      await denyList?.close();
       await new Promise<void>((resolve) => server.tryShutdown(() => resolve()));
       await outboxRelay.stop();
       await (ownAuthority ? projection.close() : projection.stop());

@@ -1,9 +1,10 @@
 import assert from "node:assert/strict";
-import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
+import { chmod, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { AuditLog, type AuditRecord } from "../../admin-api/audit.js";
+import { createHash } from "node:crypto";
+import { AUDIT_ARGUMENTS_MAX_BYTES, AUDIT_ARRAY_MAX, AUDIT_STRING_MAX, auditArguments, AuditLog, type AuditRecord } from "../../admin-api/audit.js";
 
 const record = (i: number, detail = ""): AuditRecord => ({
   time: new Date(1_700_000_000_000 + i).toISOString(), principal: `p${i}`, role: "operator", rpc: "/x/Y", arguments: { i },
@@ -45,5 +46,41 @@ describe("audit log", () => {
     await b.append(record(2));
     assert.deepEqual((await b.tail(10)).map((r) => r.requestId), ["r1", "r2"]);
     await b.close();
+  });
+
+  it("records a request bounded: a legitimate one whole, long strings and arrays cut with a marker, the rest as size and SHA-256", () => {
+    const users = Array.from({ length: AUDIT_ARRAY_MAX }, (_, i) => `00000000-0000-4000-8000-${String(i).padStart(12, "0")}`);
+    assert.deepEqual(auditArguments({ tenant: "t", users, expectVersion: 3n, dryRun: false, bytes: Buffer.alloc(9) }),
+      { tenant: "t", users, expectVersion: "3", dryRun: false, bytes: "<9 bytes>" });
+    const cut = auditArguments({ reason: "r".repeat(AUDIT_STRING_MAX + 5), users: [...users, "one more"] }) as { reason: string; users: string[] };
+    assert.equal(cut.reason, `${"r".repeat(AUDIT_STRING_MAX)}…(+5 chars)`);
+    assert.equal(cut.users.length, AUDIT_ARRAY_MAX + 1);
+    assert.equal(cut.users.at(-1), "…(+1 more)");
+    const huge = { users: Array.from({ length: 5000 }, () => "x".repeat(5000)) };
+    const full = JSON.stringify(huge);
+    const rec = auditArguments(huge) as { truncated: string; bytes: number; sha256: string };
+    assert.equal(rec.bytes, full.length);
+    assert.equal(rec.sha256, createHash("sha256").update(full).digest("hex"));
+    assert.ok(JSON.stringify(rec).length < AUDIT_ARGUMENTS_MAX_BYTES);
+  });
+
+  it("tail stops at about maxBytes, newest first, but always returns at least one record", async () => {
+    const log = await AuditLog.open(join(dir, "tail-bytes.log"));
+    for (let i = 0; i < 20; i++) await log.append(record(i, "d".repeat(10_000)));
+    assert.deepEqual((await log.tail(1000, 35_000)).map((r) => r.requestId), ["r17", "r18", "r19"]);
+    assert.deepEqual((await log.tail(1000, 10)).map((r) => r.requestId), ["r19"]);
+    assert.equal((await log.tail(1000)).length, 20);
+    await log.close();
+  });
+
+  it("an existing log with a looser mode is made 0600 when opened", async () => {
+    const file = join(dir, "loose.log");
+    await writeFile(file, `${JSON.stringify(record(1))}\n`, { mode: 0o644 });
+    await chmod(file, 0o644);
+    const log = await AuditLog.open(file);
+    assert.equal((await stat(file)).mode & 0o777, 0o600);
+    await log.append(record(2));
+    assert.deepEqual((await log.tail(5)).map((r) => r.requestId), ["r1", "r2"]);
+    await log.close();
   });
 });

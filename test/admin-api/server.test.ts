@@ -157,6 +157,8 @@ describe("admin API over mTLS", () => {
     }
     assert.ok(entries.length >= 4, `TLS refusals audited: ${JSON.stringify(entries.map((e) => e.detail))}`);
     assert.ok(entries.every((e) => e.result === "UNAUTHENTICATED"));
+    // who was refused: not the certificate (Node has dropped it by then), but the address it came from
+    assert.deepEqual(entries.map((e) => e.arguments), entries.map(() => ({ remote: "127.0.0.1" })));
     console.log(`# ${entries.length} TLS refusals audited as: ${entries.map((e) => `${e.principal || "(no certificate)"} → ${e.detail}`).join(" ;; ").replace(/\n/g, " ")}`);
   });
 

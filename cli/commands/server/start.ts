@@ -1,4 +1,4 @@
-import { accessSync, constants } from "node:fs";
+import { accessSync, constants, readFileSync } from "node:fs";
 import { Flags } from "@oclif/core";
 import { cassandraSettingsProblem, DAEMON_DEFAULTS, parseDuration, type DaemonSettings } from "../../../admin-api/daemon-settings.js";
 import { BaseCommand } from "../../base.js";
@@ -21,9 +21,11 @@ The session projection runs inside the server: a consumer of the dispatch log (k
 
 Start-up is refused (fail closed, nothing changed) when the projection's audit finds a partition whose checkpoint is beyond the high watermark (the log lost acknowledged records) or a dispatch log of another cluster id / topic / partition count: one line per partition names it.
 
+--deny-list FILE refuses revoked client certificates: one SHA-256 fingerprint per line (# comments), as \`qimctl certs fingerprint\` prints them. The file is polled every second and re-read on SIGHUP, without a restart; a malformed file keeps the previous list (the server logs why). A call made with a listed certificate is refused (PERMISSION_DENIED "certificate revoked", exit 6 for qimctl) and audited with the fingerprint.
+
 --insecure-dev serves plaintext, without client certificates, every caller an admin: development machines only.
 
-Exit codes: 0 stopped cleanly by SIGINT/SIGTERM; 2 bad flags; 4 start-up refused by the session projection (BEYOND_HIGH, IDENTITY_MISMATCH); 5 Cassandra unreachable at start-up; 1 anything else (e.g. Redis unreachable).`;
+Exit codes: 0 stopped cleanly by SIGINT/SIGTERM; 2 bad flags (also an unreadable or malformed --deny-list); 4 start-up refused by the session projection (BEYOND_HIGH, IDENTITY_MISMATCH); 5 Cassandra unreachable at start-up; 1 anything else (e.g. Redis unreachable).`;
   static override examples = [
     "<%= config.bin %> <%= command.id %> --tls-ca .qim/pki/ca.crt --tls-cert .qim/pki/server.crt --tls-key .qim/pki/server.key --redis 127.0.0.1:6379",
     "QIM_REDIS_ADDR=10.0.0.5:6379 QIM_MESSAGE_STORE_ADDRS=10.0.0.6:6379 <%= config.bin %> <%= command.id %> --listen 0.0.0.0:7443 --tls-ca ca.crt --tls-cert server.crt --tls-key server.key",
@@ -44,6 +46,7 @@ Exit codes: 0 stopped cleanly by SIGINT/SIGTERM; 2 bad flags; 4 start-up refused
     "tls-key": Flags.string({ env: "QIM_TLS_KEY", description: "server private key" }),
     "insecure-dev": Flags.boolean({ default: false, description: "plaintext, no client certificates, every caller admin (development only)" }),
     "audit-log": Flags.string({ env: "QIM_AUDIT_LOG", default: DAEMON_DEFAULTS.auditLog, description: "append-only audit log" }),
+    "deny-list": Flags.string({ env: "QIM_DENY_LIST", description: "revoked client certificates: one SHA-256 fingerprint per line (# comments), as `qimctl certs fingerprint` prints them; polled every second and reloaded on SIGHUP" }),
     "audit-fsync": Flags.boolean({ default: true, allowNo: true, description: "fdatasync the audit log before answering (--no-audit-fsync: written to the OS only)" }),
     redis: Flags.string({ description: "comma list of Redis host:port (default: QIM_REDIS_ADDR + QIM_MESSAGE_STORE_ADDRS)" }),
     "redis-cluster": Flags.string({ description: "comma list of Redis Cluster seed host:port (default: QIM_REDIS_CLUSTER_SEEDS)" }),
@@ -71,6 +74,22 @@ Exit codes: 0 stopped cleanly by SIGINT/SIGTERM; 2 bad flags; 4 start-up refused
         }
       }
     }
+    const denyList = f["deny-list"];
+    if (denyList !== undefined) {
+      if (f["insecure-dev"]) throw new UsageError("--deny-list", "needs mTLS: --insecure-dev has no client certificates to refuse");
+      let text: string;
+      try {
+        text = readFileSync(denyList, "utf8");
+      } catch (err) {
+        throw new UsageError("--deny-list", `cannot read ${denyList}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+      }
+      const { parseDenyList } = await import("../../../admin-api/deny-list.js");
+      try {
+        parseDenyList(text);
+      } catch (err) {
+        throw new UsageError("--deny-list", `${denyList}: ${(err as Error).message}`);
+      }
+    }
     let dispatchRetentionMs: number;
     try {
       dispatchRetentionMs = parseDuration(f["dispatch-retention"]);
@@ -95,6 +114,7 @@ Exit codes: 0 stopped cleanly by SIGINT/SIGTERM; 2 bad flags; 4 start-up refused
       clusterId: f["cluster-id"],
       dispatchRetentionMs,
       ...cassandra,
+      ...(denyList ? { denyList } : {}),
       ...(f["tls-ca"] ? { tlsCa: f["tls-ca"] } : {}),
       ...(f["tls-cert"] ? { tlsCert: f["tls-cert"] } : {}),
       ...(f["tls-key"] ? { tlsKey: f["tls-key"] } : {}),

@@ -1,0 +1,133 @@
+/**
+ * The real `bin/qim-admin-server.js` as a CHILD process, for tests that kill it, restart it, send
+ * it signals or change its deny list under it. Loopback only; stopped by pid; a process-wide
+ * 'exit' hook SIGKILLs any left alive so that an aborted run leaves no server behind.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import path from "node:path";
+import type { TestPkiFiles } from "../certs/fixture.js";
+import { baseEnv, ROOT } from "../e2e/qimctl.js";
+import { freePort } from "../harness/redis.js";
+
+export const ADMIN_SERVER = path.join(ROOT, "bin", "qim-admin-server.js");
+
+const live = new Set<ChildProcess>();
+let hooked = false;
+function hookExit(): void {
+  if (hooked) return;
+  hooked = true;
+  process.on("exit", () => {
+    for (const c of live) if (c.exitCode === null && c.signalCode === null) c.kill("SIGKILL");
+  });
+}
+
+export interface ServerProcessOptions {
+  redisAddr: string;
+  pki: TestPkiFiles;
+  auditLog: string;
+  /** Default: a free port. Pass the previous one to restart "the same" server. */
+  port?: number;
+  denyList?: string;
+  /** QIM_FAILPOINTS of the child (unset when absent). */
+  failpoints?: string;
+}
+
+export interface ServerProcess {
+  port: number;
+  /** localhost:PORT — the name the test server certificate carries. */
+  endpoint: string;
+  pid: number;
+  /** Everything the server wrote to stderr so far (its log). */
+  log(): string;
+  /** Resolves when a log line matches `re` (already there or to come); rejects after `timeoutMs` or on exit. */
+  waitForLog(re: RegExp, timeoutMs?: number, from?: number): Promise<string>;
+  /** How the process ended (resolves once it has). */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  signal(sig: NodeJS.Signals): void;
+  /** SIGTERM (clean shutdown), SIGKILL after 5 s; idempotent. */
+  stop(): Promise<void>;
+}
+
+export async function startServerProcess(opts: ServerProcessOptions): Promise<ServerProcess> {
+  hookExit();
+  const port = opts.port ?? (await freePort());
+  const args = [
+    ADMIN_SERVER,
+    "--listen", `127.0.0.1:${port}`,
+    "--metrics-listen", "off",
+    "--tls-ca", opts.pki.ca.certPath,
+    "--tls-cert", opts.pki.server.certPath,
+    "--tls-key", opts.pki.server.keyPath,
+    "--audit-log", opts.auditLog,
+    "--redis", opts.redisAddr,
+    ...(opts.denyList ? ["--deny-list", opts.denyList] : []),
+  ];
+  const env = { ...baseEnv, ...(opts.failpoints ? { QIM_FAILPOINTS: opts.failpoints } : {}) };
+  const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ["ignore", "ignore", "pipe"] });
+  live.add(child);
+  let text = "";
+  const waiters = new Set<() => void>();
+  child.stderr!.setEncoding("utf8");
+  child.stderr!.on("data", (chunk: string) => {
+    text += chunk;
+    for (const w of [...waiters]) w();
+  });
+  let ended = false;
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+    child.once("exit", (code, signal) => {
+      ended = true;
+      live.delete(child);
+      resolve({ code, signal });
+      for (const w of [...waiters]) w();
+    });
+  });
+
+  const waitForLog = (re: RegExp, timeoutMs = 20_000, from = 0) => new Promise<string>((resolve, reject) => {
+    const check = () => {
+      const m = text.slice(from).split("\n").find((l) => re.test(l));
+      if (m !== undefined) {
+        done();
+        resolve(m);
+      } else if (ended) {
+        done();
+        reject(new Error(`the server exited before logging ${re}; its log:\n${text}`));
+      }
+    };
+    const timer = setTimeout(() => {
+      done();
+      reject(new Error(`no log line ${re} within ${timeoutMs} ms; the server's log:\n${text}`));
+    }, timeoutMs);
+    const done = () => {
+      clearTimeout(timer);
+      waiters.delete(check);
+    };
+    waiters.add(check);
+    check();
+  });
+
+  const proc: ServerProcess = {
+    port,
+    endpoint: `localhost:${port}`,
+    pid: child.pid!,
+    log: () => text,
+    waitForLog,
+    exited,
+    signal: (sig) => {
+      if (!ended) child.kill(sig);
+    },
+    stop: async () => {
+      if (ended) return;
+      child.kill("SIGTERM");
+      const t = setTimeout(() => child.kill("SIGKILL"), 5000);
+      await exited;
+      clearTimeout(t);
+    },
+  };
+  try {
+    await waitForLog(/qim admin server listening on /, 30_000);
+  } catch (err) {
+    await proc.stop();
+    throw err;
+  }
+  return proc;
+}

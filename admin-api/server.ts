@@ -148,12 +148,33 @@ type GuardedCall = CallWithAuth & { request: unknown; getPeer(): string };
 
 const STATUS_NAME = Object.fromEntries(Object.entries(grpc.status).filter(([, v]) => typeof v === "number").map(([k, v]) => [v, k])) as Record<number, string>;
 
+/** The audit's record of a request's arguments: strings, lists and the whole are bounded. */
+export const AUDIT_ARGUMENT_LIMITS = { stringChars: 500, listItems: 20, jsonChars: 8 * 1024 } as const;
+
+/**
+ * What the audit records of a request. Any certificate holder can send requests up to the 4 MiB
+ * receive limit, and refusals are audited too: recorded in full, a handful of them made `audit
+ * tail` larger than a client accepts. Strings over 500 characters (a reason fits) and lists over
+ * 20 items are shortened, saying how long they were; should the JSON still exceed 8 KiB (escaped
+ * control characters take 6 each), its first 8 KiB are kept as text. A committed change's detail
+ * names its event, which lists every user.
+ */
 function jsonArgs(request: unknown): unknown {
-  return JSON.parse(JSON.stringify(request, (_k, v: unknown) => {
+  const { stringChars, listItems, jsonChars } = AUDIT_ARGUMENT_LIMITS;
+  const shorten = (v: unknown): unknown => {
     if (typeof v === "bigint") return v.toString();
-    if (v && typeof v === "object" && (v as { type?: string }).type === "Buffer") return `<${((v as { data: unknown[] }).data).length} bytes>`;
+    if (typeof v === "string") return v.length > stringChars ? `${v.slice(0, stringChars)}… (${v.length} characters)` : v;
+    if (v instanceof Uint8Array) return `<${v.length} bytes>`;
+    if (Array.isArray(v)) {
+      const head = v.slice(0, listItems).map(shorten);
+      return v.length > listItems ? [...head, `… ${v.length - listItems} more (${v.length} in all)`] : head;
+    }
+    if (v && typeof v === "object") return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, shorten(x)]));
     return v;
-  }));
+  };
+  const args = shorten(request);
+  const json = JSON.stringify(args) ?? "null";
+  return json.length > jsonChars ? { truncatedJson: `${json.slice(0, jsonChars)}…`, jsonChars: json.length } : args;
 }
 
 /** host:port of a listening socket; port 0 asks the OS for a free one. */

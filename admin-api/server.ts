@@ -130,6 +130,35 @@ function reasonOf(text: string, required: boolean): string {
 
 const WIPES: readonly string[] = ["projection", "checkpoints", "both"] satisfies readonly DrillWipe[];
 
+/** A request whose bytes are not the protobuf message of its RPC; guarded() refuses it. */
+class UndecodableRequest {
+  constructor(readonly message: string, readonly reason: string, readonly bytes: number) {}
+}
+
+/**
+ * grpc-js answers a request its deserializer throws on (truncated, a wire type that does not
+ * exist, garbage) with INTERNAL "Error deserializing request" before any handler runs: bad input
+ * would read as a server fault and go unaudited. Here each method's deserializer hands such a
+ * request on as an UndecodableRequest, which guarded() refuses as INVALID_ARGUMENT(request) after
+ * authorising and auditing it like any other call.
+ */
+function refuseUndecodableInHandlers<S extends grpc.ServiceDefinition>(service: S, messageOf: (path: string) => string): S {
+  const wrapped: Record<string, grpc.MethodDefinition<unknown, unknown>> = {};
+  for (const [name, method] of Object.entries(service) as [string, grpc.MethodDefinition<unknown, unknown>][]) {
+    wrapped[name] = {
+      ...method,
+      requestDeserialize: (bytes: Buffer) => {
+        try {
+          return method.requestDeserialize(bytes);
+        } catch (err) {
+          return new UndecodableRequest(messageOf(method.path), err instanceof Error ? err.message : String(err), bytes.length);
+        }
+      },
+    };
+  }
+  return wrapped as S;
+}
+
 /** A server call as far as guarded() needs it (unary and server-streaming alike). */
 type GuardedCall = CallWithAuth & { request: unknown; getPeer(): string };
 
@@ -319,6 +348,9 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
         return;
       }
       try {
+        if (call.request instanceof UndecodableRequest) {
+          throw new InvalidArgumentError("request", `the request is not a valid ${call.request.message} message: ${call.request.reason}`);
+        }
         const { detail, answer } = await body(principal);
         if (MUTATING.has(rpc)) await record("OK", detail ?? "");
         answer();
@@ -523,13 +555,6 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
       result: "UNAUTHENTICATED", detail: reason ? String(reason) : err.message, durationMs: 0, requestId: randomUUID(), fingerprint,
     }).catch((e: unknown) => log(`audit log write failed: ${String(e)}`));
   };
-  server.addService(GroupServiceService, groups);
-  server.addService(MessageServiceService, messages);
-  server.addService(AuditServiceService, auditService);
-  server.addService(ProjectionServiceService, projectionService);
-  server.addService(DispatchServiceService, dispatchService);
-  server.addService(DrillServiceService, drillService);
-  server.addService(ObserveServiceService, observeService);
 
   const servingStatus = {
     "": "SERVING",
@@ -550,9 +575,25 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
   const { host, port } = listenAddr(opts.listen, "listen");
   const m = opts.metricsListen ? listenAddr(opts.metricsListen, "metricsListen") : null;
   try {
+    // the request message of each method, for the refusal of an undecodable request
     const protoDir = findProtoDir();
     const protoFiles = readdirSync(join(protoDir, "qim", "admin", "v1")).filter((f) => f.endsWith(".proto")).map((f) => `qim/admin/v1/${f}`);
-    new ReflectionService(loadSync(protoFiles, { includeDirs: [protoDir] })).addToServer(server);
+    const packageDefinition = loadSync(protoFiles, { includeDirs: [protoDir] });
+    const requestMessage = new Map<string, string>();
+    for (const [serviceName, def] of Object.entries(packageDefinition)) {
+      if ("format" in def) continue;
+      const pkg = serviceName.slice(0, serviceName.lastIndexOf("."));
+      for (const method of Object.values(def)) requestMessage.set(method.path, `${pkg}.${(method.requestType.type as { name: string }).name}`);
+    }
+    const messageOf = (path: string) => requestMessage.get(path) ?? "request";
+    server.addService(refuseUndecodableInHandlers(GroupServiceService, messageOf), groups);
+    server.addService(refuseUndecodableInHandlers(MessageServiceService, messageOf), messages);
+    server.addService(refuseUndecodableInHandlers(AuditServiceService, messageOf), auditService);
+    server.addService(refuseUndecodableInHandlers(ProjectionServiceService, messageOf), projectionService);
+    server.addService(refuseUndecodableInHandlers(DispatchServiceService, messageOf), dispatchService);
+    server.addService(refuseUndecodableInHandlers(DrillServiceService, messageOf), drillService);
+    server.addService(refuseUndecodableInHandlers(ObserveServiceService, messageOf), observeService);
+    new ReflectionService(packageDefinition).addToServer(server);
 
     const credentials = insecure
       ? grpc.ServerCredentials.createInsecure()

@@ -18,7 +18,9 @@ import {
   encodeMembershipPayload,
   MEMBERSHIP_CUSTOM_TYPE,
   membershipIdempotencyId,
+  MembershipOp,
   opCode,
+  type MembershipOpCode,
   type MembershipOpName,
 } from "./membership-event.js";
 import { metrics } from "./metrics.js";
@@ -294,7 +296,7 @@ export class Engine {
 
       if (expectVersion !== undefined && expectVersion !== current) {
         const earlier = await this.findEarlierEvent(k, tenant, group, code, actor, expectVersion, requested);
-        if (earlier) return { ...base, ...earlier, changed: requested, version: current, memberCount };
+        if (earlier) return { ...base, ...earlier, version: current, memberCount };
         throw new VersionConflictError(expectVersion, current);
       }
       if (op !== "join" && changed.includes(owner)) {
@@ -302,7 +304,7 @@ export class Engine {
       }
       if (changed.length === 0) {
         const earlier = await this.findEarlierEvent(k, tenant, group, code, actor, current - 1, requested);
-        if (earlier) return { ...base, ...earlier, changed: requested, version: current, memberCount };
+        if (earlier) return { ...base, ...earlier, version: current, memberCount };
         return { ...base, outcome: "noop", changed: [], eventConversationSeq: null, messageId: null, version: current, memberCount, idempotencyId: "", audienceSize: 0 };
       }
 
@@ -350,19 +352,57 @@ export class Engine {
   }
 
   /**
-   * Whether exactly this change (same op, actor and targets) was already committed when the group
-   * was at `version`: a retry of a change that took effect returns that event instead of a second
-   * one or a conflict.
+   * Whether this change (same op and actor, these requested users) was already committed when the
+   * group was at `version`: a retry of a change that took effect returns that event instead of a
+   * second one, a noop or a conflict.
+   *
+   * The event's idempotency id covers the users it changed, which are the requested ones less
+   * those already in the requested state at `version`. When every requested user was changed,
+   * the id of the requested users finds it. Otherwise, when every requested user is in the
+   * requested state now, the candidate is the event that last moved one of them (join: the
+   * largest joined_at + 1; leave/remove: the largest left_at): it is this change's event exactly
+   * when it has this op and actor, names only requested users and its id at `version` is recorded
+   * with its seq — the others then were already in the requested state at `version` (nothing
+   * moved them since), so the change planned at `version` would have named the same users.
    */
-  private async findEarlierEvent(k: ConversationKeys, tenant: Uuid, group: Uuid, op: number, actor: Uuid, version: number, targets: Uuid[]) {
+  private async findEarlierEvent(k: ConversationKeys, tenant: Uuid, group: Uuid, op: MembershipOpCode, actor: Uuid, version: number, requested: Uuid[]) {
     if (version < 1) return null;
-    const idem = Buffer.from(membershipIdempotencyId({ tenant, group, op: op as 1 | 2 | 3, actor, version, targets })).toString("hex");
-    const seq = await this.clientOf(k).hget(k.idem, idem);
-    if (seq === null) return null;
-    const entry = (await this.clientOf(k).zrangebyscore(k.hist, seq, seq))[0];
-    if (!entry) return null;
-    const rec = decodeHistoryEntry(entry);
-    return { outcome: "duplicate" as const, eventConversationSeq: rec.conversationSeq, messageId: rec.messageId, idempotencyId: idem, audienceSize: 0 };
+    const client = this.clientOf(k);
+    const recorded = async (targets: Uuid[]) => {
+      const idem = Buffer.from(membershipIdempotencyId({ tenant, group, op, actor, version, targets })).toString("hex");
+      const seq = await client.hget(k.idem, idem);
+      return seq === null ? null : { idem, seq: Number(seq) };
+    };
+    const duplicate = (rec: HistoryRecord, idem: string, changed: Uuid[]) => (
+      { outcome: "duplicate" as const, changed, eventConversationSeq: rec.conversationSeq, messageId: rec.messageId, idempotencyId: idem, audienceSize: 0 });
+
+    const exact = await recorded(requested);
+    if (exact) {
+      const entry = (await client.zrangebyscore(k.hist, exact.seq, exact.seq))[0];
+      return entry ? duplicate(decodeHistoryEntry(entry), exact.idem, requested) : null;
+    }
+    if (requested.length < 2) return null;
+    const values = await client.hmget(k.grpmembers, ...requested.map(uuidToHex));
+    let last = 0;
+    for (const [i, raw] of values.entries()) {
+      const m = raw === null ? null : parseMemberValue(uuidToHex(requested[i]!), raw);
+      if (op === MembershipOp.JOIN) {
+        if (m?.state !== "ACTIVE") return null;
+        last = Math.max(last, m.joinedAt + 1);
+      } else {
+        if (m?.state === "ACTIVE") return null;
+        if (m?.leftAt != null) last = Math.max(last, m.leftAt);
+      }
+    }
+    if (last === 0) return null;
+    const entry = (await client.zrangebyscore(k.hist, last, last))[0];
+    const rec = entry ? decodeHistoryEntry(entry) : null;
+    const event = rec?.membership;
+    if (!rec || !event || event.op !== op || event.actor !== actor || event.users.length === 0) return null;
+    const wanted = new Set(requested);
+    if (!event.users.every((u) => wanted.has(u))) return null;
+    const found = await recorded(event.users);
+    return found && found.seq === rec.conversationSeq ? duplicate(rec, found.idem, [...event.users].sort()) : null;
   }
 
   /**

@@ -386,7 +386,16 @@ function callRaw(client: grpc.Client, rpc: Rpc, body: Buffer): Promise<Answer> {
     let status: grpc.StatusObject | undefined;
     let ended = false;
     const settle = () => { if (status && ended) resolve({ code: status.code, details: status.details, messages }); };
-    stream.on("data", (m: Buffer) => messages.push(m));
+    // ObserveService.Watch streams until cancelled: its first snapshot is the answer
+    const openEnded = rpc.path.endsWith("/Watch");
+    stream.on("data", (m: Buffer) => {
+      messages.push(m);
+      if (openEnded && messages.length === 1) {
+        ended = true;
+        resolve({ code: grpc.status.OK, details: "", messages });
+        stream.cancel();
+      }
+    });
     stream.on("error", () => { ended = true; settle(); });
     stream.on("end", () => { ended = true; settle(); });
     stream.on("status", (s: grpc.StatusObject) => { status = s; settle(); });

@@ -1,6 +1,6 @@
 import type {
   ConversationSummary as CoreSummary, DrillProgress as CoreDrillProgress, DrillReport as CoreDrillReport, EpochBump as CoreEpochBump, GroupInfo,
-  HistoryPage as CoreHistoryPage, HistoryRecord as CoreRecord, Member as CoreMember, MembershipChangeResult, PartitionAudit, PartitionStatus,
+  HistoryPage as CoreHistoryPage, HistoryRecord as CoreRecord, Member as CoreMember, MembershipChangeResult, PartitionAudit,
   ProjectionStatus as CoreProjectionStatus, SendResult,
 } from "../core/index.js";
 import { opName } from "../core/index.js";
@@ -98,9 +98,8 @@ export function epochBumpOut(b: CoreEpochBump): EpochBump {
   return { epoch: u64(b.epoch), reason: b.reason, by: b.by, atMs: u64(b.at) };
 }
 
-/** A partition's audit (dispatch audit) or status (projection status: with checkpointUpdatedAt). */
-export function partitionOut(a: PartitionAudit | PartitionStatus): PartitionState {
-  const updatedAt = "checkpointUpdatedAt" in a ? a.checkpointUpdatedAt : null;
+/** A partition's audit (dispatch audit, projection status). */
+export function partitionOut(a: PartitionAudit): PartitionState {
   return {
     partition: a.partition,
     verdict: a.verdict,
@@ -111,7 +110,7 @@ export function partitionOut(a: PartitionAudit | PartitionStatus): PartitionStat
     ...(a.newestMs !== null ? { newestMs: u64(a.newestMs) } : {}),
     ...(a.lost ? { lost: { from: u64(a.lost.from), to: u64(a.lost.to) } } : {}),
     detail: a.detail,
-    ...(updatedAt !== null ? { checkpointUpdatedAtMs: u64(updatedAt) } : {}),
+    ...(a.checkpointUpdatedAt !== null ? { checkpointUpdatedAtMs: u64(a.checkpointUpdatedAt) } : {}),
   };
 }
 

@@ -95,6 +95,8 @@ export interface PartitionAudit {
   lag: number | null;
   /** Append time of the newest record minus that of the last consumed one, when both are known. */
   newestMs: number | null;
+  /** When the consumer last moved this partition's checkpoint (ms; null without one). */
+  checkpointUpdatedAt: number | null;
   /** Offsets [from, to) retention dropped before the consumer read them (OVER_WINDOW), or that a lost projection never saw (NO_CHECKPOINT with low > 0). */
   lost: { from: number; to: number } | null;
   detail: string;
@@ -215,7 +217,7 @@ export class SessionProjector {
   }
 
   private verdict(partition: number, cp: Checkpoint | null, w: Watermarks, stored: DispatchIdentity | null): PartitionAudit {
-    const base = { partition, low: w.low, high: w.high, newestMs: w.newestMs };
+    const base = { partition, low: w.low, high: w.high, newestMs: w.newestMs, checkpointUpdatedAt: cp?.updatedAt ?? null };
     const mine = this.log.identity;
     if (stored && !sameIdentity(stored, mine)) {
       return { ...base, verdict: "IDENTITY_MISMATCH", checkpoint: cp?.position.offset ?? null, lag: null, lost: null,

@@ -62,12 +62,18 @@ export class SessionService {
     const tenant = parseUuid(tenantIn, "tenant");
     const user = parseUuid(userIn, "user");
     const k = this.userKeys(tenant, user);
-    const client = this.engine.store.clientFor(k.tag);
-    const [epoch, markRaw] = await Promise.all([this.epoch.get(), client.hget(k.epochMarks, k.ref)]);
+    const [epoch, markRaw] = await Promise.all([this.epoch.get(), this.engine.store.clientFor(k.tag).hget(k.epochMarks, k.ref)]);
     const mark = Number(markRaw ?? "0");
     if (!opts.force && mark >= epoch) return { epoch, rebuilt: false, merged: 0, mark };
+    const merged = await this.mergeFromAuthority(tenant, user, epoch);
+    return { epoch, rebuilt: true, merged, mark: Math.max(mark, epoch) };
+  }
+
+  /** Merges the authority's set into the projection with ZADD GT and raises the mark to `epoch`. */
+  private async mergeFromAuthority(tenant: Uuid, user: Uuid, epoch: number): Promise<number> {
+    const k = this.userKeys(tenant, user);
     const rows = await this.authority.conversations(tenant, user);
-    const p = client.multi();
+    const p = this.engine.store.clientFor(k.tag).multi();
     for (let i = 0; i < rows.length; i += 500) {
       const args: (string | number)[] = [];
       for (const r of rows.slice(i, i + 500)) args.push(r.firstSeenAt, uuidToHex(r.conversation));
@@ -78,7 +84,7 @@ export class SessionService {
     const res = await p.exec();
     for (const [err] of res ?? []) if (err) throw err;
     metrics.userRebuilt.inc();
-    return { epoch, rebuilt: true, merged: rows.length, mark: Math.max(mark, epoch) };
+    return rows.length;
   }
 
   async listSessions(req: SessionListRequest): Promise<SessionList> {
@@ -88,14 +94,20 @@ export class SessionService {
     if (!Number.isSafeInteger(limit) || limit < 1 || limit > SESSION_PAGE_LIMIT) {
       throw new InvalidArgumentError("limit", `limit must be an integer from 1 to ${SESSION_PAGE_LIMIT}`);
     }
-    const { epoch, rebuilt } = await this.rebuildUser(tenant, user);
     const k = this.userKeys(tenant, user);
     const client = this.engine.store.clientFor(k.tag);
-    const [total, members] = await Promise.all([
-      client.zcard(k.convs),
-      client.zrevrange(k.convs, 0, req.all ? -1 : limit - 1),
-    ]);
-    const groups = members.map(hexToUuid);
+    // the mark and the page in one round trip on the user's instance, the epoch beside it; the
+    // page is read again only in the rare pull that rebuilds
+    const readPage = () => client.multi().hget(k.epochMarks, k.ref).zcard(k.convs).zrevrange(k.convs, 0, req.all ? -1 : limit - 1).exec();
+    const [epoch, first] = await Promise.all([this.epoch.get(), readPage()]);
+    let page = first;
+    const rebuilt = Number(page![0]![1] ?? "0") < epoch;
+    if (rebuilt) {
+      await this.mergeFromAuthority(tenant, user, epoch);
+      page = await readPage();
+    }
+    const total = page![1]![1] as number;
+    const groups = (page![2]![1] as string[]).map(hexToUuid);
     const summaries: (ConversationSummary | null)[] = [];
     for (let i = 0; i < groups.length; i += 500) {
       summaries.push(...(await this.engine.conversationSummaries(tenant, user, groups.slice(i, i + 500))));

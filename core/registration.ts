@@ -75,11 +75,8 @@ export class RegistrationTask {
     return total;
   }
 
-  private async depthsOf(buckets: number[]): Promise<number[]> {
-    return Promise.all(buckets.map((b) => {
-      const key = this.keys.ucsPending(b);
-      return this.store.clientForKey(key).llen(key);
-    }));
+  private depthsOf(buckets: number[]): Promise<number[]> {
+    return this.store.listLengths(buckets.map((b) => this.keys.ucsPending(b)));
   }
 
   /** Queue depth summed per Redis instance (index into the configured instances; one entry on a Cluster). */

@@ -136,7 +136,7 @@ export class OutboxRelay {
     const buckets = Array.from({ length: COMMIT_BUCKET_COUNT }, (_, b) => b);
     let pending = buckets;
     while (pending.length > 0) {
-      const lengths = await Promise.all(pending.map((b) => this.store.clientFor(bucketTag(b)).llen(this.keys.outbox(b))));
+      const lengths = await this.store.listLengths(pending.map((b) => this.keys.outbox(b)));
       pending = pending.filter((_, i) => lengths[i]! > 0);
       const done = await Promise.all(pending.map((b) => this.drainBucket(b)));
       total += done.reduce((a, n) => a + n, 0);

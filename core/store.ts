@@ -58,6 +58,32 @@ export class RedisStore {
     return this.clientFor(m[0]);
   }
 
+  /**
+   * LLEN of many keys: one pipeline per instance (on a Cluster one command per key, since a
+   * pipeline must stay in one slot). The relay and the registration task poll every bucket's
+   * queue with it.
+   */
+  async listLengths(keys: readonly string[]): Promise<number[]> {
+    if (this.kind === "cluster") return Promise.all(keys.map((k) => this.clientForKey(k).llen(k)));
+    const out = new Array<number>(keys.length).fill(0);
+    const byClient = new Map<RedisClient, number[]>();
+    keys.forEach((k, i) => {
+      const c = this.clientForKey(k);
+      const list = byClient.get(c);
+      if (list) list.push(i); else byClient.set(c, [i]);
+    });
+    await Promise.all([...byClient].map(async ([client, idx]) => {
+      const p = client.pipeline();
+      for (const i of idx) p.llen(keys[i]!);
+      const res = (await p.exec()) ?? [];
+      res.forEach(([err, n], j) => {
+        if (err) throw err;
+        out[idx[j]!] = n as number;
+      });
+    }));
+    return out;
+  }
+
   /** Every distinct client (one per instance; the cluster client once). */
   clients(): readonly RedisClient[] {
     return this.instances;

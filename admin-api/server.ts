@@ -13,7 +13,6 @@ import {
   CassandraAuthority,
   DEFAULT_RETENTION_MS,
   Engine,
-  FailedPreconditionError,
   InvalidArgumentError,
   OutboxRelay,
   parseHostPort,
@@ -128,7 +127,6 @@ function reasonOf(text: string, required: boolean): string {
   return reason;
 }
 
-const WIPES: readonly string[] = ["projection", "checkpoints", "both"] satisfies readonly DrillWipe[];
 
 /** A request whose bytes are not the protobuf message of its RPC; guarded() refuses it. */
 class UndecodableRequest {
@@ -288,15 +286,9 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
     opened.push({ what: "session projection", close: () => (authorityOwned ? projection.close() : projection.stop()) });
     relay = new OutboxRelay(store, engine.keys, dispatch, { onAppended: stack.lowLatency, onError: (err) => log(`relay: ${(err as Error).message}`) });
 
-    // Fail closed: the relay appends only to a dispatch log whose identity matches ours, and the
-    // projection refuses a log that is not ours or lost records it had acknowledged (BEYOND_HIGH).
-    // Either way the server does not start. A mismatching identity is left to the projection's
-    // start-up audit, which names every partition.
-    try {
-      await dispatch.ensureIdentity();
-    } catch (err) {
-      if (!(err instanceof FailedPreconditionError)) throw err;
-    }
+    // Fail closed: the projection's start-up audit records the log's identity on first use and
+    // refuses a log that is not ours (naming every partition) or that lost acknowledged records
+    // (BEYOND_HIGH); either way the server does not start, so the relay never appends to it.
     const report = await stack.start();
     if (report.epochBumped) log(`session projection: started at epoch ${report.epoch} after a loss (see above)`);
     audit = await AuditLog.open(opts.auditPath, { sync: opts.auditSync ?? true });
@@ -488,29 +480,21 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
     }),
   };
 
-  // one drill at a time: two would wipe and compare under each other
-  let drillRunning = false;
+  // one drill at a time across every server: RebuildDrill takes a lock in Redis
   const drillService: DrillServiceServer = {
     runRebuildDrill: serverStream<RunRebuildDrillRequest, DrillEvent>("/qim.admin.v1.DrillService/RunRebuildDrill", async (req, p, send) => {
       const wipe = req.wipe === "" ? "projection" : req.wipe;
-      if (!WIPES.includes(wipe)) throw new InvalidArgumentError("wipe", `wipe must be projection, checkpoints or both, got ${JSON.stringify(req.wipe.slice(0, 32))}`);
       if (req.users.length > 0 && req.sample !== undefined) throw new InvalidArgumentError("sample", "give users or sample, not both");
       const reason = reasonOf(req.reason, false);
-      if (drillRunning) throw new FailedPreconditionError("a rebuild drill is already running on this server; run one at a time");
-      drillRunning = true;
-      try {
-        const report = await projection.drill.run({
-          ...(req.users.length > 0 ? { users: req.users.map((u) => ({ tenant: u.tenant, user: u.user })) } : {}),
-          ...(req.sample !== undefined ? { sample: req.sample } : {}),
-          wipe: wipe as DrillWipe,
-          by: p.name,
-          ...(reason ? { reason } : {}),
-          onProgress: (pr) => send({ event: { $case: "progress", progress: drillProgressOut(pr) } }),
-        });
-        return { last: { event: { $case: "report", report: drillReportOut(report) } }, detail: describeDrill(report) };
-      } finally {
-        drillRunning = false;
-      }
+      const report = await projection.drill.run({
+        ...(req.users.length > 0 ? { users: req.users.map((u) => ({ tenant: u.tenant, user: u.user })) } : {}),
+        ...(req.sample !== undefined ? { sample: req.sample } : {}),
+        wipe: wipe as DrillWipe,
+        by: p.name,
+        ...(reason ? { reason } : {}),
+        onProgress: (pr) => send({ event: { $case: "progress", progress: drillProgressOut(pr) } }),
+      });
+      return { last: { event: { $case: "report", report: drillReportOut(report) } }, detail: describeDrill(report) };
     }),
   };
 

@@ -132,7 +132,9 @@ export class RebuildDrill {
     const drillId = newMessageId();
     const startedAt = new Date().toISOString();
     const progress = (phase: DrillPhase, done: number, total: number, message: string) => opts.onProgress?.({ phase, done, total, message });
-    if (!["projection", "checkpoints", "both"].includes(opts.wipe)) throw new InvalidArgumentError("wipe", "wipe must be projection, checkpoints or both");
+    if (!["projection", "checkpoints", "both"].includes(opts.wipe)) {
+      throw new InvalidArgumentError("wipe", `wipe must be projection, checkpoints or both, got ${JSON.stringify(String(opts.wipe).slice(0, 32))}`);
+    }
     let users: DrillUser[];
     if (opts.users && opts.users.length > 0) {
       if (opts.users.length > MAX_DRILL_USERS) throw new InvalidArgumentError("users", `at most ${MAX_DRILL_USERS} users per drill`);

@@ -45,37 +45,7 @@ export function versionAtLeast(version: string, min: readonly [number, number]):
   return maj > min[0] || (maj === min[0] && min2 >= min[1]);
 }
 
-/** Ports this process already handed out (the kernel may hand a just-closed one out again). */
-const handedOut = new Set<number>();
-
-function bindProbe(port: number): Promise<number | null> {
-  return new Promise((resolve) => {
-    const srv = net.createServer();
-    srv.unref();
-    srv.once("error", () => resolve(null));
-    srv.listen({ host: LOOPBACK, port, exclusive: true }, () => {
-      const addr = srv.address();
-      const got = typeof addr === "object" && addr !== null ? addr.port : null;
-      srv.close(() => resolve(got));
-    });
-  });
-}
-
-/** A currently free TCP port on 127.0.0.1. */
-export async function freePort(): Promise<number> {
-  for (let attempt = 0; attempt < 100; attempt++) {
-    const port = await bindProbe(0);
-    if (port === null || handedOut.has(port)) continue;
-    handedOut.add(port);
-    return port;
-  }
-  throw new Error(`no free port found on ${LOOPBACK}`);
-}
-
-/** Whether `port` on 127.0.0.1 can be bound right now. */
-export async function portIsFree(port: number): Promise<boolean> {
-  return (await bindProbe(port)) === port;
-}
+export { freePort, portIsFree } from "../../core/ports.js";
 
 /** A process state letter from /proc (R, S, D, Z, …), or null without /proc. */
 function procState(pid: number): string | null {

@@ -13,6 +13,7 @@ import { mkdtemp, mkdir, readFile, rm } from "node:fs/promises";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
+import { freePort as corePort } from "../../core/ports.js";
 import type { TopologyConfig } from "../../core/topology.js";
 
 export type { TopologyConfig };
@@ -135,40 +136,12 @@ function installSafetyNet(): void {
 // Ports
 // ---------------------------------------------------------------------------------------------
 
-/** Ports handed out by this process, never handed out twice (the kernel may reuse a closed one). */
-const handedOut = new Set<number>();
-
-function bindProbe(port: number): Promise<number | null> {
-  return new Promise((resolve) => {
-    const srv = net.createServer();
-    srv.unref();
-    srv.once("error", () => resolve(null));
-    srv.listen({ host: HOST, port, exclusive: true }, () => {
-      const addr = srv.address();
-      const got = typeof addr === "object" && addr !== null ? addr.port : null;
-      srv.close(() => resolve(got));
-    });
-  });
-}
-
 /**
- * A currently free TCP port on 127.0.0.1 (bind port 0, read it, close). With
- * `{ clusterBus: true }` the port + 10000 (the cluster bus port) is free as well.
+ * A currently free TCP port on 127.0.0.1 (core/ports.ts). With `{ clusterBus: true }` the
+ * port + 10000 (the cluster bus port) is free as well.
  */
-export async function freePort(opts: { clusterBus?: boolean } = {}): Promise<number> {
-  for (let attempt = 0; attempt < 200; attempt++) {
-    const port = await bindProbe(0);
-    if (port === null || handedOut.has(port)) continue;
-    if (opts.clusterBus) {
-      const bus = port + CLUSTER_BUS_OFFSET;
-      if (bus > 65535 || handedOut.has(bus)) continue;
-      if ((await bindProbe(bus)) === null) continue;
-      handedOut.add(bus);
-    }
-    handedOut.add(port);
-    return port;
-  }
-  throw new Error(`freePort: no free port found on ${HOST}${opts.clusterBus ? " (with a free cluster bus port)" : ""}`);
+export function freePort(opts: { clusterBus?: boolean } = {}): Promise<number> {
+  return corePort(opts.clusterBus ? { alsoFree: CLUSTER_BUS_OFFSET } : {});
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -37,6 +37,11 @@ Any role (viewer, operator, admin, drill). Exit codes: 0 q or --count reached; 1
 
     // ink only on a terminal (and lazily: other commands and line mode never load it)
     if (!this.jsonEnabled() && process.stdout.isTTY === true) {
+      // ink reads CI / CONTINUOUS_INTEGRATION once, when it loads, and under either it draws
+      // nothing until exit (a log-friendly mode for CI consoles). Here stdout is a real terminal
+      // and the operator asked for a live screen, so that mode would only hide it: turn it off
+      // for this process before ink loads. Line mode (not a terminal) never loads ink.
+      for (const k of ["CI", "CONTINUOUS_INTEGRATION"]) if (k in process.env) process.env[k] = "false";
       const { renderDashboard } = await import("../dashboard/app.js");
       await new Promise<void>((resolve, reject) => {
         let seen = 0;

@@ -19,6 +19,9 @@ import { baseEnv, failed, ok, QIMCTL, ROOT, run, startE2eServer, type E2eServer 
 
 const execFileP = promisify(execFile);
 
+/** What the last tmux capture showed, for a failure message. */
+let lastScreen = "";
+
 /** Polls `check` (50 ms apart, at most `attempts` times): a state to reach, never a duration to assert. */
 async function eventually<T>(what: string, check: () => Promise<T | undefined | false> | T | undefined | false, attempts = 300): Promise<T> {
   let last: unknown;
@@ -28,7 +31,7 @@ async function eventually<T>(what: string, check: () => Promise<T | undefined | 
     last = v;
     await new Promise((r) => setTimeout(r, 50));
   }
-  assert.fail(`${what}: not reached after ${attempts} polls (${String(last)})`);
+  assert.fail(`${what}: not reached after ${attempts} polls (${String(last)})${lastScreen ? `; the last screen read:\n${lastScreen}` : ""}`);
 }
 
 /** `qimctl` as a child whose output can be read while it runs. */
@@ -144,7 +147,7 @@ describe("qimctl dashboard against the real server", { timeout: 180_000 }, () =>
   describe("on a real terminal (tmux)", () => {
     let sock: string;
     const tmux = async (...args: string[]) => (await execFileP("tmux", ["-S", sock, ...args], { env: baseEnv })).stdout;
-    const screen = (session: string) => tmux("capture-pane", "-p", "-t", session);
+    const screen = async (session: string) => (lastScreen = await tmux("capture-pane", "-p", "-t", session));
 
     /** Starts `qimctl dashboard` in a detached 120×40 tmux session; its exit status lands in the returned file. */
     const startSession = async (session: string, context: string): Promise<string> => {
@@ -153,7 +156,8 @@ describe("qimctl dashboard against the real server", { timeout: 180_000 }, () =>
       writeFileSync(script, [
         "#!/bin/sh",
         `cd '${ROOT}'`,
-        `QIMCTL_CONTEXT='${context}' '${process.execPath}' '${QIMCTL}' dashboard --interval 0.2s`,
+        // CI=true on every machine: CI services set it, and ink would then draw nothing until exit
+        `CI=true QIMCTL_CONTEXT='${context}' '${process.execPath}' '${QIMCTL}' dashboard --interval 0.2s`,
         `echo $? > '${exitFile}'`,
         "",
       ].join("\n"));

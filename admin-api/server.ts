@@ -28,6 +28,7 @@ import {
   type TopologyConfig,
 } from "../core/index.js";
 import { failpoint, failpointsArmed, FAILPOINTS } from "../core/failpoints.js";
+import { NOT_ONE_LINE, trimAscii } from "../core/text.js";
 import { auditArguments, AuditLog, type AuditRecord } from "./audit.js";
 import { allowed, MUTATING, principalOf, type CallWithAuth, type Principal } from "./auth.js";
 import { DenyList } from "./deny-list.js";
@@ -118,12 +119,11 @@ export interface AdminServer {
 export const REASON_MAX_CHARS = 500;
 
 function reasonOf(text: string, required: boolean): string {
-  const reason = text.trim();
+  const reason = trimAscii(text);
   if (required && reason === "") throw new InvalidArgumentError("reason", `reason is required (1 to ${REASON_MAX_CHARS} characters): say why`);
   const chars = [...reason].length;
   if (chars > REASON_MAX_CHARS) throw new InvalidArgumentError("reason", `reason is at most ${REASON_MAX_CHARS} characters, got ${chars}`);
-  // eslint-disable-next-line no-control-regex
-  if (/[\u0000-\u001f\u007f]/.test(reason)) throw new InvalidArgumentError("reason", "reason must be one line of text without control characters");
+  if (NOT_ONE_LINE.test(reason)) throw new InvalidArgumentError("reason", "reason must be one line of text without control or bidirectional formatting characters");
   return reason;
 }
 

@@ -5,7 +5,11 @@
 import { Help, type Command } from "@oclif/core";
 import { exitCodeHelp } from "./exit-codes.js";
 
-const ROOT_EXAMPLES = `Point qimctl at a server once (writes ~/.config/qimctl/context.json):
+const ROOT_EXAMPLES = `First time? A private stack on this machine (redis-server, dev PKI, admin server; writes the context):
+  $ qimctl demo          # dev up, then a narrated scenario through the real API, every step checked
+  $ qimctl dev up        # the same stack for your own commands; qimctl dev status, qimctl dev down
+
+Point qimctl at a server once (writes ~/.config/qimctl/context.json):
   $ qimctl certs issue --name alice --role operator --write-context --endpoint localhost:7443 --tenant 8f14e45f-ceea-4a67-9c1b-2d3e4f5a6b7c
 
 Then:

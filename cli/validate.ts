@@ -4,6 +4,7 @@
  * limits are the admin API's own (proto/qim/admin/v1/*.proto field docs), so a request that passes
  * here is not refused by the server for its shape.
  */
+import { NOT_ONE_LINE, trimAscii } from "../core/text.js";
 import { parseHostPort } from "../core/topology.js";
 import { UsageError } from "./exit-codes.js";
 
@@ -35,7 +36,7 @@ export const LIMITS = {
 /** A UUID in canonical text; any case is accepted and lowercased, as the server does. */
 export function uuid(flag: string, value: string | undefined): string {
   if (value === undefined || value.trim() === "") throw new UsageError(flag, "a UUID is required");
-  const lower = value.trim().toLowerCase();
+  const lower = trimAscii(value).toLowerCase();
   if (!UUID_RE.test(lower)) throw new UsageError(flag, `not a UUID: ${JSON.stringify(value.slice(0, 64))} (expected 8-4-4-4-12 hex digits)`);
   return lower;
 }
@@ -94,14 +95,13 @@ export function seconds(flag: string, value: string | undefined, maxSeconds = 36
 
 /** A reason: one line of text, at most LIMITS.reasonChars characters; required or optional (undefined when absent). */
 export function reason(flag: string, value: string | undefined, required: boolean): string | undefined {
-  const r = (value ?? "").trim();
+  const r = trimAscii(value ?? "");
   if (r === "") {
     if (required) throw new UsageError(flag, "must not be empty: say why");
     return undefined;
   }
   const chars = [...r].length;
   if (chars > LIMITS.reasonChars) throw new UsageError(flag, `${chars} characters; at most ${LIMITS.reasonChars}`);
-  // eslint-disable-next-line no-control-regex
-  if (/[\u0000-\u001f\u007f]/.test(r)) throw new UsageError(flag, "must be one line of text without control characters");
+  if (NOT_ONE_LINE.test(r)) throw new UsageError(flag, "must be one line of text without control or bidirectional formatting characters");
   return r;
 }

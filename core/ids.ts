@@ -1,6 +1,7 @@
 import { randomFillSync } from "node:crypto";
 import { v7 as uuidv7 } from "uuid";
 import { InvalidArgumentError } from "./errors.js";
+import { trimAscii } from "./text.js";
 
 /** Canonical lowercase text of a UUID: 8-4-4-4-12 hex digits. */
 export type Uuid = string;
@@ -16,7 +17,7 @@ export const ZERO_UUID: Uuid = "00000000-0000-0000-0000-000000000000";
  */
 export function parseUuid(text: unknown, field: string): Uuid {
   if (typeof text !== "string") throw new InvalidArgumentError(field, `${field} must be a UUID string`);
-  const lower = text.trim().toLowerCase();
+  const lower = trimAscii(text).toLowerCase();
   if (!UUID_RE.test(lower)) throw new InvalidArgumentError(field, `${field} is not a UUID: ${JSON.stringify(text.slice(0, 64))}`);
   return lower;
 }

@@ -4,7 +4,7 @@ import { outputModeFromArgv } from "../../cli/base.js";
 import { UsageError } from "../../cli/exit-codes.js";
 import { describeMembershipChange, table } from "../../cli/format.js";
 import type { MembershipChangeResult } from "../../cli/results.js";
-import { endpoint, LIMITS, optionalUuidList, seconds, text, uuid, uuidList } from "../../cli/validate.js";
+import { endpoint, LIMITS, optionalUuidList, reason, seconds, text, uuid, uuidList } from "../../cli/validate.js";
 
 const U1 = "0d7e2c4a-1b3f-4e5d-8c9a-7b6f5e4d3c2b";
 const U2 = "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d";
@@ -22,6 +22,10 @@ describe("local validation", () => {
     usage(() => uuid("--group", `${U1}0`), "--group");
     usage(() => uuid("--group", ""), "--group");
     usage(() => uuid("--group", undefined), "--group");
+    // only ASCII blanks are trimmed: a BOM or a no-break space pasted with the id is refused
+    assert.equal(uuid("--group", `\t${U1}`), U1);
+    usage(() => uuid("--group", `\uFEFF${U1}`), "--group");
+    usage(() => uuid("--group", `${U1}\u00A0`), "--group");
   });
 
   it("UUID lists: non-empty, deduplicated in order, at most the API's limit", () => {
@@ -89,6 +93,17 @@ describe("table mode text", () => {
     assert.match(plan, new RegExp(`targets: +${U1}, ${U2}`));
     assert.match(plan, /audience size: +5/);
     assert.match(plan, new RegExp(`idempotency id: +${"ab".repeat(16)}`));
+  });
+
+  it("reasons: one line of text; controls, separators and bidirectional formatting refused", () => {
+    assert.equal(reason("--reason", "  restored redis-3 from the 02:00 snapshot ", true), "restored redis-3 from the 02:00 snapshot");
+    assert.equal(reason("--reason", "réindexé — 東京", true), "réindexé — 東京");
+    assert.equal(reason("--reason", undefined, false), undefined);
+    usage(() => reason("--reason", " ", true), "--reason");
+    usage(() => reason("--reason", "x".repeat(LIMITS.reasonChars + 1), true), "--reason");
+    for (const bad of ["two\nlines", "a\u001b[31mb", "a\u0085b", "a\u2028b", "a\u2029b", "restored \u202Egnp.kcatta", "a\u2066b\u2069", "a\u200Fb"]) {
+      usage(() => reason("--reason", bad, true), "--reason");
+    }
   });
 
   it("tables align columns and show absent values as -", () => {

@@ -55,8 +55,15 @@ export function encodeRegistration(i: RegistrationItem): string {
 
 export function decodeRegistration(text: string): RegistrationItem {
   const f = text.split("|");
-  if (f.length !== 5 || f[3] !== "group") throw new Error(`malformed pending registration: ${text.slice(0, 120)}`);
-  return { tenant: hexToUuid(f[0]!), user: hexToUuid(f[1]!), conversation: hexToUuid(f[2]!), kind: "group", firstSeenAt: Number(f[4]) };
+  const malformed = () => new Error(`malformed pending registration: ${JSON.stringify(text.slice(0, 120))}`);
+  if (f.length !== 5 || f[3] !== "group" || !/^\d{1,16}$/.test(f[4]!)) throw malformed();
+  const firstSeenAt = Number(f[4]);
+  if (!Number.isSafeInteger(firstSeenAt)) throw malformed();
+  try {
+    return { tenant: hexToUuid(f[0]!), user: hexToUuid(f[1]!), conversation: hexToUuid(f[2]!), kind: "group", firstSeenAt };
+  } catch {
+    throw malformed();
+  }
 }
 
 /**

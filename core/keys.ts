@@ -92,6 +92,14 @@ export class KeySpace {
     return `${this.prefix}:${userTag(bucket)}:ucs_pending`;
   }
 
+  /**
+   * A user bucket's dead letters: pending registrations that could not be decoded, moved here by
+   * the registration task so they stop blocking the queue (capped; for an operator to inspect).
+   */
+  ucsDead(bucket: number): string {
+    return `${this.prefix}:${userTag(bucket)}:ucs_dead`;
+  }
+
   /** A user bucket's hash: tenant:user → the projection epoch that user's list was last rebuilt at. */
   epochMarks(bucket: number): string {
     return `${this.prefix}:${userTag(bucket)}:epoch_marks`;

@@ -26,6 +26,7 @@ export const SCRIPT_NAMES = [
   "markRead",
   "projectEntries",
   "popRegistered",
+  "deadLetterRegistration",
   "advanceCheckpoint",
   "bumpEpoch",
   "raiseEpochMark",

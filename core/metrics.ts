@@ -50,6 +50,11 @@ export const metrics = {
     help: "Registration batches the authority refused or that failed (retried on the next pass)",
     registers: [registry],
   }),
+  ucsDeadLettered: new Counter({
+    name: "qim_session_conversation_state_dead_letter_total",
+    help: "Pending registrations that could not be decoded, moved from ucs_pending to ucs_dead so they stop blocking their queue",
+    registers: [registry],
+  }),
   userRebuilt: new Counter({
     name: "qim_session_projection_user_rebuilt_total",
     help: "Users whose session list was rebuilt from the authority because their epoch mark was behind",

@@ -5,6 +5,9 @@ import { callScript } from "./lua.js";
 import { metrics } from "./metrics.js";
 import type { RedisStore } from "./store.js";
 
+/** Dead letters kept per user bucket (the oldest are dropped beyond this). */
+export const DEAD_LETTERS_KEPT = 1000;
+
 export interface RegistrationOptions {
   /** Items read from the head of one queue per step. */
   batchSize?: number;
@@ -39,13 +42,35 @@ export class RegistrationTask {
     this.batchSize = opts.batchSize ?? 256;
   }
 
-  /** One batch from one user bucket's queue; returns the items popped. */
+  /**
+   * One batch from one user bucket's queue; returns the items popped. The batch stops before the
+   * first item that cannot be decoded; at the head, such an item is moved to the bucket's
+   * dead-letter list (lua/deadLetterRegistration-2.lua), reported through onError, and counted,
+   * so one bad entry never blocks the registrations queued behind it.
+   */
   async drainBucket(bucket: number): Promise<number> {
     const key = this.keys.ucsPending(bucket);
     const client = this.store.clientForKey(key);
-    const raw = await client.lrange(key, 0, this.batchSize - 1);
+    let raw = await client.lrange(key, 0, this.batchSize - 1);
     if (raw.length === 0) return 0;
-    const items = raw.map(decodeRegistration);
+    const items: RegistrationItem[] = [];
+    for (const [i, text] of raw.entries()) {
+      try {
+        items.push(decodeRegistration(text));
+      } catch (err) {
+        if (i > 0) {
+          raw = raw.slice(0, i); // register the good prefix now; the bad item is the head next time
+          break;
+        }
+        const dead = this.keys.ucsDead(bucket);
+        const [moved] = await callScript(client, "deadLetterRegistration", [key, dead], [text, DEAD_LETTERS_KEPT]);
+        if (Number(moved) === 1) {
+          metrics.ucsDeadLettered.inc();
+          this.opts.onError?.(new Error(`registration: moved an undecodable item from ${key} to ${dead}: ${(err as Error).message}`));
+        }
+        return Number(moved);
+      }
+    }
     try {
       await this.authority.register(items);
     } catch (err) {

@@ -11,6 +11,8 @@ import {
   SessionProjector,
   ProjectionEpoch,
   decodeRegistration,
+  encodeRegistration,
+  RegistrationTask,
   type DispatchRecord,
 } from "../../core/index.js";
 import { ALL_TOPOLOGIES } from "../harness/redis.js";
@@ -90,6 +92,29 @@ describe("session projection details (single instance)", () => {
       assert.deepEqual(rows.map((r) => r.conversation), [group]);
     }
     await stack.stop();
+  });
+
+  it("an undecodable pending registration is dead-lettered: the items before and after it still reach the authority", async () => {
+    const authority = new RedisHashAuthority(fx.store, fx.engine.keys);
+    const errors: string[] = [];
+    const task = new RegistrationTask(fx.store, fx.engine.keys, authority, { onError: (e) => errors.push((e as Error).message) });
+    const tenant = fx.tenant();
+    const user = randomUUID();
+    const uk = fx.engine.keys.user(tenant, user);
+    const conv = () => ({ tenant, user, conversation: randomUUID(), kind: "group" as const, firstSeenAt: Date.now() });
+    const [a, b, c] = [conv(), conv(), conv()];
+    const bad = ["written|by|hand", `${encodeRegistration(a).slice(0, -1)}x`];
+    const client = fx.store.clientForKey(uk.ucsPending);
+    await client.rpush(uk.ucsPending, encodeRegistration(a), bad[0]!, encodeRegistration(b), bad[1]!, encodeRegistration(c));
+    const deadBefore = await counter("qim_session_conversation_state_dead_letter_total");
+
+    await task.drainAll();
+    assert.equal(await client.llen(uk.ucsPending), 0, "nothing blocks the queue");
+    assert.deepEqual(await client.lrange(fx.engine.keys.ucsDead(uk.bucket), 0, -1), bad);
+    assert.equal(await counter("qim_session_conversation_state_dead_letter_total") - deadBefore, 2);
+    assert.deepEqual((await authority.conversations(tenant, user)).map((r) => r.conversation).sort(), [a, b, c].map((x) => x.conversation).sort());
+    assert.equal(errors.length, 2, errors.join("\n"));
+    for (const e of errors) assert.match(e, new RegExp(`^registration: moved an undecodable item from ${uk.ucsPending.replace(/[{}]/g, "\\$&")} to .*ucs_dead: malformed pending registration`));
   });
 
   it("a registration task killed between the authority write and the pop loses and duplicates nothing (Redis-hash)", async () => {

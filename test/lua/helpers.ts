@@ -32,7 +32,7 @@ export function useRedis(): LuaFixture {
 }
 
 /** The scripts whose keys are all one conversation's (the session scripts have their own tests). */
-export type ConversationScriptName = Exclude<ScriptName, "projectEntries" | "popRegistered" | "advanceCheckpoint" | "bumpEpoch" | "raiseEpochMark" | "releaseLock">;
+export type ConversationScriptName = Exclude<ScriptName, "projectEntries" | "popRegistered" | "deadLetterRegistration" | "advanceCheckpoint" | "bumpEpoch" | "raiseEpochMark" | "releaseLock">;
 
 /** Each conversation script's KEYS, in the order of its header. */
 export const SCRIPT_KEYS: Record<ConversationScriptName, (k: ConversationKeys) => string[]> = {

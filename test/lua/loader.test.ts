@@ -26,6 +26,7 @@ const EXPECTED_KEYS: Record<(typeof SCRIPT_NAMES)[number], number | "n"> = {
   markRead: 3,
   projectEntries: "n",
   popRegistered: 1,
+  deadLetterRegistration: 2,
   advanceCheckpoint: 1,
   bumpEpoch: 2,
   raiseEpochMark: 1,

@@ -348,9 +348,9 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
         answer();
       } catch (err) {
         const m = mapError(err, requestId);
-        if (m.code === grpc.status.INTERNAL || m.code === grpc.status.UNAVAILABLE) {
-          log(`request ${requestId} ${rpc} failed: ${err instanceof Error ? err.stack ?? err.message : String(err)}`);
-        }
+        // a bug gets its stack; an unreachable store one line (a dashboard retries every few seconds)
+        if (m.code === grpc.status.INTERNAL) log(`request ${requestId} ${rpc} failed: ${err instanceof Error ? err.stack ?? err.message : String(err)}`);
+        else if (m.code === grpc.status.UNAVAILABLE) log(`request ${requestId} ${rpc} failed: ${err instanceof Error ? err.message : String(err)}`);
         if (MUTATING.has(rpc)) await record(STATUS_NAME[m.code] ?? String(m.code), m.message);
         refuse(m);
       }

@@ -66,6 +66,8 @@ export interface E2eServer {
   pki: TestPkiFiles;
   /** The server certificate names localhost (TOOLCHAIN: TLS to an IP literal warns). */
   endpoint: string;
+  /** What the server logged, line by line. */
+  log: string[];
   stop(): Promise<void>;
 }
 
@@ -73,16 +75,17 @@ export interface E2eServer {
 export async function startE2eServer(dir: string, opts: { redis?: StartRedisOptions } = {}): Promise<E2eServer> {
   const pki = await writeTestPki(path.join(dir, "pki"));
   const redis = await startRedis(opts.redis);
+  const log: string[] = [];
   const server = await startAdminServer({
     topology: { kind: "instances", addrs: [redis.addr] },
     listen: `127.0.0.1:${await freePort()}`,
     metricsListen: null,
     auditPath: path.join(dir, "audit.log"),
     tls: { caPem: readFileSync(pki.ca.certPath), certPem: readFileSync(pki.server.certPath), keyPem: readFileSync(pki.server.keyPath) },
-    log: () => {},
+    log: (line) => { log.push(line); },
   });
   return {
-    redis, server, pki,
+    redis, server, pki, log,
     endpoint: `localhost:${server.port}`,
     stop: async () => {
       await server.close();

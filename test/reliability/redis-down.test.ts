@@ -72,6 +72,10 @@ describe("reliability: Redis unreachable under the admin server", { timeout: SOA
           assert.match(err.details, /the store is unreachable/, what);
           assert.doesNotMatch(err.details, /\n\s+at /, `${what}: no stack in the answer`);
         }
+        // the server log: one line per failed request, no stack trace (an outage is not a bug)
+        const failures = e2e!.log.filter((l) => / failed: /.test(l));
+        assert.ok(failures.length >= calls.length, e2e!.log.join("\n"));
+        for (const l of failures) assert.doesNotMatch(l, /\n\s+at /, `a stack trace in the server log: ${l}`);
         return `gRPC with Redis ${how}, deadline ${DEADLINE_S} s: ${outcomes.map((o) => `${o.what} UNAVAILABLE after ${Math.round(o.ms)} ms`).join("; ")}`;
       };
 

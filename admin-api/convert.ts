@@ -118,7 +118,7 @@ export function projectionStatusOut(s: CoreProjectionStatus): ProjectionStatus {
   return {
     epoch: u64(s.epoch),
     partitions: s.partitions.map(partitionOut),
-    pending: s.pendingPerInstance.map((p) => ({ instance: p.instance, depth: u64(p.depth) })),
+    pending: s.pendingPerInstance.map((p) => ({ instance: p.instance, depth: u64(p.depth), deadLetters: u64(p.deadLetters) })),
     authority: s.authority,
     retentionMs: u64(s.retentionMs),
     ...(s.failure !== null ? { failure: s.failure } : {}),

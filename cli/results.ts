@@ -302,8 +302,8 @@ export interface ProjectionStatusResult {
   /** Set when the consumer stopped on a partition it must not continue on. */
   failure: string | null;
   partitions: (PartitionResult & { checkpointUpdatedAtMs: number | null })[];
-  /** Registrations waiting to be written to the authority, per Redis instance. */
-  pending: { instance: number; depth: number }[];
+  /** Registrations waiting to be written to the authority, and dead letters kept, per Redis instance. */
+  pending: { instance: number; depth: number; deadLetters: number }[];
 }
 
 export function projectionStatusResult(s: ProjectionStatus): ProjectionStatusResult {
@@ -313,7 +313,7 @@ export function projectionStatusResult(s: ProjectionStatus): ProjectionStatusRes
     retentionMs: u64(s.retentionMs),
     failure: s.failure ?? null,
     partitions: s.partitions.map((p) => ({ ...partitionResult(p), checkpointUpdatedAtMs: p.checkpointUpdatedAtMs === undefined ? null : u64(p.checkpointUpdatedAtMs) })),
-    pending: s.pending.map((p) => ({ instance: p.instance, depth: u64(p.depth) })),
+    pending: s.pending.map((p) => ({ instance: p.instance, depth: u64(p.depth), deadLetters: u64(p.deadLetters) })),
   };
 }
 

@@ -4,7 +4,7 @@ import { RebuildDrill } from "./drill.js";
 import type { Engine } from "./engine.js";
 import { ProjectionEpoch } from "./epoch.js";
 import { SessionProjector, type PartitionAudit, type ProjectionStartReport, type ProjectorOptions } from "./projection.js";
-import { RegistrationTask, type RegistrationOptions } from "./registration.js";
+import { RegistrationTask, type QueueDepth, type RegistrationOptions } from "./registration.js";
 import { SessionService } from "./sessions.js";
 
 export interface ProjectionStackOptions {
@@ -26,7 +26,7 @@ export type PartitionStatus = PartitionAudit;
 export interface ProjectionStatus {
   epoch: number;
   partitions: PartitionStatus[];
-  pendingPerInstance: { instance: number; depth: number }[];
+  pendingPerInstance: QueueDepth[];
   authority: string;
   retentionMs: number;
   /** Set when the consumer stopped on a partition it must not continue on. */

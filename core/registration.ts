@@ -5,6 +5,13 @@ import { callScript } from "./lua.js";
 import { metrics } from "./metrics.js";
 import type { RedisStore } from "./store.js";
 
+/** A Redis instance's registration queues: items pending, and dead letters kept (ucs_dead). */
+export interface QueueDepth {
+  instance: number;
+  depth: number;
+  deadLetters: number;
+}
+
 /** Dead letters kept per user bucket (the oldest are dropped beyond this). */
 export const DEAD_LETTERS_KEPT = 1000;
 
@@ -104,15 +111,20 @@ export class RegistrationTask {
     return this.store.listLengths(buckets.map((b) => this.keys.ucsPending(b)));
   }
 
-  /** Queue depth summed per Redis instance (index into the configured instances; one entry on a Cluster). */
-  async depthPerInstance(): Promise<{ instance: number; depth: number }[]> {
-    const depths = await this.depthsOf(Array.from({ length: COMMIT_BUCKET_COUNT }, (_, b) => b));
+  /**
+   * Queue depth and dead letters summed per Redis instance (index into the configured instances;
+   * one entry on a Cluster), read in one pipeline per instance.
+   */
+  async depthPerInstance(): Promise<QueueDepth[]> {
+    const buckets = Array.from({ length: COMMIT_BUCKET_COUNT }, (_, b) => b);
+    const lengths = await this.store.listLengths([...buckets.map((b) => this.keys.ucsPending(b)), ...buckets.map((b) => this.keys.ucsDead(b))]);
     const clients = this.store.clients();
-    const out = clients.map((_, instance) => ({ instance, depth: 0 }));
-    depths.forEach((d, b) => {
-      const c = this.store.clientForKey(this.keys.ucsPending(b));
-      out[clients.indexOf(c)]!.depth += d;
-    });
+    const out: QueueDepth[] = clients.map((_, instance) => ({ instance, depth: 0, deadLetters: 0 }));
+    for (const b of buckets) {
+      const q = out[clients.indexOf(this.store.clientForKey(this.keys.ucsPending(b)))]!;
+      q.depth += lengths[b]!;
+      q.deadLetters += lengths[COMMIT_BUCKET_COUNT + b]!;
+    }
     return out;
   }
 

@@ -106,7 +106,7 @@ export function Partitions({ partitions, width }: { partitions: ProjectionStatus
 export function Queues({ pending }: { pending: ProjectionStatusResult["pending"] }) {
   return (
     <Text wrap="truncate">
-      <Text bold>registration queue</Text>  {pending.length === 0 ? "-" : pending.map((q) => `instance ${q.instance}: ${q.depth}`).join("   ")}
+      <Text bold>registration queue</Text>  {pending.length === 0 ? "-" : pending.map((q) => `instance ${q.instance}: ${q.depth}${q.deadLetters > 0 ? ` (${q.deadLetters} dead letters)` : ""}`).join("   ")}
     </Text>
   );
 }

@@ -123,10 +123,11 @@ export function dashboardLine(s: DashboardSnapshot, r: Rates | null): DashboardL
 }
 
 /** Total lag over the partitions that have a checkpoint, and the number of partitions not OK. */
-export function projectionTotals(p: ProjectionStatusResult): { lag: number; pending: number; notOk: number } {
+export function projectionTotals(p: ProjectionStatusResult): { lag: number; pending: number; deadLetters: number; notOk: number } {
   return {
     lag: p.partitions.reduce((a, x) => a + (x.lag ?? 0), 0),
     pending: p.pending.reduce((a, x) => a + x.depth, 0),
+    deadLetters: p.pending.reduce((a, x) => a + x.deadLetters, 0),
     notOk: p.partitions.filter((x) => x.verdict !== "OK").length,
   };
 }
@@ -148,6 +149,7 @@ export function plainLine(s: DashboardSnapshot, r: Rates | null): string {
     `failures=${s.counters.conversationStateFailures}`,
   ];
   if (t.notOk > 0) fields.push(`partitions_not_ok=${t.notOk}`);
+  if (t.deadLetters > 0) fields.push(`dead_letters=${t.deadLetters}`);
   if (s.projection.failure) fields.push(`projection_failure=${JSON.stringify(s.projection.failure)}`);
   return fields.join(" ");
 }

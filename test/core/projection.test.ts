@@ -113,6 +113,8 @@ describe("session projection details (single instance)", () => {
     assert.deepEqual(await client.lrange(fx.engine.keys.ucsDead(uk.bucket), 0, -1), bad);
     assert.equal(await counter("qim_session_conversation_state_dead_letter_total") - deadBefore, 2);
     assert.deepEqual((await authority.conversations(tenant, user)).map((r) => r.conversation).sort(), [a, b, c].map((x) => x.conversation).sort());
+    // what projection status reports per instance
+    assert.deepEqual((await task.depthPerInstance()).map((q) => q.deadLetters), [2]);
     assert.equal(errors.length, 2, errors.join("\n"));
     for (const e of errors) assert.match(e, new RegExp(`^registration: moved an undecodable item from ${uk.ucsPending.replace(/[{}]/g, "\\$&")} to .*ucs_dead: malformed pending registration`));
   });

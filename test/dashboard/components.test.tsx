@@ -45,7 +45,7 @@ function snapshot(over: { timeMs?: number; startedAtMs?: number; epoch?: number;
       retentionMs: 86_400_000,
       failure: null,
       partitions: over.partitions ?? [partition(0, 100, 0, 100), partition(1, 50, 0, 100), partition(2, 25, 0, 100), partition(3, null, 0, 40, "NO_CHECKPOINT")],
-      pending: [{ instance: 0, depth: 3 }, { instance: 1, depth: 0 }],
+      pending: [{ instance: 0, depth: 3, deadLetters: 0 }, { instance: 1, depth: 0, deadLetters: 0 }],
     },
     audit: [
       { time: "2026-11-29T22:59:58.120Z", principal: "oscar", rpc: "/qim.admin.v1.GroupService/AddMembers", result: "OK" },
@@ -102,6 +102,8 @@ describe("dashboard: lines when stdout is not a terminal", () => {
     const b = snapshot({ timeMs: Date.UTC(2026, 10, 29, 23, 0, 1), join: 2 });
     assert.equal(plainLine(a, null), "2026-11-29T23:00:00Z epoch=3 events/s=- retries/s=- lag=125 pending=3 rebuilt=4 authority_written=12 failures=0 partitions_not_ok=1");
     assert.equal(plainLine(b, rates(a, b)), "2026-11-29T23:00:01Z epoch=3 events/s=1.0 retries/s=0.0 lag=125 pending=3 rebuilt=4 authority_written=12 failures=0 partitions_not_ok=1");
+    const dead: DashboardSnapshot = { ...a, projection: { ...a.projection, pending: [{ instance: 0, depth: 3, deadLetters: 2 }, { instance: 1, depth: 0, deadLetters: 1 }] } };
+    assert.match(plainLine(dead, null), / partitions_not_ok=1 dead_letters=3$/);
   });
 
   it("JSON: the snapshot's fields with the rates", () => {
@@ -159,7 +161,11 @@ describe("dashboard components at 100 columns", () => {
   });
 
   it("Queues and AuditTail: depth per instance; the newest entries with principal, RPC and result", () => {
-    assert.match(frame(render(<Queues pending={[{ instance: 0, depth: 3 }, { instance: 1, depth: 0 }]} />)).join(""), /registration queue\s+instance 0: 3\s+instance 1: 0/);
+    assert.match(frame(render(<Queues pending={[{ instance: 0, depth: 3, deadLetters: 0 }, { instance: 1, depth: 0, deadLetters: 0 }]} />)).join(""), /registration queue\s+instance 0: 3\s+instance 1: 0/);
+    // dead letters show only where there are some
+    const dead = frame(render(<Queues pending={[{ instance: 0, depth: 0, deadLetters: 0 }, { instance: 1, depth: 2, deadLetters: 5 }]} />)).join("");
+    assert.match(dead, /instance 0: 0\s+instance 1: 2 \(5 dead letters\)/);
+    assert.doesNotMatch(dead, /instance 0: 0 \(/);
     const lines = frame(render(<AuditTail entries={snapshot().audit} width={WIDTH} />));
     assert.match(lines[1]!, /^22:59:58Z\s+oscar\s+GroupService\/AddMembers\s+OK$/);
     assert.match(lines[2]!, /^23:00:00Z\s+nobody\s+ProjectionService\/BumpEpoch\s+PERMISSION_DENIED$/);

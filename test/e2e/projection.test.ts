@@ -100,6 +100,7 @@ describe("qimctl: session projection, dispatch audit and rebuild drill against t
     assert.match(status.authority, /^redis-hash \(development fallback/);
     assert.equal(status.retentionMs, 86_400_000);
     assert.equal(status.failure, null);
+    assert.deepEqual(status.pending, [{ instance: 0, depth: 0, deadLetters: 0 }]);
 
     for (const [user, gs] of expected) {
       const s = ok(await run(["sessions", "--user", user], { context: ctx.viewer! }), `sessions ${user}`);
@@ -220,5 +221,25 @@ describe("qimctl: session projection, dispatch audit and rebuild drill against t
     // every partition is still OK afterwards
     await settled();
     ok(await run(["dispatch", "audit"], { context: ctx.viewer! }), "dispatch audit after the drills");
+  });
+
+  it("projection status counts a pending registration the server could not decode as a dead letter, and the queue moves on", async () => {
+    const store = new RedisStore({ kind: "instances", addrs: [redis.addr] });
+    const keys = server.engine.keys;
+    try {
+      await store.clientForKey(keys.ucsPending(7)).rpush(keys.ucsPending(7), "written|by|hand");
+      let last: any;
+      for (let i = 0; i < 300 && !(last?.pending[0].deadLetters === 1 && last?.pending[0].depth === 0); i++) {
+        last = ok(await run(["projection", "status"], { context: ctx.viewer! }), "projection status");
+      }
+      assert.deepEqual(last.pending, [{ instance: 0, depth: 0, deadLetters: 1 }], "moved by the server's registration task");
+      assert.deepEqual(await store.clientForKey(keys.ucsDead(7)).lrange(keys.ucsDead(7), 0, -1), ["written|by|hand"]);
+      const text = await run(["projection", "status"], { context: ctx.viewer!, json: false });
+      assert.equal(text.code, 0, text.stderr);
+      assert.match(text.stdout, /^INSTANCE +PENDING +DEAD LETTERS\n0 +0 +1$/m);
+    } finally {
+      await store.clientForKey(keys.ucsDead(7)).del(keys.ucsDead(7));
+      await store.close();
+    }
   });
 });

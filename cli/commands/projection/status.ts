@@ -29,7 +29,7 @@ Any role. Exit codes: 0 shown (whatever the verdicts: \`dispatch audit\` is the 
       out.partitions.map((p) => [p.partition, p.verdict, p.checkpoint, p.low, p.high, p.lag]),
     ));
     this.log("");
-    this.log(table(["INSTANCE", "PENDING"], out.pending.map((p) => [p.instance, p.depth])));
+    this.log(table(["INSTANCE", "PENDING", "DEAD LETTERS"], out.pending.map((p) => [p.instance, p.depth, p.deadLetters])));
     return out;
   }
 }

@@ -9,9 +9,11 @@
 // and Maven (the Cassandra jars are fetched once into ~/.cache/qim-cassandra).
 //
 // When something is missing: as root, `apt-get install -y` the packages (unless QIM_NO_APT is
-// set); otherwise print the exact command and exit 2 with nothing changed. As a module, `ensure(need, opts)` returns the env the tests run with
-// (QIM_JAVA, a Java 17 java).
-import { spawnSync } from "node:child_process";
+// set); otherwise print the exact command and exit 2 with nothing changed. As a module,
+// `ensure(need, opts)` returns the env the tests run with (QIM_JAVA, a Java 17 java), and
+// `findJava17()` is the one Java lookup (the Cassandra test harness uses it too).
+import { spawn, spawnSync } from "node:child_process";
+import os from "node:os";
 import { accessSync, constants, existsSync, readdirSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -31,6 +33,21 @@ export function step(say, what, command, args, env = process.env) {
     say(`${what} failed (exit ${r.status ?? r.signal})`);
     process.exit(r.status ?? 1);
   }
+}
+
+/**
+ * Runs `node ARGS` in the working directory as the last step of a script and exits with its
+ * status (128 + the signal number when a signal ended it). Ctrl+C reaches the child too (same
+ * process group): this waits for it to wind down instead of dying first.
+ */
+export function forward(say, args, env = process.env) {
+  const child = spawn(process.execPath, args, { cwd: process.cwd(), env, stdio: "inherit" });
+  for (const sig of ["SIGINT", "SIGTERM"]) process.on(sig, () => {});
+  child.on("error", (err) => {
+    say(`cannot run ${args[0]}: ${err.message}`);
+    process.exit(1);
+  });
+  child.on("exit", (code, signal) => process.exit(code ?? (signal ? 128 + (os.constants.signals[signal] ?? 0) : 1)));
 }
 
 /** `npm ci` when the dependencies are not installed (a fresh clone). */
@@ -64,16 +81,26 @@ function javaMajor(java) {
   }
 }
 
-/** A Java 17 `java`: $QIM_JAVA, `java` on PATH, then the Debian package's; or undefined. */
+let java17;
+
+/**
+ * A Java 17 `java`, or undefined: $QIM_JAVA when set (only that one: a wrong QIM_JAVA is not
+ * silently replaced), else `java` on PATH, else a JVM under /usr/lib/jvm (Debian's package;
+ * machines often have a newer default beside it). Looked up once per process.
+ */
 export function findJava17() {
-  const candidates = [process.env.QIM_JAVA?.trim(), onPath("java")];
-  try {
-    for (const d of readdirSync("/usr/lib/jvm")) if (/(^|-)17(-|$|\.)/.test(d)) candidates.push(path.join("/usr/lib/jvm", d, "bin", "java"));
-  } catch {
-    // no /usr/lib/jvm
+  if (java17 !== undefined) return java17 || undefined;
+  const set = process.env.QIM_JAVA?.trim();
+  const candidates = set ? [set] : [onPath("java")];
+  if (!set) {
+    try {
+      for (const d of readdirSync("/usr/lib/jvm")) if (/(^|-)17(-|$|\.)/.test(d)) candidates.push(path.join("/usr/lib/jvm", d, "bin", "java"));
+    } catch {
+      // no /usr/lib/jvm
+    }
   }
-  for (const j of candidates) if (j && javaMajor(j) === 17) return j;
-  return undefined;
+  java17 = candidates.find((j) => j && javaMajor(j) === 17) ?? "";
+  return java17 || undefined;
 }
 
 /** Each requirement: how to tell it is there, and the Debian packages that provide it. */
@@ -104,8 +131,8 @@ export function ensure(need, { say = (l) => process.stderr.write(`${l}\n`), inst
     const isRoot = typeof process.getuid === "function" && process.getuid() === 0;
     if (!isRoot || !install || onPath("apt-get") === undefined) {
       say(`missing: ${missing.join(", ")}. Install with:`);
-      say(`  sudo apt-get install -y ${packages.join(" ")}`);
-      say(`(or, as root: apt-get install -y ${packages.join(" ")}), then run this again.`);
+      say(`  sudo apt-get update && sudo apt-get install -y ${packages.join(" ")}`);
+      say(`(or, as root: apt-get update && apt-get install -y ${packages.join(" ")}), then run this again.`);
       process.exit(2);
     }
     say(`missing: ${missing.join(", ")}; installing ${packages.join(" ")} (running as root)`);
@@ -117,6 +144,7 @@ export function ensure(need, { say = (l) => process.stderr.write(`${l}\n`), inst
         process.exit(r.status ?? 1);
       }
     }
+    java17 = undefined; // look again
     missing = names.filter((n) => !REQUIREMENTS[n].there());
     if (missing.length > 0) {
       say(`still missing after apt-get install -y ${packages.join(" ")}: ${missing.join(", ")}`);

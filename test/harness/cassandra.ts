@@ -9,8 +9,9 @@
  * JVM output in `logs/stdout.log`). Ready means a real `SELECT release_version FROM system.local`
  * answered. stop() sends SIGTERM to the process group (SIGKILL after 20 s) and removes the dir.
  *
- * Java: `$QIM_JAVA` if set, else `java` on PATH; it must be Java 17 (Cassandra 5.0 does not run on
- * 24+). Missing jars are fetched on first use (scripts/cassandra-fetch.sh, about 30 s once);
+ * Java: Java 17 (Cassandra 5.0 does not run on 24+), found by scripts/prerequisites.mjs's
+ * findJava17 — `$QIM_JAVA` if set, else `java` on PATH, else one under /usr/lib/jvm — the same
+ * lookup `npm test` makes; the jar fetch runs on it too. Missing jars are fetched on first use (scripts/cassandra-fetch.sh, about 30 s once);
  * when that fails, startCassandra() throws: the tests fail, they never skip.
  *
  * Safety net: a process 'exit' hook SIGKILLs every node still alive (and removes its dir);
@@ -21,13 +22,13 @@
  * scripts/run-tests.mjs the runner starts ONE node for the whole run and passes it as
  * QIM_TEST_CASSANDRA, so the test processes start none.
  */
-import { spawn, execFile, type ChildProcess } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import { closeSync, existsSync, openSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { mkdtemp, mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import cassandra from "cassandra-driver";
 import { freePort } from "./redis.js";
 
@@ -153,32 +154,20 @@ function repoRoot(): string {
   }
 }
 
-function javaBin(): string {
-  const j = process.env.QIM_JAVA;
-  return j !== undefined && j.trim() !== "" ? j.trim() : "java";
-}
+let java: Promise<string> | undefined;
 
-let javaChecked: Promise<void> | undefined;
-
-/** Throws unless the java we would run is Java 17. */
-function checkJava(): Promise<void> {
-  javaChecked ??= new Promise<void>((resolve, reject) => {
-    const java = javaBin();
-    execFile(java, ["-version"], { timeout: 30_000 }, (err, _stdout, stderr) => {
-      if (err) {
-        reject(new Error(`cassandra harness: cannot run ${java} -version (${err.message}); Cassandra 5.0 needs Java 17: install openjdk-17-jre-headless or set QIM_JAVA`));
-        return;
-      }
-      const first = String(stderr).split("\n")[0] ?? "";
-      const m = /version "(\d+)/.exec(first);
-      if (!m || m[1] !== "17") {
-        reject(new Error(`cassandra harness: ${java} is not Java 17 (${first.trim()}); Cassandra 5.0 needs Java 17: set QIM_JAVA to a Java 17 java`));
-        return;
-      }
-      resolve();
-    });
-  });
-  return javaChecked;
+/** The Java 17 to run Cassandra (and Maven's fetch) on: the lookup of scripts/prerequisites.mjs. */
+function java17(): Promise<string> {
+  java ??= (async () => {
+    const prerequisites = (await import(pathToFileURL(path.join(repoRoot(), "scripts", "prerequisites.mjs")).href)) as { findJava17(): string | undefined };
+    const found = prerequisites.findJava17();
+    if (found === undefined) {
+      const where = process.env.QIM_JAVA?.trim() ? `QIM_JAVA=${process.env.QIM_JAVA} is not Java 17` : "neither java on PATH nor any JVM under /usr/lib/jvm is Java 17";
+      throw new Error(`cassandra harness: ${where}; Cassandra 5.0 needs Java 17: install openjdk-17-jre-headless or set QIM_JAVA`);
+    }
+    return found;
+  })();
+  return java;
 }
 
 let libDir: Promise<string> | undefined;
@@ -187,10 +176,10 @@ let libDir: Promise<string> | undefined;
  * The lib/ dir with the Cassandra jars: scripts/cassandra-fetch.sh prints it (at once when
  * cached, else after fetching; its progress goes to our stderr).
  */
-function cassandraLib(): Promise<string> {
+function cassandraLib(javaBin: string): Promise<string> {
   libDir ??= new Promise<string>((resolve, reject) => {
     const script = path.join(repoRoot(), "scripts", "cassandra-fetch.sh");
-    const child = spawn("bash", [script], { stdio: ["ignore", "pipe", "inherit"] });
+    const child = spawn("bash", [script], { env: { ...process.env, QIM_JAVA: javaBin }, stdio: ["ignore", "pipe", "inherit"] });
     let out = "";
     child.stdout.setEncoding("utf8");
     child.stdout.on("data", (chunk: string) => (out += chunk));
@@ -373,7 +362,7 @@ function waitExit(child: ChildProcess, ms: number): Promise<boolean> {
   });
 }
 
-async function startOnce(lib: string, heapMb: number): Promise<CassandraNode> {
+async function startOnce(javaBin: string, lib: string, heapMb: number): Promise<CassandraNode> {
   const dir = await mkdtemp(path.join(os.tmpdir(), "qim-cassandra-"));
   const ports: Ports = { native: await freePort(), storage: await freePort(), jmx: await freePort() };
   for (const sub of ["logs", "triggers", "data"]) await mkdir(path.join(dir, sub), { recursive: true });
@@ -412,7 +401,7 @@ async function startOnce(lib: string, heapMb: number): Promise<CassandraNode> {
   const out = openSync(path.join(dir, "logs", "stdout.log"), "a");
   let child: ChildProcess;
   try {
-    child = spawn(javaBin(), args, { cwd: dir, detached: true, stdio: ["ignore", out, out] });
+    child = spawn(javaBin, args, { cwd: dir, detached: true, stdio: ["ignore", out, out] });
   } finally {
     closeSync(out);
   }
@@ -423,7 +412,7 @@ async function startOnce(lib: string, heapMb: number): Promise<CassandraNode> {
     child.once("error", reject);
   }).catch(async (err: Error) => {
     await rm(dir, { recursive: true, force: true });
-    throw new StartError(`cassandra harness: cannot run ${javaBin()}: ${err.message}`, false);
+    throw new StartError(`cassandra harness: cannot run ${javaBin}: ${err.message}`, false);
   });
   child.on("error", () => {}); // after spawn: only kill() failures, which stop() handles
   live.set(pid, dir);
@@ -479,11 +468,11 @@ async function startOnce(lib: string, heapMb: number): Promise<CassandraNode> {
 export async function startCassandra(opts: StartCassandraOptions = {}): Promise<CassandraNode> {
   const heapMb = opts.heapMb ?? 512;
   if (!Number.isInteger(heapMb) || heapMb < 128) throw new Error(`startCassandra: heapMb must be an integer >= 128, got ${heapMb}`);
-  const lib = await cassandraLib();
-  await checkJava();
+  const javaBin = await java17();
+  const lib = await cassandraLib(javaBin);
   for (let attempt = 1; ; attempt++) {
     try {
-      return await startOnce(lib, heapMb);
+      return await startOnce(javaBin, lib, heapMb);
     } catch (err) {
       if (!(err instanceof StartError) || !err.portClash || attempt >= START_ATTEMPTS) throw err;
     }

@@ -64,7 +64,7 @@ describe("the Quick start scripts", { timeout: 300_000 }, () => {
     const r = await node([script("prerequisites.mjs"), "test"], { env: bare });
     assert.equal(r.code, 2, r.stderr);
     assert.match(r.stderr, /^missing: redis-server, redis-cli, tmux, (java 17, )?maven\. Install with:$/m);
-    assert.match(r.stderr, /^ {2}sudo apt-get install -y redis-server redis-tools tmux (openjdk-17-jre-headless )?maven$/m);
+    assert.match(r.stderr, /^ {2}sudo apt-get update && sudo apt-get install -y redis-server redis-tools tmux (openjdk-17-jre-headless )?maven$/m);
     assert.equal(r.stdout, "");
     const usage = await node([script("prerequisites.mjs"), "deploy"]);
     assert.equal(usage.code, 2);
@@ -77,7 +77,7 @@ describe("the Quick start scripts", { timeout: 300_000 }, () => {
     const r = await node([script("test.mjs"), "no-such-test"], { env: bare });
     assert.equal(r.code, 2, r.stderr);
     assert.match(r.stderr, /^\[npm test\] missing: redis-server, .*Install with:$/m);
-    assert.match(r.stderr, /^\[npm test\] {3}sudo apt-get install -y redis-server redis-tools tmux /m);
+    assert.match(r.stderr, /^\[npm test\] {3}sudo apt-get update && sudo apt-get install -y redis-server redis-tools tmux /m);
     assert.doesNotMatch(r.stderr, /building/);
     assert.equal(statSync(manifest).mtimeMs, before, "nothing was built");
   });
@@ -86,7 +86,7 @@ describe("the Quick start scripts", { timeout: 300_000 }, () => {
     const r = await node([script("demo.mjs"), "--output", "json"], { env: { ...bare, XDG_CONFIG_HOME: path.join(tmp, "xdg") }, cwd: tmp });
     assert.equal(r.code, 2, r.stderr);
     assert.match(r.stderr, /^\[npm run demo\] missing: redis-server\. Install with:$/m);
-    assert.match(r.stderr, /^\[npm run demo\] {3}sudo apt-get install -y redis-server$/m);
+    assert.match(r.stderr, /^\[npm run demo\] {3}sudo apt-get update && sudo apt-get install -y redis-server$/m);
     assert.equal(r.stdout, "");
     assert.deepEqual(killMentioning(tmp), [], "no process started");
   });

@@ -40,8 +40,9 @@ export interface Watermarks {
   high: number;
   /** Native id of the newest record ever appended ("0-0" when none). */
   lastId: string;
-  /** Append time (ms) of the oldest retained and the newest record; null when none. */
-  oldestMs: number | null;
+  /** The position just before the oldest retained record: where a consumer continues when the records before it were dropped. */
+  lowPosition: LogPosition;
+  /** Append time (ms) of the newest record; null when none. */
   newestMs: number | null;
 }
 
@@ -82,8 +83,6 @@ export interface DispatchLog {
    * contiguous (the projection consumer checks this before using the entries).
    */
   readFrom(partition: number, from: LogPosition, count: number): Promise<ReadResult>;
-  /** The position of the oldest retained record (where a consumer continues after a loss). */
-  lowPosition(partition: number): Promise<LogPosition>;
   /** Drops records appended before `olderThanMs` (time-based retention); returns how many per partition. */
   trim(olderThanMs: number): Promise<number[]>;
 }
@@ -194,16 +193,6 @@ export class RedisStreamsDispatchLog implements DispatchLog {
     return { watermarks, entries };
   }
 
-  async lowPosition(partition: number): Promise<LogPosition> {
-    const key = this.key(partition);
-    const res = await this.store.clientForKey(key).multi().xinfo("STREAM", key).xrange(key, "-", "+", "COUNT", 1).exec();
-    const [infoErr, info] = res![0]!;
-    if (infoErr && !/no such key/i.test(infoErr.message)) throw infoErr;
-    const w = parseWatermarks(infoErr ? null : info);
-    const first = (res![1]![1] as [string, string[]][])[0];
-    return { offset: w.low, id: first ? previousStreamId(first[0]) : w.lastId };
-  }
-
   async trim(olderThanMs: number): Promise<number[]> {
     const minId = `${Math.max(0, Math.floor(olderThanMs))}-0`;
     return Promise.all(Array.from({ length: this.identity.partitionCount }, (_, p) => {
@@ -214,7 +203,7 @@ export class RedisStreamsDispatchLog implements DispatchLog {
 }
 
 function parseWatermarks(info: unknown): Watermarks {
-  if (!Array.isArray(info)) return { low: 0, high: 0, lastId: "0-0", oldestMs: null, newestMs: null };
+  if (!Array.isArray(info)) return { low: 0, high: 0, lastId: "0-0", lowPosition: LOG_START, newestMs: null };
   const f = new Map<string, unknown>();
   for (let i = 0; i + 1 < info.length; i += 2) f.set(String(info[i]), info[i + 1]);
   const length = Number(f.get("length"));
@@ -225,7 +214,8 @@ function parseWatermarks(info: unknown): Watermarks {
     low: high - length,
     high,
     lastId,
-    oldestMs: first ? streamIdMs(first[0]) : null,
+    // XINFO STREAM carries the first entry: no second read for it
+    lowPosition: { offset: high - length, id: first ? previousStreamId(first[0]) : lastId },
     newestMs: lastId === "0-0" ? null : streamIdMs(lastId),
   };
 }

@@ -55,6 +55,11 @@ export const metrics = {
     help: "Pending registrations that could not be decoded, moved from ucs_pending to ucs_dead so they stop blocking their queue",
     registers: [registry],
   }),
+  groupIntervalMissing: new Counter({
+    name: "qim_session_group_interval_missing_total",
+    help: "Group conversations in a user's session list for which the user has no membership interval (spec 000: always zero; non-zero means the projection and membership disagree)",
+    registers: [registry],
+  }),
   userRebuilt: new Counter({
     name: "qim_session_projection_user_rebuilt_total",
     help: "Users whose session list was rebuilt from the authority because their epoch mark was behind",

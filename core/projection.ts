@@ -246,31 +246,44 @@ export class SessionProjector {
 
   /** Audits every partition without changing anything (`qimctl dispatch audit`). */
   async audit(): Promise<PartitionAudit[]> {
-    const stored = await this.log.storedIdentity();
+    return (await this.auditWith(await this.log.storedIdentity())).map((r) => r.audit);
+  }
+
+  /** Each partition's audit with the checkpoint and watermarks it was made from (one read of each). */
+  private auditWith(stored: DispatchIdentity | null): Promise<{ audit: PartitionAudit; cp: Checkpoint | null; w: Watermarks }[]> {
     return Promise.all(Array.from({ length: this.log.identity.partitionCount }, async (_, p) => {
       const [cp, w] = await Promise.all([this.readCheckpoint(p), this.log.watermarks(p)]);
-      return this.verdict(p, cp, w, stored);
+      return { audit: this.verdict(p, cp, w, stored), cp, w };
     }));
+  }
+
+  /**
+   * Moves a partition the audit did not find OK but recoverable (NO_CHECKPOINT, OVER_WINDOW) to
+   * where the consumer continues: the low watermark when records were lost, else the start.
+   */
+  private recover(a: PartitionAudit, cp: Checkpoint | null, w: Watermarks): Promise<boolean> {
+    return this.advance(a.partition, cp?.raw ?? null, a.lost ? w.lowPosition : LOG_START);
   }
 
   /**
    * Start-up: audit, refuse on BEYOND_HIGH / IDENTITY_MISMATCH (nothing is changed then), bump the
    * epoch once when any partition lost records, move those checkpoints to the low watermark,
-   * create missing checkpoints, then poll in the background.
+   * create missing checkpoints, catch up to the high watermarks of that moment (spec 002 §2.2:
+   * the consumer serves only once it has caught up), then poll in the background.
    */
   async start(): Promise<ProjectionStartReport> {
     const stored = await this.log.storedIdentity();
+    const results = await this.auditWith(stored);
+    const audits = results.map((r) => r.audit);
     if (stored && !sameIdentity(stored, this.log.identity)) {
-      const audits = await this.audit();
       for (const a of audits) this.say(`partition ${a.partition} ${a.verdict}: ${a.detail}`);
       throw new ProjectionRefusedError(audits);
     }
-    await this.log.ensureIdentity();
-    const audits = await this.audit();
     const refused = audits.filter((a) => a.verdict === "BEYOND_HIGH" || a.verdict === "IDENTITY_MISMATCH");
     // a missing checkpoint over a fully retained log is a first start, not news
     for (const a of audits) if (a.verdict !== "OK" && !(a.verdict === "NO_CHECKPOINT" && !a.lost)) this.say(`partition ${a.partition} ${a.verdict}: ${a.detail}`);
     if (refused.length > 0) throw new ProjectionRefusedError(audits);
+    if (!stored) await this.log.ensureIdentity();
     const lost = audits.filter((a) => a.lost !== null);
     let epoch: number;
     if (lost.length > 0) {
@@ -280,15 +293,12 @@ export class SessionProjector {
     } else {
       epoch = await this.epoch.get();
     }
-    for (const a of audits) {
-      if (a.verdict === "OK") continue;
-      const to = a.lost ? await this.log.lowPosition(a.partition) : LOG_START;
-      const cp = await this.readCheckpoint(a.partition);
-      await this.advance(a.partition, cp?.raw ?? null, to);
-    }
-    this.stopped = this.opts.poll === false;
+    await Promise.all(results.filter((r) => r.audit.verdict !== "OK").map((r) => this.recover(r.audit, r.cp, r.w)));
     this.failure = null;
-    this.schedule(0);
+    const caughtUp = await this.catchUp();
+    if (caughtUp > 0) this.say(`caught up ${caughtUp} record(s) before serving`);
+    this.stopped = this.opts.poll === false;
+    this.schedule(this.pollIntervalMs);
     return { audits, epoch, epochBumped: lost.length > 0 };
   }
 
@@ -351,36 +361,25 @@ export class SessionProjector {
 
   private async pollOnce(partition: number): Promise<number> {
     const cp = await this.readCheckpoint(partition);
-    if (cp && !sameIdentity(cp.identity, this.log.identity)) {
-      return this.fail(partition, `checkpoint identity ${describeIdentity(cp.identity)} differs from ${describeIdentity(this.log.identity)}`);
-    }
-    if (!cp) {
-      // lost at runtime (e.g. a drill wiped the checkpoints): the same rule as at start-up
-      const w = await this.log.watermarks(partition);
-      if (w.low > 0) {
-        const bump = await this.epoch.bump(`partition ${partition}: checkpoint missing, log dropped [0, ${w.low})`, "projection");
-        this.say(`partition ${partition} NO_CHECKPOINT with low watermark ${w.low}: epoch bumped to ${bump.epoch}, continuing from ${w.low}`);
-        await this.advance(partition, null, await this.log.lowPosition(partition));
-      } else {
-        await this.advance(partition, null, LOG_START);
+    const { watermarks: w, entries } = cp ? await this.log.readFrom(partition, cp.position, this.batchSize) : { watermarks: await this.log.watermarks(partition), entries: [] };
+    // the same verdicts as the audit; at runtime each partition's loss bumps the epoch on its own
+    const a = this.verdict(partition, cp, w, null);
+    if (a.verdict === "IDENTITY_MISMATCH" || a.verdict === "BEYOND_HIGH") return this.fail(partition, a.detail);
+    if (a.verdict !== "OK") {
+      if (a.lost) {
+        const bump = await this.epoch.bump(`partition ${partition}: ${a.detail}`, "projection");
+        this.say(a.verdict === "NO_CHECKPOINT"
+          ? `partition ${partition} NO_CHECKPOINT with low watermark ${w.low}: epoch bumped to ${bump.epoch}, continuing from ${w.low}`
+          : `partition ${partition} OVER_WINDOW: lost [${a.lost.from}, ${a.lost.to}); epoch bumped to ${bump.epoch}`);
       }
-      return 0;
-    }
-    const { watermarks: w, entries } = await this.log.readFrom(partition, cp.position, this.batchSize);
-    if (beyondHigh(cp.position, w)) {
-      return this.fail(partition, `checkpoint ${cp.position.offset} is beyond the high watermark ${w.high}: the log lost acknowledged records`);
-    }
-    if (cp.position.offset < w.low) {
-      const bump = await this.epoch.bump(`partition ${partition}: offsets [${cp.position.offset}, ${w.low}) left the retention window unprojected`, "projection");
-      this.say(`partition ${partition} OVER_WINDOW: lost [${cp.position.offset}, ${w.low}); epoch bumped to ${bump.epoch}`);
-      await this.advance(partition, cp.raw, await this.log.lowPosition(partition));
+      await this.recover(a, cp, w);
       return 0;
     }
     if (entries.length === 0) return 0;
     await this.writer.project(entries.map((e) => e.record));
     const last = entries[entries.length - 1]!;
     // all recipients are written; only now may the checkpoint move past these records
-    await this.advance(partition, cp.raw, { offset: last.offset + 1, id: last.id });
+    await this.advance(partition, cp!.raw, { offset: last.offset + 1, id: last.id });
     metrics.projectedRecords.inc({ path: "durable" }, entries.length);
     return entries.length;
   }

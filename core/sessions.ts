@@ -113,7 +113,9 @@ export class SessionService {
       summaries.push(...(await this.engine.conversationSummaries(tenant, user, groups.slice(i, i + 500))));
     }
     const sessions = summaries.filter((s): s is ConversationSummary => s !== null).sort(compareSessions);
-    return { tenant, user, epoch, rebuilt, total, sessions, hidden: summaries.length - sessions.length };
+    const hidden = summaries.length - sessions.length;
+    if (hidden > 0) metrics.groupIntervalMissing.inc(hidden);
+    return { tenant, user, epoch, rebuilt, total, sessions, hidden };
   }
 
   /** Drops the user's projection and epoch mark (drills: "the projection was lost"). */

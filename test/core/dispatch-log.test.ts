@@ -26,7 +26,7 @@ for (const kind of ALL_TOPOLOGIES) {
     it("low/high are ordinal offsets: appends raise high, trims raise low, reads are contiguous from a position", async () => {
       const log = new RedisStreamsDispatchLog(fx.store, fx.engine.keys, { clusterId: "wm", topicId: `t${randomUUID().slice(0, 6)}`, partitionCount: 1 });
       await log.ensureIdentity();
-      assert.deepEqual(await log.watermarks(0), { low: 0, high: 0, lastId: "0-0", oldestMs: null, newestMs: null });
+      assert.deepEqual(await log.watermarks(0), { low: 0, high: 0, lastId: "0-0", lowPosition: { offset: 0, id: "0-0" }, newestMs: null });
       const tenant = randomUUID();
       const conv = randomUUID();
       await log.append([1, 2, 3].map((s) => record(tenant, conv, s)));
@@ -46,7 +46,7 @@ for (const kind of ALL_TOPOLOGIES) {
       const after = await log.watermarks(0);
       assert.equal(after.low, 3);
       assert.equal(after.high, 4);
-      const low = await log.lowPosition(0);
+      const low = (await log.watermarks(0)).lowPosition;
       assert.equal(low.offset, 3);
       const fromLow = await log.readFrom(0, low, 10);
       assert.deepEqual(fromLow.entries.map((e) => [e.offset, e.record.conversationSeq]), [[3, 4]]);
@@ -59,7 +59,7 @@ for (const kind of ALL_TOPOLOGIES) {
       await log.trim(Date.now() + 1000);
       const w = await log.watermarks(0);
       assert.deepEqual([w.low, w.high], [2, 2]);
-      const low = await log.lowPosition(0);
+      const low = (await log.watermarks(0)).lowPosition;
       assert.deepEqual(low, { offset: 2, id: w.lastId });
       assert.deepEqual((await log.readFrom(0, low, 10)).entries, []);
     });

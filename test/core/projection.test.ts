@@ -13,6 +13,7 @@ import {
   decodeRegistration,
   encodeRegistration,
   RegistrationTask,
+  uuidToHex,
   type DispatchRecord,
 } from "../../core/index.js";
 import { ALL_TOPOLOGIES } from "../harness/redis.js";
@@ -92,6 +93,38 @@ describe("session projection details (single instance)", () => {
       assert.deepEqual(rows.map((r) => r.conversation), [group]);
     }
     await stack.stop();
+  });
+
+  it("start-up catches up to the high watermarks before it returns (spec 002 §2.2: serve only once caught up)", async () => {
+    const authority = new RedisHashAuthority(fx.store, fx.engine.keys);
+    const first = newStack(fx, authority);
+    await first.start();
+    await first.stop();
+    const w = await buildWorld(fx, 4, 2); // appended while no consumer runs
+    const lines: string[] = [];
+    const stack = newStack(fx, authority, lines); // no background polling: only start() projects
+    await stack.start();
+    const status = await stack.status();
+    assert.ok(status.partitions.every((p) => p.verdict === "OK" && p.lag === 0), JSON.stringify(status.partitions));
+    assert.ok(lines.some((l) => /caught up \d+ record\(s\) before serving$/.test(l)), lines.join("\n"));
+    await assertListsMatchEngine(fx, stack, w);
+    await stack.stop();
+  });
+
+  it("a conversation in a user's list without a membership interval is hidden and counted in qim_session_group_interval_missing_total", async () => {
+    const authority = new RedisHashAuthority(fx.store, fx.engine.keys);
+    const stack = newStack(fx, authority);
+    const tenant = fx.tenant();
+    const [owner, stranger] = [randomUUID(), randomUUID()];
+    const { group } = await fx.engine.createGroup({ tenant, owner, members: [] });
+    // a projection entry that membership does not back (what the metric exists to catch)
+    const uk = fx.engine.keys.user(tenant, stranger);
+    await fx.store.clientFor(uk.tag).zadd(uk.convs, 1, uuidToHex(group));
+    await fx.store.clientFor(uk.tag).hset(uk.epochMarks, uk.ref, await stack.epoch.get());
+    const before = await counter("qim_session_group_interval_missing_total");
+    const list = await stack.sessions.listSessions({ tenant, user: stranger });
+    assert.deepEqual([list.total, list.sessions.length, list.hidden], [1, 0, 1]);
+    assert.equal(await counter("qim_session_group_interval_missing_total") - before, 1);
   });
 
   it("an undecodable pending registration is dead-lettered: the items before and after it still reach the authority", async () => {

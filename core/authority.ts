@@ -83,16 +83,14 @@ export class RedisHashAuthority implements ConversationStateAuthority {
   async init(): Promise<void> {}
 
   async register(items: RegistrationItem[]): Promise<void> {
-    const byClient = new Map<ReturnType<RedisStore["clientFor"]>, RegistrationItem[]>();
-    for (const i of items) {
-      const c = this.store.clientFor(this.keys.user(i.tenant, i.user).tag);
-      const list = byClient.get(c);
-      if (list) list.push(i); else byClient.set(c, [i]);
-    }
+    const userKeys = items.map((i) => this.keys.user(i.tenant, i.user));
     const updatedAt = this.now();
-    await Promise.all([...byClient].map(async ([client, list]) => {
+    await Promise.all(this.store.byTarget(userKeys.map((k) => k.tag)).map(async ({ client, idx }) => {
       const p = client.pipeline();
-      for (const i of list) p.hsetnx(this.keys.user(i.tenant, i.user).ucsHash, uuidToHex(i.conversation), `${i.kind}|${i.firstSeenAt}|${updatedAt}`);
+      for (const j of idx) {
+        const i = items[j]!;
+        p.hsetnx(userKeys[j]!.ucsHash, uuidToHex(i.conversation), `${i.kind}|${i.firstSeenAt}|${updatedAt}`);
+      }
       for (const [err] of (await p.exec()) ?? []) if (err) throw err;
     }));
   }

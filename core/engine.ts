@@ -498,19 +498,9 @@ export class Engine {
    */
   async conversationSummaries(tenant: Uuid, user: Uuid, groups: readonly Uuid[]): Promise<(ConversationSummary | null)[]> {
     const userHex = uuidToHex(user);
-    // one pipeline per instance; per hash tag on a cluster, where a pipeline must stay in one slot
-    const cluster = this.store.kind === "cluster";
-    const byTarget = new Map<unknown, { client: ReturnType<RedisStore["clientFor"]>; idx: number[] }>();
-    const keys = groups.map((g, i) => {
-      const k = this.conversationKeys(tenant, g);
-      const client = this.clientOf(k);
-      const id = cluster ? k.tag : client;
-      const t = byTarget.get(id);
-      if (t) t.idx.push(i); else byTarget.set(id, { client, idx: [i] });
-      return k;
-    });
+    const keys = groups.map((g) => this.conversationKeys(tenant, g));
     const out: (ConversationSummary | null)[] = new Array(groups.length).fill(null);
-    await Promise.all([...byTarget.values()].map(async ({ client, idx }) => {
+    await Promise.all(this.store.byTarget(keys.map((k) => k.tag)).map(async ({ client, idx }) => {
       const p = client.pipeline();
       for (const i of idx) {
         const k = keys[i]!;

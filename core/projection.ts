@@ -5,7 +5,7 @@ import type { ProjectionEpoch } from "./epoch.js";
 import { FailedPreconditionError } from "./errors.js";
 import { uuidToHex, type Uuid } from "./ids.js";
 import type { KeySpace, UserKeys } from "./keys.js";
-import { callScript, luaStatus, type RedisClient } from "./lua.js";
+import { callScript, luaStatus } from "./lua.js";
 import { metrics } from "./metrics.js";
 import type { RedisStore } from "./store.js";
 
@@ -44,27 +44,23 @@ export class ProjectionWriter {
 
   /** Projects every recipient of every record; returns how many conversations entered a user's set. */
   async project(records: readonly DispatchRecord[]): Promise<number> {
-    const groups = new Map<RedisClient | string, { client: RedisClient; keys: string[]; args: string[] }>();
-    const cluster = this.store.kind === "cluster";
-    for (const r of records) {
-      const createdAt = entryCreatedAt(r.entry);
-      const conv = uuidToHex(r.conversation);
-      for (const user of r.recipients) {
-        const uk = this.userKeys(r.tenant, user);
-        const client = this.store.clientFor(uk.tag);
-        const id = cluster ? uk.tag : client;
-        let g = groups.get(id);
-        if (!g) groups.set(id, (g = { client, keys: [], args: [] }));
-        g.keys.push(uk.convs, uk.ucsPending);
-        g.args.push(conv, String(createdAt), encodeRegistration({ tenant: r.tenant, user, conversation: r.conversation, kind: "group", firstSeenAt: createdAt }));
-      }
+    const entries: { uk: UserKeys; record: DispatchRecord; user: Uuid; conv: string; createdAt: number }[] = [];
+    for (const record of records) {
+      const createdAt = entryCreatedAt(record.entry);
+      const conv = uuidToHex(record.conversation);
+      for (const user of record.recipients) entries.push({ uk: this.userKeys(record.tenant, user), record, user, conv, createdAt });
     }
-    const counts = await Promise.all([...groups.values()].flatMap((g) => {
+    const counts = await Promise.all(this.store.byTarget(entries.map((e) => e.uk.tag)).flatMap(({ client, idx }) => {
       const calls: Promise<number>[] = [];
-      for (let i = 0; i < g.keys.length / 2; i += MAX_ENTRIES_PER_CALL) {
-        const keys = g.keys.slice(2 * i, 2 * (i + MAX_ENTRIES_PER_CALL));
-        const args = g.args.slice(3 * i, 3 * (i + MAX_ENTRIES_PER_CALL));
-        calls.push(callScript(g.client, "projectEntries", keys, args).then((r) => Number(r[0])));
+      for (let i = 0; i < idx.length; i += MAX_ENTRIES_PER_CALL) {
+        const keys: string[] = [];
+        const args: string[] = [];
+        for (const j of idx.slice(i, i + MAX_ENTRIES_PER_CALL)) {
+          const { uk, record: r, user, conv, createdAt } = entries[j]!;
+          keys.push(uk.convs, uk.ucsPending);
+          args.push(conv, String(createdAt), encodeRegistration({ tenant: r.tenant, user, conversation: r.conversation, kind: "group", firstSeenAt: createdAt }));
+        }
+        calls.push(callScript(client, "projectEntries", keys, args).then((r) => Number(r[0])));
       }
       return calls;
     }));

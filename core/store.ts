@@ -69,26 +69,40 @@ export class RedisStore {
 
   /** The client that owns this key (by its `{xNNN}` hash tag). */
   clientForKey(key: string): RedisClient {
-    const m = /\{[a-z]\d{3}\}/.exec(key);
-    if (!m) throw new Error(`key has no routing hash tag: ${key}`);
-    return this.clientFor(m[0]);
+    return this.clientFor(RedisStore.tagOf(key));
   }
 
   /**
-   * LLEN of many keys: one pipeline per instance (on a Cluster one command per key, since a
-   * pipeline must stay in one slot). The relay and the registration task poll every bucket's
-   * queue with it.
+   * Groups work by where it can go in one pipeline or one script call: `tags[i]` is the hash tag
+   * of item i; items are grouped per instance, or per hash tag on a Cluster (where a pipeline or a
+   * script must stay in one slot). Returns each group's client and item indexes, in input order.
+   */
+  byTarget(tags: readonly string[]): { client: RedisClient; idx: number[] }[] {
+    const groups = new Map<RedisClient | string, { client: RedisClient; idx: number[] }>();
+    const cluster = this.kind === "cluster";
+    tags.forEach((tag, i) => {
+      const client = this.clientFor(tag);
+      const id = cluster ? tag : client;
+      const g = groups.get(id);
+      if (g) g.idx.push(i); else groups.set(id, { client, idx: [i] });
+    });
+    return [...groups.values()];
+  }
+
+  /** The `{xNNN}` routing hash tag of a key. */
+  static tagOf(key: string): string {
+    const m = /\{[a-z]\d{3}\}/.exec(key);
+    if (!m) throw new Error(`key has no routing hash tag: ${key}`);
+    return m[0];
+  }
+
+  /**
+   * LLEN of many keys: one pipeline per instance, per hash tag on a Cluster (byTarget). The relay
+   * and the registration task poll every bucket's queue with it.
    */
   async listLengths(keys: readonly string[]): Promise<number[]> {
-    if (this.kind === "cluster") return Promise.all(keys.map((k) => this.clientForKey(k).llen(k)));
     const out = new Array<number>(keys.length).fill(0);
-    const byClient = new Map<RedisClient, number[]>();
-    keys.forEach((k, i) => {
-      const c = this.clientForKey(k);
-      const list = byClient.get(c);
-      if (list) list.push(i); else byClient.set(c, [i]);
-    });
-    await Promise.all([...byClient].map(async ([client, idx]) => {
+    await Promise.all(this.byTarget(keys.map(RedisStore.tagOf)).map(async ({ client, idx }) => {
       const p = client.pipeline();
       for (const i of idx) p.llen(keys[i]!);
       const res = (await p.exec()) ?? [];

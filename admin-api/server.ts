@@ -17,6 +17,7 @@ import {
   OutboxRelay,
   parseHostPort,
   ProjectionRefusedError,
+  refusedVerdict,
   ProjectionStack,
   RedisStore,
   RedisStreamsDispatchLog,
@@ -296,7 +297,7 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
     opened.push({ what: "audit log", close: () => auditLog.close() });
   } catch (err) {
     if (err instanceof ProjectionRefusedError) {
-      const refused = err.audits.filter((a) => a.verdict === "BEYOND_HIGH" || a.verdict === "IDENTITY_MISMATCH");
+      const refused = err.audits.filter(refusedVerdict);
       log(`qim admin server NOT started: the session projection refuses ${refused.map((a) => `partition ${a.partition} (${a.verdict})`).join(", ")}; nothing was changed. See docs/operator-guide.md "Start-up refused".`);
     }
     await undo();

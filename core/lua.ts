@@ -104,30 +104,30 @@ export function defineScripts(client: RedisClient): void {
   }
 }
 
-/** The one typed caller: checks the key count against the file name and runs the script. */
-export async function callScript(client: RedisClient, name: ScriptName, keys: string[], args: (string | number)[]): Promise<unknown[]> {
+/**
+ * Calls a defined script command on a client, pipeline or MULTI: checks the key count against the
+ * file name; a variadic (`-n`) script gets its key count first.
+ */
+function invoke<R>(target: RedisClient | ChainableCommander, what: string, name: ScriptName, keys: string[], args: (string | number)[]): R {
   const s = loadScripts().get(name)!;
   if (s.numberOfKeys !== null && keys.length !== s.numberOfKeys) {
     throw new InternalError(`script ${name} takes ${s.numberOfKeys} keys, called with ${keys.length}`);
   }
-  const fn = (client as unknown as Record<string, (...a: (string | number)[]) => Promise<unknown>>)[s.command];
-  if (typeof fn !== "function") throw new InternalError(`script ${name} is not defined on this client`);
+  const fn = (target as unknown as Record<string, (...a: (string | number)[]) => R>)[s.command];
+  if (typeof fn !== "function") throw new InternalError(`script ${name} is not defined on this ${what}`);
   const head: (string | number)[] = s.numberOfKeys === null ? [keys.length] : [];
-  const reply = await fn.apply(client, head.concat(keys, args));
-  if (!Array.isArray(reply)) return [reply];
-  return reply;
+  return fn.apply(target, head.concat(keys, args));
+}
+
+/** The one typed caller: checks the key count against the file name and runs the script. */
+export async function callScript(client: RedisClient, name: ScriptName, keys: string[], args: (string | number)[]): Promise<unknown[]> {
+  const reply = await invoke<Promise<unknown>>(client, "client", name, keys, args);
+  return Array.isArray(reply) ? reply : [reply];
 }
 
 /** Queues a script call on a pipeline or MULTI (the reply arrives with the pipeline's exec). */
 export function pipelineScript(pipeline: ChainableCommander, name: ScriptName, keys: string[], args: (string | number)[]): void {
-  const s = loadScripts().get(name)!;
-  if (s.numberOfKeys !== null && keys.length !== s.numberOfKeys) {
-    throw new InternalError(`script ${name} takes ${s.numberOfKeys} keys, called with ${keys.length}`);
-  }
-  const fn = (pipeline as unknown as Record<string, (...a: (string | number)[]) => unknown>)[s.command];
-  if (typeof fn !== "function") throw new InternalError(`script ${name} is not defined on this pipeline`);
-  const head: (string | number)[] = s.numberOfKeys === null ? [keys.length] : [];
-  fn.apply(pipeline, head.concat(keys, args));
+  invoke<unknown>(pipeline, "pipeline", name, keys, args);
 }
 
 /**

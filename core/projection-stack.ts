@@ -20,12 +20,10 @@ export interface ProjectionStackOptions {
   onError?: (err: unknown) => void;
 }
 
-/** A partition in `projection status`: its audit (which carries the checkpoint's update time). */
-export type PartitionStatus = PartitionAudit;
-
 export interface ProjectionStatus {
   epoch: number;
-  partitions: PartitionStatus[];
+  /** Each partition's audit (which carries the checkpoint's update time). */
+  partitions: PartitionAudit[];
   pendingPerInstance: QueueDepth[];
   authority: string;
   retentionMs: number;

@@ -89,7 +89,7 @@ export interface PartitionAudit {
   high: number;
   /** Records appended but not yet consumed (high − checkpoint); null without a checkpoint. */
   lag: number | null;
-  /** Append time of the newest record minus that of the last consumed one, when both are known. */
+  /** Append time (ms) of the newest record in the partition; null when it is empty. */
   newestMs: number | null;
   /** When the consumer last moved this partition's checkpoint (ms; null without one). */
   checkpointUpdatedAt: number | null;
@@ -105,10 +105,15 @@ export interface ProjectionStartReport {
   epochBumped: boolean;
 }
 
+/** Verdicts the consumer must not continue on (DESIGN §2: fail closed), unlike the recoverable NO_CHECKPOINT and OVER_WINDOW. */
+export function refusedVerdict(a: PartitionAudit): boolean {
+  return a.verdict === "BEYOND_HIGH" || a.verdict === "IDENTITY_MISMATCH";
+}
+
 /** Start-up found a partition the consumer must not continue on (DESIGN §2: fail closed). */
 export class ProjectionRefusedError extends FailedPreconditionError {
   constructor(readonly audits: PartitionAudit[]) {
-    const bad = audits.filter((a) => a.verdict === "BEYOND_HIGH" || a.verdict === "IDENTITY_MISMATCH");
+    const bad = audits.filter(refusedVerdict);
     super(`session projection refuses to start: ${bad.map((a) => `partition ${a.partition} ${a.verdict}: ${a.detail}`).join("; ")}`,
       { partitions: bad.map((a) => a.partition) });
     this.name = "ProjectionRefusedError";
@@ -275,7 +280,7 @@ export class SessionProjector {
       for (const a of audits) this.say(`partition ${a.partition} ${a.verdict}: ${a.detail}`);
       throw new ProjectionRefusedError(audits);
     }
-    const refused = audits.filter((a) => a.verdict === "BEYOND_HIGH" || a.verdict === "IDENTITY_MISMATCH");
+    const refused = audits.filter(refusedVerdict);
     // a missing checkpoint over a fully retained log is a first start, not news
     for (const a of audits) if (a.verdict !== "OK" && !(a.verdict === "NO_CHECKPOINT" && !a.lost)) this.say(`partition ${a.partition} ${a.verdict}: ${a.detail}`);
     if (refused.length > 0) throw new ProjectionRefusedError(audits);
@@ -360,7 +365,7 @@ export class SessionProjector {
     const { watermarks: w, entries } = cp ? await this.log.readFrom(partition, cp.position, this.batchSize) : { watermarks: await this.log.watermarks(partition), entries: [] };
     // the same verdicts as the audit; at runtime each partition's loss bumps the epoch on its own
     const a = this.verdict(partition, cp, w, null);
-    if (a.verdict === "IDENTITY_MISMATCH" || a.verdict === "BEYOND_HIGH") return this.fail(partition, a.detail);
+    if (refusedVerdict(a)) return this.fail(partition, a.detail);
     if (a.verdict !== "OK") {
       if (a.lost) {
         const bump = await this.epoch.bump(`partition ${partition}: ${a.detail}`, "projection");

@@ -29,6 +29,7 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { parseHostPort } from "../../core/topology.js";
 import cassandra from "cassandra-driver";
 import { freePort } from "./redis.js";
 
@@ -485,11 +486,10 @@ export async function startCassandra(opts: StartCassandraOptions = {}): Promise<
 
 let shared: Promise<SharedCassandra> | undefined;
 
-function parseHostPort(s: string): { host: string; port: number } {
-  const m = /^\s*([^:\s]+):(\d+)\s*$/.exec(s);
-  const port = m ? Number(m[2]) : NaN;
-  if (!m || !(port > 0 && port < 65536)) throw new Error(`QIM_TEST_CASSANDRA must be "host:port", got "${s}"`);
-  return { host: m[1]!, port };
+function testCassandraAddr(s: string): { host: string; port: number } {
+  const hp = parseHostPort(s);
+  if (!hp) throw new Error(`QIM_TEST_CASSANDRA must be "host:port", got "${s}"`);
+  return hp;
 }
 
 /**
@@ -502,7 +502,7 @@ export function sharedCassandra(): Promise<SharedCassandra> {
   shared ??= (async () => {
     const env = process.env.QIM_TEST_CASSANDRA;
     if (env !== undefined && env.trim() !== "") {
-      const { host, port } = parseHostPort(env);
+      const { host, port } = testCassandraAddr(env);
       const contactPoint = `${host}:${port}`;
       let lastError = "";
       for (let attempt = 0; attempt < 5; attempt++) {

@@ -6,6 +6,7 @@
  * every key is always present.
  */
 import type { AuditRecord } from "../admin-api/audit.js";
+import type { DrillDifference, DrillReport as CoreDrillReport } from "../core/drill.js";
 import type {
   AuditEntry,
   ConversationSummary,
@@ -327,34 +328,14 @@ export function dispatchAuditResult(r: DispatchAuditResponse): DispatchAuditResu
   return { ok: r.ok, partitions: r.partitions.map(partitionResult) };
 }
 
-export interface DrillDifferenceResult {
-  tenant: string;
-  user: string;
-  conversation: string;
-  /** presence, unread, unreadExact, headConversationSeq or lastActivityId. */
-  field: string;
-  before: string | number | boolean | null;
-  after: string | number | boolean | null;
-}
-
-/** The drill report exactly as core's RebuildDrill produces it (the file --report writes). */
-export interface DrillReportResult {
-  drillId: string;
-  startedAt: string;
-  finishedAt: string;
+/**
+ * The drill report exactly as core's RebuildDrill produces it (the file --report writes), with
+ * the enumerations as the strings the wire carries.
+ */
+export type DrillReportResult = Omit<CoreDrillReport, "wipe" | "differences"> & {
   wipe: string;
-  scope: string;
-  users: number;
-  conversationsBefore: number;
-  conversationsAfter: number;
-  epochBefore: number;
-  epochAfter: number;
-  registrationsFlushed: number;
-  usersRebuilt: number;
-  authority: string;
-  differences: DrillDifferenceResult[];
-  ok: boolean;
-}
+  differences: (Omit<DrillDifference, "field"> & { field: string })[];
+};
 
 function jsonValue(text: string): string | number | boolean | null {
   try {

@@ -12,14 +12,18 @@ export async function outboxDepth(redis: Redis): Promise<number> {
   return depth;
 }
 
-/** The status once settled; throws after `attempts` polls (25 ms apart) with the last one. */
-export async function projectionSettled(server: AdminServer, redis: Redis, attempts = 400): Promise<ProjectionStatus> {
+/**
+ * The status once settled; throws after `attempts` polls (25 ms apart) with the last one. `outbox`
+ * is the server's one Redis, or how to sum the outboxes of a topology.
+ */
+export async function projectionSettled(server: AdminServer, outbox: Redis | (() => Promise<number>), attempts = 400): Promise<ProjectionStatus> {
+  const depth = typeof outbox === "function" ? outbox : () => outboxDepth(outbox);
   let last: ProjectionStatus | undefined;
-  let outbox = -1;
+  let left = -1;
   for (let i = 0; i < attempts; i++) {
-    [last, outbox] = await Promise.all([server.projection.status(), outboxDepth(redis)]);
-    if (outbox === 0 && last.partitions.every((p) => p.lag === 0) && last.pendingPerInstance.every((p) => p.depth === 0)) return last;
+    [last, left] = await Promise.all([server.projection.status(), depth()]);
+    if (left === 0 && last.partitions.every((p) => p.lag === 0) && last.pendingPerInstance.every((p) => p.depth === 0)) return last;
     await new Promise((r) => setTimeout(r, 25));
   }
-  throw new Error(`the projection did not settle after ${attempts} polls: outbox ${outbox}, ${JSON.stringify(last)}`);
+  throw new Error(`the projection did not settle after ${attempts} polls: outbox ${left}, ${JSON.stringify(last)}`);
 }

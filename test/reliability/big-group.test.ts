@@ -17,7 +17,8 @@ import { checkConversation } from "../core/checker.js";
 import { conversationKeyList, dumpKeys } from "../harness/dump.js";
 import { ALL_TOPOLOGIES, type TopologyKind } from "../harness/redis.js";
 import { rejected } from "../admin-api/helpers.js";
-import { SOAK, startReliabilityServer, type ReliabilityServer } from "./server.js";
+import { SOAK } from "./common.js";
+import { startReliabilityServer, type ReliabilityServer } from "./server.js";
 
 const BROADCAST_MAX = 500;
 const PER_CALL = 1000;

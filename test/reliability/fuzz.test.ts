@@ -30,7 +30,8 @@ import * as grpc from "@grpc/grpc-js";
 import { loadSync } from "@grpc/proto-loader";
 import { service as healthService } from "grpc-health-check";
 import type { AdminClient } from "../../admin-api/client.js";
-import { SOAK, startReliabilityServer, type ReliabilityServer } from "./server.js";
+import { SOAK } from "./common.js";
+import { startReliabilityServer, type ReliabilityServer } from "./server.js";
 
 /** Random requests per RPC after the table. */
 const RANDOM_PER_RPC = SOAK ? 1500 : 40;

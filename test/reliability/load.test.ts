@@ -17,7 +17,8 @@ import { errorCode, type AdminClient, type MembershipChange } from "../../admin-
 import { registry, type Uuid } from "../../core/index.js";
 import { checkConversation } from "../core/checker.js";
 import { ALL_TOPOLOGIES, type TopologyKind } from "../harness/redis.js";
-import { SOAK, startReliabilityServer, type ReliabilityServer } from "./server.js";
+import { SOAK } from "./common.js";
+import { startReliabilityServer, type ReliabilityServer } from "./server.js";
 
 const SCALE = SOAK ? 10 : 1;
 const GROUPS = 4;

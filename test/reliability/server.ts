@@ -10,13 +10,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connectAdmin, type AdminClient } from "../../admin-api/client.js";
 import { startAdminServer, type AdminServer, type AdminServerOptions } from "../../admin-api/server.js";
-import { LOG_START, RedisStore, RedisStreamsDispatchLog, type DispatchEntry, type LogPosition } from "../../core/index.js";
+import { RedisStore, RedisStreamsDispatchLog, type DispatchEntry } from "../../core/index.js";
 import type { Redis } from "ioredis";
 import { testPki, type TestPki } from "../certs/fixture.js";
+import { projectionSettled } from "../harness/projection.js";
 import { startTopology, type TestTopology, type TopologyKind } from "../harness/redis.js";
+import { readWholeLog } from "./common.js";
 
-/** QIM_SOAK=1: the long mode (more operations); run by hand, not in CI. */
-export const SOAK = process.env.QIM_SOAK === "1";
 
 /** The server's dispatch-log identity (the admin server's default). */
 export const DISPATCH = { clusterId: "qim", topicId: "dispatch", partitionCount: 8 };
@@ -93,6 +93,7 @@ export async function startReliabilityServer(kind: TopologyKind, extra: Partial<
   }
   const dlog = new RedisStreamsDispatchLog(st, srv.engine.keys, DISPATCH);
   const keysOf = async (pattern: string) => (await Promise.all(st.dataNodes().map((n) => n.keys(pattern)))).flat();
+  const outboxDepth = async () => (await st.listLengths(await keysOf("*:outbox"))).reduce((a, n) => a + n, 0);
 
   return {
     topology,
@@ -114,38 +115,16 @@ export async function startReliabilityServer(kind: TopologyKind, extra: Partial<
     async outboxDrained(attempts = 1200) {
       let depth = -1;
       for (let i = 0; i < attempts; i++) {
-        depth = 0;
-        for (const key of await keysOf("*:outbox")) depth += await st.clientForKey(key).llen(key);
-        if (depth === 0) return;
+        if ((depth = await outboxDepth()) === 0) return;
         await new Promise((r) => setTimeout(r, 25));
       }
       throw new Error(`the relay did not empty the outboxes after ${attempts} polls: ${depth} entries left`);
     },
     async settled(attempts = 1200) {
-      let last = "";
-      for (let i = 0; i < attempts; i++) {
-        let depth = 0;
-        for (const key of await keysOf("*:outbox")) depth += await st.clientForKey(key).llen(key);
-        const status = await srv.projection.status();
-        if (depth === 0 && status.partitions.every((p) => p.lag === 0) && status.pendingPerInstance.every((p) => p.depth === 0)) return;
-        last = `outbox ${depth}, lag ${status.partitions.map((p) => p.lag).join(",")}, pending ${status.pendingPerInstance.map((p) => p.depth).join(",")}`;
-        await new Promise((r) => setTimeout(r, 25));
-      }
-      throw new Error(`the server did not settle after ${attempts} polls: ${last}`);
+      await projectionSettled(srv, outboxDepth, attempts);
     },
     async dispatched() {
-      const out: DispatchEntry[] = [];
-      for (let p = 0; p < DISPATCH.partitionCount; p++) {
-        let from: LogPosition = LOG_START;
-        for (;;) {
-          const { entries } = await dlog.readFrom(p, from, 500);
-          if (entries.length === 0) break;
-          out.push(...entries);
-          const last = entries[entries.length - 1]!;
-          from = { offset: last.offset + 1, id: last.id };
-        }
-      }
-      return out;
+      return (await readWholeLog(dlog)).flat();
     },
     async digest() {
       const parts: string[] = [];

@@ -89,7 +89,7 @@ export class KeySpace {
 
   /** A user bucket's queue of (tenant, user, conversation, kind, created_at) awaiting the authority. */
   ucsPending(bucket: number): string {
-    return `${this.prefix}:${userTag(bucket)}:ucs_pending`;
+    return `${this.prefix}:${userTag(bucket)}:session_projection:ucs_pending`;
   }
 
   /**
@@ -97,7 +97,7 @@ export class KeySpace {
    * the registration task so they stop blocking the queue (capped; for an operator to inspect).
    */
   ucsDead(bucket: number): string {
-    return `${this.prefix}:${userTag(bucket)}:ucs_dead`;
+    return `${this.prefix}:${userTag(bucket)}:session_projection:ucs_dead`;
   }
 
   /** A user bucket's hash: tenant:user → the projection epoch that user's list was last rebuilt at. */

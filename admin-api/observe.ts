@@ -111,9 +111,11 @@ export class Observer {
    * Writes a snapshot now and then one every `intervalMs` (on a fixed cadence; a slow read or a
    * client that does not drain delays the next one, never queues several). Resolves when the
    * client cancels or the server shuts down, with the timer cleared; rejects with the error of a
-   * snapshot that could not be read.
+   * snapshot that could not be read, or with what `admit` throws: it runs before every snapshot is
+   * written, so that a caller whose certificate was revoked while the stream was open gets no
+   * further snapshot (the deny list is checked per call, and this call never ends by itself).
    */
-  watch(call: ServerWritableStream<WatchRequest, Snapshot>, intervalMs: number): Promise<WatchEnd> {
+  watch(call: ServerWritableStream<WatchRequest, Snapshot>, intervalMs: number, admit: () => void = () => {}): Promise<WatchEnd> {
     return new Promise((resolve, reject) => {
       let timer: NodeJS.Timeout | undefined;
       let done = false;
@@ -131,6 +133,12 @@ export class Observer {
         const due = Date.now() + intervalMs;
         this.snapshot().then((s) => {
           if (done) return;
+          try {
+            admit();
+          } catch (error) {
+            finish({ error });
+            return;
+          }
           const next = () => {
             if (!done) timer = setTimeout(tick, Math.max(0, due - Date.now()));
           };

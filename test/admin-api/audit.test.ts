@@ -48,6 +48,23 @@ describe("audit log", () => {
     await b.close();
   });
 
+  it("recent() answers the newest records from memory: seeded from the file at open, kept up by append", async () => {
+    const path = join(dir, "recent.log");
+    const a = await AuditLog.open(path);
+    assert.deepEqual(a.recent(8), [], "a new log has none");
+    for (let i = 0; i < 20; i++) await a.append(record(i));
+    assert.deepEqual(a.recent(3).map((r) => r.requestId), ["r17", "r18", "r19"]);
+    await a.close();
+    const b = await AuditLog.open(path, { keepRecent: 5 });
+    assert.deepEqual(b.recent(5), await b.tail(5));
+    await Promise.all([b.append(record(20)), b.append(record(21))]);
+    assert.deepEqual(b.recent(5).map((r) => r.requestId), ["r17", "r18", "r19", "r20", "r21"]);
+    assert.deepEqual(b.recent(5), await b.tail(5));
+    assert.deepEqual(b.recent(0), []);
+    assert.throws(() => b.recent(6), /keeps the newest 5 records only/);
+    await b.close();
+  });
+
   it("records a request bounded: a legitimate one whole, long strings and arrays cut with a marker, the rest as size and SHA-256", () => {
     const users = Array.from({ length: AUDIT_ARRAY_MAX }, (_, i) => `00000000-0000-4000-8000-${String(i).padStart(12, "0")}`);
     assert.deepEqual(auditArguments({ tenant: "t", users, expectVersion: 3n, dryRun: false, bytes: Buffer.alloc(9) }),

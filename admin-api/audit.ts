@@ -34,7 +34,8 @@ function bounded(v: unknown): unknown {
     const head = v.slice(0, AUDIT_ARRAY_MAX).map(bounded);
     return v.length > AUDIT_ARRAY_MAX ? [...head, `…(+${v.length - AUDIT_ARRAY_MAX} more)`] : head;
   }
-  if (v && typeof v === "object") return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, bounded(x)]));
+  // an unset optional field is left out, as JSON.stringify leaves it out of the file
+  if (v && typeof v === "object") return Object.fromEntries(Object.entries(v).filter(([, x]) => x !== undefined).map(([k, x]) => [k, bounded(x)]));
   return v;
 }
 
@@ -48,8 +49,9 @@ function bounded(v: unknown): unknown {
  */
 export function auditArguments(request: unknown): unknown {
   const out = bounded(request);
-  const json = JSON.stringify(out) ?? "null";
-  if (json.length <= AUDIT_ARGUMENTS_MAX_BYTES) return JSON.parse(json) as unknown;
+  // bounded() already made it plain JSON data (u64 as strings, bytes as their length): append()
+  // serialises it, so this measures it and nothing more
+  if (Buffer.byteLength(JSON.stringify(out) ?? "null") <= AUDIT_ARGUMENTS_MAX_BYTES) return out;
   const full = JSON.stringify(request, (_k, v: unknown) => (typeof v === "bigint" ? v.toString() : v)) ?? "null";
   return { truncated: `arguments of ${full.length} characters, over ${AUDIT_ARGUMENTS_MAX_BYTES}`, bytes: Buffer.byteLength(full), sha256: createHash("sha256").update(full).digest("hex") };
 }

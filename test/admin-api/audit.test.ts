@@ -81,6 +81,30 @@ describe("audit log", () => {
     assert.ok(JSON.stringify(rec).length < AUDIT_ARGUMENTS_MAX_BYTES);
   });
 
+  it("the bound is in UTF-8 bytes, not characters: non-ASCII arguments one byte over it are recorded as size and SHA-256", () => {
+    /** A request whose JSON is exactly `bytes` bytes of UTF-8 and about half as many characters. */
+    const requestOfBytes = (bytes: number) => {
+      const req = { reason: [] as string[], unset: undefined };
+      const size = () => Buffer.byteLength(JSON.stringify(req));
+      while (size() + 2 * AUDIT_STRING_MAX < bytes) req.reason.push("é".repeat(AUDIT_STRING_MAX - 10));
+      req.reason.push("");
+      const rest = bytes - size();
+      req.reason[req.reason.length - 1] = "é".repeat(Math.floor(rest / 2)) + "a".repeat(rest % 2);
+      assert.equal(size(), bytes);
+      assert.ok(JSON.stringify(req).length < AUDIT_ARGUMENTS_MAX_BYTES * 0.6, "far fewer characters than bytes");
+      return req;
+    };
+    const at = requestOfBytes(AUDIT_ARGUMENTS_MAX_BYTES);
+    assert.deepEqual(auditArguments(at), { reason: at.reason }, "at the bound: recorded whole, the unset field left out");
+    const over = requestOfBytes(AUDIT_ARGUMENTS_MAX_BYTES + 1);
+    const full = JSON.stringify(over);
+    assert.deepEqual(auditArguments(over), {
+      truncated: `arguments of ${full.length} characters, over ${AUDIT_ARGUMENTS_MAX_BYTES}`,
+      bytes: AUDIT_ARGUMENTS_MAX_BYTES + 1,
+      sha256: createHash("sha256").update(full).digest("hex"),
+    });
+  });
+
   it("tail stops at about maxBytes, newest first, but always returns at least one record", async () => {
     const log = await AuditLog.open(join(dir, "tail-bytes.log"));
     for (let i = 0; i < 20; i++) await log.append(record(i, "d".repeat(10_000)));

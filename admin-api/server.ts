@@ -28,7 +28,7 @@ import {
   type TopologyConfig,
 } from "../core/index.js";
 import { failpoint, failpointsArmed, FAILPOINTS } from "../core/failpoints.js";
-import { NOT_ONE_LINE, trimAscii } from "../core/text.js";
+import { parseReason } from "../core/text.js";
 import { auditArguments, AuditLog, type AuditRecord } from "./audit.js";
 import { allowed, MUTATING, principalOf, type CallWithAuth, type Principal } from "./auth.js";
 import { DenyList } from "./deny-list.js";
@@ -114,19 +114,6 @@ export interface AdminServer {
   reloadDenyList(reason?: string): Promise<void>;
   close(): Promise<void>;
 }
-
-/** Reasons of epoch bumps and drills: one line of text, at most this many characters. */
-export const REASON_MAX_CHARS = 500;
-
-function reasonOf(text: string, required: boolean): string {
-  const reason = trimAscii(text);
-  if (required && reason === "") throw new InvalidArgumentError("reason", `reason is required (1 to ${REASON_MAX_CHARS} characters): say why`);
-  const chars = [...reason].length;
-  if (chars > REASON_MAX_CHARS) throw new InvalidArgumentError("reason", `reason is at most ${REASON_MAX_CHARS} characters, got ${chars}`);
-  if (NOT_ONE_LINE.test(reason)) throw new InvalidArgumentError("reason", "reason must be one line of text without control or bidirectional formatting characters");
-  return reason;
-}
-
 
 /** A request whose bytes are not the protobuf message of its RPC; guarded() refuses it. */
 class UndecodableRequest {
@@ -478,7 +465,7 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
       return { response: { epoch: BigInt(epoch), bumps: bumps.map(epochBumpOut) } };
     }),
     bumpEpoch: unary("/qim.admin.v1.ProjectionService/BumpEpoch", async (req, p) => {
-      const reason = reasonOf(req.reason, true);
+      const reason = parseReason(req.reason, "reason", { required: true });
       const b = await projection.epoch.bump(reason, p.name);
       return { response: epochBumpOut(b), detail: `epoch bumped to ${b.epoch}: ${reason}` };
     }),
@@ -505,7 +492,7 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
     runRebuildDrill: serverStream<RunRebuildDrillRequest, DrillEvent>("/qim.admin.v1.DrillService/RunRebuildDrill", async (req, p, send) => {
       const wipe = req.wipe === "" ? "projection" : req.wipe;
       if (req.users.length > 0 && req.sample !== undefined) throw new InvalidArgumentError("sample", "give users or sample, not both");
-      const reason = reasonOf(req.reason, false);
+      const reason = parseReason(req.reason, "reason", { required: false });
       const report = await projection.drill.run({
         ...(req.users.length > 0 ? { users: req.users.map((u) => ({ tenant: u.tenant, user: u.user })) } : {}),
         ...(req.sample !== undefined ? { sample: req.sample } : {}),

@@ -21,6 +21,8 @@ export const AUDIT_STRING_MAX = 1024;
 export const AUDIT_ARRAY_MAX = 1000;
 /** Arguments whose JSON is still larger are recorded as their size and SHA-256 only. */
 export const AUDIT_ARGUMENTS_MAX_BYTES = 64 * 1024;
+/** How many of the newest records an AuditLog keeps in memory by default (the dashboard shows 8). */
+export const AUDIT_RECENT_MAX = 16;
 /** TailAudit answers at most about this many bytes of entries (gRPC clients refuse 4 MiB by default). */
 export const TAIL_MAX_BYTES = 3 * 1024 * 1024;
 
@@ -32,7 +34,8 @@ function bounded(v: unknown): unknown {
     const head = v.slice(0, AUDIT_ARRAY_MAX).map(bounded);
     return v.length > AUDIT_ARRAY_MAX ? [...head, `…(+${v.length - AUDIT_ARRAY_MAX} more)`] : head;
   }
-  if (v && typeof v === "object") return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, bounded(x)]));
+  // an unset optional field is left out, as JSON.stringify leaves it out of the file
+  if (v && typeof v === "object") return Object.fromEntries(Object.entries(v).filter(([, x]) => x !== undefined).map(([k, x]) => [k, bounded(x)]));
   return v;
 }
 
@@ -46,8 +49,9 @@ function bounded(v: unknown): unknown {
  */
 export function auditArguments(request: unknown): unknown {
   const out = bounded(request);
-  const json = JSON.stringify(out) ?? "null";
-  if (json.length <= AUDIT_ARGUMENTS_MAX_BYTES) return JSON.parse(json) as unknown;
+  // bounded() already made it plain JSON data (u64 as strings, bytes as their length): append()
+  // serialises it, so this measures it and nothing more
+  if (Buffer.byteLength(JSON.stringify(out) ?? "null") <= AUDIT_ARGUMENTS_MAX_BYTES) return out;
   const full = JSON.stringify(request, (_k, v: unknown) => (typeof v === "bigint" ? v.toString() : v)) ?? "null";
   return { truncated: `arguments of ${full.length} characters, over ${AUDIT_ARGUMENTS_MAX_BYTES}`, bytes: Buffer.byteLength(full), sha256: createHash("sha256").update(full).digest("hex") };
 }
@@ -66,17 +70,24 @@ export function auditArguments(request: unknown): unknown {
  */
 export class AuditLog {
   private handle: FileHandle | undefined;
-  private queue: { line: string; done: (err?: unknown) => void }[] = [];
+  private queue: { record: AuditRecord; line: string; done: (err?: unknown) => void }[] = [];
+  /**
+   * The newest records, oldest first, at most `keepRecent`: read from the file once at open, then
+   * kept up by append() as records become durable, so that the dashboard's snapshots (every
+   * watcher, every tick) do not re-read the file. This process is the log's only writer.
+   */
+  private newest: AuditRecord[] = [];
   /** The flush loop while it runs. */
   private flushing: Promise<void> | undefined;
   /** The file may end in the middle of a line (a write failed part way, or a crash cut one). */
   private unterminated = false;
 
-  private constructor(readonly path: string, private readonly sync: boolean) {}
+  private constructor(readonly path: string, private readonly sync: boolean, private readonly keepRecent: number) {}
 
-  static async open(path: string, opts: { sync?: boolean } = {}): Promise<AuditLog> {
+  /** `keepRecent`: how many of the newest records recent() can answer from memory (default AUDIT_RECENT_MAX). */
+  static async open(path: string, opts: { sync?: boolean; keepRecent?: number } = {}): Promise<AuditLog> {
     await mkdir(dirname(path), { recursive: true });
-    const log = new AuditLog(path, opts.sync ?? true);
+    const log = new AuditLog(path, opts.sync ?? true, opts.keepRecent ?? AUDIT_RECENT_MAX);
     log.handle = await open(path, "a", 0o600);
     // the mode given to open() applies only to a file it creates: an existing log (created by hand,
     // or by an older version, with the umask's 0644) would stay readable by every local user, and
@@ -97,6 +108,7 @@ export class AuditLog {
         await rfh.close();
       }
       log.unterminated = last[0] !== 0x0a;
+      if (log.keepRecent > 0) log.newest = await log.tail(log.keepRecent);
     }
     return log;
   }
@@ -104,7 +116,7 @@ export class AuditLog {
   append(record: AuditRecord): Promise<void> {
     const line = JSON.stringify(record) + "\n";
     return new Promise((resolve, reject) => {
-      this.queue.push({ line, done: (err) => (err ? reject(err) : resolve()) });
+      this.queue.push({ record, line, done: (err) => (err ? reject(err) : resolve()) });
       // flush() is at its first await when this assignment runs, and clears it in the same
       // step in which it sees the queue empty, so no entry can be left behind
       if (!this.flushing) this.flushing = this.flush();
@@ -125,12 +137,28 @@ export class AuditLog {
         }
         this.unterminated = false;
         if (this.sync) await this.handle!.datasync();
+        this.remember(batch.map((b) => b.record));
         for (const b of batch) b.done();
       } catch (err) {
         for (const b of batch) b.done(err);
       }
     }
     this.flushing = undefined;
+  }
+
+  private remember(records: AuditRecord[]): void {
+    if (this.keepRecent === 0) return;
+    this.newest.push(...records);
+    if (this.newest.length > this.keepRecent) this.newest.splice(0, this.newest.length - this.keepRecent);
+  }
+
+  /**
+   * The newest `limit` records (at most `keepRecent`), oldest first, from memory: what tail(limit)
+   * would read, without reading the file.
+   */
+  recent(limit: number): AuditRecord[] {
+    if (limit > this.keepRecent) throw new RangeError(`recent(${limit}): this audit log keeps the newest ${this.keepRecent} records only`);
+    return limit <= 0 ? [] : this.newest.slice(-limit);
   }
 
   /**

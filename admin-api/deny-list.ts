@@ -95,10 +95,6 @@ export class DenyList {
     return list;
   }
 
-  get size(): number {
-    return this.fingerprints.size;
-  }
-
   /** Whether the certificate with this fingerprint ("AA:BB:…", any case) is revoked. */
   has(fingerprint: string): boolean {
     return fingerprint !== "" && this.fingerprints.has(fingerprint.toUpperCase());

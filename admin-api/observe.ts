@@ -73,12 +73,18 @@ export async function readCounters(): Promise<Counters> {
 export type WatchEnd = "cancelled" | "shutdown";
 
 /**
- * The server's watchers. Snapshots are read once for every watcher that asks at the same moment
- * (one read in flight at a time), so N dashboards cost about one status read per tick, not N.
+ * The server's watchers. One read serves every watcher that asks at about the same moment: a read
+ * in flight is shared, and a snapshot younger than WATCH_INTERVAL_MS.min is reused (never twice
+ * for the same watcher). Watchers tick on a shared cadence (multiples of their interval on the
+ * process clock), so N dashboards with the same interval ask together and cost one status read per
+ * interval, not N; whatever the intervals, reads are at most one per WATCH_INTERVAL_MS.min. The
+ * audit lines come from the audit log's in-memory newest records, not from the file.
  */
 export class Observer {
   private readonly watchers = new Set<(end: WatchEnd) => void>();
   private inflight: Promise<Snapshot> | undefined;
+  /** The newest snapshot and when its read began (Date.now()). */
+  private last: { snapshot: Snapshot; readAt: number } | undefined;
   private closed = false;
 
   constructor(private readonly projection: ProjectionStack, private readonly audit: AuditLog) {}
@@ -88,32 +94,46 @@ export class Observer {
     return this.watchers.size;
   }
 
-  snapshot(): Promise<Snapshot> {
-    this.inflight ??= this.read().finally(() => {
-      this.inflight = undefined;
-    });
+  /** A snapshot read now, or one read less than WATCH_INTERVAL_MS.min ago that is not `previous`. */
+  snapshot(previous?: Snapshot): Promise<Snapshot> {
+    const last = this.last;
+    if (last && last.snapshot !== previous && Date.now() - last.readAt < WATCH_INTERVAL_MS.min) return Promise.resolve(last.snapshot);
+    if (!this.inflight) {
+      const readAt = Date.now();
+      this.inflight = this.read().then((snapshot) => {
+        if (!this.last || this.last.readAt <= readAt) this.last = { snapshot, readAt };
+        return snapshot;
+      }).finally(() => {
+        this.inflight = undefined;
+      });
+    }
     return this.inflight;
   }
 
   private async read(): Promise<Snapshot> {
-    const [status, audit] = await Promise.all([this.projection.status(), this.audit.tail(SNAPSHOT_AUDIT_ENTRIES)]);
-    const timeMs = BigInt(Date.now());
+    const [status, counters] = await Promise.all([this.projection.status(), readCounters()]);
+    // taken with the time, after the status: a snapshot whose timeMs is after a call's answer has
+    // that call's audit record
+    const audit = this.audit.recent(SNAPSHOT_AUDIT_ENTRIES);
     return {
-      timeMs,
+      timeMs: BigInt(Date.now()),
       startedAtMs: PROCESS_STARTED_AT_MS,
-      counters: await readCounters(),
+      counters,
       projection: projectionStatusOut(status),
       audit: audit.map((e) => ({ time: e.time, principal: e.principal, rpc: e.rpc, result: e.result })),
     };
   }
 
   /**
-   * Writes a snapshot now and then one every `intervalMs` (on a fixed cadence; a slow read or a
-   * client that does not drain delays the next one, never queues several). Resolves when the
-   * client cancels or the server shuts down, with the timer cleared; rejects with the error of a
-   * snapshot that could not be read.
+   * Writes a snapshot now and then one every `intervalMs`, on the cadence shared by the watchers of
+   * that interval (so the second comes one half to one and a half intervals after the first; a
+   * slow read or a client that does not drain delays the next one, never queues several). Resolves
+   * when the client cancels or the server shuts down, with the timer cleared; rejects with the error of a
+   * snapshot that could not be read, or with what `admit` throws: it runs before every snapshot is
+   * written, so that a caller whose certificate was revoked while the stream was open gets no
+   * further snapshot (the deny list is checked per call, and this call never ends by itself).
    */
-  watch(call: ServerWritableStream<WatchRequest, Snapshot>, intervalMs: number): Promise<WatchEnd> {
+  watch(call: ServerWritableStream<WatchRequest, Snapshot>, intervalMs: number, admit: () => void = () => {}): Promise<WatchEnd> {
     return new Promise((resolve, reject) => {
       let timer: NodeJS.Timeout | undefined;
       let done = false;
@@ -127,10 +147,20 @@ export class Observer {
         else reject(end.error);
       };
       const onCancelled = () => finish("cancelled");
+      let previous: Snapshot | undefined;
       const tick = () => {
-        const due = Date.now() + intervalMs;
-        this.snapshot().then((s) => {
+        // the next multiple of intervalMs nearest to one interval from now: watchers with the same
+        // interval tick together (and share a read) from their second snapshot on
+        const due = Math.round((Date.now() + intervalMs) / intervalMs) * intervalMs;
+        this.snapshot(previous).then((s) => {
           if (done) return;
+          previous = s;
+          try {
+            admit();
+          } catch (error) {
+            finish({ error });
+            return;
+          }
           const next = () => {
             if (!done) timer = setTimeout(tick, Math.max(0, due - Date.now()));
           };

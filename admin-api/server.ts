@@ -29,7 +29,7 @@ import {
   type TopologyConfig,
 } from "../core/index.js";
 import { failpoint, failpointsArmed, FAILPOINTS } from "../core/failpoints.js";
-import { NOT_ONE_LINE, trimAscii } from "../core/text.js";
+import { parseReason } from "../core/text.js";
 import { auditArguments, AuditLog, type AuditRecord } from "./audit.js";
 import { allowed, MUTATING, principalOf, type CallWithAuth, type Principal } from "./auth.js";
 import { DenyList } from "./deny-list.js";
@@ -116,19 +116,6 @@ export interface AdminServer {
   close(): Promise<void>;
 }
 
-/** Reasons of epoch bumps and drills: one line of text, at most this many characters. */
-export const REASON_MAX_CHARS = 500;
-
-function reasonOf(text: string, required: boolean): string {
-  const reason = trimAscii(text);
-  if (required && reason === "") throw new InvalidArgumentError("reason", `reason is required (1 to ${REASON_MAX_CHARS} characters): say why`);
-  const chars = [...reason].length;
-  if (chars > REASON_MAX_CHARS) throw new InvalidArgumentError("reason", `reason is at most ${REASON_MAX_CHARS} characters, got ${chars}`);
-  if (NOT_ONE_LINE.test(reason)) throw new InvalidArgumentError("reason", "reason must be one line of text without control or bidirectional formatting characters");
-  return reason;
-}
-
-
 /** A request whose bytes are not the protobuf message of its RPC; guarded() refuses it. */
 class UndecodableRequest {
   constructor(readonly message: string, readonly reason: string, readonly bytes: number) {}
@@ -157,6 +144,12 @@ function refuseUndecodableInHandlers<S extends grpc.ServiceDefinition>(service: 
   }
   return wrapped as S;
 }
+
+/**
+ * Thrown by a call's `admit()` when its certificate was put on the deny list after the call began;
+ * guarded() refuses and audits it as it refuses a revoked certificate up front.
+ */
+class RevokedDuringCall extends Error {}
 
 /** A server call as far as guarded() needs it (unary and server-streaming alike). */
 type GuardedCall = CallWithAuth & { request: unknown; getPeer(): string };
@@ -313,7 +306,11 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
    * refusals) before answering, map errors in one place. `body` returns what to audit and how to
    * answer; `fail` sends an error status.
    */
-  function guarded(rpc: string, call: GuardedCall, body: (p: Principal) => Promise<{ detail?: string | undefined; answer: () => void }>, fail: (e: Partial<grpc.ServiceError>) => void): void {
+  function guarded(
+    rpc: string, call: GuardedCall,
+    body: (p: Principal, admit: () => void) => Promise<{ detail?: string | undefined; answer: () => void }>,
+    fail: (e: Partial<grpc.ServiceError>) => void,
+  ): void {
     const requestId = randomUUID();
     const started = process.hrtime.bigint();
     const elapsed = () => Number(process.hrtime.bigint() - started) / 1e6;
@@ -323,12 +320,14 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
       result, detail, durationMs: elapsed(), requestId, fingerprint: principal?.fingerprint ?? "",
     });
     const refuse = (m: MappedError) => fail(toServiceError(m, requestId));
+    const refuseRevoked = async (p: Principal) => {
+      await record("PERMISSION_DENIED", `certificate revoked: ${p.fingerprint} is on the deny list`);
+      refuse({ code: grpc.status.PERMISSION_DENIED, domainCode: "PERMISSION_DENIED", message: `permission denied: certificate revoked (SHA-256 ${p.fingerprint} of ${p.name} is on the server's deny list)` });
+    };
     (async () => {
       if (principal && denyList?.has(principal.fingerprint)) {
         // revoked: refused before the role is even looked at, whatever the RPC
-        const why = `certificate revoked: ${principal.fingerprint} is on the deny list`;
-        await record("PERMISSION_DENIED", why);
-        refuse({ code: grpc.status.PERMISSION_DENIED, domainCode: "PERMISSION_DENIED", message: `permission denied: certificate revoked (SHA-256 ${principal.fingerprint} of ${principal.name} is on the server's deny list)` });
+        await refuseRevoked(principal);
         return;
       }
       if (!principal || !allowed(rpc, principal)) {
@@ -344,10 +343,18 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
         if (call.request instanceof UndecodableRequest) {
           throw new InvalidArgumentError("request", `the request is not a valid ${call.request.message} message: ${call.request.reason}`);
         }
-        const { detail, answer } = await body(principal);
+        // a call that does not end by itself (Watch) asks again before each answer it streams
+        const admit = () => {
+          if (denyList?.has(principal.fingerprint)) throw new RevokedDuringCall();
+        };
+        const { detail, answer } = await body(principal, admit);
         if (MUTATING.has(rpc)) await record("OK", detail ?? "");
         answer();
       } catch (err) {
+        if (err instanceof RevokedDuringCall) {
+          await refuseRevoked(principal);
+          return;
+        }
         const m = mapError(err, requestId);
         // a bug gets its stack; an unreachable store one line (a dashboard retries every few seconds)
         if (m.code === grpc.status.INTERNAL) log(`request ${requestId} ${rpc} failed: ${err instanceof Error ? err.stack ?? err.message : String(err)}`);
@@ -459,7 +466,7 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
       return { response: { epoch: BigInt(epoch), bumps: bumps.map(epochBumpOut) } };
     }),
     bumpEpoch: unary("/qim.admin.v1.ProjectionService/BumpEpoch", async (req, p) => {
-      const reason = reasonOf(req.reason, true);
+      const reason = parseReason(req.reason, "reason", { required: true });
       const b = await projection.epoch.bump(reason, p.name);
       return { response: epochBumpOut(b), detail: `epoch bumped to ${b.epoch}: ${reason}` };
     }),
@@ -486,7 +493,7 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
     runRebuildDrill: serverStream<RunRebuildDrillRequest, DrillEvent>("/qim.admin.v1.DrillService/RunRebuildDrill", async (req, p, send) => {
       const wipe = req.wipe === "" ? "projection" : req.wipe;
       if (req.users.length > 0 && req.sample !== undefined) throw new InvalidArgumentError("sample", "give users or sample, not both");
-      const reason = reasonOf(req.reason, false);
+      const reason = parseReason(req.reason, "reason", { required: false });
       const report = await projection.drill.run({
         ...(req.users.length > 0 ? { users: req.users.map((u) => ({ tenant: u.tenant, user: u.user })) } : {}),
         ...(req.sample !== undefined ? { sample: req.sample } : {}),
@@ -499,12 +506,13 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
     }),
   };
 
-  // Watch streams until the client cancels: close() ends them (UNAVAILABLE, the client reconnects)
-  // before waiting for the server's calls to finish.
+  // Watch streams until the client cancels, or until its certificate is on the deny list (checked
+  // before each snapshot: refused PERMISSION_DENIED and audited like a revoked call); close() ends
+  // them (UNAVAILABLE, the client reconnects) before waiting for the server's calls to finish.
   const observer = new Observer(projection, audit);
   const observeService: ObserveServiceServer = {
-    watch: (call) => guarded(WATCH_RPC, call, async () => {
-      const end = await observer.watch(call, watchIntervalMs(call.request));
+    watch: (call) => guarded(WATCH_RPC, call, async (_p, admit) => {
+      const end = await observer.watch(call, watchIntervalMs(call.request), admit);
       return {
         answer: () => {
           if (end === "shutdown" && !call.cancelled) {

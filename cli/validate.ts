@@ -4,7 +4,8 @@
  * limits are the admin API's own (proto/qim/admin/v1/*.proto field docs), so a request that passes
  * here is not refused by the server for its shape.
  */
-import { NOT_ONE_LINE, trimAscii } from "../core/text.js";
+import { InvalidArgumentError } from "../core/errors.js";
+import { parseReason, REASON_MAX_CHARS, trimAscii } from "../core/text.js";
 import { parseHostPort } from "../core/topology.js";
 import { UsageError } from "./exit-codes.js";
 
@@ -30,7 +31,7 @@ export const LIMITS = {
   /** RunRebuildDrillRequest: users or sample */
   drillUsers: 10_000,
   /** BumpEpochRequest.reason, RunRebuildDrillRequest.reason (characters) */
-  reasonChars: 500,
+  reasonChars: REASON_MAX_CHARS,
 } as const;
 
 /** A UUID in canonical text; any case is accepted and lowercased, as the server does. */
@@ -93,15 +94,15 @@ export function seconds(flag: string, value: string | undefined, maxSeconds = 36
   return Math.round(n * 1000);
 }
 
-/** A reason: one line of text, at most LIMITS.reasonChars characters; required or optional (undefined when absent). */
+/**
+ * A reason: one line of text, at most LIMITS.reasonChars characters; required or optional (undefined
+ * when absent). The server's own check (core/text.ts parseReason), as a UsageError naming the flag.
+ */
 export function reason(flag: string, value: string | undefined, required: boolean): string | undefined {
-  const r = trimAscii(value ?? "");
-  if (r === "") {
-    if (required) throw new UsageError(flag, "must not be empty: say why");
-    return undefined;
+  try {
+    return parseReason(value, "reason", { required, maxChars: LIMITS.reasonChars }) || undefined;
+  } catch (err) {
+    if (err instanceof InvalidArgumentError) throw new UsageError(flag, err.message);
+    throw err;
   }
-  const chars = [...r].length;
-  if (chars > LIMITS.reasonChars) throw new UsageError(flag, `${chars} characters; at most ${LIMITS.reasonChars}`);
-  if (NOT_ONE_LINE.test(r)) throw new UsageError(flag, "must be one line of text without control or bidirectional formatting characters");
-  return r;
 }

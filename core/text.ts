@@ -1,6 +1,7 @@
 /**
  * Operator-supplied text that ends up in logs and the audit log: what one line may contain.
  */
+import { InvalidArgumentError } from "./errors.js";
 
 /**
  * Characters a one-line text (an epoch bump's or a drill's reason) must not carry: C0 and C1
@@ -14,4 +15,25 @@ export const NOT_ONE_LINE = /[\u0000-\u001f\u007f-\u009f\u200e\u200f\u2028\u2029
 /** Trims ASCII spaces and tabs only: a BOM or a no-break space is content, refused where it does not belong. */
 export function trimAscii(s: string): string {
   return s.replace(/^[ \t]+|[ \t]+$/g, "");
+}
+
+/** BumpEpochRequest.reason, RunRebuildDrillRequest.reason: at most this many characters (code points). */
+export const REASON_MAX_CHARS = 500;
+
+/**
+ * A reason (an epoch bump's, a drill's): one line of text of at most `maxChars` characters, ASCII
+ * spaces and tabs trimmed; "" when absent and not required. The admin server and the CLI (before
+ * it connects) both check with this; throws InvalidArgumentError naming `field`.
+ */
+export function parseReason(text: string | undefined, field: string, opts: { required: boolean; maxChars?: number }): string {
+  const max = opts.maxChars ?? REASON_MAX_CHARS;
+  const reason = trimAscii(text ?? "");
+  if (reason === "") {
+    if (opts.required) throw new InvalidArgumentError(field, `${field} is required (1 to ${max} characters): say why`);
+    return "";
+  }
+  const chars = [...reason].length;
+  if (chars > max) throw new InvalidArgumentError(field, `${field} is at most ${max} characters, got ${chars}`);
+  if (NOT_ONE_LINE.test(reason)) throw new InvalidArgumentError(field, `${field} must be one line of text without control or bidirectional formatting characters`);
+  return reason;
 }

@@ -48,6 +48,23 @@ describe("audit log", () => {
     await b.close();
   });
 
+  it("recent() answers the newest records from memory: seeded from the file at open, kept up by append", async () => {
+    const path = join(dir, "recent.log");
+    const a = await AuditLog.open(path);
+    assert.deepEqual(a.recent(8), [], "a new log has none");
+    for (let i = 0; i < 20; i++) await a.append(record(i));
+    assert.deepEqual(a.recent(3).map((r) => r.requestId), ["r17", "r18", "r19"]);
+    await a.close();
+    const b = await AuditLog.open(path, { keepRecent: 5 });
+    assert.deepEqual(b.recent(5), await b.tail(5));
+    await Promise.all([b.append(record(20)), b.append(record(21))]);
+    assert.deepEqual(b.recent(5).map((r) => r.requestId), ["r17", "r18", "r19", "r20", "r21"]);
+    assert.deepEqual(b.recent(5), await b.tail(5));
+    assert.deepEqual(b.recent(0), []);
+    assert.throws(() => b.recent(6), /keeps the newest 5 records only/);
+    await b.close();
+  });
+
   it("records a request bounded: a legitimate one whole, long strings and arrays cut with a marker, the rest as size and SHA-256", () => {
     const users = Array.from({ length: AUDIT_ARRAY_MAX }, (_, i) => `00000000-0000-4000-8000-${String(i).padStart(12, "0")}`);
     assert.deepEqual(auditArguments({ tenant: "t", users, expectVersion: 3n, dryRun: false, bytes: Buffer.alloc(9) }),
@@ -62,6 +79,30 @@ describe("audit log", () => {
     assert.equal(rec.bytes, full.length);
     assert.equal(rec.sha256, createHash("sha256").update(full).digest("hex"));
     assert.ok(JSON.stringify(rec).length < AUDIT_ARGUMENTS_MAX_BYTES);
+  });
+
+  it("the bound is in UTF-8 bytes, not characters: non-ASCII arguments one byte over it are recorded as size and SHA-256", () => {
+    /** A request whose JSON is exactly `bytes` bytes of UTF-8 and about half as many characters. */
+    const requestOfBytes = (bytes: number) => {
+      const req = { reason: [] as string[], unset: undefined };
+      const size = () => Buffer.byteLength(JSON.stringify(req));
+      while (size() + 2 * AUDIT_STRING_MAX < bytes) req.reason.push("é".repeat(AUDIT_STRING_MAX - 10));
+      req.reason.push("");
+      const rest = bytes - size();
+      req.reason[req.reason.length - 1] = "é".repeat(Math.floor(rest / 2)) + "a".repeat(rest % 2);
+      assert.equal(size(), bytes);
+      assert.ok(JSON.stringify(req).length < AUDIT_ARGUMENTS_MAX_BYTES * 0.6, "far fewer characters than bytes");
+      return req;
+    };
+    const at = requestOfBytes(AUDIT_ARGUMENTS_MAX_BYTES);
+    assert.deepEqual(auditArguments(at), { reason: at.reason }, "at the bound: recorded whole, the unset field left out");
+    const over = requestOfBytes(AUDIT_ARGUMENTS_MAX_BYTES + 1);
+    const full = JSON.stringify(over);
+    assert.deepEqual(auditArguments(over), {
+      truncated: `arguments of ${full.length} characters, over ${AUDIT_ARGUMENTS_MAX_BYTES}`,
+      bytes: AUDIT_ARGUMENTS_MAX_BYTES + 1,
+      sha256: createHash("sha256").update(full).digest("hex"),
+    });
   });
 
   it("tail stops at about maxBytes, newest first, but always returns at least one record", async () => {

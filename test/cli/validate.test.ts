@@ -1,5 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import { InvalidArgumentError } from "../../core/errors.js";
+import { parseReason } from "../../core/text.js";
 import { outputModeFromArgv } from "../../cli/base.js";
 import { UsageError } from "../../cli/exit-codes.js";
 import { describeMembershipChange, table } from "../../cli/format.js";
@@ -104,6 +106,24 @@ describe("table mode text", () => {
     for (const bad of ["two\nlines", "a\u001b[31mb", "a\u0085b", "a\u2028b", "a\u2029b", "restored \u202Egnp.kcatta", "a\u2066b\u2069", "a\u200Fb"]) {
       usage(() => reason("--reason", bad, true), "--reason");
     }
+  });
+
+  it("reasons: the CLI refuses exactly what the server refuses (core parseReason), with the server's words after the flag", () => {
+    const samples = ["", " ", "ok", "x".repeat(LIMITS.reasonChars), "é".repeat(LIMITS.reasonChars + 1), "two\nlines", "a\u0085b", "\u00a0nbsp"];
+    for (const required of [true, false]) {
+      for (const s of samples) {
+        let server: string | undefined;
+        try {
+          server = parseReason(s, "reason", { required });
+        } catch (err) {
+          assert.ok(err instanceof InvalidArgumentError && err.field === "reason");
+          assert.throws(() => reason("--drill-reason", s, required), (e: unknown) => e instanceof UsageError && e.message === `--drill-reason: ${err.message}`);
+          continue;
+        }
+        assert.equal(reason("--drill-reason", s, required), server === "" ? undefined : server);
+      }
+    }
+    assert.throws(() => reason("--reason", "x".repeat(LIMITS.reasonChars + 1), true), { message: `--reason: reason is at most ${LIMITS.reasonChars} characters, got ${LIMITS.reasonChars + 1}` });
   });
 
   it("tables align columns and show absent values as -", () => {

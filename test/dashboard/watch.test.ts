@@ -181,6 +181,47 @@ describe("ObserveService.Watch and the dashboard's feed", { timeout: 180_000 }, 
     }
   });
 
+  it("three watchers cost about one status read per interval, not three; a new audit record is in the next snapshot read", async () => {
+    for (const w of watches) w.stream.cancel();
+    await eventually("no watcher left from earlier tests", () => server.observer.active === 0);
+    // counts the reads of the real status (real Redis underneath): a spy, not a stand-in
+    const projection = server.projection;
+    const status = projection.status;
+    let reads = 0;
+    projection.status = function (this: typeof projection) {
+      reads++;
+      return status.call(this);
+    };
+    try {
+      const ws = [watch("viewer", 200), watch("drill", 200), watch("operator", 200)];
+      for (const w of ws) await w.until("a first snapshot");
+      const from = ws.map((w) => w.got.length);
+      const readsFrom = reads;
+      await eventually("ten more snapshots each", () => ws.every((w, i) => w.got.length >= from[i]! + 10));
+      const delivered = ws.map((w, i) => w.got.length - from[i]!);
+      const read = reads - readsFrom;
+      // one read per tick shared by the three, give or take the read in flight at either end
+      assert.ok(read <= Math.max(...delivered) + 2, `${read} status reads for ${delivered.join(" + ")} snapshots`);
+      for (const w of ws) {
+        for (let i = 1; i < w.got.length; i++) assert.ok(w.got[i - 1]!.timeMs < w.got[i]!.timeMs, "no watcher gets a snapshot twice, nor an older one");
+      }
+
+      const op = connect("operator");
+      const g = await op.createGroup({ tenant, group: "", owner: randomUUID(), members: [] });
+      const answered = BigInt(Date.now());
+      const newest = (await server.audit.tail(8)).map((e) => ({ time: e.time, principal: e.principal, rpc: e.rpc, result: e.result }));
+      assert.match(server.audit.recent(1)[0]!.detail, new RegExp(g.group));
+      for (const w of ws) {
+        const next = await w.until("a snapshot read after the call's answer", (s) => s.timeMs > answered);
+        assert.deepEqual([next.audit.at(-1)?.principal, next.audit.at(-1)?.rpc, next.audit.at(-1)?.result], [CLIENT_NAMES.operator, "/qim.admin.v1.GroupService/CreateGroup", "OK"]);
+        assert.deepEqual(next.audit, newest, "the audit lines in memory are the file's newest");
+      }
+      for (const w of ws) w.stream.cancel();
+    } finally {
+      projection.status = status;
+    }
+  });
+
   it("a Redis outage ends the stream with UNAVAILABLE; once Redis is back a new stream works", async () => {
     const w = watch("viewer", 200);
     await w.until("a snapshot before the outage");

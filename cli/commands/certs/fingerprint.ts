@@ -2,7 +2,9 @@ import { X509Certificate } from "node:crypto";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { Flags } from "@oclif/core";
+import { NOT_ONE_LINE } from "../../../core/text.js";
 import { BaseCommand } from "../../base.js";
+import { subjectText } from "../../certs.js";
 import { UsageError } from "../../exit-codes.js";
 
 export interface FingerprintEntry {
@@ -20,16 +22,21 @@ export interface FingerprintResult {
   certificates: FingerprintEntry[];
 }
 
-/** One value of a subject field, from Node's "CN=alice\nOU=operator" form. */
-function subjectField(subject: string, key: string): string | null {
-  for (const line of subject.split("\n")) if (line.startsWith(`${key}=`)) return line.slice(key.length + 1);
-  return null;
+/** One value of a subject field as the server reads it for the principal (the first, when repeated); null if absent. */
+function subjectField(cert: X509Certificate, key: "CN" | "OU"): string | null {
+  const v = (cert.toLegacyObject().subject as unknown as Record<string, string | string[] | undefined>)[key];
+  return (Array.isArray(v) ? v[0] : v) ?? null;
 }
 
-/** A comment is one line: control characters (a crafted subject) become spaces. */
+const NOT_ONE_LINE_ALL = new RegExp(NOT_ONE_LINE.source, "gu");
+
+/**
+ * A comment is one line that shows what it holds: the characters core/text.ts refuses in a
+ * one-line text (C0 and C1 controls, line separators, bidirectional formatting: a crafted subject)
+ * become spaces.
+ */
 function oneLine(text: string): string {
-  // eslint-disable-next-line no-control-regex
-  return text.replace(/[\u0000-\u001f\u007f\u2028\u2029]/g, " ");
+  return text.replace(NOT_ONE_LINE_ALL, " ");
 }
 
 export default class CertsFingerprint extends BaseCommand<typeof CertsFingerprint> {
@@ -54,15 +61,17 @@ export default class CertsFingerprint extends BaseCommand<typeof CertsFingerprin
       } catch (err) {
         throw new UsageError("--cert", `cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
       }
+      // Node's X509Certificate rather than certificateInfo (certs/pki.ts): node-forge reads RSA keys
+      // only, and a certificate to revoke may come from any CA the server trusts (an EC one too)
       let cert: X509Certificate;
       try {
         cert = new X509Certificate(pem);
       } catch {
         throw new UsageError("--cert", `${file} is not a PEM certificate`);
       }
-      const subject = { CN: subjectField(cert.subject, "CN"), OU: subjectField(cert.subject, "OU") };
+      const subject = { CN: subjectField(cert, "CN"), OU: subjectField(cert, "OU") };
       const notAfter = new Date(cert.validTo).toISOString();
-      const who = [subject.CN !== null ? `CN=${subject.CN}` : "", subject.OU !== null ? `OU=${subject.OU}` : ""].filter(Boolean).join(", ") || "no CN/OU";
+      const who = subjectText(subject) || "no CN/OU";
       return {
         certPath: path.resolve(file),
         fingerprint256: cert.fingerprint256,

@@ -133,6 +133,9 @@ export interface ProjectorOptions {
   now?: () => number;
 }
 
+/** How long a poll trusts the checkpoint this consumer last read or wrote before reading it again. */
+const KNOWN_CHECKPOINT_MS = 1000;
+
 /** A checkpoint past the newest record ever appended: the log lost records it had acknowledged. */
 function beyondHigh(at: LogPosition, w: Watermarks): boolean {
   return at.offset > w.high || compareStreamIds(at.id, w.lastId) > 0;
@@ -164,6 +167,13 @@ export class SessionProjector {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<unknown> = Promise.resolve();
   private readonly partitionLocks = new Map<number, Promise<number>>();
+  /**
+   * Each partition's checkpoint as this consumer last read or wrote it, and when. A poll uses it
+   * instead of reading the checkpoint back while it is fresh (KNOWN_CHECKPOINT_MS): this consumer
+   * wrote it. A compare-and-set that fails (another consumer, a wipe) drops it, and it is re-read
+   * at least that often, so a checkpoint moved or deleted elsewhere is noticed.
+   */
+  private readonly known = new Map<number, { cp: Checkpoint; at: number }>();
   /** Set when a runtime audit finds a partition it must not continue on; polling stops. */
   failure: Error | null = null;
 
@@ -191,22 +201,39 @@ export class SessionProjector {
   async readCheckpoint(partition: number): Promise<Checkpoint | null> {
     const key = this.checkpointKey(partition);
     const h = await this.store.clientForKey(key).hgetall(key);
-    if (!h.pos) return null;
+    if (!h.pos) {
+      this.known.delete(partition);
+      return null;
+    }
     const cut = h.pos.indexOf("|");
-    return {
+    const cp = {
       position: { offset: Number(h.pos.slice(0, cut)), id: h.pos.slice(cut + 1) },
       identity: { clusterId: h.cluster_id ?? "", topicId: h.topic_id ?? "", partitionCount: Number(h.partition_count) },
       updatedAt: Number(h.updated_at ?? 0),
       raw: h.pos,
     };
+    this.known.set(partition, { cp, at: Date.now() });
+    return cp;
+  }
+
+  /** The checkpoint for a poll: the one this consumer knows while fresh, else read from Redis. */
+  private async pollCheckpoint(partition: number): Promise<Checkpoint | null> {
+    const k = this.known.get(partition);
+    if (k && Date.now() - k.at < KNOWN_CHECKPOINT_MS) return k.cp;
+    return this.readCheckpoint(partition);
   }
 
   /** Moves a partition's checkpoint from `expected` (null: none) to `to`; false when another consumer moved it first. */
   private async advance(partition: number, expected: string | null, to: LogPosition): Promise<boolean> {
     const id = this.log.identity;
+    const raw = `${to.offset}|${to.id}`;
+    const updatedAt = this.now();
     const reply = await callScript(this.store.clientForKey(this.checkpointKey(partition)), "advanceCheckpoint", [this.checkpointKey(partition)],
-      [expected ?? "", `${to.offset}|${to.id}`, id.clusterId, id.topicId, id.partitionCount, this.now()]);
-    return luaStatus(reply) === "OK";
+      [expected ?? "", raw, id.clusterId, id.topicId, id.partitionCount, updatedAt]);
+    const moved = luaStatus(reply) === "OK";
+    if (moved) this.known.set(partition, { cp: { position: to, identity: id, updatedAt, raw }, at: Date.now() });
+    else this.known.delete(partition);
+    return moved;
   }
 
   /** Deletes every partition's checkpoint (drills: "the checkpoints were lost"). */
@@ -214,6 +241,7 @@ export class SessionProjector {
     for (let p = 0; p < this.log.identity.partitionCount; p++) {
       const key = this.checkpointKey(p);
       await this.store.clientForKey(key).del(key);
+      this.known.delete(p);
     }
   }
 
@@ -361,7 +389,7 @@ export class SessionProjector {
   }
 
   private async pollOnce(partition: number): Promise<number> {
-    const cp = await this.readCheckpoint(partition);
+    const cp = await this.pollCheckpoint(partition);
     const { watermarks: w, entries } = cp ? await this.log.readFrom(partition, cp.position, this.batchSize) : { watermarks: await this.log.watermarks(partition), entries: [] };
     // the same verdicts as the audit; at runtime each partition's loss bumps the epoch on its own
     const a = this.verdict(partition, cp, w, null);

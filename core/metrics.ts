@@ -35,6 +35,11 @@ export const metrics = {
     help: "Commits the outbox relay appended to the dispatch log and marked COMMITTED",
     registers: [registry],
   }),
+  lowLatencySkipped: new Counter({
+    name: "qim_relay_low_latency_skipped_total",
+    help: "Records not handed to the session projection's low-latency path because it was busy (the durable consumer projects them from the log)",
+    registers: [registry],
+  }),
   ucsPending: new Counter({
     name: "qim_session_conversation_state_pending_total",
     help: "Conversations that entered a user's projection and were queued for the conversation-set authority",

@@ -20,6 +20,13 @@ export interface RelayOptions {
 }
 
 /**
+ * onAppended calls in flight at most: beyond, a batch is not handed to the low-latency path (and
+ * counted), so a slow store cannot pile projections up in memory; the durable consumer projects
+ * it from the log anyway.
+ */
+export const LOW_LATENCY_MAX_INFLIGHT = 8;
+
+/**
  * The outbox relay (DESIGN §2 step 4): moves RECORDED commits into the dispatch log, then marks
  * them COMMITTED. The append happens before the mark, so a crash between the two appends the
  * same commit again on resume: delivery is at-least-once and consumers are idempotent by
@@ -56,6 +63,7 @@ export class OutboxRelay {
   private readonly locks = new Map<number, Promise<number>>();
   private readonly kicked = new Set<number>();
   private kickScheduled = false;
+  private lowLatencyInflight = 0;
 
   /**
    * The low-latency path: a writer in this process just committed into `bucket`. Kicks coalesce
@@ -120,14 +128,25 @@ export class OutboxRelay {
       }
       if (records.length > 0) {
         await this.log.append(records);
-        if (this.opts.onAppended) {
-          void Promise.resolve().then(() => this.opts.onAppended!(records)).catch((err: unknown) => this.opts.onError?.(err));
-        }
+        if (this.opts.onAppended) this.handOff(this.opts.onAppended, records);
       }
       await callScript(client, "markCommitted", [k.commits, k.outbox, k.vpending, k.grpdeltas], [ref, ...seqs]);
       metrics.relayDispatched.inc(records.length);
     }));
     return raw.length;
+  }
+
+  /** Hands appended records to the low-latency path without waiting for it, at most LOW_LATENCY_MAX_INFLIGHT at a time. */
+  private handOff(onAppended: NonNullable<RelayOptions["onAppended"]>, records: DispatchRecord[]): void {
+    if (this.lowLatencyInflight >= LOW_LATENCY_MAX_INFLIGHT) {
+      metrics.lowLatencySkipped.inc(records.length);
+      return;
+    }
+    this.lowLatencyInflight++;
+    void Promise.resolve()
+      .then(() => onAppended(records))
+      .catch((err: unknown) => this.opts.onError?.(err))
+      .finally(() => { this.lowLatencyInflight--; });
   }
 
   /** One pass over every bucket's outbox until each is empty; returns the entries relayed. */

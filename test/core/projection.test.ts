@@ -14,6 +14,7 @@ import {
   encodeRegistration,
   RegistrationTask,
   uuidToHex,
+  LOW_LATENCY_MAX_INFLIGHT,
   type DispatchRecord,
 } from "../../core/index.js";
 import { ALL_TOPOLOGIES } from "../harness/redis.js";
@@ -92,6 +93,31 @@ describe("session projection details (single instance)", () => {
       const rows = await authority.conversations(tenant, user);
       assert.deepEqual(rows.map((r) => r.conversation), [group]);
     }
+    await stack.stop();
+  });
+
+  it("a stuck low-latency path holds at most LOW_LATENCY_MAX_INFLIGHT batches; the rest is counted and projected by the durable consumer", async () => {
+    const authority = new RedisHashAuthority(fx.store, fx.engine.keys);
+    const stack = newStack(fx, authority);
+    await stack.start();
+    let calls = 0;
+    const never = new Promise<void>(() => {});
+    const relay = new OutboxRelay(fx.store, fx.engine.keys, fx.log, { onAppended: () => { calls++; return never; } });
+    const skippedBefore = await counter("qim_relay_low_latency_skipped_total");
+    const tenant = fx.tenant();
+    const owner = randomUUID();
+    const groups: string[] = [];
+    for (let g = 0; g < LOW_LATENCY_MAX_INFLIGHT + 4; g++) {
+      const { group } = await fx.engine.createGroup({ tenant, owner, members: [randomUUID()] });
+      groups.push(group);
+      await fx.engine.send({ tenant, group, sender: owner, text: "hello" });
+      await relay.drainAll(); // one appended batch per group
+    }
+    assert.equal(calls, LOW_LATENCY_MAX_INFLIGHT, "never more batches in flight than the bound");
+    assert.ok(await counter("qim_relay_low_latency_skipped_total") - skippedBefore >= 4);
+    await stack.projector.catchUp();
+    const list = await stack.sessions.listSessions({ tenant, user: owner, all: true });
+    assert.deepEqual(list.sessions.map((x) => x.group).sort(), groups.sort(), "the durable consumer projected every group");
     await stack.stop();
   });
 

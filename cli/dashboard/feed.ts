@@ -34,8 +34,12 @@ export interface FeedOptions {
   staleAfterMs?: number;
   /** The message shown for a failure (cli/exit-codes.ts classifyError in the command). */
   describe(err: unknown): string;
-  /** Whether to reconnect after a failure (default: `retryable` below). */
-  retryable?: (err: unknown) => boolean;
+  /**
+   * Whether to reconnect after a failure (default: `retryable` below). May settle later: the
+   * command probes an ambiguous UNAVAILABLE (cli/tls-probe.ts) before it answers, and the feed
+   * waits for the answer before it reports the loss or schedules a retry.
+   */
+  retryable?: (err: unknown) => boolean | Promise<boolean>;
 }
 
 export const DEFAULT_BACKOFF = { initialMs: 500, maxMs: 5000 } as const;
@@ -50,13 +54,17 @@ const FATAL = new Set<number>([
  * Whether to reconnect after this failure. Everything is retried (a server away, restarting,
  * shutting down, its store unreachable) except the statuses above and a TLS handshake that
  * certainly refused our certificate or that we refused (a TLS alert, an untrusted server).
+ * grpc-js words a server hanging up on our certificate like a network fault ("Failed to
+ * connect"); only a probe tells them apart, and `certificateRefused` is its verdict (without one,
+ * such a failure is retried).
  */
-export function retryable(err: unknown, opts: { insecure?: boolean } = {}): boolean {
+export function retryable(err: unknown, opts: { insecure?: boolean; certificateRefused?: boolean } = {}): boolean {
   const e = err as { code?: unknown; details?: unknown };
   if (typeof e?.code !== "number") return true;
   if (FATAL.has(e.code)) return false;
   if (e.code === GRPC_STATUS.UNAVAILABLE && typeof e.details === "string") {
-    return classifyUnavailable(e.details, { certificateRefused: false, ...(opts.insecure !== undefined ? { insecure: opts.insecure } : {}) }) === "unreachable";
+    const ctx = { certificateRefused: opts.certificateRefused ?? false, ...(opts.insecure !== undefined ? { insecure: opts.insecure } : {}) };
+    return classifyUnavailable(e.details, ctx) === "unreachable";
   }
   return true;
 }
@@ -135,7 +143,14 @@ export class DashboardFeed {
     clearTimeout(this.staleTimer);
     this.stream = undefined;
     if (this.stopped) return;
-    if (!(this.opts.retryable ?? retryable)(err)) {
+    const verdict = (this.opts.retryable ?? retryable)(err);
+    if (typeof verdict === "boolean") this.decided(err, verdict);
+    else verdict.then((again) => this.decided(err, again), (probeErr: unknown) => this.decided(probeErr, false));
+  }
+
+  private decided(err: unknown, again: boolean): void {
+    if (this.stopped) return;
+    if (!again) {
       this.stopped = true;
       this.listener.fatal(err);
       return;

@@ -59,12 +59,12 @@ Any role (viewer, operator, admin, drill). Exit codes: 0 q or --count reached; 1
           else resolve();
         };
         const ui = renderDashboard({
-          endpoint, intervalMs, snapshot: null, prevSnapshot: null, state: { kind: "connecting" },
+          endpoint, intervalMs, snapshot: null, rates: null, state: { kind: "connecting" },
           onQuit: (how) => finish(how === "interrupt" ? new InterruptedError() : undefined),
         });
         const feed = new DashboardFeed(feedOptions, {
-          snapshot: ({ snapshot, prev }) => {
-            ui.update({ snapshot, prevSnapshot: prev });
+          snapshot: ({ snapshot, rates }) => {
+            ui.update({ snapshot, rates });
             if (count !== undefined && ++seen >= count) finish();
           },
           state: (state) => ui.update({ state }),

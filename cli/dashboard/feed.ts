@@ -1,7 +1,7 @@
 /**
  * The dashboard's data layer: one ObserveService.Watch stream at a time, reconnected with a
- * bounded backoff when it fails, and each snapshot handed on with the previous one and the rates
- * between them. Plain TypeScript: the TUI and the line printer both consume it.
+ * bounded backoff when it fails, and each snapshot handed on with the rates since the previous
+ * one (across reconnections). Plain TypeScript: the TUI and the line printer both consume it.
  */
 import type { Snapshot, WatchStream } from "../../admin-api/client.js";
 import { classifyUnavailable, GRPC_STATUS } from "../exit-codes.js";
@@ -9,8 +9,7 @@ import { rates, snapshotResult, type ConnectionState, type DashboardSnapshot, ty
 
 export interface SnapshotView {
   snapshot: DashboardSnapshot;
-  /** The snapshot before it (across reconnections), null for the first one. */
-  prev: DashboardSnapshot | null;
+  /** Since the snapshot before it (across reconnections); null for the first one (model.ts rates). */
   rates: Rates | null;
 }
 
@@ -130,7 +129,7 @@ export class DashboardFeed {
         stream.cancel();
         return;
       }
-      const view = { snapshot, prev: this.last, rates: rates(this.last, snapshot) };
+      const view = { snapshot, rates: rates(this.last, snapshot) };
       this.last = snapshot;
       this.listener.snapshot(view);
     });

@@ -5,7 +5,7 @@
  * socket, grpc.health.v1 over mTLS). No engine import; grpc-js is imported lazily.
  */
 import { execFile } from "node:child_process";
-import { accessSync, constants, readdirSync, readFileSync, readlinkSync } from "node:fs";
+import { accessSync, constants, readdirSync, readFileSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
 
@@ -69,7 +69,7 @@ export function isAlive(pid: number | null | undefined): boolean {
 }
 
 /** The arguments of `pid` (redis-server rewrites its own into one title), or null where /proc cannot tell. */
-export function processArgv(pid: number): string[] | null {
+function processArgv(pid: number): string[] | null {
   try {
     return readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").filter(Boolean);
   } catch {
@@ -77,16 +77,7 @@ export function processArgv(pid: number): string[] | null {
   }
 }
 
-/** The working directory of `pid`, or null where /proc cannot tell. */
-export function workingDir(pid: number): string | null {
-  try {
-    return readlinkSync(`/proc/${pid}/cwd`);
-  } catch {
-    return null;
-  }
-}
-
-export function hasProc(): boolean {
+function hasProc(): boolean {
   try {
     accessSync("/proc/self/cmdline", constants.R_OK);
     return true;
@@ -129,7 +120,7 @@ export function findProcesses(identity: Identity): number[] {
 }
 
 /** Waits (polling, at most `attempts` × `everyMs`) for `pid` to be gone. */
-export async function waitGone(pid: number, attempts: number, everyMs = 50): Promise<boolean> {
+async function waitGone(pid: number, attempts: number, everyMs = 50): Promise<boolean> {
   for (let i = 0; i < attempts; i++) {
     if (!isAlive(pid)) return true;
     await sleep(everyMs);
@@ -161,7 +152,7 @@ export async function stopPid(pid: number, graceAttempts: number): Promise<StopH
 }
 
 /** Sends one command to a Redis on 127.0.0.1:port; resolves with the first reply line ("+PONG", "-ERR …"). */
-export function redisCommand(port: number, args: readonly string[], timeoutMs = 1000): Promise<string> {
+function redisCommand(port: number, args: readonly string[], timeoutMs = 1000): Promise<string> {
   return new Promise((resolve, reject) => {
     const sock = net.connect({ host: LOOPBACK, port });
     let buf = "";

@@ -36,8 +36,8 @@ export const DEFAULT_DEMO_DIR = path.join(".qim", "demo");
 
 /** The engine needs ZADD … GT and XTRIM MINID: Redis 6.2 or newer. */
 const MIN_REDIS: readonly [number, number] = [6, 2];
-export const REDIS_INSTALL = "sudo apt-get install -y redis-server";
-export const REDIS_INSTALL_ROOT = "apt-get install -y redis-server";
+const REDIS_INSTALL = "sudo apt-get install -y redis-server";
+const REDIS_INSTALL_ROOT = "apt-get install -y redis-server";
 
 /** Bounds of the waits, in attempts (each ≈ 50–100 ms plus the probe). */
 const REDIS_READY_ATTEMPTS = 200;
@@ -139,7 +139,7 @@ export interface DevUpOptions {
 }
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..", "..");
-export const ADMIN_SERVER_BIN = path.join(root, "bin", "qim-admin-server.js");
+const ADMIN_SERVER_BIN = path.join(root, "bin", "qim-admin-server.js");
 
 // ---------------------------------------------------------------------------------------------
 // Identities, state, lock
@@ -159,11 +159,11 @@ export function serverIdentity(p: DevPaths): Identity {
 }
 
 /** Every process of this data dir's stack that is running, state file or not. */
-export function stackProcesses(p: DevPaths): { redis: number[]; server: number[] } {
+function stackProcesses(p: DevPaths): { redis: number[]; server: number[] } {
   return { redis: findProcesses(redisIdentity(p)), server: findProcesses(serverIdentity(p)) };
 }
 
-export function readState(p: DevPaths): DevState | null {
+function readState(p: DevPaths): DevState | null {
   let text: string;
   try {
     text = readFileSync(p.stateFile, "utf8");
@@ -266,7 +266,7 @@ interface Started {
   exited: () => boolean;
 }
 
-function spawnDetached(command: string, args: string[], cwd: string, logFile: string, env: NodeJS.ProcessEnv): Started {
+async function spawnDetached(command: string, args: string[], cwd: string, logFile: string, env: NodeJS.ProcessEnv): Promise<Started> {
   const fd = openSync(logFile, "a");
   let child: ChildProcess;
   try {
@@ -276,16 +276,18 @@ function spawnDetached(command: string, args: string[], cwd: string, logFile: st
   } finally {
     closeSync(fd);
   }
-  let spawnError: Error | undefined;
   let done = false;
-  child.on("error", (e) => {
-    spawnError = e;
+  child.on("error", () => {
     done = true;
   });
   child.on("exit", () => {
     done = true;
   });
-  if (child.pid === undefined) throw new DevStackError(EXIT.INTERNAL, "SPAWN_FAILED", `cannot start ${command}${spawnError ? `: ${spawnError.message}` : ""}`);
+  if (child.pid === undefined) {
+    // why (ENOENT, EACCES) arrives as an 'error' event after spawn() has returned
+    const err = await new Promise<Error>((resolve) => child.once("error", resolve));
+    throw new DevStackError(EXIT.INTERNAL, "SPAWN_FAILED", `cannot start ${command}: ${err.message}`);
+  }
   starting.add(child.pid);
   child.unref();
   return { child, pid: child.pid, exited: () => done || child.exitCode !== null || child.signalCode !== null };
@@ -302,7 +304,7 @@ async function stopStarted(s: Started | undefined): Promise<void> {
 // ---------------------------------------------------------------------------------------------
 
 /** Where redis-server is and which version; a DevStackError (exit 2, the install command) when it is missing or too old. */
-export async function requireRedisServer(env: NodeJS.ProcessEnv = process.env): Promise<{ binary: string; version: string }> {
+async function requireRedisServer(env: NodeJS.ProcessEnv = process.env): Promise<{ binary: string; version: string }> {
   const binary = findOnPath("redis-server", env);
   const install = `install it with: ${REDIS_INSTALL} (or, as root: ${REDIS_INSTALL_ROOT})`;
   if (!binary) {
@@ -322,7 +324,7 @@ async function startRedis(p: DevPaths, binary: string, env: NodeJS.ProcessEnv): 
   for (let attempt = 0; ; attempt++) {
     const port = await freePort();
     const from = sizeOf(p.redisLog);
-    const started = spawnDetached(binary, [
+    const started = await spawnDetached(binary, [
       "--port", String(port),
       "--bind", LOOPBACK,
       "--dir", p.redisDir,
@@ -379,7 +381,7 @@ function usable(certFile: string, keyFile: string, caFile?: string): boolean {
  * certificate once; later runs keep them, and replace only what is missing, about to expire, or
  * not signed by the CA.
  */
-export async function ensurePki(p: DevPaths): Promise<{ created: string[] }> {
+async function ensurePki(p: DevPaths): Promise<{ created: string[] }> {
   const caOk = usable(p.caCert, p.caKey);
   const serverOk = caOk && usable(p.serverCert, p.serverKey, p.caCert);
   const adminOk = caOk && usable(p.adminCert, p.adminKey, p.caCert);
@@ -411,7 +413,7 @@ export async function ensurePki(p: DevPaths): Promise<{ created: string[] }> {
   return { created };
 }
 
-export function adminTls(p: DevPaths): TlsClientFiles {
+function adminTls(p: DevPaths): TlsClientFiles {
   return { caPem: readFileSync(p.caCert), certPem: readFileSync(p.adminCert), keyPem: readFileSync(p.adminKey) };
 }
 
@@ -512,7 +514,7 @@ async function startServer(
 ): Promise<{ started: Started } | { failed: "address-in-use" | "exited" | "no-answer"; tail: string; detail: string }> {
   const from = sizeOf(p.serverLog);
   writeFileSync(p.serverLog, `--- qimctl dev up ${new Date().toISOString()}: qim-admin-server on ${LOOPBACK}:${port}, redis ${LOOPBACK}:${redisPort}\n`, { flag: "a" });
-  const started = spawnDetached(process.execPath, [
+  const started = await spawnDetached(process.execPath, [
     ADMIN_SERVER_BIN,
     "--redis", `${LOOPBACK}:${redisPort}`,
     "--listen", `${LOOPBACK}:${port}`,

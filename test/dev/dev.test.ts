@@ -182,4 +182,18 @@ describe("qimctl dev up|status|down with real processes", { timeout: 300_000 }, 
     assert.equal(demo.code, 2);
     assert.equal(demo.json.code, "REDIS_SERVER_MISSING");
   });
+
+  it("a redis-server on PATH that cannot be started: exit 1 saying why, nothing left running", async () => {
+    const bin = path.join(tmp, "bin-broken-redis");
+    mkdirSync(bin, { recursive: true });
+    symlinkSync(process.execPath, path.join(bin, "node"));
+    // a broken install: its interpreter is missing, so exec fails with ENOENT
+    writeFileSync(path.join(bin, "redis-server"), "#!/nonexistent/interpreter\n", { mode: 0o755 });
+    const dir = path.join(tmp, "broken-redis");
+    const r = await qimctl(["dev", "up", "--data-dir", dir], { env: { ...env, PATH: bin } });
+    assert.equal(r.code, 1, `${r.stdout}\n${r.stderr}`);
+    assert.equal(r.json.code, "SPAWN_FAILED");
+    assert.match(r.json.message, /^cannot start .*redis-server: spawn .*ENOENT/);
+    assert.deepEqual(processesMentioning(dir), [], "nothing started");
+  });
 });

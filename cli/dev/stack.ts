@@ -24,8 +24,10 @@ import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, 
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { defaultContextPath, ENV } from "../context.js";
+import { writeCertificate } from "../certs.js";
+import { defaultContextPath, ENV, parseContextFile, type ContextFile } from "../context.js";
 import { EXIT, type ExitCode } from "../exit-codes.js";
+import { uuid } from "../validate.js";
 import {
   findOnPath, findProcesses, freePort, healthCheck, isAlive, isOurs, LOOPBACK, portIsFree, redisAnswers, redisServerVersion, sleep, stopPid,
   tcpAccepts, versionAtLeast, type Identity, type StopHow, type TlsClientFiles,
@@ -386,28 +388,23 @@ async function ensurePki(p: DevPaths): Promise<{ created: string[] }> {
   const serverOk = caOk && usable(p.serverCert, p.serverKey, p.caCert);
   const adminOk = caOk && usable(p.adminCert, p.adminKey, p.caCert);
   if (caOk && serverOk && adminOk) return { created: [] };
-  const { createCa, issueClientCert, issueServerCert, writePkiFile } = await import("../../certs/pki.js");
+  const { createCa, issueClientCert, issueServerCert } = await import("../../certs/pki.js");
   const created: string[] = [];
   let ca: { certPem: string; keyPem: string };
-  const fresh = !caOk;
-  if (fresh) {
+  // what is not usable is replaced: written over, as `qimctl certs … --force` does
+  if (!caOk) {
     ca = createCa({ commonName: "qimctl dev CA" });
-    writePkiFile(p.caKey, ca.keyPem, { private: true, overwrite: true });
-    writePkiFile(p.caCert, ca.certPem, { private: false, overwrite: true });
+    await writeCertificate(ca, p.caCert, p.caKey, null, true);
     created.push("dev CA");
   } else {
     ca = { certPem: readFileSync(p.caCert, "utf8"), keyPem: readFileSync(p.caKey, "utf8") };
   }
   if (!serverOk) {
-    const server = issueServerCert(ca, { hosts: ["localhost", "127.0.0.1"] });
-    writePkiFile(p.serverKey, server.keyPem, { private: true, overwrite: true });
-    writePkiFile(p.serverCert, server.certPem, { private: false, overwrite: true });
+    await writeCertificate(issueServerCert(ca, { hosts: ["localhost", "127.0.0.1"] }), p.serverCert, p.serverKey, null, true);
     created.push("server certificate (localhost, 127.0.0.1)");
   }
   if (!adminOk) {
-    const admin = issueClientCert(ca, { name: "dev-admin", role: "admin" });
-    writePkiFile(p.adminKey, admin.keyPem, { private: true, overwrite: true });
-    writePkiFile(p.adminCert, admin.certPem, { private: false, overwrite: true });
+    await writeCertificate(issueClientCert(ca, { name: "dev-admin", role: "admin" }), p.adminCert, p.adminKey, "admin", true);
     created.push("admin client certificate (CN=dev-admin, OU=admin)");
   }
   return { created };
@@ -421,26 +418,19 @@ function adminTls(p: DevPaths): TlsClientFiles {
 // Context files
 // ---------------------------------------------------------------------------------------------
 
-const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-
-/** The dev tenant of this data dir: the one its context file names, else a new one. */
+/** The dev tenant of this data dir: the one its context file names (read as any command reads it), else a new one. */
 function devTenant(p: DevPaths): string {
   try {
-    const t = (JSON.parse(readFileSync(p.contextFile, "utf8")) as { tenant?: unknown }).tenant;
-    if (typeof t === "string" && UUID_RE.test(t)) return t;
+    const { tenant } = parseContextFile(readFileSync(p.contextFile, "utf8"), p.contextFile);
+    return uuid("tenant", tenant);
   } catch {
-    // none yet
+    // none yet, or not a context file with a tenant UUID
+    return randomUUID();
   }
-  return randomUUID();
 }
 
-/** The context a dev stack writes: what cli/context.ts reads, plus the `dev` mark and the data dir. */
-export interface DevContextFile {
-  endpoint: string;
-  ca: string;
-  cert: string;
-  key: string;
-  tenant: string;
+/** The context a dev stack writes: what cli/context.ts reads, every field set, plus the `dev` mark and the data dir. */
+interface DevContextFile extends Required<ContextFile> {
   insecure: false;
   dev: true;
   dataDir: string;

@@ -249,9 +249,10 @@ export function logTail(file: string, from = 0, lines = 30): string {
 
 const starting = new Set<number>();
 
-/** SIGKILLs what the current `dev up` started and has not handed over yet (Ctrl+C). */
-export function killStartingSync(): void {
-  for (const pid of starting) {
+/** SIGKILLs what the current `dev up` started and has not handed over yet; returns their pids. */
+function killStartingSync(): number[] {
+  const killed = [...starting];
+  for (const pid of killed) {
     try {
       process.kill(pid, "SIGKILL");
     } catch {
@@ -259,6 +260,20 @@ export function killStartingSync(): void {
     }
   }
   starting.clear();
+  return killed;
+}
+
+/**
+ * Ctrl+C during `dev up` or `demo`: kill what devUp started and has not handed over to the state
+ * file yet, so that nothing is left half-started, and exit 130. A stack already handed over keeps
+ * running (`dev down` owns it).
+ */
+export function stopStartingOnInterrupt(): void {
+  process.once("SIGINT", () => {
+    const killed = killStartingSync();
+    process.stderr.write(killed.length > 0 ? `interrupted: stopped what was starting (pid ${killed.join(", ")})\n` : "interrupted\n");
+    process.exit(130);
+  });
 }
 
 interface Started {

@@ -100,21 +100,27 @@ export function isOurs(pid: number | null | undefined, identity: Identity): bool
   return identity(argv);
 }
 
-/** Every live process (other than this one) whose arguments `identity` accepts; empty without /proc. */
-export function findProcesses(identity: Identity): number[] {
+/**
+ * Every live process (other than this one) whose arguments each identity accepts, by identity:
+ * one pass over /proc, reading each process's arguments once, however many identities. Empty
+ * lists without /proc.
+ */
+export function findProcesses<K extends string>(identities: Readonly<Record<K, Identity>>): Record<K, number[]> {
+  const kinds = Object.keys(identities) as K[];
+  const out = Object.fromEntries(kinds.map((k) => [k, []])) as unknown as Record<K, number[]>;
   let entries: string[];
   try {
     entries = readdirSync("/proc");
   } catch {
-    return [];
+    return out;
   }
-  const out: number[] = [];
   for (const e of entries) {
     if (!/^\d+$/.test(e)) continue;
     const pid = Number(e);
     if (pid === process.pid) continue;
     const argv = processArgv(pid);
-    if (argv && identity(argv) && isAlive(pid)) out.push(pid);
+    if (!argv) continue;
+    for (const k of kinds) if (identities[k](argv) && isAlive(pid)) out[k].push(pid);
   }
   return out;
 }

@@ -160,9 +160,9 @@ export function serverIdentity(p: DevPaths): Identity {
   return (argv) => argv.some((a) => a.endsWith("qim-admin-server.js")) && argv.includes(p.auditLog);
 }
 
-/** Every process of this data dir's stack that is running, state file or not. */
+/** Every process of this data dir's stack that is running, state file or not (one pass over /proc). */
 function stackProcesses(p: DevPaths): { redis: number[]; server: number[] } {
-  return { redis: findProcesses(redisIdentity(p)), server: findProcesses(serverIdentity(p)) };
+  return findProcesses({ redis: redisIdentity(p), server: serverIdentity(p) });
 }
 
 function readState(p: DevPaths): DevState | null {
@@ -783,21 +783,30 @@ export async function devDown(opts: { dataDir: string; purge?: boolean; env?: No
   const release = lock(p);
   try {
     const s = readState(p);
+    // the state's pids and any other process of this data dir (a state deleted by hand, a dev up
+    // that died before writing it); each is checked again just before it is signalled (pids are reused)
+    const running = stackProcesses(p);
     const stopped: StoppedProcess[] = [];
+    const left: number[] = [];
     const stop = async (what: StoppedProcess["process"], pid: number, identity: Identity) => {
       if (!isAlive(pid)) stopped.push({ process: what, pid, how: "already gone" });
       else if (!isOurs(pid, identity)) stopped.push({ process: what, pid, how: "not ours" });
-      else stopped.push({ process: what, pid, how: await stopPid(pid, STOP_GRACE_ATTEMPTS) });
+      else {
+        try {
+          stopped.push({ process: what, pid, how: await stopPid(pid, STOP_GRACE_ATTEMPTS) });
+        } catch {
+          left.push(pid);
+        }
+      }
     };
     // the server first: it is Redis's client
-    if (s) await stop("server", s.server.pid, serverIdentity(p));
-    for (const pid of findProcesses(serverIdentity(p))) await stop("server", pid, serverIdentity(p));
-    if (s) await stop("redis", s.redis.pid, redisIdentity(p));
-    for (const pid of findProcesses(redisIdentity(p))) await stop("redis", pid, redisIdentity(p));
-    const left = stackProcesses(p);
-    if (left.redis.length + left.server.length > 0) {
-      throw new DevStackError(EXIT.INTERNAL, "DEV_STACK_STILL_RUNNING", `still running after SIGKILL: ${[...left.server, ...left.redis].join(", ")}`);
-    }
+    const server = serverIdentity(p);
+    const redis = redisIdentity(p);
+    if (s) await stop("server", s.server.pid, server);
+    for (const pid of running.server) if (pid !== s?.server.pid) await stop("server", pid, server);
+    if (s) await stop("redis", s.redis.pid, redis);
+    for (const pid of running.redis) if (pid !== s?.redis.pid) await stop("redis", pid, redis);
+    if (left.length > 0) throw new DevStackError(EXIT.INTERNAL, "DEV_STACK_STILL_RUNNING", `still running after SIGKILL: ${left.join(", ")}`);
     const stateRemoved = existsSync(p.stateFile);
     rmSync(p.stateFile, { force: true });
     const defaultPath = defaultContextPath(env, home);

@@ -15,7 +15,7 @@ import os from "node:os";
 import { Command, Errors, Flags, type Config, type Interfaces } from "@oclif/core";
 import type { AdminClient } from "../admin-api/client.js";
 import { resolveConnection, type Resolved, type ResolvedConnection } from "./context.js";
-import { classifyError, InterruptedError, needsCertificateProbe, UsageError, type Failure, type FailureContext } from "./exit-codes.js";
+import { classifyError, GRPC_STATUS, InterruptedError, needsCertificateProbe, UsageError, type Failure, type FailureContext } from "./exit-codes.js";
 import { endpoint as checkEndpoint, seconds, uuid } from "./validate.js";
 
 export type OutputMode = "table" | "json";
@@ -103,15 +103,28 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
   /** The single place where a failure becomes output and an exit code. */
   override async catch(err: Error & { exitCode?: number }): Promise<never> {
     if (err instanceof Errors.ExitError) throw err;
-    const details = (err as { code?: unknown; details?: unknown }).code === 14 ? String((err as { details?: unknown }).details ?? "") : "";
-    if (details && this.probeTls && needsCertificateProbe(details, this.failureContext)) {
-      const { serverRefusesCertificate } = await import("./tls-probe.js");
-      this.failureContext.certificateRefused = await serverRefusesCertificate(this.failureContext.endpoint!, this.probeTls);
+    // a command that already probed for this failure (the dashboard, before deciding not to retry) is not probed twice
+    if (this.failureContext.certificateRefused === undefined) {
+      const refused = await this.probeCertificateRefusal(err);
+      if (refused !== undefined) this.failureContext.certificateRefused = refused;
     }
     const failure = classifyError(err, this.failureContext);
     this.printFailure(failure);
     if (failure.exitCode === 1 && process.env.DEBUG) process.stderr.write(`${err.stack ?? ""}\n`);
     throw new Errors.ExitError(failure.exitCode);
+  }
+
+  /**
+   * Settles an ambiguous UNAVAILABLE ("Failed to connect", a reset: cli/exit-codes.ts
+   * needsCertificateProbe) with one TLS handshake (cli/tls-probe.ts): whether the server refuses
+   * our certificate. Undefined when the failure is not ambiguous or there is no certificate.
+   */
+  protected async probeCertificateRefusal(err: unknown): Promise<boolean | undefined> {
+    const e = err as { code?: unknown; details?: unknown } | null;
+    const details = e?.code === GRPC_STATUS.UNAVAILABLE ? String(e.details ?? "") : "";
+    if (!details || !this.probeTls || !needsCertificateProbe(details, this.failureContext)) return undefined;
+    const { serverRefusesCertificate } = await import("./tls-probe.js");
+    return serverRefusesCertificate(this.failureContext.endpoint!, this.probeTls);
   }
 
   /**

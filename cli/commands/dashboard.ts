@@ -32,7 +32,14 @@ Any role (viewer, operator, admin, drill). Exit codes: 0 q or --count reached; 1
       open: (ms: number, onSnapshot: Parameters<typeof client.watch>[1]) => client.watch({ intervalMs: ms }, onSnapshot),
       intervalMs,
       describe: (err: unknown) => classifyError(err, this.failureContext).message,
-      retryable: (err: unknown) => retryable(err, { insecure }),
+      // an ambiguous UNAVAILABLE is probed once before a retry: a refused certificate is fatal and
+      // exits 6 through catch(), which reuses the verdict; its describe() message uses it too
+      retryable: async (err: unknown) => {
+        const certificateRefused = await this.probeCertificateRefusal(err);
+        if (certificateRefused === undefined) delete this.failureContext.certificateRefused;
+        else this.failureContext.certificateRefused = certificateRefused;
+        return retryable(err, { insecure, certificateRefused: certificateRefused === true });
+      },
     };
 
     // ink only on a terminal (and lazily: other commands and line mode never load it)
@@ -52,12 +59,12 @@ Any role (viewer, operator, admin, drill). Exit codes: 0 q or --count reached; 1
           else resolve();
         };
         const ui = renderDashboard({
-          endpoint, intervalMs, snapshot: null, prevSnapshot: null, state: { kind: "connecting" },
+          endpoint, intervalMs, snapshot: null, rates: null, state: { kind: "connecting" },
           onQuit: (how) => finish(how === "interrupt" ? new InterruptedError() : undefined),
         });
         const feed = new DashboardFeed(feedOptions, {
-          snapshot: ({ snapshot, prev }) => {
-            ui.update({ snapshot, prevSnapshot: prev });
+          snapshot: ({ snapshot, rates }) => {
+            ui.update({ snapshot, rates });
             if (count !== undefined && ++seen >= count) finish();
           },
           state: (state) => ui.update({ state }),

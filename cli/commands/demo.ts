@@ -3,7 +3,7 @@ import path from "node:path";
 import { Flags } from "@oclif/core";
 import { dataDirFlag, DevCommand } from "../dev/command.js";
 import type { DemoStep, DemoWorld } from "../dev/demo.js";
-import { DEFAULT_DEMO_DIR, devDown, devUp, DevStackError, killStartingSync, type DevUpResult } from "../dev/stack.js";
+import { DEFAULT_DEMO_DIR, devDown, devUp, DevStackError, stopStartingOnInterrupt, type DevUpResult } from "../dev/stack.js";
 import { shown, upLines } from "../dev/text.js";
 import { EXIT } from "../exit-codes.js";
 import { table } from "../format.js";
@@ -56,11 +56,7 @@ Exit codes: 0 every step OK; 1 a step failed (named on stderr; the summary is pr
   };
 
   async run(): Promise<DemoResult> {
-    process.once("SIGINT", () => {
-      killStartingSync();
-      process.stderr.write("interrupted\n");
-      process.exit(130);
-    });
+    stopStartingOnInterrupt();
     const say = (line: string) => this.log(line);
     const dataDirFlagValue = this.flags["data-dir"];
     const steps: DemoStep[] = [];
@@ -73,7 +69,7 @@ Exit codes: 0 every step OK; 1 a step failed (named on stderr; the summary is pr
       steps.push({ name: "dev-up", ok: true, status: "ok", details: { status: up.status, endpoint: up.endpoint, redis: up.redis, server: { pid: up.server.pid, port: up.server.port }, authority: up.authority }, error: null });
       say("");
       say("== Dev stack");
-      say(upLines(up, DEFAULT_DEMO_DIR).split("\nTry:")[0]!.replace(/^/gm, "   "));
+      say(upLines(up, DEFAULT_DEMO_DIR, { nextSteps: false }).replace(/^/gm, "   "));
     } catch (err) {
       // redis-server missing or too old: the install hint and exit 2, as dev up
       if (err instanceof DevStackError && err.exitCode === EXIT.USAGE) throw err;

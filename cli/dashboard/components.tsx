@@ -5,7 +5,7 @@
  */
 import { Box, Text } from "ink";
 import type { ProjectionStatusResult } from "../results.js";
-import { formatRate, rates as ratesBetween, type AuditLineResult, type ConnectionState, type CountersResult, type DashboardSnapshot, type Rates as RateValues } from "./model.js";
+import { formatRate, type AuditLineResult, type ConnectionState, type CountersResult, type DashboardSnapshot, type Rates as RateValues } from "./model.js";
 
 /** `filled` of `width` cells: value/max of it, rounded; a max of 0 is full (nothing to do). */
 export function barCells(value: number, max: number, width: number): number {
@@ -144,9 +144,9 @@ export function StatusLine({ state, paused }: { state: ConnectionState; paused: 
 export interface DashboardProps {
   endpoint: string;
   intervalMs: number;
-  /** The snapshot shown (null before the first one) and the one before it, for the rates. */
+  /** The snapshot shown (null before the first one) and the rates since the one before it (cli/dashboard/feed.ts). */
   snapshot: DashboardSnapshot | null;
-  prevSnapshot: DashboardSnapshot | null;
+  rates: RateValues | null;
   state: ConnectionState;
   paused: boolean;
   /** Columns available. */
@@ -160,7 +160,7 @@ function fixedRows(s: DashboardSnapshot, state: ConnectionState): number {
   return 14 + s.projection.partitions.length + (s.projection.failure ? 1 : 0) + (state.kind === "disconnected" ? 2 : 0);
 }
 
-export function Dashboard({ endpoint, intervalMs, snapshot, prevSnapshot, state, paused, width, height }: DashboardProps) {
+export function Dashboard({ endpoint, intervalMs, snapshot, rates, state, paused, width, height }: DashboardProps) {
   // ink redraws in place only while the frame is shorter than the terminal
   const auditRows = snapshot === null || height === undefined ? Infinity : Math.max(0, height - 1 - fixedRows(snapshot, state));
   return (
@@ -171,7 +171,7 @@ export function Dashboard({ endpoint, intervalMs, snapshot, prevSnapshot, state,
       ) : (
         <Box flexDirection="column" gap={1} marginTop={1}>
           <Overview projection={snapshot.projection} />
-          <Rates rates={ratesBetween(prevSnapshot, snapshot)} counters={snapshot.counters} />
+          <Rates rates={rates} counters={snapshot.counters} />
           <Partitions partitions={snapshot.projection.partitions} width={width} />
           <Queues pending={snapshot.projection.pending} />
           {auditRows > 0 ? <AuditTail entries={snapshot.audit.slice(-auditRows)} width={width} /> : null}

@@ -1,7 +1,7 @@
 /**
  * The dashboard's data layer: one ObserveService.Watch stream at a time, reconnected with a
- * bounded backoff when it fails, and each snapshot handed on with the previous one and the rates
- * between them. Plain TypeScript: the TUI and the line printer both consume it.
+ * bounded backoff when it fails, and each snapshot handed on with the rates since the previous
+ * one (across reconnections). Plain TypeScript: the TUI and the line printer both consume it.
  */
 import type { Snapshot, WatchStream } from "../../admin-api/client.js";
 import { classifyUnavailable, GRPC_STATUS } from "../exit-codes.js";
@@ -9,8 +9,7 @@ import { rates, snapshotResult, type ConnectionState, type DashboardSnapshot, ty
 
 export interface SnapshotView {
   snapshot: DashboardSnapshot;
-  /** The snapshot before it (across reconnections), null for the first one. */
-  prev: DashboardSnapshot | null;
+  /** Since the snapshot before it (across reconnections); null for the first one (model.ts rates). */
   rates: Rates | null;
 }
 
@@ -34,8 +33,12 @@ export interface FeedOptions {
   staleAfterMs?: number;
   /** The message shown for a failure (cli/exit-codes.ts classifyError in the command). */
   describe(err: unknown): string;
-  /** Whether to reconnect after a failure (default: `retryable` below). */
-  retryable?: (err: unknown) => boolean;
+  /**
+   * Whether to reconnect after a failure (default: `retryable` below). May settle later: the
+   * command probes an ambiguous UNAVAILABLE (cli/tls-probe.ts) before it answers, and the feed
+   * waits for the answer before it reports the loss or schedules a retry.
+   */
+  retryable?: (err: unknown) => boolean | Promise<boolean>;
 }
 
 export const DEFAULT_BACKOFF = { initialMs: 500, maxMs: 5000 } as const;
@@ -50,13 +53,17 @@ const FATAL = new Set<number>([
  * Whether to reconnect after this failure. Everything is retried (a server away, restarting,
  * shutting down, its store unreachable) except the statuses above and a TLS handshake that
  * certainly refused our certificate or that we refused (a TLS alert, an untrusted server).
+ * grpc-js words a server hanging up on our certificate like a network fault ("Failed to
+ * connect"); only a probe tells them apart, and `certificateRefused` is its verdict (without one,
+ * such a failure is retried).
  */
-export function retryable(err: unknown, opts: { insecure?: boolean } = {}): boolean {
+export function retryable(err: unknown, opts: { insecure?: boolean; certificateRefused?: boolean } = {}): boolean {
   const e = err as { code?: unknown; details?: unknown };
   if (typeof e?.code !== "number") return true;
   if (FATAL.has(e.code)) return false;
   if (e.code === GRPC_STATUS.UNAVAILABLE && typeof e.details === "string") {
-    return classifyUnavailable(e.details, { certificateRefused: false, ...(opts.insecure !== undefined ? { insecure: opts.insecure } : {}) }) === "unreachable";
+    const ctx = { certificateRefused: opts.certificateRefused ?? false, ...(opts.insecure !== undefined ? { insecure: opts.insecure } : {}) };
+    return classifyUnavailable(e.details, ctx) === "unreachable";
   }
   return true;
 }
@@ -122,7 +129,7 @@ export class DashboardFeed {
         stream.cancel();
         return;
       }
-      const view = { snapshot, prev: this.last, rates: rates(this.last, snapshot) };
+      const view = { snapshot, rates: rates(this.last, snapshot) };
       this.last = snapshot;
       this.listener.snapshot(view);
     });
@@ -135,7 +142,14 @@ export class DashboardFeed {
     clearTimeout(this.staleTimer);
     this.stream = undefined;
     if (this.stopped) return;
-    if (!(this.opts.retryable ?? retryable)(err)) {
+    const verdict = (this.opts.retryable ?? retryable)(err);
+    if (typeof verdict === "boolean") this.decided(err, verdict);
+    else verdict.then((again) => this.decided(err, again), (probeErr: unknown) => this.decided(probeErr, false));
+  }
+
+  private decided(err: unknown, again: boolean): void {
+    if (this.stopped) return;
+    if (!again) {
       this.stopped = true;
       this.listener.fatal(err);
       return;

@@ -5,7 +5,7 @@
  * socket, grpc.health.v1 over mTLS). No engine import; grpc-js is imported lazily.
  */
 import { execFile } from "node:child_process";
-import { accessSync, constants, readdirSync, readFileSync, readlinkSync } from "node:fs";
+import { accessSync, constants, readdirSync, readFileSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
 
@@ -69,7 +69,7 @@ export function isAlive(pid: number | null | undefined): boolean {
 }
 
 /** The arguments of `pid` (redis-server rewrites its own into one title), or null where /proc cannot tell. */
-export function processArgv(pid: number): string[] | null {
+function processArgv(pid: number): string[] | null {
   try {
     return readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").filter(Boolean);
   } catch {
@@ -77,16 +77,7 @@ export function processArgv(pid: number): string[] | null {
   }
 }
 
-/** The working directory of `pid`, or null where /proc cannot tell. */
-export function workingDir(pid: number): string | null {
-  try {
-    return readlinkSync(`/proc/${pid}/cwd`);
-  } catch {
-    return null;
-  }
-}
-
-export function hasProc(): boolean {
+function hasProc(): boolean {
   try {
     accessSync("/proc/self/cmdline", constants.R_OK);
     return true;
@@ -109,27 +100,33 @@ export function isOurs(pid: number | null | undefined, identity: Identity): bool
   return identity(argv);
 }
 
-/** Every live process (other than this one) whose arguments `identity` accepts; empty without /proc. */
-export function findProcesses(identity: Identity): number[] {
+/**
+ * Every live process (other than this one) whose arguments each identity accepts, by identity:
+ * one pass over /proc, reading each process's arguments once, however many identities. Empty
+ * lists without /proc.
+ */
+export function findProcesses<K extends string>(identities: Readonly<Record<K, Identity>>): Record<K, number[]> {
+  const kinds = Object.keys(identities) as K[];
+  const out = Object.fromEntries(kinds.map((k) => [k, []])) as unknown as Record<K, number[]>;
   let entries: string[];
   try {
     entries = readdirSync("/proc");
   } catch {
-    return [];
+    return out;
   }
-  const out: number[] = [];
   for (const e of entries) {
     if (!/^\d+$/.test(e)) continue;
     const pid = Number(e);
     if (pid === process.pid) continue;
     const argv = processArgv(pid);
-    if (argv && identity(argv) && isAlive(pid)) out.push(pid);
+    if (!argv) continue;
+    for (const k of kinds) if (identities[k](argv) && isAlive(pid)) out[k].push(pid);
   }
   return out;
 }
 
 /** Waits (polling, at most `attempts` × `everyMs`) for `pid` to be gone. */
-export async function waitGone(pid: number, attempts: number, everyMs = 50): Promise<boolean> {
+async function waitGone(pid: number, attempts: number, everyMs = 50): Promise<boolean> {
   for (let i = 0; i < attempts; i++) {
     if (!isAlive(pid)) return true;
     await sleep(everyMs);
@@ -161,7 +158,7 @@ export async function stopPid(pid: number, graceAttempts: number): Promise<StopH
 }
 
 /** Sends one command to a Redis on 127.0.0.1:port; resolves with the first reply line ("+PONG", "-ERR …"). */
-export function redisCommand(port: number, args: readonly string[], timeoutMs = 1000): Promise<string> {
+function redisCommand(port: number, args: readonly string[], timeoutMs = 1000): Promise<string> {
   return new Promise((resolve, reject) => {
     const sock = net.connect({ host: LOOPBACK, port });
     let buf = "";

@@ -24,8 +24,10 @@ import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, 
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { defaultContextPath, ENV } from "../context.js";
+import { writeCertificate } from "../certs.js";
+import { defaultContextPath, ENV, parseContextFile, type ContextFile } from "../context.js";
 import { EXIT, type ExitCode } from "../exit-codes.js";
+import { uuid } from "../validate.js";
 import {
   findOnPath, findProcesses, freePort, healthCheck, isAlive, isOurs, LOOPBACK, portIsFree, redisAnswers, redisServerVersion, sleep, stopPid,
   tcpAccepts, versionAtLeast, type Identity, type StopHow, type TlsClientFiles,
@@ -36,8 +38,8 @@ export const DEFAULT_DEMO_DIR = path.join(".qim", "demo");
 
 /** The engine needs ZADD … GT and XTRIM MINID: Redis 6.2 or newer. */
 const MIN_REDIS: readonly [number, number] = [6, 2];
-export const REDIS_INSTALL = "sudo apt-get install -y redis-server";
-export const REDIS_INSTALL_ROOT = "apt-get install -y redis-server";
+const REDIS_INSTALL = "sudo apt-get install -y redis-server";
+const REDIS_INSTALL_ROOT = "apt-get install -y redis-server";
 
 /** Bounds of the waits, in attempts (each ≈ 50–100 ms plus the probe). */
 const REDIS_READY_ATTEMPTS = 200;
@@ -139,7 +141,7 @@ export interface DevUpOptions {
 }
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..", "..");
-export const ADMIN_SERVER_BIN = path.join(root, "bin", "qim-admin-server.js");
+const ADMIN_SERVER_BIN = path.join(root, "bin", "qim-admin-server.js");
 
 // ---------------------------------------------------------------------------------------------
 // Identities, state, lock
@@ -158,12 +160,12 @@ export function serverIdentity(p: DevPaths): Identity {
   return (argv) => argv.some((a) => a.endsWith("qim-admin-server.js")) && argv.includes(p.auditLog);
 }
 
-/** Every process of this data dir's stack that is running, state file or not. */
-export function stackProcesses(p: DevPaths): { redis: number[]; server: number[] } {
-  return { redis: findProcesses(redisIdentity(p)), server: findProcesses(serverIdentity(p)) };
+/** Every process of this data dir's stack that is running, state file or not (one pass over /proc). */
+function stackProcesses(p: DevPaths): { redis: number[]; server: number[] } {
+  return findProcesses({ redis: redisIdentity(p), server: serverIdentity(p) });
 }
 
-export function readState(p: DevPaths): DevState | null {
+function readState(p: DevPaths): DevState | null {
   let text: string;
   try {
     text = readFileSync(p.stateFile, "utf8");
@@ -247,9 +249,10 @@ export function logTail(file: string, from = 0, lines = 30): string {
 
 const starting = new Set<number>();
 
-/** SIGKILLs what the current `dev up` started and has not handed over yet (Ctrl+C). */
-export function killStartingSync(): void {
-  for (const pid of starting) {
+/** SIGKILLs what the current `dev up` started and has not handed over yet; returns their pids. */
+function killStartingSync(): number[] {
+  const killed = [...starting];
+  for (const pid of killed) {
     try {
       process.kill(pid, "SIGKILL");
     } catch {
@@ -257,6 +260,20 @@ export function killStartingSync(): void {
     }
   }
   starting.clear();
+  return killed;
+}
+
+/**
+ * Ctrl+C during `dev up` or `demo`: kill what devUp started and has not handed over to the state
+ * file yet, so that nothing is left half-started, and exit 130. A stack already handed over keeps
+ * running (`dev down` owns it).
+ */
+export function stopStartingOnInterrupt(): void {
+  process.once("SIGINT", () => {
+    const killed = killStartingSync();
+    process.stderr.write(killed.length > 0 ? `interrupted: stopped what was starting (pid ${killed.join(", ")})\n` : "interrupted\n");
+    process.exit(130);
+  });
 }
 
 interface Started {
@@ -266,7 +283,7 @@ interface Started {
   exited: () => boolean;
 }
 
-function spawnDetached(command: string, args: string[], cwd: string, logFile: string, env: NodeJS.ProcessEnv): Started {
+async function spawnDetached(command: string, args: string[], cwd: string, logFile: string, env: NodeJS.ProcessEnv): Promise<Started> {
   const fd = openSync(logFile, "a");
   let child: ChildProcess;
   try {
@@ -276,16 +293,18 @@ function spawnDetached(command: string, args: string[], cwd: string, logFile: st
   } finally {
     closeSync(fd);
   }
-  let spawnError: Error | undefined;
   let done = false;
-  child.on("error", (e) => {
-    spawnError = e;
+  child.on("error", () => {
     done = true;
   });
   child.on("exit", () => {
     done = true;
   });
-  if (child.pid === undefined) throw new DevStackError(EXIT.INTERNAL, "SPAWN_FAILED", `cannot start ${command}${spawnError ? `: ${spawnError.message}` : ""}`);
+  if (child.pid === undefined) {
+    // why (ENOENT, EACCES) arrives as an 'error' event after spawn() has returned
+    const err = await new Promise<Error>((resolve) => child.once("error", resolve));
+    throw new DevStackError(EXIT.INTERNAL, "SPAWN_FAILED", `cannot start ${command}: ${err.message}`);
+  }
   starting.add(child.pid);
   child.unref();
   return { child, pid: child.pid, exited: () => done || child.exitCode !== null || child.signalCode !== null };
@@ -302,7 +321,7 @@ async function stopStarted(s: Started | undefined): Promise<void> {
 // ---------------------------------------------------------------------------------------------
 
 /** Where redis-server is and which version; a DevStackError (exit 2, the install command) when it is missing or too old. */
-export async function requireRedisServer(env: NodeJS.ProcessEnv = process.env): Promise<{ binary: string; version: string }> {
+async function requireRedisServer(env: NodeJS.ProcessEnv = process.env): Promise<{ binary: string; version: string }> {
   const binary = findOnPath("redis-server", env);
   const install = `install it with: ${REDIS_INSTALL} (or, as root: ${REDIS_INSTALL_ROOT})`;
   if (!binary) {
@@ -322,7 +341,7 @@ async function startRedis(p: DevPaths, binary: string, env: NodeJS.ProcessEnv): 
   for (let attempt = 0; ; attempt++) {
     const port = await freePort();
     const from = sizeOf(p.redisLog);
-    const started = spawnDetached(binary, [
+    const started = await spawnDetached(binary, [
       "--port", String(port),
       "--bind", LOOPBACK,
       "--dir", p.redisDir,
@@ -379,39 +398,34 @@ function usable(certFile: string, keyFile: string, caFile?: string): boolean {
  * certificate once; later runs keep them, and replace only what is missing, about to expire, or
  * not signed by the CA.
  */
-export async function ensurePki(p: DevPaths): Promise<{ created: string[] }> {
+async function ensurePki(p: DevPaths): Promise<{ created: string[] }> {
   const caOk = usable(p.caCert, p.caKey);
   const serverOk = caOk && usable(p.serverCert, p.serverKey, p.caCert);
   const adminOk = caOk && usable(p.adminCert, p.adminKey, p.caCert);
   if (caOk && serverOk && adminOk) return { created: [] };
-  const { createCa, issueClientCert, issueServerCert, writePkiFile } = await import("../../certs/pki.js");
+  const { createCa, issueClientCert, issueServerCert } = await import("../../certs/pki.js");
   const created: string[] = [];
   let ca: { certPem: string; keyPem: string };
-  const fresh = !caOk;
-  if (fresh) {
+  // what is not usable is replaced: written over, as `qimctl certs … --force` does
+  if (!caOk) {
     ca = createCa({ commonName: "qimctl dev CA" });
-    writePkiFile(p.caKey, ca.keyPem, { private: true, overwrite: true });
-    writePkiFile(p.caCert, ca.certPem, { private: false, overwrite: true });
+    await writeCertificate(ca, p.caCert, p.caKey, null, true);
     created.push("dev CA");
   } else {
     ca = { certPem: readFileSync(p.caCert, "utf8"), keyPem: readFileSync(p.caKey, "utf8") };
   }
   if (!serverOk) {
-    const server = issueServerCert(ca, { hosts: ["localhost", "127.0.0.1"] });
-    writePkiFile(p.serverKey, server.keyPem, { private: true, overwrite: true });
-    writePkiFile(p.serverCert, server.certPem, { private: false, overwrite: true });
+    await writeCertificate(issueServerCert(ca, { hosts: ["localhost", "127.0.0.1"] }), p.serverCert, p.serverKey, null, true);
     created.push("server certificate (localhost, 127.0.0.1)");
   }
   if (!adminOk) {
-    const admin = issueClientCert(ca, { name: "dev-admin", role: "admin" });
-    writePkiFile(p.adminKey, admin.keyPem, { private: true, overwrite: true });
-    writePkiFile(p.adminCert, admin.certPem, { private: false, overwrite: true });
+    await writeCertificate(issueClientCert(ca, { name: "dev-admin", role: "admin" }), p.adminCert, p.adminKey, "admin", true);
     created.push("admin client certificate (CN=dev-admin, OU=admin)");
   }
   return { created };
 }
 
-export function adminTls(p: DevPaths): TlsClientFiles {
+function adminTls(p: DevPaths): TlsClientFiles {
   return { caPem: readFileSync(p.caCert), certPem: readFileSync(p.adminCert), keyPem: readFileSync(p.adminKey) };
 }
 
@@ -419,26 +433,19 @@ export function adminTls(p: DevPaths): TlsClientFiles {
 // Context files
 // ---------------------------------------------------------------------------------------------
 
-const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-
-/** The dev tenant of this data dir: the one its context file names, else a new one. */
+/** The dev tenant of this data dir: the one its context file names (read as any command reads it), else a new one. */
 function devTenant(p: DevPaths): string {
   try {
-    const t = (JSON.parse(readFileSync(p.contextFile, "utf8")) as { tenant?: unknown }).tenant;
-    if (typeof t === "string" && UUID_RE.test(t)) return t;
+    const { tenant } = parseContextFile(readFileSync(p.contextFile, "utf8"), p.contextFile);
+    return uuid("tenant", tenant);
   } catch {
-    // none yet
+    // none yet, or not a context file with a tenant UUID
+    return randomUUID();
   }
-  return randomUUID();
 }
 
-/** The context a dev stack writes: what cli/context.ts reads, plus the `dev` mark and the data dir. */
-export interface DevContextFile {
-  endpoint: string;
-  ca: string;
-  cert: string;
-  key: string;
-  tenant: string;
+/** The context a dev stack writes: what cli/context.ts reads, every field set, plus the `dev` mark and the data dir. */
+interface DevContextFile extends Required<ContextFile> {
   insecure: false;
   dev: true;
   dataDir: string;
@@ -512,7 +519,7 @@ async function startServer(
 ): Promise<{ started: Started } | { failed: "address-in-use" | "exited" | "no-answer"; tail: string; detail: string }> {
   const from = sizeOf(p.serverLog);
   writeFileSync(p.serverLog, `--- qimctl dev up ${new Date().toISOString()}: qim-admin-server on ${LOOPBACK}:${port}, redis ${LOOPBACK}:${redisPort}\n`, { flag: "a" });
-  const started = spawnDetached(process.execPath, [
+  const started = await spawnDetached(process.execPath, [
     ADMIN_SERVER_BIN,
     "--redis", `${LOOPBACK}:${redisPort}`,
     "--listen", `${LOOPBACK}:${port}`,
@@ -776,21 +783,30 @@ export async function devDown(opts: { dataDir: string; purge?: boolean; env?: No
   const release = lock(p);
   try {
     const s = readState(p);
+    // the state's pids and any other process of this data dir (a state deleted by hand, a dev up
+    // that died before writing it); each is checked again just before it is signalled (pids are reused)
+    const running = stackProcesses(p);
     const stopped: StoppedProcess[] = [];
+    const left: number[] = [];
     const stop = async (what: StoppedProcess["process"], pid: number, identity: Identity) => {
       if (!isAlive(pid)) stopped.push({ process: what, pid, how: "already gone" });
       else if (!isOurs(pid, identity)) stopped.push({ process: what, pid, how: "not ours" });
-      else stopped.push({ process: what, pid, how: await stopPid(pid, STOP_GRACE_ATTEMPTS) });
+      else {
+        try {
+          stopped.push({ process: what, pid, how: await stopPid(pid, STOP_GRACE_ATTEMPTS) });
+        } catch {
+          left.push(pid);
+        }
+      }
     };
     // the server first: it is Redis's client
-    if (s) await stop("server", s.server.pid, serverIdentity(p));
-    for (const pid of findProcesses(serverIdentity(p))) await stop("server", pid, serverIdentity(p));
-    if (s) await stop("redis", s.redis.pid, redisIdentity(p));
-    for (const pid of findProcesses(redisIdentity(p))) await stop("redis", pid, redisIdentity(p));
-    const left = stackProcesses(p);
-    if (left.redis.length + left.server.length > 0) {
-      throw new DevStackError(EXIT.INTERNAL, "DEV_STACK_STILL_RUNNING", `still running after SIGKILL: ${[...left.server, ...left.redis].join(", ")}`);
-    }
+    const server = serverIdentity(p);
+    const redis = redisIdentity(p);
+    if (s) await stop("server", s.server.pid, server);
+    for (const pid of running.server) if (pid !== s?.server.pid) await stop("server", pid, server);
+    if (s) await stop("redis", s.redis.pid, redis);
+    for (const pid of running.redis) if (pid !== s?.redis.pid) await stop("redis", pid, redis);
+    if (left.length > 0) throw new DevStackError(EXIT.INTERNAL, "DEV_STACK_STILL_RUNNING", `still running after SIGKILL: ${left.join(", ")}`);
     const stateRemoved = existsSync(p.stateFile);
     rmSync(p.stateFile, { force: true });
     const defaultPath = defaultContextPath(env, home);

@@ -20,7 +20,11 @@ export function dataDirArg(dataDir: string, defaultDir: string): string {
 
 const quote = (s: string) => (/^[\w./:@=+-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`);
 
-export function upLines(r: DevUpResult, defaultDir: string): string {
+/**
+ * What dev up started or reused. `nextSteps: false` leaves out the closing "Try:" commands and
+ * how to stop the stack (the demo runs its own scenario and says how to stop it at the end).
+ */
+export function upLines(r: DevUpResult, defaultDir: string, opts: { nextSteps?: boolean } = {}): string {
   const dd = dataDirArg(r.dataDir, defaultDir);
   const ctxFlag = r.defaultContext.written ? "" : ` --context ${quote(shown(r.context))}`;
   const lines = [
@@ -39,6 +43,7 @@ export function upLines(r: DevUpResult, defaultDir: string): string {
   if (!r.defaultContext.written) {
     lines.push(`  Use this stack with --context ${quote(shown(r.context))}, or: export QIMCTL_CONTEXT=${quote(r.context)}`);
   }
+  if (opts.nextSteps === false) return lines.join("\n");
   const owner = randomUUID();
   lines.push(
     "Try:",

@@ -187,7 +187,7 @@ describe("dashboard components at 100 columns", () => {
   it("Dashboard: all sections within the width; waiting before the first snapshot", () => {
     const a = snapshot({ timeMs: 10_000, join: 1 });
     const b = snapshot({ timeMs: 11_000, join: 3 });
-    const lines = frame(render(<Dashboard endpoint="localhost:7443" intervalMs={1000} snapshot={b} prevSnapshot={a} state={connected} paused={false} width={WIDTH} />));
+    const lines = frame(render(<Dashboard endpoint="localhost:7443" intervalMs={1000} snapshot={b} rates={rates(a, b)} state={connected} paused={false} width={WIDTH} />));
     const text = lines.join("\n");
     for (const l of lines) assert.ok(l.length <= WIDTH, `fits ${WIDTH} columns: ${l}`);
     assert.match(text, /epoch 3\s+authority redis-hash/);
@@ -195,7 +195,7 @@ describe("dashboard components at 100 columns", () => {
     assert.match(text, /registration queue\s+instance 0: 3/);
     assert.match(text, /GroupService\/AddMembers/);
     assert.equal(lines.filter((l) => /^\d+\s+(OK|NO_CHECKPOINT)\s/.test(l)).length, 4);
-    const waiting = frame(render(<Dashboard endpoint="localhost:7443" intervalMs={1000} snapshot={null} prevSnapshot={null} state={{ kind: "connecting" }} paused={false} width={WIDTH} />)).join("\n");
+    const waiting = frame(render(<Dashboard endpoint="localhost:7443" intervalMs={1000} snapshot={null} rates={null} state={{ kind: "connecting" }} paused={false} width={WIDTH} />)).join("\n");
     assert.match(waiting, /● connecting/);
     assert.match(waiting, /waiting for the first snapshot/);
   });
@@ -205,9 +205,9 @@ describe("dashboard: a terminal shorter than the whole view", () => {
   it("keeps the frame shorter than the terminal by showing only the newest audit entries that fit", () => {
     const many = { ...snapshot(), audit: Array.from({ length: 8 }, (_, i) => ({ time: `2026-11-29T23:00:0${i}.000Z`, principal: `p${i}`, rpc: "/qim.admin.v1.GroupService/AddMembers", result: "OK" })) };
     for (const state of [connected, down]) {
-      const all = frame(render(<Dashboard endpoint="e:1" intervalMs={1000} snapshot={many} prevSnapshot={null} state={state} paused={false} width={WIDTH} />));
+      const all = frame(render(<Dashboard endpoint="e:1" intervalMs={1000} snapshot={many} rates={null} state={state} paused={false} width={WIDTH} />));
       assert.ok(all.some((l) => /^23:00:00Z\s+p0\s/.test(l)), "no height: every entry");
-      const short = frame(render(<Dashboard endpoint="e:1" intervalMs={1000} snapshot={many} prevSnapshot={null} state={state} paused={false} width={WIDTH} height={24} />));
+      const short = frame(render(<Dashboard endpoint="e:1" intervalMs={1000} snapshot={many} rates={null} state={state} paused={false} width={WIDTH} height={24} />));
       assert.ok(short.length < 24, `${short.length} rows for a 24-row terminal (${state.kind})`);
       assert.ok(short.some((l) => /^23:00:07Z\s+p7\s/.test(l)), "the newest entry stays");
       assert.ok(!short.some((l) => /^23:00:00Z\s+p0\s/.test(l)), "the oldest entry goes");
@@ -219,17 +219,20 @@ describe("dashboard: keys of the interactive shell", () => {
   it("p freezes the shown snapshot (PAUSED) while new ones arrive, p again shows the newest; q and Ctrl+C quit", async () => {
     const quits: Quit[] = [];
     const props = { endpoint: "localhost:7443", intervalMs: 1000, state: connected, onQuit: (how: Quit) => quits.push(how) };
-    const r = render(<DashboardApp {...props} snapshot={snapshot({ epoch: 3 })} prevSnapshot={null} />);
+    const [s2, s3, s4] = [snapshot({ timeMs: 10_000, epoch: 2 }), snapshot({ timeMs: 11_000, epoch: 3, join: 2 }), snapshot({ timeMs: 12_000, epoch: 4, join: 7 })];
+    const r = render(<DashboardApp {...props} snapshot={s3} rates={rates(s2, s3)} />);
     assert.match(await until(r, (t) => /epoch 3/.test(t)), /epoch 3/);
     r.stdin.write("p");
     assert.match(await until(r, (t) => /PAUSED/.test(t)), /PAUSED/);
-    r.rerender(<DashboardApp {...props} snapshot={snapshot({ epoch: 4 })} prevSnapshot={snapshot({ epoch: 3 })} />);
+    r.rerender(<DashboardApp {...props} snapshot={s4} rates={rates(s3, s4)} />);
     const paused = await until(r, () => false);
     assert.match(paused, /epoch 3/, "paused: the last snapshot stays");
+    assert.match(paused, /membership events\/s 2\.0/, "paused: its rates stay with it");
     assert.match(paused, /PAUSED/);
     r.stdin.write("p");
     const resumed = await until(r, (t) => /epoch 4/.test(t) && !/PAUSED/.test(t));
     assert.match(resumed, /epoch 4/);
+    assert.match(resumed, /membership events\/s 5\.0/);
     assert.doesNotMatch(resumed, /PAUSED/);
     r.stdin.write("q");
     r.stdin.write("\u0003");

@@ -15,7 +15,7 @@ import * as grpc from "@grpc/grpc-js";
 import { connectAdmin, errorCode, errorField, type AdminClient, type Snapshot, type WatchStream } from "../../admin-api/client.js";
 import { startAdminServer, type AdminServer, type AdminServerOptions } from "../../admin-api/server.js";
 import { DashboardFeed, type SnapshotView } from "../../cli/dashboard/feed.js";
-import type { ConnectionState } from "../../cli/dashboard/model.js";
+import { rates, type ConnectionState } from "../../cli/dashboard/model.js";
 import { classifyError } from "../../cli/exit-codes.js";
 import { CLIENT_NAMES, testPki, type TestPki } from "../certs/fixture.js";
 import { freePort, startRedis, type RedisServer } from "../harness/redis.js";
@@ -267,7 +267,7 @@ describe("ObserveService.Watch and the dashboard's feed", { timeout: 180_000 }, 
       assert.deepEqual(states[0], { kind: "connecting" });
       await eventually("two snapshots", () => views.length >= 2);
       assert.equal(views[0]!.rates, null, "no rate from a single snapshot");
-      assert.equal(views[1]!.prev, views[0]!.snapshot);
+      assert.deepEqual(views[1]!.rates, rates(views[0]!.snapshot, views[1]!.snapshot), "rates since the previous snapshot");
       assert.equal(typeof views[1]!.rates?.membershipEventsPerSec, "number");
       assert.deepEqual(states.at(-1), { kind: "connected" });
 

@@ -5,11 +5,12 @@
  * context is never the developer's.
  */
 import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
-import { alive, killMentioning, ok, processesMentioning, qimctl } from "./helpers.js";
+import { alive, baseEnv, killMentioning, ok, processesMentioning, QIMCTL, qimctl, ROOT } from "./helpers.js";
 
 describe("qimctl dev up|status|down with real processes", { timeout: 300_000 }, () => {
   let tmp: string;
@@ -163,6 +164,24 @@ describe("qimctl dev up|status|down with real processes", { timeout: 300_000 }, 
     rmSync(defaultContext);
   });
 
+  it("Ctrl+C while dev up starts the stack: exit 130, what it had started is stopped", async () => {
+    const dir = path.join(tmp, "interrupted");
+    const child = spawn(process.execPath, [QIMCTL, "dev", "up", "--data-dir", dir], { cwd: ROOT, env: { ...baseEnv, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+    let stderr = "";
+    const exit = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+    // redis-server is running (and not handed over yet) once dev up goes on to the admin server
+    await new Promise<void>((resolve) => child.stderr.on("data", (d: Buffer) => {
+      stderr += d.toString();
+      if (/starting the admin server/.test(stderr)) resolve();
+    }));
+    child.kill("SIGINT");
+    assert.equal(await exit, 130, stderr);
+    assert.match(stderr, /^interrupted: stopped what was starting \(pid \d+/m);
+    for (let i = 0; i < 100 && processesMentioning(dir).length > 0; i++) await new Promise((r) => setTimeout(r, 20));
+    assert.deepEqual(processesMentioning(dir), [], "nothing left running");
+    assert.ok(!existsSync(path.join(dir, "dev.json")), "no state written");
+  });
+
   it("without redis-server on PATH: exit 2 with the install command, nothing started or created", async () => {
     const bin = path.join(tmp, "bin-without-redis");
     mkdirSync(bin, { recursive: true });
@@ -181,5 +200,19 @@ describe("qimctl dev up|status|down with real processes", { timeout: 300_000 }, 
     const demo = await qimctl(["demo", "--data-dir", dir], { env: { ...env, PATH: bin } });
     assert.equal(demo.code, 2);
     assert.equal(demo.json.code, "REDIS_SERVER_MISSING");
+  });
+
+  it("a redis-server on PATH that cannot be started: exit 1 saying why, nothing left running", async () => {
+    const bin = path.join(tmp, "bin-broken-redis");
+    mkdirSync(bin, { recursive: true });
+    symlinkSync(process.execPath, path.join(bin, "node"));
+    // a broken install: its interpreter is missing, so exec fails with ENOENT
+    writeFileSync(path.join(bin, "redis-server"), "#!/nonexistent/interpreter\n", { mode: 0o755 });
+    const dir = path.join(tmp, "broken-redis");
+    const r = await qimctl(["dev", "up", "--data-dir", dir], { env: { ...env, PATH: bin } });
+    assert.equal(r.code, 1, `${r.stdout}\n${r.stderr}`);
+    assert.equal(r.json.code, "SPAWN_FAILED");
+    assert.match(r.json.message, /^cannot start .*redis-server: spawn .*ENOENT/);
+    assert.deepEqual(processesMentioning(dir), [], "nothing started");
   });
 });

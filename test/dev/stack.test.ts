@@ -1,14 +1,15 @@
 /**
  * The decisions of the dev stack that need no process: whose default context may be replaced,
  * which processes are the stack's (a reused pid or a sibling data dir is never taken for ours),
- * the Redis version floor.
+ * the Redis version floor; and the one pass over /proc that sorts live processes by identity.
  */
 import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, describe, it } from "node:test";
-import { versionAtLeast } from "../../cli/dev/process.js";
+import { findProcesses, isAlive, versionAtLeast } from "../../cli/dev/process.js";
 import { authorityKind, authorityLine, defaultContextIsOurs, defaultContextPlan, devPaths, redisIdentity, serverIdentity } from "../../cli/dev/stack.js";
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), "qimctl-dev-unit-"));
@@ -65,5 +66,27 @@ describe("dev stack decisions", () => {
     assert.equal(authorityLine({ authority: "cassandra 127.0.0.1:9042 keyspace qim (consistency LOCAL_QUORUM)", authorityKind: "cassandra" }),
       "conversation-set authority: cassandra at 127.0.0.1:9042 keyspace qim (consistency LOCAL_QUORUM)");
     assert.match(authorityLine({ authority: "redis-hash (…)", authorityKind: "redis-hash" }), /^conversation-set authority: redis-hash \(development fallback/);
+  });
+});
+
+describe("findProcesses", () => {
+  it("sorts live processes by identity in one pass: each list holds exactly the processes its identity accepts", async () => {
+    const mark = `qimctl-find-${process.pid}-${Date.now()}`;
+    const start = (kind: string) => spawn(process.execPath, ["-e", "setInterval(() => {}, 1000)", mark, kind], { stdio: "ignore" });
+    const children = [start("a"), start("b"), start("b")];
+    try {
+      const pids = children.map((c) => c.pid!);
+      const is = (kind: string) => (argv: readonly string[]) => argv.includes(mark) && argv.at(-1) === kind;
+      const found = findProcesses({ a: is("a"), b: is("b"), none: is("c") });
+      assert.deepEqual(Object.keys(found).sort(), ["a", "b", "none"]);
+      assert.deepEqual(found.a, [pids[0]]);
+      assert.deepEqual([...found.b].sort((x, y) => x - y), [pids[1]!, pids[2]!].sort((x, y) => x - y));
+      assert.deepEqual(found.none, []);
+      assert.deepEqual(findProcesses({}), {}, "no identity, nothing to sort");
+    } finally {
+      for (const c of children) c.kill("SIGKILL");
+      await Promise.all(children.map((c) => (c.exitCode !== null || c.signalCode !== null ? undefined : new Promise((r) => c.once("exit", r)))));
+    }
+    assert.ok(children.every((c) => !isAlive(c.pid)));
   });
 });

@@ -1,8 +1,9 @@
 /**
  * End to end, `qimctl dashboard` against a real redis-server and the real admin server over real
- * mTLS: JSON and plain lines when stdout is not a terminal, a server that is not up yet, refusals;
- * and the ink TUI on a real pseudo-terminal (tmux): the screen shows the epoch and the partitions,
- * p pauses, q exits 0, Ctrl+C exits 130. tmux is required: without it this file fails.
+ * mTLS: JSON and plain lines when stdout is not a terminal, a server that is not up yet, refusals (a
+ * role; a certificate of another CA exits 6, not retried); and the ink TUI on a real pseudo-terminal
+ * (tmux): the screen shows the epoch and the partitions, p pauses, q exits 0, Ctrl+C exits 130.
+ * tmux is required: without it this file fails.
  */
 import assert from "node:assert/strict";
 import { execFile, spawn } from "node:child_process";
@@ -58,7 +59,7 @@ describe("qimctl dashboard against the real server", { timeout: 180_000 }, () =>
   before(async () => {
     dir = mkdtempSync(path.join(os.tmpdir(), "qimctl-dashboard-e2e-"));
     e2e = await startE2eServer(dir);
-    for (const who of ["operator", "viewer", "drill", "noRole"] as const) ctx[who] = contextFor(who);
+    for (const who of ["operator", "viewer", "drill", "noRole", "otherCaAdmin"] as const) ctx[who] = contextFor(who);
     // something to show: a group, a membership change, their audit entries
     const g = ok(await run(["group", "create", "--owner", randomUUID()], { context: ctx.operator! }), "group create").group as string;
     ok(await run(["membership", "add", "--group", g, "--user", randomUUID()], { context: ctx.operator! }), "membership add");
@@ -182,8 +183,9 @@ describe("qimctl dashboard against the real server", { timeout: 180_000 }, () =>
       const exitFile = await startSession("dash", ctx.viewer!);
       const shown = await eventually("the dashboard on screen", async () => {
         const s = await screen("dash");
-        // rates need two snapshots
-        return /● connected/.test(s) && /PART\s+VERDICT/.test(s) && /membership events\/s \d+\.\d/.test(s) && s;
+        // rates need two snapshots; the status line is drawn last, so a capture taken while ink
+        // redraws the frame (partition rows cut off) is not taken for the screen
+        return /● connected/.test(s) && /PART\s+VERDICT/.test(s) && /membership events\/s \d+\.\d/.test(s) && /p pause\s+q quit/.test(s) && s;
       });
       assert.match(shown, /qimctl dashboard\s+localhost:\d+/);
       assert.match(shown, new RegExp(`epoch ${epoch}\\s+authority redis-hash`));
@@ -206,5 +208,24 @@ describe("qimctl dashboard against the real server", { timeout: 180_000 }, () =>
       await tmux("send-keys", "-t", "dash-int", "C-c");
       assert.equal(await exitStatus(exitFile), "130");
     });
+  });
+
+  it("a certificate of another CA exits 6 as every command does instead of being retried", async () => {
+    // last: its refused handshakes are audit entries, which would push the TUI test's AddMembers out of the tail.
+    // The run helper's timeout bounds the run: a retry loop would never reach --count 1 and be killed
+    const [json, text] = await Promise.all([
+      run(["dashboard", "--count", "1", "--interval", "0.2s"], { context: ctx.otherCaAdmin! }),
+      run(["dashboard", "--count", "1", "--interval", "0.2s"], { context: ctx.otherCaAdmin!, json: false }),
+    ]);
+    const refused = failed(json, 6, "other CA, JSON");
+    assert.equal(refused.code, "CERTIFICATE_REFUSED");
+    assert.ok(refused.message.startsWith("the server refused this client certificate: "), refused.message);
+    assert.equal(text.code, 6, text.stderr);
+    assert.match(text.stderr, /^Error: the server refused this client certificate: .+\n/);
+    assert.match(text.stderr, /hint: .*not signed by the CA in --ca/);
+    for (const r of [json, text]) {
+      assert.doesNotMatch(r.stderr, /disconnected from|retrying/, "no retry");
+      assert.equal(r.stdout, "");
+    }
   });
 });

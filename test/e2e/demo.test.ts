@@ -39,6 +39,10 @@ describe("qimctl demo in a clean directory", { timeout: 300_000 }, () => {
       assert.match(first.stdout, line);
     }
     assert.match(first.stdout, /conversation-set authority: redis-hash \(development fallback/);
+    // the dev stack's lines without dev up's "Try:" section: the demo is the scenario, and says how to stop once
+    assert.match(first.stdout, /^== Dev stack\n {3}Dev stack started in \.qim\/demo$/m);
+    assert.doesNotMatch(first.stdout, /^\s*Try:$/m);
+    assert.equal(first.stdout.match(/Stop it with:/g)?.length, 1);
     const dataDir = path.join(tmp, ".qim", "demo");
     const status = ok(await qimctl(["dev", "status", "--data-dir", ".qim/demo"], { env, cwd: tmp }), "dev status after the demo");
     assert.equal(status.state, "up", "the stack keeps running");

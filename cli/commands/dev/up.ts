@@ -1,6 +1,6 @@
 import { Flags } from "@oclif/core";
 import { dataDirFlag, DevCommand } from "../../dev/command.js";
-import { DEFAULT_DEV_DIR, devUp, killStartingSync, type DevUpResult } from "../../dev/stack.js";
+import { DEFAULT_DEV_DIR, devUp, stopStartingOnInterrupt, type DevUpResult } from "../../dev/stack.js";
 import { upLines } from "../../dev/text.js";
 
 export default class DevUp extends DevCommand<typeof DevUp> {
@@ -32,12 +32,7 @@ Exit codes: 0 up (started or reused); 2 redis-server not installed (the install 
   };
 
   async run(): Promise<DevUpResult> {
-    // Ctrl+C while starting: stop what this run started, leave nothing half-started
-    process.once("SIGINT", () => {
-      killStartingSync();
-      process.stderr.write("interrupted: stopped what this dev up had started\n");
-      process.exit(130);
-    });
+    stopStartingOnInterrupt();
     const r = await devUp({
       dataDir: this.flags["data-dir"],
       ...(this.flags.port !== undefined ? { port: this.flags.port } : {}),

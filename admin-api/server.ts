@@ -9,27 +9,25 @@ import { loadSync } from "@grpc/proto-loader";
 import { ReflectionService } from "@grpc/reflection";
 import { HealthImplementation } from "grpc-health-check";
 import {
-  authorityFromEnv,
-  CassandraAuthority,
+  DEFAULT_RELAY_INTERVAL_MS,
   DEFAULT_RETENTION_MS,
-  Engine,
+  EngineRuntime,
   InvalidArgumentError,
-  OutboxRelay,
   parseHostPort,
+  parseReason,
   ProjectionRefusedError,
   refusedVerdict,
-  ProjectionStack,
   RedisStore,
-  RedisStreamsDispatchLog,
   registry,
   type CassandraAuthorityOptions,
+  type ConversationOptions,
+  type ConversationService,
   type ConversationStateAuthority,
+  type DispatchIdentity,
   type DrillWipe,
-  type EngineOptions,
   type TopologyConfig,
 } from "../core/index.js";
-import { failpoint, failpointsArmed, FAILPOINTS } from "../core/failpoints.js";
-import { parseReason } from "../core/text.js";
+import { failpoint, failpointsArmed, FAILPOINTS } from "../core/support/index.js";
 import { auditArguments, AuditLog, type AuditRecord } from "./audit.js";
 import { allowed, MUTATING, principalOf, type CallWithAuth, type Principal } from "./auth.js";
 import { DenyList } from "./deny-list.js";
@@ -66,8 +64,8 @@ export interface AdminServerOptions {
   auditPath: string;
   /** fdatasync the audit log before answering (default true). */
   auditSync?: boolean;
-  engine?: EngineOptions;
-  dispatch?: { clusterId: string; topicId: string; partitionCount: number };
+  engine?: ConversationOptions;
+  dispatch?: DispatchIdentity;
   /**
    * The in-process outbox relay: commits of this server are relayed at once (kicked); a sweep of
    * every bucket every N ms picks up the rest (other processes, recovery). 0 turns it off.
@@ -105,10 +103,12 @@ export interface AdminServer {
   /** The gRPC port actually bound. */
   port: number;
   metricsPort: number | null;
-  engine: Engine;
+  /** The engine this server runs (conversations, dispatch log and relay, session projection). */
+  runtime: EngineRuntime;
+  conversations: ConversationService;
   audit: AuditLog;
   /** The session projection this server runs (consumer, registration task, drills). */
-  projection: ProjectionStack;
+  projection: EngineRuntime["projection"];
   /** The dashboard's watchers (ObserveService.Watch); `active` counts the streams being served. */
   observer: Observer;
   /** Reads the deny list file again (SIGHUP); the previous list stays when it is malformed. No-op without one. */
@@ -252,10 +252,7 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
     for (const o of opened.reverse()) await o.close().catch((err: unknown) => log(`start-up cleanup of the ${o.what} failed: ${String(err)}`));
   };
 
-  let relay: OutboxRelay | undefined;
-  let engine: Engine;
-  let stack: ProjectionStack;
-  let ownAuthority: boolean;
+  let runtime: EngineRuntime;
   let audit: AuditLog;
   let denyList: DenyList | undefined;
   try {
@@ -264,26 +261,31 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
       const list = denyList;
       opened.push({ what: "deny list", close: () => list.close() });
     }
-    engine = new Engine(store, { ...opts.engine, onCommit: (bucket) => relay?.kick(bucket) });
-    const dispatch = new RedisStreamsDispatchLog(store, engine.keys, opts.dispatch ?? { clusterId: "qim", topicId: "dispatch", partitionCount: 8 });
-    ownAuthority = opts.authority === undefined;
-    const authority = opts.authority ?? (opts.cassandra ? new CassandraAuthority(opts.cassandra) : authorityFromEnv(store, engine.keys));
-    log(`conversation-set authority: ${authority.describe()}`);
-    stack = new ProjectionStack(engine, dispatch, authority, {
-      retentionMs: opts.retentionMs ?? DEFAULT_RETENTION_MS,
-      ...(opts.projectionPollMs !== undefined ? { projector: { pollIntervalMs: opts.projectionPollMs } } : {}),
+    runtime = new EngineRuntime({
+      store,
+      ...(opts.engine?.keyPrefix !== undefined ? { keyPrefix: opts.engine.keyPrefix } : {}),
+      ...(opts.engine ? { conversation: opts.engine } : {}),
+      ...(opts.dispatch ? { dispatch: opts.dispatch } : {}),
+      ...(opts.authority ? { authority: opts.authority } : {}),
+      ...(opts.cassandra ? { cassandra: opts.cassandra } : {}),
+      projection: {
+        retentionMs: opts.retentionMs ?? DEFAULT_RETENTION_MS,
+        ...(opts.projectionPollMs !== undefined ? { projector: { pollIntervalMs: opts.projectionPollMs } } : {}),
+        log,
+        onError: (err) => throttled(`session projection: ${err instanceof Error ? err.message : String(err)}`),
+      },
+      relay: { onError: (err) => log(`relay: ${(err as Error).message}`) },
+      relayIntervalMs: opts.relayIntervalMs ?? DEFAULT_RELAY_INTERVAL_MS,
       log,
-      onError: (err) => throttled(`session projection: ${err instanceof Error ? err.message : String(err)}`),
     });
-    const projection = stack;
-    const authorityOwned = ownAuthority;
-    opened.push({ what: "session projection", close: () => (authorityOwned ? projection.close() : projection.stop()) });
-    relay = new OutboxRelay(store, engine.keys, dispatch, { onAppended: stack.lowLatency, onError: (err) => log(`relay: ${(err as Error).message}`) });
+    log(`conversation-set authority: ${runtime.projection.authority.describe()}`);
+    const engineRuntime = runtime;
+    opened.push({ what: "engine", close: () => engineRuntime.stop() });
 
     // Fail closed: the projection's start-up audit records the log's identity on first use and
     // refuses a log that is not ours (naming every partition) or that lost acknowledged records
-    // (BEYOND_HIGH); either way the server does not start, so the relay never appends to it.
-    const report = await stack.start();
+    // (BEYOND_HIGH); either way the runtime does not start, so the relay never appends to it.
+    const report = await runtime.start();
     if (report.epochBumped) log(`session projection: started at epoch ${report.epoch} after a loss (see above)`);
     audit = await AuditLog.open(opts.auditPath, { sync: opts.auditSync ?? true });
     const auditLog = audit;
@@ -296,8 +298,8 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
     await undo();
     throw err;
   }
-  const projection = stack;
-  const outboxRelay = relay;
+  const projection = runtime.projection;
+  const engine = runtime.conversations;
 
   const writeAudit = async (rec: Omit<AuditRecord, "time">) => audit.append({ time: new Date().toISOString(), ...rec });
 
@@ -623,14 +625,14 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
   };
   void probe();
 
-  if ((opts.relayIntervalMs ?? 1000) > 0) outboxRelay.start(opts.relayIntervalMs ?? 1000);
 
   log(`qim admin server listening on ${host}:${boundPort} (${insecure ? "INSECURE plaintext" : "mTLS, client certificates required"})${metricsPort !== null ? `, metrics on http://${m!.host}:${metricsPort}/metrics` : ""}`);
 
   return {
     port: boundPort,
     metricsPort,
-    engine,
+    runtime,
+    conversations: engine,
     audit,
     projection,
     observer,
@@ -640,8 +642,7 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
       observer.close();
       await denyList?.close();
       await new Promise<void>((resolve) => server.tryShutdown(() => resolve()));
-      await outboxRelay.stop();
-      await (ownAuthority ? projection.close() : projection.stop());
+      await runtime.stop();
       if (metricsServer) await new Promise<void>((resolve) => metricsServer!.close(() => resolve()));
       await audit.close();
       await store.close();

@@ -18,7 +18,7 @@ import * as grpc from "@grpc/grpc-js";
 import { HealthImplementation, service as healthService } from "grpc-health-check";
 import { connectAdmin } from "../admin-api/client.js";
 import { createCa, issueClientCert, issueServerCert } from "../certs/pki.js";
-import { Engine, OutboxRelay, RedisStore, RedisStreamsDispatchLog } from "../core/index.js";
+import { ConversationService, OutboxRelay, RedisStore, RedisStreamsDispatchLog } from "../core/index.js";
 import { freePort, startRedis } from "../test/harness/redis.js";
 
 const run = promisify(execFile);
@@ -112,11 +112,11 @@ async function main() {
   });
 
   const store = new RedisStore({ kind: "instances", addrs: [redis.addr] });
-  const engine = new Engine(store);
+  const engine = new ConversationService(store);
   // the server also relays every event it commits into the dispatch log: the same core work with
   // an in-process relay kicked per commit is the like-for-like comparison
   let relay: OutboxRelay | undefined;
-  const relayedEngine = new Engine(store, { onCommit: (b) => relay?.kick(b) });
+  const relayedEngine = new ConversationService(store, { onCommit: (b) => relay?.kick(b) });
   relay = new OutboxRelay(store, engine.keys, new RedisStreamsDispatchLog(store, engine.keys, { clusterId: "qim", topicId: "dispatch", partitionCount: 8 }));
   relay.start(1000);
   const client = connectAdmin({ endpoint: `localhost:${port}`, caPem: ca.certPem, certPem: operator.certPem, keyPem: operator.keyPem });

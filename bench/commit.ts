@@ -12,7 +12,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
-import { Engine, OutboxRelay, RedisStore, RedisStreamsDispatchLog, registry, uuidToHex, type Uuid } from "../core/index.js";
+import { ConversationService, OutboxRelay, RedisStore, RedisStreamsDispatchLog, registry, uuidToHex, type Uuid } from "../core/index.js";
 import { startRedis } from "../test/harness/redis.js";
 
 const args = process.argv.slice(2);
@@ -48,7 +48,7 @@ return seq`;
 async function main() {
   const server = await startRedis();
   const store = new RedisStore({ kind: "instances", addrs: [server.addr] });
-  const engine = new Engine(store, { keyPrefix: "bench" });
+  const engine = new ConversationService(store, { keyPrefix: "bench" });
   const raw = new Redis({ host: server.host, port: server.port });
   raw.defineCommand("baselineCommit", { numberOfKeys: 2, lua: BASELINE_LUA });
   const log = new RedisStreamsDispatchLog(store, engine.keys, { clusterId: "bench", topicId: "dispatch", partitionCount: 8 });

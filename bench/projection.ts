@@ -28,11 +28,13 @@ import v8 from "node:v8";
 import vm from "node:vm";
 import { Redis } from "ioredis";
 import {
-  callScript, CassandraAuthority, encodeRegistration, Engine, KeySpace, loadScripts, ProjectionStack, ProjectionWriter, RedisHashAuthority,
+  callScript, CassandraAuthority, encodeRegistration, ConversationService, KeySpace, loadScripts, ProjectionStack, ProjectionWriter, RedisHashAuthority,
   RedisStore, RedisStreamsDispatchLog, uuidToHex,
   type ConversationStateAuthority, type DispatchRecord, type RegistrationItem, type Uuid,
 } from "../core/index.js";
 import { startRedis } from "../test/harness/redis.js";
+import { userKeys } from "../core/index.js";
+import { UserKeys, ucsPendingKey } from "../core/index.js";
 
 const args = process.argv.slice(2);
 const flag = (name: string, dflt: number) => {
@@ -204,7 +206,7 @@ async function registrationBench(client: Redis, plain: Redis, raw: RawPipe, sha:
   const users: Uuid[] = Array.from({ length: USERS }, () => randomUUID());
   // identical copies of the projection, one per path
   const spaces = Object.fromEntries(PATHS.map((p) => [p, new KeySpace(PREFIX[p])])) as Record<Path, KeySpace>;
-  const ukeys = Object.fromEntries(PATHS.map((p) => [p, users.map((u) => spaces[p].user(tenant, u))])) as Record<Path, ReturnType<KeySpace["user"]>[]>;
+  const ukeys = Object.fromEntries(PATHS.map((p) => [p, users.map((u) => userKeys(spaces[p], tenant, u))])) as Record<Path, UserKeys[]>;
 
   // groups of MEMBERS users; every member has the group's conversation in its set
   let clock = Date.now() - 1e9;
@@ -325,7 +327,7 @@ async function registrationBench(client: Redis, plain: Redis, raw: RawPipe, sha:
       }
     }
     const pl = client.pipeline();
-    for (let b = 0; b < 256; b++) for (const p of PATHS) pl.del(spaces[p].ucsPending(b));
+    for (let b = 0; b < 256; b++) for (const p of PATHS) pl.del(ucsPendingKey(spaces[p], b));
     await pl.exec();
   };
 
@@ -427,7 +429,7 @@ async function main() {
 
     // ---------------------------------------------------------------------------------------------
     // 2. rebuild
-    const engine = new Engine(store, { keyPrefix: "rb" });
+    const engine = new ConversationService(store, { keyPrefix: "rb" });
     const log = new RedisStreamsDispatchLog(store, engine.keys, { clusterId: "bench", topicId: "dispatch", partitionCount: 4 });
     const SHAPES = [{ convs: 50, users: USERS_50 }, { convs: 5000, users: USERS_5000 }];
 
@@ -452,7 +454,7 @@ async function main() {
     };
 
     const rebuildBench = async (authority: ConversationStateAuthority, jvmPid?: number) => {
-      const stack = new ProjectionStack(engine, log, authority, { background: false });
+      const stack = new ProjectionStack({ store, keys: engine.keys, conversations: engine, log, authority }, { background: false });
       const sessions = stack.sessions;
       const res: Record<string, unknown>[] = [];
       for (const shape of SHAPES) {
@@ -489,7 +491,7 @@ async function main() {
           const used = await cpu();
           if (count) { rebuild.push(rate); rebuildCpu.push(used); }
           if (merged !== n) throw new Error(`rebuild merged ${merged} conversations, expected ${n}`);
-          const k = engine.keys.user(rtenant, rusers[0]!);
+          const k = userKeys(engine.keys, rtenant, rusers[0]!);
           const card = await engine.store.clientFor(k.tag).zcard(k.convs);
           if (card !== shape.convs) throw new Error(`a rebuilt user has ${card} conversations, expected ${shape.convs}`);
         };

@@ -6,7 +6,7 @@
  * every key is always present.
  */
 import type { AuditRecord } from "../admin-api/audit.js";
-import type { DrillDifference, DrillReport as CoreDrillReport } from "../core/drill.js";
+import type { DrillDifference, DrillReport as CoreDrillReport } from "../core/index.js";
 import type {
   AuditEntry,
   ConversationSummary,

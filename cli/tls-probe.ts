@@ -1,5 +1,5 @@
 import { connect } from "node:tls";
-import { parseHostPort } from "../core/topology.js";
+import { parseHostPort } from "../core/index.js";
 
 /**
  * Whether the server hangs up right after a TLS handshake made with this client certificate.

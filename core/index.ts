@@ -1,21 +1,12 @@
-export * from "./authority.js";
-export * from "./bucket.js";
-export * from "./dispatch-log.js";
-export * from "./drill.js";
-export * from "./engine.js";
-export * from "./epoch.js";
-export * from "./errors.js";
-export * from "./history.js";
-export * from "./ids.js";
-export * from "./keys.js";
-export * from "./membership-event.js";
-export * from "./projection-stack.js";
-export * from "./projection.js";
-export * from "./registration.js";
-export * from "./relay.js";
-export * from "./sessions.js";
-export * from "./store.js";
-export * from "./topology.js";
-export * from "./writer.js";
-export { callScript, defineScripts, loadScripts, luaStatus, LUA_STATUS, SCRIPT_NAMES, SCRIPT_VERSION, type RedisClient, type ScriptName } from "./lua.js";
-export { metrics, registry } from "./metrics.js";
+/**
+ * The engine library, one module a folder (docs/architecture.md "Modules"): each folder's
+ * index.ts is its whole surface. This file gathers them for programs that embed the engine.
+ * A new module adds one line here.
+ */
+export * from "./base/index.js";
+export * from "./lua/index.js";
+export * from "./store/index.js";
+export * from "./conversation/index.js";
+export * from "./dispatch/index.js";
+export * from "./projection/index.js";
+export * from "./runtime/index.js";

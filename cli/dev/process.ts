@@ -45,7 +45,7 @@ export function versionAtLeast(version: string, min: readonly [number, number]):
   return maj > min[0] || (maj === min[0] && min2 >= min[1]);
 }
 
-export { freePort, portIsFree } from "../../core/ports.js";
+export { freePort, portIsFree } from "../../core/support/index.js";
 
 /** A process state letter from /proc (R, S, D, Z, …), or null without /proc. */
 function procState(pid: number): string | null {

@@ -19,6 +19,7 @@ import { CLIENT_NAMES, testPki, type TestPki } from "../certs/fixture.js";
 import { rejected, storeDigest } from "./helpers.js";
 import { projectionSettled } from "../harness/projection.js";
 import { freePort, startRedis, type RedisServer } from "../harness/redis.js";
+import { checkpointKey } from "../../core/index.js";
 
 
 describe("admin API: session projection, dispatch audit, rebuild drill", () => {
@@ -198,7 +199,7 @@ describe("admin API: session projection, dispatch audit, rebuild drill", () => {
     await projectionSettled(server, redis);
     const store = new RedisStore({ kind: "instances", addrs: [redisServer.addr] });
     try {
-      await new RedisHashAuthority(store, server.engine.keys).remove(tenant, b, [g1]);
+      await new RedisHashAuthority(store, server.runtime.keys).remove(tenant, b, [g1]);
     } finally {
       await store.close();
     }
@@ -298,7 +299,7 @@ describe("admin server start-up refused by the session projection", () => {
   it("a checkpoint beyond the high watermark (BEYOND_HIGH) or another partition count (IDENTITY_MISMATCH) refuses to start, names the partition, changes nothing", async () => {
     // a server that ran: the log has records, the checkpoints are in place
     const first = await startAdminServer(options("127.0.0.1:0", []));
-    const ckptKey = first.engine.keys.dispatchCheckpoint("dispatch", 0);
+    const ckptKey = checkpointKey(first.runtime.keys, "dispatch", 0);
     try {
       const c = connectAdmin({ endpoint: `localhost:${first.port}`, caPem: pki.ca.certPem, certPem: pki.admin.certPem, keyPem: pki.admin.keyPem });
       const tenant = randomUUID();

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { Metadata, status } from "@grpc/grpc-js";
 import { Errors } from "@oclif/core";
-import { FailedPreconditionError, InvalidArgumentError, UnavailableError } from "../../core/errors.js";
+import { FailedPreconditionError, InvalidArgumentError, UnavailableError } from "../../core/index.js";
 import { testPki } from "../certs/fixture.js";
 import {
   certificateHints,

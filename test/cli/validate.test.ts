@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { InvalidArgumentError } from "../../core/errors.js";
-import { parseReason } from "../../core/text.js";
+import { InvalidArgumentError } from "../../core/index.js";
+import { parseReason } from "../../core/index.js";
 import { outputModeFromArgv } from "../../cli/base.js";
 import { UsageError } from "../../cli/exit-codes.js";
 import { describeMembershipChange, table } from "../../cli/format.js";

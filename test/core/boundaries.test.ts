@@ -1,13 +1,13 @@
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { describe, it } from "node:test";
-import { PermissionDeniedError, type Engine, type Uuid } from "../../core/index.js";
+import { PermissionDeniedError, type ConversationService, type Uuid } from "../../core/index.js";
 import { ALL_TOPOLOGIES } from "../harness/redis.js";
 import { checkConversation } from "./checker.js";
 import { useEngine, type EngineFixture } from "./fixture.js";
 
 /** A scripted history: the same operations on a fresh tenant always give the same state. */
-async function scenario(fx: EngineFixture, engine: Engine, tenant: Uuid, users: { O: Uuid; A: Uuid; B: Uuid }) {
+async function scenario(fx: EngineFixture, engine: ConversationService, tenant: Uuid, users: { O: Uuid; A: Uuid; B: Uuid }) {
   const { O, A, B } = users;
   const g = await engine.createGroup({ tenant, owner: O, members: [A] });
   const group = g.group;

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { describe, it } from "node:test";
-import { Engine, loadScripts, MembershipChangedError, RedisStore, PermissionDeniedError, callScript, LUA_STATUS, registry, uuidToHex, type Uuid } from "../../core/index.js";
+import { ConversationService, loadScripts, MembershipChangedError, RedisStore, PermissionDeniedError, callScript, LUA_STATUS, registry, uuidToHex, type Uuid } from "../../core/index.js";
 import { ALL_TOPOLOGIES } from "../harness/redis.js";
 import { checkConversation } from "./checker.js";
 import { useEngine } from "./fixture.js";
@@ -32,7 +32,7 @@ for (const kind of ALL_TOPOLOGIES) {
       // membership changes come from another process in production (the admin server): give them
       // connections of their own so that their scripts interleave with the senders' at Redis
       const adminStore = new RedisStore(fx.topology.config);
-      const admin = new Engine(adminStore, { keyPrefix: fx.engine.opts.keyPrefix });
+      const admin = new ConversationService(adminStore, { keyPrefix: fx.engine.opts.keyPrefix });
       fx.relay.start(2);
 
       let committedChanges = 0;

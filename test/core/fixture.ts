@@ -1,13 +1,13 @@
 import { randomUUID } from "node:crypto";
 import { after, before } from "node:test";
 import {
-  Engine,
+  ConversationService,
   LOG_START,
   OutboxRelay,
   RedisStore,
   RedisStreamsDispatchLog,
   type DispatchEntry,
-  type EngineOptions,
+  type ConversationOptions,
   type LogPosition,
   type Uuid,
 } from "../../core/index.js";
@@ -17,7 +17,7 @@ import { startTopology, type TestTopology, type TopologyKind } from "../harness/
 export interface EngineFixture {
   topology: TestTopology;
   store: RedisStore;
-  engine: Engine;
+  engine: ConversationService;
   log: RedisStreamsDispatchLog;
   relay: OutboxRelay;
   tenant: () => Uuid;
@@ -31,12 +31,12 @@ export interface EngineFixture {
  * Starts a topology for the file's tests (before/after hooks) and builds the engine on it with a
  * key prefix of its own. The returned object is filled in when `before` has run.
  */
-export function useEngine(kind: TopologyKind, options: EngineOptions = {}): EngineFixture {
+export function useEngine(kind: TopologyKind, options: ConversationOptions = {}): EngineFixture {
   const fx = {} as EngineFixture;
   before(async () => {
     fx.topology = await startTopology(kind);
     fx.store = new RedisStore(fx.topology.config);
-    fx.engine = new Engine(fx.store, { keyPrefix: `t${randomUUID().slice(0, 8)}`, ...options });
+    fx.engine = new ConversationService(fx.store, { keyPrefix: `t${randomUUID().slice(0, 8)}`, ...options });
     fx.log = new RedisStreamsDispatchLog(fx.store, fx.engine.keys, { clusterId: "test", topicId: "dispatch", partitionCount: 4 });
     await fx.log.ensureIdentity();
     fx.relay = new OutboxRelay(fx.store, fx.engine.keys, fx.log);

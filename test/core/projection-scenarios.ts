@@ -14,6 +14,7 @@ import {
   type Uuid,
 } from "../../core/index.js";
 import type { EngineFixture } from "./fixture.js";
+import { ucsPendingKey } from "../../core/index.js";
 
 export interface World {
   tenant: Uuid;
@@ -23,7 +24,7 @@ export interface World {
 
 /** A new stack over the fixture's engine and log, driven by hand: no background polling or trimming. */
 export function newStack(fx: EngineFixture, authority: ConversationStateAuthority, lines: string[] = []): ProjectionStack {
-  return new ProjectionStack(fx.engine, fx.log, authority, {
+  return new ProjectionStack({ store: fx.store, keys: fx.engine.keys, conversations: fx.engine, log: fx.log, authority }, {
     background: false,
     log: (l) => lines.push(l),
     onError: (err) => lines.push(`error: ${(err as Error).message}`),
@@ -151,7 +152,7 @@ export async function registrationCrash(
   await stack.projector.catchUp();
   const queued = async () => {
     let n = 0;
-    for (let b = 0; b < 256; b++) n += await fx.store.clientForKey(fx.engine.keys.ucsPending(b)).llen(fx.engine.keys.ucsPending(b));
+    for (let b = 0; b < 256; b++) n += await fx.store.clientForKey(ucsPendingKey(fx.engine.keys, b)).llen(ucsPendingKey(fx.engine.keys, b));
     return n;
   };
   const pending = await queued();

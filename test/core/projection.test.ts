@@ -20,6 +20,7 @@ import {
 import { ALL_TOPOLOGIES } from "../harness/redis.js";
 import { useEngine } from "./fixture.js";
 import { acceptance5, assertListsMatchEngine, buildWorld, drillCatchesCorruption, newStack, registrationCrash } from "./projection-scenarios.js";
+import { checkpointKey, drillLockKey, ucsDeadKey, ucsPendingKey, userKeys } from "../../core/index.js";
 
 async function counter(name: string): Promise<number> {
   const m = (await registry.getMetricsAsJSON()).find((x) => x.name === name);
@@ -85,7 +86,7 @@ describe("session projection details (single instance)", () => {
     await stack.projector.catchUp();
     await stack.lowLatency(captured);
     assert.equal(await counter("qim_session_conversation_state_pending_total") - pendingBefore, 3, "neither path registers it again");
-    const queued = (await Promise.all(Array.from({ length: 256 }, (_, b) => fx.store.clientForKey(fx.engine.keys.ucsPending(b)).lrange(fx.engine.keys.ucsPending(b), 0, -1)))).flat()
+    const queued = (await Promise.all(Array.from({ length: 256 }, (_, b) => fx.store.clientForKey(ucsPendingKey(fx.engine.keys, b)).lrange(ucsPendingKey(fx.engine.keys, b), 0, -1)))).flat()
       .map(decodeRegistration).filter((i) => i.conversation === group);
     assert.deepEqual(queued.map((i) => i.user).sort(), [owner, ...members].sort());
     await stack.registration.drainAll();
@@ -144,7 +145,7 @@ describe("session projection details (single instance)", () => {
     const [owner, stranger] = [randomUUID(), randomUUID()];
     const { group } = await fx.engine.createGroup({ tenant, owner, members: [] });
     // a projection entry that membership does not back (what the metric exists to catch)
-    const uk = fx.engine.keys.user(tenant, stranger);
+    const uk = userKeys(fx.engine.keys, tenant, stranger);
     await fx.store.clientFor(uk.tag).zadd(uk.convs, 1, uuidToHex(group));
     await fx.store.clientFor(uk.tag).hset(uk.epochMarks, uk.ref, await stack.epoch.get());
     const before = await counter("qim_session_group_interval_missing_total");
@@ -159,7 +160,7 @@ describe("session projection details (single instance)", () => {
     const task = new RegistrationTask(fx.store, fx.engine.keys, authority, { onError: (e) => errors.push((e as Error).message) });
     const tenant = fx.tenant();
     const user = randomUUID();
-    const uk = fx.engine.keys.user(tenant, user);
+    const uk = userKeys(fx.engine.keys, tenant, user);
     const conv = () => ({ tenant, user, conversation: randomUUID(), kind: "group" as const, firstSeenAt: Date.now() });
     const [a, b, c] = [conv(), conv(), conv()];
     const bad = ["written|by|hand", `${encodeRegistration(a).slice(0, -1)}x`];
@@ -169,7 +170,7 @@ describe("session projection details (single instance)", () => {
 
     await task.drainAll();
     assert.equal(await client.llen(uk.ucsPending), 0, "nothing blocks the queue");
-    assert.deepEqual(await client.lrange(fx.engine.keys.ucsDead(uk.bucket), 0, -1), bad);
+    assert.deepEqual(await client.lrange(ucsDeadKey(fx.engine.keys, uk.bucket), 0, -1), bad);
     assert.equal(await counter("qim_session_conversation_state_dead_letter_total") - deadBefore, 2);
     assert.deepEqual((await authority.conversations(tenant, user)).map((r) => r.conversation).sort(), [a, b, c].map((x) => x.conversation).sort());
     // what projection status reports per instance
@@ -189,7 +190,7 @@ describe("session projection details (single instance)", () => {
   it("running in the background, wired to the relay: checkpoints reach the high watermark and the authority fills by themselves", async () => {
     const authority = new RedisHashAuthority(fx.store, fx.engine.keys);
     const lines: string[] = [];
-    const stack = new ProjectionStack(fx.engine, fx.log, authority, {
+    const stack = new ProjectionStack({ store: fx.store, keys: fx.engine.keys, conversations: fx.engine, log: fx.log, authority }, {
       projector: { pollIntervalMs: 50 }, registration: { intervalMs: 50 }, retentionMs: 0,
       log: (l) => lines.push(l), onError: (e) => lines.push(`error: ${(e as Error).message}`),
     });
@@ -223,7 +224,7 @@ describe("session projection details (single instance)", () => {
     const w = await buildWorld(fx, 3, 1);
     await stack.projector.catchUp();
     const users = w.users.map((user) => ({ tenant: w.tenant, user }));
-    const lock = fx.engine.keys.drillLock();
+    const lock = drillLockKey(fx.engine.keys);
     await fx.store.clientForKey(lock).set(lock, "someone-else", "PX", 60_000);
     await assert.rejects(stack.drill.run({ users, wipe: "projection", by: "test" }), /another rebuild drill is running \(someone-else\)/);
     await fx.store.clientForKey(lock).del(lock);
@@ -271,7 +272,7 @@ describe("session projection details (single instance)", () => {
     await buildWorld(fx, 3, 1);
     await stack.projector.catchUp();
     await stack.stop();
-    const key = fx.engine.keys.dispatchCheckpoint("dispatch", 0);
+    const key = checkpointKey(fx.engine.keys, "dispatch", 0);
     const client = fx.store.clientForKey(key);
     const saved = await client.hget(key, "pos");
     await client.hset(key, "pos", "999999|99999999999999-0");

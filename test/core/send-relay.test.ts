@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { describe, it } from "node:test";
-import { Engine, FailedPreconditionError, loadScripts, RedisStreamsDispatchLog, OutboxRelay, PermissionDeniedError, registry, type Uuid } from "../../core/index.js";
+import { ConversationService, FailedPreconditionError, loadScripts, RedisStreamsDispatchLog, OutboxRelay, PermissionDeniedError, registry, type Uuid } from "../../core/index.js";
 import { ALL_TOPOLOGIES } from "../harness/redis.js";
 import { checkConversation } from "./checker.js";
 import { useEngine } from "./fixture.js";
@@ -137,7 +137,7 @@ for (const kind of ALL_TOPOLOGIES) {
 
     it("relay kick: a commit reported through onCommit is relayed without waiting for a sweep", async () => {
       const relay = new OutboxRelay(fx.store, fx.engine.keys, fx.log);
-      const engine = new Engine(fx.store, { keyPrefix: fx.engine.opts.keyPrefix, onCommit: (b) => relay.kick(b) });
+      const engine = new ConversationService(fx.store, { keyPrefix: fx.engine.opts.keyPrefix, onCommit: (b) => relay.kick(b) });
       relay.start(3_600_000); // one sweep now (nothing of ours yet), the next in an hour
       try {
         const tenant = fx.tenant();

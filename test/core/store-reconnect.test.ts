@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";
-import { RECONNECT_MAX_DELAY_MS, RedisStore } from "../../core/store.js";
+import { RECONNECT_MAX_DELAY_MS, RedisStore } from "../../core/index.js";
 import { startRedis, type RedisServer } from "../harness/redis.js";
 
 describe("RedisStore reconnecting", { timeout: 120_000 }, () => {

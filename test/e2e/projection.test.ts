@@ -15,6 +15,7 @@ import { RedisHashAuthority, RedisStore } from "../../core/index.js";
 import { CLIENT_NAMES, type TestPkiFiles, type TestPkiName } from "../certs/fixture.js";
 import type { RedisServer } from "../harness/redis.js";
 import { failed, ok, run, startE2eServer } from "./qimctl.js";
+import { ucsDeadKey, ucsPendingKey } from "../../core/index.js";
 
 describe("qimctl: session projection, dispatch audit and rebuild drill against the real server", { timeout: 180_000 }, () => {
   let redis: RedisServer;
@@ -38,7 +39,7 @@ describe("qimctl: session projection, dispatch audit and rebuild drill against t
   const removeFromAuthority = async (user: string, conversation: string) => {
     const store = new RedisStore({ kind: "instances", addrs: [redis.addr] });
     try {
-      const authority = new RedisHashAuthority(store, server.engine.keys);
+      const authority = new RedisHashAuthority(store, server.runtime.keys);
       await authority.remove(tenant, user, [conversation]);
       assert.ok(!(await authority.conversations(tenant, user)).some((r) => r.conversation === conversation));
     } finally {
@@ -225,20 +226,20 @@ describe("qimctl: session projection, dispatch audit and rebuild drill against t
 
   it("projection status counts a pending registration the server could not decode as a dead letter, and the queue moves on", async () => {
     const store = new RedisStore({ kind: "instances", addrs: [redis.addr] });
-    const keys = server.engine.keys;
+    const keys = server.runtime.keys;
     try {
-      await store.clientForKey(keys.ucsPending(7)).rpush(keys.ucsPending(7), "written|by|hand");
+      await store.clientForKey(ucsPendingKey(keys, 7)).rpush(ucsPendingKey(keys, 7), "written|by|hand");
       let last: any;
       for (let i = 0; i < 300 && !(last?.pending[0].deadLetters === 1 && last?.pending[0].depth === 0); i++) {
         last = ok(await run(["projection", "status"], { context: ctx.viewer! }), "projection status");
       }
       assert.deepEqual(last.pending, [{ instance: 0, depth: 0, deadLetters: 1 }], "moved by the server's registration task");
-      assert.deepEqual(await store.clientForKey(keys.ucsDead(7)).lrange(keys.ucsDead(7), 0, -1), ["written|by|hand"]);
+      assert.deepEqual(await store.clientForKey(ucsDeadKey(keys, 7)).lrange(ucsDeadKey(keys, 7), 0, -1), ["written|by|hand"]);
       const text = await run(["projection", "status"], { context: ctx.viewer!, json: false });
       assert.equal(text.code, 0, text.stderr);
       assert.match(text.stdout, /^INSTANCE +PENDING +DEAD LETTERS\n0 +0 +1$/m);
     } finally {
-      await store.clientForKey(keys.ucsDead(7)).del(keys.ucsDead(7));
+      await store.clientForKey(ucsDeadKey(keys, 7)).del(ucsDeadKey(keys, 7));
       await store.close();
     }
   });

@@ -29,7 +29,7 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { parseHostPort } from "../../core/topology.js";
+import { parseHostPort } from "../../core/index.js";
 import cassandra from "cassandra-driver";
 import { freePort } from "./redis.js";
 

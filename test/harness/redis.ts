@@ -13,8 +13,8 @@ import { mkdtemp, mkdir, readFile, rm } from "node:fs/promises";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
-import { freePort as corePort } from "../../core/ports.js";
-import type { TopologyConfig } from "../../core/topology.js";
+import { freePort as corePort } from "../../core/support/index.js";
+import type { TopologyConfig } from "../../core/index.js";
 
 export type { TopologyConfig };
 

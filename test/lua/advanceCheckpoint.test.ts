@@ -5,8 +5,8 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { KeySpace } from "../../core/keys.js";
-import { callScript, LUA_STATUS, luaStatus, type RedisClient } from "../../core/lua.js";
+import { checkpointKey, KeySpace } from "../../core/index.js";
+import { callScript, LUA_STATUS, luaStatus, type RedisClient } from "../../core/index.js";
 import { dumpKeys } from "../harness/dump.js";
 import { keyPrefix, useRedis } from "./helpers.js";
 
@@ -23,7 +23,7 @@ interface Identity {
 const ID: Identity = { clusterId: "cluster-a", topicId: "topic-1", partitionCount: 8 };
 
 function checkpoint(): { key: string; client: RedisClient } {
-  const key = new KeySpace(keyPrefix()).dispatchCheckpoint("dispatch", 3);
+  const key = checkpointKey(new KeySpace(keyPrefix()), "dispatch", 3);
   return { key, client: fx.store.clientForKey(key) };
 }
 

@@ -4,9 +4,10 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { KeySpace } from "../../core/keys.js";
-import { callScript, type RedisClient } from "../../core/lua.js";
+import { KeySpace } from "../../core/index.js";
+import { callScript, type RedisClient } from "../../core/index.js";
 import { keyPrefix, useRedis } from "./helpers.js";
+import { projectionEpochKey, projectionEpochLogKey } from "../../core/index.js";
 
 const fx = useRedis();
 
@@ -21,8 +22,8 @@ interface Bump {
 
 class Epoch {
   readonly ks = new KeySpace(keyPrefix());
-  readonly epochKey = this.ks.projectionEpoch();
-  readonly logKey = this.ks.projectionEpochLog();
+  readonly epochKey = projectionEpochKey(this.ks);
+  readonly logKey = projectionEpochLogKey(this.ks);
   readonly client: RedisClient = fx.store.clientForKey(this.epochKey);
 
   async bump(reason: string, by: string, at: number, keep = 100): Promise<number> {

@@ -5,11 +5,12 @@
 import { randomUUID } from "node:crypto";
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { encodeRegistration } from "../../core/authority.js";
-import { KeySpace } from "../../core/keys.js";
-import { callScript, type RedisClient } from "../../core/lua.js";
+import { encodeRegistration } from "../../core/index.js";
+import { KeySpace } from "../../core/index.js";
+import { callScript, type RedisClient } from "../../core/index.js";
 import { dumpKeys } from "../harness/dump.js";
 import { keyPrefix, useRedis } from "./helpers.js";
+import { ucsDeadKey, userKeys } from "../../core/index.js";
 
 const fx = useRedis();
 
@@ -17,9 +18,9 @@ function queue(): { key: string; dead: string; client: RedisClient; item: () => 
   const ks = new KeySpace(keyPrefix());
   const tenant = randomUUID();
   const user = randomUUID();
-  const uk = ks.user(tenant, user);
+  const uk = userKeys(ks, tenant, user);
   const key = uk.ucsPending;
-  const dead = ks.ucsDead(uk.bucket);
+  const dead = ucsDeadKey(ks, uk.bucket);
   let t = 1_700_000_000_000;
   const item = () => encodeRegistration({ tenant, user: randomUUID(), conversation: randomUUID(), kind: "group", firstSeenAt: t++ });
   return { key, dead, client: fx.store.clientForKey(key), item };

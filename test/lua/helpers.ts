@@ -6,11 +6,12 @@
 import { conversationKeyList, dumpKeys } from "../harness/dump.js";
 import { randomUUID } from "node:crypto";
 import { after, before } from "node:test";
-import { uuidToHex } from "../../core/ids.js";
-import { KeySpace, type ConversationKeys } from "../../core/keys.js";
-import { callScript, type RedisClient, type ScriptName } from "../../core/lua.js";
-import { RedisStore } from "../../core/store.js";
+import { uuidToHex } from "../../core/index.js";
+import { conversationKeys, KeySpace, type ConversationKeys } from "../../core/index.js";
+import { callScript, type RedisClient } from "../../core/index.js";
+import { RedisStore } from "../../core/index.js";
 import { startRedis, type RedisServer } from "../harness/redis.js";
+import { userKeys } from "../../core/index.js";
 
 export interface LuaFixture {
   server: RedisServer;
@@ -32,7 +33,8 @@ export function useRedis(): LuaFixture {
 }
 
 /** The scripts whose keys are all one conversation's (the session scripts have their own tests). */
-export type ConversationScriptName = Exclude<ScriptName, "projectEntries" | "popRegistered" | "deadLetterRegistration" | "advanceCheckpoint" | "bumpEpoch" | "raiseEpochMark" | "releaseLock">;
+export type ConversationScriptName =
+  | "createGroup" | "commitMessages" | "applyMembership" | "readPlan" | "loadForDispatch" | "markCommitted" | "readHistory" | "conversationSummary" | "markRead";
 
 /** Each conversation script's KEYS, in the order of its header. */
 export const SCRIPT_KEYS: Record<ConversationScriptName, (k: ConversationKeys) => string[]> = {
@@ -91,7 +93,7 @@ export class Conv {
   readonly client: RedisClient;
 
   constructor(fx: LuaFixture) {
-    this.keys = new KeySpace(`l${randomUUID().slice(0, 8)}`).conversation(this.tenant, this.group);
+    this.keys = conversationKeys(new KeySpace(`l${randomUUID().slice(0, 8)}`), this.tenant, this.group);
     this.client = fx.store.clientFor(this.keys.tag);
   }
 
@@ -196,11 +198,11 @@ export function keyPrefix(): string {
 /** `n` random users of `tenant` whose session keys share one `{uNNN}` bucket (one pending queue, one epoch-mark hash). */
 export function usersInOneBucket(tenant: string, n: number): string[] {
   const first = randomUUID();
-  const bucket = new KeySpace().user(tenant, first).bucket;
+  const bucket = userKeys(new KeySpace(), tenant, first).bucket;
   const out = [first];
   while (out.length < n) {
     const u = randomUUID();
-    if (new KeySpace().user(tenant, u).bucket === bucket) out.push(u);
+    if (userKeys(new KeySpace(), tenant, u).bucket === bucket) out.push(u);
   }
   return out;
 }

@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { LUA_STATUS, luaStatus } from "../../core/lua.js";
+import { LUA_STATUS, luaStatus } from "../../core/index.js";
 import { Conv, hexIds, splitSorted, useRedis } from "./helpers.js";
 
 const fx = useRedis();

@@ -6,15 +6,16 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { Redis } from "ioredis";
-import { InternalError } from "../../core/errors.js";
-import { KeySpace } from "../../core/keys.js";
-import { callScript, inlineIncludes, loadScripts, loadScriptsFrom, SCRIPT_NAMES, SCRIPT_VERSION } from "../../core/lua.js";
-import { RedisStore } from "../../core/store.js";
+import { InternalError } from "../../core/index.js";
+import { KeySpace } from "../../core/index.js";
+import { callScript, declaredScripts, defineScript, inlineIncludes, loadScripts, loadScriptsFrom, SCRIPT_VERSION } from "../../core/index.js";
+import { RedisStore } from "../../core/index.js";
 import { startRedis, type RedisServer } from "../harness/redis.js";
 import { Conv, SCRIPT_KEYS, hexIds } from "./helpers.js";
+import { conversationKeys } from "../../core/index.js";
 
-/** The key count of each script, as its file name in lua/ carries it. */
-const EXPECTED_KEYS: Record<(typeof SCRIPT_NAMES)[number], number | "n"> = {
+/** The key count of each script, as its file name in lua/<module>/ carries it. */
+const EXPECTED_KEYS: Record<string, number | "n"> = {
   createGroup: 2,
   commitMessages: 7,
   applyMembership: 9,
@@ -31,6 +32,15 @@ const EXPECTED_KEYS: Record<(typeof SCRIPT_NAMES)[number], number | "n"> = {
   bumpEpoch: 2,
   raiseEpochMark: 1,
   releaseLock: 1,
+};
+const SCRIPT_NAMES = Object.keys(EXPECTED_KEYS);
+
+/** The module folder each script lives in. */
+const MODULE_OF: Record<string, string> = {
+  createGroup: "conversation", commitMessages: "conversation", applyMembership: "conversation", readPlan: "conversation", readHistory: "conversation",
+  conversationSummary: "conversation", markRead: "conversation", loadForDispatch: "dispatch", markCommitted: "dispatch", projectEntries: "projection",
+  popRegistered: "projection", deadLetterRegistration: "projection", advanceCheckpoint: "projection", bumpEpoch: "projection", raiseEpochMark: "projection",
+  releaseLock: "projection",
 };
 
 const tempDirs: string[] = [];
@@ -112,9 +122,26 @@ test("loader: a circular include fails", () => {
   assert.throws(() => loadScriptsFrom(self), /circular Lua include/);
 });
 
-test("loader: a <name>-<n>.lua of an unknown script fails", () => {
-  const dir = luaDir({ "sendMessage-3.lua": "return 1\n" });
-  assert.throws(() => loadScriptsFrom(dir), /sendMessage-3\.lua is not a known script/);
+test("loader: scripts are found in module folders, each named after its folder", () => {
+  const dir = luaDir({ "markRead-3.lua": null });
+  mkdirSync(path.join(dir, "conversation"));
+  writeFileSync(path.join(dir, "conversation", "markRead-3.lua"), "return 3\n");
+  const s = loadScriptsFrom(dir).get("markRead")!;
+  assert.equal(s.module, "conversation");
+  assert.equal(s.file, "conversation/markRead-3.lua");
+  assert.equal(s.lua, "return 3\n");
+});
+
+test("loader: every script file is declared once by its module, with the key count of its file name", () => {
+  const files = loadScripts();
+  const declared = new Map(declaredScripts().filter((d) => d.name !== "neverWritten").map((d) => [d.name, d.numberOfKeys]));
+  assert.deepEqual([...declared.keys()].sort(), [...files.keys()].sort());
+  for (const [name, file] of files) assert.equal(declared.get(name), file.numberOfKeys, name);
+});
+
+test("loader: a declared script without its file fails at its first call, naming the file it wants", async () => {
+  const s = defineScript({ name: "neverWritten", keys: ["k"], args: () => [], reply: (r) => r });
+  await assert.rejects(s.run({}, { k: "x" }, {}), (e: unknown) => e instanceof InternalError && /no Lua file defines script neverWritten/.test(e.message));
 });
 
 test("loader: a script file without its key count in the name fails, naming the file", () => {
@@ -125,23 +152,26 @@ test("loader: a script file without its key count in the name fails, naming the 
 test("loader: a stray .lua file at the top of lua/ fails; a missing script fails as missing", () => {
   assert.throws(() => loadScriptsFrom(luaDir({ "stray.lua": "return 1\n" })), /lua\/stray\.lua: a script file is named/);
   assert.throws(() => loadScriptsFrom(luaDir({ "commit_message-3.lua": "return 1\n" })), /commit_message-3\.lua: a script file is named/);
-  assert.throws(() => loadScriptsFrom(luaDir({ "markRead-3.lua": null })), /lua\/markRead-N\.lua is missing/);
 });
 
 test("loader: two files for one script fail", () => {
   const dir = luaDir({ "markRead-4.lua": "return 1\n" });
-  assert.throws(() => loadScriptsFrom(dir), /two files define script markRead/);
+  assert.throws(() => loadScriptsFrom(dir), /two files define script markRead: lua\/markRead-3\.lua and lua\/markRead-4\.lua/);
 });
 
 test("loader: loadScripts() reads every script of lua/ with the key count of its file name", () => {
   const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..", "..");
   const onDisk = new Map<string, number | "n">();
-  for (const f of readdirSync(path.join(root, "lua"))) {
-    const m = /^([A-Za-z]+)-(\d+|n)\.lua$/.exec(f);
-    if (m) onDisk.set(m[1]!, m[2] === "n" ? "n" : Number(m[2]));
+  for (const dir of readdirSync(path.join(root, "lua"))) {
+    if (dir === "includes") continue;
+    for (const f of readdirSync(path.join(root, "lua", dir))) {
+      const m = /^([A-Za-z]+)-(\d+|n)\.lua$/.exec(f);
+      if (m) onDisk.set(m[1]!, m[2] === "n" ? "n" : Number(m[2]));
+      if (m) assert.equal(MODULE_OF[m[1]!], dir, `${f} lives in lua/${MODULE_OF[m[1]!]}/`);
+    }
   }
   const scripts = loadScripts();
-  const keys = new KeySpace("x").conversation(randomUUID(), randomUUID());
+  const keys = conversationKeys(new KeySpace("x"), randomUUID(), randomUUID());
   assert.deepEqual([...scripts.keys()].sort(), [...SCRIPT_NAMES].sort());
   assert.deepEqual([...onDisk.keys()].sort(), [...SCRIPT_NAMES].sort());
   for (const name of SCRIPT_NAMES) {

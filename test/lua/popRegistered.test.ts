@@ -5,11 +5,12 @@
 import { randomUUID } from "node:crypto";
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { encodeRegistration } from "../../core/authority.js";
-import { KeySpace } from "../../core/keys.js";
-import { callScript, type RedisClient } from "../../core/lua.js";
+import { encodeRegistration } from "../../core/index.js";
+import { KeySpace } from "../../core/index.js";
+import { callScript, type RedisClient } from "../../core/index.js";
 import { dumpKeys } from "../harness/dump.js";
 import { keyPrefix, useRedis } from "./helpers.js";
+import { userKeys } from "../../core/index.js";
 
 const fx = useRedis();
 
@@ -17,7 +18,7 @@ const fx = useRedis();
 function queue(): { key: string; client: RedisClient; item: () => string } {
   const ks = new KeySpace(keyPrefix());
   const tenant = randomUUID();
-  const key = ks.user(tenant, randomUUID()).ucsPending;
+  const key = userKeys(ks, tenant, randomUUID()).ucsPending;
   let t = 1_700_000_000_000;
   const item = () => encodeRegistration({ tenant, user: randomUUID(), conversation: randomUUID(), kind: "group", firstSeenAt: t++ });
   return { key, client: fx.store.clientForKey(key), item };

@@ -6,12 +6,13 @@
 import { randomUUID } from "node:crypto";
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { encodeRegistration } from "../../core/authority.js";
-import { uuidToHex } from "../../core/ids.js";
-import { KeySpace, type UserKeys } from "../../core/keys.js";
-import { callScript, type RedisClient } from "../../core/lua.js";
+import { encodeRegistration } from "../../core/index.js";
+import { uuidToHex } from "../../core/index.js";
+import { KeySpace, type UserKeys } from "../../core/index.js";
+import { callScript, type RedisClient } from "../../core/index.js";
 import { dumpKeys } from "../harness/dump.js";
 import { keyPrefix, usersInOneBucket, useRedis } from "./helpers.js";
+import { userKeys } from "../../core/index.js";
 
 const fx = useRedis();
 
@@ -32,7 +33,7 @@ class Space {
 
   entry(user: string, conversation: string, createdAt: number): Entry {
     return {
-      keys: this.ks.user(this.tenant, user),
+      keys: userKeys(this.ks, this.tenant, user),
       conversation,
       createdAt,
       item: encodeRegistration({ tenant: this.tenant, user, conversation, kind: "group", firstSeenAt: createdAt }),
@@ -116,7 +117,7 @@ test("projectEntries: several users and conversations in one call, mixed new and
   const [a, b, d] = [randomUUID(), randomUUID(), randomUUID()];
   const seed = s.entry(u1, a, T0);
   const c = s.client(seed.keys);
-  assert.equal(s.ks.user(s.tenant, u2).ucsPending, seed.keys.ucsPending, "one pending queue for both users");
+  assert.equal(userKeys(s.ks, s.tenant, u2).ucsPending, seed.keys.ucsPending, "one pending queue for both users");
   assert.equal(await project(c, [seed]), 1);
 
   const batch = [
@@ -136,15 +137,15 @@ test("projectEntries: several users and conversations in one call, mixed new and
       [uuidToHex(b), T0 + 20],
     ],
   );
-  assert.deepEqual(await zrange(c, s.ks.user(s.tenant, u2).convs), [
+  assert.deepEqual(await zrange(c, userKeys(s.ks, s.tenant, u2).convs), [
     [uuidToHex(a), T0 + 30],
     [uuidToHex(d), T0 + 40],
   ]);
 
   // the same batch again: all existing, nothing queued, nothing changed
-  const before = await dumpKeys(c, userKeyList(seed.keys, s.ks.user(s.tenant, u2)));
+  const before = await dumpKeys(c, userKeyList(seed.keys, userKeys(s.ks, s.tenant, u2)));
   assert.equal(await project(c, batch), 0);
-  assert.equal(await dumpKeys(c, userKeyList(seed.keys, s.ks.user(s.tenant, u2))), before);
+  assert.equal(await dumpKeys(c, userKeyList(seed.keys, userKeys(s.ks, s.tenant, u2))), before);
 });
 
 test("projectEntries: the same conversation twice in one call is registered once, with the first entry's item", async () => {
@@ -176,7 +177,7 @@ test("projectEntries: keys of two user buckets in one call on a single instance"
   const s = new Space();
   const u1 = randomUUID();
   let u2 = randomUUID();
-  while (s.ks.user(s.tenant, u2).bucket === s.ks.user(s.tenant, u1).bucket) u2 = randomUUID();
+  while (userKeys(s.ks, s.tenant, u2).bucket === userKeys(s.ks, s.tenant, u1).bucket) u2 = randomUUID();
   const conv = randomUUID();
   const e1 = s.entry(u1, conv, T0);
   const e2 = s.entry(u2, conv, T0 + 1);
@@ -194,5 +195,5 @@ test("projectEntries: keys of two user buckets in one call on a single instance"
 
 test("projectEntries: a call with no entries returns 0", async () => {
   const s = new Space();
-  assert.equal(await project(fx.store.clientFor(s.ks.user(s.tenant, randomUUID()).tag), []), 0);
+  assert.equal(await project(fx.store.clientFor(userKeys(s.ks, s.tenant, randomUUID()).tag), []), 0);
 });

@@ -6,15 +6,16 @@
 import { randomUUID } from "node:crypto";
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { KeySpace, type UserKeys } from "../../core/keys.js";
-import { callScript, pipelineScript, type RedisClient } from "../../core/lua.js";
+import { KeySpace, type UserKeys } from "../../core/index.js";
+import { callScript, pipelineScript, type RedisClient } from "../../core/index.js";
 import { dumpKeys } from "../harness/dump.js";
 import { keyPrefix, usersInOneBucket, useRedis } from "./helpers.js";
+import { userKeys } from "../../core/index.js";
 
 const fx = useRedis();
 
 function user(ks = new KeySpace(keyPrefix()), tenant: string = randomUUID(), id: string = randomUUID()): { k: UserKeys; client: RedisClient } {
-  const k = ks.user(tenant, id);
+  const k = userKeys(ks, tenant, id);
   return { k, client: fx.store.clientFor(k.tag) };
 }
 

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { test } from "node:test";
-import { callScript } from "../../core/lua.js";
+import { callScript } from "../../core/index.js";
 import { useRedis } from "./helpers.js";
 
 const fx = useRedis();

@@ -74,7 +74,7 @@ describe("the audit log only grows, by whole JSON lines, whatever any RPC is sen
     const pem = (who: "ca" | "admin", what: "certPath" | "keyPath") => readFileSync(e2e.pki[who][what]);
     client = new grpc.Client(e2e.endpoint, grpc.credentials.createSsl(pem("ca", "certPath"), pem("admin", "keyPath"), pem("admin", "certPath")));
     adminFingerprint = new X509Certificate(pem("admin", "certPath")).fingerprint256;
-    const g = await e2e.server.engine.createGroup({ tenant, owner, members: [member] });
+    const g = await e2e.server.conversations.createGroup({ tenant, owner, members: [member] });
     group = g.group;
   });
 

@@ -51,7 +51,7 @@ for (const kind of TOPOLOGIES) {
       return (await rs.dispatched()).map((e) => e.record).filter((r) => r.conversation === group).sort((a, b) => a.conversationSeq - b.conversationSeq);
     };
     const groupDigest = (tenant: Uuid, group: Uuid) => {
-      const k = rs.server.engine.conversationKeys(tenant, group);
+      const k = rs.server.conversations.conversationKeys(tenant, group);
       return dumpKeys(rs.store.clientFor(k.tag), conversationKeyList(k));
     };
 
@@ -189,7 +189,7 @@ for (const kind of TOPOLOGIES) {
         // removed member keeps the interval their history is clipped to; a rejoin replaces it), so
         // it grows with distinct users, never with changes, and costs about what a bare SET of the
         // same users does; all of the group's keys (history with its events included) within 2×.
-        const k = rs.server.engine.conversationKeys(tenant, group);
+        const k = rs.server.conversations.conversationKeys(tenant, group);
         const client = rs.store.clientFor(k.tag);
         assert.equal(await client.exists(k.grpdeltas), 0);
         assert.equal(await client.hlen(k.commits), 0);

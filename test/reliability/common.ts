@@ -16,13 +16,14 @@ import {
   type DispatchEntry,
   type DispatchLog,
   type DispatchRecord,
-  type Engine,
+  type ConversationService,
   type LogPosition,
   type MemberState,
   type MembershipOpName,
   type Uuid,
 } from "../../core/index.js";
 import { checkConversation } from "../core/checker.js";
+import { checkpointKey, userKeys } from "../../core/index.js";
 
 /** QIM_SOAK=1: the long mode (more operations, more rounds); CI runs the short one. */
 export const SOAK = process.env.QIM_SOAK === "1";
@@ -177,7 +178,7 @@ interface ReplayedMember {
  * - **member table = replay**: joined_at/left_at/state per user, the version and member count
  *   equal what replaying the events from the initial members gives.
  */
-export async function verifyGroups(engine: Engine, log: DispatchLog, specs: GroupSpec[], ledger: Ledger, wholeLog?: DispatchEntry[][]): Promise<VerifyReport> {
+export async function verifyGroups(engine: ConversationService, log: DispatchLog, specs: GroupSpec[], ledger: Ledger, wholeLog?: DispatchEntry[][]): Promise<VerifyReport> {
   const violations: string[] = [];
   const report: VerifyReport = {
     violations, groups: specs.length, historyEntries: 0, messages: 0, events: 0, dispatchRecords: 0, duplicateDispatches: 0,
@@ -324,7 +325,7 @@ export async function verifyGroups(engine: Engine, log: DispatchLog, specs: Grou
  * the user was a recipient of in some dispatch record (every recipient's conversation, nothing
  * else).
  */
-export async function verifyProjection(engine: Engine, tenant: Uuid, users: Uuid[], wholeLog: DispatchEntry[][]): Promise<string[]> {
+export async function verifyProjection(engine: ConversationService, tenant: Uuid, users: Uuid[], wholeLog: DispatchEntry[][]): Promise<string[]> {
   const violations: string[] = [];
   const expected = new Map<Uuid, Set<string>>(users.map((u) => [u, new Set()]));
   for (const e of wholeLog.flat()) {
@@ -336,7 +337,7 @@ export async function verifyProjection(engine: Engine, tenant: Uuid, users: Uuid
     }
   }
   for (const user of users) {
-    const k = engine.keys.user(tenant, user);
+    const k = userKeys(engine.keys, tenant, user);
     const got = new Set(await engine.store.clientFor(k.tag).zrange(k.convs, "0", "-1"));
     const want = expected.get(user)!;
     for (const c of want) if (!got.has(c)) violations.push(`user ${user}: conversation ${c} (a recipient of its records) is missing from the projection`);
@@ -350,7 +351,7 @@ export async function verifyProjection(engine: Engine, tenant: Uuid, users: Uuid
  * that is no longer RECORDED (neither in vpending nor in commits) has a dispatch record. Read with
  * the relay stopped; commits made meanwhile are RECORDED atomically with their seq, so they pass.
  */
-export async function verifyMarkedAreLogged(engine: Engine, specs: GroupSpec[], wholeLog: DispatchEntry[][]): Promise<{ violations: string[]; marked: number; recorded: number }> {
+export async function verifyMarkedAreLogged(engine: ConversationService, specs: GroupSpec[], wholeLog: DispatchEntry[][]): Promise<{ violations: string[]; marked: number; recorded: number }> {
   const violations: string[] = [];
   const logged = new Set(wholeLog.flat().map((e) => `${e.record.conversation}|${e.record.conversationSeq}`));
   let marked = 0;
@@ -382,7 +383,7 @@ export interface PartitionCheck {
  * record just before its offset, and it is not ahead of what was written — every record before
  * it has all its recipients' conversations in `convs` (checkpoint ≤ the projected prefix).
  */
-export async function verifyCheckpoints(engine: Engine, log: DispatchLog, wholeLog: DispatchEntry[][]): Promise<{ violations: string[]; partitions: PartitionCheck[] }> {
+export async function verifyCheckpoints(engine: ConversationService, log: DispatchLog, wholeLog: DispatchEntry[][]): Promise<{ violations: string[]; partitions: PartitionCheck[] }> {
   const violations: string[] = [];
   const partitions: PartitionCheck[] = [];
   const convsCache = new Map<string, Set<string>>();
@@ -390,14 +391,14 @@ export async function verifyCheckpoints(engine: Engine, log: DispatchLog, wholeL
     const id = `${tenant}|${user}`;
     let set = convsCache.get(id);
     if (!set) {
-      const k = engine.keys.user(tenant, user);
+      const k = userKeys(engine.keys, tenant, user);
       set = new Set(await engine.store.clientFor(k.tag).zrange(k.convs, "0", "-1"));
       convsCache.set(id, set);
     }
     return set;
   };
   for (let p = 0; p < log.identity.partitionCount; p++) {
-    const key = engine.keys.dispatchCheckpoint(log.identity.topicId, p);
+    const key = checkpointKey(engine.keys, log.identity.topicId, p);
     const pos = await engine.store.clientForKey(key).hget(key, "pos");
     const w = await log.watermarks(p);
     const part = wholeLog[p] ?? [];
@@ -435,7 +436,7 @@ export interface World {
 }
 
 /** `log`: when given, group ids are drawn so that the groups cover the log's partitions round-robin. */
-export async function buildLoadWorld(engine: Engine, rng: Rng, groups: number, churnSize: number, log?: DispatchLog): Promise<World> {
+export async function buildLoadWorld(engine: ConversationService, rng: Rng, groups: number, churnSize: number, log?: DispatchLog): Promise<World> {
   const tenant = randomUUID();
   const churn = Array.from({ length: churnSize }, () => randomUUID());
   const specs: GroupSpec[] = [];
@@ -494,7 +495,7 @@ async function call<T>(ledger: Ledger, rng: Rng, attempts: number, what: string,
  * who may not be a member) and one membership worker (add / remove / leave of churn users), all
  * concurrent, every outcome in the ledger.
  */
-export async function runLoad(engine: Engine, world: World, ledger: Ledger, rng: Rng, opts: LoadOptions): Promise<void> {
+export async function runLoad(engine: ConversationService, world: World, ledger: Ledger, rng: Rng, opts: LoadOptions): Promise<void> {
   const attempts = opts.attempts ?? 4;
   const stopped = () => opts.stop?.() ?? false;
   const pause = async () => { if (opts.pauseMs) await sleep(rng.int(opts.pauseMs[0], opts.pauseMs[1])); };

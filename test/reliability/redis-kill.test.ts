@@ -26,7 +26,7 @@ import { describe, it } from "node:test";
 import {
   bucketTag,
   COMMIT_BUCKET_COUNT,
-  Engine,
+  ConversationService,
   OutboxRelay,
   ProjectionStack,
   RedisHashAuthority,
@@ -35,6 +35,7 @@ import {
 } from "../../core/index.js";
 import { startRedis } from "../harness/redis.js";
 import { buildLoadWorld, Ledger, readWholeLog, runLoad, seededRng, sleep, SOAK, verifyCheckpoints, verifyGroups, verifyProjection } from "./common.js";
+import { outboxKey } from "../../core/index.js";
 
 const CFG = SOAK
   ? { groups: 8, churn: 12, sendersPerGroup: 3, sendsPerWorker: 300, changesPerGroup: 150, kills: [0.2, 0.4, 0.6, 0.8] }
@@ -50,11 +51,11 @@ describe("reliability: redis-server kill -9 during a mixed load", { timeout: SOA
     const storeErrors: string[] = [];
     const store = new RedisStore({ kind: "instances", addrs: [redis.addr] }, { commandTimeoutMs: 5000, connectTimeoutMs: 3000, onError: (e) => storeErrors.push(e.message) });
     let relay: OutboxRelay | undefined;
-    const engine = new Engine(store, { keyPrefix: `r${randomUUID().slice(0, 8)}`, onCommit: (b) => relay?.kick(b) });
+    const engine = new ConversationService(store, { keyPrefix: `r${randomUUID().slice(0, 8)}`, onCommit: (b) => relay?.kick(b) });
     const log = new RedisStreamsDispatchLog(store, engine.keys, { clusterId: "test", topicId: "dispatch", partitionCount: 4 });
     const authority = new RedisHashAuthority(store, engine.keys);
     const background: string[] = [];
-    const stack = new ProjectionStack(engine, log, authority, {
+    const stack = new ProjectionStack({ store, keys: engine.keys, conversations: engine, log, authority }, {
       projector: { pollIntervalMs: 50 }, registration: { intervalMs: 50 }, retentionMs: 0,
       log: (l) => background.push(l), onError: (e) => background.push(`error: ${(e as Error).message}`),
     });
@@ -91,7 +92,7 @@ describe("reliability: redis-server kill -9 during a mixed load", { timeout: SOA
       // the background relay, projector and registration task recover by themselves (bounded polls)
       let settled = false;
       for (let i = 0; i < 600 && !settled; i++) {
-        const [status, outbox] = await Promise.all([stack.status(), Promise.all(Array.from({ length: COMMIT_BUCKET_COUNT }, (_, b) => store.clientFor(bucketTag(b)).llen(engine.keys.outbox(b))))]);
+        const [status, outbox] = await Promise.all([stack.status(), Promise.all(Array.from({ length: COMMIT_BUCKET_COUNT }, (_, b) => store.clientFor(bucketTag(b)).llen(outboxKey(engine.keys, b))))]);
         settled = outbox.every((n) => n === 0) && status.failure === null
           && status.partitions.every((p) => p.verdict === "OK" && p.lag === 0) && status.pendingPerInstance.every((p) => p.depth === 0);
         if (!settled) await sleep(25);

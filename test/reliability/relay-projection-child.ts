@@ -16,7 +16,7 @@ import {
   RedisHashAuthority,
   RedisStore,
   RedisStreamsDispatchLog,
-  Engine,
+  ConversationService,
   type DispatchIdentity,
   type TopologyConfig,
 } from "../../core/index.js";
@@ -30,10 +30,10 @@ const cfg = JSON.parse(process.argv[2]!) as {
 };
 const fail = (what: string) => (err: unknown) => process.stderr.write(`error: ${what}: ${err instanceof Error ? err.message : String(err)}\n`);
 const store = new RedisStore(cfg.topology, { onError: fail("redis") });
-const engine = new Engine(store, { keyPrefix: cfg.keyPrefix });
+const engine = new ConversationService(store, { keyPrefix: cfg.keyPrefix });
 const log = new RedisStreamsDispatchLog(store, engine.keys, cfg.dispatch);
 const background = cfg.mode === "run";
-const stack = new ProjectionStack(engine, log, new RedisHashAuthority(store, engine.keys), {
+const stack = new ProjectionStack({ store, keys: engine.keys, conversations: engine, log, authority: new RedisHashAuthority(store, engine.keys) }, {
   background,
   projector: { pollIntervalMs: 20 },
   registration: { intervalMs: 20 },

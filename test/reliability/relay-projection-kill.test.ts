@@ -26,7 +26,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { fileURLToPath } from "node:url";
 import { describe, it } from "node:test";
-import { Engine, ProjectionStack, RedisHashAuthority, RedisStore, RedisStreamsDispatchLog, type DispatchIdentity } from "../../core/index.js";
+import { ConversationService, ProjectionStack, RedisHashAuthority, RedisStore, RedisStreamsDispatchLog, type DispatchIdentity } from "../../core/index.js";
 import { startTopology } from "../harness/redis.js";
 import { buildLoadWorld, Ledger, readWholeLog, runLoad, seededRng, sleep, SOAK, verifyCheckpoints, verifyGroups, verifyMarkedAreLogged, verifyProjection } from "./common.js";
 
@@ -64,7 +64,7 @@ describe("reliability: relay and projection consumer SIGKILLed at random points"
 
     const topology = await startTopology("multi");
     const store = new RedisStore(topology.config);
-    const engine = new Engine(store, { keyPrefix: `k${randomUUID().slice(0, 8)}` });
+    const engine = new ConversationService(store, { keyPrefix: `k${randomUUID().slice(0, 8)}` });
     const dispatch: DispatchIdentity = { clusterId: "test", topicId: "dispatch", partitionCount: 4 };
     const log = new RedisStreamsDispatchLog(store, engine.keys, dispatch);
     let live: Child | undefined;
@@ -123,7 +123,7 @@ describe("reliability: relay and projection consumer SIGKILLed at random points"
       violations.push(...cp.violations);
       for (const p of cp.partitions) if (p.checkpoint !== p.high) violations.push(`partition ${p.partition}: checkpoint ${p.checkpoint} after the final drain, high watermark ${p.high}`);
 
-      const stack = new ProjectionStack(engine, log, new RedisHashAuthority(store, engine.keys), { background: false, retentionMs: 0 });
+      const stack = new ProjectionStack({ store, keys: engine.keys, conversations: engine, log, authority: new RedisHashAuthority(store, engine.keys) }, { background: false, retentionMs: 0 });
       const started = await stack.start();
       for (const a of started.audits) if (a.verdict !== "OK" || a.lag !== 0) violations.push(`start-up audit of partition ${a.partition}: ${a.verdict} lag ${a.lag} (${a.detail})`);
       const pending = await stack.registration.depthPerInstance();

@@ -14,7 +14,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
-import { FAILPOINTS } from "../../core/failpoints.js";
+import { FAILPOINTS } from "../../core/support/index.js";
 import { writeTestPki, type TestPkiFiles } from "../certs/fixture.js";
 import { failed, ok, run } from "../e2e/qimctl.js";
 import { freePort, startRedis, type RedisServer } from "../harness/redis.js";

@@ -91,7 +91,7 @@ export async function startReliabilityServer(kind: TopologyKind, extra: Partial<
     await sub.psubscribe("__keyevent@*__:*");
     subscribers.push(sub);
   }
-  const dlog = new RedisStreamsDispatchLog(st, srv.engine.keys, DISPATCH);
+  const dlog = new RedisStreamsDispatchLog(st, srv.runtime.keys, DISPATCH);
   const keysOf = async (pattern: string) => (await Promise.all(st.dataNodes().map((n) => n.keys(pattern)))).flat();
   const outboxDepth = async () => (await st.listLengths(await keysOf("*:outbox"))).reduce((a, n) => a + n, 0);
 

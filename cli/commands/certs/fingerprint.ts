@@ -2,7 +2,7 @@ import { X509Certificate } from "node:crypto";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { Flags } from "@oclif/core";
-import { NOT_ONE_LINE } from "../../../core/text.js";
+import { NOT_ONE_LINE } from "../../../core/index.js";
 import { BaseCommand } from "../../base.js";
 import { subjectText } from "../../certs.js";
 import { UsageError } from "../../exit-codes.js";

@@ -1,18 +1,26 @@
-import { randomUUID } from "node:crypto";
 import {
   AlreadyExistsError,
   FailedPreconditionError,
+  hexToUuid,
   InternalError,
   InvalidArgumentError,
+  KeySpace,
   MembershipChangedError,
+  newMessageId,
+  newUuid,
   NotFoundError,
+  parseUuid,
   PermissionDeniedError,
+  uuidToHex,
   VersionConflictError,
-} from "./errors.js";
+  type Uuid,
+} from "../base/index.js";
+import type { RedisStore } from "../store/index.js";
 import { decodeHistoryEntry, encodeHistoryRest, validateContentType, type HistoryRecord } from "./history.js";
-import { hexToUuid, newMessageId, parseUuid, uuidToHex, type Uuid } from "./ids.js";
-import { KeySpace, type ConversationKeys } from "./keys.js";
-import { callScript, luaStatus, pipelineScript } from "./lua.js";
+import { conversationKeys, type ConversationKeys } from "./keys.js";
+import {
+  applyMembershipScript, conversationSummaryScript, createGroupScript, markReadScript, readHistoryScript, readPlanScript, type SummaryReply,
+} from "./scripts.js";
 import {
   ADMIN_ACTOR,
   encodeMembershipPayload,
@@ -24,10 +32,9 @@ import {
   type MembershipOpName,
 } from "./membership-event.js";
 import { metrics } from "./metrics.js";
-import type { RedisStore } from "./store.js";
 import { GroupCommitWriter } from "./writer.js";
 
-export interface EngineOptions {
+export interface ConversationOptions {
   /** Prefix of every key; tests and co-hosted deployments use their own. */
   keyPrefix?: string;
   /** membership_event_broadcast_max_members (ADR-0021 §2). */
@@ -49,7 +56,7 @@ export interface EngineOptions {
   now?: () => number;
 }
 
-export const DEFAULTS: Required<Omit<EngineOptions, "now" | "onCommit">> = {
+export const CONVERSATION_DEFAULTS: Required<Omit<ConversationOptions, "now" | "onCommit">> = {
   keyPrefix: "qim",
   broadcastMaxMembers: 500,
   maxTargetsPerCall: 1000,
@@ -182,12 +189,12 @@ function positiveInt(v: unknown, field: string, min = 0): number {
  * The engine's write and read paths for groups: create, membership changes as CONTROL messages,
  * the send path with its version check, and the interval-clipped reads (ADR-0021 §1–3).
  */
-export class Engine {
+export class ConversationService {
   readonly keys: KeySpace;
-  readonly opts: Required<Omit<EngineOptions, "now" | "onCommit">> & { now: () => number; onCommit?: (bucket: number) => void };
+  readonly opts: Required<Omit<ConversationOptions, "now" | "onCommit">> & { now: () => number; onCommit?: (bucket: number) => void };
 
-  constructor(readonly store: RedisStore, options: EngineOptions = {}) {
-    this.opts = { ...DEFAULTS, now: Date.now, ...options };
+  constructor(readonly store: RedisStore, options: ConversationOptions = {}) {
+    this.opts = { ...CONVERSATION_DEFAULTS, now: Date.now, ...options };
     this.keys = new KeySpace(this.opts.keyPrefix);
     this.writer = new GroupCommitWriter(store, { maxRetries: this.opts.maxRetries, maxBatch: this.opts.maxSendBatch, ...(options.onCommit ? { onCommit: options.onCommit } : {}) });
   }
@@ -198,7 +205,7 @@ export class Engine {
     let k = this.keyCache.get(id);
     if (!k) {
       if (this.keyCache.size >= 100_000) this.keyCache.clear();
-      k = this.keys.conversation(tenant, group);
+      k = conversationKeys(this.keys, tenant, group);
       this.keyCache.set(id, k);
     }
     return k;
@@ -221,7 +228,7 @@ export class Engine {
 
   async createGroup(req: CreateGroupRequest): Promise<GroupInfo> {
     const tenant = parseUuid(req.tenant, "tenant");
-    const group = req.group === undefined ? randomUUID() : parseUuid(req.group, "group");
+    const group = req.group === undefined ? newUuid() : parseUuid(req.group, "group");
     const owner = parseUuid(req.owner, "owner");
     const members = req.members && req.members.length > 0
       ? [...new Set([owner, ...this.parseUsers(req.members, "members", this.opts.maxInitialMembers)])]
@@ -231,12 +238,9 @@ export class Engine {
     }
     const k = this.conversationKeys(tenant, group);
     const createdAt = this.opts.now();
-    const reply = await callScript(this.clientOf(k), "createGroup", [k.grpmeta, k.grpmembers],
-      [uuidToHex(owner), createdAt, ...members.map(uuidToHex)]);
-    const status = luaStatus(reply);
-    if (status === "GROUP_EXISTS") throw new AlreadyExistsError("group", group);
-    if (status !== "OK") throw new InternalError(`createGroup: unexpected ${status}`);
-    return { tenant, group, owner, version: Number(reply[1]), memberCount: Number(reply[2]), createdAt, conversationSeq: 0 };
+    const reply = await createGroupScript.run(this.clientOf(k), k, { owner: uuidToHex(owner), createdAt, members: members.map(uuidToHex) });
+    if (reply.status === "GROUP_EXISTS") throw new AlreadyExistsError("group", group);
+    return { tenant, group, owner, version: reply.version, memberCount: reply.memberCount, createdAt, conversationSeq: 0 };
   }
 
   async getGroup(tenantIn: string, groupIn: string): Promise<GroupInfo> {
@@ -285,12 +289,10 @@ export class Engine {
 
     for (let attempt = 1; ; attempt++) {
       // plan: one consistent read of the meta and the targets' member entries
-      const plan = await callScript(client, "readPlan", [k.grpmeta, k.grpmembers], requestedHex);
-      if (luaStatus(plan) === "GROUP_NOT_FOUND") throw new NotFoundError("group", group);
-      const current = Number(plan[1]);
-      const owner = hexToUuid(String(plan[2]));
-      const memberCount = Number(plan[3]);
-      const isActive = requested.map((_, i) => plan[4 + i] === "A");
+      const plan = await readPlanScript.run(client, k, { targets: requestedHex });
+      if (plan.status === "GROUP_NOT_FOUND") throw new NotFoundError("group", group);
+      const { version: current, owner, memberCount } = plan;
+      const isActive = requested.map((_, i) => plan.states[i] === "A");
       const changed = requested.filter((_, i) => (op === "join" ? !isActive[i] : isActive[i]));
       const base = { op, tenant, group, attempts: attempt };
 
@@ -321,31 +323,31 @@ export class Engine {
         messageId, senderId: sender, kind: "control", countsUnread: false, createdAt: this.opts.now(),
         contentType: MEMBERSHIP_CUSTOM_TYPE, payload: encodeMembershipPayload({ op: code, actor, users: changed }),
       });
-      const reply = await callScript(client, "applyMembership",
-        [k.idem, k.grpmeta, k.grpmembers, k.grpdeltas, k.vpending, k.cseq, k.hist, k.commits, k.outbox],
-        [idem, current, code, rest, k.outboxRef, this.opts.broadcastMaxMembers, ...changed.map(uuidToHex)]);
-      const status = luaStatus(reply);
-      if (status === "OK" || status === "DUPLICATE") {
-        if (status === "OK") {
+      const reply = await applyMembershipScript.run(client, k, {
+        idempotencyId: idem, version: current, op: code, rest, outboxRef: k.outboxRef, broadcastMaxMembers: this.opts.broadcastMaxMembers,
+        targets: changed.map(uuidToHex),
+      });
+      const status = reply.status;
+      if (reply.status === "OK" || reply.status === "DUPLICATE") {
+        if (reply.status === "OK") {
           metrics.membershipEvents.inc({ op });
           this.opts.onCommit?.(k.bucket);
         }
         return {
           ...base,
-          outcome: status === "OK" ? "committed" : "duplicate",
+          outcome: reply.status === "OK" ? "committed" : "duplicate",
           changed,
-          eventConversationSeq: Number(reply[1]),
-          messageId: reply[2] === "" ? null : hexToUuid(String(reply[2])),
-          version: Number(reply[3]),
-          memberCount: Number(reply[4]),
+          eventConversationSeq: reply.conversationSeq,
+          messageId: reply.messageId === "" ? null : hexToUuid(reply.messageId),
+          version: reply.version,
+          memberCount: reply.memberCount,
           idempotencyId: idem,
-          audienceSize: Number(reply[5]),
+          audienceSize: reply.audienceSize,
         };
       }
       if (status === "GROUP_NOT_FOUND") throw new NotFoundError("group", group);
       if (status === "OWNER_IMMUTABLE") throw new FailedPreconditionError(`the owner cannot leave or be removed`, { field: "users" });
-      if (status !== "MEMBERSHIP_CHANGED" && status !== "PLAN_STALE") throw new InternalError(`applyMembership: unexpected ${status}`);
-      if (expectVersion !== undefined) throw new VersionConflictError(expectVersion, Number(reply[1]));
+      if (expectVersion !== undefined) throw new VersionConflictError(expectVersion, reply.status === "MEMBERSHIP_CHANGED" ? reply.currentVersion : current);
       if (attempt > this.opts.maxRetries) throw new MembershipChangedError(attempt);
       metrics.membershipRetries.inc({ path: "membership" });
     }
@@ -414,7 +416,7 @@ export class Engine {
     const tenant = parseUuid(req.tenant, "tenant");
     const group = parseUuid(req.group, "group");
     const sender = parseUuid(req.sender, "sender");
-    const clientMessageId = req.clientMessageId === undefined ? randomUUID() : parseUuid(req.clientMessageId, "clientMessageId");
+    const clientMessageId = req.clientMessageId === undefined ? newUuid() : parseUuid(req.clientMessageId, "clientMessageId");
     let payload: Uint8Array;
     let contentType: string;
     if (req.text !== undefined) {
@@ -432,7 +434,7 @@ export class Engine {
 
     const k = this.conversationKeys(tenant, group);
     const rest = encodeHistoryRest({ messageId: newMessageId(), senderId: sender, kind: "normal", countsUnread: true, createdAt: this.opts.now(), contentType, payload });
-    const outcome = await this.writer.submit(k, { clientMessageIdHex: uuidToHex(clientMessageId), senderHex: uuidToHex(sender), rest });
+    const outcome = await this.writer.submit(k, { clientMessageId: uuidToHex(clientMessageId), sender: uuidToHex(sender), rest });
     return { tenant, group, ...outcome };
   }
 
@@ -445,15 +447,14 @@ export class Engine {
     const limit = req.limit === undefined ? 100 : positiveInt(req.limit, "limit", 1);
     if (limit > 1000) throw new InvalidArgumentError("limit", "limit is at most 1000");
     const k = this.conversationKeys(tenant, group);
-    const reply = await callScript(this.clientOf(k), "readHistory", [k.grpmembers, k.hist], [uuidToHex(user), after, limit]);
-    if (luaStatus(reply) === "NOT_VISIBLE") throw new PermissionDeniedError();
-    const leftAt = Number(reply[2]);
+    const reply = await readHistoryScript.run(this.clientOf(k), k, { user: uuidToHex(user), after, limit });
+    if (reply.status === "NOT_VISIBLE") throw new PermissionDeniedError();
     return {
-      joinedAt: Number(reply[1]),
-      leftAt: leftAt < 0 ? null : leftAt,
-      state: STATE[String(reply[3])]!,
-      earliestAvailableConversationSeq: Number(reply[4]),
-      records: (reply.slice(5) as string[]).map(decodeHistoryEntry),
+      joinedAt: reply.interval.joinedAt,
+      leftAt: reply.interval.leftAt,
+      state: STATE[reply.interval.state]!,
+      earliestAvailableConversationSeq: reply.earliestAvailableConversationSeq,
+      records: reply.entries.map(decodeHistoryEntry),
     };
   }
 
@@ -485,9 +486,8 @@ export class Engine {
     const group = parseUuid(req.group, "group");
     const user = parseUuid(req.user, "user");
     const k = this.conversationKeys(tenant, group);
-    const reply = await callScript(this.clientOf(k), "conversationSummary", [k.grpmembers, k.hist, k.readseq],
-      [uuidToHex(user), this.opts.unreadPreciseLimit]);
-    const summary = this.parseSummary(tenant, group, user, reply);
+    const reply = await conversationSummaryScript.run(this.clientOf(k), k, { user: uuidToHex(user), unreadPreciseLimit: this.opts.unreadPreciseLimit });
+    const summary = this.summaryOf(tenant, group, user, reply);
     if (!summary) throw new PermissionDeniedError();
     return summary;
   }
@@ -504,30 +504,28 @@ export class Engine {
       const p = client.pipeline();
       for (const i of idx) {
         const k = keys[i]!;
-        pipelineScript(p, "conversationSummary", [k.grpmembers, k.hist, k.readseq], [userHex, this.opts.unreadPreciseLimit]);
+        conversationSummaryScript.queue(p, k, { user: userHex, unreadPreciseLimit: this.opts.unreadPreciseLimit });
       }
       const res = (await p.exec()) ?? [];
       res.forEach(([err, reply], j) => {
         if (err) throw err;
-        out[idx[j]!] = this.parseSummary(tenant, groups[idx[j]!]!, user, reply as unknown[]);
+        out[idx[j]!] = this.summaryOf(tenant, groups[idx[j]!]!, user, conversationSummaryScript.decode(reply));
       });
     }));
     return out;
   }
 
-  private parseSummary(tenant: Uuid, group: Uuid, user: Uuid, reply: unknown[]): ConversationSummary | null {
-    if (luaStatus(reply) === "NOT_VISIBLE") return null;
-    const leftAt = Number(reply[2]);
-    const headEntry = String(reply[5]);
+  private summaryOf(tenant: Uuid, group: Uuid, user: Uuid, reply: SummaryReply): ConversationSummary | null {
+    if (reply.status === "NOT_VISIBLE") return null;
     return {
       tenant, group, userId: user,
-      joinedAt: Number(reply[1]),
-      leftAt: leftAt < 0 ? null : leftAt,
-      state: STATE[String(reply[3])]!,
-      readConversationSeq: Number(reply[4]),
-      head: headEntry === "" ? null : decodeHistoryEntry(headEntry),
-      unread: Number(reply[6]),
-      unreadExact: Number(reply[7]) === 1,
+      joinedAt: reply.interval.joinedAt,
+      leftAt: reply.interval.leftAt,
+      state: STATE[reply.interval.state]!,
+      readConversationSeq: reply.readConversationSeq,
+      head: reply.headEntry === null ? null : decodeHistoryEntry(reply.headEntry),
+      unread: reply.unread,
+      unreadExact: reply.unreadExact,
     };
   }
 
@@ -538,8 +536,8 @@ export class Engine {
     const user = parseUuid(req.user, "user");
     const seq = positiveInt(req.seq, "seq");
     const k = this.conversationKeys(tenant, group);
-    const reply = await callScript(this.clientOf(k), "markRead", [k.grpmembers, k.hist, k.readseq], [uuidToHex(user), seq]);
-    if (luaStatus(reply) === "NOT_VISIBLE") throw new PermissionDeniedError();
-    return { readConversationSeq: Number(reply[1]) };
+    const reply = await markReadScript.run(this.clientOf(k), k, { user: uuidToHex(user), seq });
+    if (reply.status === "NOT_VISIBLE") throw new PermissionDeniedError();
+    return { readConversationSeq: reply.readConversationSeq };
   }
 }

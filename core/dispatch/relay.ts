@@ -1,11 +1,9 @@
-import { bucketTag, COMMIT_BUCKET_COUNT } from "./bucket.js";
-import type { DispatchLog, DispatchRecord } from "./dispatch-log.js";
-import { InternalError } from "./errors.js";
-import { hexToUuid, splitHexIds } from "./ids.js";
-import type { KeySpace } from "./keys.js";
-import { callScript, luaStatus } from "./lua.js";
+import { bucketTag, COMMIT_BUCKET_COUNT, hexToUuid, InternalError, type KeySpace } from "../base/index.js";
+import { conversationKeys, outboxKey } from "../conversation/index.js";
+import type { RedisStore } from "../store/index.js";
+import type { DispatchLog, DispatchRecord } from "./log.js";
 import { metrics } from "./metrics.js";
-import type { RedisStore } from "./store.js";
+import { loadForDispatchScript, markCommittedScript } from "./scripts.js";
 
 export interface RelayOptions {
   /** Outbox entries taken from one bucket per pass. */
@@ -96,7 +94,7 @@ export class OutboxRelay {
 
   private async drainBucketOnce(bucket: number): Promise<number> {
     const client = this.store.clientFor(bucketTag(bucket));
-    const raw = await client.lrange(this.keys.outbox(bucket), 0, this.batchSize - 1);
+    const raw = await client.lrange(outboxKey(this.keys, bucket), 0, this.batchSize - 1);
     if (raw.length === 0) return 0;
     const byConversation = new Map<string, string[]>();
     for (const e of raw) {
@@ -109,28 +107,23 @@ export class OutboxRelay {
       const [tenantHex, convHex] = ref.split("|") as [string, string];
       const tenant = hexToUuid(tenantHex);
       const conversation = hexToUuid(convHex);
-      const k = this.keys.conversation(tenant, conversation);
-      const reply = await callScript(client, "loadForDispatch", [k.commits, k.hist, k.grpmembers, k.grpdeltas, k.grpmeta, k.vpending], seqs);
-      if (typeof reply[0] === "number" && reply[0] < 0) {
-        throw new InternalError(`loadForDispatch ${ref}: ${luaStatus(reply)} at version ${String(reply[1])}`);
+      const k = conversationKeys(this.keys, tenant, conversation);
+      let loaded;
+      try {
+        loaded = await loadForDispatchScript.run(client, k, { seqs });
+      } catch (err) {
+        throw err instanceof InternalError ? new InternalError(`${err.message} (${ref})`) : err;
       }
       const records: DispatchRecord[] = [];
-      for (let i = 0; i < reply.length; i += 4) {
-        const entry = String(reply[i + 1]);
-        if (entry === "") continue;
-        records.push({
-          tenant, conversation,
-          conversationSeq: Number(reply[i]),
-          entry,
-          version: Number(reply[i + 2]),
-          recipients: splitHexIds(String(reply[i + 3])),
-        });
+      for (const c of loaded) {
+        if (c.entry === null) continue;
+        records.push({ tenant, conversation, conversationSeq: c.conversationSeq, entry: c.entry, version: c.version, recipients: c.recipients });
       }
       if (records.length > 0) {
         await this.log.append(records);
         if (this.opts.onAppended) this.handOff(this.opts.onAppended, records);
       }
-      await callScript(client, "markCommitted", [k.commits, k.outbox, k.vpending, k.grpdeltas], [ref, ...seqs]);
+      await markCommittedScript.run(client, k, { outboxRef: ref, seqs });
       metrics.relayDispatched.inc(records.length);
     }));
     return raw.length;
@@ -155,7 +148,7 @@ export class OutboxRelay {
     const buckets = Array.from({ length: COMMIT_BUCKET_COUNT }, (_, b) => b);
     let pending = buckets;
     while (pending.length > 0) {
-      const lengths = await this.store.listLengths(pending.map((b) => this.keys.outbox(b)));
+      const lengths = await this.store.listLengths(pending.map((b) => outboxKey(this.keys, b)));
       pending = pending.filter((_, i) => lengths[i]! > 0);
       const done = await Promise.all(pending.map((b) => this.drainBucket(b)));
       total += done.reduce((a, n) => a + n, 0);

@@ -1,8 +1,9 @@
-import { commitBucket } from "./bucket.js";
-import { FailedPreconditionError } from "./errors.js";
-import { hexToUuid, splitHexIds, uuidToHex, type Uuid } from "./ids.js";
-import type { KeySpace } from "./keys.js";
-import type { RedisStore } from "./store.js";
+import { commitBucket } from "../base/index.js";
+import { FailedPreconditionError } from "../base/index.js";
+import { hexToUuid, splitHexIds, uuidToHex, type Uuid } from "../base/index.js";
+import type { KeySpace } from "../base/index.js";
+import { dispatchIdentityKey, dispatchPartitionKey } from "./keys.js";
+import type { RedisStore } from "../store/index.js";
 
 /** One committed message handed to dispatch: what it is and exactly whom it goes to. */
 export interface DispatchRecord {
@@ -122,11 +123,11 @@ export class RedisStreamsDispatchLog implements DispatchLog {
   }
 
   private key(partition: number): string {
-    return this.keys.dispatchPartition(this.identity.topicId, partition);
+    return dispatchPartitionKey(this.keys, this.identity.topicId, partition);
   }
 
   async ensureIdentity(): Promise<void> {
-    const key = this.keys.dispatchIdentity(this.identity.topicId);
+    const key = dispatchIdentityKey(this.keys, this.identity.topicId);
     const client = this.store.clientForKey(key);
     const want = { cluster_id: this.identity.clusterId, topic_id: this.identity.topicId, partition_count: String(this.identity.partitionCount) };
     // one atomic step: the first process records the identity, every later one reads it back
@@ -165,7 +166,7 @@ export class RedisStreamsDispatchLog implements DispatchLog {
   }
 
   async storedIdentity(): Promise<DispatchIdentity | null> {
-    const key = this.keys.dispatchIdentity(this.identity.topicId);
+    const key = dispatchIdentityKey(this.keys, this.identity.topicId);
     const have = await this.store.clientForKey(key).hgetall(key);
     if (!have.cluster_id) return null;
     return { clusterId: have.cluster_id, topicId: have.topic_id ?? "", partitionCount: Number(have.partition_count) };

@@ -1,5 +1,5 @@
 import { blake3 } from "@noble/hashes/blake3.js";
-import { bytesToUuid, uuidToBytes, ZERO_UUID, type Uuid } from "./ids.js";
+import { bytesToUuid, uuidToBytes, ZERO_UUID, type Uuid } from "../base/index.js";
 
 /** `custom_type` of the membership CONTROL message (ADR-0021 §2). */
 export const MEMBERSHIP_CUSTOM_TYPE = "qim.membership.v1";

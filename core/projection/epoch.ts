@@ -1,7 +1,8 @@
-import type { KeySpace } from "./keys.js";
-import { callScript } from "./lua.js";
+import type { KeySpace } from "../base/index.js";
+import { projectionEpochKey, projectionEpochLogKey } from "./keys.js";
+import { bumpEpochScript } from "./scripts.js";
 import { metrics } from "./metrics.js";
-import type { RedisStore } from "./store.js";
+import type { RedisStore } from "../store/index.js";
 
 export interface EpochBump {
   epoch: number;
@@ -23,11 +24,11 @@ export class ProjectionEpoch {
   constructor(private readonly store: RedisStore, private readonly keys: KeySpace, private readonly now: () => number = Date.now) {}
 
   private client() {
-    return this.store.clientForKey(this.keys.projectionEpoch());
+    return this.store.clientForKey(projectionEpochKey(this.keys));
   }
 
   async get(): Promise<number> {
-    const v = Number((await this.client().get(this.keys.projectionEpoch())) ?? "0");
+    const v = Number((await this.client().get(projectionEpochKey(this.keys))) ?? "0");
     metrics.projectionEpoch.set(v);
     return v;
   }
@@ -35,15 +36,14 @@ export class ProjectionEpoch {
   /** Increments the epoch and records why, in one atomic step; returns the new epoch. */
   async bump(reason: string, by: string): Promise<EpochBump> {
     const at = this.now();
-    const [reply] = await callScript(this.client(), "bumpEpoch", [this.keys.projectionEpoch(), this.keys.projectionEpochLog()], [reason, by, at, LOG_KEEP]);
-    const epoch = Number(reply);
+    const epoch = await bumpEpochScript.run(this.client(), { epoch: projectionEpochKey(this.keys), epochLog: projectionEpochLogKey(this.keys) }, { reason, by, at, keep: LOG_KEEP });
     metrics.projectionEpoch.set(epoch);
     return { epoch, reason, by, at };
   }
 
   /** The newest bumps, newest first. */
   async history(limit = 10): Promise<EpochBump[]> {
-    const raw = await this.client().lrange(this.keys.projectionEpochLog(), 0, Math.max(0, limit - 1));
+    const raw = await this.client().lrange(projectionEpochLogKey(this.keys), 0, Math.max(0, limit - 1));
     return raw.map((r) => JSON.parse(r) as EpochBump);
   }
 }

@@ -1,14 +1,13 @@
-import { InternalError, MembershipChangedError, PermissionDeniedError } from "./errors.js";
-import { hexToUuid, type Uuid } from "./ids.js";
+import { hexToUuid, InternalError, MembershipChangedError, PermissionDeniedError, type Uuid, type UuidHex } from "../base/index.js";
+import type { RedisStore } from "../store/index.js";
 import type { ConversationKeys } from "./keys.js";
-import { callScript } from "./lua.js";
 import { metrics } from "./metrics.js";
-import type { RedisStore } from "./store.js";
+import { commitMessagesScript } from "./scripts.js";
 
 /** One message handed to the writer, already validated and encoded. */
 export interface WriteRequest {
-  clientMessageIdHex: string;
-  senderHex: string;
+  clientMessageId: UuidHex;
+  sender: UuidHex;
   /** The history entry without its seq (see history.ts). */
   rest: string;
 }
@@ -68,7 +67,7 @@ export class GroupCommitWriter {
         q = { keys, items: [], busy: false };
         this.queues.set(keys.outboxRef, q);
       }
-      q.items.push({ clientMessageIdHex: req.clientMessageIdHex, senderHex: req.senderHex, rest: req.rest, attempts: 0, resolve, reject });
+      q.items.push({ clientMessageId: req.clientMessageId, sender: req.sender, rest: req.rest, attempts: 0, resolve, reject });
       if (!q.busy) void this.drain(q);
     });
   }
@@ -103,30 +102,26 @@ export class GroupCommitWriter {
       }
     }
     metrics.commitBatchSize.observe(batch.length);
-    const args: (string | number)[] = [version, k.outboxRef];
-    for (const p of batch) args.push(p.clientMessageIdHex, p.senderHex, p.rest);
-    const reply = await callScript(client, "commitMessages", [k.idem, k.grpmeta, k.grpmembers, k.cseq, k.hist, k.outbox, k.vpending], args);
-    if (reply.length !== 1 + 3 * batch.length) throw new InternalError(`commitMessages answered ${reply.length} items for ${batch.length} messages`);
+    const outcomes = await commitMessagesScript.run(client, k, { version, outboxRef: k.outboxRef, messages: batch });
+    if (outcomes.length !== batch.length) throw new InternalError(`commitMessages answered ${outcomes.length} outcomes for ${batch.length} messages`);
 
     const retry: Pending[] = [];
     let current: string | undefined;
     let committed = false;
     batch.forEach((p, i) => {
-      const status = Number(reply[1 + 3 * i]);
-      const seq = Number(reply[2 + 3 * i]);
-      const id = String(reply[3 + 3 * i]);
+      const o = outcomes[i]!;
       p.attempts++;
-      switch (status) {
-        case 0:
+      switch (o.status) {
+        case "OK":
           committed = true;
           metrics.messagesCommitted.inc();
-          p.resolve({ conversationSeq: seq, messageId: hexToUuid(id), version: Number(version), duplicate: false, attempts: p.attempts });
+          p.resolve({ conversationSeq: o.conversationSeq, messageId: hexToUuid(o.messageId), version: Number(version), duplicate: false, attempts: p.attempts });
           return;
-        case 1:
-          p.resolve({ conversationSeq: seq, messageId: id === "" ? null : hexToUuid(id), version: null, duplicate: true, attempts: p.attempts });
+        case "DUPLICATE":
+          p.resolve({ conversationSeq: o.conversationSeq, messageId: o.messageId === "" ? null : hexToUuid(o.messageId), version: null, duplicate: true, attempts: p.attempts });
           return;
-        case -1:
-          current = String(seq);
+        case "MEMBERSHIP_CHANGED":
+          current = o.currentVersion;
           if (p.attempts > this.opts.maxRetries) {
             p.reject(new MembershipChangedError(p.attempts));
           } else {
@@ -134,12 +129,9 @@ export class GroupCommitWriter {
             retry.push(p);
           }
           return;
-        case -2:
-        case -3:
+        case "SENDER_NOT_MEMBER":
+        case "GROUP_NOT_FOUND":
           p.reject(new PermissionDeniedError());
-          return;
-        default:
-          p.reject(new InternalError(`commitMessages: unknown status ${status}`));
       }
     });
     if (committed) this.opts.onCommit?.(k.bucket);

@@ -1,8 +1,9 @@
 import cassandra from "cassandra-driver";
-import { InvalidArgumentError, UnavailableError } from "./errors.js";
-import { hexToUuid, uuidToHex, type Uuid } from "./ids.js";
-import type { KeySpace } from "./keys.js";
-import type { RedisStore } from "./store.js";
+import { InvalidArgumentError, UnavailableError } from "../base/index.js";
+import { hexToUuid, uuidToHex, type Uuid } from "../base/index.js";
+import type { KeySpace } from "../base/index.js";
+import { userKeys } from "./keys.js";
+import type { RedisStore } from "../store/index.js";
 
 /** The kind of a conversation in a user's set (groups only so far). */
 export type ConversationKind = "group";
@@ -83,20 +84,20 @@ export class RedisHashAuthority implements ConversationStateAuthority {
   async init(): Promise<void> {}
 
   async register(items: RegistrationItem[]): Promise<void> {
-    const userKeys = items.map((i) => this.keys.user(i.tenant, i.user));
+    const keysOf = items.map((i) => userKeys(this.keys, i.tenant, i.user));
     const updatedAt = this.now();
-    await Promise.all(this.store.byTarget(userKeys.map((k) => k.tag)).map(async ({ client, idx }) => {
+    await Promise.all(this.store.byTarget(keysOf.map((k) => k.tag)).map(async ({ client, idx }) => {
       const p = client.pipeline();
       for (const j of idx) {
         const i = items[j]!;
-        p.hsetnx(userKeys[j]!.ucsHash, uuidToHex(i.conversation), `${i.kind}|${i.firstSeenAt}|${updatedAt}`);
+        p.hsetnx(keysOf[j]!.ucsHash, uuidToHex(i.conversation), `${i.kind}|${i.firstSeenAt}|${updatedAt}`);
       }
       for (const [err] of (await p.exec()) ?? []) if (err) throw err;
     }));
   }
 
   async conversations(tenant: Uuid, user: Uuid): Promise<ConversationStateRow[]> {
-    const k = this.keys.user(tenant, user);
+    const k = userKeys(this.keys, tenant, user);
     const all = await this.store.clientFor(k.tag).hgetall(k.ucsHash);
     return Object.entries(all).map(([conv, v]) => {
       const [kind, first, updated] = v.split("|");
@@ -106,7 +107,7 @@ export class RedisHashAuthority implements ConversationStateAuthority {
 
   async remove(tenant: Uuid, user: Uuid, conversations: Uuid[]): Promise<void> {
     if (conversations.length === 0) return;
-    const k = this.keys.user(tenant, user);
+    const k = userKeys(this.keys, tenant, user);
     await this.store.clientFor(k.tag).hdel(k.ucsHash, ...conversations.map(uuidToHex));
   }
 

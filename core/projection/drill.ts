@@ -1,9 +1,11 @@
 import { randomInt } from "node:crypto";
-import type { Engine } from "./engine.js";
-import { FailedPreconditionError, InvalidArgumentError } from "./errors.js";
-import { callScript } from "./lua.js";
-import { hexToUuid, newMessageId, parseUuid, type Uuid } from "./ids.js";
-import type { SessionProjector } from "./projection.js";
+import type { KeySpace } from "../base/index.js";
+import type { RedisStore } from "../store/index.js";
+import { convsPattern, drillLockKey } from "./keys.js";
+import { releaseLockScript } from "./scripts.js";
+import { FailedPreconditionError, InvalidArgumentError } from "../base/index.js";
+import { hexToUuid, newMessageId, parseUuid, type Uuid } from "../base/index.js";
+import type { SessionProjector } from "./consumer.js";
 import type { RegistrationTask } from "./registration.js";
 import type { SessionList, SessionService } from "./sessions.js";
 
@@ -94,7 +96,8 @@ const DRILL_LOCK_MS = 30 * 60 * 1000;
  */
 export class RebuildDrill {
   constructor(
-    private readonly engine: Engine,
+    private readonly store: RedisStore,
+    private readonly keys: KeySpace,
     private readonly sessions: SessionService,
     private readonly projector: SessionProjector,
     private readonly registration: RegistrationTask,
@@ -102,11 +105,11 @@ export class RebuildDrill {
 
   /** Up to `n` users drawn at random from the projection (SCAN over every data node; drills only). */
   async sampleUsers(n: number): Promise<DrillUser[]> {
-    const pattern = this.engine.keys.convsPattern();
+    const pattern = convsPattern(this.keys);
     const re = /:convs:([0-9a-f]{32}):([0-9a-f]{32})$/;
     const sample: DrillUser[] = [];
     let seen = 0;
-    for (const node of this.engine.store.dataNodes()) {
+    for (const node of this.store.dataNodes()) {
       let cursor = "0";
       do {
         const [next, keys] = await node.scan(cursor, "MATCH", pattern, "COUNT", 1000);
@@ -146,8 +149,8 @@ export class RebuildDrill {
     }
 
     // one drill at a time across every server of this engine: two would wipe each other's users
-    const lockKey = this.engine.keys.drillLock();
-    const lockClient = this.engine.store.clientForKey(lockKey);
+    const lockKey = drillLockKey(this.keys);
+    const lockClient = this.store.clientForKey(lockKey);
     if ((await lockClient.set(lockKey, drillId, "PX", DRILL_LOCK_MS, "NX")) !== "OK") {
       const holder = await lockClient.get(lockKey);
       throw new FailedPreconditionError(`another rebuild drill is running (${holder ?? "just finished"}); try again when it is done`, { runningDrill: holder });
@@ -155,7 +158,7 @@ export class RebuildDrill {
     try {
       return await this.runLocked(drillId, startedAt, users, opts, progress);
     } finally {
-      await callScript(lockClient, "releaseLock", [lockKey], [drillId]).catch(() => {});
+      await releaseLockScript.run(lockClient, { lock: lockKey }, { token: drillId }).catch(() => {});
     }
   }
 

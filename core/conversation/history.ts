@@ -1,5 +1,5 @@
-import { InvalidArgumentError } from "./errors.js";
-import { hexToUuid, uuidToHex, type Uuid } from "./ids.js";
+import { InvalidArgumentError } from "../base/index.js";
+import { hexToUuid, uuidToHex, type Uuid } from "../base/index.js";
 import { decodeMembershipPayload, MEMBERSHIP_CUSTOM_TYPE, type MembershipEventBody } from "./membership-event.js";
 
 /**

@@ -1,9 +1,12 @@
 import type { ConversationStateAuthority } from "./authority.js";
-import type { ConversationSummary, Engine } from "./engine.js";
+import type { ConversationService, ConversationSummary } from "../conversation/index.js";
+import type { KeySpace } from "../base/index.js";
+import type { RedisStore } from "../store/index.js";
+import { userKeys } from "./keys.js";
+import { raiseEpochMarkScript } from "./scripts.js";
 import type { ProjectionEpoch } from "./epoch.js";
-import { InvalidArgumentError } from "./errors.js";
-import { hexToUuid, parseUuid, uuidToHex, type Uuid } from "./ids.js";
-import { pipelineScript } from "./lua.js";
+import { InvalidArgumentError } from "../base/index.js";
+import { hexToUuid, parseUuid, uuidToHex, type Uuid } from "../base/index.js";
 import { metrics } from "./metrics.js";
 
 export interface SessionListRequest {
@@ -48,13 +51,15 @@ export function compareSessions(a: ConversationSummary, b: ConversationSummary):
  */
 export class SessionService {
   constructor(
-    private readonly engine: Engine,
+    private readonly store: RedisStore,
+    private readonly keys: KeySpace,
+    private readonly conversations: ConversationService,
     readonly authority: ConversationStateAuthority,
     readonly epoch: ProjectionEpoch,
   ) {}
 
   private userKeys(tenant: Uuid, user: Uuid) {
-    return this.engine.keys.user(tenant, user);
+    return userKeys(this.keys, tenant, user);
   }
 
   /** Rebuilds the user's set from the authority when their mark is behind (or `force`). */
@@ -62,7 +67,7 @@ export class SessionService {
     const tenant = parseUuid(tenantIn, "tenant");
     const user = parseUuid(userIn, "user");
     const k = this.userKeys(tenant, user);
-    const [epoch, markRaw] = await Promise.all([this.epoch.get(), this.engine.store.clientFor(k.tag).hget(k.epochMarks, k.ref)]);
+    const [epoch, markRaw] = await Promise.all([this.epoch.get(), this.store.clientFor(k.tag).hget(k.epochMarks, k.ref)]);
     const mark = Number(markRaw ?? "0");
     if (!opts.force && mark >= epoch) return { epoch, rebuilt: false, merged: 0, mark };
     const merged = await this.mergeFromAuthority(tenant, user, epoch);
@@ -73,14 +78,14 @@ export class SessionService {
   private async mergeFromAuthority(tenant: Uuid, user: Uuid, epoch: number): Promise<number> {
     const k = this.userKeys(tenant, user);
     const rows = await this.authority.conversations(tenant, user);
-    const p = this.engine.store.clientFor(k.tag).multi();
+    const p = this.store.clientFor(k.tag).multi();
     for (let i = 0; i < rows.length; i += 500) {
       const args: (string | number)[] = [];
       for (const r of rows.slice(i, i + 500)) args.push(r.firstSeenAt, uuidToHex(r.conversation));
       p.zadd(k.convs, "GT", ...(args as [number, string]));
     }
     // the mark only moves forward: a slower rebuild at an older epoch must not undo a newer one
-    pipelineScript(p, "raiseEpochMark", [k.epochMarks], [k.ref, epoch]);
+    raiseEpochMarkScript.queue(p, k, { ref: k.ref, epoch });
     const res = await p.exec();
     for (const [err] of res ?? []) if (err) throw err;
     metrics.userRebuilt.inc();
@@ -95,7 +100,7 @@ export class SessionService {
       throw new InvalidArgumentError("limit", `limit must be an integer from 1 to ${SESSION_PAGE_LIMIT}`);
     }
     const k = this.userKeys(tenant, user);
-    const client = this.engine.store.clientFor(k.tag);
+    const client = this.store.clientFor(k.tag);
     // the mark and the page in one round trip on the user's instance, the epoch beside it; the
     // page is read again only in the rare pull that rebuilds
     const readPage = () => client.multi().hget(k.epochMarks, k.ref).zcard(k.convs).zrevrange(k.convs, 0, req.all ? -1 : limit - 1).exec();
@@ -110,7 +115,7 @@ export class SessionService {
     const groups = (page![2]![1] as string[]).map(hexToUuid);
     const summaries: (ConversationSummary | null)[] = [];
     for (let i = 0; i < groups.length; i += 500) {
-      summaries.push(...(await this.engine.conversationSummaries(tenant, user, groups.slice(i, i + 500))));
+      summaries.push(...(await this.conversations.conversationSummaries(tenant, user, groups.slice(i, i + 500))));
     }
     const sessions = summaries.filter((s): s is ConversationSummary => s !== null).sort(compareSessions);
     const hidden = summaries.length - sessions.length;
@@ -121,6 +126,6 @@ export class SessionService {
   /** Drops the user's projection and epoch mark (drills: "the projection was lost"). */
   async wipeUser(tenant: Uuid, user: Uuid): Promise<void> {
     const k = this.userKeys(tenant, user);
-    await this.engine.store.clientFor(k.tag).multi().del(k.convs).hdel(k.epochMarks, k.ref).exec();
+    await this.store.clientFor(k.tag).multi().del(k.convs).hdel(k.epochMarks, k.ref).exec();
   }
 }

@@ -1,45 +1,8 @@
-import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import { Counter, Gauge } from "prom-client";
+import { registry } from "../base/index.js";
 
-/**
- * The engine's metrics, named as in the spec (ADR-0021 "新增指标"). One registry per process;
- * the admin server exposes it on /metrics and streams it to the dashboard.
- */
-export const registry = new Registry();
-
+/** The session projection's metrics (ADR-0021 §4 "新增指标"). Registered in the process's one registry (base/metrics.ts). */
 export const metrics = {
-  membershipEvents: new Counter({
-    name: "qim_writer_membership_events_total",
-    help: "Membership CONTROL messages committed, by op (join, leave, remove)",
-    labelNames: ["op"] as const,
-    registers: [registry],
-  }),
-  membershipRetries: new Counter({
-    name: "qim_writer_membership_retry_total",
-    help: "Re-freezes after the member version moved between planning and the committing script, by path (send, membership)",
-    labelNames: ["path"] as const,
-    registers: [registry],
-  }),
-  messagesCommitted: new Counter({
-    name: "qim_writer_messages_committed_total",
-    help: "Group messages committed (RECORDED) by the writer",
-    registers: [registry],
-  }),
-  commitBatchSize: new Histogram({
-    name: "qim_writer_commit_batch_size",
-    help: "Messages carried by one commit script call (group commit)",
-    buckets: [1, 2, 4, 8, 16, 32, 64, 128],
-    registers: [registry],
-  }),
-  relayDispatched: new Counter({
-    name: "qim_relay_dispatched_total",
-    help: "Commits the outbox relay appended to the dispatch log and marked COMMITTED",
-    registers: [registry],
-  }),
-  lowLatencySkipped: new Counter({
-    name: "qim_relay_low_latency_skipped_total",
-    help: "Records not handed to the session projection's low-latency path because it was busy (the durable consumer projects them from the log)",
-    registers: [registry],
-  }),
   ucsPending: new Counter({
     name: "qim_session_conversation_state_pending_total",
     help: "Conversations that entered a user's projection and were queued for the conversation-set authority",

@@ -1,9 +1,10 @@
 import { decodeRegistration, type ConversationStateAuthority, type RegistrationItem } from "./authority.js";
-import { COMMIT_BUCKET_COUNT } from "./bucket.js";
-import type { KeySpace } from "./keys.js";
-import { callScript } from "./lua.js";
+import { COMMIT_BUCKET_COUNT } from "../base/index.js";
+import type { KeySpace } from "../base/index.js";
+import { ucsDeadKey, ucsPendingKey } from "./keys.js";
+import { deadLetterRegistrationScript, popRegisteredScript } from "./scripts.js";
 import { metrics } from "./metrics.js";
-import type { RedisStore } from "./store.js";
+import type { RedisStore } from "../store/index.js";
 
 /** A Redis instance's registration queues: items pending, and dead letters kept (ucs_dead). */
 export interface QueueDepth {
@@ -56,7 +57,7 @@ export class RegistrationTask {
    * so one bad entry never blocks the registrations queued behind it.
    */
   async drainBucket(bucket: number): Promise<number> {
-    const key = this.keys.ucsPending(bucket);
+    const key = ucsPendingKey(this.keys, bucket);
     const client = this.store.clientForKey(key);
     let raw = await client.lrange(key, 0, this.batchSize - 1);
     if (raw.length === 0) return 0;
@@ -69,13 +70,13 @@ export class RegistrationTask {
           raw = raw.slice(0, i); // register the good prefix now; the bad item is the head next time
           break;
         }
-        const dead = this.keys.ucsDead(bucket);
-        const [moved] = await callScript(client, "deadLetterRegistration", [key, dead], [text, DEAD_LETTERS_KEPT]);
-        if (Number(moved) === 1) {
+        const dead = ucsDeadKey(this.keys, bucket);
+        const moved = await deadLetterRegistrationScript.run(client, { pending: key, dead }, { item: text, keep: DEAD_LETTERS_KEPT });
+        if (moved) {
           metrics.ucsDeadLettered.inc();
           this.opts.onError?.(new Error(`registration: moved an undecodable item from ${key} to ${dead}: ${(err as Error).message}`));
         }
-        return Number(moved);
+        return moved ? 1 : 0;
       }
     }
     try {
@@ -85,9 +86,9 @@ export class RegistrationTask {
       throw err;
     }
     await this.opts.afterAuthorityWrite?.(items);
-    const [popped] = await callScript(client, "popRegistered", [key], raw);
-    metrics.ucsWritten.inc(Number(popped));
-    return Number(popped);
+    const popped = await popRegisteredScript.run(client, { pending: key }, { items: raw });
+    metrics.ucsWritten.inc(popped);
+    return popped;
   }
 
   /** Drains every queue until empty (or until a pass pops nothing); returns the items popped. */
@@ -108,7 +109,7 @@ export class RegistrationTask {
   }
 
   private depthsOf(buckets: number[]): Promise<number[]> {
-    return this.store.listLengths(buckets.map((b) => this.keys.ucsPending(b)));
+    return this.store.listLengths(buckets.map((b) => ucsPendingKey(this.keys, b)));
   }
 
   /**
@@ -117,11 +118,11 @@ export class RegistrationTask {
    */
   async depthPerInstance(): Promise<QueueDepth[]> {
     const buckets = Array.from({ length: COMMIT_BUCKET_COUNT }, (_, b) => b);
-    const lengths = await this.store.listLengths([...buckets.map((b) => this.keys.ucsPending(b)), ...buckets.map((b) => this.keys.ucsDead(b))]);
+    const lengths = await this.store.listLengths([...buckets.map((b) => ucsPendingKey(this.keys, b)), ...buckets.map((b) => ucsDeadKey(this.keys, b))]);
     const clients = this.store.clients();
     const out: QueueDepth[] = clients.map((_, instance) => ({ instance, depth: 0, deadLetters: 0 }));
     for (const b of buckets) {
-      const q = out[clients.indexOf(this.store.clientForKey(this.keys.ucsPending(b)))]!;
+      const q = out[clients.indexOf(this.store.clientForKey(ucsPendingKey(this.keys, b)))]!;
       q.depth += lengths[b]!;
       q.deadLetters += lengths[COMMIT_BUCKET_COUNT + b]!;
     }

@@ -1,9 +1,11 @@
 import type { ConversationStateAuthority } from "./authority.js";
-import type { DispatchLog } from "./dispatch-log.js";
 import { RebuildDrill } from "./drill.js";
-import type { Engine } from "./engine.js";
+import type { KeySpace } from "../base/index.js";
+import type { ConversationService } from "../conversation/index.js";
+import type { DispatchLog } from "../dispatch/index.js";
+import type { RedisStore } from "../store/index.js";
 import { ProjectionEpoch } from "./epoch.js";
-import { SessionProjector, type PartitionAudit, type ProjectionStartReport, type ProjectorOptions } from "./projection.js";
+import { SessionProjector, type PartitionAudit, type ProjectionStartReport, type ProjectorOptions } from "./consumer.js";
 import { RegistrationTask, type QueueDepth, type RegistrationOptions } from "./registration.js";
 import { SessionService } from "./sessions.js";
 
@@ -18,6 +20,15 @@ export interface ProjectionStackOptions {
   trimIntervalMs?: number;
   log?: (line: string) => void;
   onError?: (err: unknown) => void;
+}
+
+/** What the session projection stands on: the store and key space, the conversations it summarises, the log it consumes, its authority. */
+export interface ProjectionDeps {
+  store: RedisStore;
+  keys: KeySpace;
+  conversations: ConversationService;
+  log: DispatchLog;
+  authority: ConversationStateAuthority;
 }
 
 export interface ProjectionStatus {
@@ -48,23 +59,24 @@ export class ProjectionStack {
   readonly retentionMs: number;
   private trimTimer: NodeJS.Timeout | undefined;
 
-  constructor(
-    readonly engine: Engine,
-    readonly log: DispatchLog,
-    readonly authority: ConversationStateAuthority,
-    private readonly opts: ProjectionStackOptions = {},
-  ) {
+  readonly log: DispatchLog;
+  readonly authority: ConversationStateAuthority;
+
+  constructor(deps: ProjectionDeps, private readonly opts: ProjectionStackOptions = {}) {
+    const { store, keys, conversations, log, authority } = deps;
+    this.log = log;
+    this.authority = authority;
     const onError = opts.onError ?? (() => {});
-    this.epoch = new ProjectionEpoch(engine.store, engine.keys);
-    this.projector = new SessionProjector(engine.store, engine.keys, log, this.epoch, {
+    this.epoch = new ProjectionEpoch(store, keys);
+    this.projector = new SessionProjector(store, keys, log, this.epoch, {
       ...(opts.log ? { log: opts.log } : {}),
       onError,
       ...opts.projector,
       ...(opts.background === false ? { poll: false } : {}),
     });
-    this.registration = new RegistrationTask(engine.store, engine.keys, authority, { onError, ...opts.registration });
-    this.sessions = new SessionService(engine, authority, this.epoch);
-    this.drill = new RebuildDrill(engine, this.sessions, this.projector, this.registration);
+    this.registration = new RegistrationTask(store, keys, authority, { onError, ...opts.registration });
+    this.sessions = new SessionService(store, keys, conversations, authority, this.epoch);
+    this.drill = new RebuildDrill(store, keys, this.sessions, this.projector, this.registration);
     this.retentionMs = opts.retentionMs ?? DEFAULT_RETENTION_MS;
   }
 

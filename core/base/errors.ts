@@ -2,17 +2,39 @@
  * Domain errors with stable codes. core knows nothing of gRPC; the admin API maps these codes to
  * status codes in one place and the CLI maps them to exit codes.
  */
-export type QimErrorCode =
-  | "INVALID_ARGUMENT"
-  | "NOT_FOUND"
-  | "ALREADY_EXISTS"
-  | "PERMISSION_DENIED"
-  | "FAILED_PRECONDITION"
-  | "VERSION_CONFLICT"
-  | "MEMBERSHIP_CHANGED"
-  | "UNAVAILABLE"
-  | "UNIMPLEMENTED"
-  | "INTERNAL";
+/**
+ * Every domain error code, declared once with the gRPC status the admin API answers it with and
+ * the class of CLI exit code qimctl exits with (cli/exit-codes.ts turns the class into its number:
+ * USAGE 2, NOT_FOUND 3, CONFLICT 4, CONNECTION 5, AUTH 6, INTERNAL 1). A module that needs a new
+ * code adds one line here; the admin API's mapping and the CLI's exit codes follow from it.
+ */
+export const ERROR_CODES = {
+  INVALID_ARGUMENT: { grpc: "INVALID_ARGUMENT", exit: "USAGE" },
+  NOT_FOUND: { grpc: "NOT_FOUND", exit: "NOT_FOUND" },
+  ALREADY_EXISTS: { grpc: "ALREADY_EXISTS", exit: "CONFLICT" },
+  PERMISSION_DENIED: { grpc: "PERMISSION_DENIED", exit: "AUTH" },
+  FAILED_PRECONDITION: { grpc: "FAILED_PRECONDITION", exit: "CONFLICT" },
+  VERSION_CONFLICT: { grpc: "ABORTED", exit: "CONFLICT" },
+  MEMBERSHIP_CHANGED: { grpc: "ABORTED", exit: "CONFLICT" },
+  UNAVAILABLE: { grpc: "UNAVAILABLE", exit: "CONNECTION" },
+  UNIMPLEMENTED: { grpc: "UNIMPLEMENTED", exit: "CONFLICT" },
+  INTERNAL: { grpc: "INTERNAL", exit: "INTERNAL" },
+} as const satisfies Record<string, { grpc: GrpcStatusName; exit: ExitClass }>;
+
+export type QimErrorCode = keyof typeof ERROR_CODES;
+
+/** gRPC status names (grpc/doc/statuscodes.md), the words ERROR_CODES answers in. */
+export type GrpcStatusName =
+  | "OK" | "CANCELLED" | "UNKNOWN" | "INVALID_ARGUMENT" | "DEADLINE_EXCEEDED" | "NOT_FOUND" | "ALREADY_EXISTS" | "PERMISSION_DENIED"
+  | "RESOURCE_EXHAUSTED" | "FAILED_PRECONDITION" | "ABORTED" | "OUT_OF_RANGE" | "UNIMPLEMENTED" | "INTERNAL" | "UNAVAILABLE" | "DATA_LOSS"
+  | "UNAUTHENTICATED";
+
+/** The classes of qimctl's exit codes that a domain error can end in. */
+export type ExitClass = "USAGE" | "NOT_FOUND" | "CONFLICT" | "CONNECTION" | "AUTH" | "INTERNAL";
+
+export function isQimErrorCode(code: string): code is QimErrorCode {
+  return Object.hasOwn(ERROR_CODES, code);
+}
 
 export class QimError extends Error {
   readonly code: QimErrorCode;

@@ -1,13 +1,14 @@
 import { encodeRegistration } from "./authority.js";
-import type { DispatchIdentity, DispatchLog, DispatchRecord, LogPosition, Watermarks } from "./dispatch-log.js";
-import { compareStreamIds, LOG_START } from "./dispatch-log.js";
+import type { DispatchIdentity, DispatchLog, DispatchRecord, LogPosition, Watermarks } from "../dispatch/index.js";
+import { compareStreamIds, LOG_START } from "../dispatch/index.js";
 import type { ProjectionEpoch } from "./epoch.js";
-import { FailedPreconditionError } from "./errors.js";
-import { uuidToHex, type Uuid } from "./ids.js";
-import type { KeySpace, UserKeys } from "./keys.js";
-import { callScript, luaStatus } from "./lua.js";
+import { FailedPreconditionError } from "../base/index.js";
+import { uuidToHex, type Uuid } from "../base/index.js";
+import type { KeySpace } from "../base/index.js";
+import { checkpointKey, userKeys, type UserKeys } from "./keys.js";
+import { advanceCheckpointScript, projectEntriesScript, type ProjectedEntry } from "./scripts.js";
 import { metrics } from "./metrics.js";
-import type { RedisStore } from "./store.js";
+import type { RedisStore } from "../store/index.js";
 
 /** created_at (ms) of a history entry: field 6 of "seq|messageId|sender|kind|countsUnread|createdAt|…". */
 function entryCreatedAt(entry: string): number {
@@ -36,7 +37,7 @@ export class ProjectionWriter {
     let k = this.userKeyCache.get(id);
     if (!k) {
       if (this.userKeyCache.size >= 200_000) this.userKeyCache.clear();
-      k = this.keys.user(tenant, user);
+      k = userKeys(this.keys, tenant, user);
       this.userKeyCache.set(id, k);
     }
     return k;
@@ -53,14 +54,14 @@ export class ProjectionWriter {
     const counts = await Promise.all(this.store.byTarget(entries.map((e) => e.uk.tag)).flatMap(({ client, idx }) => {
       const calls: Promise<number>[] = [];
       for (let i = 0; i < idx.length; i += MAX_ENTRIES_PER_CALL) {
-        const keys: string[] = [];
-        const args: string[] = [];
-        for (const j of idx.slice(i, i + MAX_ENTRIES_PER_CALL)) {
+        const items: ProjectedEntry[] = idx.slice(i, i + MAX_ENTRIES_PER_CALL).map((j) => {
           const { uk, record: r, user, conv, createdAt } = entries[j]!;
-          keys.push(uk.convs, uk.ucsPending);
-          args.push(conv, String(createdAt), encodeRegistration({ tenant: r.tenant, user, conversation: r.conversation, kind: "group", firstSeenAt: createdAt }));
-        }
-        calls.push(callScript(client, "projectEntries", keys, args).then((r) => Number(r[0])));
+          return {
+            keys: uk, conversationHex: conv, createdAt,
+            pendingItem: encodeRegistration({ tenant: r.tenant, user, conversation: r.conversation, kind: "group", firstSeenAt: createdAt }),
+          };
+        });
+        calls.push(projectEntriesScript.run(client, items));
       }
       return calls;
     }));
@@ -195,7 +196,7 @@ export class SessionProjector {
   }
 
   private checkpointKey(partition: number): string {
-    return this.keys.dispatchCheckpoint(this.log.identity.topicId, partition);
+    return checkpointKey(this.keys, this.log.identity.topicId, partition);
   }
 
   async readCheckpoint(partition: number): Promise<Checkpoint | null> {
@@ -228,9 +229,9 @@ export class SessionProjector {
     const id = this.log.identity;
     const raw = `${to.offset}|${to.id}`;
     const updatedAt = this.now();
-    const reply = await callScript(this.store.clientForKey(this.checkpointKey(partition)), "advanceCheckpoint", [this.checkpointKey(partition)],
-      [expected ?? "", raw, id.clusterId, id.topicId, id.partitionCount, updatedAt]);
-    const moved = luaStatus(reply) === "OK";
+    const key = this.checkpointKey(partition);
+    const { moved } = await advanceCheckpointScript.run(this.store.clientForKey(key), { checkpoint: key },
+      { expected, to: raw, clusterId: id.clusterId, topicId: id.topicId, partitionCount: id.partitionCount, updatedAt });
     if (moved) this.known.set(partition, { cp: { position: to, identity: id, updatedAt, raw }, at: Date.now() });
     else this.known.delete(partition);
     return moved;

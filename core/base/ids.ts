@@ -1,10 +1,13 @@
-import { randomFillSync } from "node:crypto";
+import { randomFillSync, randomUUID } from "node:crypto";
 import { v7 as uuidv7 } from "uuid";
 import { InvalidArgumentError } from "./errors.js";
 import { trimAscii } from "./text.js";
 
 /** Canonical lowercase text of a UUID: 8-4-4-4-12 hex digits. */
 export type Uuid = string;
+
+/** The 32 lowercase hex digits of a UUID with no dashes: the form inside keys, Lua and outbox refs. */
+export type UuidHex = string;
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const HEX32_RE = /^[0-9a-f]{32}$/;
@@ -23,7 +26,7 @@ export function parseUuid(text: unknown, field: string): Uuid {
 }
 
 /** The 32 hex digits Redis keys and Lua scripts use for a UUID (no dashes). */
-export function uuidToHex(id: Uuid): string {
+export function uuidToHex(id: Uuid): UuidHex {
   return id.slice(0, 8) + id.slice(9, 13) + id.slice(14, 18) + id.slice(19, 23) + id.slice(24);
 }
 
@@ -52,6 +55,11 @@ let poolOffset = randomPool.length;
 // state is kept here (RFC 9562 method 1: a 32-bit counter seeded randomly each millisecond).
 let v7Msecs = -Infinity;
 let v7Seq = 0;
+
+/** A new random (v4) UUID: a group, a client message id. */
+export function newUuid(): Uuid {
+  return randomUUID();
+}
 
 /**
  * A new message id: UUIDv7, so that ids order by creation time and serve as last_activity_id.

@@ -1,7 +1,9 @@
 import { Cluster, Redis } from "ioredis";
-import { tagShard } from "./bucket.js";
-import { defineScripts, type RedisClient } from "./lua.js";
-import { parseAddr, type TopologyConfig } from "./topology.js";
+import { parseAddr, tagShard, type TopologyConfig } from "../base/index.js";
+import { defineScripts } from "../lua/index.js";
+
+/** One connection to the store: a standalone instance or the whole Cluster. */
+export type RedisClient = Redis | Cluster;
 
 export interface StoreOptions {
   /** ioredis connect timeout and per-command bound, so an unreachable store fails fast. */

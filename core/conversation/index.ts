@@ -1,0 +1,10 @@
+/**
+ * The conversation module: groups, membership changes as CONTROL messages (ADR-0021 §2–3), the
+ * send path with group commit, history and the interval-clipped reads. Owns the conversation's
+ * keys (`{bNNN}`), the scripts of lua/conversation/ and the writer's metrics.
+ */
+export * from "./history.js";
+export { conversationKeys, outboxKey, type ConversationKeys } from "./keys.js";
+export * from "./membership-event.js";
+export * from "./service.js";
+export type { WriteOutcome } from "./writer.js";

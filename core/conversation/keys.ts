@@ -1,0 +1,52 @@
+import { bucketTag, commitBucket, uuidToHex, type KeySpace, type Uuid } from "../base/index.js";
+
+/**
+ * Every key of one conversation (a group's conversation id is the group id) — the sequence
+ * counter, history, commit records, idempotency index, group meta, member table, version deltas,
+ * read state — carries the conversation's `{bNNN}` tag, so one Lua script sees all of them on one
+ * instance (ADR-0021 §1). The bucket's outbox carries the same tag. docs/architecture.md has the
+ * table of keys.
+ */
+export interface ConversationKeys {
+  bucket: number;
+  tag: string;
+  /** tenant|conversation in hex: the conversation's name inside the bucket's outbox entries. */
+  outboxRef: string;
+  cseq: string;
+  hist: string;
+  commits: string;
+  idem: string;
+  grpmeta: string;
+  grpmembers: string;
+  grpdeltas: string;
+  vpending: string;
+  readseq: string;
+  outbox: string;
+}
+
+export function conversationKeys(space: KeySpace, tenant: Uuid, conversation: Uuid): ConversationKeys {
+  const bucket = commitBucket(tenant, conversation);
+  const tag = bucketTag(bucket);
+  const id = `${uuidToHex(tenant)}:${uuidToHex(conversation)}`;
+  const k = (name: string) => space.key(tag, name, id);
+  return {
+    bucket,
+    tag,
+    outboxRef: `${uuidToHex(tenant)}|${uuidToHex(conversation)}`,
+    cseq: k("cseq"),
+    hist: k("hist"),
+    commits: k("commits"),
+    idem: k("idem"),
+    grpmeta: k("grpmeta"),
+    grpmembers: k("grpmembers"),
+    grpdeltas: k("grpdeltas"),
+    vpending: k("vpending"),
+    readseq: k("readseq"),
+    outbox: outboxKey(space, bucket),
+  };
+}
+
+/** The bucket's outbox: commits RECORDED but not yet in the dispatch log. */
+export function outboxKey(space: KeySpace, bucket: number): string {
+  return space.key(bucketTag(bucket), "outbox");
+}

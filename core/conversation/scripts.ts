@@ -1,0 +1,158 @@
+import { hexToUuid, InternalError, type UuidHex } from "../base/index.js";
+import { defineScript, luaStatus, statusOf, type Arg } from "../lua/index.js";
+import type { ConversationKeys } from "./keys.js";
+
+/**
+ * The conversation module's scripts (lua/conversation/), each declared once: KEYS by name in the
+ * order of the script's header, ARGV from named fields, the reply decoded. The headers document
+ * every key, argument and return value.
+ */
+
+/** A member's state letter in the member table: Active, Left, Removed; "" never a member. */
+export type MemberStateLetter = "A" | "L" | "R" | "";
+
+const leftAtOf = (v: unknown): number | null => (Number(v) < 0 ? null : Number(v));
+
+export const createGroupScript = defineScript({
+  name: "createGroup",
+  keys: ["grpmeta", "grpmembers"] satisfies (keyof ConversationKeys)[],
+  args: (a: { owner: UuidHex; createdAt: number; members: readonly UuidHex[] }) => [a.owner, a.createdAt, ...a.members],
+  reply: (r) => (luaStatus(r) === "GROUP_EXISTS" ? { status: "GROUP_EXISTS" as const } : { status: "OK" as const, version: Number(r[1]), memberCount: Number(r[2]) }),
+});
+
+export interface CommitMessage {
+  clientMessageId: UuidHex;
+  sender: UuidHex;
+  /** The history entry after its seq (history.ts encodeHistoryRest). */
+  rest: string;
+}
+
+export type CommitOutcome =
+  | { status: "OK"; conversationSeq: number; messageId: UuidHex }
+  | { status: "DUPLICATE"; conversationSeq: number; messageId: UuidHex | "" }
+  | { status: "MEMBERSHIP_CHANGED"; currentVersion: string }
+  | { status: "SENDER_NOT_MEMBER" | "GROUP_NOT_FOUND" };
+
+export const commitMessagesScript = defineScript({
+  name: "commitMessages",
+  keys: ["idem", "grpmeta", "grpmembers", "cseq", "hist", "outbox", "vpending"] satisfies (keyof ConversationKeys)[],
+  args: (a: { version: string; outboxRef: string; messages: readonly CommitMessage[] }) => {
+    const out: Arg[] = [a.version, a.outboxRef];
+    for (const m of a.messages) out.push(m.clientMessageId, m.sender, m.rest);
+    return out;
+  },
+  /** One outcome per message, in ARGV order. */
+  reply: (r): CommitOutcome[] => {
+    if ((r.length - 1) % 3 !== 0) throw new InternalError(`commitMessages answered ${r.length} items`);
+    const out: CommitOutcome[] = [];
+    for (let i = 1; i < r.length; i += 3) {
+      const status = statusOf(r[i]);
+      const seq = Number(r[i + 1]);
+      const id = String(r[i + 2]) as UuidHex | "";
+      switch (status) {
+        case "OK": out.push({ status, conversationSeq: seq, messageId: id as UuidHex }); break;
+        case "DUPLICATE": out.push({ status, conversationSeq: seq, messageId: id }); break;
+        case "MEMBERSHIP_CHANGED": out.push({ status, currentVersion: String(r[i + 1]) }); break;
+        case "SENDER_NOT_MEMBER":
+        case "GROUP_NOT_FOUND": out.push({ status }); break;
+        default: throw new InternalError(`commitMessages: unexpected ${status}`);
+      }
+    }
+    return out;
+  },
+});
+
+export type MembershipApplyOutcome =
+  | { status: "OK" | "DUPLICATE"; conversationSeq: number; messageId: UuidHex | ""; version: number; memberCount: number; audienceSize: number }
+  | { status: "MEMBERSHIP_CHANGED"; currentVersion: number }
+  | { status: "GROUP_NOT_FOUND" | "PLAN_STALE" | "OWNER_IMMUTABLE" };
+
+export const applyMembershipScript = defineScript({
+  name: "applyMembership",
+  keys: ["idem", "grpmeta", "grpmembers", "grpdeltas", "vpending", "cseq", "hist", "commits", "outbox"] satisfies (keyof ConversationKeys)[],
+  args: (a: { idempotencyId: string; version: number; op: number; rest: string; outboxRef: string; broadcastMaxMembers: number; targets: readonly UuidHex[] }) =>
+    [a.idempotencyId, a.version, a.op, a.rest, a.outboxRef, a.broadcastMaxMembers, ...a.targets],
+  reply: (r): MembershipApplyOutcome => {
+    const status = luaStatus(r);
+    switch (status) {
+      case "OK":
+      case "DUPLICATE":
+        return { status, conversationSeq: Number(r[1]), messageId: String(r[2]) as UuidHex | "", version: Number(r[3]), memberCount: Number(r[4]), audienceSize: Number(r[5]) };
+      case "MEMBERSHIP_CHANGED":
+        return { status, currentVersion: Number(r[1]) };
+      case "GROUP_NOT_FOUND":
+      case "PLAN_STALE":
+      case "OWNER_IMMUTABLE":
+        return { status };
+      default:
+        throw new InternalError(`applyMembership: unexpected ${status}`);
+    }
+  },
+});
+
+export const readPlanScript = defineScript({
+  name: "readPlan",
+  keys: ["grpmeta", "grpmembers"] satisfies (keyof ConversationKeys)[],
+  args: (a: { targets: readonly UuidHex[] }) => a.targets,
+  reply: (r) => luaStatus(r) === "GROUP_NOT_FOUND"
+    ? { status: "GROUP_NOT_FOUND" as const }
+    : {
+      status: "OK" as const,
+      version: Number(r[1]),
+      owner: hexToUuid(String(r[2])),
+      memberCount: Number(r[3]),
+      /** Each target's state, in ARGV order. */
+      states: r.slice(4).map((s) => String(s) as MemberStateLetter),
+    },
+});
+
+/** The user's interval as readHistory and conversationSummary report it. */
+export interface VisibleInterval {
+  joinedAt: number;
+  leftAt: number | null;
+  state: Exclude<MemberStateLetter, "">;
+}
+
+export const readHistoryScript = defineScript({
+  name: "readHistory",
+  keys: ["grpmembers", "hist"] satisfies (keyof ConversationKeys)[],
+  args: (a: { user: UuidHex; after: number; limit: number }) => [a.user, a.after, a.limit],
+  reply: (r) => luaStatus(r) === "NOT_VISIBLE"
+    ? { status: "NOT_VISIBLE" as const }
+    : {
+      status: "OK" as const,
+      interval: { joinedAt: Number(r[1]), leftAt: leftAtOf(r[2]), state: String(r[3]) } as VisibleInterval,
+      earliestAvailableConversationSeq: Number(r[4]),
+      entries: r.slice(5).map(String),
+    },
+});
+
+export type SummaryReply =
+  | { status: "NOT_VISIBLE" }
+  | { status: "OK"; interval: VisibleInterval; readConversationSeq: number; headEntry: string | null; unread: number; unreadExact: boolean };
+
+export const conversationSummaryScript = defineScript({
+  name: "conversationSummary",
+  keys: ["grpmembers", "hist", "readseq"] satisfies (keyof ConversationKeys)[],
+  args: (a: { user: UuidHex; unreadPreciseLimit: number }) => [a.user, a.unreadPreciseLimit],
+  reply: (r): SummaryReply => {
+    if (luaStatus(r) === "NOT_VISIBLE") return { status: "NOT_VISIBLE" };
+    const head = String(r[5]);
+    return {
+      status: "OK",
+      interval: { joinedAt: Number(r[1]), leftAt: leftAtOf(r[2]), state: String(r[3]) as VisibleInterval["state"] },
+      readConversationSeq: Number(r[4]),
+      headEntry: head === "" ? null : head,
+      unread: Number(r[6]),
+      unreadExact: Number(r[7]) === 1,
+    };
+  },
+});
+
+export const markReadScript = defineScript({
+  name: "markRead",
+  keys: ["grpmembers", "hist", "readseq"] satisfies (keyof ConversationKeys)[],
+  args: (a: { user: UuidHex; seq: number }) => [a.user, a.seq],
+  reply: (r) => (luaStatus(r) === "NOT_VISIBLE" ? { status: "NOT_VISIBLE" as const } : { status: "OK" as const, readConversationSeq: Number(r[1]) }),
+});
+

@@ -1,0 +1,145 @@
+import { InternalError } from "../base/index.js";
+import { invokeScript, scriptFile } from "./loader.js";
+
+/**
+ * Typed script wrappers after BullMQ's `scripts.ts`: each script is declared once, beside the
+ * module that owns it, with its KEYS by name (in the order of the script's header), a builder of
+ * its ARGV from named fields and a decoder of its reply. Call sites pass the keys object of their
+ * conversation or user and get a typed reply: nobody builds a KEYS array by hand or reads
+ * `reply[3]`. The declared key count is checked against the file name on first use and by
+ * test/lua/loader.test.ts for every script.
+ */
+
+export type Arg = string | number;
+
+/** Domain failures scripts report as a leading small integer, listed once. */
+export const LUA_STATUS = {
+  OK: 0,
+  DUPLICATE: 1,
+  MEMBERSHIP_CHANGED: -1,
+  SENDER_NOT_MEMBER: -2,
+  GROUP_NOT_FOUND: -3,
+  GROUP_EXISTS: -4,
+  NOT_VISIBLE: -5,
+  PLAN_STALE: -6,
+  OWNER_IMMUTABLE: -7,
+  SNAPSHOT_MISSING: -8,
+  CHECKPOINT_MOVED: -9,
+} as const;
+export type LuaStatusName = keyof typeof LUA_STATUS;
+
+const STATUS_BY_CODE = new Map<number, LuaStatusName>(Object.entries(LUA_STATUS).map(([k, v]) => [v, k as LuaStatusName]));
+
+/** The status a reply leads with, by name, so that decoders switch on names, not numbers. */
+export function luaStatus(reply: readonly unknown[]): LuaStatusName {
+  const name = STATUS_BY_CODE.get(Number(reply[0]));
+  if (name === undefined) throw new InternalError(`unknown Lua status ${String(reply[0])}`);
+  return name;
+}
+
+/** The status of a status code found elsewhere than at the head of a reply (batch replies). */
+export function statusOf(code: unknown): LuaStatusName {
+  return luaStatus([code]);
+}
+
+/** A reply as an array (a script returning one value gives it bare). */
+function asArray(reply: unknown): unknown[] {
+  return Array.isArray(reply) ? reply : [reply];
+}
+
+interface Declared {
+  name: string;
+  /** null: variadic. */
+  numberOfKeys: number | null;
+}
+
+const declared = new Map<string, Declared>();
+
+/** Every script a loaded module declared (the loader test holds them against lua/'s files). */
+export function declaredScripts(): readonly Declared[] {
+  return [...declared.values()];
+}
+
+function declare(name: string, numberOfKeys: number | null): void {
+  if (declared.has(name)) throw new InternalError(`script ${name} is declared twice`);
+  declared.set(name, { name, numberOfKeys });
+}
+
+function checkedAgainstFile(name: string, numberOfKeys: number | null): () => void {
+  let checked = false;
+  return () => {
+    if (checked) return;
+    const file = scriptFile(name);
+    if (file.numberOfKeys !== numberOfKeys) {
+      throw new InternalError(`script ${name} is declared with ${numberOfKeys ?? "any number of"} keys but lua/${file.file} says ${file.numberOfKeys ?? "n"}`);
+    }
+    checked = true;
+  };
+}
+
+export interface Script<K extends string, A, R> {
+  readonly name: string;
+  readonly keys: readonly K[];
+  run(client: object, keys: Readonly<Record<K, string>>, args: A): Promise<R>;
+  /** Queues the call on a pipeline or MULTI; decode its slot of the exec result with `decode`. */
+  queue(pipeline: object, keys: Readonly<Record<K, string>>, args: A): void;
+  decode(raw: unknown): R;
+}
+
+export function defineScript<K extends string, A, R>(decl: {
+  name: string;
+  keys: readonly K[];
+  args: (a: A) => readonly Arg[];
+  reply: (raw: unknown[]) => R;
+}): Script<K, A, R> {
+  declare(decl.name, decl.keys.length);
+  const check = checkedAgainstFile(decl.name, decl.keys.length);
+  const keyList = (k: Readonly<Record<K, string>>) => decl.keys.map((name) => k[name]);
+  return {
+    name: decl.name,
+    keys: decl.keys,
+    async run(client, keys, args) {
+      check();
+      const raw = await invokeScript<Promise<unknown>>(client, "client", decl.name, keyList(keys), decl.args(args));
+      return decl.reply(asArray(raw));
+    },
+    queue(pipeline, keys, args) {
+      check();
+      invokeScript<unknown>(pipeline, "pipeline", decl.name, keyList(keys), decl.args(args));
+    },
+    decode: (raw) => decl.reply(asArray(raw)),
+  };
+}
+
+export interface VariadicScript<I, R> {
+  readonly name: string;
+  /** One call over `items`: each item contributes its keys and its arguments, in order. */
+  run(client: object, items: readonly I[]): Promise<R>;
+}
+
+/**
+ * A script over a list of items that each bring keys and arguments (`-n.lua`): the declaration
+ * says how one item becomes its keys and its arguments.
+ */
+export function defineVariadicScript<I, R>(decl: {
+  name: string;
+  itemKeys: (item: I) => readonly string[];
+  itemArgs: (item: I) => readonly Arg[];
+  reply: (raw: unknown[]) => R;
+}): VariadicScript<I, R> {
+  declare(decl.name, null);
+  const check = checkedAgainstFile(decl.name, null);
+  return {
+    name: decl.name,
+    async run(client, items) {
+      check();
+      const keys: string[] = [];
+      const args: Arg[] = [];
+      for (const item of items) {
+        keys.push(...decl.itemKeys(item));
+        args.push(...decl.itemArgs(item));
+      }
+      return decl.reply(asArray(await invokeScript<Promise<unknown>>(client, "client", decl.name, keys, args)));
+    },
+  };
+}

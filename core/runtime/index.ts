@@ -1,0 +1,2 @@
+/** The runtime: builds the engine's modules over one store and starts and stops them together. */
+export * from "./runtime.js";

@@ -1,0 +1,113 @@
+import { KeySpace } from "../base/index.js";
+import { ConversationService, type ConversationOptions } from "../conversation/index.js";
+import { OutboxRelay, RedisStreamsDispatchLog, type DispatchIdentity, type RelayOptions } from "../dispatch/index.js";
+import {
+  authorityFromEnv, CassandraAuthority, DEFAULT_RETENTION_MS, ProjectionStack, type CassandraAuthorityOptions, type ConversationStateAuthority,
+  type ProjectionStackOptions, type ProjectionStartReport,
+} from "../projection/index.js";
+import type { RedisStore } from "../store/index.js";
+
+/** The dispatch log's identity when none is configured. */
+export const DEFAULT_DISPATCH: DispatchIdentity = { clusterId: "qim", topicId: "dispatch", partitionCount: 8 };
+
+/** How often the relay sweeps every bucket by default (commits of this process are kicked at once). */
+export const DEFAULT_RELAY_INTERVAL_MS = 1000;
+
+/**
+ * A subsystem that plugs into the runtime (the engine cluster, the conversation-list engine,
+ * CMD sync, later the client gateway): built from the running engine's parts, started after
+ * the built-in modules, stopped before them in reverse order.
+ */
+export interface RuntimeModule {
+  readonly name: string;
+  start?(): Promise<void> | void;
+  stop?(): Promise<void> | void;
+}
+
+export type RuntimeModuleFactory = (engine: EngineRuntime) => RuntimeModule;
+
+export interface RuntimeOptions {
+  store: RedisStore;
+  /** Prefix of every key (default "qim"); tests and co-hosted deployments use their own. */
+  keyPrefix?: string;
+  conversation?: Omit<ConversationOptions, "keyPrefix" | "onCommit">;
+  dispatch?: DispatchIdentity;
+  /**
+   * The conversation-set authority. Default: a CassandraAuthority from `cassandra` when given,
+   * else authorityFromEnv (Cassandra when QIM_CASSANDRA_CONTACT_POINTS is set, else the
+   * Redis-hash development fallback). One passed in is stopped with the runtime but not closed.
+   */
+  authority?: ConversationStateAuthority;
+  cassandra?: CassandraAuthorityOptions;
+  projection?: ProjectionStackOptions;
+  relay?: Omit<RelayOptions, "onAppended">;
+  /** The relay's sweep of every bucket every N ms; 0: no background relay (the owner drains it). */
+  relayIntervalMs?: number;
+  /** Subsystems built on the engine, in start order. */
+  modules?: readonly RuntimeModuleFactory[];
+  log?: (line: string) => void;
+}
+
+/**
+ * The engine as one unit, wired the same way everywhere (admin server, dev stack, demo, benches,
+ * tests): the conversation service, the dispatch log and its outbox relay, the session
+ * projection, and the subsystems plugged in as RuntimeModules. A commit kicks the relay; an
+ * append hands the records to the projection's low-latency path.
+ */
+export class EngineRuntime {
+  readonly store: RedisStore;
+  readonly keys: KeySpace;
+  readonly conversations: ConversationService;
+  readonly dispatchLog: RedisStreamsDispatchLog;
+  readonly relay: OutboxRelay;
+  readonly projection: ProjectionStack;
+  readonly modules: readonly RuntimeModule[];
+  private readonly ownsAuthority: boolean;
+  private started: RuntimeModule[] = [];
+
+  constructor(private readonly opts: RuntimeOptions) {
+    this.store = opts.store;
+    this.keys = new KeySpace(opts.keyPrefix ?? "qim");
+    const relayRef: { relay?: OutboxRelay } = {};
+    this.conversations = new ConversationService(this.store, { ...opts.conversation, keyPrefix: this.keys.prefix, onCommit: (bucket) => relayRef.relay?.kick(bucket) });
+    this.dispatchLog = new RedisStreamsDispatchLog(this.store, this.keys, opts.dispatch ?? DEFAULT_DISPATCH);
+    this.ownsAuthority = opts.authority === undefined;
+    const authority = opts.authority ?? (opts.cassandra ? new CassandraAuthority(opts.cassandra) : authorityFromEnv(this.store, this.keys));
+    this.projection = new ProjectionStack(
+      { store: this.store, keys: this.keys, conversations: this.conversations, log: this.dispatchLog, authority },
+      { retentionMs: DEFAULT_RETENTION_MS, ...(opts.log ? { log: opts.log } : {}), ...opts.projection },
+    );
+    this.relay = new OutboxRelay(this.store, this.keys, this.dispatchLog, { ...opts.relay, onAppended: this.projection.lowLatency });
+    relayRef.relay = this.relay;
+    this.modules = (opts.modules ?? []).map((make) => make(this));
+  }
+
+  /**
+   * Starts the session projection (its start-up audit throws ProjectionRefusedError when the log
+   * is not ours or lost acknowledged records: then nothing else starts), the relay, then the
+   * modules in order. A module that fails to start stops the ones before it.
+   */
+  async start(): Promise<ProjectionStartReport> {
+    const report = await this.projection.start();
+    const interval = this.opts.relayIntervalMs ?? DEFAULT_RELAY_INTERVAL_MS;
+    if (interval > 0) this.relay.start(interval);
+    try {
+      for (const m of this.modules) {
+        await m.start?.();
+        this.started.push(m);
+      }
+    } catch (err) {
+      await this.stop();
+      throw err;
+    }
+    return report;
+  }
+
+  /** Stops the modules (reverse order), the relay and the projection; closes an authority the runtime made. */
+  async stop(): Promise<void> {
+    for (const m of this.started.reverse()) await m.stop?.();
+    this.started = [];
+    await this.relay.stop();
+    await (this.ownsAuthority ? this.projection.close() : this.projection.stop());
+  }
+}

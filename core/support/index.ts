@@ -1,0 +1,3 @@
+/** Process helpers that are not engine concepts: free loopback ports, fault-injection fail points. */
+export * from "./failpoints.js";
+export * from "./ports.js";

@@ -10,10 +10,10 @@
  * Rounds alternate baseline and core so that machine noise hits both alike; medians are printed.
  * Usage: node dist/bench/commit.js [--json] [--ops N] [--rounds R]
  */
-import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
 import { ConversationService, OutboxRelay, RedisStore, RedisStreamsDispatchLog, registry, uuidToHex, type Uuid } from "../core/index.js";
 import { startRedis } from "../test/harness/redis.js";
+import { newUuid } from "../core/index.js";
 
 const args = process.argv.slice(2);
 const flag = (name: string, dflt: number) => {
@@ -57,10 +57,10 @@ async function main() {
   const out: Record<string, unknown> = { ops: OPS, rounds: ROUNDS, concurrency: CONCURRENCY, redis: (await raw.info("server")).match(/redis_version:(\S+)/)?.[1] };
 
   try {
-    const tenant = randomUUID();
+    const tenant = newUuid();
     // the same entry size as a core send of this text
     const text = "benchmark message of a typical size, about sixty bytes long..";
-    const sample = `${uuidToHex(randomUUID())}|${uuidToHex(randomUUID())}|N|1|${Date.now()}|text/plain|${Buffer.from(text).toString("base64")}`;
+    const sample = `${uuidToHex(newUuid())}|${uuidToHex(newUuid())}|N|1|${Date.now()}|text/plain|${Buffer.from(text).toString("base64")}`;
 
     /**
      * One workload: CONCURRENCY senders in flight spread over `groupCount` groups, so that
@@ -70,8 +70,8 @@ async function main() {
     const workload = async (groupCount: number) => {
       const groups: { group: Uuid; owner: Uuid }[] = [];
       for (let g = 0; g < groupCount; g++) {
-        const owner = randomUUID();
-        const { group } = await engine.createGroup({ tenant, owner, members: Array.from({ length: 20 }, () => randomUUID()) });
+        const owner = newUuid();
+        const { group } = await engine.createGroup({ tenant, owner, members: Array.from({ length: 20 }, () => newUuid()) });
         groups.push({ group, owner });
       }
       const baseline = (i: number) => {
@@ -117,9 +117,9 @@ async function main() {
 
     // membership changes: each worker toggles one user of its own in a group of its own (the
     // contended case is the acceptance test's business; this measures the cost of one change)
-    const users = Array.from({ length: CONCURRENCY }, () => randomUUID());
+    const users = Array.from({ length: CONCURRENCY }, () => newUuid());
     const ownGroups: Uuid[] = [];
-    for (let w = 0; w < CONCURRENCY; w++) ownGroups.push((await engine.createGroup({ tenant, owner: randomUUID(), members: Array.from({ length: 20 }, () => randomUUID()) })).group);
+    for (let w = 0; w < CONCURRENCY; w++) ownGroups.push((await engine.createGroup({ tenant, owner: newUuid(), members: Array.from({ length: 20 }, () => newUuid()) })).group);
     const memberRates: number[] = [];
     const memberBase: number[] = [];
     const changes = Math.max(2000, Math.floor(OPS / 4));
@@ -147,11 +147,11 @@ async function main() {
 
     // memory of a 10,000-member group after 100 membership changes
     const memory = async (relayKeepsUp: boolean) => {
-      const owner = randomUUID();
-      const initial = Array.from({ length: 9999 }, () => randomUUID());
+      const owner = newUuid();
+      const initial = Array.from({ length: 9999 }, () => newUuid());
       const { group } = await engine.createGroup({ tenant, owner, members: initial });
       const present = new Set([owner, ...initial]);
-      const newcomers = Array.from({ length: 50 }, () => randomUUID());
+      const newcomers = Array.from({ length: 50 }, () => newUuid());
       for (let i = 0; i < 100; i++) {
         // a message pending at every version, so that a stalled relay needs every delta
         await engine.send({ tenant, group, sender: owner, text });

@@ -20,7 +20,6 @@
  *          [--convs-per-user K] [--users50 N] [--users5000 N] [--rebuild-inflight C] [--no-cassandra]
  *          [--only registration|rebuild] [--paths zadd-raw,script-raw,zadd,script,writer] [--json]
  */
-import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
 import net from "node:net";
 import os from "node:os";
@@ -35,6 +34,7 @@ import {
 import { startRedis } from "../test/harness/redis.js";
 import { userKeys } from "../core/index.js";
 import { UserKeys, ucsPendingKey } from "../core/index.js";
+import { newUuid } from "../core/index.js";
 
 const args = process.argv.slice(2);
 const flag = (name: string, dflt: number) => {
@@ -202,8 +202,8 @@ const VERSUS: Partial<Record<Path, Path>> = { scriptRaw: "zaddRaw", zadd: "zaddR
 const PREFIX: Record<Path, string> = { zaddRaw: "pa", scriptRaw: "pb", zadd: "pc", script: "pd", writer: "pe" };
 
 async function registrationBench(client: Redis, plain: Redis, raw: RawPipe, sha: string, writer: ProjectionWriter): Promise<Record<string, unknown>[]> {
-  const tenant = randomUUID();
-  const users: Uuid[] = Array.from({ length: USERS }, () => randomUUID());
+  const tenant = newUuid();
+  const users: Uuid[] = Array.from({ length: USERS }, () => newUuid());
   // identical copies of the projection, one per path
   const spaces = Object.fromEntries(PATHS.map((p) => [p, new KeySpace(PREFIX[p])])) as Record<Path, KeySpace>;
   const ukeys = Object.fromEntries(PATHS.map((p) => [p, users.map((u) => userKeys(spaces[p], tenant, u))])) as Record<Path, UserKeys[]>;
@@ -218,7 +218,7 @@ async function registrationBench(client: Redis, plain: Redis, raw: RawPipe, sha:
   };
   const groups: { conv: Uuid; hex: string; members: number[] }[] = [];
   for (let g = 0; g < groupCount; g++) {
-    const conv = randomUUID();
+    const conv = newUuid();
     groups.push({ conv, hex: uuidToHex(conv), members: pick() });
   }
   const t0 = Date.now();
@@ -240,7 +240,7 @@ async function registrationBench(client: Redis, plain: Redis, raw: RawPipe, sha:
     for (let i = 0; i < Math.ceil(entries / MEMBERS); i++) {
       const isNew = Math.floor((i + 1) * newFrac) > Math.floor(i * newFrac);
       if (isNew) {
-        const conv = randomUUID();
+        const conv = newUuid();
         recs.push({ conv, hex: uuidToHex(conv), members: pick(), createdAt: clock++, isNew });
       } else {
         const g = groups[Math.floor(Math.random() * groupCount)]!;
@@ -260,7 +260,7 @@ async function registrationBench(client: Redis, plain: Redis, raw: RawPipe, sha:
       for (let i = 0; i < recs.length; i += perCall) {
         calls.push(recs.slice(i, i + perCall).map((r, j) => ({
           tenant, conversation: r.conv, conversationSeq: i + j + 1, version: 1,
-          entry: `${i + j + 1}|${uuidToHex(randomUUID())}|${uuidToHex(users[r.members[0]!]!)}|N|1|${r.createdAt}|text/plain|${B64}`,
+          entry: `${i + j + 1}|${uuidToHex(newUuid())}|${uuidToHex(users[r.members[0]!]!)}|N|1|${r.createdAt}|text/plain|${B64}`,
           recipients: r.members.map((m) => users[m]!),
         })));
       }
@@ -458,14 +458,14 @@ async function main() {
       const sessions = stack.sessions;
       const res: Record<string, unknown>[] = [];
       for (const shape of SHAPES) {
-        const rtenant = randomUUID();
-        const rusers = Array.from({ length: shape.users }, () => randomUUID());
+        const rtenant = newUuid();
+        const rusers = Array.from({ length: shape.users }, () => newUuid());
         const tr = process.hrtime.bigint();
         // registered in batches of ≤ 250 rows per user (one Cassandra unlogged batch each)
         const items: RegistrationItem[][] = [];
         for (const user of rusers) {
           let at = Date.now() - 1e8;
-          const mine = Array.from({ length: shape.convs }, () => ({ tenant: rtenant, user, conversation: randomUUID(), kind: "group" as const, firstSeenAt: at++ }));
+          const mine = Array.from({ length: shape.convs }, () => ({ tenant: rtenant, user, conversation: newUuid(), kind: "group" as const, firstSeenAt: at++ }));
           for (let i = 0; i < mine.length; i += 250) items.push(mine.slice(i, i + 250));
         }
         await pool(items.length, REBUILD_INFLIGHT, (i) => authority.register(items[i]!));

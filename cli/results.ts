@@ -6,7 +6,6 @@
  * every key is always present.
  */
 import type { AuditRecord } from "../admin-api/audit.js";
-import type { DrillDifference, DrillReport as CoreDrillReport } from "../core/index.js";
 import type {
   AuditEntry,
   ConversationSummary,
@@ -332,10 +331,32 @@ export function dispatchAuditResult(r: DispatchAuditResponse): DispatchAuditResu
  * The drill report exactly as core's RebuildDrill produces it (the file --report writes), with
  * the enumerations as the strings the wire carries.
  */
-export type DrillReportResult = Omit<CoreDrillReport, "wipe" | "differences"> & {
+export interface DrillDifferenceResult {
+  tenant: string;
+  user: string;
+  conversation: string;
+  field: string;
+  before: string | number | boolean | null;
+  after: string | number | boolean | null;
+}
+
+export interface DrillReportResult {
+  drillId: string;
+  startedAt: string;
+  finishedAt: string;
   wipe: string;
-  differences: (Omit<DrillDifference, "field"> & { field: string })[];
-};
+  scope: string;
+  users: number;
+  conversationsBefore: number;
+  conversationsAfter: number;
+  epochBefore: number;
+  epochAfter: number;
+  registrationsFlushed: number;
+  usersRebuilt: number;
+  authority: string;
+  differences: DrillDifferenceResult[];
+  ok: boolean;
+}
 
 function jsonValue(text: string): string | number | boolean | null {
   try {

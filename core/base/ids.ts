@@ -3,16 +3,24 @@ import { v7 as uuidv7 } from "uuid";
 import { InvalidArgumentError } from "./errors.js";
 import { trimAscii } from "./text.js";
 
-/** Canonical lowercase text of a UUID: 8-4-4-4-12 hex digits. */
-export type Uuid = string;
+declare const uuidForm: unique symbol;
 
-/** The 32 lowercase hex digits of a UUID with no dashes: the form inside keys, Lua and outbox refs. */
-export type UuidHex = string;
+/**
+ * Canonical lowercase text of a UUID: 8-4-4-4-12 hex digits. Branded, so that only parseUuid,
+ * hexToUuid, bytesToUuid and the id generators make one: a value is parsed once, where it enters.
+ */
+export type Uuid = string & { readonly [uuidForm]: "canonical" };
+
+/**
+ * The 32 lowercase hex digits of a UUID with no dashes: the form inside keys, Lua and outbox refs.
+ * A distinct brand, so that passing one form where the other is meant does not compile.
+ */
+export type UuidHex = string & { readonly [uuidForm]: "hex" };
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const HEX32_RE = /^[0-9a-f]{32}$/;
 
-export const ZERO_UUID: Uuid = "00000000-0000-0000-0000-000000000000";
+export const ZERO_UUID = "00000000-0000-0000-0000-000000000000" as Uuid;
 
 /**
  * Parses a UUID given by a caller. Accepts any case; returns the canonical lowercase text.
@@ -22,17 +30,17 @@ export function parseUuid(text: unknown, field: string): Uuid {
   if (typeof text !== "string") throw new InvalidArgumentError(field, `${field} must be a UUID string`);
   const lower = trimAscii(text).toLowerCase();
   if (!UUID_RE.test(lower)) throw new InvalidArgumentError(field, `${field} is not a UUID: ${JSON.stringify(text.slice(0, 64))}`);
-  return lower;
+  return lower as Uuid;
 }
 
 /** The 32 hex digits Redis keys and Lua scripts use for a UUID (no dashes). */
 export function uuidToHex(id: Uuid): UuidHex {
-  return id.slice(0, 8) + id.slice(9, 13) + id.slice(14, 18) + id.slice(19, 23) + id.slice(24);
+  return (id.slice(0, 8) + id.slice(9, 13) + id.slice(14, 18) + id.slice(19, 23) + id.slice(24)) as UuidHex;
 }
 
 export function hexToUuid(hex: string): Uuid {
   if (!HEX32_RE.test(hex)) throw new Error(`not a 32-hex-digit id: ${hex}`);
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}` as Uuid;
 }
 
 export function uuidToBytes(id: Uuid): Uint8Array {
@@ -58,7 +66,7 @@ let v7Seq = 0;
 
 /** A new random (v4) UUID: a group, a client message id. */
 export function newUuid(): Uuid {
-  return randomUUID();
+  return randomUUID() as Uuid;
 }
 
 /**
@@ -80,7 +88,7 @@ export function newMessageId(): Uuid {
     v7Seq = (v7Seq + 1) | 0;
     if (v7Seq === 0) v7Msecs++;
   }
-  return uuidv7({ random, msecs: v7Msecs, seq: v7Seq });
+  return uuidv7({ random, msecs: v7Msecs, seq: v7Seq }) as Uuid;
 }
 
 /** Splits a string of concatenated 32-hex ids (the compact list form used inside Lua) into UUIDs. */

@@ -1,6 +1,6 @@
 import cassandra from "cassandra-driver";
 import { InvalidArgumentError, UnavailableError } from "../base/index.js";
-import { hexToUuid, uuidToHex, type Uuid } from "../base/index.js";
+import { hexToUuid, parseUuid, uuidToHex, type Uuid } from "../base/index.js";
 import type { KeySpace } from "../base/index.js";
 import { userKeys } from "./keys.js";
 import type { RedisStore } from "../store/index.js";
@@ -230,7 +230,7 @@ export class CassandraAuthority implements ConversationStateAuthority {
       const res = await this.client.execute(query, [tenant, user], { fetchSize: 1000, ...(pageState ? { pageState } : {}) });
       for (const r of res.rows) {
         rows.push({
-          conversation: String(r.conversation_id),
+          conversation: parseUuid(String(r.conversation_id), "conversation_id"),
           kind: r.kind as ConversationKind,
           firstSeenAt: (r.first_seen_at as Date | null)?.getTime() ?? 0,
           updatedAt: (r.updated_at as Date | null)?.getTime() ?? 0,

@@ -231,7 +231,8 @@ export class RebuildDrill {
 
 function compare(u: DrillUser, before: Snapshot, after: Snapshot): DrillDifference[] {
   const out: DrillDifference[] = [];
-  const convs = [...new Set([...Object.keys(before), ...Object.keys(after)])].sort();
+  // a snapshot is keyed by conversation id (Uuid); Object.keys gives them back as plain strings
+  const convs = [...new Set([...Object.keys(before), ...Object.keys(after)])].sort() as Uuid[];
   for (const c of convs) {
     const b = before[c];
     const a = after[c];

@@ -4,7 +4,6 @@
  * gating, audit entries, invalid input, and a start-up the projection refuses.
  */
 import assert from "node:assert/strict";
-import { randomUUID } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import net from "node:net";
 import { tmpdir } from "node:os";
@@ -20,6 +19,8 @@ import { rejected, storeDigest } from "./helpers.js";
 import { projectionSettled } from "../harness/projection.js";
 import { freePort, startRedis, type RedisServer } from "../harness/redis.js";
 import { checkpointKey } from "../../core/index.js";
+import { newUuid } from "../../core/index.js";
+import { parseUuid } from "../../core/index.js";
 
 
 describe("admin API: session projection, dispatch audit, rebuild drill", () => {
@@ -29,15 +30,15 @@ describe("admin API: session projection, dispatch audit, rebuild drill", () => {
   let pki: TestPki;
   let dir: string;
   const clients: AdminClient[] = [];
-  const tenant = randomUUID();
+  const tenant = newUuid();
   const connect = (who: keyof TestPki) => {
     const c = connectAdmin({ endpoint: `localhost:${server.port}`, caPem: pki.ca.certPem, certPem: pki[who].certPem, keyPem: pki[who].keyPem, deadlineMs: 10_000 });
     clients.push(c);
     return c;
   };
-  const owner = randomUUID();
-  const a = randomUUID();
-  const b = randomUUID();
+  const owner = newUuid();
+  const a = newUuid();
+  const b = newUuid();
   let g1 = "";
   let g2 = "";
 
@@ -199,7 +200,7 @@ describe("admin API: session projection, dispatch audit, rebuild drill", () => {
     await projectionSettled(server, redis);
     const store = new RedisStore({ kind: "instances", addrs: [redisServer.addr] });
     try {
-      await new RedisHashAuthority(store, server.runtime.keys).remove(tenant, b, [g1]);
+      await new RedisHashAuthority(store, server.runtime.keys).remove(tenant, b, [parseUuid(g1, "g1")]);
     } finally {
       await store.close();
     }
@@ -302,10 +303,10 @@ describe("admin server start-up refused by the session projection", () => {
     const ckptKey = checkpointKey(first.runtime.keys, "dispatch", 0);
     try {
       const c = connectAdmin({ endpoint: `localhost:${first.port}`, caPem: pki.ca.certPem, certPem: pki.admin.certPem, keyPem: pki.admin.keyPem });
-      const tenant = randomUUID();
+      const tenant = newUuid();
       for (let i = 0; i < 4; i++) {
-        const g = await c.createGroup({ tenant, group: "", owner: randomUUID(), members: [randomUUID()] });
-        await c.addMembers({ tenant, group: g.group, users: [randomUUID()], dryRun: false });
+        const g = await c.createGroup({ tenant, group: "", owner: newUuid(), members: [newUuid()] });
+        await c.addMembers({ tenant, group: g.group, users: [newUuid()], dryRun: false });
       }
       c.close();
       await projectionSettled(first, redis);

@@ -4,12 +4,12 @@
  * fail; they never skip.
  */
 import assert from "node:assert/strict";
-import { randomUUID } from "node:crypto";
 import { after, before, describe, it } from "node:test";
 import { CassandraAuthority, OutboxRelay, type DispatchRecord, type RegistrationItem } from "../../core/index.js";
 import { sharedCassandra, uniqueKeyspace } from "../harness/cassandra.js";
 import { useEngine } from "./fixture.js";
 import { acceptance5, drillCatchesCorruption, newStack, registrationCrash } from "./projection-scenarios.js";
+import { newUuid } from "../../core/index.js";
 
 let contactPoints: string[] = [];
 const opened: CassandraAuthority[] = [];
@@ -33,9 +33,9 @@ describe("CassandraAuthority on a real Cassandra", () => {
     const a = authorityIn(keyspace);
     await a.init();
     await a.init();
-    const tenant = randomUUID();
-    const user = randomUUID();
-    const convs = [randomUUID(), randomUUID(), randomUUID()];
+    const tenant = newUuid();
+    const user = newUuid();
+    const convs = [newUuid(), newUuid(), newUuid()];
     const items: RegistrationItem[] = convs.map((conversation, i) => ({ tenant, user, conversation, kind: "group", firstSeenAt: 1_700_000_000_000 + i }));
     await a.register(items);
     await a.register([{ ...items[0]!, firstSeenAt: 1_800_000_000_000 }, items[1]!]);
@@ -43,7 +43,7 @@ describe("CassandraAuthority on a real Cassandra", () => {
     assert.deepEqual(rows.map((r) => [r.conversation, r.kind, r.firstSeenAt]).sort(),
       items.map((i) => [i.conversation, "group", i.firstSeenAt]).sort());
     assert.ok(rows.every((r) => r.updatedAt > 0));
-    assert.deepEqual(await a.conversations(tenant, randomUUID()), [], "another user's partition is empty");
+    assert.deepEqual(await a.conversations(tenant, newUuid()), [], "another user's partition is empty");
     await a.remove(tenant, user, [convs[0]!]);
     assert.deepEqual((await a.conversations(tenant, user)).map((r) => r.conversation).sort(), convs.slice(1).sort());
     // a second client on the same keyspace (another server) sees the same rows
@@ -79,8 +79,8 @@ describe("session projection on the Cassandra authority", () => {
     const stack = newStack(fx, authority);
     await stack.start();
     const tenant = fx.tenant();
-    const owner = randomUUID();
-    const members = [randomUUID(), randomUUID(), randomUUID()];
+    const owner = newUuid();
+    const members = [newUuid(), newUuid(), newUuid()];
     const { group } = await fx.engine.createGroup({ tenant, owner, members });
     for (let i = 0; i < 4; i++) await fx.engine.send({ tenant, group, sender: members[i % 3]!, text: `m${i}` });
     const captured: DispatchRecord[] = [];

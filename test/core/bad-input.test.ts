@@ -1,5 +1,4 @@
 import assert from "node:assert/strict";
-import { randomUUID } from "node:crypto";
 import { describe, it } from "node:test";
 import {
   FailedPreconditionError,
@@ -11,6 +10,7 @@ import {
 } from "../../core/index.js";
 import { ALL_TOPOLOGIES } from "../harness/redis.js";
 import { useEngine } from "./fixture.js";
+import { newUuid, type Uuid } from "../../core/index.js";
 
 for (const kind of ALL_TOPOLOGIES) {
   describe(`bad input changes nothing, on ${kind}`, () => {
@@ -18,17 +18,17 @@ for (const kind of ALL_TOPOLOGIES) {
 
     async function seeded() {
       const tenant = fx.tenant();
-      const owner = randomUUID();
-      const member = randomUUID();
+      const owner = newUuid();
+      const member = newUuid();
       const { group } = await fx.engine.createGroup({ tenant, owner, members: [member] });
       await fx.engine.send({ tenant, group, sender: member, text: "hello" });
-      await fx.engine.addMembers({ tenant, group, users: [randomUUID()] });
+      await fx.engine.addMembers({ tenant, group, users: [newUuid()] });
       return { tenant, group, owner, member };
     }
 
     /** Runs `call`, expects the error class (and field), and proves the group's keys are unchanged. */
     async function refusedUnchanged(
-      g: { tenant: string; group: string },
+      g: { tenant: Uuid; group: Uuid },
       call: () => Promise<unknown>,
       errorClass: new (...a: never[]) => QimError,
       field?: string,
@@ -43,7 +43,7 @@ for (const kind of ALL_TOPOLOGIES) {
     it("invalid UUIDs are INVALID_ARGUMENT naming the field", async () => {
       const g = await seeded();
       await refusedUnchanged(g, () => fx.engine.addMembers({ ...g, users: ["not-a-uuid"] }), InvalidArgumentError, "users[0]");
-      await refusedUnchanged(g, () => fx.engine.addMembers({ ...g, users: [randomUUID(), "123"] }), InvalidArgumentError, "users[1]");
+      await refusedUnchanged(g, () => fx.engine.addMembers({ ...g, users: [newUuid(), "123"] }), InvalidArgumentError, "users[1]");
       await refusedUnchanged(g, () => fx.engine.removeMembers({ tenant: "x", group: g.group, users: [g.member] }), InvalidArgumentError, "tenant");
       await refusedUnchanged(g, () => fx.engine.removeMembers({ tenant: g.tenant, group: "", users: [g.member] }), InvalidArgumentError, "group");
       await refusedUnchanged(g, () => fx.engine.send({ ...g, sender: "\u0000\u00ff", text: "x" }), InvalidArgumentError, "sender");
@@ -65,7 +65,7 @@ for (const kind of ALL_TOPOLOGIES) {
 
     it("more distinct targets than the per-call limit is INVALID_ARGUMENT", async () => {
       const g = await seeded();
-      const many = Array.from({ length: 51 }, () => randomUUID());
+      const many = Array.from({ length: 51 }, () => newUuid());
       await refusedUnchanged(g, () => fx.engine.addMembers({ ...g, users: many }), InvalidArgumentError, "users");
       const r = await fx.engine.addMembers({ ...g, users: many.slice(0, 50), dryRun: true });
       assert.equal(r.outcome, "planned");
@@ -74,18 +74,18 @@ for (const kind of ALL_TOPOLOGIES) {
 
     it("an unknown group is NOT_FOUND on the admin path and changes nothing", async () => {
       const g = await seeded();
-      const missing = { tenant: g.tenant, group: randomUUID() };
-      await refusedUnchanged(missing, () => fx.engine.addMembers({ ...missing, users: [randomUUID()] }), NotFoundError);
-      await refusedUnchanged(missing, () => fx.engine.removeMembers({ ...missing, users: [randomUUID()] }), NotFoundError);
+      const missing = { tenant: g.tenant, group: newUuid() };
+      await refusedUnchanged(missing, () => fx.engine.addMembers({ ...missing, users: [newUuid()] }), NotFoundError);
+      await refusedUnchanged(missing, () => fx.engine.removeMembers({ ...missing, users: [newUuid()] }), NotFoundError);
       await refusedUnchanged(missing, () => fx.engine.listMembers(missing), NotFoundError);
       await refusedUnchanged(missing, () => fx.engine.getGroup(missing.tenant, missing.group), NotFoundError);
-      await refusedUnchanged(missing, () => fx.engine.send({ ...missing, sender: randomUUID(), text: "x" }), PermissionDeniedError);
+      await refusedUnchanged(missing, () => fx.engine.send({ ...missing, sender: newUuid(), text: "x" }), PermissionDeniedError);
     });
 
     it("removing non-members plans nothing and commits nothing", async () => {
       const g = await seeded();
       const before = await fx.digest(g.tenant, g.group);
-      const r = await fx.engine.removeMembers({ ...g, users: [randomUUID(), randomUUID()] });
+      const r = await fx.engine.removeMembers({ ...g, users: [newUuid(), newUuid()] });
       assert.equal(r.outcome, "noop");
       assert.deepEqual(r.changed, []);
       assert.equal(r.memberCount, 3);
@@ -94,7 +94,7 @@ for (const kind of ALL_TOPOLOGIES) {
 
     it("a sender who is not a member is PERMISSION_DENIED", async () => {
       const g = await seeded();
-      await refusedUnchanged(g, () => fx.engine.send({ ...g, sender: randomUUID(), text: "x" }), PermissionDeniedError);
+      await refusedUnchanged(g, () => fx.engine.send({ ...g, sender: newUuid(), text: "x" }), PermissionDeniedError);
     });
 
     it("removing the owner is FAILED_PRECONDITION", async () => {
@@ -105,8 +105,8 @@ for (const kind of ALL_TOPOLOGIES) {
 
     it("a stale expectVersion is a VERSION_CONFLICT; dry-run writes nothing", async () => {
       const g = await seeded();
-      await refusedUnchanged(g, () => fx.engine.addMembers({ ...g, users: [randomUUID()], expectVersion: 1 }), VersionConflictError);
-      await refusedUnchanged(g, () => fx.engine.addMembers({ ...g, users: [randomUUID()], expectVersion: -3 }), InvalidArgumentError, "expectVersion");
+      await refusedUnchanged(g, () => fx.engine.addMembers({ ...g, users: [newUuid()], expectVersion: 1 }), VersionConflictError);
+      await refusedUnchanged(g, () => fx.engine.addMembers({ ...g, users: [newUuid()], expectVersion: -3 }), InvalidArgumentError, "expectVersion");
       const before = await fx.digest(g.tenant, g.group);
       const plan = await fx.engine.removeMembers({ ...g, users: [g.member], dryRun: true });
       assert.equal(plan.outcome, "planned");

@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
-import { randomUUID } from "node:crypto";
 import { describe, it } from "node:test";
 import { PermissionDeniedError, type ConversationService, type Uuid } from "../../core/index.js";
 import { ALL_TOPOLOGIES } from "../harness/redis.js";
 import { checkConversation } from "./checker.js";
 import { useEngine, type EngineFixture } from "./fixture.js";
+import { newUuid } from "../../core/index.js";
 
 /** A scripted history: the same operations on a fresh tenant always give the same state. */
 async function scenario(fx: EngineFixture, engine: ConversationService, tenant: Uuid, users: { O: Uuid; A: Uuid; B: Uuid }) {
@@ -28,7 +28,7 @@ async function scenario(fx: EngineFixture, engine: ConversationService, tenant: 
 for (const kind of ALL_TOPOLOGIES) {
   describe(`ADR-0021 acceptance 1–3 on ${kind}`, () => {
     const fx = useEngine(kind, { now: (() => { let t = 1_700_000_000_000; return () => ++t; })() });
-    const users = { O: randomUUID(), A: randomUUID(), B: randomUUID() };
+    const users = { O: newUuid(), A: newUuid(), B: newUuid() };
 
     it("1. join boundary: audience, history and unread of the joiner start at the join event", async () => {
       const tenant = fx.tenant();
@@ -121,9 +121,9 @@ for (const kind of ALL_TOPOLOGIES) {
     it("a user who never was a member is refused exactly as for a group that does not exist", async () => {
       const tenant = fx.tenant();
       const { group } = await scenario(fx, fx.engine, tenant, users);
-      const stranger = randomUUID();
+      const stranger = newUuid();
       const a = await fx.engine.history({ tenant, group, user: stranger }).catch((e: Error) => e);
-      const b = await fx.engine.history({ tenant, group: randomUUID(), user: stranger }).catch((e: Error) => e);
+      const b = await fx.engine.history({ tenant, group: newUuid(), user: stranger }).catch((e: Error) => e);
       assert.ok(a instanceof PermissionDeniedError && b instanceof PermissionDeniedError);
       assert.equal(a.message, b.message);
       await assert.rejects(fx.engine.conversationSummary({ tenant, group, user: stranger }), PermissionDeniedError);

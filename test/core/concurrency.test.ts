@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
-import { randomUUID } from "node:crypto";
 import { describe, it } from "node:test";
 import { ConversationService, loadScripts, MembershipChangedError, RedisStore, PermissionDeniedError, callScript, LUA_STATUS, registry, uuidToHex, type Uuid } from "../../core/index.js";
 import { ALL_TOPOLOGIES } from "../harness/redis.js";
 import { checkConversation } from "./checker.js";
 import { useEngine } from "./fixture.js";
+import { newUuid } from "../../core/index.js";
 
 const SENDERS = 4;
 const MESSAGES_PER_SENDER = 500;
@@ -23,9 +23,9 @@ for (const kind of ALL_TOPOLOGIES) {
 
     it(`${SENDERS} senders × ${MESSAGES_PER_SENDER} messages and ${MEMBERSHIP_WORKERS * CHANGES_PER_WORKER} membership changes: every audience is the member set at its seq`, async () => {
       const tenant = fx.tenant();
-      const owner = randomUUID();
-      const senders = Array.from({ length: SENDERS }, () => randomUUID());
-      const pool = Array.from({ length: 24 }, () => randomUUID());
+      const owner = newUuid();
+      const senders = Array.from({ length: SENDERS }, () => newUuid());
+      const pool = Array.from({ length: 24 }, () => newUuid());
       const initial = [owner, ...senders, ...pool.slice(0, 12)];
       const { group } = await fx.engine.createGroup({ tenant, owner, members: initial });
       const retriesBefore = await counterValue("qim_writer_membership_retry_total", { path: "send" });
@@ -43,7 +43,7 @@ for (const kind of ALL_TOPOLOGIES) {
         for (let i = 0; i < MESSAGES_PER_SENDER; i++) {
           // a client whose send was refused after the bounded re-freezes sends again with the
           // same client_message_id, as an SDK does
-          const clientMessageId = randomUUID();
+          const clientMessageId = newUuid();
           for (;;) {
             try {
               await fx.engine.send({ tenant, group, sender, clientMessageId, text: `${sender.slice(0, 4)}-${i}` });
@@ -109,16 +109,16 @@ for (const kind of ALL_TOPOLOGIES) {
 
     it("a stale member version is refused inside the script and consumes no sequence number", async () => {
       const tenant = fx.tenant();
-      const owner = randomUUID();
+      const owner = newUuid();
       const { group } = await fx.engine.createGroup({ tenant, owner });
       await fx.engine.send({ tenant, group, sender: owner, text: "one" });
-      await fx.engine.addMembers({ tenant, group, users: [randomUUID()] });
+      await fx.engine.addMembers({ tenant, group, users: [newUuid()] });
       const k = fx.engine.conversationKeys(tenant, group);
       const client = fx.store.clientFor(k.tag);
       const before = await client.get(k.cseq);
       const reply = await callScript(client, "commitMessages",
         [k.idem, k.grpmeta, k.grpmembers, k.cseq, k.hist, k.outbox, k.vpending],
-        [1, k.outboxRef, uuidToHex(randomUUID()), uuidToHex(owner), `${uuidToHex(randomUUID())}|${uuidToHex(owner)}|N|1|1|text/plain|eA==`]);
+        [1, k.outboxRef, uuidToHex(newUuid()), uuidToHex(owner), `${uuidToHex(newUuid())}|${uuidToHex(owner)}|N|1|1|text/plain|eA==`]);
       assert.equal(reply[1], LUA_STATUS.MEMBERSHIP_CHANGED);
       assert.equal(reply[2], 2, "the refusal carries the current version");
       assert.equal(await client.get(k.cseq), before);
@@ -126,7 +126,7 @@ for (const kind of ALL_TOPOLOGIES) {
 
     it("the writer gives up after 3 re-freezes with a typed error and commits nothing", async () => {
       const tenant = fx.tenant();
-      const owner = randomUUID();
+      const owner = newUuid();
       const { group } = await fx.engine.createGroup({ tenant, owner });
       const k = fx.engine.conversationKeys(tenant, group);
       const client = fx.store.clientFor(k.tag);
@@ -149,7 +149,7 @@ for (const kind of ALL_TOPOLOGIES) {
       }
       assert.equal(await client.get(k.cseq), null, "no sequence number consumed");
       assert.equal((await counterValue("qim_writer_membership_retry_total", { path: "send" })) - retriesBefore, 3);
-      await assert.rejects(fx.engine.send({ tenant, group, sender: randomUUID(), text: "x" }), PermissionDeniedError);
+      await assert.rejects(fx.engine.send({ tenant, group, sender: newUuid(), text: "x" }), PermissionDeniedError);
     });
   });
 }

@@ -1,12 +1,12 @@
 import assert from "node:assert/strict";
-import { randomUUID } from "node:crypto";
 import { describe, it } from "node:test";
 import { compareStreamIds, LOG_START, RedisStreamsDispatchLog, type DispatchRecord } from "../../core/index.js";
 import { ALL_TOPOLOGIES } from "../harness/redis.js";
 import { useEngine } from "./fixture.js";
+import { newUuid, type Uuid } from "../../core/index.js";
 
-function record(tenant: string, conversation: string, seq: number): DispatchRecord {
-  return { tenant, conversation, conversationSeq: seq, version: 1, entry: `${seq}|x`, recipients: [randomUUID()] };
+function record(tenant: Uuid, conversation: Uuid, seq: number): DispatchRecord {
+  return { tenant, conversation, conversationSeq: seq, version: 1, entry: `${seq}|x`, recipients: [newUuid()] };
 }
 
 describe("stream ids order as (ms, seq) numbers, not as text", () => {
@@ -24,11 +24,11 @@ for (const kind of ALL_TOPOLOGIES) {
     const fx = useEngine(kind);
 
     it("low/high are ordinal offsets: appends raise high, trims raise low, reads are contiguous from a position", async () => {
-      const log = new RedisStreamsDispatchLog(fx.store, fx.engine.keys, { clusterId: "wm", topicId: `t${randomUUID().slice(0, 6)}`, partitionCount: 1 });
+      const log = new RedisStreamsDispatchLog(fx.store, fx.engine.keys, { clusterId: "wm", topicId: `t${newUuid().slice(0, 6)}`, partitionCount: 1 });
       await log.ensureIdentity();
       assert.deepEqual(await log.watermarks(0), { low: 0, high: 0, lastId: "0-0", lowPosition: { offset: 0, id: "0-0" }, newestMs: null });
-      const tenant = randomUUID();
-      const conv = randomUUID();
+      const tenant = newUuid();
+      const conv = newUuid();
       await log.append([1, 2, 3].map((s) => record(tenant, conv, s)));
       const w = await log.watermarks(0);
       assert.equal(w.low, 0);
@@ -54,8 +54,8 @@ for (const kind of ALL_TOPOLOGIES) {
     });
 
     it("an emptied partition's low position is its high watermark", async () => {
-      const log = new RedisStreamsDispatchLog(fx.store, fx.engine.keys, { clusterId: "wm", topicId: `t${randomUUID().slice(0, 6)}`, partitionCount: 1 });
-      await log.append([record(randomUUID(), randomUUID(), 1), record(randomUUID(), randomUUID(), 1)]);
+      const log = new RedisStreamsDispatchLog(fx.store, fx.engine.keys, { clusterId: "wm", topicId: `t${newUuid().slice(0, 6)}`, partitionCount: 1 });
+      await log.append([record(newUuid(), newUuid(), 1), record(newUuid(), newUuid(), 1)]);
       await log.trim(Date.now() + 1000);
       const w = await log.watermarks(0);
       assert.deepEqual([w.low, w.high], [2, 2]);

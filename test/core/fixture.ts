@@ -1,4 +1,3 @@
-import { randomUUID } from "node:crypto";
 import { after, before } from "node:test";
 import {
   ConversationService,
@@ -13,6 +12,7 @@ import {
 } from "../../core/index.js";
 import { conversationKeyList, dumpKeys } from "../harness/dump.js";
 import { startTopology, type TestTopology, type TopologyKind } from "../harness/redis.js";
+import { newUuid } from "../../core/index.js";
 
 export interface EngineFixture {
   topology: TestTopology;
@@ -36,11 +36,11 @@ export function useEngine(kind: TopologyKind, options: ConversationOptions = {})
   before(async () => {
     fx.topology = await startTopology(kind);
     fx.store = new RedisStore(fx.topology.config);
-    fx.engine = new ConversationService(fx.store, { keyPrefix: `t${randomUUID().slice(0, 8)}`, ...options });
+    fx.engine = new ConversationService(fx.store, { keyPrefix: `t${newUuid().slice(0, 8)}`, ...options });
     fx.log = new RedisStreamsDispatchLog(fx.store, fx.engine.keys, { clusterId: "test", topicId: "dispatch", partitionCount: 4 });
     await fx.log.ensureIdentity();
     fx.relay = new OutboxRelay(fx.store, fx.engine.keys, fx.log);
-    fx.tenant = () => randomUUID();
+    fx.tenant = () => newUuid();
     fx.dispatched = async () => {
       const out: DispatchEntry[] = [];
       for (let p = 0; p < fx.log.identity.partitionCount; p++) {

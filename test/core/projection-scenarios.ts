@@ -5,7 +5,6 @@
  */
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { randomUUID } from "node:crypto";
 import { fileURLToPath } from "node:url";
 import {
   ProjectionStack,
@@ -15,6 +14,7 @@ import {
 } from "../../core/index.js";
 import type { EngineFixture } from "./fixture.js";
 import { ucsPendingKey } from "../../core/index.js";
+import { newUuid } from "../../core/index.js";
 
 export interface World {
   tenant: Uuid;
@@ -37,7 +37,7 @@ export function newStack(fx: EngineFixture, authority: ConversationStateAuthorit
  */
 export async function buildWorld(fx: EngineFixture, nUsers = 6, nGroups = 4): Promise<World> {
   const tenant = fx.tenant();
-  const users = Array.from({ length: nUsers }, () => randomUUID());
+  const users = Array.from({ length: nUsers }, () => newUuid());
   const groups: Uuid[] = [];
   for (let g = 0; g < nGroups; g++) {
     const members = users.filter((_, i) => (i + g) % 3 !== 0);

@@ -1,5 +1,4 @@
 import assert from "node:assert/strict";
-import { randomUUID } from "node:crypto";
 import { describe, it } from "node:test";
 import {
   OutboxRelay,
@@ -21,6 +20,7 @@ import { ALL_TOPOLOGIES } from "../harness/redis.js";
 import { useEngine } from "./fixture.js";
 import { acceptance5, assertListsMatchEngine, buildWorld, drillCatchesCorruption, newStack, registrationCrash } from "./projection-scenarios.js";
 import { checkpointKey, drillLockKey, ucsDeadKey, ucsPendingKey, userKeys } from "../../core/index.js";
+import { newUuid } from "../../core/index.js";
 
 async function counter(name: string): Promise<number> {
   const m = (await registry.getMetricsAsJSON()).find((x) => x.name === name);
@@ -69,8 +69,8 @@ describe("session projection details (single instance)", () => {
     const stack = newStack(fx, authority);
     await stack.start();
     const tenant = fx.tenant();
-    const owner = randomUUID();
-    const members = [randomUUID(), randomUUID()];
+    const owner = newUuid();
+    const members = [newUuid(), newUuid()];
     const { group } = await fx.engine.createGroup({ tenant, owner, members });
     for (let i = 0; i < 5; i++) await fx.engine.send({ tenant, group, sender: owner, text: `m${i}` });
     // capture what the relay appends and hand it to the low-latency path before the durable one
@@ -106,10 +106,10 @@ describe("session projection details (single instance)", () => {
     const relay = new OutboxRelay(fx.store, fx.engine.keys, fx.log, { onAppended: () => { calls++; return never; } });
     const skippedBefore = await counter("qim_relay_low_latency_skipped_total");
     const tenant = fx.tenant();
-    const owner = randomUUID();
+    const owner = newUuid();
     const groups: string[] = [];
     for (let g = 0; g < LOW_LATENCY_MAX_INFLIGHT + 4; g++) {
-      const { group } = await fx.engine.createGroup({ tenant, owner, members: [randomUUID()] });
+      const { group } = await fx.engine.createGroup({ tenant, owner, members: [newUuid()] });
       groups.push(group);
       await fx.engine.send({ tenant, group, sender: owner, text: "hello" });
       await relay.drainAll(); // one appended batch per group
@@ -142,7 +142,7 @@ describe("session projection details (single instance)", () => {
     const authority = new RedisHashAuthority(fx.store, fx.engine.keys);
     const stack = newStack(fx, authority);
     const tenant = fx.tenant();
-    const [owner, stranger] = [randomUUID(), randomUUID()];
+    const [owner, stranger] = [newUuid(), newUuid()];
     const { group } = await fx.engine.createGroup({ tenant, owner, members: [] });
     // a projection entry that membership does not back (what the metric exists to catch)
     const uk = userKeys(fx.engine.keys, tenant, stranger);
@@ -159,9 +159,9 @@ describe("session projection details (single instance)", () => {
     const errors: string[] = [];
     const task = new RegistrationTask(fx.store, fx.engine.keys, authority, { onError: (e) => errors.push((e as Error).message) });
     const tenant = fx.tenant();
-    const user = randomUUID();
+    const user = newUuid();
     const uk = userKeys(fx.engine.keys, tenant, user);
-    const conv = () => ({ tenant, user, conversation: randomUUID(), kind: "group" as const, firstSeenAt: Date.now() });
+    const conv = () => ({ tenant, user, conversation: newUuid(), kind: "group" as const, firstSeenAt: Date.now() });
     const [a, b, c] = [conv(), conv(), conv()];
     const bad = ["written|by|hand", `${encodeRegistration(a).slice(0, -1)}x`];
     const client = fx.store.clientForKey(uk.ucsPending);
@@ -198,7 +198,7 @@ describe("session projection details (single instance)", () => {
     const relay = new OutboxRelay(fx.store, fx.engine.keys, fx.log, { onAppended: stack.lowLatency });
     relay.start(50);
     const tenant = fx.tenant();
-    const users = [randomUUID(), randomUUID(), randomUUID()];
+    const users = [newUuid(), newUuid(), newUuid()];
     const { group } = await fx.engine.createGroup({ tenant, owner: users[0]!, members: users.slice(1) });
     for (let i = 0; i < 20; i++) await fx.engine.send({ tenant, group, sender: users[i % 3]!, text: `bg ${i}` });
     let settled = false;
@@ -243,7 +243,7 @@ describe("session projection details (single instance)", () => {
     const stack = newStack(fx, new RedisHashAuthority(fx.store, fx.engine.keys));
     await stack.start();
     const tenant = fx.tenant();
-    const user = randomUUID();
+    const user = newUuid();
     const groups = [];
     for (let i = 0; i < 5; i++) {
       const { group } = await fx.engine.createGroup({ tenant, owner: user });

@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
-import { randomUUID } from "node:crypto";
 import { describe, it } from "node:test";
 import { ConversationService, FailedPreconditionError, loadScripts, RedisStreamsDispatchLog, OutboxRelay, PermissionDeniedError, registry, type Uuid } from "../../core/index.js";
 import { ALL_TOPOLOGIES } from "../harness/redis.js";
 import { checkConversation } from "./checker.js";
 import { useEngine } from "./fixture.js";
+import { newUuid } from "../../core/index.js";
 
 async function counter(name: string, labels: Record<string, string> = {}): Promise<number> {
   const m = (await registry.getMetricsAsJSON()).find((x) => x.name === name);
@@ -19,9 +19,9 @@ for (const kind of ALL_TOPOLOGIES) {
 
     it("a retried client_message_id returns the existing commit and consumes no seq", async () => {
       const tenant = fx.tenant();
-      const owner = randomUUID();
+      const owner = newUuid();
       const { group } = await fx.engine.createGroup({ tenant, owner });
-      const clientMessageId = randomUUID();
+      const clientMessageId = newUuid();
       const a = await fx.engine.send({ tenant, group, sender: owner, clientMessageId, text: "once" });
       const b = await fx.engine.send({ tenant, group, sender: owner, clientMessageId, text: "once" });
       assert.equal(a.duplicate, false);
@@ -33,12 +33,12 @@ for (const kind of ALL_TOPOLOGIES) {
 
     it("group commit: concurrent sends to one group share calls and each gets its own answer", async () => {
       const tenant = fx.tenant();
-      const owner = randomUUID();
-      const members = Array.from({ length: 3 }, () => randomUUID());
+      const owner = newUuid();
+      const members = Array.from({ length: 3 }, () => newUuid());
       const { group } = await fx.engine.createGroup({ tenant, owner, members });
       const batchesBefore = await counter("qim_writer_commit_batch_size_count");
-      const repeated = randomUUID();
-      const stranger = randomUUID();
+      const repeated = newUuid();
+      const stranger = newUuid();
       const sends = Array.from({ length: 40 }, (_, i) =>
         fx.engine.send({ tenant, group, sender: members[i % 3]!, text: `m${i}`, ...(i % 10 === 5 ? { clientMessageId: repeated } : {}) }));
       const refused = fx.engine.send({ tenant, group, sender: stranger, text: "not a member" });
@@ -61,8 +61,8 @@ for (const kind of ALL_TOPOLOGIES) {
 
     it("leave: the recorded sender and actor are the leaver; retrying after it took effect commits nothing new", async () => {
       const tenant = fx.tenant();
-      const owner = randomUUID();
-      const u = randomUUID();
+      const owner = newUuid();
+      const u = newUuid();
       const { group } = await fx.engine.createGroup({ tenant, owner, members: [u] });
       const eventsBefore = await counter("qim_writer_membership_events_total", { op: "leave" });
       const left = await fx.engine.leaveGroup({ tenant, group, user: u });
@@ -90,10 +90,10 @@ for (const kind of ALL_TOPOLOGIES) {
 
     it("above the broadcast threshold a control message goes to the affected users only", async () => {
       const tenant = fx.tenant();
-      const owner = randomUUID();
-      const members = Array.from({ length: 5 }, () => randomUUID());
+      const owner = newUuid();
+      const members = Array.from({ length: 5 }, () => newUuid());
       const { group } = await fx.engine.createGroup({ tenant, owner, members });
-      const newcomer = randomUUID();
+      const newcomer = newUuid();
       const add = await fx.engine.addMembers({ tenant, group, users: [newcomer] });
       assert.equal(add.memberCount, 7);
       assert.equal(add.audienceSize, 1);
@@ -108,7 +108,7 @@ for (const kind of ALL_TOPOLOGIES) {
 
     it("relay: a crash after the append and before the mark appends again (at-least-once), never loses", async () => {
       const tenant = fx.tenant();
-      const owner = randomUUID();
+      const owner = newUuid();
       const { group } = await fx.engine.createGroup({ tenant, owner });
       const sent: number[] = [];
       for (let i = 0; i < 5; i++) sent.push((await fx.engine.send({ tenant, group, sender: owner, text: `m${i}` })).conversationSeq);
@@ -141,10 +141,10 @@ for (const kind of ALL_TOPOLOGIES) {
       relay.start(3_600_000); // one sweep now (nothing of ours yet), the next in an hour
       try {
         const tenant = fx.tenant();
-        const owner = randomUUID();
+        const owner = newUuid();
         const { group } = await engine.createGroup({ tenant, owner });
         const sent = await engine.send({ tenant, group, sender: owner, text: "kicked" });
-        const added = await engine.addMembers({ tenant, group, users: [randomUUID()] });
+        const added = await engine.addMembers({ tenant, group, users: [newUuid()] });
         const k = engine.conversationKeys(tenant, group);
         const client = fx.store.clientFor(k.tag);
         for (let i = 0; i < 200 && (await client.llen(k.outbox)) > 0; i++) await new Promise((r) => setTimeout(r, 10));
@@ -163,8 +163,8 @@ for (const kind of ALL_TOPOLOGIES) {
 
     it("markRead only moves forward and stops at the visible head", async () => {
       const tenant = fx.tenant();
-      const owner = randomUUID();
-      const u: Uuid = randomUUID();
+      const owner = newUuid();
+      const u: Uuid = newUuid();
       const { group } = await fx.engine.createGroup({ tenant, owner, members: [u] });
       for (let i = 0; i < 4; i++) await fx.engine.send({ tenant, group, sender: owner, text: `m${i}` });
       assert.equal((await fx.engine.conversationSummary({ tenant, group, user: u })).unread, 4);

@@ -5,7 +5,6 @@
  * authority was removed behind the projection's back.
  */
 import assert from "node:assert/strict";
-import { randomUUID } from "node:crypto";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -16,15 +15,17 @@ import { CLIENT_NAMES, type TestPkiFiles, type TestPkiName } from "../certs/fixt
 import type { RedisServer } from "../harness/redis.js";
 import { failed, ok, run, startE2eServer } from "./qimctl.js";
 import { ucsDeadKey, ucsPendingKey } from "../../core/index.js";
+import { newUuid } from "../../core/index.js";
+import { parseUuid, type Uuid } from "../../core/index.js";
 
 describe("qimctl: session projection, dispatch audit and rebuild drill against the real server", { timeout: 180_000 }, () => {
   let redis: RedisServer;
   let server: AdminServer;
   let dir: string;
   let pki: TestPkiFiles;
-  const tenant = randomUUID();
+  const tenant = newUuid();
   const ctx: Partial<Record<TestPkiName, string>> = {};
-  const [owner, a, b, c, d] = Array.from({ length: 5 }, () => randomUUID()) as [string, string, string, string, string];
+  const [owner, a, b, c, d] = Array.from({ length: 5 }, () => newUuid()) as [Uuid, Uuid, Uuid, Uuid, Uuid];
   /** user → the groups they have (had) a conversation in. */
   const expected = new Map<string, Set<string>>();
   const groups: string[] = [];
@@ -36,7 +37,8 @@ describe("qimctl: session projection, dispatch audit and rebuild drill against t
   };
 
   /** Removes rows of the server's authority directly, as a lost write would. */
-  const removeFromAuthority = async (user: string, conversation: string) => {
+  const removeFromAuthority = async (user: Uuid, conversationText: string) => {
+    const conversation = parseUuid(conversationText, "conversation");
     const store = new RedisStore({ kind: "instances", addrs: [redis.addr] });
     try {
       const authority = new RedisHashAuthority(store, server.runtime.keys);

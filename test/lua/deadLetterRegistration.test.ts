@@ -2,7 +2,6 @@
  * lua/deadLetterRegistration-2.lua: moves exactly the given head of `ucs_pending` to the bucket's
  * dead-letter list and keeps only the newest ARGV[2] dead letters. Returns 1 when moved, else 0.
  */
-import { randomUUID } from "node:crypto";
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { encodeRegistration } from "../../core/index.js";
@@ -11,18 +10,19 @@ import { callScript, type RedisClient } from "../../core/index.js";
 import { dumpKeys } from "../harness/dump.js";
 import { keyPrefix, useRedis } from "./helpers.js";
 import { ucsDeadKey, userKeys } from "../../core/index.js";
+import { newUuid } from "../../core/index.js";
 
 const fx = useRedis();
 
 function queue(): { key: string; dead: string; client: RedisClient; item: () => string } {
   const ks = new KeySpace(keyPrefix());
-  const tenant = randomUUID();
-  const user = randomUUID();
+  const tenant = newUuid();
+  const user = newUuid();
   const uk = userKeys(ks, tenant, user);
   const key = uk.ucsPending;
   const dead = ucsDeadKey(ks, uk.bucket);
   let t = 1_700_000_000_000;
-  const item = () => encodeRegistration({ tenant, user: randomUUID(), conversation: randomUUID(), kind: "group", firstSeenAt: t++ });
+  const item = () => encodeRegistration({ tenant, user: newUuid(), conversation: newUuid(), kind: "group", firstSeenAt: t++ });
   return { key, dead, client: fx.store.clientForKey(key), item };
 }
 

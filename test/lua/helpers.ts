@@ -4,7 +4,6 @@
  * keys in the order its header lists them.
  */
 import { conversationKeyList, dumpKeys } from "../harness/dump.js";
-import { randomUUID } from "node:crypto";
 import { after, before } from "node:test";
 import { uuidToHex } from "../../core/index.js";
 import { conversationKeys, KeySpace, type ConversationKeys } from "../../core/index.js";
@@ -12,6 +11,8 @@ import { callScript, type RedisClient } from "../../core/index.js";
 import { RedisStore } from "../../core/index.js";
 import { startRedis, type RedisServer } from "../harness/redis.js";
 import { userKeys } from "../../core/index.js";
+import { newUuid } from "../../core/index.js";
+import type { Uuid } from "../../core/index.js";
 
 export interface LuaFixture {
   server: RedisServer;
@@ -51,7 +52,7 @@ export const SCRIPT_KEYS: Record<ConversationScriptName, (k: ConversationKeys) =
 
 /** A random id in the scripts' 32-hex form. */
 export function hexId(): string {
-  return uuidToHex(randomUUID());
+  return uuidToHex(newUuid());
 }
 
 /** `n` random 32-hex ids, sorted (the order scripts expect targets in). */
@@ -87,13 +88,13 @@ export interface SentMessage {
 
 /** One conversation under a key prefix of its own. */
 export class Conv {
-  readonly tenant = randomUUID();
-  readonly group = randomUUID();
+  readonly tenant = newUuid();
+  readonly group = newUuid();
   readonly keys: ConversationKeys;
   readonly client: RedisClient;
 
   constructor(fx: LuaFixture) {
-    this.keys = conversationKeys(new KeySpace(`l${randomUUID().slice(0, 8)}`), this.tenant, this.group);
+    this.keys = conversationKeys(new KeySpace(`l${newUuid().slice(0, 8)}`), this.tenant, this.group);
     this.client = fx.store.clientFor(this.keys.tag);
   }
 
@@ -192,16 +193,16 @@ export function controlRest(messageId: string, sender: string, op: number, targe
 
 /** A fresh key prefix, so every test writes keys of its own. */
 export function keyPrefix(): string {
-  return `l${randomUUID().slice(0, 8)}`;
+  return `l${newUuid().slice(0, 8)}`;
 }
 
 /** `n` random users of `tenant` whose session keys share one `{uNNN}` bucket (one pending queue, one epoch-mark hash). */
-export function usersInOneBucket(tenant: string, n: number): string[] {
-  const first = randomUUID();
+export function usersInOneBucket(tenant: Uuid, n: number): Uuid[] {
+  const first = newUuid();
   const bucket = userKeys(new KeySpace(), tenant, first).bucket;
   const out = [first];
   while (out.length < n) {
-    const u = randomUUID();
+    const u = newUuid();
     if (userKeys(new KeySpace(), tenant, u).bucket === bucket) out.push(u);
   }
   return out;

@@ -1,4 +1,3 @@
-import { randomUUID } from "node:crypto";
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
@@ -13,6 +12,7 @@ import { RedisStore } from "../../core/index.js";
 import { startRedis, type RedisServer } from "../harness/redis.js";
 import { Conv, SCRIPT_KEYS, hexIds } from "./helpers.js";
 import { conversationKeys } from "../../core/index.js";
+import { newUuid } from "../../core/index.js";
 
 /** The key count of each script, as its file name in lua/<module>/ carries it. */
 const EXPECTED_KEYS: Record<string, number | "n"> = {
@@ -171,7 +171,7 @@ test("loader: loadScripts() reads every script of lua/ with the key count of its
     }
   }
   const scripts = loadScripts();
-  const keys = conversationKeys(new KeySpace("x"), randomUUID(), randomUUID());
+  const keys = conversationKeys(new KeySpace("x"), newUuid(), newUuid());
   assert.deepEqual([...scripts.keys()].sort(), [...SCRIPT_NAMES].sort());
   assert.deepEqual([...onDisk.keys()].sort(), [...SCRIPT_NAMES].sort());
   for (const name of SCRIPT_NAMES) {

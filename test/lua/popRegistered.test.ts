@@ -2,7 +2,6 @@
  * lua/popRegistered-1.lua: pops exactly the heads of `ucs_pending` equal to the given items, in
  * order, and stops at the first difference. Returns the number popped.
  */
-import { randomUUID } from "node:crypto";
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { encodeRegistration } from "../../core/index.js";
@@ -11,16 +10,17 @@ import { callScript, type RedisClient } from "../../core/index.js";
 import { dumpKeys } from "../harness/dump.js";
 import { keyPrefix, useRedis } from "./helpers.js";
 import { userKeys } from "../../core/index.js";
+import { newUuid } from "../../core/index.js";
 
 const fx = useRedis();
 
 /** A user bucket's pending queue under a fresh prefix, and a maker of distinct real items. */
 function queue(): { key: string; client: RedisClient; item: () => string } {
   const ks = new KeySpace(keyPrefix());
-  const tenant = randomUUID();
-  const key = userKeys(ks, tenant, randomUUID()).ucsPending;
+  const tenant = newUuid();
+  const key = userKeys(ks, tenant, newUuid()).ucsPending;
   let t = 1_700_000_000_000;
-  const item = () => encodeRegistration({ tenant, user: randomUUID(), conversation: randomUUID(), kind: "group", firstSeenAt: t++ });
+  const item = () => encodeRegistration({ tenant, user: newUuid(), conversation: newUuid(), kind: "group", firstSeenAt: t++ });
   return { key, client: fx.store.clientForKey(key), item };
 }
 

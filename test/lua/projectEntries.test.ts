@@ -3,7 +3,6 @@
  * the member was absent, RPUSH the pending registration onto the user bucket's `ucs_pending`
  * in the same step. Returns the number of entries registered.
  */
-import { randomUUID } from "node:crypto";
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { encodeRegistration } from "../../core/index.js";
@@ -13,6 +12,8 @@ import { callScript, type RedisClient } from "../../core/index.js";
 import { dumpKeys } from "../harness/dump.js";
 import { keyPrefix, usersInOneBucket, useRedis } from "./helpers.js";
 import { userKeys } from "../../core/index.js";
+import { newUuid } from "../../core/index.js";
+import type { Uuid } from "../../core/index.js";
 
 const fx = useRedis();
 
@@ -20,7 +21,7 @@ const T0 = 1_700_000_000_000;
 
 interface Entry {
   keys: UserKeys;
-  conversation: string;
+  conversation: Uuid;
   createdAt: number;
   /** The pending item the entry would queue. */
   item: string;
@@ -29,9 +30,9 @@ interface Entry {
 /** One session space per test: a fresh prefix and tenant. */
 class Space {
   readonly ks = new KeySpace(keyPrefix());
-  readonly tenant = randomUUID();
+  readonly tenant = newUuid();
 
-  entry(user: string, conversation: string, createdAt: number): Entry {
+  entry(user: Uuid, conversation: Uuid, createdAt: number): Entry {
     return {
       keys: userKeys(this.ks, this.tenant, user),
       conversation,
@@ -71,8 +72,8 @@ function userKeyList(...uks: UserKeys[]): string[] {
 
 test("projectEntries: a new member is added and its registration queued once (returns 1)", async () => {
   const s = new Space();
-  const user = randomUUID();
-  const conv = randomUUID();
+  const user = newUuid();
+  const conv = newUuid();
   const e = s.entry(user, conv, T0);
   const c = s.client(e.keys);
 
@@ -84,8 +85,8 @@ test("projectEntries: a new member is added and its registration queued once (re
 
 test("projectEntries: an existing member with a higher score moves up and nothing is queued (returns 0)", async () => {
   const s = new Space();
-  const user = randomUUID();
-  const conv = randomUUID();
+  const user = newUuid();
+  const conv = newUuid();
   const first = s.entry(user, conv, T0);
   const c = s.client(first.keys);
   assert.equal(await project(c, [first]), 1);
@@ -97,8 +98,8 @@ test("projectEntries: an existing member with a higher score moves up and nothin
 
 test("projectEntries: a lower or equal score changes nothing (GT) and nothing is queued", async () => {
   const s = new Space();
-  const user = randomUUID();
-  const conv = randomUUID();
+  const user = newUuid();
+  const conv = newUuid();
   const first = s.entry(user, conv, T0);
   const c = s.client(first.keys);
   assert.equal(await project(c, [first]), 1);
@@ -113,8 +114,8 @@ test("projectEntries: a lower or equal score changes nothing (GT) and nothing is
 
 test("projectEntries: several users and conversations in one call, mixed new and existing: exact count, queue in entry order", async () => {
   const s = new Space();
-  const [u1, u2] = usersInOneBucket(s.tenant, 2) as [string, string];
-  const [a, b, d] = [randomUUID(), randomUUID(), randomUUID()];
+  const [u1, u2] = usersInOneBucket(s.tenant, 2) as [Uuid, Uuid];
+  const [a, b, d] = [newUuid(), newUuid(), newUuid()];
   const seed = s.entry(u1, a, T0);
   const c = s.client(seed.keys);
   assert.equal(userKeys(s.ks, s.tenant, u2).ucsPending, seed.keys.ucsPending, "one pending queue for both users");
@@ -150,10 +151,10 @@ test("projectEntries: several users and conversations in one call, mixed new and
 
 test("projectEntries: the same conversation twice in one call is registered once, with the first entry's item", async () => {
   const s = new Space();
-  const user = randomUUID();
+  const user = newUuid();
 
   // older first, newer second: the score ends at the newer one
-  const conv = randomUUID();
+  const conv = newUuid();
   const older = s.entry(user, conv, T0);
   const newer = s.entry(user, conv, T0 + 100);
   const c = s.client(older.keys);
@@ -162,7 +163,7 @@ test("projectEntries: the same conversation twice in one call is registered once
   assert.deepEqual(await c.lrange(older.keys.ucsPending, 0, -1), [older.item]);
 
   // newer first, older second (out of order): the score stays at the newer one
-  const conv2 = randomUUID();
+  const conv2 = newUuid();
   const newer2 = s.entry(user, conv2, T0 + 300);
   const older2 = s.entry(user, conv2, T0 + 200);
   assert.equal(await project(c, [newer2, older2]), 1);
@@ -175,10 +176,10 @@ test("projectEntries: the same conversation twice in one call is registered once
 
 test("projectEntries: keys of two user buckets in one call on a single instance", async () => {
   const s = new Space();
-  const u1 = randomUUID();
-  let u2 = randomUUID();
-  while (userKeys(s.ks, s.tenant, u2).bucket === userKeys(s.ks, s.tenant, u1).bucket) u2 = randomUUID();
-  const conv = randomUUID();
+  const u1 = newUuid();
+  let u2 = newUuid();
+  while (userKeys(s.ks, s.tenant, u2).bucket === userKeys(s.ks, s.tenant, u1).bucket) u2 = newUuid();
+  const conv = newUuid();
   const e1 = s.entry(u1, conv, T0);
   const e2 = s.entry(u2, conv, T0 + 1);
   assert.notEqual(e1.keys.tag, e2.keys.tag);
@@ -195,5 +196,5 @@ test("projectEntries: keys of two user buckets in one call on a single instance"
 
 test("projectEntries: a call with no entries returns 0", async () => {
   const s = new Space();
-  assert.equal(await project(fx.store.clientFor(userKeys(s.ks, s.tenant, randomUUID()).tag), []), 0);
+  assert.equal(await project(fx.store.clientFor(userKeys(s.ks, s.tenant, newUuid()).tag), []), 0);
 });

@@ -3,7 +3,6 @@
  * when that is above the current mark (missing = 0); never lowers it. Returns the mark after
  * the call.
  */
-import { randomUUID } from "node:crypto";
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { KeySpace, type UserKeys } from "../../core/index.js";
@@ -11,10 +10,12 @@ import { callScript, pipelineScript, type RedisClient } from "../../core/index.j
 import { dumpKeys } from "../harness/dump.js";
 import { keyPrefix, usersInOneBucket, useRedis } from "./helpers.js";
 import { userKeys } from "../../core/index.js";
+import { newUuid } from "../../core/index.js";
+import type { Uuid } from "../../core/index.js";
 
 const fx = useRedis();
 
-function user(ks = new KeySpace(keyPrefix()), tenant: string = randomUUID(), id: string = randomUUID()): { k: UserKeys; client: RedisClient } {
+function user(ks = new KeySpace(keyPrefix()), tenant: Uuid = newUuid(), id: Uuid = newUuid()): { k: UserKeys; client: RedisClient } {
   const k = userKeys(ks, tenant, id);
   return { k, client: fx.store.clientFor(k.tag) };
 }
@@ -58,8 +59,8 @@ test("raiseEpochMark: epoch 0 with no mark returns 0 and writes nothing", async 
 
 test("raiseEpochMark: only the user's own field of the bucket's hash moves", async () => {
   const ks = new KeySpace(keyPrefix());
-  const tenant = randomUUID();
-  const [u1, u2] = usersInOneBucket(tenant, 2) as [string, string];
+  const tenant = newUuid();
+  const [u1, u2] = usersInOneBucket(tenant, 2) as [Uuid, Uuid];
   const a = user(ks, tenant, u1);
   const b = user(ks, tenant, u2);
   assert.equal(a.k.epochMarks, b.k.epochMarks, "one epoch-mark hash for the bucket");

@@ -8,7 +8,6 @@
  * member table grows with distinct users (never with changes) at about the cost of a bare set.
  */
 import assert from "node:assert/strict";
-import { randomUUID } from "node:crypto";
 import { after, before, describe, it } from "node:test";
 import * as grpc from "@grpc/grpc-js";
 import { errorCode, errorField, type AdminClient } from "../../admin-api/client.js";
@@ -19,6 +18,8 @@ import { ALL_TOPOLOGIES, type TopologyKind } from "../harness/redis.js";
 import { rejected } from "../admin-api/helpers.js";
 import { SOAK } from "./common.js";
 import { startReliabilityServer, type ReliabilityServer } from "./server.js";
+import { newUuid } from "../../core/index.js";
+import { parseUuid } from "../../core/index.js";
 
 const BROADCAST_MAX = 500;
 const PER_CALL = 1000;
@@ -31,7 +32,7 @@ const BIG_CYCLES = SOAK ? 10 : 1;
 /** QIM_TEST_TOPOLOGIES picks the topologies; by default one standalone instance. */
 const TOPOLOGIES: TopologyKind[] = process.env.QIM_TEST_TOPOLOGIES ? ALL_TOPOLOGIES : ["single"];
 
-const users = (n: number): Uuid[] => Array.from({ length: n }, () => randomUUID());
+const users = (n: number): Uuid[] => Array.from({ length: n }, () => newUuid());
 const sorted = (xs: Iterable<Uuid>) => [...new Set(xs)].sort();
 
 for (const kind of TOPOLOGIES) {
@@ -56,8 +57,8 @@ for (const kind of TOPOLOGIES) {
     };
 
     it("around the threshold: post-change members ∪ affected up to 500 members, only the affected above", async () => {
-      const tenant = randomUUID();
-      const owner = randomUUID();
+      const tenant = newUuid();
+      const owner = newUuid();
       const initial = users(498);
       const g = await op.createGroup({ tenant, group: "", owner, members: initial });
       assert.equal(g.memberCount, 499);
@@ -83,7 +84,7 @@ for (const kind of TOPOLOGIES) {
       await step("remove 3 to 506", false, ten.slice(0, 3));
       const m = await drill.sendMessage({ tenant, group: g.group, sender: owner, text: "to all 506", clientMessageId: "" });
 
-      const records = await recordsOf(g.group);
+      const records = await recordsOf(parseUuid(g.group, "group"));
       const report = checkConversation([owner, ...initial], records, BROADCAST_MAX);
       assert.deepEqual(report.violations, []);
       for (const s of steps) {
@@ -96,8 +97,8 @@ for (const kind of TOPOLOGIES) {
 
     for (const how of ["created with 10,000 initial members", "filled by 10 calls of 1,000"] as const) {
       it(`a 10,000-member group ${how}: 1,000 users per add and remove, 1,001 refused, invariants and memory hold`, async () => {
-        const tenant = randomUUID();
-        const owner = randomUUID();
+        const tenant = newUuid();
+        const owner = newUuid();
         let initial: Uuid[];
         let group: Uuid;
         let fillCalls = 0;
@@ -109,10 +110,10 @@ for (const kind of TOPOLOGIES) {
           initial = [owner, ...users(MAX_INITIAL - 1)];
           const g = await op.createGroup({ tenant, group: "", owner, members: initial.slice(1) });
           assert.equal(g.memberCount, MAX_INITIAL);
-          group = g.group;
+          group = parseUuid(g.group, "group");
         } else {
           const g = await op.createGroup({ tenant, group: "", owner, members: [] });
-          group = g.group;
+          group = parseUuid(g.group, "group");
           initial = [owner];
           for (let i = 0; i < MAX_INITIAL / PER_CALL; i++) {
             const r = await op.addMembers({ tenant, group, users: users(PER_CALL), dryRun: false });
@@ -123,7 +124,7 @@ for (const kind of TOPOLOGIES) {
             fillCalls++;
           }
         }
-        let members = new Set((await op.listMembers({ tenant, group })).members.filter((m) => m.state === "ACTIVE").map((m) => m.userId));
+        let members = new Set((await op.listMembers({ tenant, group })).members.filter((m) => m.state === "ACTIVE").map((m) => parseUuid(m.userId, "userId")));
         assert.ok(members.size >= MAX_INITIAL);
         const removable = () => [...members].filter((u) => u !== owner);
         const sender = removable()[0]!;
@@ -181,7 +182,7 @@ for (const kind of TOPOLOGIES) {
         const events = records.filter((r) => decodeHistoryEntry(r.entry).membership);
         assert.equal(events.length, report.events);
         for (const r of events) assert.ok(r.recipients.length <= PER_CALL, `event ${r.conversationSeq}: ${r.recipients.length} recipients`);
-        members = new Set((await op.listMembers({ tenant, group })).members.filter((m) => m.state === "ACTIVE").map((m) => m.userId));
+        members = new Set((await op.listMembers({ tenant, group })).members.filter((m) => m.state === "ACTIVE").map((m) => parseUuid(m.userId, "userId")));
         assert.equal(members.size, info.memberCount);
 
         // Bounded memory. Nothing per version survives the relay (no delta, commit record or
@@ -194,7 +195,7 @@ for (const kind of TOPOLOGIES) {
         assert.equal(await client.exists(k.grpdeltas), 0);
         assert.equal(await client.hlen(k.commits), 0);
         assert.equal(await client.zcard(k.vpending), 0);
-        const everyone = (await op.listMembers({ tenant, group })).members.map((m) => m.userId);
+        const everyone = (await op.listMembers({ tenant, group })).members.map((m) => parseUuid(m.userId, "userId"));
         assert.equal(await client.hlen(k.grpmembers), everyone.length);
         assert.equal(everyone.length, initial.length + (fillCalls + BIG_CYCLES) * PER_CALL, "one entry per user ever added, whatever the number of changes");
         const usage = async (key: string) => Number((await client.call("MEMORY", "USAGE", key, "SAMPLES", "0")) ?? 0);

@@ -4,7 +4,6 @@
  * once the fault is over — the store, the dispatch log and the session projection, each replayed
  * and compared with what the clients were acknowledged.
  */
-import { randomUUID } from "node:crypto";
 import {
   decodeHistoryEntry,
   LOG_START,
@@ -24,6 +23,7 @@ import {
 } from "../../core/index.js";
 import { checkConversation } from "../core/checker.js";
 import { checkpointKey, userKeys } from "../../core/index.js";
+import { newUuid } from "../../core/index.js";
 
 /** QIM_SOAK=1: the long mode (more operations, more rounds); CI runs the short one. */
 export const SOAK = process.env.QIM_SOAK === "1";
@@ -437,17 +437,17 @@ export interface World {
 
 /** `log`: when given, group ids are drawn so that the groups cover the log's partitions round-robin. */
 export async function buildLoadWorld(engine: ConversationService, rng: Rng, groups: number, churnSize: number, log?: DispatchLog): Promise<World> {
-  const tenant = randomUUID();
-  const churn = Array.from({ length: churnSize }, () => randomUUID());
+  const tenant = newUuid();
+  const churn = Array.from({ length: churnSize }, () => newUuid());
   const specs: GroupSpec[] = [];
   const core = new Map<Uuid, Uuid[]>();
   const users = [...churn];
   for (let g = 0; g < groups; g++) {
-    const own = [randomUUID(), randomUUID(), randomUUID()];
+    const own = [newUuid(), newUuid(), newUuid()];
     users.push(...own);
     const initial = [...own, ...churn.filter(() => rng.chance(0.5))];
-    let id = randomUUID();
-    while (log && log.partitionOf(tenant, id) !== g % log.identity.partitionCount) id = randomUUID();
+    let id = newUuid();
+    while (log && log.partitionOf(tenant, id) !== g % log.identity.partitionCount) id = newUuid();
     const { group } = await engine.createGroup({ tenant, group: id, owner: own[0]!, members: initial.slice(1) });
     specs.push({ tenant, group, initialMembers: initial });
     core.set(group, own);
@@ -507,7 +507,7 @@ export async function runLoad(engine: ConversationService, world: World, ledger:
       workers.push((async () => {
         for (let i = 0; i < opts.sendsPerWorker && !stopped(); i++) {
           const sender = rng.chance(0.8) ? rng.pick(core) : rng.pick(world.churn);
-          const clientMessageId = randomUUID();
+          const clientMessageId = newUuid();
           const r = await call(ledger, rng, attempts, "send", () => engine.send({ tenant, group, sender, text: `m${s}.${i}`, clientMessageId }));
           if ("ok" in r) ledger.sends.push({ group, clientMessageId, seq: r.ok.conversationSeq, messageId: r.ok.messageId });
           else if ("refused" in r) ledger.refusedSends.push({ group, clientMessageId, code: r.refused.code });

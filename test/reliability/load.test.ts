@@ -10,7 +10,6 @@
  * CI: a few thousand operations. QIM_SOAK=1: ten times as many.
  */
 import assert from "node:assert/strict";
-import { randomUUID } from "node:crypto";
 import { after, before, describe, it } from "node:test";
 import * as grpc from "@grpc/grpc-js";
 import { errorCode, type AdminClient, type MembershipChange } from "../../admin-api/client.js";
@@ -19,6 +18,8 @@ import { checkConversation } from "../core/checker.js";
 import { ALL_TOPOLOGIES, type TopologyKind } from "../harness/redis.js";
 import { SOAK } from "./common.js";
 import { startReliabilityServer, type ReliabilityServer } from "./server.js";
+import { newUuid } from "../../core/index.js";
+import { parseUuid } from "../../core/index.js";
 
 const SCALE = SOAK ? 10 : 1;
 const GROUPS = 4;
@@ -67,20 +68,20 @@ for (const kind of TOPOLOGIES) {
     after(async () => { await rs?.close(); });
 
     it(`${GROUPS} groups × (${SENDERS_PER_GROUP} senders × ${MESSAGES_PER_SENDER} messages + ${ROUNDS_PER_GROUP} membership rounds): zero violations`, async () => {
-      const tenant = randomUUID();
+      const tenant = newUuid();
       // the server runs in this process: its metrics say how often a send re-froze the audience
       const refreezesBefore = await counterValue("qim_writer_membership_retry_total", { path: "send" });
       const admins = Array.from({ length: MEMBERSHIP_CLIENTS }, () => rs.connect("operator"));
       const senderClients = Array.from({ length: SENDER_CLIENTS }, () => rs.connect("drill"));
       const runs: GroupRun[] = [];
       for (let g = 0; g < GROUPS; g++) {
-        const owner = randomUUID();
-        const senders = Array.from({ length: SENDERS_PER_GROUP }, () => randomUUID());
-        const pool = Array.from({ length: POOL }, () => randomUUID());
+        const owner = newUuid();
+        const senders = Array.from({ length: SENDERS_PER_GROUP }, () => newUuid());
+        const pool = Array.from({ length: POOL }, () => newUuid());
         const initialPool = pool.slice(0, POOL / 2);
         const created = await admins[g % MEMBERSHIP_CLIENTS]!.createGroup({ tenant, group: "", owner, members: [...senders, ...initialPool] });
         runs.push({
-          group: created.group, owner, senders, pool, initial: [owner, ...senders, ...initialPool], active: new Set([owner, ...senders, ...initialPool]),
+          group: parseUuid(created.group, "group"), owner, senders, pool, initial: [owner, ...senders, ...initialPool], active: new Set([owner, ...senders, ...initialPool]),
           sentIds: new Set(), committed: 0, duplicatePairs: 0, races: 0, noops: 0, refused: 0, membershipCalls: 0, sendCalls: 0, sendRetries: 0,
         });
       }
@@ -91,7 +92,7 @@ for (const kind of TOPOLOGIES) {
         const client = senderClients[s % SENDER_CLIENTS]!;
         const sender = run.senders[s]!;
         for (let i = 0; i < MESSAGES_PER_SENDER; i++) {
-          const clientMessageId = randomUUID();
+          const clientMessageId = newUuid();
           for (;;) {
             run.sendCalls++;
             try {

@@ -6,7 +6,6 @@ import type { TLSSocket } from "node:tls";
 import { fileURLToPath } from "node:url";
 import * as grpc from "@grpc/grpc-js";
 import { loadSync } from "@grpc/proto-loader";
-import { ReflectionService } from "@grpc/reflection";
 import { HealthImplementation } from "grpc-health-check";
 import {
   DEFAULT_RELAY_INTERVAL_MS,
@@ -37,6 +36,7 @@ import {
 } from "./convert.js";
 import { mapError, toServiceError, type MappedError } from "./errors.js";
 import { Observer, WATCH_RPC, watchIntervalMs } from "./observe.js";
+import { serveReflection } from "./reflection.js";
 import { AuditServiceService, type AuditServiceServer } from "./gen/qim/admin/v1/audit.js";
 import { DispatchServiceService, type DispatchServiceServer } from "./gen/qim/admin/v1/dispatch.js";
 import { DrillServiceService, type DrillEvent, type DrillServiceServer, type RunRebuildDrillRequest } from "./gen/qim/admin/v1/drill.js";
@@ -588,7 +588,7 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
     server.addService(refuseUndecodableInHandlers(DispatchServiceService, messageOf), dispatchService);
     server.addService(refuseUndecodableInHandlers(DrillServiceService, messageOf), drillService);
     server.addService(refuseUndecodableInHandlers(ObserveServiceService, messageOf), observeService);
-    new ReflectionService(packageDefinition).addToServer(server);
+    serveReflection(server);
 
     const credentials = insecure
       ? grpc.ServerCredentials.createInsecure()

@@ -5,13 +5,17 @@
 //   node scripts/prerequisites.mjs demo|test
 //
 // `demo` needs redis-server; `test` also needs redis-cli, tmux (the dashboard's end-to-end test
-// drives the TUI on a real pseudo-terminal), Java 17 (Cassandra 5.0 runs on 11/17, not on 21+)
-// and Maven (the Cassandra jars are fetched once into ~/.cache/qim-cassandra).
+// drives the TUI on a real pseudo-terminal), Java 17 (Cassandra 5.0 runs on 11/17, not on 21+),
+// Maven (the Cassandra jars are fetched once into ~/.cache/qim-cassandra), and the third-party
+// gRPC clients of test/interop/: Debian's python3-grpcio and python3-grpc-tools (for Debian's own
+// /usr/bin/python3) and grpcurl, built with `go install` at a pinned version into
+// ~/.cache/qim-tools/ (Go itself is not installed here: Debian's is too old for grpcurl).
 //
-// When something is missing: as root, `apt-get install -y` the packages (unless QIM_NO_APT is
-// set); otherwise print the exact command and exit 2 with nothing changed. As a module,
-// `ensure(need, opts)` returns the env the tests run with (QIM_JAVA, a Java 17 java), and
-// `findJava17()` is the one Java lookup (the Cassandra test harness uses it too).
+// When something is missing: as root, `apt-get install -y` the packages and `go install` the Go
+// tools (unless QIM_NO_APT is set); otherwise print the exact commands and exit 2 with nothing
+// changed. As a module, `ensure(need, opts)` returns the env the tests run with (QIM_JAVA, a Java
+// 17 java); `findJava17()` is the one Java lookup (the Cassandra test harness uses it too), and
+// `findGrpcurl()` and DEBIAN_PYTHON are where the interop tests find their clients.
 import { spawn, spawnSync } from "node:child_process";
 import os from "node:os";
 import { accessSync, constants, existsSync, readdirSync } from "node:fs";
@@ -103,19 +107,64 @@ export function findJava17() {
   return java17 || undefined;
 }
 
-/** Each requirement: how to tell it is there, and the Debian packages that provide it. */
+/** Debian's Python: python3-grpcio and python3-grpc-tools are importable there, not from a pyenv python3 on PATH. */
+export const DEBIAN_PYTHON = "/usr/bin/python3";
+
+function debianPythonImports(module) {
+  const r = spawnSync(DEBIAN_PYTHON, ["-c", `import ${module}`], { stdio: "ignore", timeout: 30_000 });
+  return r.status === 0;
+}
+
+/** grpcurl, pinned: the version the interop tests were written against. */
+const GRPCURL = { package: "github.com/fullstorydev/grpcurl/cmd/grpcurl", version: "v1.9.3", binary: "grpcurl", envVar: "QIM_GRPCURL" };
+/** Go tools go into a folder of their own per version, so that finding the binary proves its version. */
+const toolDir = (tool) => path.join(os.homedir(), ".cache", "qim-tools", `${tool.binary}-${tool.version}`);
+
+/**
+ * The grpcurl of the interop tests: $QIM_GRPCURL when set (only that one), else the pinned one
+ * that this script installs; undefined when absent.
+ */
+export function findGrpcurl() {
+  const set = process.env[GRPCURL.envVar]?.trim();
+  const candidate = set || path.join(toolDir(GRPCURL), GRPCURL.binary);
+  try {
+    accessSync(candidate, constants.X_OK);
+    return candidate;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Go (≥ 1.21 for grpcurl): on PATH, else where Go's own archive installs it. */
+function findGo() {
+  const standard = "/usr/local/go/bin/go";
+  return onPath("go") ?? (existsSync(standard) ? standard : undefined);
+}
+
+/**
+ * Each requirement: how to tell it is there, and either the Debian packages that provide it or
+ * the Go tool that `go install` builds.
+ */
 const REQUIREMENTS = {
   "redis-server": { there: () => onPath("redis-server") !== undefined, packages: ["redis-server"] },
   "redis-cli": { there: () => onPath("redis-cli") !== undefined, packages: ["redis-tools"] },
   tmux: { there: () => onPath("tmux") !== undefined, packages: ["tmux"] },
   "java 17": { there: () => findJava17() !== undefined, packages: ["openjdk-17-jre-headless"] },
   maven: { there: () => onPath("mvn") !== undefined, packages: ["maven"] },
+  "python3-grpcio": { there: () => debianPythonImports("grpc"), packages: ["python3-grpcio"] },
+  "python3-grpc-tools": { there: () => debianPythonImports("grpc_tools.protoc"), packages: ["python3-grpc-tools"] },
+  grpcurl: { there: () => findGrpcurl() !== undefined, go: GRPCURL },
 };
 
 export const NEEDS = {
   demo: ["redis-server"],
-  test: ["redis-server", "redis-cli", "tmux", "java 17", "maven"],
+  test: ["redis-server", "redis-cli", "tmux", "java 17", "maven", "python3-grpcio", "python3-grpc-tools", "grpcurl"],
 };
+
+/** The `go install` of a tool, as this script runs it and as it tells a user to. */
+function goInstall(tool) {
+  return { env: { GOBIN: toolDir(tool) }, args: ["install", `${tool.package}@${tool.version}`] };
+}
 
 /**
  * Checks (and, as root, installs) what `need` requires. Returns the env additions for the run.
@@ -127,27 +176,46 @@ export function ensure(need, { say = (l) => process.stderr.write(`${l}\n`), inst
   if (!names) throw new Error(`unknown need ${need} (one of ${Object.keys(NEEDS).join(", ")})`);
   let missing = names.filter((n) => !REQUIREMENTS[n].there());
   if (missing.length > 0) {
-    const packages = [...new Set(missing.flatMap((n) => REQUIREMENTS[n].packages))];
+    const packages = [...new Set(missing.flatMap((n) => REQUIREMENTS[n].packages ?? []))];
+    const tools = missing.map((n) => REQUIREMENTS[n].go).filter((t) => t !== undefined);
+    const go = findGo();
     const isRoot = typeof process.getuid === "function" && process.getuid() === 0;
-    if (!isRoot || !install || onPath("apt-get") === undefined) {
+    const canApt = packages.length === 0 || onPath("apt-get") !== undefined;
+    // a tool named by its variable is that one only: installing ours would not change the answer
+    const overridden = tools.filter((t) => process.env[t.envVar]?.trim());
+    if (!isRoot || !install || !canApt || (tools.length > 0 && go === undefined) || overridden.length > 0) {
       say(`missing: ${missing.join(", ")}. Install with:`);
-      say(`  sudo apt-get update && sudo apt-get install -y ${packages.join(" ")}`);
-      say(`(or, as root: apt-get update && apt-get install -y ${packages.join(" ")}), then run this again.`);
+      if (packages.length > 0) say(`  sudo apt-get update && sudo apt-get install -y ${packages.join(" ")}`);
+      for (const tool of tools) {
+        const { env, args } = goInstall(tool);
+        say(`  ${Object.entries(env).map(([k, v]) => `${k}=${v}`).join(" ")} ${go ?? "go"} ${args.join(" ")}`);
+      }
+      for (const t of overridden) say(`  (${t.envVar}=${process.env[t.envVar]} is not an executable ${t.binary}: fix it, or unset it to use the one installed above)`);
+      if (tools.length > 0 && go === undefined) say(`  (${tools.map((t) => t.binary).join(", ")}: Go 1.21 or newer first; no go on PATH nor at /usr/local/go/bin/go)`);
+      if (packages.length > 0) say(`(or, as root: apt-get update && apt-get install -y ${packages.join(" ")}), then run this again.`);
+      else say("then run this again.");
       process.exit(2);
     }
-    say(`missing: ${missing.join(", ")}; installing ${packages.join(" ")} (running as root)`);
-    const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive" };
-    for (const args of [["update"], ["install", "-y", ...packages]]) {
-      const r = spawnSync("apt-get", args, { env, stdio: ["ignore", process.stderr, process.stderr] });
+    say(`missing: ${missing.join(", ")}; installing ${[...packages, ...tools.map((t) => `${t.binary}@${t.version}`)].join(" ")} (running as root)`);
+    const run = (command, args, env) => {
+      const r = spawnSync(command, args, { env, stdio: ["ignore", process.stderr, process.stderr] });
       if (r.status !== 0) {
-        say(`apt-get ${args.join(" ")} failed (exit ${r.status ?? r.signal})`);
+        say(`${command} ${args.join(" ")} failed (exit ${r.status ?? r.signal})`);
         process.exit(r.status ?? 1);
       }
+    };
+    if (packages.length > 0) {
+      const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive" };
+      for (const args of [["update"], ["install", "-y", ...packages]]) run("apt-get", args, env);
+    }
+    for (const tool of tools) {
+      const { env, args } = goInstall(tool);
+      run(go, args, { ...process.env, ...env });
     }
     java17 = undefined; // look again
     missing = names.filter((n) => !REQUIREMENTS[n].there());
     if (missing.length > 0) {
-      say(`still missing after apt-get install -y ${packages.join(" ")}: ${missing.join(", ")}`);
+      say(`still missing after installing: ${missing.join(", ")}`);
       process.exit(2);
     }
   }
@@ -164,10 +232,22 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
     process.exit(2);
   }
   const env = ensure(need);
+  // what to run to show each one's version (default: NAME --version from PATH)
+  const shown = {
+    tmux: [onPath("tmux"), ["-V"]],
+    "java 17": [env.QIM_JAVA, ["-version"]],
+    maven: [onPath("mvn"), ["--version"]],
+    "python3-grpcio": [DEBIAN_PYTHON, ["-c", "import grpc; print('grpcio', grpc.__version__)"]],
+    "python3-grpc-tools": [DEBIAN_PYTHON, ["-m", "grpc_tools.protoc", "--version"]],
+  };
   for (const n of NEEDS[need]) {
-    const where = n === "java 17" ? env.QIM_JAVA : onPath(n === "maven" ? "mvn" : n);
-    const arg = n === "tmux" ? "-V" : n === "java 17" ? "-version" : "--version";
-    const r = spawnSync(where ?? n, [arg], { encoding: "utf8", timeout: 30_000 });
+    if (n === "grpcurl") {
+      // a `go install` build says "dev build" to -version: its folder names the pinned version
+      console.log(`grpcurl: ${findGrpcurl()} ${process.env[GRPCURL.envVar]?.trim() ? `(${GRPCURL.envVar})` : GRPCURL.version}`);
+      continue;
+    }
+    const [where, args] = shown[n] ?? [onPath(n), ["--version"]];
+    const r = spawnSync(where ?? n, args, { encoding: "utf8", timeout: 30_000 });
     const version = `${r.stdout ?? ""}${r.stderr ?? ""}`.split("\n")[0].replace(/\x1b\[[0-9;]*m/g, "");
     console.log(`${n}: ${where} ${version}`.trimEnd());
   }

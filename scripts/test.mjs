@@ -2,8 +2,9 @@
 // `npm test [-- FILTER...]`: the whole suite on a fresh clone, in one command.
 //
 //   1. the machine's prerequisites (scripts/prerequisites.mjs: redis-server, redis-cli, tmux,
-//      Java 17, Maven), installed with apt-get when running as root, otherwise the exact command
-//      is printed and this exits 2 before anything runs;
+//      Java 17, Maven, Python grpcio and grpc-tools, grpcurl), installed with apt-get (grpcurl with
+//      go install) when running as root, otherwise the exact commands are printed and this exits 2
+//      before anything runs;
 //   2. `npm ci` when node_modules is missing;
 //   3. `npm run build` (always: the tests run the compiled code);
 //   4. `node scripts/run-tests.mjs FILTER...` with QIM_JAVA set to the Java 17 found in 1; its

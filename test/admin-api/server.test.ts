@@ -2,8 +2,7 @@ import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { createRequire } from "node:module";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import * as grpc from "@grpc/grpc-js";
 import { loadSync } from "@grpc/proto-loader";
@@ -15,8 +14,8 @@ import { rejected, storeDigest } from "./helpers.js";
 import { projectionSettled } from "../harness/projection.js";
 import { startRedis, type RedisServer } from "../harness/redis.js";
 import { CLIENT_NAMES, testPki, type TestPki } from "../certs/fixture.js";
+import { ROOT } from "../e2e/qimctl.js";
 
-const require = createRequire(import.meta.url);
 
 
 describe("admin API over mTLS", () => {
@@ -207,7 +206,7 @@ describe("admin API over mTLS", () => {
   });
 
   it("lists its services through server reflection (grpc.reflection.v1)", async () => {
-    const protoPath = join(dirname(require.resolve("@grpc/reflection/package.json")), "build", "proto", "grpc", "reflection", "v1", "reflection.proto");
+    const protoPath = join(ROOT, "proto", "grpc", "reflection", "v1", "reflection.proto");
     const def = grpc.loadPackageDefinition(loadSync(protoPath, { keepCase: true })) as unknown as {
       grpc: { reflection: { v1: { ServerReflection: new (addr: string, creds: grpc.ChannelCredentials) => grpc.Client & { ServerReflectionInfo: () => grpc.ClientDuplexStream<unknown, { list_services_response?: { service: { name: string }[] } }> } } } };
     };

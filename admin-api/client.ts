@@ -1,11 +1,7 @@
 import * as grpc from "@grpc/grpc-js";
-import { AuditServiceClient } from "./gen/qim/admin/v1/audit.js";
-import { DispatchServiceClient } from "./gen/qim/admin/v1/dispatch.js";
-import { DrillServiceClient } from "./gen/qim/admin/v1/drill.js";
-import { GroupServiceClient } from "./gen/qim/admin/v1/groups.js";
-import { MessageServiceClient } from "./gen/qim/admin/v1/messages.js";
-import { ObserveServiceClient } from "./gen/qim/admin/v1/observe.js";
-import { ProjectionServiceClient } from "./gen/qim/admin/v1/projection.js";
+import { SERVICE_CATALOG } from "./catalog.js";
+import type { DrillServiceClient } from "./gen/qim/admin/v1/drill.js";
+import type { ObserveServiceClient } from "./gen/qim/admin/v1/observe.js";
 
 import type { AuditEntry, TailAuditRequest, TailAuditResponse } from "./gen/qim/admin/v1/audit.js";
 import type { HistoryRecord, Member, MembershipEvent } from "./gen/qim/admin/v1/common.js";
@@ -27,6 +23,21 @@ export type {
   ProjectionStatus, ReadHistoryRequest, RebuildUserRequest, RebuildUserResponse, RunRebuildDrillRequest, SendMessageRequest,
   SendMessageResponse, Snapshot, TailAuditRequest, TailAuditResponse, WatchRequest,
 };
+
+type Catalog = typeof SERVICE_CATALOG;
+type UnionToIntersection<U> = (U extends unknown ? (x: U) => void : never) extends (x: infer I) => void ? I : never;
+
+/** The unary methods of a generated client, as promises (ts-proto's last overload carries both types). */
+type UnaryOf<C> = {
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- any: matches every request and response type
+  [K in keyof C as C[K] extends (req: any, md: grpc.Metadata, o: Partial<grpc.CallOptions>, cb: (e: grpc.ServiceError | null, r: any) => void) => grpc.ClientUnaryCall ? K : never]:
+    C[K] extends (req: infer Req, md: grpc.Metadata, o: Partial<grpc.CallOptions>, cb: (e: grpc.ServiceError | null, r: infer Res) => void) => grpc.ClientUnaryCall
+      ? (req: Req) => Promise<Res> : never;
+};
+type Renamed<M, R> = { [K in keyof M as K extends keyof R ? (R[K] extends string ? R[K] : K) : K]: M[K] };
+/** Every unary RPC of every catalogued service, one flat object (renames applied). */
+type MethodsOf<E> = E extends { client: infer C extends abstract new (...args: never[]) => unknown; rename: infer R } ? Renamed<UnaryOf<InstanceType<C>>, R> : never;
+export type UnaryMethods = UnionToIntersection<MethodsOf<Catalog[number]>>;
 
 /** A running ObserveService.Watch stream. */
 export interface WatchStream {
@@ -89,31 +100,28 @@ export function connectAdmin(opts: ConnectionOptions) {
     "grpc.initial_reconnect_backoff_ms": 500,
     "grpc.max_reconnect_backoff_ms": 5000,
   };
-  const groups = new GroupServiceClient(opts.endpoint, credentials, channelOptions);
-  const channel = groups.getChannel();
-  const messages = new MessageServiceClient(opts.endpoint, credentials, { ...channelOptions, channelOverride: channel });
-  const audit = new AuditServiceClient(opts.endpoint, credentials, { ...channelOptions, channelOverride: channel });
-  const projection = new ProjectionServiceClient(opts.endpoint, credentials, { ...channelOptions, channelOverride: channel });
-  const dispatch = new DispatchServiceClient(opts.endpoint, credentials, { ...channelOptions, channelOverride: channel });
-  const drill = new DrillServiceClient(opts.endpoint, credentials, { ...channelOptions, channelOverride: channel });
-  const observe = new ObserveServiceClient(opts.endpoint, credentials, { ...channelOptions, channelOverride: channel });
-  const listSummaries = promised(messages, messages.listConversationSummaries as never, deadline) as (r: ListConversationSummariesRequest) => Promise<ListConversationSummariesResponse>;
+  const clients = new Map<string, grpc.Client>();
+  let channel: grpc.ClientOptions["channelOverride"];
+  const unary: Record<string, (req: unknown) => Promise<unknown>> = {};
+  for (const entry of SERVICE_CATALOG) {
+    const client = new entry.client(opts.endpoint, credentials, { ...channelOptions, ...(channel ? { channelOverride: channel } : {}) });
+    channel ??= client.getChannel() as grpc.ClientOptions["channelOverride"];
+    clients.set(entry.name, client);
+    const rename: Readonly<Record<string, string>> = entry.rename;
+    for (const [method, def] of Object.entries(entry.definition)) {
+      if (def.requestStream || def.responseStream) continue;
+      const name = rename[method] ?? method;
+      if (unary[name]) throw new Error(`two admin services define a unary method ${name}: rename one in admin-api/catalog.ts`);
+      unary[name] = promised(client, (client as unknown as Record<string, Unary<unknown, unknown>>)[method]!, deadline);
+    }
+  }
+  const methods = unary as unknown as UnaryMethods;
+  const drill = clients.get("qim.admin.v1.DrillService") as DrillServiceClient;
+  const observe = clients.get("qim.admin.v1.ObserveService") as ObserveServiceClient;
   return {
-    createGroup: promised(groups, groups.createGroup as never, deadline) as (r: CreateGroupRequest) => Promise<Group>,
-    getGroup: promised(groups, groups.getGroup as never, deadline) as (r: GetGroupRequest) => Promise<Group>,
-    addMembers: promised(groups, groups.addMembers as never, deadline) as (r: ChangeMembersRequest) => Promise<MembershipChange>,
-    removeMembers: promised(groups, groups.removeMembers as never, deadline) as (r: ChangeMembersRequest) => Promise<MembershipChange>,
-    listMembers: promised(groups, groups.listMembers as never, deadline) as (r: ListMembersRequest) => Promise<ListMembersResponse>,
-    sendMessage: promised(messages, messages.sendMessage as never, deadline) as (r: SendMessageRequest) => Promise<SendMessageResponse>,
-    readHistory: promised(messages, messages.readHistory as never, deadline) as (r: ReadHistoryRequest) => Promise<HistoryPage>,
+    ...methods,
     /** `limit` (projection listing only) defaults to 0: the server's page size. */
-    listConversationSummaries: (r: Omit<ListConversationSummariesRequest, "limit"> & { limit?: number }) => listSummaries({ limit: 0, ...r }),
-    tailAudit: promised(audit, audit.tailAudit as never, deadline) as (r: TailAuditRequest) => Promise<TailAuditResponse>,
-    getEpoch: promised(projection, projection.getEpoch as never, deadline) as (r: GetEpochRequest) => Promise<EpochInfo>,
-    bumpEpoch: promised(projection, projection.bumpEpoch as never, deadline) as (r: BumpEpochRequest) => Promise<EpochBump>,
-    rebuildUser: promised(projection, projection.rebuildUser as never, deadline) as (r: RebuildUserRequest) => Promise<RebuildUserResponse>,
-    getProjectionStatus: promised(projection, projection.getStatus as never, deadline) as (r: GetProjectionStatusRequest) => Promise<ProjectionStatus>,
-    auditDispatch: promised(dispatch, dispatch.audit as never, deadline) as (r: DispatchAuditRequest) => Promise<DispatchAuditResponse>,
+    listConversationSummaries: (r: Omit<ListConversationSummariesRequest, "limit"> & { limit?: number }) => methods.listConversationSummaries({ limit: 0, ...r }),
     /**
      * Runs a rebuild drill: progress events go to `onProgress`, the promise resolves with the final
      * report. Fails with DEADLINE_EXCEEDED when the server sends nothing for the deadline (the drill
@@ -183,13 +191,7 @@ export function connectAdmin(opts: ConnectionOptions) {
       };
     },
     close(): void {
-      groups.close();
-      messages.close();
-      audit.close();
-      projection.close();
-      dispatch.close();
-      drill.close();
-      observe.close();
+      for (const c of clients.values()) c.close();
     },
   };
 }

@@ -1,0 +1,34 @@
+import type * as grpc from "@grpc/grpc-js";
+import { AuditServiceClient, AuditServiceService } from "./gen/qim/admin/v1/audit.js";
+import { DispatchServiceClient, DispatchServiceService } from "./gen/qim/admin/v1/dispatch.js";
+import { DrillServiceClient, DrillServiceService } from "./gen/qim/admin/v1/drill.js";
+import { GroupServiceClient, GroupServiceService } from "./gen/qim/admin/v1/groups.js";
+import { MessageServiceClient, MessageServiceService } from "./gen/qim/admin/v1/messages.js";
+import { ObserveServiceClient, ObserveServiceService } from "./gen/qim/admin/v1/observe.js";
+import { ProjectionServiceClient, ProjectionServiceService } from "./gen/qim/admin/v1/projection.js";
+
+/**
+ * Every service of the admin API, one line each: its full name, its generated definition and
+ * client class, and the names its unary methods take in the flat typed client when two services
+ * would otherwise share one. The server's registration, health names, reflection list and role
+ * table, and the typed client, are all derived from this list and from the handler modules in
+ * admin-api/services/. Nothing here imports the engine: the CLI loads it to build its client.
+ */
+export const SERVICE_CATALOG = [
+  { name: "qim.admin.v1.GroupService", definition: GroupServiceService, client: GroupServiceClient, rename: {} },
+  { name: "qim.admin.v1.MessageService", definition: MessageServiceService, client: MessageServiceClient, rename: {} },
+  { name: "qim.admin.v1.AuditService", definition: AuditServiceService, client: AuditServiceClient, rename: {} },
+  { name: "qim.admin.v1.ProjectionService", definition: ProjectionServiceService, client: ProjectionServiceClient, rename: { getStatus: "getProjectionStatus" } },
+  { name: "qim.admin.v1.DispatchService", definition: DispatchServiceService, client: DispatchServiceClient, rename: { audit: "auditDispatch" } },
+  { name: "qim.admin.v1.DrillService", definition: DrillServiceService, client: DrillServiceClient, rename: {} },
+  { name: "qim.admin.v1.ObserveService", definition: ObserveServiceService, client: ObserveServiceClient, rename: {} },
+] as const satisfies readonly CatalogEntry[];
+
+export interface CatalogEntry {
+  name: string;
+  definition: grpc.ServiceDefinition;
+  client: new (address: string, credentials: grpc.ChannelCredentials, options?: Partial<grpc.ClientOptions>) => grpc.Client;
+  rename: Readonly<Record<string, string>>;
+}
+
+export type ServiceName = (typeof SERVICE_CATALOG)[number]["name"];

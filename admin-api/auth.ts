@@ -14,47 +14,6 @@ export interface Principal {
   fingerprint: string;
 }
 
-const ALL: readonly Role[] = ROLES;
-const MUTATE: readonly Role[] = ["admin", "operator"];
-const DRILL: readonly Role[] = ["admin", "drill"];
-
-/**
- * Which roles may call which RPC (DESIGN §3): mutations need operator or admin; viewer reads;
- * drill reads, may send messages as a user (drills, demos) and run the rebuild drill (CI; it
- * wipes and rebuilds projection state, so it is audited like a mutation, but it may not bump the
- * epoch or rebuild a user on demand). An RPC missing here is refused.
- */
-export const RPC_ROLES: Readonly<Record<string, readonly Role[]>> = {
-  "/qim.admin.v1.GroupService/CreateGroup": MUTATE,
-  "/qim.admin.v1.GroupService/GetGroup": ALL,
-  "/qim.admin.v1.GroupService/AddMembers": MUTATE,
-  "/qim.admin.v1.GroupService/RemoveMembers": MUTATE,
-  "/qim.admin.v1.GroupService/ListMembers": ALL,
-  "/qim.admin.v1.MessageService/SendMessage": ["admin", "drill"],
-  "/qim.admin.v1.MessageService/ReadHistory": ALL,
-  "/qim.admin.v1.MessageService/ListConversationSummaries": ALL,
-  "/qim.admin.v1.AuditService/TailAudit": ["admin", "operator", "viewer"],
-  "/qim.admin.v1.ProjectionService/GetEpoch": ALL,
-  "/qim.admin.v1.ProjectionService/GetStatus": ALL,
-  "/qim.admin.v1.ProjectionService/BumpEpoch": MUTATE,
-  "/qim.admin.v1.ProjectionService/RebuildUser": MUTATE,
-  "/qim.admin.v1.DispatchService/Audit": ALL,
-  "/qim.admin.v1.DrillService/RunRebuildDrill": DRILL,
-  // the dashboard's stream: read-only, every role (the drill role sees audit lines without arguments)
-  "/qim.admin.v1.ObserveService/Watch": ALL,
-};
-
-/** RPCs that change state: audited whatever their outcome. */
-export const MUTATING = new Set([
-  "/qim.admin.v1.GroupService/CreateGroup",
-  "/qim.admin.v1.GroupService/AddMembers",
-  "/qim.admin.v1.GroupService/RemoveMembers",
-  "/qim.admin.v1.MessageService/SendMessage",
-  "/qim.admin.v1.ProjectionService/BumpEpoch",
-  "/qim.admin.v1.ProjectionService/RebuildUser",
-  "/qim.admin.v1.DrillService/RunRebuildDrill",
-]);
-
 const INSECURE: Principal = { name: "insecure-dev", role: "admin", fingerprint: "" };
 
 function firstValue(v: string | string[] | undefined): string | undefined {
@@ -76,6 +35,7 @@ export function principalOf(call: CallWithAuth, insecureDev: boolean, known?: Pe
   return { name, role, fingerprint: cert.fingerprint256 ?? "" };
 }
 
-export function allowed(rpc: string, p: Principal): boolean {
-  return p.role !== null && (RPC_ROLES[rpc] ?? []).includes(p.role);
+/** Whether the principal's role is among the roles an RPC declares (admin-api/services/). */
+export function allowed(roles: readonly Role[] | undefined, p: Principal): boolean {
+  return p.role !== null && (roles ?? []).includes(p.role);
 }

@@ -32,3 +32,10 @@ export interface CatalogEntry {
 }
 
 export type ServiceName = (typeof SERVICE_CATALOG)[number]["name"];
+
+/** A catalogue entry by its service name. */
+export function catalogEntry<N extends ServiceName>(name: N): Extract<(typeof SERVICE_CATALOG)[number], { name: N }> {
+  const entry = SERVICE_CATALOG.find((e) => e.name === name);
+  if (!entry) throw new Error(`no service ${name} in the catalogue`);
+  return entry as Extract<(typeof SERVICE_CATALOG)[number], { name: N }>;
+}

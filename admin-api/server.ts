@@ -13,7 +13,6 @@ import {
   EngineRuntime,
   InvalidArgumentError,
   parseHostPort,
-  parseReason,
   ProjectionRefusedError,
   refusedVerdict,
   RedisStore,
@@ -23,27 +22,17 @@ import {
   type ConversationService,
   type ConversationStateAuthority,
   type DispatchIdentity,
-  type DrillWipe,
   type TopologyConfig,
 } from "../core/index.js";
-import { failpoint, failpointsArmed, FAILPOINTS } from "../core/support/index.js";
+import { failpointsArmed } from "../core/support/index.js";
 import { auditArguments, AuditLog, type AuditRecord } from "./audit.js";
-import { allowed, MUTATING, principalOf, type CallWithAuth, type Principal } from "./auth.js";
+import { allowed, principalOf, type CallWithAuth, type Principal, type Role } from "./auth.js";
 import { DenyList } from "./deny-list.js";
-import {
-  describeChange, describeDrill, drillProgressOut, drillReportOut, epochBumpOut, groupOut, historyOut, memberOut, membershipOut, partitionOut,
-  projectionStatusOut, sendOut, summaryOut,
-} from "./convert.js";
 import { mapError, toServiceError, type MappedError } from "./errors.js";
-import { Observer, WATCH_RPC, watchIntervalMs } from "./observe.js";
+import { Observer } from "./observe.js";
 import { serveReflection } from "./reflection.js";
-import { AuditServiceService, type AuditServiceServer } from "./gen/qim/admin/v1/audit.js";
-import { DispatchServiceService, type DispatchServiceServer } from "./gen/qim/admin/v1/dispatch.js";
-import { DrillServiceService, type DrillEvent, type DrillServiceServer, type RunRebuildDrillRequest } from "./gen/qim/admin/v1/drill.js";
-import { GroupServiceService, type GroupServiceServer } from "./gen/qim/admin/v1/groups.js";
-import { MessageServiceService, type ListConversationSummariesResponse, type MessageServiceServer } from "./gen/qim/admin/v1/messages.js";
-import { ObserveServiceService, type ObserveServiceServer } from "./gen/qim/admin/v1/observe.js";
-import { ProjectionServiceService, type ProjectionServiceServer } from "./gen/qim/admin/v1/projection.js";
+import type { ServerDeps, ServerStreamRpc, UnaryRpc } from "./rpc.js";
+import { SERVICES } from "./services/index.js";
 
 export interface TlsFiles {
   caPem: string | Buffer;
@@ -309,7 +298,7 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
    * answer; `fail` sends an error status.
    */
   function guarded(
-    rpc: string, call: GuardedCall,
+    rpc: string, decl: { roles: readonly Role[]; mutates: boolean }, call: GuardedCall,
     body: (p: Principal, admit: () => void) => Promise<{ detail?: string | undefined; answer: () => void }>,
     fail: (e: Partial<grpc.ServiceError>) => void,
   ): void {
@@ -332,7 +321,7 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
         await refuseRevoked(principal);
         return;
       }
-      if (!principal || !allowed(rpc, principal)) {
+      if (!principal || !allowed(decl.roles, principal)) {
         const why = !principal ? "no client certificate subject"
           : principal.role === null ? `certificate of ${principal.name} names no known role (OU)`
             : `role ${principal.role} may not call ${rpc}`;
@@ -350,7 +339,7 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
           if (denyList?.has(principal.fingerprint)) throw new RevokedDuringCall();
         };
         const { detail, answer } = await body(principal, admit);
-        if (MUTATING.has(rpc)) await record("OK", detail ?? "");
+        if (decl.mutates) await record("OK", detail ?? "");
         answer();
       } catch (err) {
         if (err instanceof RevokedDuringCall) {
@@ -361,7 +350,7 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
         // a bug gets its stack; an unreachable store one line (a dashboard retries every few seconds)
         if (m.code === grpc.status.INTERNAL) log(`request ${requestId} ${rpc} failed: ${err instanceof Error ? err.stack ?? err.message : String(err)}`);
         else if (m.code === grpc.status.UNAVAILABLE) log(`request ${requestId} ${rpc} failed: ${err instanceof Error ? err.message : String(err)}`);
-        if (MUTATING.has(rpc)) await record(STATUS_NAME[m.code] ?? String(m.code), m.message);
+        if (decl.mutates) await record(STATUS_NAME[m.code] ?? String(m.code), m.message);
         refuse(m);
       }
     })().catch((err: unknown) => {
@@ -371,161 +360,46 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
     });
   }
 
-  function unary<Req, Res>(rpc: string, handler: (req: Req, p: Principal) => Promise<{ response: Res; detail?: string }>): grpc.handleUnaryCall<Req, Res> {
-    return (call, callback) => guarded(rpc, call, async (p) => {
-      const { response, detail } = await handler(call.request, p);
+  const observer = new Observer(projection, audit);
+  const deps: ServerDeps = { runtime, audit, observer };
+
+  /** A unary RPC's grpc-js handler: the pipeline around its declaration. */
+  function unaryHandler(path: string, rpc: UnaryRpc): grpc.handleUnaryCall<unknown, unknown> {
+    return (call, callback) => guarded(path, rpc, call, async (principal, admit) => {
+      const { response, detail } = await rpc.handle(call.request as never, { principal, deps, admit });
       return { detail, answer: () => callback(null, response) };
     }, (e) => callback(e as grpc.ServiceError));
   }
 
   /**
-   * A server-streaming RPC: the handler sends events as it goes and returns the last one, which is
-   * sent only after the audit entry is written (so that a client that has the final event knows it
-   * is audited). A client that went away does not stop the handler: a drill runs to its end.
+   * A server-streaming RPC's handler: events go out as the handler sends them; its last one is sent
+   * only after the audit entry is written (so that a client that has the final event knows it is
+   * audited). A client that went away does not stop the handler: a drill runs to its end.
    */
-  function serverStream<Req, Ev>(rpc: string, handler: (req: Req, p: Principal, send: (ev: Ev) => void) => Promise<{ last: Ev; detail?: string }>): grpc.handleServerStreamingCall<Req, Ev> {
+  function streamHandler(path: string, rpc: ServerStreamRpc): grpc.handleServerStreamingCall<unknown, unknown> {
     return (call) => {
-      const send = (ev: Ev) => {
+      const send = (ev: unknown) => {
         if (!call.cancelled && call.writable) call.write(ev);
       };
-      guarded(rpc, call, async (p) => {
-        const { last, detail } = await handler(call.request, p, send);
-        return { detail, answer: () => { send(last); call.end(); } };
+      guarded(path, rpc, call, async (principal, admit) => {
+        const requestId = randomUUID();
+        const end = await rpc.handle(call.request as never, { principal, deps, admit, send, call: call as never });
+        return {
+          detail: end.detail,
+          answer: () => {
+            if (end.error) {
+              if (!call.cancelled) call.emit("error", toServiceError(end.error, requestId));
+              return;
+            }
+            if (end.last !== undefined) send(end.last);
+            call.end();
+          },
+        };
       }, (e) => {
         if (!call.cancelled) call.emit("error", e);
       });
     };
   }
-
-  const groups: GroupServiceServer = {
-    createGroup: unary("/qim.admin.v1.GroupService/CreateGroup", async (req) => {
-      const g = await engine.createGroup({ tenant: req.tenant, owner: req.owner, members: req.members, ...(req.group ? { group: req.group } : {}) });
-      return { response: groupOut(g), detail: `created group ${g.group} with ${g.memberCount} members` };
-    }),
-    getGroup: unary("/qim.admin.v1.GroupService/GetGroup", async (req) => ({ response: groupOut(await engine.getGroup(req.tenant, req.group)) })),
-    addMembers: unary("/qim.admin.v1.GroupService/AddMembers", async (req) => {
-      const r = await engine.addMembers({ tenant: req.tenant, group: req.group, users: req.users, dryRun: req.dryRun, ...(req.expectVersion !== undefined ? { expectVersion: Number(req.expectVersion) } : {}) });
-      if (r.outcome === "committed") failpoint(FAILPOINTS.membershipAfterCommit);
-      return { response: membershipOut(r), detail: describeChange(r) };
-    }),
-    removeMembers: unary("/qim.admin.v1.GroupService/RemoveMembers", async (req) => {
-      const r = await engine.removeMembers({ tenant: req.tenant, group: req.group, users: req.users, dryRun: req.dryRun, ...(req.expectVersion !== undefined ? { expectVersion: Number(req.expectVersion) } : {}) });
-      if (r.outcome === "committed") failpoint(FAILPOINTS.membershipAfterCommit);
-      return { response: membershipOut(r), detail: describeChange(r) };
-    }),
-    listMembers: unary("/qim.admin.v1.GroupService/ListMembers", async (req) => {
-      const r = await engine.listMembers({ tenant: req.tenant, group: req.group });
-      return { response: { version: BigInt(r.version), members: r.members.map(memberOut) } };
-    }),
-  };
-
-  const messages: MessageServiceServer = {
-    sendMessage: unary("/qim.admin.v1.MessageService/SendMessage", async (req) => {
-      const r = await engine.send({ tenant: req.tenant, group: req.group, sender: req.sender, text: req.text, ...(req.clientMessageId ? { clientMessageId: req.clientMessageId } : {}) });
-      return { response: sendOut(r), detail: `${r.duplicate ? "duplicate of" : "committed"} seq ${r.conversationSeq}` };
-    }),
-    readHistory: unary("/qim.admin.v1.MessageService/ReadHistory", async (req) => {
-      const page = await engine.history({ tenant: req.tenant, group: req.group, user: req.user, after: Number(req.after), ...(req.limit ? { limit: req.limit } : {}) });
-      return { response: historyOut(page) };
-    }),
-    listConversationSummaries: unary("/qim.admin.v1.MessageService/ListConversationSummaries", async (req) => {
-      if (req.groups.length === 0) {
-        // the user's conversations from the session projection (rebuilt first when their mark is behind)
-        const list = await projection.sessions.listSessions({ tenant: req.tenant, user: req.user, limit: req.limit === 0 ? 50 : req.limit });
-        const response: ListConversationSummariesResponse = {
-          summaries: list.sessions.map(summaryOut), epoch: BigInt(list.epoch), rebuilt: list.rebuilt, total: list.total, hidden: list.hidden,
-        };
-        return { response };
-      }
-      if (req.groups.length > 100) throw new InvalidArgumentError("groups", "at most 100 groups per call");
-      const summaries = await Promise.all(req.groups.map((group) => engine.conversationSummary({ tenant: req.tenant, group, user: req.user })));
-      const response: ListConversationSummariesResponse = { summaries: summaries.map(summaryOut) };
-      return { response };
-    }),
-  };
-
-  const auditService: AuditServiceServer = {
-    tailAudit: unary("/qim.admin.v1.AuditService/TailAudit", async (req) => {
-      const limit = req.limit === 0 ? 50 : req.limit;
-      if (limit > 1000) throw new InvalidArgumentError("limit", "limit is at most 1000");
-      const entries = await audit.tail(limit);
-      return {
-        response: {
-          entries: entries.map((e) => ({
-            time: e.time, principal: e.principal, role: e.role, rpc: e.rpc, argumentsJson: JSON.stringify(e.arguments),
-            result: e.result, detail: e.detail, durationMs: e.durationMs, requestId: e.requestId, fingerprint: e.fingerprint,
-          })),
-        },
-      };
-    }),
-  };
-
-  const projectionService: ProjectionServiceServer = {
-    getEpoch: unary("/qim.admin.v1.ProjectionService/GetEpoch", async (req) => {
-      const limit = req.limit === 0 ? 10 : req.limit;
-      if (limit > 100) throw new InvalidArgumentError("limit", "limit is at most 100");
-      const [epoch, bumps] = await Promise.all([projection.epoch.get(), projection.epoch.history(limit)]);
-      return { response: { epoch: BigInt(epoch), bumps: bumps.map(epochBumpOut) } };
-    }),
-    bumpEpoch: unary("/qim.admin.v1.ProjectionService/BumpEpoch", async (req, p) => {
-      const reason = parseReason(req.reason, "reason", { required: true });
-      const b = await projection.epoch.bump(reason, p.name);
-      return { response: epochBumpOut(b), detail: `epoch bumped to ${b.epoch}: ${reason}` };
-    }),
-    rebuildUser: unary("/qim.admin.v1.ProjectionService/RebuildUser", async (req) => {
-      const r = await projection.sessions.rebuildUser(req.tenant, req.user, { force: req.force });
-      return {
-        response: { epoch: BigInt(r.epoch), rebuilt: r.rebuilt, merged: r.merged, mark: BigInt(r.mark) },
-        detail: r.rebuilt ? `rebuilt user ${req.user}: merged ${r.merged} conversation(s) from the authority at epoch ${r.epoch}`
-          : `nothing to do: user ${req.user}'s mark ${r.mark} is current (epoch ${r.epoch}); force rebuilds anyway`,
-      };
-    }),
-    getStatus: unary("/qim.admin.v1.ProjectionService/GetStatus", async () => ({ response: projectionStatusOut(await projection.status()) })),
-  };
-
-  const dispatchService: DispatchServiceServer = {
-    audit: unary("/qim.admin.v1.DispatchService/Audit", async () => {
-      const audits = await projection.projector.audit();
-      return { response: { ok: audits.every((a) => a.verdict === "OK"), partitions: audits.map(partitionOut) } };
-    }),
-  };
-
-  // one drill at a time across every server: RebuildDrill takes a lock in Redis
-  const drillService: DrillServiceServer = {
-    runRebuildDrill: serverStream<RunRebuildDrillRequest, DrillEvent>("/qim.admin.v1.DrillService/RunRebuildDrill", async (req, p, send) => {
-      const wipe = req.wipe === "" ? "projection" : req.wipe;
-      if (req.users.length > 0 && req.sample !== undefined) throw new InvalidArgumentError("sample", "give users or sample, not both");
-      const reason = parseReason(req.reason, "reason", { required: false });
-      const report = await projection.drill.run({
-        ...(req.users.length > 0 ? { users: req.users.map((u) => ({ tenant: u.tenant, user: u.user })) } : {}),
-        ...(req.sample !== undefined ? { sample: req.sample } : {}),
-        wipe: wipe as DrillWipe,
-        by: p.name,
-        ...(reason ? { reason } : {}),
-        onProgress: (pr) => send({ event: { $case: "progress", progress: drillProgressOut(pr) } }),
-      });
-      return { last: { event: { $case: "report", report: drillReportOut(report) } }, detail: describeDrill(report) };
-    }),
-  };
-
-  // Watch streams until the client cancels, or until its certificate is on the deny list (checked
-  // before each snapshot: refused PERMISSION_DENIED and audited like a revoked call); close() ends
-  // them (UNAVAILABLE, the client reconnects) before waiting for the server's calls to finish.
-  const observer = new Observer(projection, audit);
-  const observeService: ObserveServiceServer = {
-    watch: (call) => guarded(WATCH_RPC, call, async (_p, admit) => {
-      const end = await observer.watch(call, watchIntervalMs(call.request), admit);
-      return {
-        answer: () => {
-          if (end === "shutdown" && !call.cancelled) {
-            call.emit("error", toServiceError({ code: grpc.status.UNAVAILABLE, domainCode: "UNAVAILABLE", message: "the admin server is shutting down" }, randomUUID()));
-          }
-        },
-      };
-    }, (e) => {
-      if (!call.cancelled) call.emit("error", e);
-    }),
-  };
 
   if (typeof baseCreateHttp2Server !== "function") log("WARNING: this @grpc/grpc-js has no createHttp2Server hook: refused TLS handshakes will not be audited");
   const server = new AuditingServer({ "grpc.max_receive_message_length": 4 * 1024 * 1024 });
@@ -551,16 +425,8 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
     }).catch((e: unknown) => log(`audit log write failed: ${String(e)}`));
   };
 
-  const servingStatus = {
-    "": "SERVING",
-    "qim.admin.v1.GroupService": "SERVING",
-    "qim.admin.v1.MessageService": "SERVING",
-    "qim.admin.v1.AuditService": "SERVING",
-    "qim.admin.v1.ProjectionService": "SERVING",
-    "qim.admin.v1.DispatchService": "SERVING",
-    "qim.admin.v1.DrillService": "SERVING",
-    "qim.admin.v1.ObserveService": "SERVING",
-  } as const;
+  // health answers for the server ("") and for each registered service
+  const servingStatus: Record<string, "SERVING"> = Object.fromEntries([["", "SERVING"], ...SERVICES.map((svc) => [svc.name, "SERVING"])]);
   const health = new HealthImplementation({ ...servingStatus });
   health.addToServer(server);
   let healthTimer: NodeJS.Timeout | undefined;
@@ -581,13 +447,14 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
       for (const method of Object.values(def)) requestMessage.set(method.path, `${pkg}.${(method.requestType.type as { name: string }).name}`);
     }
     const messageOf = (path: string) => requestMessage.get(path) ?? "request";
-    server.addService(refuseUndecodableInHandlers(GroupServiceService, messageOf), groups);
-    server.addService(refuseUndecodableInHandlers(MessageServiceService, messageOf), messages);
-    server.addService(refuseUndecodableInHandlers(AuditServiceService, messageOf), auditService);
-    server.addService(refuseUndecodableInHandlers(ProjectionServiceService, messageOf), projectionService);
-    server.addService(refuseUndecodableInHandlers(DispatchServiceService, messageOf), dispatchService);
-    server.addService(refuseUndecodableInHandlers(DrillServiceService, messageOf), drillService);
-    server.addService(refuseUndecodableInHandlers(ObserveServiceService, messageOf), observeService);
+    for (const svc of SERVICES) {
+      const handlers: grpc.UntypedServiceImplementation = {};
+      for (const [method, rpc] of Object.entries(svc.rpcs) as [string, UnaryRpc | ServerStreamRpc][]) {
+        const path = svc.definition[method]!.path;
+        handlers[method] = rpc.kind === "unary" ? unaryHandler(path, rpc) : streamHandler(path, rpc);
+      }
+      server.addService(refuseUndecodableInHandlers(svc.definition, messageOf), handlers);
+    }
     serveReflection(server);
 
     const credentials = insecure

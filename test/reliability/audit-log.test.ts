@@ -22,7 +22,7 @@ import { after, before, describe, it } from "node:test";
 import * as grpc from "@grpc/grpc-js";
 import { loadSync, type MethodDefinition, type PackageDefinition } from "@grpc/proto-loader";
 import { AUDIT_ARGUMENTS_MAX_BYTES } from "../../admin-api/audit.js";
-import { MUTATING, RPC_ROLES } from "../../admin-api/auth.js";
+import { MUTATING, RPC_ROLES } from "../../admin-api/services/index.js";
 import { CLIENT_NAMES } from "../certs/fixture.js";
 import { ROOT, startE2eServer, type E2eServer } from "../e2e/qimctl.js";
 

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { mkdir, open, type FileHandle } from "node:fs/promises";
 import { dirname } from "node:path";
+import { createHistogram, type RecordableHistogram } from "node:perf_hooks";
 
 export interface AuditRecord {
   time: string;
@@ -68,7 +69,23 @@ export function auditArguments(request: unknown): unknown {
  * line of its own and every record after it parses (the same at open, for a file whose last line
  * a crash cut). `tail` reports such a line as a record with result MALFORMED instead of failing.
  */
+/**
+ * What the log's flushes cost, kept as the log runs (cheap: a counter and a histogram record per
+ * flush and per record), read by the server's diagnostics (admin-api/observe.ts). Histograms in ns.
+ */
+export interface AuditStats {
+  flushes: number;
+  records: number;
+  /** One write + fdatasync of a batch. */
+  flushNs: RecordableHistogram;
+  /** From append() to the record being durable (what a call's answer waits for). */
+  waitNs: RecordableHistogram;
+  /** The durationMs the records carry (authorisation + handler, before the audit), in ns. */
+  handlerNs: RecordableHistogram;
+}
+
 export class AuditLog {
+  readonly stats: AuditStats = { flushes: 0, records: 0, flushNs: createHistogram(), waitNs: createHistogram(), handlerNs: createHistogram() };
   private handle: FileHandle | undefined;
   private queue: { record: AuditRecord; line: string; done: (err?: unknown) => void }[] = [];
   /**
@@ -115,8 +132,13 @@ export class AuditLog {
 
   append(record: AuditRecord): Promise<void> {
     const line = JSON.stringify(record) + "\n";
+    const t0 = process.hrtime.bigint();
+    if (record.durationMs > 0) this.stats.handlerNs.record(Math.max(1, Math.round(record.durationMs * 1e6)));
     return new Promise((resolve, reject) => {
-      this.queue.push({ record, line, done: (err) => (err ? reject(err) : resolve()) });
+      this.queue.push({ record, line, done: (err) => {
+        this.stats.waitNs.record(Math.max(1, Number(process.hrtime.bigint() - t0)));
+        if (err) reject(err); else resolve();
+      } });
       // flush() is at its first await when this assignment runs, and clears it in the same
       // step in which it sees the queue empty, so no entry can be left behind
       if (!this.flushing) this.flushing = this.flush();
@@ -126,6 +148,7 @@ export class AuditLog {
   private async flush(): Promise<void> {
     while (this.queue.length > 0) {
       const batch = this.queue.splice(0, this.queue.length);
+      const t0 = process.hrtime.bigint();
       try {
         const data = Buffer.from((this.unterminated ? "\n" : "") + batch.map((b) => b.line).join(""), "utf8");
         // the file no longer ends with a newline from the first byte written until the last
@@ -137,6 +160,9 @@ export class AuditLog {
         }
         this.unterminated = false;
         if (this.sync) await this.handle!.datasync();
+        this.stats.flushes++;
+        this.stats.records += batch.length;
+        this.stats.flushNs.record(Math.max(1, Number(process.hrtime.bigint() - t0)));
         this.remember(batch.map((b) => b.record));
         for (const b of batch) b.done();
       } catch (err) {

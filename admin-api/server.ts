@@ -38,7 +38,7 @@ import {
   projectionStatusOut, sendOut, summaryOut,
 } from "./convert.js";
 import { mapError, toServiceError, type MappedError } from "./errors.js";
-import { Observer, WATCH_RPC, watchIntervalMs } from "./observe.js";
+import { DIAGNOSTICS_ENV, Observer, startDiagnostics, WATCH_RPC, watchIntervalMs } from "./observe.js";
 import { AuditServiceService, type AuditServiceServer } from "./gen/qim/admin/v1/audit.js";
 import { DispatchServiceService, type DispatchServiceServer } from "./gen/qim/admin/v1/dispatch.js";
 import { DrillServiceService, type DrillEvent, type DrillServiceServer, type RunRebuildDrillRequest } from "./gen/qim/admin/v1/drill.js";
@@ -624,6 +624,7 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
   void probe();
 
   if ((opts.relayIntervalMs ?? 1000) > 0) outboxRelay.start(opts.relayIntervalMs ?? 1000);
+  const diagnostics = process.env[DIAGNOSTICS_ENV] === "1" ? await startDiagnostics(audit, log) : undefined;
 
   log(`qim admin server listening on ${host}:${boundPort} (${insecure ? "INSECURE plaintext" : "mTLS, client certificates required"})${metricsPort !== null ? `, metrics on http://${m!.host}:${metricsPort}/metrics` : ""}`);
 
@@ -637,6 +638,7 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
     reloadDenyList: (reason = "reload requested") => denyList ? denyList.reload(reason) : Promise.resolve(),
     async close() {
       if (healthTimer) clearTimeout(healthTimer);
+      diagnostics?.stop();
       observer.close();
       await denyList?.close();
       await new Promise<void>((resolve) => server.tryShutdown(() => resolve()));

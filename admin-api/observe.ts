@@ -185,6 +185,8 @@ export class Observer {
 
 /** The environment variable that turns the server's diagnostics on (bench/admin sets it). */
 export const DIAGNOSTICS_ENV = "QIM_ADMIN_DIAGNOSTICS";
+/** With the diagnostics on: a folder where each interval's CPU profile is written (interval-N.cpuprofile). */
+export const DIAGNOSTICS_PROFILE_ENV = "QIM_ADMIN_DIAGNOSTICS_PROFILE";
 
 const sum = (r: Record<string, number>) => Object.values(r).reduce((a, b) => a + b, 0);
 const ms = (ns: number) => +(ns / 1e6).toFixed(3);
@@ -222,9 +224,29 @@ export async function startDiagnostics(audit: AuditLog, log: (line: string) => v
   let counters = await readCounters();
   const projected = async () => Object.fromEntries((await values("qim_session_projection_records_total")).map((v) => [String(v.labels.path), v.value]));
   let projectedBefore = await projected();
+  // a CPU profile of each interval (node --cpu-prof would cover start-up and shutdown too)
+  const profileDir = process.env[DIAGNOSTICS_PROFILE_ENV];
+  let profiler: import("node:inspector").Session | undefined;
+  let interval = 0;
+  if (profileDir) {
+    const { Session } = await import("node:inspector");
+    profiler = new Session();
+    profiler.connect();
+    await new Promise<void>((resolve, reject) => profiler!.post("Profiler.enable", (e) => (e ? reject(e) : resolve())));
+    await new Promise<void>((resolve, reject) => profiler!.post("Profiler.start", (e) => (e ? reject(e) : resolve())));
+  }
+  const rotateProfile = async () => {
+    if (!profiler) return;
+    const { writeFile } = await import("node:fs/promises");
+    const { join } = await import("node:path");
+    const profile = await new Promise<unknown>((resolve, reject) => profiler!.post("Profiler.stop", (e, r) => (e ? reject(e) : resolve(r.profile))));
+    await writeFile(join(profileDir!, `interval-${interval++}.cpuprofile`), JSON.stringify(profile));
+    await new Promise<void>((resolve, reject) => profiler!.post("Profiler.start", (e) => (e ? reject(e) : resolve())));
+  };
   let auditBefore = { flushes: audit.stats.flushes, records: audit.stats.records };
   const report = () => void (async () => {
     const now = process.hrtime.bigint();
+    await rotateProfile();
     const c = await readCounters();
     const p = await projected();
     const line = {
@@ -237,6 +259,8 @@ export async function startDiagnostics(audit: AuditLog, log: (line: string) => v
         flushes: audit.stats.flushes - auditBefore.flushes,
         records: audit.stats.records - auditBefore.records,
         flushMs: summary(audit.stats.flushNs),
+        writeMs: summary(audit.stats.writeNs),
+        syncMs: summary(audit.stats.syncNs),
         waitMs: summary(audit.stats.waitNs),
         handlerMs: summary(audit.stats.handlerNs),
       },
@@ -248,6 +272,8 @@ export async function startDiagnostics(audit: AuditLog, log: (line: string) => v
     loop.reset();
     gc.clear();
     audit.stats.flushNs.reset();
+    audit.stats.writeNs.reset();
+    audit.stats.syncNs.reset();
     audit.stats.waitNs.reset();
     audit.stats.handlerNs.reset();
     auditBefore = { flushes: audit.stats.flushes, records: audit.stats.records };
@@ -264,6 +290,7 @@ export async function startDiagnostics(audit: AuditLog, log: (line: string) => v
       process.off("SIGUSR2", report);
       loop.disable();
       obs.disconnect();
+      profiler?.disconnect();
     },
   };
 }

@@ -1,6 +1,8 @@
 import { createHash } from "node:crypto";
+import { writeSync } from "node:fs";
 import { mkdir, open, type FileHandle } from "node:fs/promises";
 import { dirname } from "node:path";
+import { createHistogram, type RecordableHistogram } from "node:perf_hooks";
 
 export interface AuditRecord {
   time: string;
@@ -23,6 +25,8 @@ export const AUDIT_ARRAY_MAX = 1000;
 export const AUDIT_ARGUMENTS_MAX_BYTES = 64 * 1024;
 /** How many of the newest records an AuditLog keeps in memory by default (the dashboard shows 8). */
 export const AUDIT_RECENT_MAX = 16;
+/** A flush of at most this many bytes is written synchronously (then fdatasync'd asynchronously). */
+export const SYNC_WRITE_MAX_BYTES = 256 * 1024;
 /** TailAudit answers at most about this many bytes of entries (gRPC clients refuse 4 MiB by default). */
 export const TAIL_MAX_BYTES = 3 * 1024 * 1024;
 
@@ -68,7 +72,27 @@ export function auditArguments(request: unknown): unknown {
  * line of its own and every record after it parses (the same at open, for a file whose last line
  * a crash cut). `tail` reports such a line as a record with result MALFORMED instead of failing.
  */
+/**
+ * What the log's flushes cost, kept as the log runs (cheap: a counter and a histogram record per
+ * flush and per record), read by the server's diagnostics (admin-api/observe.ts). Histograms in ns.
+ */
+export interface AuditStats {
+  flushes: number;
+  records: number;
+  /** One write + fdatasync of a batch, and each of the two. */
+  flushNs: RecordableHistogram;
+  writeNs: RecordableHistogram;
+  syncNs: RecordableHistogram;
+  /** From append() to the record being durable (what a call's answer waits for). */
+  waitNs: RecordableHistogram;
+  /** The durationMs the records carry (authorisation + handler, before the audit), in ns. */
+  handlerNs: RecordableHistogram;
+}
+
 export class AuditLog {
+  readonly stats: AuditStats = {
+    flushes: 0, records: 0, flushNs: createHistogram(), writeNs: createHistogram(), syncNs: createHistogram(), waitNs: createHistogram(), handlerNs: createHistogram(),
+  };
   private handle: FileHandle | undefined;
   private queue: { record: AuditRecord; line: string; done: (err?: unknown) => void }[] = [];
   /**
@@ -115,8 +139,13 @@ export class AuditLog {
 
   append(record: AuditRecord): Promise<void> {
     const line = JSON.stringify(record) + "\n";
+    const t0 = process.hrtime.bigint();
+    if (record.durationMs > 0) this.stats.handlerNs.record(Math.max(1, Math.round(record.durationMs * 1e6)));
     return new Promise((resolve, reject) => {
-      this.queue.push({ record, line, done: (err) => (err ? reject(err) : resolve()) });
+      this.queue.push({ record, line, done: (err) => {
+        this.stats.waitNs.record(Math.max(1, Number(process.hrtime.bigint() - t0)));
+        if (err) reject(err); else resolve();
+      } });
       // flush() is at its first await when this assignment runs, and clears it in the same
       // step in which it sees the queue empty, so no entry can be left behind
       if (!this.flushing) this.flushing = this.flush();
@@ -124,19 +153,27 @@ export class AuditLog {
   }
 
   private async flush(): Promise<void> {
+    // append() assigns this.flushing when this returns, at its first await: with a write that
+    // does not wait, that await must come first
+    await undefined;
     while (this.queue.length > 0) {
       const batch = this.queue.splice(0, this.queue.length);
+      const t0 = process.hrtime.bigint();
       try {
         const data = Buffer.from((this.unterminated ? "\n" : "") + batch.map((b) => b.line).join(""), "utf8");
         // the file no longer ends with a newline from the first byte written until the last
         this.unterminated = true;
-        for (let off = 0; off < data.length;) {
-          const { bytesWritten } = await this.handle!.write(data, off, data.length - off);
-          if (bytesWritten <= 0) throw new Error(`audit log ${this.path}: the OS wrote nothing`);
-          off += bytesWritten;
-        }
+        await this.writeAll(data);
         this.unterminated = false;
-        if (this.sync) await this.handle!.datasync();
+        const t1 = process.hrtime.bigint();
+        this.stats.writeNs.record(Math.max(1, Number(t1 - t0)));
+        if (this.sync) {
+          await this.handle!.datasync();
+          this.stats.syncNs.record(Math.max(1, Number(process.hrtime.bigint() - t1)));
+        }
+        this.stats.flushes++;
+        this.stats.records += batch.length;
+        this.stats.flushNs.record(Math.max(1, Number(process.hrtime.bigint() - t0)));
         this.remember(batch.map((b) => b.record));
         for (const b of batch) b.done();
       } catch (err) {
@@ -144,6 +181,22 @@ export class AuditLog {
       }
     }
     this.flushing = undefined;
+  }
+
+  /**
+   * Writes every byte or throws. A batch up to SYNC_WRITE_MAX_BYTES is written with writeSync:
+   * into the page cache that takes microseconds, where an asynchronous write costs a thread-pool
+   * round trip, and so a turn of a busy event loop, before the fdatasync can even start (the
+   * durability is the fdatasync's, either way). Larger batches are written asynchronously.
+   */
+  private async writeAll(data: Buffer): Promise<void> {
+    for (let off = 0; off < data.length;) {
+      const bytesWritten = data.length <= SYNC_WRITE_MAX_BYTES
+        ? writeSync(this.handle!.fd, data, off, data.length - off)
+        : (await this.handle!.write(data, off, data.length - off)).bytesWritten;
+      if (bytesWritten <= 0) throw new Error(`audit log ${this.path}: the OS wrote nothing`);
+      off += bytesWritten;
+    }
   }
 
   private remember(records: AuditRecord[]): void {

@@ -29,7 +29,7 @@ import { auditArguments, AuditLog, type AuditRecord } from "./audit.js";
 import { allowed, principalOf, type CallWithAuth, type Principal, type Role } from "./auth.js";
 import { DenyList } from "./deny-list.js";
 import { mapError, toServiceError, type MappedError } from "./errors.js";
-import { Observer } from "./observe.js";
+import { DIAGNOSTICS_ENV, Observer, startDiagnostics } from "./observe.js";
 import { serveReflection } from "./reflection.js";
 import type { ServerDeps, ServerStreamRpc, UnaryRpc } from "./rpc.js";
 import { SERVICES } from "./services/index.js";
@@ -492,6 +492,7 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
   };
   void probe();
 
+  const diagnostics = process.env[DIAGNOSTICS_ENV] === "1" ? await startDiagnostics(audit, log) : undefined;
 
   log(`qim admin server listening on ${host}:${boundPort} (${insecure ? "INSECURE plaintext" : "mTLS, client certificates required"})${metricsPort !== null ? `, metrics on http://${m!.host}:${metricsPort}/metrics` : ""}`);
 
@@ -506,6 +507,7 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
     reloadDenyList: (reason = "reload requested") => denyList ? denyList.reload(reason) : Promise.resolve(),
     async close() {
       if (healthTimer) clearTimeout(healthTimer);
+      diagnostics?.stop();
       observer.close();
       await denyList?.close();
       await new Promise<void>((resolve) => server.tryShutdown(() => resolve()));

@@ -1,14 +1,26 @@
 /**
- * bench/admin — from one run:
- *   1. membership add+remove pairs/s and pair latency p50/p99 through the admin API (a real
- *      qim-admin-server process, mTLS with an operator certificate, audit log fdatasync'd), next
- *      to the same pairs called on core directly in this process, on the same Redis (ratio;
- *      target ≥ 0.5), and on core with an in-process relay (what the server also does);
- *   2. `qimctl --version` start-up time next to `node -e 0` (ratio).
- * Usage: node dist/bench/admin.js [--pairs N] [--concurrency C] [--json]
+ * bench/admin — the admin API against core, each path measured with only its own work running:
+ *   1. membership add+remove pairs/s and pair latency p50/p99, for
+ *      - core alone: `Engine` in this process, no relay anywhere, no server running;
+ *      - core + relay: the same with an in-process outbox relay kicked per commit and sweeping
+ *        every second (what the server also does with every event it commits), no server running;
+ *      - the admin API: a real qim-admin-server child process started for this phase (mTLS with an
+ *        operator certificate, audit log fdatasync'd), nothing else of this bench touching Redis;
+ *   2. grpc-js's empty unary call (grpc.health.v1 Check, plaintext, client and server in this
+ *      process, same concurrency): calls/s and CPU µs a call;
+ *   3. the API's limit on this machine: 1 / (core+relay pair time + 2 × empty call CPU) — a pair is
+ *      two calls — and the API's efficiency against it; targets: efficiency ≥ 0.8, API p99 ≤ 3× p50;
+ *   4. CPU µs per pair of this process (the client), the server and redis-server (/proc), and the
+ *      server's own diagnostics for the measured API phase (QIM_ADMIN_DIAGNOSTICS: event-loop
+ *      delay, GC, audit flushes), bracketed with SIGUSR2;
+ *   5. `qimctl --version` start-up time next to `node -e 0` (ratio).
+ * Every round runs the four measurements once; the summary gives the median over rounds.
+ * Usage: node dist/bench/admin.js [--pairs N] [--concurrency C] [--rounds R] [--json]
+ *          [--server-cpu-prof DIR] [--no-startup] [--verbose]
  */
-import { execFile, spawn } from "node:child_process";
+import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -27,31 +39,58 @@ const flag = (name: string, dflt: number) => {
   const i = args.indexOf(name);
   return i >= 0 ? Number(args[i + 1]) : dflt;
 };
+const option = (name: string) => {
+  const i = args.indexOf(name);
+  return i >= 0 ? args[i + 1] : undefined;
+};
 const PAIRS = flag("--pairs", 2000);
 const CONCURRENCY = flag("--concurrency", 16);
+const ROUNDS = flag("--rounds", 3);
+const CPU_PROF = option("--server-cpu-prof");
+const VERBOSE = args.includes("--verbose");
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
+const PARTITIONS = 8;
 
 const pct = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
 };
+const median = (xs: number[]) => pct(xs, 50);
 
-/** Runs `pairs` add+remove pairs, one in flight per worker, each worker on a group of its own. */
-async function pairs(groups: string[], pairOf: (group: string, user: string) => Promise<void>) {
+/** CPU µs a process used so far (utime + stime from /proc; clock ticks of 10 ms). */
+function procCpuUs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(fields[11]) + Number(fields[12])) * 10_000;
+}
+const selfCpuUs = () => { const c = process.cpuUsage(); return c.user + c.system; };
+
+interface PairStats { pairsPerSec: number; p50Ms: number; p99Ms: number; maxMs: number; cpuUsPerPair: Record<string, number> }
+
+/**
+ * Runs PAIRS add+remove pairs, one in flight per worker, each worker on a group of its own; CPU of
+ * this process and of `pids` per pair over the same interval.
+ */
+async function pairs(groups: string[], pairOf: (group: string, user: string) => Promise<void>, pids: Record<string, number>, count = PAIRS): Promise<PairStats> {
   const latencies: number[] = [];
   let next = 0;
+  const cpu0 = { client: selfCpuUs(), ...Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, procCpuUs(pid)])) } as Record<string, number>;
   const start = process.hrtime.bigint();
   await Promise.all(groups.map(async (group) => {
     const user = randomUUID();
     for (;;) {
-      if (next++ >= PAIRS) return;
+      if (next++ >= count) return;
       const t0 = process.hrtime.bigint();
       await pairOf(group, user);
       latencies.push(Number(process.hrtime.bigint() - t0) / 1e6);
     }
   }));
   const seconds = Number(process.hrtime.bigint() - start) / 1e9;
-  return { pairsPerSec: Math.round(PAIRS / seconds), p50Ms: +pct(latencies, 50).toFixed(2), p99Ms: +pct(latencies, 99).toFixed(2) };
+  const cpu1 = { client: selfCpuUs(), ...Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, procCpuUs(pid)])) } as Record<string, number>;
+  return {
+    pairsPerSec: Math.round(count / seconds), p50Ms: +pct(latencies, 50).toFixed(2), p99Ms: +pct(latencies, 99).toFixed(2), maxMs: +Math.max(...latencies).toFixed(2),
+    cpuUsPerPair: Object.fromEntries(Object.keys(cpu0).map((k) => [k, Math.round((cpu1[k]! - cpu0[k]!) / count)])),
+  };
 }
 
 /**
@@ -92,98 +131,189 @@ async function startupMs(cmd: string[], times: number): Promise<number> {
   return samples.reduce((a, b) => a + b, 0) / samples.length;
 }
 
+/** A qim-admin-server child with its diagnostics on; `diagnostics()` brackets an interval (SIGUSR2). */
+async function startServer(dir: string, redisAddr: string): Promise<{ child: ChildProcess; port: number; diagnostics(): Promise<Record<string, unknown>>; stop(): Promise<void> }> {
+  const port = await freePort();
+  const nodeArgs = CPU_PROF ? ["--cpu-prof", "--cpu-prof-dir", CPU_PROF] : [];
+  const child = spawn(process.execPath, [...nodeArgs, join(ROOT, "dist/admin-api/main.js"), "--listen", `127.0.0.1:${port}`, "--metrics-listen", "off",
+    "--tls-ca", join(dir, "ca.pem"), "--tls-cert", join(dir, "server.pem"), "--tls-key", join(dir, "server-key.pem"),
+    "--audit-log", join(dir, "audit.log"), "--redis", redisAddr, "--partitions", String(PARTITIONS)],
+  { stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, QIM_ADMIN_DIAGNOSTICS: "1" } });
+  let err = "";
+  const waiting: ((line: Record<string, unknown>) => void)[] = [];
+  child.stderr!.on("data", (d: Buffer) => {
+    err += d.toString();
+    for (let nl = err.indexOf("\n"); nl >= 0; nl = err.indexOf("\n")) {
+      const line = err.slice(0, nl);
+      err = err.slice(nl + 1);
+      if (line.startsWith("diagnostics {")) waiting.shift()?.(JSON.parse(line.slice("diagnostics ".length)) as Record<string, unknown>);
+      else if (VERBOSE || !/listening on|diagnostics on|authority:/.test(line)) process.stderr.write(`[server] ${line}\n`);
+      if (line.includes("listening on")) ready();
+    }
+  });
+  let ready!: () => void;
+  await new Promise<void>((resolve, reject) => {
+    ready = resolve;
+    child.once("exit", (code) => reject(new Error(`server exited ${code}: ${err}`)));
+  });
+  return {
+    child, port,
+    diagnostics: () => new Promise((resolve) => { waiting.push(resolve); child.kill("SIGUSR2"); }),
+    stop: async () => {
+      const exited = new Promise((r) => child.once("exit", r));
+      child.kill("SIGTERM");
+      await exited;
+    },
+  };
+}
+
+interface Round {
+  core: PairStats;
+  coreWithRelay: PairStats;
+  api: PairStats;
+  grpcFloor: { callsPerSec: number; cpuUsPerCall: number };
+  limit: number;
+  efficiency: number;
+  ratio: number;
+  ratioWithRelay: number;
+  server: Record<string, unknown>;
+}
+
 async function main() {
   const dir = await mkdtemp(join(tmpdir(), "qim-bench-admin-"));
   const redis = await startRedis();
   const ca = createCa();
-  const server = issueServerCert(ca, { hosts: ["localhost", "127.0.0.1"] });
+  const serverCert = issueServerCert(ca, { hosts: ["localhost", "127.0.0.1"] });
   const operator = issueClientCert(ca, { name: "bench", role: "operator" });
-  for (const [name, pem] of [["ca.pem", ca.certPem], ["server.pem", server.certPem], ["server-key.pem", server.keyPem]] as const) {
+  for (const [name, pem] of [["ca.pem", ca.certPem], ["server.pem", serverCert.certPem], ["server-key.pem", serverCert.keyPem]] as const) {
     await writeFile(join(dir, name), pem, { mode: 0o600 });
   }
-  const port = await freePort();
-  const child = spawn(process.execPath, [join(ROOT, "dist/admin-api/main.js"), "--listen", `127.0.0.1:${port}`, "--metrics-listen", "off",
-    "--tls-ca", join(dir, "ca.pem"), "--tls-cert", join(dir, "server.pem"), "--tls-key", join(dir, "server-key.pem"),
-    "--audit-log", join(dir, "audit.log"), "--redis", redis.addr], { stdio: ["ignore", "ignore", "pipe"] });
-  await new Promise<void>((resolve, reject) => {
-    let err = "";
-    child.stderr!.on("data", (d: Buffer) => { err += d.toString(); if (err.includes("listening on")) resolve(); });
-    child.once("exit", (code) => reject(new Error(`server exited ${code}: ${err}`)));
-  });
 
   const store = new RedisStore({ kind: "instances", addrs: [redis.addr] });
   const engine = new ConversationService(store);
+  const dispatchLog = new RedisStreamsDispatchLog(store, engine.keys, { clusterId: "qim", topicId: "dispatch", partitionCount: PARTITIONS });
   // the server also relays every event it commits into the dispatch log: the same core work with
-  // an in-process relay kicked per commit is the like-for-like comparison
+  // an in-process relay kicked per commit (and sweeping every second, as the server's does) is the
+  // like-for-like comparison; it runs only during its own phase
   let relay: OutboxRelay | undefined;
   const relayedEngine = new ConversationService(store, { onCommit: (b) => relay?.kick(b) });
-  relay = new OutboxRelay(store, engine.keys, new RedisStreamsDispatchLog(store, engine.keys, { clusterId: "qim", topicId: "dispatch", partitionCount: 8 }));
-  relay.start(1000);
-  const client = connectAdmin({ endpoint: `localhost:${port}`, caPem: ca.certPem, certPem: operator.certPem, keyPem: operator.keyPem });
-  const out: Record<string, unknown> = { pairs: PAIRS, concurrency: CONCURRENCY };
+  const drain = () => new OutboxRelay(store, engine.keys, dispatchLog).drainAll();
+  const tenant = randomUUID();
+  const groupsFor = async () => {
+    const gs: string[] = [];
+    for (let i = 0; i < CONCURRENCY; i++) gs.push((await engine.createGroup({ tenant, owner: randomUUID(), members: Array.from({ length: 20 }, () => randomUUID()) })).group);
+    return gs;
+  };
+  const viaCore = async (group: string, user: string) => {
+    await engine.addMembers({ tenant, group, users: [user] });
+    await engine.removeMembers({ tenant, group, users: [user] });
+  };
+  const viaCoreRelayed = async (group: string, user: string) => {
+    await relayedEngine.addMembers({ tenant, group, users: [user] });
+    await relayedEngine.removeMembers({ tenant, group, users: [user] });
+  };
+  const redisPid = { redis: redis.pid };
+  const rounds: Round[] = [];
+  const out: Record<string, unknown> = { pairs: PAIRS, concurrency: CONCURRENCY, rounds: ROUNDS };
   try {
-    const tenant = randomUUID();
-    const groupsFor = async () => {
-      const gs: string[] = [];
-      for (let i = 0; i < CONCURRENCY; i++) gs.push((await engine.createGroup({ tenant, owner: randomUUID(), members: Array.from({ length: 20 }, () => randomUUID()) })).group);
-      return gs;
-    };
-    const viaCore = async (group: string, user: string) => {
-      await engine.addMembers({ tenant, group, users: [user] });
-      await engine.removeMembers({ tenant, group, users: [user] });
-    };
-    const viaCoreRelayed = async (group: string, user: string) => {
-      await relayedEngine.addMembers({ tenant, group, users: [user] });
-      await relayedEngine.removeMembers({ tenant, group, users: [user] });
-    };
-    const viaApi = async (group: string, user: string) => {
-      await client.addMembers({ tenant, group, users: [user], dryRun: false });
-      await client.removeMembers({ tenant, group, users: [user], dryRun: false });
-    };
-    // warm-up both paths
-    await pairs(await groupsFor(), viaCore);
-    await pairs(await groupsFor(), viaApi);
-    const core1 = await pairs(await groupsFor(), viaCore);
-    const api1 = await pairs(await groupsFor(), viaApi);
-    const core2 = await pairs(await groupsFor(), viaCore);
-    const api2 = await pairs(await groupsFor(), viaApi);
-    const rel1 = await pairs(await groupsFor(), viaCoreRelayed);
-    const rel2 = await pairs(await groupsFor(), viaCoreRelayed);
-    const slower = <T extends { pairsPerSec: number }>(a: T, b: T) => (a.pairsPerSec >= b.pairsPerSec ? b : a);
-    const core = slower(core1, core2);
-    const api = slower(api1, api2);
-    const relayed = slower(rel1, rel2);
-    out.core = core;
-    out.coreWithRelay = relayed;
-    out.api = api;
-    out.ratio = +(api.pairsPerSec / core.pairsPerSec).toFixed(3);
-    out.ratioWithRelay = +(api.pairsPerSec / relayed.pairsPerSec).toFixed(3);
+    // warm-up of this process's core paths (JIT), then the outbox left by it relayed
+    await pairs(await groupsFor(), viaCore, {}, Math.min(PAIRS, 1000));
+    await drain();
+    for (let r = 0; r < ROUNDS; r++) {
+      // core alone: nothing else works on this Redis; its outbox is relayed afterwards, unmeasured
+      const core = await pairs(await groupsFor(), viaCore, redisPid);
+      await drain();
+
+      relay = new OutboxRelay(store, engine.keys, dispatchLog);
+      relay.start(1000);
+      const coreWithRelay = await pairs(await groupsFor(), viaCoreRelayed, redisPid);
+      await relay.stop();
+      relay = undefined;
+
+      const floor = await grpcFloor();
+
+      // the API with its own server process (started now: it catches up the dispatch log before
+      // it listens), warmed up, then measured between two diagnostics signals
+      const server = await startServer(dir, redis.addr);
+      const client = connectAdmin({ endpoint: `localhost:${server.port}`, caPem: ca.certPem, certPem: operator.certPem, keyPem: operator.keyPem });
+      const viaApi = async (group: string, user: string) => {
+        await client.addMembers({ tenant, group, users: [user], dryRun: false });
+        await client.removeMembers({ tenant, group, users: [user], dryRun: false });
+      };
+      let api: PairStats;
+      let diag: Record<string, unknown>;
+      try {
+        await pairs(await groupsFor(), viaApi, {}, Math.min(PAIRS, 1000));
+        const groups = await groupsFor();
+        await server.diagnostics();
+        api = await pairs(groups, viaApi, { server: server.child.pid!, ...redisPid });
+        diag = await server.diagnostics();
+      } finally {
+        client.close();
+        await server.stop();
+      }
+      // a pair is two calls: the API cannot beat core + relay plus two empty calls
+      const pairUs = 1e6 / coreWithRelay.pairsPerSec + 2 * floor.cpuUsPerCall;
+      const limit = Math.round(1e6 / pairUs);
+      const round: Round = {
+        core, coreWithRelay, api, grpcFloor: floor, limit,
+        efficiency: +(api.pairsPerSec / limit).toFixed(3),
+        ratio: +(api.pairsPerSec / core.pairsPerSec).toFixed(3),
+        ratioWithRelay: +(api.pairsPerSec / coreWithRelay.pairsPerSec).toFixed(3),
+        server: diag,
+      };
+      rounds.push(round);
+      if (!args.includes("--json")) printRound(r + 1, round);
+    }
   } finally {
-    client.close();
-    await relay.stop();
     await store.close();
-    child.kill("SIGTERM");
-    await new Promise((r) => child.once("exit", r));
     await redis.stop();
     await rm(dir, { recursive: true, force: true });
   }
-  out.grpcFloor = await grpcFloor();
-  const nodeMs = await startupMs(["-e", "0"], 10);
-  const qimctlMs = await startupMs([join(ROOT, "bin/qimctl.js"), "--version"], 10);
-  out.startup = { nodeMs: +nodeMs.toFixed(1), qimctlMs: +qimctlMs.toFixed(1), ratio: +(qimctlMs / nodeMs).toFixed(2) };
+  const med = (f: (r: Round) => number) => +median(rounds.map(f)).toFixed(3);
+  const summary = {
+    core: { pairsPerSec: med((r) => r.core.pairsPerSec), p50Ms: med((r) => r.core.p50Ms), p99Ms: med((r) => r.core.p99Ms) },
+    coreWithRelay: { pairsPerSec: med((r) => r.coreWithRelay.pairsPerSec), p50Ms: med((r) => r.coreWithRelay.p50Ms), p99Ms: med((r) => r.coreWithRelay.p99Ms) },
+    api: { pairsPerSec: med((r) => r.api.pairsPerSec), p50Ms: med((r) => r.api.p50Ms), p99Ms: med((r) => r.api.p99Ms) },
+    emptyCallCpuUs: med((r) => r.grpcFloor.cpuUsPerCall),
+    ratio: med((r) => r.ratio),
+    ratioWithRelay: med((r) => r.ratioWithRelay),
+    limit: med((r) => r.limit),
+    efficiency: med((r) => r.efficiency),
+    p99OverP50: med((r) => r.api.p99Ms / r.api.p50Ms),
+  };
+  out.rounds = rounds;
+  out.summary = summary;
+  if (!args.includes("--no-startup")) {
+    const nodeMs = await startupMs(["-e", "0"], 10);
+    const qimctlMs = await startupMs([join(ROOT, "bin/qimctl.js"), "--version"], 10);
+    out.startup = { nodeMs: +nodeMs.toFixed(1), qimctlMs: +qimctlMs.toFixed(1), ratio: +(qimctlMs / nodeMs).toFixed(2) };
+  }
 
   if (args.includes("--json")) { console.log(JSON.stringify(out, null, 2)); return; }
-  const c = out.core as Record<string, number>;
-  const a = out.api as Record<string, number>;
-  const s = out.startup as Record<string, number>;
-  console.log(`membership add+remove pairs, ${CONCURRENCY} groups × 1 pair in flight, ${PAIRS} pairs (the slower of two runs each):`);
-  console.log(`  core directly        ${String(c.pairsPerSec).padStart(6)} pairs/s   p50 ${c.p50Ms} ms   p99 ${c.p99Ms} ms`);
-  const r = out.coreWithRelay as Record<string, number>;
-  console.log(`  core + relay         ${String(r.pairsPerSec).padStart(6)} pairs/s   p50 ${r.p50Ms} ms   p99 ${r.p99Ms} ms`);
-  console.log(`  admin API over mTLS  ${String(a.pairsPerSec).padStart(6)} pairs/s   p50 ${a.p50Ms} ms   p99 ${a.p99Ms} ms   ratio ${String(out.ratio)} vs core (target ≥ 0.5), ${String(out.ratioWithRelay)} vs core + relay`);
-  const f = out.grpcFloor as Record<string, number>;
-  console.log(`grpc-js floor: empty unary calls (health Check, plaintext, one process) ${f.callsPerSec} calls/s, ${f.cpuUsPerCall} µs CPU a call`);
-  console.log(`start-up: qimctl --version ${s.qimctlMs} ms vs node -e 0 ${s.nodeMs} ms = ${s.ratio}× (mean of 10)`);
+  const s = summary;
+  console.log(`summary, median of ${ROUNDS} rounds (${CONCURRENCY} groups × 1 add+remove pair in flight, ${PAIRS} pairs a phase):`);
+  console.log(`  core alone           ${String(s.core.pairsPerSec).padStart(6)} pairs/s   p50 ${s.core.p50Ms} ms   p99 ${s.core.p99Ms} ms`);
+  console.log(`  core + relay         ${String(s.coreWithRelay.pairsPerSec).padStart(6)} pairs/s   p50 ${s.coreWithRelay.p50Ms} ms   p99 ${s.coreWithRelay.p99Ms} ms`);
+  console.log(`  admin API over mTLS  ${String(s.api.pairsPerSec).padStart(6)} pairs/s   p50 ${s.api.p50Ms} ms   p99 ${s.api.p99Ms} ms   ratio ${s.ratio} vs core, ${s.ratioWithRelay} vs core + relay`);
+  console.log(`  empty unary call ${s.emptyCallCpuUs} µs CPU; limit 1/(core+relay pair + 2 calls) = ${s.limit} pairs/s`);
+  console.log(`  efficiency vs limit ${s.efficiency} (target ≥ 0.8) ${s.efficiency >= 0.8 ? "MET" : "NOT MET"};`
+    + ` API p99/p50 ${s.p99OverP50.toFixed(2)} (target ≤ 3) ${s.p99OverP50 <= 3 ? "MET" : "NOT MET"}`);
+  if (out.startup) {
+    const st = out.startup as Record<string, number>;
+    console.log(`start-up: qimctl --version ${st.qimctlMs} ms vs node -e 0 ${st.nodeMs} ms = ${st.ratio}× (mean of 10)`);
+  }
+}
+
+function printRound(n: number, r: Round) {
+  const line = (name: string, p: PairStats) => `  ${name.padEnd(20)} ${String(p.pairsPerSec).padStart(6)} pairs/s   p50 ${p.p50Ms} ms   p99 ${p.p99Ms} ms   max ${p.maxMs} ms   CPU µs/pair ${JSON.stringify(p.cpuUsPerPair)}`;
+  console.log(`round ${n}:`);
+  console.log(line("core alone", r.core));
+  console.log(line("core + relay", r.coreWithRelay));
+  console.log(line("admin API over mTLS", r.api));
+  console.log(`  empty unary call     ${r.grpcFloor.callsPerSec} calls/s, ${r.grpcFloor.cpuUsPerCall} µs CPU a call; limit ${r.limit} pairs/s; efficiency ${r.efficiency}; ratio ${r.ratio} vs core, ${r.ratioWithRelay} vs core + relay; p99/p50 ${(r.api.p99Ms / r.api.p50Ms).toFixed(2)}`);
+  const d = r.server as Record<string, Record<string, unknown> | number>;
+  console.log(`  server: ${JSON.stringify({ cpuMs: d.cpuMs, elu: d.eventLoopUtilization, loopDelayMs: d.eventLoopDelayMs, gc: d.gc, audit: d.audit, committed: d.committed, relayed: d.relayed, projected: d.projected })}`);
 }
 
 main().catch((err) => { console.error(err); process.exit(1); });

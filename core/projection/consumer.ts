@@ -137,6 +137,15 @@ export interface ProjectorOptions {
 /** How long a poll trusts the checkpoint this consumer last read or wrote before reading it again. */
 const KNOWN_CHECKPOINT_MS = 1000;
 
+/**
+ * Records the low-latency path of this process projected that the durable consumer has not read
+ * yet, remembered at most: beyond, the oldest is forgotten (the consumer then projects it again,
+ * which is harmless), so that records another consumer moved past cannot pile up.
+ */
+export const PROJECTED_AHEAD_MAX = 20_000;
+
+const recordKey = (r: DispatchRecord) => `${r.tenant}|${r.conversation}|${r.conversationSeq}`;
+
 /** A checkpoint past the newest record ever appended: the log lost records it had acknowledged. */
 function beyondHigh(at: LogPosition, w: Watermarks): boolean {
   return at.offset > w.high || compareStreamIds(at.id, w.lastId) > 0;
@@ -177,6 +186,15 @@ export class SessionProjector {
   private readonly known = new Map<number, { cp: Checkpoint; at: number }>();
   /** Set when a runtime audit finds a partition it must not continue on; polling stops. */
   failure: Error | null = null;
+  /**
+   * Records whose recipients the low-latency path of this process has all written (by the same
+   * script): the durable consumer, reaching them, advances its checkpoint past them without
+   * writing them a second time. Only an optimisation: a record not found here is projected again.
+   * `generation` moves when checkpoints are wiped, so that a low-latency write that was in flight
+   * meanwhile is not remembered (the replay after a wipe projects everything).
+   */
+  private readonly projectedAhead = new Set<string>();
+  private generation = 0;
 
   constructor(
     private readonly store: RedisStore,
@@ -239,6 +257,8 @@ export class SessionProjector {
 
   /** Deletes every partition's checkpoint (drills: "the checkpoints were lost"). */
   async wipeCheckpoints(): Promise<void> {
+    this.generation++;
+    this.projectedAhead.clear();
     for (let p = 0; p < this.log.identity.partitionCount; p++) {
       const key = this.checkpointKey(p);
       await this.store.clientForKey(key).del(key);
@@ -406,11 +426,14 @@ export class SessionProjector {
       return 0;
     }
     if (entries.length === 0) return 0;
-    await this.writer.project(entries.map((e) => e.record));
+    // what the low-latency path already wrote is not written again (it is forgotten here either
+    // way: should the checkpoint not move, the next step projects it)
+    const todo = entries.map((e) => e.record).filter((r) => !this.projectedAhead.delete(recordKey(r)));
+    if (todo.length > 0) await this.writer.project(todo);
     const last = entries[entries.length - 1]!;
     // all recipients are written; only now may the checkpoint move past these records
     await this.advance(partition, cp!.raw, { offset: last.offset + 1, id: last.id });
-    metrics.projectedRecords.inc({ path: "durable" }, entries.length);
+    metrics.projectedRecords.inc({ path: "durable" }, todo.length);
     return entries.length;
   }
 
@@ -423,8 +446,15 @@ export class SessionProjector {
 
   /** The low-latency path: project records right after they were appended (same script). */
   async projectRecords(records: readonly DispatchRecord[]): Promise<number> {
+    const generation = this.generation;
     const n = await this.writer.project(records);
     metrics.projectedRecords.inc({ path: "low_latency" }, records.length);
+    if (generation === this.generation) {
+      for (const r of records) {
+        if (this.projectedAhead.size >= PROJECTED_AHEAD_MAX) this.projectedAhead.delete(this.projectedAhead.values().next().value!);
+        this.projectedAhead.add(recordKey(r));
+      }
+    }
     return n;
   }
 

@@ -80,10 +80,19 @@ export class ProjectionStack {
     this.retentionMs = opts.retentionMs ?? DEFAULT_RETENTION_MS;
   }
 
-  /** The relay's hook: project the records just appended, and wake the durable consumer. */
+  /**
+   * The relay's hook: project the records just appended. The durable consumer reaches them on its
+   * next poll and only moves its checkpoint past them (it is woken at once only when this failed):
+   * waking it per append made it poll every partition after every commit, and project each record
+   * a second time.
+   */
   readonly lowLatency = async (records: Parameters<SessionProjector["projectRecords"]>[0]): Promise<void> => {
-    await this.projector.projectRecords(records);
-    this.projector.kick();
+    try {
+      await this.projector.projectRecords(records);
+    } catch (err) {
+      this.projector.kick();
+      throw err;
+    }
   };
 
   /**

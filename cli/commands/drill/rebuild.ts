@@ -4,20 +4,12 @@ import { Flags } from "@oclif/core";
 import type { DrillProgress } from "../../../admin-api/client.js";
 import { ConnectedCommand } from "../../base.js";
 import { EXIT, UsageError } from "../../exit-codes.js";
-import { keyValues, table } from "../../format.js";
-import { drillReportResult, type DrillReportResult, type DrillRunResult } from "../../results.js";
+import { drillReportResult, type DrillRunResult } from "../../drill/results.js";
+import { differencesMessage, differencesText, drillText } from "../../drill/text.js";
 import { LIMITS, reason as checkReason, uuidList } from "../../validate.js";
 
 const WIPES = ["projection", "checkpoints", "both"] as const;
 const DEFAULT_SAMPLE = 100;
-
-/** One line per difference: who, which conversation, which field, before → after. */
-function describeDifferences(r: DrillReportResult): string {
-  return table(
-    ["USER", "CONVERSATION", "FIELD", "BEFORE", "AFTER"],
-    r.differences.map((d) => [d.user, d.conversation, d.field, JSON.stringify(d.before), JSON.stringify(d.after)]),
-  );
-}
 
 export default class DrillRebuild extends ConnectedCommand<typeof DrillRebuild> {
   static override summary = "Run a rebuild drill: wipe the session projection, bump the epoch, rebuild, and compare every sampled user.";
@@ -82,26 +74,11 @@ Exit codes: 0 the drill found no difference; 4 differences found (the report nam
     writeFileSync(reportPath, `${JSON.stringify(report, null, 2)}\n`);
     const out: DrillRunResult = { ...report, reportPath };
 
-    this.log(`Drill ${report.drillId}: ${report.ok ? "OK, no difference" : `${report.differences.length} DIFFERENCE(S)`}`);
-    this.log(keyValues([
-      ["users", report.users],
-      ["conversations", `${report.conversationsBefore} before, ${report.conversationsAfter} after`],
-      ["wiped", report.scope],
-      ["epoch", `${report.epochBefore} -> ${report.epochAfter}`],
-      ["users rebuilt", report.usersRebuilt],
-      ["registrations flushed", report.registrationsFlushed],
-      ["authority", report.authority],
-      ["report", reportPath],
-    ]).replace(/^/gm, "  "));
-    if (!report.ok) {
+    this.log(drillText(out));
+    if (!out.ok) {
       this.log("");
-      this.log(describeDifferences(report));
-      const users = [...new Set(report.differences.map((d) => d.user))];
-      this.failWithResult(out, {
-        exitCode: EXIT.CONFLICT,
-        code: "DRILL_DIFFERENCES",
-        message: `drill ${report.drillId}: ${report.differences.length} difference(s) for ${users.length} user(s): ${report.differences.slice(0, 10).map((d) => `user ${d.user} conversation ${d.conversation} ${d.field}`).join("; ")}${report.differences.length > 10 ? "; …" : ""} (report ${reportPath})`,
-      });
+      this.log(differencesText(out));
+      this.failWithResult(out, { exitCode: EXIT.CONFLICT, code: "DRILL_DIFFERENCES", message: differencesMessage(out) });
     }
     return out;
   }

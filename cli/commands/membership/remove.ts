@@ -1,6 +1,6 @@
 import { Flags } from "@oclif/core";
-import { MembershipChangeCommand, membershipChangeFlags } from "../../membership-change.js";
-import type { MembershipChangeResult } from "../../results.js";
+import { MembershipChangeCommand, membershipChangeFlags } from "../../membership/change.js";
+import type { MembershipChangeResult } from "../../membership/results.js";
 
 export default class MembershipRemove extends MembershipChangeCommand<typeof MembershipRemove> {
   static override summary = "Remove users from a group as one membership event.";

@@ -2,7 +2,8 @@ import { Flags } from "@oclif/core";
 import { ConnectedCommand } from "../../base.js";
 import { confirm } from "../../confirm.js";
 import { InterruptedError, UsageError } from "../../exit-codes.js";
-import { epochBumpResult, type EpochBumpResult } from "../../results.js";
+import { epochBumpResult, type EpochBumpResult } from "../../projection/results.js";
+import { bumpedText } from "../../projection/text.js";
 import { LIMITS, reason as checkReason } from "../../validate.js";
 
 export default class ProjectionBump extends ConnectedCommand<typeof ProjectionBump> {
@@ -37,7 +38,7 @@ Needs the operator or admin role. Exit codes: 0 bumped (prints the new epoch); 2
       throw new InterruptedError("not confirmed; nothing changed");
     }
     const out = epochBumpResult(await client.bumpEpoch({ reason }));
-    this.log(`Epoch bumped to ${out.epoch} by ${out.by}: ${out.reason}`);
+    this.log(bumpedText(out));
     return out;
   }
 }

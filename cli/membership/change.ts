@@ -12,13 +12,13 @@
  * widening what was confirmed.
  */
 import { Flags, type Command } from "@oclif/core";
-import type { ChangeMembersRequest, MembershipChange } from "../admin-api/client.js";
-import { ConnectedCommand } from "./base.js";
-import { confirm } from "./confirm.js";
-import { InterruptedError } from "./exit-codes.js";
-import { describeMembershipChange } from "./format.js";
+import type { ChangeMembersRequest, MembershipChange } from "../../admin-api/client.js";
+import { ConnectedCommand } from "../base.js";
+import { confirm } from "../confirm.js";
+import { InterruptedError } from "../exit-codes.js";
+import { LIMITS, uuid, uuidList } from "../validate.js";
 import { membershipChangeResult, type MembershipChangeResult } from "./results.js";
-import { LIMITS, uuid, uuidList } from "./validate.js";
+import { describeMembershipChange } from "./text.js";
 
 export const membershipChangeFlags = {
   group: Flags.string({ char: "g", required: true, description: "the group's UUID" }),

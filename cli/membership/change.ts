@@ -5,26 +5,36 @@
  * filtering, audience size, idempotency id) and writes nothing; `--expect-version` is a
  * compare-and-set (exit 4 on conflict).
  *
- * Confirmation (STYLE: destructive actions confirm on a terminal, `--yes` for scripts, never a
- * prompt when stdin is not a TTY): on a terminal, remove first asks the server for the plan, shows
- * it, and commits only that plan — with expect_version pinned to the planned version, so that a
- * change made by someone else while the prompt was open is refused (exit 4) instead of silently
- * widening what was confirmed.
+ * Remove is destructive (cli/confirm.ts): without a terminal it needs --yes; on a terminal it first
+ * asks the server for the plan, shows it, and commits only that plan — with expect_version pinned
+ * to the planned version as the server sent it, so that a change made by someone else while the
+ * prompt was open is refused (exit 4) instead of silently widening what was confirmed.
  */
 import { Flags, type Command } from "@oclif/core";
 import type { ChangeMembersRequest, MembershipChange } from "../../admin-api/client.js";
 import { ConnectedCommand } from "../base.js";
-import { confirm } from "../confirm.js";
-import { InterruptedError } from "../exit-codes.js";
 import { LIMITS, uuid, uuidList } from "../validate.js";
 import { membershipChangeResult, type MembershipChangeResult } from "./results.js";
 import { describeMembershipChange } from "./text.js";
+
+/**
+ * A member version, parsed once into what the request carries (a u64): digits only, at least 1.
+ * Refused by oclif's parser as a usage error (exit 2) naming the flag.
+ */
+const memberVersionFlag = Flags.custom<bigint>({
+  async parse(input) {
+    if (!/^\d+$/.test(input) || BigInt(input) < 1n || BigInt(input) > 0xffff_ffff_ffff_ffffn) {
+      throw new Error(`Expected a member version from 1 to 2^64-1 but received: ${input}`);
+    }
+    return BigInt(input);
+  },
+});
 
 export const membershipChangeFlags = {
   group: Flags.string({ char: "g", required: true, description: "the group's UUID" }),
   user: Flags.string({ char: "u", required: true, multiple: true, delimiter: ",", description: `user UUID; repeat the flag or separate with commas (at most ${LIMITS.usersPerChange} distinct)` }),
   "dry-run": Flags.boolean({ description: "print the plan (targets after filtering, audience size, idempotency id) and change nothing" }),
-  "expect-version": Flags.integer({ min: 1, description: "compare-and-set: refuse (exit 4) unless the group is at this member version" }),
+  "expect-version": memberVersionFlag({ description: "compare-and-set: refuse (exit 4) unless the group is at this member version" }),
 };
 
 export type MembershipOp = "join" | "remove";
@@ -32,13 +42,8 @@ export type MembershipOp = "join" | "remove";
 export abstract class MembershipChangeCommand<T extends typeof Command> extends ConnectedCommand<T> {
   protected abstract readonly op: MembershipOp;
 
-  /** Whether to ask before committing (remove on a terminal without --yes). */
-  protected shouldConfirm(_dryRun: boolean): boolean {
-    return false;
-  }
-
   protected async change(): Promise<MembershipChangeResult> {
-    const flags = this.flags as unknown as { group: string; user: string[]; "dry-run": boolean; "expect-version"?: number };
+    const flags = this.flags as unknown as { group: string; user: string[]; "dry-run": boolean; "expect-version"?: bigint };
     const group = uuid("--group", flags.group);
     const users = uuidList("--user", flags.user, LIMITS.usersPerChange);
     const expectVersion = flags["expect-version"];
@@ -46,18 +51,15 @@ export abstract class MembershipChangeCommand<T extends typeof Command> extends 
     const tenant = this.tenant();
     const { client } = await this.connect();
     const rpc = (req: ChangeMembersRequest): Promise<MembershipChange> => (this.op === "join" ? client.addMembers(req) : client.removeMembers(req));
-    const request: ChangeMembersRequest = { tenant, group, users, dryRun, ...(expectVersion !== undefined ? { expectVersion: BigInt(expectVersion) } : {}) };
+    const request: ChangeMembersRequest = { tenant, group, users, dryRun, ...(expectVersion !== undefined ? { expectVersion } : {}) };
 
-    if (this.shouldConfirm(dryRun)) {
-      const plan = membershipChangeResult(group, await rpc({ ...request, dryRun: true }));
-      if (plan.changed.length > 0) {
-        process.stderr.write(`${describeMembershipChange(plan)}\n`);
-        if (!(await confirm(`Remove ${plan.changed.length} member(s) from group ${group}? [y/N] `))) {
-          throw new InterruptedError("not confirmed; nothing changed");
-        }
-        request.expectVersion = BigInt(plan.version);
-      }
-    }
+    await this.askFirst(async () => {
+      const planned = await rpc({ ...request, dryRun: true });
+      const plan = membershipChangeResult(group, planned);
+      if (plan.changed.length === 0) return undefined;
+      request.expectVersion = planned.version;
+      return `${describeMembershipChange(plan)}\nRemove ${plan.changed.length} member(s) from group ${group}? [y/N] `;
+    });
 
     const result = membershipChangeResult(group, await rpc(request));
     this.log(describeMembershipChange(result));

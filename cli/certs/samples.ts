@@ -19,7 +19,8 @@ const ca: ResultOf<typeof CertsInit> = {
 };
 
 export const samples = {
-  "certs init": samplesOf<ResultOf<typeof CertsInit>>(ca),
+  // a CA has no subjectAltName (sans is empty); the second sample shows what the shared type holds there
+  "certs init": samplesOf<ResultOf<typeof CertsInit>>(ca, { ...ca, sans: ["qim-ca.internal"] }),
   "certs issue-server": samplesOf<ResultOf<typeof CertsIssueServer>>({
     ...ca,
     subject: { CN: "localhost", OU: null },
@@ -45,6 +46,8 @@ export const samples = {
       keyPath: "/home/alice/.qim/pki/alice.key",
       caPath: "/home/alice/.qim/pki/ca.crt",
       contextPath: "/home/alice/.config/qimctl/context.json",
+      // as for certs init: a client certificate has no subjectAltName; this shows what the field holds
+      sans: ["alice.internal"],
     },
   ),
   "certs fingerprint": samplesOf<ResultOf<typeof CertsFingerprint>>({

@@ -14,6 +14,7 @@ import { isIP } from "node:net";
 import os from "node:os";
 import { Command, Errors, Flags, type Config, type Interfaces } from "@oclif/core";
 import type { AdminClient } from "../admin-api/client.js";
+import { confirmOrStop, mustConfirm, type Destructive } from "./confirm.js";
 import { resolveConnection, type Resolved, type ResolvedConnection } from "./context.js";
 import { classifyError, GRPC_STATUS, InterruptedError, needsCertificateProbe, UsageError, type Failure, type FailureContext } from "./exit-codes.js";
 import { endpoint as checkEndpoint, seconds, uuid } from "./validate.js";
@@ -62,6 +63,8 @@ type FlagsOf<B, T extends typeof Command> = Interfaces.InferredFlags<B & T["flag
 export abstract class BaseCommand<T extends typeof Command> extends Command {
   static override baseFlags = outputFlags;
   static override enableJsonFlag = false;
+  /** Set by destructive and bulk commands: the --yes rule of cli/confirm.ts applies to them. */
+  declare static destructive?: Destructive;
 
   protected flags!: FlagsOf<typeof outputFlags, T>;
   protected readonly outputMode: OutputMode;
@@ -69,6 +72,8 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
   protected failureContext: FailureContext = {};
   /** The TLS material of the connection, for the refusal probe after an ambiguous UNAVAILABLE. */
   protected probeTls: { caPem?: string; certPem: string; keyPem: string } | undefined;
+  /** A destructive invocation on a terminal without --yes: askFirst() asks before it changes anything. */
+  private confirmationNeeded = false;
 
   constructor(argv: string[], config: Config) {
     super(argv, config);
@@ -84,6 +89,20 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
       strict: this.ctor.strict,
     });
     this.flags = flags as typeof this.flags;
+    // before run(): without a terminal and without --yes, a destructive command stops here (exit 2)
+    this.confirmationNeeded = mustConfirm((this.ctor as unknown as typeof BaseCommand).destructive, flags, process.stdin.isTTY === true);
+  }
+
+  /**
+   * The confirmation of a destructive command (cli/confirm.ts), asked once everything that can be
+   * checked locally has been: nothing with --yes or --dry-run; a no throws (exit 130). A function
+   * runs only when there is a question to ask (e.g. it fetches the plan to show), and may find
+   * there is none (undefined: nothing would change).
+   */
+  protected async askFirst(question: string | (() => Promise<string | undefined>)): Promise<void> {
+    if (!this.confirmationNeeded) return;
+    const text = typeof question === "string" ? question : await question();
+    if (text !== undefined) await confirmOrStop(text);
   }
 
   override jsonEnabled(): boolean {

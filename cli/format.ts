@@ -1,8 +1,29 @@
 /**
- * Table mode: lists print as aligned columns, a change prints one sentence with ids (etcdctl:
- * "Member 8e9e05c52164694d removed from cluster …"). Pure functions from results to text.
+ * What every topic's results and text share (each topic's own shapes, converters and sentences
+ * live in cli/<topic>/): u64 values as JSON numbers, absent values as null, and the two table-mode
+ * layouts — lists as aligned columns, details as aligned label/value lines (etcdctl's printer).
+ * Pure functions.
  */
-import type { MembershipChangeResult, RecordResult } from "./results.js";
+
+/**
+ * A u64 of the API as a JSON number: sequences, versions and offsets stay far below 2^53, and a
+ * value that does not is refused rather than printed rounded.
+ */
+export function u64(v: bigint | number): number {
+  const n = Number(v);
+  if (!Number.isSafeInteger(n)) throw new Error(`a u64 value ${String(v)} does not fit a JSON number exactly`);
+  return n;
+}
+
+/** An optional u64: null when absent (every key of a JSON result is always present). */
+export function optionalU64(v: bigint | number | undefined): number | null {
+  return v === undefined ? null : u64(v);
+}
+
+/** proto3 has no absent string: "" means none, which JSON says as null. */
+export function nonEmpty(s: string): string | null {
+  return s === "" ? null : s;
+}
 
 /** Columns separated by two spaces; the last column is not padded. */
 export type Cell = string | number | null;
@@ -19,42 +40,6 @@ export function table(headers: readonly string[], rows: ReadonlyArray<readonly C
 export function keyValues(pairs: readonly (readonly [string, string | number | null])[]): string {
   const width = Math.max(...pairs.map(([k]) => k.length)) + 1;
   return pairs.map(([k, v]) => `${`${k}:`.padEnd(width)}  ${v === null ? "-" : String(v)}`).join("\n");
-}
-
-const verb = (op: string) => (op === "join" ? { done: "Added", doing: "add", prep: "to" } : { done: "Removed", doing: "remove", prep: "from" });
-
-/** The one sentence (or, for a dry run, the plan) a membership change prints. */
-export function describeMembershipChange(r: MembershipChangeResult): string {
-  const v = verb(r.op);
-  const state = `version ${r.version}, ${r.memberCount} members`;
-  switch (r.outcome) {
-    case "committed":
-      return `${v.done} ${r.changed.length} member(s) ${v.prep} group ${r.group}: event seq ${r.eventConversationSeq}, ${state} (users ${r.changed.join(", ")}; idempotency id ${r.idempotencyId})`;
-    case "duplicate":
-      return `Nothing changed: this change was already committed to group ${r.group} as event seq ${r.eventConversationSeq}; ${state}`;
-    case "noop":
-      return `Nothing changed: ${r.op === "join" ? "every user is already a member of" : "no user is a member of"} group ${r.group}; ${state}`;
-    case "planned":
-      if (r.changed.length === 0) return `Dry run: nothing to ${v.doing} in group ${r.group} (${state}); nothing written`;
-      return [
-        `Dry run: would ${v.doing} ${r.changed.length} member(s) ${v.prep} group ${r.group} at version ${r.version}; nothing written`,
-        keyValues([
-          ["targets", r.changed.join(", ")],
-          ["audience size", r.audienceSize],
-          ["idempotency id", r.idempotencyId],
-          ["members after", r.memberCount],
-        ]).replace(/^/gm, "  "),
-      ].join("\n");
-    default:
-      return `${r.outcome} ${r.op} in group ${r.group}: ${state}`;
-  }
-}
-
-/** What a history record shows in a table: text, or the membership event, or the payload size. */
-export function recordText(r: RecordResult): string {
-  if (r.membership) return `${r.membership.op} ${r.membership.users.join(", ")}`;
-  if (r.text !== null) return r.text.replace(/\s+/g, " ").slice(0, 120);
-  return `<${Buffer.from(r.payloadBase64, "base64").length} bytes ${r.contentType}>`;
 }
 
 /** 86400000 → "1d", 5400000 → "1h30m", 90000 → "1m30s": the largest units, zeros left out. */

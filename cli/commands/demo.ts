@@ -1,29 +1,13 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { Flags } from "@oclif/core";
+import type { DemoResult, DemoStep } from "../demo/results.js";
+import type { DemoWorld } from "../demo/scenario.js";
+import { stepsTable } from "../demo/text.js";
 import { dataDirFlag, DevCommand } from "../dev/command.js";
-import type { DemoStep, DemoWorld } from "../dev/demo.js";
 import { DEFAULT_DEMO_DIR, devDown, devUp, DevStackError, stopStartingOnInterrupt, type DevUpResult } from "../dev/stack.js";
 import { shown, upLines } from "../dev/text.js";
 import { EXIT } from "../exit-codes.js";
-import { table } from "../format.js";
-
-export interface DemoResult {
-  /** True when every step did what it should. */
-  ok: boolean;
-  /** The first step that failed, or null. */
-  failedStep: string | null;
-  endpoint: string | null;
-  dataDir: string;
-  authority: string | null;
-  tenant: string | null;
-  /** The demo's user ids by name, and its two groups. */
-  users: DemoWorld["users"] | null;
-  groups: DemoWorld["groups"] | null;
-  steps: DemoStep[];
-  /** Whether the dev stack is still running (false with --down). */
-  stackRunning: boolean;
-}
 
 export default class Demo extends DevCommand<typeof Demo> {
   static override summary = "Start a dev stack and walk a narrated scenario through the real admin API, checking every step.";
@@ -79,7 +63,7 @@ Exit codes: 0 every step OK; 1 a step failed (named on stderr; the summary is pr
 
     if (up) {
       const { connectAdmin } = await import("../../admin-api/client.js");
-      const { runScenario } = await import("../dev/demo.js");
+      const { runScenario } = await import("../demo/scenario.js");
       const client = connectAdmin({
         endpoint: up.endpoint,
         caPem: readFileSync(up.pki.ca),
@@ -95,7 +79,7 @@ Exit codes: 0 every step OK; 1 a step failed (named on stderr; the summary is pr
         client.close();
       }
     } else {
-      const { DEMO_STEPS } = await import("../dev/demo.js");
+      const { DEMO_STEPS } = await import("../demo/scenario.js");
       for (const name of DEMO_STEPS) steps.push({ name, ok: false, status: "skipped", details: {}, error: null });
     }
 
@@ -126,7 +110,7 @@ Exit codes: 0 every step OK; 1 a step failed (named on stderr; the summary is pr
 
     say("");
     say("== Summary");
-    say(table(["STEP", "RESULT", "WHAT"], steps.map((s) => [s.name, s.status === "ok" ? "OK" : s.status === "failed" ? "FAILED" : "skipped", s.error ?? summaryOf(s)])).replace(/^/gm, "   "));
+    say(stepsTable(steps).replace(/^/gm, "   "));
     say("");
     const dd = ` --data-dir ${shown(up?.dataDir ?? dataDirFlagValue)}`;
     if (result.ok) say(`All ${steps.length} steps OK.`);
@@ -142,36 +126,5 @@ Exit codes: 0 every step OK; 1 a step failed (named on stderr; the summary is pr
       this.failWithResult(result, { exitCode: EXIT.INTERNAL, code: "DEMO_STEP_FAILED", message: `demo step ${failed.name} failed: ${stepError.split("\n")[0]}` });
     }
     return result;
-  }
-}
-
-/** One short phrase per step for the summary table. */
-function summaryOf(s: DemoStep): string {
-  const d = s.details as Record<string, any>;
-  switch (s.name) {
-    case "dev-up":
-      return `${d.status} at ${d.endpoint}`;
-    case "create-group":
-      return "team (3 members) and side (2 members)";
-    case "send-messages":
-      return "team seq 1–3, side seq 1";
-    case "add-member":
-      return `dave joined: event seq ${d.change?.eventConversationSeq}`;
-    case "remove-member":
-      return `carol removed: event seq ${d.change?.eventConversationSeq}`;
-    case "history-boundaries":
-      return `dave from seq ${d.dave?.earliestAvailableConversationSeq}, carol up to seq ${d.carol?.seqs?.at(-1)}`;
-    case "conversation-summaries":
-      return `alice ${d.alice?.total} conversations, carol's team REMOVED`;
-    case "bump-epoch":
-      return `epoch ${d.before} → ${d.bump?.epoch}, alice rebuilt`;
-    case "rebuild-drill":
-      return `${d.report?.users} users, ${d.report?.conversationsBefore} conversations, no difference`;
-    case "dispatch-audit":
-      return `${d.audit?.partitions?.length} partitions OK`;
-    case "dev-down":
-      return "stack stopped";
-    default:
-      return "";
   }
 }

@@ -1,7 +1,7 @@
 import { Flags } from "@oclif/core";
 import { ConnectedCommand } from "../base.js";
-import { keyValues, recordText, table } from "../format.js";
-import { historyResult, type HistoryResult } from "../results.js";
+import { historyResult, type HistoryResult } from "../history/results.js";
+import { historyText } from "../history/text.js";
 import { LIMITS, uuid } from "../validate.js";
 
 export default class History extends ConnectedCommand<typeof History> {
@@ -30,13 +30,7 @@ Pages: records with conversation_seq > --after, at most --limit of them; when a 
     const tenant = this.tenant();
     const { client } = await this.connect();
     const h = historyResult(group, user, await client.readHistory({ tenant, group, user, after: BigInt(after), limit }));
-    this.log(keyValues([
-      ["user", `${user} (${h.state})`],
-      ["interval", `(${h.joinedAt}, ${h.leftAt ?? "-"})`],
-      ["earliest available seq", h.earliestAvailableConversationSeq],
-    ]));
-    this.log("");
-    this.log(table(["SEQ", "KIND", "SENDER", "TEXT"], h.records.map((r) => [r.conversationSeq, r.kind, r.senderId, recordText(r)])));
+    this.log(historyText(h));
     if (h.records.length === limit) this.note(`(page full: continue with --after ${h.records.at(-1)!.conversationSeq})`);
     return h;
   }

@@ -1,7 +1,7 @@
 import { Flags } from "@oclif/core";
 import { ConnectedCommand } from "../base.js";
-import { table } from "../format.js";
-import { sessionsResult, type SessionsResult } from "../results.js";
+import { sessionsResult, type SessionsResult } from "../sessions/results.js";
+import { sessionsText } from "../sessions/text.js";
 import { LIMITS, optionalUuidList, uuid } from "../validate.js";
 
 export default class Sessions extends ConnectedCommand<typeof Sessions> {
@@ -34,13 +34,7 @@ Any role. Exit codes: 0 listed (also an empty list); 2 bad --user/--group/--limi
     const { client } = await this.connect();
     const r = await client.listConversationSummaries({ tenant, user, groups, limit: groups.length === 0 ? this.flags.limit ?? 0 : 0 });
     const out = sessionsResult(user, r);
-    if (out.epoch !== null) {
-      this.log(`user ${user}: ${out.total} conversation(s) in the projection at epoch ${out.epoch}${out.rebuilt ? " (just rebuilt from the authority)" : ""}${out.hidden ? `; ${out.hidden} hidden` : ""}`);
-    }
-    this.log(table(
-      ["GROUP", "STATE", "JOINED_AT", "LEFT_AT", "READ_SEQ", "HEAD_SEQ", "UNREAD"],
-      out.summaries.map((s) => [s.group, s.state, s.joinedAt, s.leftAt, s.readConversationSeq, s.head?.conversationSeq ?? null, s.unreadExact ? s.unread : `${s.unread}+`]),
-    ));
+    this.log(sessionsText(out));
     return out;
   }
 }

@@ -4,7 +4,7 @@
  * at a fixed width (test/dashboard/components.test.tsx).
  */
 import { Box, Text } from "ink";
-import type { ProjectionStatusResult } from "../results.js";
+import type { ProjectionStatusResult } from "../projection/results.js";
 import { formatRate, type AuditLineResult, type ConnectionState, type CountersResult, type DashboardSnapshot, type Rates as RateValues } from "./model.js";
 
 /** `filled` of `width` cells: value/max of it, rounded; a max of 0 is full (nothing to do). */

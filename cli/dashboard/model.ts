@@ -5,7 +5,7 @@
  */
 import type { Snapshot } from "../../admin-api/client.js";
 import { UsageError } from "../exit-codes.js";
-import { projectionStatusResult, type ProjectionStatusResult } from "../results.js";
+import { projectionStatusResult, type ProjectionStatusResult } from "../projection/results.js";
 
 /** The server's bounds of WatchRequest.interval_ms (admin-api/observe.ts). */
 export const INTERVAL_BOUNDS_MS = { min: 200, max: 60_000 } as const;

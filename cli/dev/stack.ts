@@ -24,7 +24,7 @@ import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, 
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { writeCertificate } from "../certs.js";
+import { writeCertificate } from "../certs/files.js";
 import { defaultContextPath, ENV, parseContextFile, type ContextFile } from "../context.js";
 import { EXIT, type ExitCode } from "../exit-codes.js";
 import { uuid } from "../validate.js";

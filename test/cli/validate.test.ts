@@ -4,8 +4,9 @@ import { InvalidArgumentError } from "../../core/index.js";
 import { parseReason } from "../../core/index.js";
 import { outputModeFromArgv } from "../../cli/base.js";
 import { UsageError } from "../../cli/exit-codes.js";
-import { describeMembershipChange, table } from "../../cli/format.js";
-import type { MembershipChangeResult } from "../../cli/results.js";
+import { table } from "../../cli/format.js";
+import type { MembershipChangeResult } from "../../cli/membership/results.js";
+import { describeMembershipChange } from "../../cli/membership/text.js";
 import { endpoint, LIMITS, optionalUuidList, reason, seconds, text, uuid, uuidList } from "../../cli/validate.js";
 
 const U1 = "0d7e2c4a-1b3f-4e5d-8c9a-7b6f5e4d3c2b";

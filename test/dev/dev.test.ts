@@ -117,7 +117,7 @@ describe("qimctl dev up|status|down with real processes", { timeout: 300_000 }, 
     assert.ok(!restarted.notes.some((n: string) => n.startsWith("created")), "no new certificates");
     const shown = ok(await qimctl(["group", "show", "--group", group.group], { env }), "group show after a restart (AOF)");
     assert.equal(shown.memberCount, 2);
-    const purged = ok(await qimctl(["dev", "down", "--data-dir", dir, "--purge"], { env }), "dev down --purge");
+    const purged = ok(await qimctl(["dev", "down", "--data-dir", dir, "--purge", "--yes"], { env }), "dev down --purge");
     assert.equal(purged.purged, true);
     assert.ok(!existsSync(dir), "purge removed the data dir (it held only the stack's files)");
     assert.deepEqual(processesMentioning(dir), []);

@@ -92,7 +92,7 @@ describe("qimctl against the real admin server over mTLS", { timeout: 300_000 },
     const sb = ok(sbRun, "sessions b");
     assert.deepEqual(sb.summaries.map((s: any) => [s.group, s.unread, s.head?.conversationSeq]), [[group, 1, 4]]);
 
-    const rm = ok(await run(["membership", "remove", "--group", group, "--user", a], { context: ctx.operator! }), "remove a");
+    const rm = ok(await run(["membership", "remove", "--group", group, "--user", a, "--yes"], { context: ctx.operator! }), "remove a");
     assert.equal(rm.outcome, "committed");
     assert.equal(rm.op, "remove");
     assert.equal(rm.eventConversationSeq, 5);
@@ -148,7 +148,7 @@ describe("qimctl against the real admin server over mTLS", { timeout: 300_000 },
     const text = await run(["membership", "add", "--group", group, "--user", ids.b], { context: ctx.operator!, json: false });
     assert.equal(text.code, 0, text.stderr);
     assert.match(text.stdout, /^Nothing changed: /);
-    const removeAgain = ok(await run(["membership", "remove", "--group", group, "--user", ids.c], { context: ctx.operator! }), "remove a non-member");
+    const removeAgain = ok(await run(["membership", "remove", "--group", group, "--user", ids.c, "--yes"], { context: ctx.operator! }), "remove a non-member");
     assert.equal(removeAgain.outcome, "noop");
     assert.deepEqual(await snapshot(), before);
   });
@@ -202,6 +202,30 @@ describe("qimctl against the real admin server over mTLS", { timeout: 300_000 },
     const yes = await onTerminal("y");
     assert.equal(yes.code, 0, yes.stdout);
     assert.match(yes.stdout, new RegExp(`Removed 1 member\\(s\\) from group ${g}: event seq 1, version 2, 1 members`));
+  });
+
+  it("destructive commands without --yes on a non-terminal exit 2 naming --yes and change nothing; --dry-run needs no --yes", async () => {
+    const before = await snapshot();
+    const remove = failed(await run(["membership", "remove", "--group", group, "--user", ids.a], { context: ctx.operator! }), 2, "remove without --yes");
+    assert.equal(remove.field, "--yes");
+    assert.match(remove.message, /not a terminal.*pass --yes to remove members/);
+    const text = await run(["membership", "remove", "--group", group, "--user", ids.a], { context: ctx.operator!, json: false });
+    assert.equal(text.code, 2, text.stderr);
+    assert.equal(text.stdout, "");
+    assert.match(text.stderr, /^Error: --yes: stdin is not a terminal, so there is no prompt: pass --yes to remove members/);
+    const plan = ok(await run(["membership", "remove", "--group", group, "--user", ids.a, "--dry-run"], { context: ctx.operator! }), "dry-run remove without --yes");
+    assert.equal(plan.outcome, "planned");
+    assert.deepEqual(await snapshot(), before);
+
+    // refused before connecting: the endpoint of this context has no listener
+    const nobody = contextFor("drill", { endpoint: `localhost:${await freePort()}` });
+    const drill = failed(await run(["drill", "rebuild", "--sample", "5"], { context: nobody }), 2, "drill without --yes");
+    assert.equal(drill.field, "--yes");
+    const stack = mkdtempSync(path.join(dir, "dev-"));
+    writeFileSync(path.join(stack, "context.json"), "{}");
+    const purge = failed(await run(["dev", "down", "--data-dir", stack, "--purge"]), 2, "dev down --purge without --yes");
+    assert.equal(purge.field, "--yes");
+    assert.deepEqual(readdirSync(stack), ["context.json"], "nothing purged");
   });
 
   it("refusals: a viewer's mutation, another CA, an expired certificate, no certificate (exit 6); nothing changed; audited", async () => {

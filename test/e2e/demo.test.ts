@@ -8,6 +8,7 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
+import { outputMismatch } from "../cli/contract.js";
 import { alive, killMentioning, ok, processesMentioning, qimctl } from "../dev/helpers.js";
 
 const STEPS = [
@@ -44,11 +45,15 @@ describe("qimctl demo in a clean directory", { timeout: 300_000 }, () => {
     assert.doesNotMatch(first.stdout, /^\s*Try:$/m);
     assert.equal(first.stdout.match(/Stop it with:/g)?.length, 1);
     const dataDir = path.join(tmp, ".qim", "demo");
-    const status = ok(await qimctl(["dev", "status", "--data-dir", ".qim/demo"], { env, cwd: tmp }), "dev status after the demo");
+    const statusRun = await qimctl(["dev", "status", "--data-dir", ".qim/demo"], { env, cwd: tmp });
+    const status = ok(statusRun, "dev status after the demo");
+    // test/dev/helpers.ts runs qimctl without the contract check of test/e2e/qimctl.ts: check here
+    assert.equal(outputMismatch(["dev", "status"], statusRun.stdout), undefined);
     assert.equal(status.state, "up", "the stack keeps running");
 
     const r = await qimctl(["demo", "--down"], { env, cwd: tmp }); // --output json added by qimctl()
     assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
+    assert.equal(outputMismatch(["demo"], r.stdout), undefined);
     const summary = r.json;
     assert.equal(summary.ok, true);
     assert.equal(summary.failedStep, null);

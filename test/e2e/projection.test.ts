@@ -87,7 +87,7 @@ describe("qimctl: session projection, dispatch audit and rebuild drill against t
     await send(g3, c, "hello g3");
     ok(await run(["membership", "add", "--group", g2, "--user", b, "--user", d], { context: ctx.operator! }), "add b, d to g2");
     await send(g2, d, "d speaks");
-    ok(await run(["membership", "remove", "--group", g1, "--user", a], { context: ctx.operator! }), "remove a from g1");
+    ok(await run(["membership", "remove", "--group", g1, "--user", a, "--yes"], { context: ctx.operator! }), "remove a from g1");
     ok(await run(["membership", "add", "--group", g3, "--user", a], { context: ctx.operator! }), "add a to g3");
     await send(g3, a, "a in g3");
     // whoever received a record of a group has that conversation (a removed user keeps it)
@@ -167,7 +167,7 @@ describe("qimctl: session projection, dispatch audit and rebuild drill against t
   it("drill rebuild --sample 50 exits 0 with an ok report; a row removed from the authority makes it exit 4 naming user, conversation and field", async () => {
     await settled();
     const reportFile = path.join(dir, "drill-1.json");
-    const drill = ok(await run(["drill", "rebuild", "--sample", "50", "--reason", "e2e", "--report", reportFile], { context: ctx.drill! }), "drill rebuild");
+    const drill = ok(await run(["drill", "rebuild", "--sample", "50", "--reason", "e2e", "--report", reportFile, "--yes"], { context: ctx.drill! }), "drill rebuild");
     assert.equal(drill.ok, true, JSON.stringify(drill.differences));
     assert.equal(drill.users, expected.size);
     assert.ok(drill.users > 0);
@@ -185,7 +185,7 @@ describe("qimctl: session projection, dispatch audit and rebuild drill against t
     assert.ok(audited.some((e: any) => e.detail.includes(drill.drillId) && e.principal === CLIENT_NAMES.drill), "the drill is audited with its id");
 
     // the viewer may not run a drill; bad flags exit 2 before connecting
-    assert.equal(failed(await run(["drill", "rebuild", "--sample", "5"], { context: ctx.viewer! }), 6, "viewer drill").code, "PERMISSION_DENIED");
+    assert.equal(failed(await run(["drill", "rebuild", "--sample", "5", "--yes"], { context: ctx.viewer! }), 6, "viewer drill").code, "PERMISSION_DENIED");
     for (const [args, field] of [
       [["--sample", "0"], "--sample"],
       [["--sample", "5", "--user", a], "--sample"],
@@ -193,7 +193,7 @@ describe("qimctl: session projection, dispatch audit and rebuild drill against t
       [["--user", "nope"], "--user"],
       [["--report", path.join(dir, "no-such-dir", "r.json")], "--report"],
     ] as const) {
-      assert.equal(failed(await run(["drill", "rebuild", ...args], { context: ctx.drill! }), 2, args.join(" ")).field, field);
+      assert.equal(failed(await run(["drill", "rebuild", ...args, "--yes"], { context: ctx.drill! }), 2, args.join(" ")).field, field);
     }
 
     // corrupt the authority for a (g2) and for b (g3): the next drill over them must fail
@@ -201,7 +201,7 @@ describe("qimctl: session projection, dispatch audit and rebuild drill against t
     await removeFromAuthority(a, g2);
     await removeFromAuthority(b, g3);
 
-    const bad = await run(["drill", "rebuild", "--user", a], { context: ctx.drill!, cwd: dir });
+    const bad = await run(["drill", "rebuild", "--user", a, "--yes"], { context: ctx.drill!, cwd: dir });
     assert.equal(bad.code, 4, `exit 4 expected\nstdout: ${bad.stdout}\nstderr: ${bad.stderr}`);
     const badReport = JSON.parse(bad.stdout);
     assert.equal(badReport.ok, false);
@@ -214,7 +214,7 @@ describe("qimctl: session projection, dispatch audit and rebuild drill against t
     assert.equal(err.exitCode, 4);
     assert.ok(err.message.includes(`user ${a} conversation ${g2} presence`), err.message);
 
-    const tableRun = await run(["drill", "rebuild", "--user", b, "--report", path.join(dir, "drill-b.json")], { context: ctx.admin!, json: false });
+    const tableRun = await run(["drill", "rebuild", "--user", b, "--report", path.join(dir, "drill-b.json"), "--yes"], { context: ctx.admin!, json: false });
     assert.equal(tableRun.code, 4, tableRun.stderr);
     assert.match(tableRun.stdout, /1 DIFFERENCE\(S\)/);
     assert.match(tableRun.stdout, new RegExp(`${b} +${g3} +presence +true +false`));

@@ -1,6 +1,8 @@
 /**
  * Running the real `bin/qimctl.js` as a child process for the end-to-end tests: a clean
- * environment, `--output json` unless told otherwise, the result parsed.
+ * environment, `--output json` unless told otherwise, the result parsed — and checked against
+ * the command's JSON shape in cli/command-snapshot.json (test/cli/contract.ts), so that every
+ * JSON output the suites produce holds the locked contract.
  */
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
@@ -9,6 +11,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { startAdminServer, type AdminServer } from "../../admin-api/server.js";
 import { writeTestPki, type TestPkiFiles } from "../certs/fixture.js";
+import { outputMismatch } from "../cli/contract.js";
 import { freePort, startRedis, type RedisServer, type StartRedisOptions } from "../harness/redis.js";
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..", "..");
@@ -25,14 +28,23 @@ export interface Run {
 /** A clean environment: no QIMCTL_* of the developer's, no default context file of theirs. */
 export const baseEnv: NodeJS.ProcessEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("QIMCTL_") && !k.startsWith("QIM_")));
 
+/**
+ * Rejects when a JSON output does not fit the snapshot's shape of its command (a result printed
+ * with a failure, as `dispatch audit` does, is checked too).
+ */
 export function run(args: string[], opts: { context?: string; env?: NodeJS.ProcessEnv; json?: boolean; cwd?: string } = {}): Promise<Run> {
   const argv = opts.json === false ? args : [...args, "--output", "json"];
   const env = { ...baseEnv, ...opts.env, ...(opts.context ? { QIMCTL_CONTEXT: opts.context } : {}) };
-  return new Promise((resolve) => {
+  return new Promise((resolve, reject) => {
     execFile(process.execPath, [QIMCTL, ...argv], { cwd: opts.cwd ?? ROOT, env, timeout: 30_000 }, (err, stdout, stderr) => {
       const code = err ? (typeof err.code === "number" ? err.code : -1) : 0;
       let json: unknown;
       if (opts.json !== false) {
+        const mismatch = outputMismatch(args, stdout);
+        if (mismatch) {
+          reject(new assert.AssertionError({ message: mismatch }));
+          return;
+        }
         try {
           json = code === 0 ? JSON.parse(stdout) : (JSON.parse(stderr) as { error: unknown }).error;
         } catch {

@@ -77,7 +77,7 @@ describe("admin server SIGKILLed between a membership commit and its answer", { 
       const before = await controlRecords(group, owner);
       assert.deepEqual(before, [], "a new group has no control record");
 
-      const args = ["membership", op, "--group", group, "--user", user];
+      const args = ["membership", op, "--group", group, "--user", user, ...(op === "remove" ? ["--yes"] : [])];
       const crashed = await run(args, { context });
       const died = await server!.exited;
       assert.equal(died.signal, "SIGKILL", `the server died by its fail point; its log:\n${server!.log()}`);

@@ -1,7 +1,7 @@
 import { Flags } from "@oclif/core";
 import { ConnectedCommand } from "../../base.js";
-import { table } from "../../format.js";
-import { auditEntryResult, type AuditTailResult } from "../../results.js";
+import { auditEntryResult, type AuditTailResult } from "../../audit/results.js";
+import { auditTailText } from "../../audit/text.js";
 import { LIMITS } from "../../validate.js";
 
 export default class AuditTail extends ConnectedCommand<typeof AuditTail> {
@@ -20,10 +20,7 @@ export default class AuditTail extends ConnectedCommand<typeof AuditTail> {
     const { client } = await this.connect();
     const r = await client.tailAudit({ limit });
     const out: AuditTailResult = { entries: r.entries.map(auditEntryResult) };
-    this.log(table(
-      ["TIME", "PRINCIPAL", "ROLE", "RPC", "RESULT", "MS", "DETAIL"],
-      out.entries.map((e) => [e.time, e.principal || "-", e.role || "-", e.rpc.replace(/^\/qim\.admin\.v1\./, ""), e.result, e.durationMs.toFixed(1), e.detail]),
-    ));
+    this.log(auditTailText(out));
     return out;
   }
 }

@@ -4,23 +4,9 @@ import path from "node:path";
 import { Flags } from "@oclif/core";
 import { NOT_ONE_LINE } from "../../../core/index.js";
 import { BaseCommand } from "../../base.js";
-import { subjectText } from "../../certs.js";
+import type { FingerprintEntry, FingerprintResult } from "../../certs/results.js";
+import { subjectText } from "../../certs/text.js";
 import { UsageError } from "../../exit-codes.js";
-
-export interface FingerprintEntry {
-  certPath: string;
-  /** SHA-256 of the DER, "AA:BB:…", as the audit log and the deny list have it. */
-  fingerprint256: string;
-  subject: { CN: string | null; OU: string | null };
-  notAfter: string;
-  serialHex: string;
-  /** The line to append to a deny list: the fingerprint and a comment naming the certificate. */
-  denyListLine: string;
-}
-
-export interface FingerprintResult {
-  certificates: FingerprintEntry[];
-}
 
 /** One value of a subject field as the server reads it for the principal (the first, when repeated); null if absent. */
 function subjectField(cert: X509Certificate, key: "CN" | "OU"): string | null {

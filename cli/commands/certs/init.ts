@@ -1,7 +1,9 @@
 import path from "node:path";
 import { Flags } from "@oclif/core";
 import { BaseCommand } from "../../base.js";
-import { certificateLines, writeCertificate, forceFlag, pkiDirFlag, positiveDays, refuseExisting, subjectText, type CertificateResult } from "../../certs.js";
+import { forceFlag, pkiDirFlag, positiveDays, refuseExisting, writeCertificate } from "../../certs/files.js";
+import type { CertificateResult } from "../../certs/results.js";
+import { certificateLines, subjectText } from "../../certs/text.js";
 
 export default class CertsInit extends BaseCommand<typeof CertsInit> {
   static override summary = "Create a certificate authority for the admin API.";

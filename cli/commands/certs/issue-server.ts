@@ -1,7 +1,9 @@
 import path from "node:path";
 import { Flags } from "@oclif/core";
 import { BaseCommand } from "../../base.js";
-import { certificateLines, writeCertificate, fileBase, forceFlag, pkiDirFlag, positiveDays, readCaFile, refuseExisting, subjectText, type CertificateResult } from "../../certs.js";
+import { fileBase, forceFlag, pkiDirFlag, positiveDays, readCaFile, refuseExisting, writeCertificate } from "../../certs/files.js";
+import type { CertificateResult } from "../../certs/results.js";
+import { certificateLines, subjectText } from "../../certs/text.js";
 import { UsageError } from "../../exit-codes.js";
 
 export default class CertsIssueServer extends BaseCommand<typeof CertsIssueServer> {

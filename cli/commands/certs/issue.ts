@@ -3,18 +3,14 @@ import os from "node:os";
 import path from "node:path";
 import { Flags } from "@oclif/core";
 import { BaseCommand } from "../../base.js";
-import { certificateLines, writeCertificate, fileBase, forceFlag, pkiDirFlag, positiveDays, readCaFile, refuseExisting, subjectText, type CertificateResult } from "../../certs.js";
+import { fileBase, forceFlag, pkiDirFlag, positiveDays, readCaFile, refuseExisting, writeCertificate } from "../../certs/files.js";
+import type { IssueResult } from "../../certs/results.js";
+import { certificateLines, subjectText } from "../../certs/text.js";
 import { defaultContextPath, ENV, type ContextFile } from "../../context.js";
 import { UsageError } from "../../exit-codes.js";
 import { endpoint as checkEndpoint, uuid } from "../../validate.js";
 
 const ROLES = ["admin", "operator", "viewer", "drill"] as const;
-
-export interface IssueResult extends CertificateResult {
-  caPath: string;
-  /** The context file written with --write-context, else null. */
-  contextPath: string | null;
-}
 
 export default class CertsIssue extends BaseCommand<typeof CertsIssue> {
   static override summary = "Issue a client certificate: who you are (CN) and your role (OU).";

@@ -1,9 +1,7 @@
 import { ConnectedCommand } from "../../base.js";
 import { EXIT } from "../../exit-codes.js";
-import { table } from "../../format.js";
-import { dispatchAuditResult, type DispatchAuditResult, type PartitionResult } from "../../results.js";
-
-const lostText = (p: PartitionResult) => (p.lost ? `[${p.lost.from}, ${p.lost.to})` : null);
+import { dispatchAuditResult, type DispatchAuditResult } from "../../dispatch/results.js";
+import { auditText, notOkMessage } from "../../dispatch/text.js";
 
 export default class DispatchAudit extends ConnectedCommand<typeof DispatchAudit> {
   static override summary = "Audit the dispatch log's retention window against the session projection, per partition.";
@@ -27,18 +25,8 @@ Any role. Exit codes: 0 every partition OK; 4 at least one partition is not OK (
   async run(): Promise<DispatchAuditResult> {
     const { client } = await this.connect();
     const out = dispatchAuditResult(await client.auditDispatch({}));
-    this.log(table(
-      ["PARTITION", "VERDICT", "CHECKPOINT", "LOW", "HIGH", "LAG", "LOST", "DETAIL"],
-      out.partitions.map((p) => [p.partition, p.verdict, p.checkpoint, p.low, p.high, p.lag, lostText(p), p.detail]),
-    ));
-    if (!out.ok) {
-      const bad = out.partitions.filter((p) => p.verdict !== "OK");
-      this.failWithResult(out, {
-        exitCode: EXIT.CONFLICT,
-        code: "DISPATCH_AUDIT_NOT_OK",
-        message: `${bad.length} of ${out.partitions.length} partition(s) not OK: ${bad.map((p) => `${p.partition} ${p.verdict}${p.lost ? ` lost ${lostText(p)}` : ""}`).join(", ")}`,
-      });
-    }
+    this.log(auditText(out));
+    if (!out.ok) this.failWithResult(out, { exitCode: EXIT.CONFLICT, code: "DISPATCH_AUDIT_NOT_OK", message: notOkMessage(out) });
     return out;
   }
 }

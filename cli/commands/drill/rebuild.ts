@@ -3,21 +3,14 @@ import path from "node:path";
 import { Flags } from "@oclif/core";
 import type { DrillProgress } from "../../../admin-api/client.js";
 import { ConnectedCommand } from "../../base.js";
+import { yesFlag, type Destructive } from "../../confirm.js";
 import { EXIT, UsageError } from "../../exit-codes.js";
-import { keyValues, table } from "../../format.js";
-import { drillReportResult, type DrillReportResult, type DrillRunResult } from "../../results.js";
+import { drillReportResult, type DrillRunResult } from "../../drill/results.js";
+import { differencesMessage, differencesText, drillText } from "../../drill/text.js";
 import { LIMITS, reason as checkReason, uuidList } from "../../validate.js";
 
 const WIPES = ["projection", "checkpoints", "both"] as const;
 const DEFAULT_SAMPLE = 100;
-
-/** One line per difference: who, which conversation, which field, before → after. */
-function describeDifferences(r: DrillReportResult): string {
-  return table(
-    ["USER", "CONVERSATION", "FIELD", "BEFORE", "AFTER"],
-    r.differences.map((d) => [d.user, d.conversation, d.field, JSON.stringify(d.before), JSON.stringify(d.after)]),
-  );
-}
 
 export default class DrillRebuild extends ConnectedCommand<typeof DrillRebuild> {
   static override summary = "Run a rebuild drill: wipe the session projection, bump the epoch, rebuild, and compare every sampled user.";
@@ -29,11 +22,13 @@ The JSON report is always written to --report (default ./qim-drill-<drillId>.jso
 
 Run it on a quiet system: messages arriving during the drill change unread counts and show up as differences. One drill at a time per server. Needs the drill or admin role; audited with the drill id and its result.
 
-Exit codes: 0 the drill found no difference; 4 differences found (the report names each user, conversation and field), or another drill is running; 2 bad flags (--sample out of 1..${LIMITS.drillUsers}, --sample with --user, unknown --wipe, --report not writable); 5 server unreachable or silent for --timeout seconds; 6 refused certificate or role.`;
+Confirmation: the drill wipes and rebuilds, so on a terminal it asks first; --yes skips the question. When stdin is NOT a terminal (CI) there is never a prompt, and the drill needs --yes (else exit 2, nothing changed).
+
+Exit codes: 0 the drill found no difference; 4 differences found (the report names each user, conversation and field), or another drill is running; 2 bad flags (--sample out of 1..${LIMITS.drillUsers}, --sample with --user, unknown --wipe, --report not writable, no --yes without a terminal); 5 server unreachable or silent for --timeout seconds; 6 refused certificate or role; 130 not confirmed.`;
   static override examples = [
     {
       description: "CI: a drill certificate, 50 random users, JSON report, exit code decides",
-      command: "<%= config.bin %> <%= command.id %> --sample 50 --reason \"nightly drill\" --report drill.json --output json",
+      command: "<%= config.bin %> <%= command.id %> --sample 50 --reason \"nightly drill\" --report drill.json --yes --output json",
     },
     {
       description: "Two named users, wiping their projection and every checkpoint",
@@ -46,7 +41,9 @@ Exit codes: 0 the drill found no difference; 4 differences found (the report nam
     wipe: Flags.option({ options: WIPES, default: "projection" as const, description: "what to wipe before the rebuild" })(),
     reason: Flags.string({ char: "r", description: `why (at most ${LIMITS.reasonChars} characters); recorded with the epoch bump` }),
     report: Flags.string({ description: "where to write the JSON report (default ./qim-drill-<drillId>.json)" }),
+    yes: yesFlag,
   };
+  static override destructive: Destructive = { action: "run a rebuild drill (it wipes and rebuilds the session projection)" };
 
   async run(): Promise<DrillRunResult> {
     const f = this.flags;
@@ -61,6 +58,9 @@ Exit codes: 0 the drill found no difference; 4 differences found (the report nam
       throw new UsageError("--report", `cannot write the report into ${reportDir}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
     }
     const { client } = await this.connect();
+    const who = users.length > 0 ? `${users.length} named user(s)` : `${f.sample ?? DEFAULT_SAMPLE} user(s) drawn at random`;
+    const wiped = f.wipe === "projection" ? "their session projection" : f.wipe === "checkpoints" ? "every partition's checkpoint" : "their session projection and every partition's checkpoint";
+    await this.askFirst(`Run a rebuild drill over ${who}: wipe ${wiped}, bump the epoch and rebuild? [y/N] `);
 
     const live = process.stderr.isTTY === true;
     const onProgress = live
@@ -82,26 +82,11 @@ Exit codes: 0 the drill found no difference; 4 differences found (the report nam
     writeFileSync(reportPath, `${JSON.stringify(report, null, 2)}\n`);
     const out: DrillRunResult = { ...report, reportPath };
 
-    this.log(`Drill ${report.drillId}: ${report.ok ? "OK, no difference" : `${report.differences.length} DIFFERENCE(S)`}`);
-    this.log(keyValues([
-      ["users", report.users],
-      ["conversations", `${report.conversationsBefore} before, ${report.conversationsAfter} after`],
-      ["wiped", report.scope],
-      ["epoch", `${report.epochBefore} -> ${report.epochAfter}`],
-      ["users rebuilt", report.usersRebuilt],
-      ["registrations flushed", report.registrationsFlushed],
-      ["authority", report.authority],
-      ["report", reportPath],
-    ]).replace(/^/gm, "  "));
-    if (!report.ok) {
+    this.log(drillText(out));
+    if (!out.ok) {
       this.log("");
-      this.log(describeDifferences(report));
-      const users = [...new Set(report.differences.map((d) => d.user))];
-      this.failWithResult(out, {
-        exitCode: EXIT.CONFLICT,
-        code: "DRILL_DIFFERENCES",
-        message: `drill ${report.drillId}: ${report.differences.length} difference(s) for ${users.length} user(s): ${report.differences.slice(0, 10).map((d) => `user ${d.user} conversation ${d.conversation} ${d.field}`).join("; ")}${report.differences.length > 10 ? "; …" : ""} (report ${reportPath})`,
-      });
+      this.log(differencesText(out));
+      this.failWithResult(out, { exitCode: EXIT.CONFLICT, code: "DRILL_DIFFERENCES", message: differencesMessage(out) });
     }
     return out;
   }

@@ -1,6 +1,7 @@
 import { Flags } from "@oclif/core";
 import { ConnectedCommand } from "../../base.js";
-import { groupResult, type GroupResult } from "../../results.js";
+import { groupResult, type GroupResult } from "../../group/results.js";
+import { createdText } from "../../group/text.js";
 import { LIMITS, optionalUuidList, uuid } from "../../validate.js";
 
 export default class GroupCreate extends ConnectedCommand<typeof GroupCreate> {
@@ -26,7 +27,7 @@ export default class GroupCreate extends ConnectedCommand<typeof GroupCreate> {
     const tenant = this.tenant();
     const { client } = await this.connect();
     const g = groupResult(await client.createGroup({ tenant, group, owner, members }));
-    this.log(`Created group ${g.group} (owner ${g.owner}) with ${g.memberCount} member(s): version ${g.version}`);
+    this.log(createdText(g));
     return g;
   }
 }

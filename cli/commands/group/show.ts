@@ -1,7 +1,7 @@
 import { Flags } from "@oclif/core";
 import { ConnectedCommand } from "../../base.js";
-import { keyValues } from "../../format.js";
-import { groupResult, type GroupResult } from "../../results.js";
+import { groupResult, type GroupResult } from "../../group/results.js";
+import { groupText } from "../../group/text.js";
 import { uuid } from "../../validate.js";
 
 export default class GroupShow extends ConnectedCommand<typeof GroupShow> {
@@ -20,15 +20,7 @@ export default class GroupShow extends ConnectedCommand<typeof GroupShow> {
     const tenant = this.tenant();
     const { client } = await this.connect();
     const g = groupResult(await client.getGroup({ tenant, group }));
-    this.log(keyValues([
-      ["group", g.group],
-      ["tenant", g.tenant],
-      ["owner", g.owner],
-      ["version", g.version],
-      ["members", g.memberCount],
-      ["conversation seq", g.conversationSeq],
-      ["created", new Date(g.createdAtMs).toISOString()],
-    ]));
+    this.log(groupText(g));
     return g;
   }
 }

@@ -1,5 +1,5 @@
-import { MembershipChangeCommand, membershipChangeFlags } from "../../membership-change.js";
-import type { MembershipChangeResult } from "../../results.js";
+import { MembershipChangeCommand, membershipChangeFlags } from "../../membership/change.js";
+import type { MembershipChangeResult } from "../../membership/results.js";
 
 export default class MembershipAdd extends MembershipChangeCommand<typeof MembershipAdd> {
   static override summary = "Add users to a group as one membership event.";

@@ -1,7 +1,7 @@
 import { Flags } from "@oclif/core";
 import { ConnectedCommand } from "../../base.js";
-import { table } from "../../format.js";
-import { memberListResult, type MemberListResult } from "../../results.js";
+import { memberListResult, type MemberListResult } from "../../membership/results.js";
+import { memberListText } from "../../membership/text.js";
 import { uuid } from "../../validate.js";
 
 export default class MembershipList extends ConnectedCommand<typeof MembershipList> {
@@ -20,9 +20,7 @@ export default class MembershipList extends ConnectedCommand<typeof MembershipLi
     const tenant = this.tenant();
     const { client } = await this.connect();
     const r = memberListResult(group, await client.listMembers({ tenant, group }));
-    const active = r.members.filter((m) => m.state === "ACTIVE").length;
-    this.log(`Group ${group} at version ${r.version}: ${active} active of ${r.members.length} listed`);
-    this.log(table(["USER", "STATE", "JOINED_AT", "LEFT_AT"], r.members.map((m) => [m.userId, m.state, m.joinedAt, m.leftAt])));
+    this.log(memberListText(r));
     return r;
   }
 }

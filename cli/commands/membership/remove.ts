@@ -1,12 +1,12 @@
-import { Flags } from "@oclif/core";
-import { MembershipChangeCommand, membershipChangeFlags } from "../../membership-change.js";
-import type { MembershipChangeResult } from "../../results.js";
+import { yesFlag, type Destructive } from "../../confirm.js";
+import { MembershipChangeCommand, membershipChangeFlags } from "../../membership/change.js";
+import type { MembershipChangeResult } from "../../membership/results.js";
 
 export default class MembershipRemove extends MembershipChangeCommand<typeof MembershipRemove> {
   static override summary = "Remove users from a group as one membership event.";
   static override description = `Commits one CONTROL message (op remove) that takes a conversation_seq J: each removed user's interval closes at left_at = J (state REMOVED); they keep reading the history before J and see nothing from J on. Users who are not members are filtered out; a re-run after the change took effect changes nothing, says so and exits 0.
 
-Confirmation: when stdin is a terminal, the plan is shown first and the change is committed only after you answer y, pinned to the planned member version (a concurrent change makes it exit 4). --yes skips the question. When stdin is NOT a terminal (scripts, CI, pipes) there is never a prompt: the removal proceeds as if --yes had been given.
+Confirmation: when stdin is a terminal, the plan is shown first and the change is committed only after you answer y, pinned to the planned member version (a concurrent change makes it exit 4). --yes skips the question. When stdin is NOT a terminal (scripts, CI, pipes) there is never a prompt, and the removal needs --yes (else exit 2, nothing changed). --dry-run never needs --yes.
 
 --dry-run prints the plan and writes nothing; --expect-version V refuses the change (exit 4) unless the group is at member version V. Needs the operator or admin role.`;
   static override examples = [
@@ -15,20 +15,17 @@ Confirmation: when stdin is a terminal, the plan is shown first and the change i
       command: "<%= config.bin %> <%= command.id %> --group 5b0c1f9e-3d4a-4c2b-9f1e-8a7d6c5b4a39 --user 0d7e2c4a-1b3f-4e5d-8c9a-7b6f5e4d3c2b",
     },
     {
-      description: "In a script: no prompt, compare-and-set against version 4, JSON result",
+      description: "In a script (no terminal): --yes is required; compare-and-set against version 4, JSON result",
       command: "<%= config.bin %> <%= command.id %> -g 5b0c1f9e-3d4a-4c2b-9f1e-8a7d6c5b4a39 -u 0d7e2c4a-1b3f-4e5d-8c9a-7b6f5e4d3c2b --yes --expect-version 4 --json",
     },
   ];
   static override flags = {
     ...membershipChangeFlags,
-    yes: Flags.boolean({ char: "y", description: "do not ask for confirmation (there is never a prompt when stdin is not a terminal)" }),
+    yes: yesFlag,
   };
+  static override destructive: Destructive = { action: "remove members", exceptWith: "dry-run" };
 
   protected readonly op = "remove" as const;
-
-  protected override shouldConfirm(dryRun: boolean): boolean {
-    return !dryRun && !this.flags.yes && process.stdin.isTTY === true;
-  }
 
   async run(): Promise<MembershipChangeResult> {
     return this.change();

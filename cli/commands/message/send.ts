@@ -1,6 +1,7 @@
 import { Flags } from "@oclif/core";
 import { ConnectedCommand } from "../../base.js";
-import { sendResult, type SendResult } from "../../results.js";
+import { sendResult, type SendResult } from "../../message/results.js";
+import { sentText } from "../../message/text.js";
 import { LIMITS, text, uuid } from "../../validate.js";
 
 export default class MessageSend extends ConnectedCommand<typeof MessageSend> {
@@ -30,9 +31,7 @@ Needs the drill or admin role (drills, demos, smoke tests).`;
     const tenant = this.tenant();
     const { client } = await this.connect();
     const r = sendResult(group, sender, await client.sendMessage({ tenant, group, sender, text: body, clientMessageId }));
-    this.log(r.duplicate
-      ? `Nothing changed: client message id ${clientMessageId} was already committed to group ${group} as conversation seq ${r.conversationSeq}`
-      : `Sent message ${r.messageId} to group ${group} as ${sender}: conversation seq ${r.conversationSeq}, member version ${r.version}`);
+    this.log(sentText(r, clientMessageId));
     return r;
   }
 }

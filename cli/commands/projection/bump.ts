@@ -1,8 +1,8 @@
 import { Flags } from "@oclif/core";
 import { ConnectedCommand } from "../../base.js";
-import { confirm } from "../../confirm.js";
-import { InterruptedError, UsageError } from "../../exit-codes.js";
-import { epochBumpResult, type EpochBumpResult } from "../../results.js";
+import { yesFlag, type Destructive } from "../../confirm.js";
+import { epochBumpResult, type EpochBumpResult } from "../../projection/results.js";
+import { bumpedText } from "../../projection/text.js";
 import { LIMITS, reason as checkReason } from "../../validate.js";
 
 export default class ProjectionBump extends ConnectedCommand<typeof ProjectionBump> {
@@ -21,23 +21,18 @@ Needs the operator or admin role. Exit codes: 0 bumped (prints the new epoch); 2
   ];
   static override flags = {
     reason: Flags.string({ char: "r", required: true, description: `why (1 to ${LIMITS.reasonChars} characters); recorded with the bump and in the audit log` }),
-    yes: Flags.boolean({ char: "y", description: "do not ask for confirmation (required when stdin is not a terminal)" }),
+    yes: yesFlag,
   };
+  static override destructive: Destructive = { action: "bump the epoch" };
 
   async run(): Promise<EpochBumpResult> {
     const reason = checkReason("--reason", this.flags.reason, true)!;
-    const onTerminal = process.stdin.isTTY === true;
-    if (!this.flags.yes && !onTerminal) {
-      throw new UsageError("--yes", "stdin is not a terminal, so there is no prompt: give --yes to bump the epoch");
-    }
     // connect() checks every connection setting locally and sends nothing yet: a question answered
     // for a malformed endpoint or an unreadable key would help nobody
     const { client } = await this.connect();
-    if (!this.flags.yes && !(await confirm("Bump the session projection epoch? Every user's conversation list is merged back from the authority on their next pull. [y/N] "))) {
-      throw new InterruptedError("not confirmed; nothing changed");
-    }
+    await this.askFirst("Bump the session projection epoch? Every user's conversation list is merged back from the authority on their next pull. [y/N] ");
     const out = epochBumpResult(await client.bumpEpoch({ reason }));
-    this.log(`Epoch bumped to ${out.epoch} by ${out.by}: ${out.reason}`);
+    this.log(bumpedText(out));
     return out;
   }
 }

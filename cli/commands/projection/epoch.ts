@@ -1,7 +1,7 @@
 import { Flags } from "@oclif/core";
 import { ConnectedCommand } from "../../base.js";
-import { table } from "../../format.js";
-import { epochResult, type EpochResult } from "../../results.js";
+import { epochResult, type EpochResult } from "../../projection/results.js";
+import { epochText } from "../../projection/text.js";
 import { LIMITS } from "../../validate.js";
 
 export default class ProjectionEpoch extends ConnectedCommand<typeof ProjectionEpoch> {
@@ -21,11 +21,7 @@ Any role. Exit codes: 0 shown; 2 bad --limit; 5 server unreachable; 6 refused ce
     const { limit } = this.flags;
     const { client } = await this.connect();
     const out = epochResult(await client.getEpoch({ limit }));
-    this.log(`epoch: ${out.epoch}`);
-    if (out.bumps.length > 0) {
-      this.log("");
-      this.log(table(["EPOCH", "AT", "BY", "REASON"], out.bumps.map((b) => [b.epoch, new Date(b.atMs).toISOString(), b.by, b.reason])));
-    }
+    this.log(epochText(out));
     return out;
   }
 }

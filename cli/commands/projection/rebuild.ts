@@ -1,6 +1,7 @@
 import { Flags } from "@oclif/core";
 import { ConnectedCommand } from "../../base.js";
-import { rebuildResult, type RebuildResult } from "../../results.js";
+import { rebuildResult, type RebuildResult } from "../../projection/results.js";
+import { rebuiltText } from "../../projection/text.js";
 import { uuid } from "../../validate.js";
 
 export default class ProjectionRebuild extends ConnectedCommand<typeof ProjectionRebuild> {
@@ -22,9 +23,7 @@ The tenant comes from --tenant (or QIMCTL_TENANT, or the context file). Needs th
     const tenant = this.tenant();
     const { client } = await this.connect();
     const out = rebuildResult(tenant, user, await client.rebuildUser({ tenant, user, force: this.flags.force }));
-    this.log(out.rebuilt
-      ? `Rebuilt user ${user}: merged ${out.merged} conversation(s) from the authority; mark ${out.mark} (epoch ${out.epoch})`
-      : `Nothing to do: user ${user}'s mark ${out.mark} is current (epoch ${out.epoch}); --force rebuilds anyway`);
+    this.log(rebuiltText(out));
     return out;
   }
 }

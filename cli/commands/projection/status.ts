@@ -1,6 +1,6 @@
 import { ConnectedCommand } from "../../base.js";
-import { formatDuration, keyValues, table } from "../../format.js";
-import { projectionStatusResult, type ProjectionStatusResult } from "../../results.js";
+import { projectionStatusResult, type ProjectionStatusResult } from "../../projection/results.js";
+import { statusText } from "../../projection/text.js";
 
 export default class ProjectionStatus extends ConnectedCommand<typeof ProjectionStatus> {
   static override summary = "Show the session projection: per partition verdict, checkpoint, watermarks and lag; pending registrations; authority; epoch.";
@@ -17,19 +17,7 @@ Any role. Exit codes: 0 shown (whatever the verdicts: \`dispatch audit\` is the 
   async run(): Promise<ProjectionStatusResult> {
     const { client } = await this.connect();
     const out = projectionStatusResult(await client.getProjectionStatus({}));
-    this.log(keyValues([
-      ["epoch", out.epoch],
-      ["authority", out.authority],
-      ["retention", out.retentionMs === 0 ? "off (never trimmed)" : formatDuration(out.retentionMs)],
-      ...(out.failure ? [["FAILURE", out.failure] as const] : []),
-    ]));
-    this.log("");
-    this.log(table(
-      ["PARTITION", "VERDICT", "CHECKPOINT", "LOW", "HIGH", "LAG"],
-      out.partitions.map((p) => [p.partition, p.verdict, p.checkpoint, p.low, p.high, p.lag]),
-    ));
-    this.log("");
-    this.log(table(["INSTANCE", "PENDING", "DEAD LETTERS"], out.pending.map((p) => [p.instance, p.depth, p.deadLetters])));
+    this.log(statusText(out));
     return out;
   }
 }

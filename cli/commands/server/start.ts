@@ -3,15 +3,8 @@ import { Flags } from "@oclif/core";
 import { cassandraSettingsProblem, DAEMON_DEFAULTS, parseDuration, type DaemonSettings } from "../../../admin-api/daemon-settings.js";
 import { BaseCommand } from "../../base.js";
 import { UsageError } from "../../exit-codes.js";
+import type { ServerStartResult } from "../../server/results.js";
 import { endpoint as checkEndpoint } from "../../validate.js";
-
-export interface ServerStartResult {
-  listen: string;
-  port: number;
-  metricsPort: number | null;
-  tls: boolean;
-  auditLog: string;
-}
 
 export default class ServerStart extends BaseCommand<typeof ServerStart> {
   static override summary = "Run the admin API server in the foreground (the same code as qim-admin-server).";

@@ -8,11 +8,16 @@
  */
 import { randomUUID } from "node:crypto";
 import type { AdminClient } from "../../admin-api/client.js";
-import {
-  dispatchAuditResult, drillReportResult, epochBumpResult, epochResult, groupResult, historyResult, membershipChangeResult, projectionStatusResult,
-  sendResult, sessionsResult, type HistoryResult, type ProjectionStatusResult, type SessionsResult,
-} from "../results.js";
-import { sleep } from "./process.js";
+import { sleep } from "../dev/process.js";
+import { dispatchAuditResult } from "../dispatch/results.js";
+import { drillReportResult } from "../drill/results.js";
+import { groupResult } from "../group/results.js";
+import { historyResult, type HistoryResult } from "../history/results.js";
+import { membershipChangeResult } from "../membership/results.js";
+import { sendResult } from "../message/results.js";
+import { epochBumpResult, epochResult, projectionStatusResult, type ProjectionStatusResult } from "../projection/results.js";
+import { sessionsResult, type SessionsResult } from "../sessions/results.js";
+import type { DemoStep } from "./results.js";
 
 /** The steps, in order (`dev-up` and, with --down, `dev-down` are the command's own). */
 export const DEMO_STEPS = [
@@ -26,19 +31,6 @@ export const DEMO_STEPS = [
   "rebuild-drill",
   "dispatch-audit",
 ] as const;
-
-export type StepName = "dev-up" | (typeof DEMO_STEPS)[number] | "dev-down";
-
-export interface DemoStep {
-  name: StepName;
-  /** True when the step did what it should (checked). */
-  ok: boolean;
-  status: "ok" | "failed" | "skipped";
-  /** What the step did and saw (ids, sequences, counts); empty when skipped. */
-  details: Record<string, unknown>;
-  /** Why it failed: the check that did not hold, or the error. */
-  error: string | null;
-}
 
 /** A check of the scenario that did not hold. */
 export class CheckFailed extends Error {

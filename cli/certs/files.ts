@@ -1,14 +1,14 @@
 /**
  * What the `certs` commands share: where files go, refusing to overwrite unless --force, reading
- * the CA, and the JSON shape of a certificate. node-forge (certs/pki.ts) is imported lazily by the
- * commands: it is the slowest import of the CLI and only these commands need it.
+ * the CA, writing a pair. node-forge (certs/pki.ts) is imported lazily by the commands: it is the
+ * slowest import of the CLI and only these commands need it.
  */
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { Flags } from "@oclif/core";
-import type { CertificateInfo, PemPair } from "../certs/pki.js";
-import { UsageError } from "./exit-codes.js";
-import { keyValues } from "./format.js";
+import type { PemPair } from "../../certs/pki.js";
+import { UsageError } from "../exit-codes.js";
+import { certificateResult, type CertificateResult } from "./results.js";
 
 export const DEFAULT_PKI_DIR = path.join(".qim", "pki");
 
@@ -44,59 +44,13 @@ export function positiveDays(flag: string, days: number): number {
   return days;
 }
 
-export interface CertificateResult {
-  subject: { CN: string | null; OU: string | null };
-  issuerCN: string | null;
-  /** The role a client certificate carries (its OU), null for a CA or server certificate. */
-  role: string | null;
-  notBefore: string;
-  notAfter: string;
-  /** SHA-256 of the DER, "AA:BB:…", as the server's audit log shows it. */
-  fingerprint256: string;
-  serialHex: string;
-  /** DNS names and IP addresses of a server certificate. */
-  sans: string[];
-  certPath: string;
-  keyPath: string;
-}
-
-export function certificateResult(info: CertificateInfo, certPath: string, keyPath: string, role: string | null): CertificateResult {
-  return {
-    subject: info.subject,
-    issuerCN: info.issuerCN,
-    role,
-    notBefore: info.notBefore.toISOString(),
-    notAfter: info.notAfter.toISOString(),
-    fingerprint256: info.fingerprint256,
-    serialHex: info.serialHex,
-    sans: info.sans,
-    certPath: path.resolve(certPath),
-    keyPath: path.resolve(keyPath),
-  };
-}
-
-export function subjectText(s: CertificateResult["subject"]): string {
-  return [s.CN !== null ? `CN=${s.CN}` : "", s.OU !== null ? `OU=${s.OU}` : ""].filter(Boolean).join(", ");
-}
-
 /**
  * Writes a certificate and its key (key first, 0600; refusing to replace unless `force`) and
  * returns what the command reports.
  */
 export async function writeCertificate(pair: PemPair, certPath: string, keyPath: string, role: string | null, force: boolean): Promise<CertificateResult> {
-  const { certificateInfo, writePkiFile } = await import("../certs/pki.js");
+  const { certificateInfo, writePkiFile } = await import("../../certs/pki.js");
   writePkiFile(keyPath, pair.keyPem, { private: true, overwrite: force });
   writePkiFile(certPath, pair.certPem, { private: false, overwrite: force });
   return certificateResult(certificateInfo(pair.certPem), certPath, keyPath, role);
-}
-
-/** The indented lines under a certs command's headline: files, expiry, fingerprint, extras. */
-export function certificateLines(r: CertificateResult, extra: readonly (readonly [string, string])[] = []): string {
-  return keyValues([
-    ["certificate", r.certPath],
-    ["key (0600)", r.keyPath],
-    ["expires", r.notAfter],
-    ["SHA-256", r.fingerprint256],
-    ...extra,
-  ]).replace(/^/gm, "  ");
 }

@@ -1,0 +1,10 @@
+/** Table-mode text of `audit tail`. */
+import { table } from "../format.js";
+import type { AuditTailResult } from "./results.js";
+
+export function auditTailText(out: AuditTailResult): string {
+  return table(
+    ["TIME", "PRINCIPAL", "ROLE", "RPC", "RESULT", "MS", "DETAIL"],
+    out.entries.map((e) => [e.time, e.principal || "-", e.role || "-", e.rpc.replace(/^\/qim\.admin\.v1\./, ""), e.result, e.durationMs.toFixed(1), e.detail]),
+  );
+}

@@ -1,0 +1,41 @@
+/** Contract samples of `dashboard --output json`: one object per line (cli/contract.ts). */
+import { keyedByData, lineSamplesOf } from "../contract.js";
+import { status } from "../projection/samples.js";
+import type { DashboardLine } from "./model.js";
+
+const line: DashboardLine = {
+  time: "2026-11-29T23:00:01.042Z",
+  timeMs: 1795993201042,
+  startedAtMs: 1795990000000,
+  rates: null,
+  counters: {
+    membershipEvents: keyedByData({ join: 7, leave: 0, remove: 2 }),
+    membershipRetries: keyedByData({ send: 0, membership: 0 }),
+    conversationStatePending: 12,
+    conversationStateWritten: 12,
+    conversationStateFailures: 0,
+    usersRebuilt: 4,
+    messagesCommitted: 30,
+    relayDispatched: 30,
+  },
+  projection: status,
+  audit: [{ time: "2026-11-29T22:59:58.120Z", principal: "oscar", rpc: "/qim.admin.v1.GroupService/AddMembers", result: "OK" }],
+};
+
+export const samples = {
+  dashboard: lineSamplesOf<DashboardLine>(line, {
+    ...line,
+    rates: {
+      overMs: 1000,
+      membershipEventsPerSec: 1,
+      membershipRetriesPerSec: 0,
+      messagesCommittedPerSec: 3,
+      relayDispatchedPerSec: 3,
+      conversationStatePendingPerSec: 0,
+      conversationStateWrittenPerSec: 2,
+      conversationStateFailuresPerSec: 0,
+      usersRebuiltPerSec: 0,
+    },
+    audit: [],
+  }),
+};

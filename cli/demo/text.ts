@@ -1,0 +1,39 @@
+/** Table-mode text of `qimctl demo`'s summary. */
+import { table } from "../format.js";
+import type { DemoStep } from "./results.js";
+
+/** One short phrase per step for the summary table. */
+function summaryOf(s: DemoStep): string {
+  const d = s.details as Record<string, any>;
+  switch (s.name) {
+    case "dev-up":
+      return `${d.status} at ${d.endpoint}`;
+    case "create-group":
+      return "team (3 members) and side (2 members)";
+    case "send-messages":
+      return "team seq 1–3, side seq 1";
+    case "add-member":
+      return `dave joined: event seq ${d.change?.eventConversationSeq}`;
+    case "remove-member":
+      return `carol removed: event seq ${d.change?.eventConversationSeq}`;
+    case "history-boundaries":
+      return `dave from seq ${d.dave?.earliestAvailableConversationSeq}, carol up to seq ${d.carol?.seqs?.at(-1)}`;
+    case "conversation-summaries":
+      return `alice ${d.alice?.total} conversations, carol's team REMOVED`;
+    case "bump-epoch":
+      return `epoch ${d.before} → ${d.bump?.epoch}, alice rebuilt`;
+    case "rebuild-drill":
+      return `${d.report?.users} users, ${d.report?.conversationsBefore} conversations, no difference`;
+    case "dispatch-audit":
+      return `${d.audit?.partitions?.length} partitions OK`;
+    case "dev-down":
+      return "stack stopped";
+    default:
+      return "";
+  }
+}
+
+/** The summary table: one row per step, OK / FAILED / skipped and what it did or why it failed. */
+export function stepsTable(steps: readonly DemoStep[]): string {
+  return table(["STEP", "RESULT", "WHAT"], steps.map((s) => [s.name, s.status === "ok" ? "OK" : s.status === "failed" ? "FAILED" : "skipped", s.error ?? summaryOf(s)]));
+}

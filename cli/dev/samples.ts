@@ -1,0 +1,64 @@
+/** Contract samples of `dev up`, `dev status` and `dev down` (cli/contract.ts). */
+import type DevDown from "../commands/dev/down.js";
+import type DevStatus from "../commands/dev/status.js";
+import type DevUp from "../commands/dev/up.js";
+import { samplesOf, type ResultOf } from "../contract.js";
+
+const up: ResultOf<typeof DevUp> = {
+  dataDir: "/home/alice/qim/.qim/dev",
+  startedAt: "2026-11-30T00:08:42.697Z",
+  tenant: "1d63fa11-ec98-45d9-8df7-44f9956204a9",
+  endpoint: "localhost:45307",
+  authority: "redis-hash (development fallback, not an authority guarantee; keys qim:{uNNN}:ucs:*)",
+  authorityKind: "redis-hash",
+  redis: { pid: 9462, port: 32971, addr: "127.0.0.1:32971", version: "7.0.15", dataDir: "/home/alice/qim/.qim/dev/redis", log: "/home/alice/qim/.qim/dev/redis.log" },
+  server: {
+    pid: 9467,
+    port: 45307,
+    listen: "127.0.0.1:45307",
+    metricsPort: 33749,
+    metricsUrl: "http://127.0.0.1:33749/metrics",
+    log: "/home/alice/qim/.qim/dev/server.log",
+    auditLog: "/home/alice/qim/.qim/dev/audit.log",
+  },
+  pki: { dir: "/home/alice/qim/.qim/dev/pki", ca: "/home/alice/qim/.qim/dev/pki/ca.crt", cert: "/home/alice/qim/.qim/dev/pki/admin.crt", key: "/home/alice/qim/.qim/dev/pki/admin.key" },
+  context: "/home/alice/qim/.qim/dev/context.json",
+  defaultContext: { path: "/home/alice/.config/qimctl/context.json", written: true, note: null },
+  status: "started",
+  notes: ["created dev CA, server and admin certificates in .qim/dev/pki"],
+};
+
+export const samples = {
+  "dev up": samplesOf<ResultOf<typeof DevUp>>(up, {
+    ...up,
+    defaultContext: { path: "/home/alice/.config/qimctl/context.json", written: false, note: "the default context was written by someone else: not replaced" },
+    status: "reused",
+    notes: [],
+  }),
+  "dev status": samplesOf<ResultOf<typeof DevStatus>>(
+    {
+      dataDir: "/home/alice/qim/.qim/dev",
+      state: "up",
+      endpoint: "localhost:45307",
+      tenant: "1d63fa11-ec98-45d9-8df7-44f9956204a9",
+      authority: "redis-hash (development fallback, not an authority guarantee; keys qim:{uNNN}:ucs:*)",
+      startedAt: "2026-11-30T00:08:42.697Z",
+      redis: { pid: 9462, port: 32971, alive: true, answering: true },
+      server: { pid: 9467, port: 45307, alive: true, answering: true },
+      context: "/home/alice/qim/.qim/dev/context.json",
+      strays: [],
+    },
+    { dataDir: "/home/alice/qim/.qim/dev", state: "partial", endpoint: null, tenant: null, authority: null, startedAt: null, redis: null, server: null, context: null, strays: [9470] },
+  ),
+  "dev down": samplesOf<ResultOf<typeof DevDown>>(
+    {
+      dataDir: "/home/alice/qim/.qim/dev",
+      wasRunning: true,
+      stopped: [{ process: "server", pid: 9467, how: "SIGTERM" }, { process: "redis", pid: 9462, how: "SIGTERM" }],
+      stateRemoved: true,
+      defaultContextRemoved: true,
+      purged: false,
+    },
+    { dataDir: "/home/alice/qim/.qim/dev", wasRunning: false, stopped: [], stateRemoved: false, defaultContextRemoved: false, purged: false },
+  ),
+};

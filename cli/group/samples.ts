@@ -1,0 +1,19 @@
+/** Contract samples of the `group` commands (cli/contract.ts). */
+import type GroupCreate from "../commands/group/create.js";
+import type GroupShow from "../commands/group/show.js";
+import { samplesOf, type ResultOf } from "../contract.js";
+
+const group: ResultOf<typeof GroupShow> = {
+  tenant: "8f14e45f-ceea-4a67-9c1b-2d3e4f5a6b7c",
+  group: "5b0c1f9e-3d4a-4c2b-9f1e-8a7d6c5b4a39",
+  owner: "1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f",
+  version: 1,
+  memberCount: 2,
+  createdAtMs: 1795989711836,
+  conversationSeq: 0,
+};
+
+export const samples = {
+  "group create": samplesOf<ResultOf<typeof GroupCreate>>(group),
+  "group show": samplesOf<ResultOf<typeof GroupShow>>(group),
+};

@@ -1,0 +1,10 @@
+/** Contract samples of `message send` (cli/contract.ts). */
+import type MessageSend from "../commands/message/send.js";
+import { samplesOf, type ResultOf } from "../contract.js";
+
+export const samples = {
+  "message send": samplesOf<ResultOf<typeof MessageSend>>(
+    { group: "5b0c1f9e-3d4a-4c2b-9f1e-8a7d6c5b4a39", sender: "0d7e2c4a-1b3f-4e5d-8c9a-7b6f5e4d3c2b", conversationSeq: 1, messageId: "01a22954-7c1e-7b3a-9f00-2d5e8c1b4a6f", version: 1, duplicate: false, attempts: 1 },
+    { group: "5b0c1f9e-3d4a-4c2b-9f1e-8a7d6c5b4a39", sender: "0d7e2c4a-1b3f-4e5d-8c9a-7b6f5e4d3c2b", conversationSeq: 1, messageId: null, version: 0, duplicate: true, attempts: 1 },
+  ),
+};

@@ -1,0 +1,10 @@
+/** Contract samples of `server start` (cli/contract.ts). */
+import type ServerStart from "../commands/server/start.js";
+import { samplesOf, type ResultOf } from "../contract.js";
+
+export const samples = {
+  "server start": samplesOf<ResultOf<typeof ServerStart>>(
+    { listen: "127.0.0.1:7443", port: 7443, metricsPort: 9464, tls: true, auditLog: "/var/lib/qim/audit.log" },
+    { listen: "127.0.0.1:7443", port: 7443, metricsPort: null, tls: false, auditLog: "/var/lib/qim/audit.log" },
+  ),
+};

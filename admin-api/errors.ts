@@ -1,24 +1,13 @@
 import { Metadata, status, type ServiceError } from "@grpc/grpc-js";
-import { QimError, type QimErrorCode } from "../core/index.js";
+import { ERROR_CODES, QimError, type QimErrorCode } from "../core/index.js";
 
 /**
- * The one place where domain errors become gRPC statuses (DESIGN §3). The domain code and the
+ * The one place where domain errors become gRPC statuses (DESIGN §3), each as ERROR_CODES declares it. The domain code and the
  * offending field travel as metadata (`qim-error-code`, `qim-error-field`) so that clients can
  * tell a version conflict from "membership changed" (both ABORTED) without parsing messages.
  * An unknown error becomes INTERNAL with the request id; its stack goes only to the server log.
  */
-const CODE: Record<QimErrorCode, status> = {
-  INVALID_ARGUMENT: status.INVALID_ARGUMENT,
-  NOT_FOUND: status.NOT_FOUND,
-  ALREADY_EXISTS: status.ALREADY_EXISTS,
-  PERMISSION_DENIED: status.PERMISSION_DENIED,
-  FAILED_PRECONDITION: status.FAILED_PRECONDITION,
-  VERSION_CONFLICT: status.ABORTED,
-  MEMBERSHIP_CHANGED: status.ABORTED,
-  UNAVAILABLE: status.UNAVAILABLE,
-  UNIMPLEMENTED: status.UNIMPLEMENTED,
-  INTERNAL: status.INTERNAL,
-};
+const CODE = Object.fromEntries(Object.entries(ERROR_CODES).map(([code, d]) => [code, status[d.grpc]])) as Record<QimErrorCode, status>;
 
 /** ioredis failures that mean "the store is not reachable right now". */
 function isStoreUnavailable(err: unknown): boolean {

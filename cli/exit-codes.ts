@@ -4,9 +4,11 @@
  * contract, documented in `qimctl --help` and docs/operator-guide.md. Nothing else in cli/
  * chooses an exit code.
  *
- * This module is pure (no grpc-js import): gRPC status numbers are fixed by the gRPC spec.
+ * This module imports no grpc-js: gRPC status numbers are fixed by the gRPC spec; a domain code the
+ * server names exits as core/base/errors.ts ERROR_CODES declares it.
  */
 import { X509Certificate } from "node:crypto";
+import { ERROR_CODES, isQimErrorCode } from "../core/base/index.js";
 
 export const EXIT = {
   OK: 0,
@@ -275,7 +277,8 @@ export function classifyError(err: unknown, ctx: FailureContext = {}): Failure {
       return { exitCode: EXIT.CONNECTION, code: status, message: `the server at ${where} did not answer${after}: ${cleanDetails(err.details)}` };
     }
     return {
-      exitCode: GRPC_EXIT[err.code] ?? EXIT.INTERNAL,
+      // a domain code the server named exits as ERROR_CODES declares it; otherwise by the status
+      exitCode: domain !== undefined && isQimErrorCode(domain) ? EXIT[ERROR_CODES[domain].exit] : (GRPC_EXIT[err.code] ?? EXIT.INTERNAL),
       code: domain ?? status,
       message: err.details || status,
       ...(field ? { field } : {}),

@@ -21,7 +21,11 @@ export async function projectionSettled(server: AdminServer, outbox: Redis | (()
   let last: ProjectionStatus | undefined;
   let left = -1;
   for (let i = 0; i < attempts; i++) {
-    [last, left] = await Promise.all([server.projection.status(), depth()]);
+    // the outbox first, then the status: an empty outbox means every relayed record is already in
+    // the log, so a status read after it sees each one in the high watermark (read together, the
+    // status could predate an append that the outbox read then saw done)
+    left = await depth();
+    last = await server.projection.status();
     if (left === 0 && last.partitions.every((p) => p.lag === 0) && last.pendingPerInstance.every((p) => p.depth === 0)) return last;
     await new Promise((r) => setTimeout(r, 25));
   }

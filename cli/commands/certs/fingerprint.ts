@@ -1,7 +1,7 @@
 import { X509Certificate } from "node:crypto";
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import { Flags } from "@oclif/core";
+import * as Flags from "@oclif/core/flags";
 import { NOT_ONE_LINE } from "../../../core/text.js";
 import { BaseCommand } from "../../base.js";
 import type { FingerprintEntry, FingerprintResult } from "../../certs/results.js";

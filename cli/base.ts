@@ -12,7 +12,12 @@
 import { readFileSync } from "node:fs";
 import { isIP } from "node:net";
 import os from "node:os";
-import { Command, Errors, Flags, type Config, type Interfaces } from "@oclif/core";
+// oclif's entry points one by one, not its index: the index loads all of oclif, ≈ 60 ms more per
+// command start-up here (bench/startup.ts)
+import type { Config, Interfaces } from "@oclif/core";
+import { Command } from "@oclif/core/command";
+import { ExitError } from "@oclif/core/errors";
+import * as Flags from "@oclif/core/flags";
 import type { AdminClient } from "../admin-api/client.js";
 import { confirmOrStop, mustConfirm, type Destructive } from "./confirm.js";
 import { resolveConnection, type Resolved, type ResolvedConnection } from "./context.js";
@@ -121,7 +126,7 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
 
   /** The single place where a failure becomes output and an exit code. */
   override async catch(err: Error & { exitCode?: number }): Promise<never> {
-    if (err instanceof Errors.ExitError) throw err;
+    if (err instanceof ExitError) throw err;
     // a command that already probed for this failure (the dashboard, before deciding not to retry) is not probed twice
     if (this.failureContext.certificateRefused === undefined) {
       const refused = await this.probeCertificateRefusal(err);
@@ -130,7 +135,7 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
     const failure = classifyError(err, this.failureContext);
     this.printFailure(failure);
     if (failure.exitCode === 1 && process.env.DEBUG) process.stderr.write(`${err.stack ?? ""}\n`);
-    throw new Errors.ExitError(failure.exitCode);
+    throw new ExitError(failure.exitCode);
   }
 
   /**
@@ -154,7 +159,7 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
   protected failWithResult(result: unknown, failure: Failure): never {
     if (this.jsonEnabled()) this.logJson(result);
     this.printFailure(failure);
-    throw new Errors.ExitError(failure.exitCode);
+    throw new ExitError(failure.exitCode);
   }
 
   protected printFailure(f: Failure): void {

@@ -12,7 +12,7 @@
  * run()) and a `yes: yesFlag`; test/cli/snapshot.test.ts checks that each such command has it.
  */
 import { createInterface } from "node:readline/promises";
-import { Flags } from "@oclif/core";
+import * as Flags from "@oclif/core/flags";
 import { InterruptedError, UsageError } from "./exit-codes.js";
 
 /**

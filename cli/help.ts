@@ -2,7 +2,9 @@
  * qimctl's help: oclif's, plus what every operator needs on the first screen — how the connection
  * is resolved, examples, and the exit codes (defined once in cli/exit-codes.ts).
  */
-import { Help, type Command } from "@oclif/core";
+// the help entry point only: `qimctl … --help` loads no more of oclif than it needs (bench/startup.ts)
+import type { Command } from "@oclif/core/command";
+import { Help } from "@oclif/core/help";
 import { exitCodeHelp } from "./exit-codes.js";
 
 const ROOT_EXAMPLES = `First time? A private stack on this machine (redis-server, dev PKI, admin server; writes the context):

@@ -5,7 +5,7 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
-import { Flags } from "@oclif/core";
+import * as Flags from "@oclif/core/flags";
 import type { PemPair } from "../../certs/pki.js";
 import { UsageError } from "../exit-codes.js";
 import { certificateResult, type CertificateResult } from "./results.js";

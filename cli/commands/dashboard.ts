@@ -1,4 +1,4 @@
-import { Flags } from "@oclif/core";
+import * as Flags from "@oclif/core/flags";
 import { ConnectedCommand } from "../base.js";
 import { DashboardFeed, retryable, type FeedListener } from "../dashboard/feed.js";
 import { dashboardLine, intervalMs as parseInterval, plainLine, type ConnectionState } from "../dashboard/model.js";

@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import { Flags } from "@oclif/core";
+import * as Flags from "@oclif/core/flags";
 import type { DemoResult, DemoStep } from "../demo/results.js";
 import type { DemoWorld } from "../demo/scenario.js";
 import { stepsTable } from "../demo/text.js";

@@ -1,4 +1,4 @@
-import { Flags } from "@oclif/core";
+import * as Flags from "@oclif/core/flags";
 import { ConnectedCommand } from "../base.js";
 import { historyResult, type HistoryResult } from "../history/results.js";
 import { historyText } from "../history/text.js";

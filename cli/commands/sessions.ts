@@ -1,4 +1,4 @@
-import { Flags } from "@oclif/core";
+import * as Flags from "@oclif/core/flags";
 import { ConnectedCommand } from "../base.js";
 import { sessionsResult, type SessionsResult } from "../sessions/results.js";
 import { sessionsText } from "../sessions/text.js";

@@ -3,7 +3,9 @@
  * DevStackError into its message, hints and exit code (everything else goes through BaseCommand's
  * classifyError as usual).
  */
-import { Errors, Flags, type Command } from "@oclif/core";
+import type { Command } from "@oclif/core/command";
+import { ExitError } from "@oclif/core/errors";
+import * as Flags from "@oclif/core/flags";
 import { BaseCommand } from "../base.js";
 import { DEFAULT_DEV_DIR, DevStackError } from "./stack.js";
 
@@ -14,7 +16,7 @@ export abstract class DevCommand<T extends typeof Command> extends BaseCommand<T
   override async catch(err: Error & { exitCode?: number }): Promise<never> {
     if (err instanceof DevStackError) {
       this.printFailure({ exitCode: err.exitCode, code: err.code, message: err.message, hints: err.hints });
-      throw new Errors.ExitError(err.exitCode);
+      throw new ExitError(err.exitCode);
     }
     return super.catch(err);
   }

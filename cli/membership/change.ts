@@ -10,7 +10,8 @@
  * to the planned version as the server sent it, so that a change made by someone else while the
  * prompt was open is refused (exit 4) instead of silently widening what was confirmed.
  */
-import { Flags, type Command } from "@oclif/core";
+import type { Command } from "@oclif/core/command";
+import * as Flags from "@oclif/core/flags";
 import type { ChangeMembersRequest, MembershipChange } from "../../admin-api/client.js";
 import { ConnectedCommand } from "../base.js";
 import { LIMITS, uuid, uuidList } from "../validate.js";

@@ -1,4 +1,4 @@
-import { Flags } from "@oclif/core";
+import * as Flags from "@oclif/core/flags";
 import { ConnectedCommand } from "../../base.js";
 import { auditEntryResult, type AuditTailResult } from "../../audit/results.js";
 import { auditTailText } from "../../audit/text.js";

@@ -1,8 +1,8 @@
 import { X509Certificate } from "node:crypto";
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import { Flags } from "@oclif/core";
-import { NOT_ONE_LINE } from "../../../core/index.js";
+import * as Flags from "@oclif/core/flags";
+import { NOT_ONE_LINE } from "../../../core/base/index.js";
 import { BaseCommand } from "../../base.js";
 import type { FingerprintEntry, FingerprintResult } from "../../certs/results.js";
 import { subjectText } from "../../certs/text.js";

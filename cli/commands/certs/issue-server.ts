@@ -1,5 +1,5 @@
 import path from "node:path";
-import { Flags } from "@oclif/core";
+import * as Flags from "@oclif/core/flags";
 import { BaseCommand } from "../../base.js";
 import { fileBase, forceFlag, pkiDirFlag, positiveDays, readCaFile, refuseExisting, writeCertificate } from "../../certs/files.js";
 import type { CertificateResult } from "../../certs/results.js";

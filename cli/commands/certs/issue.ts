@@ -1,7 +1,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { Flags } from "@oclif/core";
+import * as Flags from "@oclif/core/flags";
 import { BaseCommand } from "../../base.js";
 import { fileBase, forceFlag, pkiDirFlag, positiveDays, readCaFile, refuseExisting, writeCertificate } from "../../certs/files.js";
 import type { IssueResult } from "../../certs/results.js";

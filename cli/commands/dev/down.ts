@@ -1,5 +1,5 @@
 import path from "node:path";
-import { Flags } from "@oclif/core";
+import * as Flags from "@oclif/core/flags";
 import { yesFlag, type Destructive } from "../../confirm.js";
 import { dataDirFlag, DevCommand } from "../../dev/command.js";
 import { DEFAULT_DEV_DIR, devDown, type DevDownResult } from "../../dev/stack.js";

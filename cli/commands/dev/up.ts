@@ -1,4 +1,4 @@
-import { Flags } from "@oclif/core";
+import * as Flags from "@oclif/core/flags";
 import { dataDirFlag, DevCommand } from "../../dev/command.js";
 import { DEFAULT_DEV_DIR, devUp, stopStartingOnInterrupt, type DevUpResult } from "../../dev/stack.js";
 import { upLines } from "../../dev/text.js";

@@ -1,6 +1,6 @@
 import { accessSync, constants, writeFileSync } from "node:fs";
 import path from "node:path";
-import { Flags } from "@oclif/core";
+import * as Flags from "@oclif/core/flags";
 import type { DrillProgress } from "../../../admin-api/client.js";
 import { ConnectedCommand } from "../../base.js";
 import { yesFlag, type Destructive } from "../../confirm.js";

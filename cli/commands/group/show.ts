@@ -1,4 +1,4 @@
-import { Flags } from "@oclif/core";
+import * as Flags from "@oclif/core/flags";
 import { ConnectedCommand } from "../../base.js";
 import { groupResult, type GroupResult } from "../../group/results.js";
 import { groupText } from "../../group/text.js";

@@ -1,4 +1,4 @@
-import { Flags } from "@oclif/core";
+import * as Flags from "@oclif/core/flags";
 import { ConnectedCommand } from "../../base.js";
 import { memberListResult, type MemberListResult } from "../../membership/results.js";
 import { memberListText } from "../../membership/text.js";

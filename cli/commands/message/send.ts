@@ -1,4 +1,4 @@
-import { Flags } from "@oclif/core";
+import * as Flags from "@oclif/core/flags";
 import { ConnectedCommand } from "../../base.js";
 import { sendResult, type SendResult } from "../../message/results.js";
 import { sentText } from "../../message/text.js";

@@ -1,4 +1,4 @@
-import { Flags } from "@oclif/core";
+import * as Flags from "@oclif/core/flags";
 import { ConnectedCommand } from "../../base.js";
 import { yesFlag, type Destructive } from "../../confirm.js";
 import { epochBumpResult, type EpochBumpResult } from "../../projection/results.js";

@@ -1,4 +1,4 @@
-import { Flags } from "@oclif/core";
+import * as Flags from "@oclif/core/flags";
 import { ConnectedCommand } from "../../base.js";
 import { epochResult, type EpochResult } from "../../projection/results.js";
 import { epochText } from "../../projection/text.js";

@@ -1,4 +1,4 @@
-import { Flags } from "@oclif/core";
+import * as Flags from "@oclif/core/flags";
 import { ConnectedCommand } from "../../base.js";
 import { rebuildResult, type RebuildResult } from "../../projection/results.js";
 import { rebuiltText } from "../../projection/text.js";

@@ -1,5 +1,5 @@
 import { accessSync, constants, readFileSync } from "node:fs";
-import { Flags } from "@oclif/core";
+import * as Flags from "@oclif/core/flags";
 import { cassandraSettingsProblem, DAEMON_DEFAULTS, parseDuration, type DaemonSettings } from "../../../admin-api/daemon-settings.js";
 import { BaseCommand } from "../../base.js";
 import { UsageError } from "../../exit-codes.js";

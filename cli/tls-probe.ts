@@ -1,5 +1,5 @@
 import { connect } from "node:tls";
-import { parseHostPort } from "../core/index.js";
+import { parseHostPort } from "../core/base/index.js";
 
 /**
  * Whether the server hangs up right after a TLS handshake made with this client certificate.

@@ -4,9 +4,9 @@
  * limits are the admin API's own (proto/qim/admin/v1/*.proto field docs), so a request that passes
  * here is not refused by the server for its shape.
  */
-import { InvalidArgumentError } from "../core/index.js";
-import { parseReason, REASON_MAX_CHARS, trimAscii } from "../core/index.js";
-import { parseHostPort } from "../core/index.js";
+import { InvalidArgumentError } from "../core/base/index.js";
+import { parseReason, REASON_MAX_CHARS, trimAscii } from "../core/base/index.js";
+import { parseHostPort } from "../core/base/index.js";
 import { UsageError } from "./exit-codes.js";
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;

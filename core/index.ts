@@ -4,6 +4,7 @@
  * A new module adds one line here.
  */
 export * from "./base/index.js";
+export * from "./metrics/index.js";
 export * from "./lua/index.js";
 export * from "./store/index.js";
 export * from "./conversation/index.js";

@@ -1,8 +1,7 @@
-/** What every module stands on: identifiers, domain errors, operator text, topology, hash tags, keys, the metrics registry. */
+/** What every module stands on: identifiers, domain errors, operator text, topology, hash tags, keys. */
 export * from "./bucket.js";
 export * from "./errors.js";
 export * from "./ids.js";
 export { KeySpace } from "./keys.js";
-export { registry } from "./metrics.js";
 export * from "./text.js";
 export * from "./topology.js";

@@ -1,5 +1,5 @@
 import { Counter, Histogram } from "prom-client";
-import { registry } from "../base/index.js";
+import { registry } from "../metrics/index.js";
 
 /** The conversation module's metrics (the writer: ADR-0021 "新增指标"). Registered in the process's one registry (base/metrics.ts). */
 export const metrics = {

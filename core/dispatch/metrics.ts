@@ -1,5 +1,5 @@
 import { Counter } from "prom-client";
-import { registry } from "../base/index.js";
+import { registry } from "../metrics/index.js";
 
 /** The dispatch module's metrics (the outbox relay). Registered in the process's one registry (base/metrics.ts). */
 export const metrics = {

@@ -1,5 +1,5 @@
 import { Counter, Gauge } from "prom-client";
-import { registry } from "../base/index.js";
+import { registry } from "../metrics/index.js";
 
 /** The session projection's metrics (ADR-0021 §4 "新增指标"). Registered in the process's one registry (base/metrics.ts). */
 export const metrics = {

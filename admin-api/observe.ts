@@ -57,7 +57,13 @@ export async function readCounters(): Promise<Counters> {
     total("qim_writer_messages_committed_total"),
     total("qim_relay_dispatched_total"),
   ]);
+  const totals: Record<string, number> = {};
+  for (const m of await registry.getMetricsAsJSON()) {
+    // prom-client types `type` as an enum its JavaScript does not export; the value is the string
+    if (String(m.type) === "counter") totals[m.name] = m.values.reduce((sum, v) => sum + v.value, 0);
+  }
   return {
+    totals,
     membershipEvents,
     membershipRetries,
     conversationStatePending: pending,

@@ -137,6 +137,13 @@ describe("ObserveService.Watch and the dashboard's feed", { timeout: 180_000 }, 
     assert.deepEqual([line.principal, line.rpc, line.result], [CLIENT_NAMES.operator, "/qim.admin.v1.GroupService/AddMembers", "OK"]);
     assert.deepEqual(Object.keys(line).sort(), ["principal", "result", "rpc", "time"], "an audit line carries no arguments");
     assert.ok(moved.audit.length <= 8);
+    // totals: every counter of the process by metric name, summed over labels, so the join events
+    // appear there as the labelled field shows them
+    const t = moved.counters!.totals;
+    const labelled = moved.counters!.membershipEvents;
+    assert.equal(t.qim_writer_membership_events_total, (labelled.join ?? 0) + (labelled.leave ?? 0) + (labelled.remove ?? 0));
+    assert.equal(t.qim_relay_dispatched_total, moved.counters!.relayDispatched);
+    for (const name of ["qim_writer_messages_committed_total", "qim_session_conversation_state_pending_total"]) assert.equal(typeof t[name], "number", name);
     w.stream.cancel();
   });
 

@@ -185,7 +185,10 @@ export class Observer {
 
 /** The environment variable that turns the server's diagnostics on (bench/admin sets it). */
 export const DIAGNOSTICS_ENV = "QIM_ADMIN_DIAGNOSTICS";
-/** With the diagnostics on: a folder where each interval's CPU profile is written (interval-N.cpuprofile). */
+/**
+ * With the diagnostics on: a folder where each interval's CPU profile and sampled allocations are
+ * written (interval-N.cpuprofile, interval-N.heapprofile).
+ */
 export const DIAGNOSTICS_PROFILE_ENV = "QIM_ADMIN_DIAGNOSTICS_PROFILE";
 
 const sum = (r: Record<string, number>) => Object.values(r).reduce((a, b) => a + b, 0);
@@ -234,14 +237,19 @@ export async function startDiagnostics(audit: AuditLog, log: (line: string) => v
     profiler.connect();
     await new Promise<void>((resolve, reject) => profiler!.post("Profiler.enable", (e) => (e ? reject(e) : resolve())));
     await new Promise<void>((resolve, reject) => profiler!.post("Profiler.start", (e) => (e ? reject(e) : resolve())));
+    await new Promise<void>((resolve, reject) => profiler!.post("HeapProfiler.startSampling", { samplingInterval: 16384, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true }, (e) => (e ? reject(e) : resolve())));
   }
   const rotateProfile = async () => {
     if (!profiler) return;
     const { writeFile } = await import("node:fs/promises");
     const { join } = await import("node:path");
     const profile = await new Promise<unknown>((resolve, reject) => profiler!.post("Profiler.stop", (e, r) => (e ? reject(e) : resolve(r.profile))));
-    await writeFile(join(profileDir!, `interval-${interval++}.cpuprofile`), JSON.stringify(profile));
+    const heap = await new Promise<unknown>((resolve, reject) => profiler!.post("HeapProfiler.stopSampling", (e, r) => (e ? reject(e) : resolve(r.profile))));
+    await writeFile(join(profileDir!, `interval-${interval}.cpuprofile`), JSON.stringify(profile));
+    await writeFile(join(profileDir!, `interval-${interval++}.heapprofile`), JSON.stringify(heap));
     await new Promise<void>((resolve, reject) => profiler!.post("Profiler.start", (e) => (e ? reject(e) : resolve())));
+    await new Promise<void>((resolve, reject) => profiler!.post("HeapProfiler.startSampling", { samplingInterval: 16384, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true }, (e) => (e ? reject(e) : resolve())));
+    await new Promise<void>((resolve, reject) => profiler!.post("HeapProfiler.startSampling", { samplingInterval: 16384, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true }, (e) => (e ? reject(e) : resolve())));
   };
   let auditBefore = { flushes: audit.stats.flushes, records: audit.stats.records };
   const report = () => void (async () => {

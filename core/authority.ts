@@ -50,7 +50,12 @@ export interface ConversationStateAuthority {
 
 /** Pending-queue item text: "tenantHex|userHex|conversationHex|kind|createdAt". */
 export function encodeRegistration(i: RegistrationItem): string {
-  return `${uuidToHex(i.tenant)}|${uuidToHex(i.user)}|${uuidToHex(i.conversation)}|${i.kind}|${i.firstSeenAt}`;
+  return encodeRegistrationHex(uuidToHex(i.tenant), uuidToHex(i.user), uuidToHex(i.conversation), i.kind, i.firstSeenAt);
+}
+
+/** encodeRegistration from the ids' hex forms, which the session projection has at hand. */
+export function encodeRegistrationHex(tenantHex: string, userHex: string, conversationHex: string, kind: RegistrationItem["kind"], firstSeenAt: number): string {
+  return `${tenantHex}|${userHex}|${conversationHex}|${kind}|${firstSeenAt}`;
 }
 
 export function decodeRegistration(text: string): RegistrationItem {

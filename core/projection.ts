@@ -1,4 +1,4 @@
-import { encodeRegistration } from "./authority.js";
+import { encodeRegistrationHex } from "./authority.js";
 import type { DispatchIdentity, DispatchLog, DispatchRecord, LogPosition, Watermarks } from "./dispatch-log.js";
 import { compareStreamIds, LOG_START } from "./dispatch-log.js";
 import type { ProjectionEpoch } from "./epoch.js";
@@ -29,14 +29,14 @@ export class ProjectionWriter {
 
   // a user's key names need a blake3 of (tenant, user); a 500-member group's message would hash
   // 500 times per record without this
-  private readonly userKeyCache = new Map<string, UserKeys>();
+  private readonly userKeyCache = new Map<string, { keys: UserKeys; hex: string }>();
 
-  private userKeys(tenant: Uuid, user: Uuid): UserKeys {
+  private userKeys(tenant: Uuid, user: Uuid): { keys: UserKeys; hex: string } {
     const id = tenant + user;
     let k = this.userKeyCache.get(id);
     if (!k) {
       if (this.userKeyCache.size >= 200_000) this.userKeyCache.clear();
-      k = this.keys.user(tenant, user);
+      k = { keys: this.keys.user(tenant, user), hex: uuidToHex(user) };
       this.userKeyCache.set(id, k);
     }
     return k;
@@ -44,23 +44,35 @@ export class ProjectionWriter {
 
   /** Projects every recipient of every record; returns how many conversations entered a user's set. */
   async project(records: readonly DispatchRecord[]): Promise<number> {
-    const entries: { uk: UserKeys; record: DispatchRecord; user: Uuid; conv: string; createdAt: number }[] = [];
+    // the script's keys (2 an entry) and arguments (3 an entry), built straight into the arrays
+    // it is called with; what a record's entries share is built once per record
+    const tags: string[] = [];
+    const keys: string[] = [];
+    const args: string[] = [];
     for (const record of records) {
       const createdAt = entryCreatedAt(record.entry);
+      const at = String(createdAt);
       const conv = uuidToHex(record.conversation);
-      for (const user of record.recipients) entries.push({ uk: this.userKeys(record.tenant, user), record, user, conv, createdAt });
+      const tenantHex = uuidToHex(record.tenant);
+      for (const user of record.recipients) {
+        const u = this.userKeys(record.tenant, user);
+        tags.push(u.keys.tag);
+        keys.push(u.keys.convs, u.keys.ucsPending);
+        args.push(conv, at, encodeRegistrationHex(tenantHex, u.hex, conv, "group", createdAt));
+      }
     }
-    const counts = await Promise.all(this.store.byTarget(entries.map((e) => e.uk.tag)).flatMap(({ client, idx }) => {
+    const counts = await Promise.all(this.store.byTarget(tags).flatMap(({ client, idx }) => {
+      // every entry on one target, in one call: the arrays as built
+      if (idx.length === tags.length && idx.length <= MAX_ENTRIES_PER_CALL) return [callScript(client, "projectEntries", keys, args).then((r) => Number(r[0]))];
       const calls: Promise<number>[] = [];
       for (let i = 0; i < idx.length; i += MAX_ENTRIES_PER_CALL) {
-        const keys: string[] = [];
-        const args: string[] = [];
+        const k: string[] = [];
+        const a: string[] = [];
         for (const j of idx.slice(i, i + MAX_ENTRIES_PER_CALL)) {
-          const { uk, record: r, user, conv, createdAt } = entries[j]!;
-          keys.push(uk.convs, uk.ucsPending);
-          args.push(conv, String(createdAt), encodeRegistration({ tenant: r.tenant, user, conversation: r.conversation, kind: "group", firstSeenAt: createdAt }));
+          k.push(keys[2 * j]!, keys[2 * j + 1]!);
+          a.push(args[3 * j]!, args[3 * j + 1]!, args[3 * j + 2]!);
         }
-        calls.push(callScript(client, "projectEntries", keys, args).then((r) => Number(r[0])));
+        calls.push(callScript(client, "projectEntries", k, a).then((r) => Number(r[0])));
       }
       return calls;
     }));

@@ -10,13 +10,15 @@
  *      process, same concurrency): calls/s and CPU µs a call;
  *   3. the API's limit on this machine: 1 / (core+relay pair time + 2 × empty call CPU) — a pair is
  *      two calls — and the API's efficiency against it; targets: efficiency ≥ 0.8, API p99 ≤ 3× p50;
+ *      next to it, empty calls over mTLS to the server process itself (latency, CPU of both ends)
+ *      and the same limit with their CPU;
  *   4. CPU µs per pair of this process (the client), the server and redis-server (/proc), and the
  *      server's own diagnostics for the measured API phase (QIM_ADMIN_DIAGNOSTICS: event-loop
  *      delay, GC, audit flushes), bracketed with SIGUSR2;
  *   5. `qimctl --version` start-up time next to `node -e 0` (ratio).
  * Every round runs the four measurements once; the summary gives the median over rounds.
  * Usage: node dist/bench/admin.js [--pairs N] [--concurrency C] [--rounds R] [--json]
- *          [--server-cpu-prof DIR] [--client-cpu-prof PREFIX] [--compare OTHER/dist/admin-api/main.js] [--server-args "FLAGS"] [--server-node-args "FLAGS"] [--no-startup] [--verbose]
+ *          [--server-cpu-prof DIR] [--client-cpu-prof PREFIX] [--compare OTHER/dist/admin-api/main.js [--compare-node-args "FLAGS"]] [--server-args "FLAGS"] [--server-node-args "FLAGS"] [--no-startup] [--verbose]
  * --server-cpu-prof DIR: the server writes a CPU profile of each measured API phase there
  * (interval-1.cpuprofile, interval-3.cpuprofile, …; the even ones are the warm-ups).
  */
@@ -72,6 +74,8 @@ const VERBOSE = args.includes("--verbose");
 const SERVER_ARGS = (option("--server-args") ?? "").split(" ").filter(Boolean);
 /** Node/V8 flags for the server process, for experiments (e.g. --server-node-args "--max-semi-space-size=32"). */
 const SERVER_NODE_ARGS = (option("--server-node-args") ?? "").split(" ").filter(Boolean);
+/** With --compare: Node/V8 flags for the compared server instead (--compare may then name this build). */
+const COMPARE_NODE_ARGS = option("--compare-node-args")?.split(" ").filter(Boolean);
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 const MAIN_ENTRY = join(ROOT, "dist/admin-api/main.js");
 const PARTITIONS = 8;
@@ -169,6 +173,41 @@ async function grpcFloor(): Promise<{ callsPerSec: number; cpuUsPerCall: number 
   return { callsPerSec: Math.round(N / seconds), cpuUsPerCall: Math.round((cpu.user + cpu.system) / N) };
 }
 
+/**
+ * Empty unary calls (grpc.health.v1 Check) to the real server over mTLS with the operator
+ * certificate, same concurrency: what the API's transport costs there (latency, and CPU a call
+ * of this process and of the server), next to the membership pairs of the same server.
+ */
+async function emptyOverMtls(port: number, ca: string, cert: string, key: string, serverPid: number) {
+  const Health = grpc.makeGenericClientConstructor(healthService, "Health");
+  const client = new Health(`localhost:${port}`, grpc.credentials.createSsl(Buffer.from(ca), Buffer.from(key), Buffer.from(cert))) as unknown as grpc.Client & {
+    check: (req: { service: string }, cb: (err: grpc.ServiceError | null) => void) => void;
+  };
+  const call = () => new Promise<void>((resolve, reject) => client.check({ service: "" }, (e) => (e ? reject(e) : resolve())));
+  const N = 2 * PAIRS;
+  const latencies: number[] = [];
+  let next = 0;
+  await Promise.all(Array.from({ length: CONCURRENCY }, async () => { while (next++ < 500) await call(); }));
+  next = 0;
+  const c0 = selfCpuUs();
+  const s0 = procCpuUs(serverPid);
+  const t0 = process.hrtime.bigint();
+  await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
+    while (next++ < N) {
+      const t = process.hrtime.bigint();
+      await call();
+      latencies.push(Number(process.hrtime.bigint() - t) / 1e6);
+    }
+  }));
+  const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
+  const out = {
+    callsPerSec: Math.round(N / seconds), p50Ms: +pct(latencies, 50).toFixed(2), p99Ms: +pct(latencies, 99).toFixed(2),
+    cpuUsPerCall: { client: Math.round((selfCpuUs() - c0) / N), server: Math.round((procCpuUs(serverPid) - s0) / N) },
+  };
+  client.close();
+  return out;
+}
+
 async function startupMs(cmd: string[], times: number): Promise<number> {
   const samples: number[] = [];
   for (let i = 0; i < times; i++) {
@@ -180,9 +219,10 @@ async function startupMs(cmd: string[], times: number): Promise<number> {
 }
 
 /** A qim-admin-server child with its diagnostics on; `diagnostics()` brackets an interval (SIGUSR2). */
-async function startServer(dir: string, redisAddr: string, entry: string): Promise<{ child: ChildProcess; port: number; diagnostics(): Promise<Record<string, unknown>>; stop(): Promise<void> }> {
+async function startServer(dir: string, redisAddr: string, entry: string, role: "main" | "compare"): Promise<{ child: ChildProcess; port: number; diagnostics(): Promise<Record<string, unknown>>; stop(): Promise<void> }> {
   const port = await freePort();
-  const child = spawn(process.execPath, [...SERVER_NODE_ARGS, entry, "--listen", `127.0.0.1:${port}`, "--metrics-listen", "off",
+  const nodeArgs = role === "compare" && COMPARE_NODE_ARGS ? COMPARE_NODE_ARGS : SERVER_NODE_ARGS;
+  const child = spawn(process.execPath, [...nodeArgs, entry, "--listen", `127.0.0.1:${port}`, "--metrics-listen", "off",
     "--tls-ca", join(dir, "ca.pem"), "--tls-cert", join(dir, "server.pem"), "--tls-key", join(dir, "server-key.pem"),
     "--audit-log", join(dir, "audit.log"), "--redis", redisAddr, "--partitions", String(PARTITIONS), ...SERVER_ARGS],
   { stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, QIM_ADMIN_DIAGNOSTICS: "1", ...(CPU_PROF ? { QIM_ADMIN_DIAGNOSTICS_PROFILE: CPU_PROF } : {}) } });
@@ -224,6 +264,10 @@ interface Round {
   ratio: number;
   ratioWithRelay: number;
   server: Record<string, unknown>;
+  emptyOverMtls: Awaited<ReturnType<typeof emptyOverMtls>>;
+  /** The limit with the empty call over mTLS to the server instead of the in-process plaintext one. */
+  limitMtls: number;
+  efficiencyMtls: number;
   /** --compare: the other server build, measured in the same round. */
   compare?: { api: PairStats; efficiency: number; server: Record<string, unknown> };
 }
@@ -264,8 +308,9 @@ async function main() {
     await relayedEngine.removeMembers({ tenant, group, users: [user] });
   };
   const redisPid = { redis: redis.pid };
-  const apiPhase = async (entry: string, r: number) => {
-    const server = await startServer(dir, redis.addr, entry);
+  const apiPhase = async (role: "main" | "compare", r: number) => {
+    const entry = role === "main" ? MAIN_ENTRY : COMPARE!;
+    const server = await startServer(dir, redis.addr, entry, role);
     const client = connectAdmin({ endpoint: `localhost:${server.port}`, caPem: ca.certPem, certPem: operator.certPem, keyPem: operator.keyPem });
     const viaApi = async (group: string, user: string) => {
       await client.addMembers({ tenant, group, users: [user], dryRun: false });
@@ -273,13 +318,14 @@ async function main() {
     };
     try {
       await pairs(await groupsFor(), viaApi, {}, Math.min(PAIRS, 1000));
+      const empty = await emptyOverMtls(server.port, ca.certPem, operator.certPem, operator.keyPem, server.child.pid!);
       const groups = await groupsFor();
       await server.diagnostics();
-      const stopProfile = CLIENT_PROF && entry === MAIN_ENTRY ? await startProfile() : undefined;
+      const stopProfile = CLIENT_PROF && role === "main" ? await startProfile() : undefined;
       const api = await pairs(groups, viaApi, { server: server.child.pid!, ...redisPid });
       await stopProfile?.(`${CLIENT_PROF}-round${r + 1}.cpuprofile`);
       const diag = await server.diagnostics();
-      return { api, diag };
+      return { api, diag, empty };
     } finally {
       client.close();
       await server.stop();
@@ -307,20 +353,26 @@ async function main() {
       // the API with its own server process (started now: it catches up the dispatch log before
       // it listens), warmed up, then measured between two diagnostics signals; with --compare,
       // the other server build too, in alternating order
-      const entries = COMPARE ? (r % 2 === 0 ? [MAIN_ENTRY, COMPARE] : [COMPARE, MAIN_ENTRY]) : [MAIN_ENTRY];
-      const measured = new Map<string, { api: PairStats; diag: Record<string, unknown> }>();
-      for (const entry of entries) measured.set(entry, await apiPhase(entry, r));
-      const { api, diag } = measured.get(MAIN_ENTRY)!;
-      const other = COMPARE ? measured.get(COMPARE)! : undefined;
+      const roles: ("main" | "compare")[] = COMPARE ? (r % 2 === 0 ? ["main", "compare"] : ["compare", "main"]) : ["main"];
+      const measured = new Map<string, { api: PairStats; diag: Record<string, unknown>; empty: Awaited<ReturnType<typeof emptyOverMtls>> }>();
+      for (const role of roles) measured.set(role, await apiPhase(role, r));
+      const { api, diag, empty } = measured.get("main")!;
+      const other = measured.get("compare");
       // a pair is two calls: the API cannot beat core + relay plus two empty calls
       const pairUs = 1e6 / coreWithRelay.pairsPerSec + 2 * floor.cpuUsPerCall;
       const limit = Math.round(1e6 / pairUs);
+      // the same with the empty call measured against the server itself (mTLS, another process)
+      const mtlsCallUs = empty.cpuUsPerCall.client + empty.cpuUsPerCall.server;
+      const limitMtls = Math.round(1e6 / (1e6 / coreWithRelay.pairsPerSec + 2 * mtlsCallUs));
       const round: Round = {
         core, coreWithRelay, api, grpcFloor: floor, limit,
         efficiency: +(api.pairsPerSec / limit).toFixed(3),
         ratio: +(api.pairsPerSec / core.pairsPerSec).toFixed(3),
         ratioWithRelay: +(api.pairsPerSec / coreWithRelay.pairsPerSec).toFixed(3),
         server: diag,
+        emptyOverMtls: empty,
+        limitMtls,
+        efficiencyMtls: +(api.pairsPerSec / limitMtls).toFixed(3),
         ...(other ? { compare: { api: other.api, efficiency: +(other.api.pairsPerSec / limit).toFixed(3), server: other.diag } } : {}),
       };
       rounds.push(round);
@@ -342,6 +394,9 @@ async function main() {
     limit: med((r) => r.limit),
     efficiency: med((r) => r.efficiency),
     p99OverP50: med((r) => r.api.p99Ms / r.api.p50Ms),
+    emptyOverMtls: { p50Ms: med((r) => r.emptyOverMtls.p50Ms), cpuUsPerCall: med((r) => r.emptyOverMtls.cpuUsPerCall.client + r.emptyOverMtls.cpuUsPerCall.server) },
+    limitMtls: med((r) => r.limitMtls),
+    efficiencyMtls: med((r) => r.efficiencyMtls),
     ...(COMPARE ? {
       compare: {
         api: { pairsPerSec: med((r) => r.compare!.api.pairsPerSec), p50Ms: med((r) => r.compare!.api.p50Ms), p99Ms: med((r) => r.compare!.api.p99Ms) },
@@ -366,6 +421,7 @@ async function main() {
   console.log(`  admin API over mTLS  ${String(s.api.pairsPerSec).padStart(6)} pairs/s   p50 ${s.api.p50Ms} ms   p99 ${s.api.p99Ms} ms   ratio ${s.ratio} vs core, ${s.ratioWithRelay} vs core + relay`);
   if (s.compare) console.log(`  API, --compare build ${String(s.compare.api.pairsPerSec).padStart(6)} pairs/s   p50 ${s.compare.api.p50Ms} ms   p99 ${s.compare.api.p99Ms} ms   efficiency ${s.compare.efficiency}, p99/p50 ${s.compare.p99OverP50.toFixed(2)}`);
   console.log(`  empty unary call ${s.emptyCallCpuUs} µs CPU; limit 1/(core+relay pair + 2 calls) = ${s.limit} pairs/s`);
+  console.log(`  empty call over mTLS to the server ${s.emptyOverMtls.cpuUsPerCall} µs CPU (both ends), p50 ${s.emptyOverMtls.p50Ms} ms; limit with it ${s.limitMtls} pairs/s, efficiency ${s.efficiencyMtls}`);
   console.log(`  efficiency vs limit ${s.efficiency} (target ≥ 0.8) ${s.efficiency >= 0.8 ? "MET" : "NOT MET"};`
     + ` API p99/p50 ${s.p99OverP50.toFixed(2)} (target ≤ 3) ${s.p99OverP50 <= 3 ? "MET" : "NOT MET"}`);
   if (out.startup) {
@@ -386,6 +442,8 @@ function printRound(n: number, r: Round) {
     console.log(`  redis per pair, core + relay: ${cmds(r.coreWithRelay)}`);
     console.log(`  redis per pair, admin API:    ${cmds(r.api)}`);
   }
+  const e = r.emptyOverMtls;
+  console.log(`  empty call, server   ${e.callsPerSec} calls/s over mTLS to the server   p50 ${e.p50Ms} ms   p99 ${e.p99Ms} ms   CPU µs/call ${JSON.stringify(e.cpuUsPerCall)}; limit with it ${r.limitMtls} pairs/s, efficiency ${r.efficiencyMtls}`);
   console.log(`  empty unary call     ${r.grpcFloor.callsPerSec} calls/s, ${r.grpcFloor.cpuUsPerCall} µs CPU a call; limit ${r.limit} pairs/s; efficiency ${r.efficiency}; ratio ${r.ratio} vs core, ${r.ratioWithRelay} vs core + relay; p99/p50 ${(r.api.p99Ms / r.api.p50Ms).toFixed(2)}`);
   const show = (name: string, d: Record<string, unknown>) => console.log(`  ${name}: ${JSON.stringify({ cpuMs: d.cpuMs, elu: d.eventLoopUtilization, loopDelayMs: d.eventLoopDelayMs, gc: d.gc, audit: d.audit, committed: d.committed, relayed: d.relayed, projected: d.projected })}`);
   show("server", r.server);

@@ -441,6 +441,7 @@ function printRound(n: number, r: Round) {
     const cmds = (p: PairStats) => Object.entries(p.redisPerPair ?? {}).sort((a, b) => b[1].us - a[1].us).map(([k, v]) => `${k} ${v.calls}×/${v.us}µs`).join(", ");
     console.log(`  redis per pair, core + relay: ${cmds(r.coreWithRelay)}`);
     console.log(`  redis per pair, admin API:    ${cmds(r.api)}`);
+    if (r.compare) console.log(`  redis per pair, --compare:    ${cmds(r.compare.api)}`);
   }
   const e = r.emptyOverMtls;
   console.log(`  empty call, server   ${e.callsPerSec} calls/s over mTLS to the server   p50 ${e.p50Ms} ms   p99 ${e.p99Ms} ms   CPU µs/call ${JSON.stringify(e.cpuUsPerCall)}; limit with it ${r.limitMtls} pairs/s, efficiency ${r.efficiencyMtls}`);

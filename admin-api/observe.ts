@@ -198,8 +198,8 @@ const summary = (h: import("node:perf_hooks").RecordableHistogram | import("node
 
 /**
  * The server's own evidence of where its time goes, for bench/admin: the event loop's delay
- * (perf_hooks monitorEventLoopDelay, sampled every 5 ms: a finer timer wakes an idle loop a thousand times a second) and utilisation, GC pauses by kind, CPU,
- * the audit log's flushes (write + fdatasync, and what each call waited for them) and the
+ * (perf_hooks monitorEventLoopDelay, sampled every 5 ms: a 1 ms timer woke an idle loop a
+ * thousand times a second) and utilisation, GC pauses by kind, CPU, the audit log's flushes (write + fdatasync, and what each call waited for them) and the
  * relay/projection counters. Off unless QIM_ADMIN_DIAGNOSTICS=1; then every SIGUSR2 logs one line
  * `diagnostics {json}` covering the time since the previous SIGUSR2 (or the start) and starts a
  * new interval, so that a benchmark can bracket its measured phase with two signals.

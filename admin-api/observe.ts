@@ -191,7 +191,10 @@ export class Observer {
 
 /** The environment variable that turns the server's diagnostics on (bench/admin sets it). */
 export const DIAGNOSTICS_ENV = "QIM_ADMIN_DIAGNOSTICS";
-/** With the diagnostics on: a folder where each interval's CPU profile is written (interval-N.cpuprofile). */
+/**
+ * With the diagnostics on: a folder where each interval's CPU profile and sampled allocations are
+ * written (interval-N.cpuprofile, interval-N.heapprofile).
+ */
 export const DIAGNOSTICS_PROFILE_ENV = "QIM_ADMIN_DIAGNOSTICS_PROFILE";
 
 const sum = (r: Record<string, number>) => Object.values(r).reduce((a, b) => a + b, 0);
@@ -201,15 +204,15 @@ const summary = (h: import("node:perf_hooks").RecordableHistogram | import("node
 
 /**
  * The server's own evidence of where its time goes, for bench/admin: the event loop's delay
- * (perf_hooks monitorEventLoopDelay at 1 ms resolution) and utilisation, GC pauses by kind, CPU,
- * the audit log's flushes (write + fdatasync, and what each call waited for them) and the
+ * (perf_hooks monitorEventLoopDelay, sampled every 5 ms: a 1 ms timer woke an idle loop a
+ * thousand times a second) and utilisation, GC pauses by kind, CPU, the audit log's flushes (write + fdatasync, and what each call waited for them) and the
  * relay/projection counters. Off unless QIM_ADMIN_DIAGNOSTICS=1; then every SIGUSR2 logs one line
  * `diagnostics {json}` covering the time since the previous SIGUSR2 (or the start) and starts a
  * new interval, so that a benchmark can bracket its measured phase with two signals.
  */
 export async function startDiagnostics(audit: AuditLog, log: (line: string) => void): Promise<{ stop(): void }> {
   const { monitorEventLoopDelay, performance, PerformanceObserver } = await import("node:perf_hooks");
-  const loop = monitorEventLoopDelay({ resolution: 1 });
+  const loop = monitorEventLoopDelay({ resolution: 5 });
   loop.enable();
   const gc = new Map<string, { n: number; totalMs: number; maxMs: number }>();
   const kinds: Record<number, string> = { 1: "minor", 2: "major", 4: "incremental", 8: "weakcb" };
@@ -240,14 +243,19 @@ export async function startDiagnostics(audit: AuditLog, log: (line: string) => v
     profiler.connect();
     await new Promise<void>((resolve, reject) => profiler!.post("Profiler.enable", (e) => (e ? reject(e) : resolve())));
     await new Promise<void>((resolve, reject) => profiler!.post("Profiler.start", (e) => (e ? reject(e) : resolve())));
+    await new Promise<void>((resolve, reject) => profiler!.post("HeapProfiler.startSampling", { samplingInterval: 262144, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true }, (e) => (e ? reject(e) : resolve())));
   }
   const rotateProfile = async () => {
     if (!profiler) return;
     const { writeFile } = await import("node:fs/promises");
     const { join } = await import("node:path");
     const profile = await new Promise<unknown>((resolve, reject) => profiler!.post("Profiler.stop", (e, r) => (e ? reject(e) : resolve(r.profile))));
-    await writeFile(join(profileDir!, `interval-${interval++}.cpuprofile`), JSON.stringify(profile));
+    const heap = await new Promise<unknown>((resolve, reject) => profiler!.post("HeapProfiler.stopSampling", (e, r) => (e ? reject(e) : resolve(r.profile))));
+    await writeFile(join(profileDir!, `interval-${interval}.cpuprofile`), JSON.stringify(profile));
+    await writeFile(join(profileDir!, `interval-${interval++}.heapprofile`), JSON.stringify(heap));
     await new Promise<void>((resolve, reject) => profiler!.post("Profiler.start", (e) => (e ? reject(e) : resolve())));
+    await new Promise<void>((resolve, reject) => profiler!.post("HeapProfiler.startSampling", { samplingInterval: 262144, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true }, (e) => (e ? reject(e) : resolve())));
+    await new Promise<void>((resolve, reject) => profiler!.post("HeapProfiler.startSampling", { samplingInterval: 262144, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true }, (e) => (e ? reject(e) : resolve())));
   };
   let auditBefore = { flushes: audit.stats.flushes, records: audit.stats.records };
   const report = () => void (async () => {

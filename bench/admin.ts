@@ -10,13 +10,17 @@
  *      process, same concurrency): calls/s and CPU µs a call;
  *   3. the API's limit on this machine: 1 / (core+relay pair time + 2 × empty call CPU) — a pair is
  *      two calls — and the API's efficiency against it; targets: efficiency ≥ 0.8, API p99 ≤ 3× p50;
+ *      next to it, empty calls over mTLS to the server process itself (latency, CPU of both ends)
+ *      and the same limit with their CPU;
  *   4. CPU µs per pair of this process (the client), the server and redis-server (/proc), and the
  *      server's own diagnostics for the measured API phase (QIM_ADMIN_DIAGNOSTICS: event-loop
  *      delay, GC, audit flushes), bracketed with SIGUSR2;
  *   5. `qimctl --version` start-up time next to `node -e 0` (ratio).
  * Every round runs the four measurements once; the summary gives the median over rounds.
  * Usage: node dist/bench/admin.js [--pairs N] [--concurrency C] [--rounds R] [--json]
- *          [--server-cpu-prof DIR] [--no-startup] [--verbose]
+ *          [--server-cpu-prof DIR] [--client-cpu-prof PREFIX] [--compare OTHER/dist/admin-api/main.js [--compare-node-args "FLAGS"]] [--server-args "FLAGS"] [--server-node-args "FLAGS"] [--no-startup] [--verbose]
+ * --server-cpu-prof DIR: the server writes a CPU profile of each measured API phase there
+ * (interval-1.cpuprofile, interval-3.cpuprofile, …; the even ones are the warm-ups).
  */
 import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
@@ -47,8 +51,33 @@ const PAIRS = flag("--pairs", 2000);
 const CONCURRENCY = flag("--concurrency", 16);
 const ROUNDS = flag("--rounds", 3);
 const CPU_PROF = option("--server-cpu-prof");
+const CLIENT_PROF = option("--client-cpu-prof");
+/** Another build's dist/admin-api/main.js, measured in every round next to this one (A/B on a noisy machine). */
+const COMPARE = option("--compare");
+
+/** A CPU profile of this process from now until the returned function writes it. */
+async function startProfile(): Promise<(file: string) => Promise<void>> {
+  const { Session } = await import("node:inspector");
+  const session = new Session();
+  session.connect();
+  const post = <T>(method: string) => new Promise<T>((resolve, reject) => session.post(method, (e, r) => (e ? reject(e) : resolve(r as T))));
+  await post("Profiler.enable");
+  await post("Profiler.start");
+  return async (file) => {
+    const { profile } = await post<{ profile: unknown }>("Profiler.stop");
+    await writeFile(file, JSON.stringify(profile));
+    session.disconnect();
+  };
+}
 const VERBOSE = args.includes("--verbose");
+/** More qim-admin-server flags, for experiments (e.g. --server-args "--no-audit-fsync"). */
+const SERVER_ARGS = (option("--server-args") ?? "").split(" ").filter(Boolean);
+/** Node/V8 flags for the server process, for experiments (e.g. --server-node-args "--max-semi-space-size=32"). */
+const SERVER_NODE_ARGS = (option("--server-node-args") ?? "").split(" ").filter(Boolean);
+/** With --compare: Node/V8 flags for the compared server instead (--compare may then name this build). */
+const COMPARE_NODE_ARGS = option("--compare-node-args")?.split(" ").filter(Boolean);
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
+const MAIN_ENTRY = join(ROOT, "dist/admin-api/main.js");
 const PARTITIONS = 8;
 
 const pct = (xs: number[], p: number) => {
@@ -65,7 +94,19 @@ function procCpuUs(pid: number): number {
 }
 const selfCpuUs = () => { const c = process.cpuUsage(); return c.user + c.system; };
 
-interface PairStats { pairsPerSec: number; p50Ms: number; p99Ms: number; maxMs: number; cpuUsPerPair: Record<string, number> }
+interface PairStats {
+  pairsPerSec: number; p50Ms: number; p99Ms: number; maxMs: number; cpuUsPerPair: Record<string, number>;
+  /** Redis commands per pair (INFO commandstats), and Redis µs of each per pair. */
+  redisPerPair?: Record<string, { calls: number; us: number }>;
+}
+
+/** INFO commandstats of one Redis: calls and usec per command. */
+async function commandStats(client: import("ioredis").Redis): Promise<Map<string, { calls: number; usec: number }>> {
+  const out = new Map<string, { calls: number; usec: number }>();
+  for (const m of (await client.info("commandstats")).matchAll(/^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/gm)) out.set(m[1]!, { calls: Number(m[2]), usec: Number(m[3]) });
+  return out;
+}
+let statsClient: import("ioredis").Redis | undefined;
 
 /**
  * Runs PAIRS add+remove pairs, one in flight per worker, each worker on a group of its own; CPU of
@@ -74,6 +115,7 @@ interface PairStats { pairsPerSec: number; p50Ms: number; p99Ms: number; maxMs: 
 async function pairs(groups: string[], pairOf: (group: string, user: string) => Promise<void>, pids: Record<string, number>, count = PAIRS): Promise<PairStats> {
   const latencies: number[] = [];
   let next = 0;
+  const cmd0 = statsClient ? await commandStats(statsClient) : undefined;
   const cpu0 = { client: selfCpuUs(), ...Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, procCpuUs(pid)])) } as Record<string, number>;
   const start = process.hrtime.bigint();
   await Promise.all(groups.map(async (group) => {
@@ -87,7 +129,17 @@ async function pairs(groups: string[], pairOf: (group: string, user: string) => 
   }));
   const seconds = Number(process.hrtime.bigint() - start) / 1e9;
   const cpu1 = { client: selfCpuUs(), ...Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, procCpuUs(pid)])) } as Record<string, number>;
+  let redisPerPair: PairStats["redisPerPair"];
+  if (cmd0) {
+    redisPerPair = {};
+    for (const [name, v] of await commandStats(statsClient!)) {
+      const calls = v.calls - (cmd0.get(name)?.calls ?? 0);
+      if (name === "info" || calls === 0) continue;
+      redisPerPair[name] = { calls: +(calls / count).toFixed(2), us: +((v.usec - (cmd0.get(name)?.usec ?? 0)) / count).toFixed(1) };
+    }
+  }
   return {
+    ...(redisPerPair ? { redisPerPair } : {}),
     pairsPerSec: Math.round(count / seconds), p50Ms: +pct(latencies, 50).toFixed(2), p99Ms: +pct(latencies, 99).toFixed(2), maxMs: +Math.max(...latencies).toFixed(2),
     cpuUsPerPair: Object.fromEntries(Object.keys(cpu0).map((k) => [k, Math.round((cpu1[k]! - cpu0[k]!) / count)])),
   };
@@ -121,6 +173,41 @@ async function grpcFloor(): Promise<{ callsPerSec: number; cpuUsPerCall: number 
   return { callsPerSec: Math.round(N / seconds), cpuUsPerCall: Math.round((cpu.user + cpu.system) / N) };
 }
 
+/**
+ * Empty unary calls (grpc.health.v1 Check) to the real server over mTLS with the operator
+ * certificate, same concurrency: what the API's transport costs there (latency, and CPU a call
+ * of this process and of the server), next to the membership pairs of the same server.
+ */
+async function emptyOverMtls(port: number, ca: string, cert: string, key: string, serverPid: number) {
+  const Health = grpc.makeGenericClientConstructor(healthService, "Health");
+  const client = new Health(`localhost:${port}`, grpc.credentials.createSsl(Buffer.from(ca), Buffer.from(key), Buffer.from(cert))) as unknown as grpc.Client & {
+    check: (req: { service: string }, cb: (err: grpc.ServiceError | null) => void) => void;
+  };
+  const call = () => new Promise<void>((resolve, reject) => client.check({ service: "" }, (e) => (e ? reject(e) : resolve())));
+  const N = 2 * PAIRS;
+  const latencies: number[] = [];
+  let next = 0;
+  await Promise.all(Array.from({ length: CONCURRENCY }, async () => { while (next++ < 500) await call(); }));
+  next = 0;
+  const c0 = selfCpuUs();
+  const s0 = procCpuUs(serverPid);
+  const t0 = process.hrtime.bigint();
+  await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
+    while (next++ < N) {
+      const t = process.hrtime.bigint();
+      await call();
+      latencies.push(Number(process.hrtime.bigint() - t) / 1e6);
+    }
+  }));
+  const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
+  const out = {
+    callsPerSec: Math.round(N / seconds), p50Ms: +pct(latencies, 50).toFixed(2), p99Ms: +pct(latencies, 99).toFixed(2),
+    cpuUsPerCall: { client: Math.round((selfCpuUs() - c0) / N), server: Math.round((procCpuUs(serverPid) - s0) / N) },
+  };
+  client.close();
+  return out;
+}
+
 async function startupMs(cmd: string[], times: number): Promise<number> {
   const samples: number[] = [];
   for (let i = 0; i < times; i++) {
@@ -132,13 +219,13 @@ async function startupMs(cmd: string[], times: number): Promise<number> {
 }
 
 /** A qim-admin-server child with its diagnostics on; `diagnostics()` brackets an interval (SIGUSR2). */
-async function startServer(dir: string, redisAddr: string): Promise<{ child: ChildProcess; port: number; diagnostics(): Promise<Record<string, unknown>>; stop(): Promise<void> }> {
+async function startServer(dir: string, redisAddr: string, entry: string, role: "main" | "compare"): Promise<{ child: ChildProcess; port: number; diagnostics(): Promise<Record<string, unknown>>; stop(): Promise<void> }> {
   const port = await freePort();
-  const nodeArgs = CPU_PROF ? ["--cpu-prof", "--cpu-prof-dir", CPU_PROF] : [];
-  const child = spawn(process.execPath, [...nodeArgs, join(ROOT, "dist/admin-api/main.js"), "--listen", `127.0.0.1:${port}`, "--metrics-listen", "off",
+  const nodeArgs = role === "compare" && COMPARE_NODE_ARGS ? COMPARE_NODE_ARGS : SERVER_NODE_ARGS;
+  const child = spawn(process.execPath, [...nodeArgs, entry, "--listen", `127.0.0.1:${port}`, "--metrics-listen", "off",
     "--tls-ca", join(dir, "ca.pem"), "--tls-cert", join(dir, "server.pem"), "--tls-key", join(dir, "server-key.pem"),
-    "--audit-log", join(dir, "audit.log"), "--redis", redisAddr, "--partitions", String(PARTITIONS)],
-  { stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, QIM_ADMIN_DIAGNOSTICS: "1" } });
+    "--audit-log", join(dir, "audit.log"), "--redis", redisAddr, "--partitions", String(PARTITIONS), ...SERVER_ARGS],
+  { stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, QIM_ADMIN_DIAGNOSTICS: "1", ...(CPU_PROF ? { QIM_ADMIN_DIAGNOSTICS_PROFILE: CPU_PROF } : {}) } });
   let err = "";
   const waiting: ((line: Record<string, unknown>) => void)[] = [];
   child.stderr!.on("data", (d: Buffer) => {
@@ -177,6 +264,12 @@ interface Round {
   ratio: number;
   ratioWithRelay: number;
   server: Record<string, unknown>;
+  emptyOverMtls: Awaited<ReturnType<typeof emptyOverMtls>>;
+  /** The limit with the empty call over mTLS to the server instead of the in-process plaintext one. */
+  limitMtls: number;
+  efficiencyMtls: number;
+  /** --compare: the other server build, measured in the same round. */
+  compare?: { api: PairStats; efficiency: number; server: Record<string, unknown> };
 }
 
 async function main() {
@@ -190,8 +283,10 @@ async function main() {
   }
 
   const store = new RedisStore({ kind: "instances", addrs: [redis.addr] });
+  statsClient = store.clients()[0] as import("ioredis").Redis;
   const engine = new ConversationService(store);
-  const dispatchLog = new RedisStreamsDispatchLog(store, engine.keys, { clusterId: "qim", topicId: "dispatch", partitionCount: PARTITIONS });
+  // a topic of its own: the server's session projection never consumes what the core phases relay
+  const dispatchLog = new RedisStreamsDispatchLog(store, engine.keys, { clusterId: "qim", topicId: "bench-core", partitionCount: PARTITIONS });
   // the server also relays every event it commits into the dispatch log: the same core work with
   // an in-process relay kicked per commit (and sweeping every second, as the server's does) is the
   // like-for-like comparison; it runs only during its own phase
@@ -213,6 +308,29 @@ async function main() {
     await relayedEngine.removeMembers({ tenant, group, users: [user] });
   };
   const redisPid = { redis: redis.pid };
+  const apiPhase = async (role: "main" | "compare", r: number) => {
+    const entry = role === "main" ? MAIN_ENTRY : COMPARE!;
+    const server = await startServer(dir, redis.addr, entry, role);
+    const client = connectAdmin({ endpoint: `localhost:${server.port}`, caPem: ca.certPem, certPem: operator.certPem, keyPem: operator.keyPem });
+    const viaApi = async (group: string, user: string) => {
+      await client.addMembers({ tenant, group, users: [user], dryRun: false });
+      await client.removeMembers({ tenant, group, users: [user], dryRun: false });
+    };
+    try {
+      await pairs(await groupsFor(), viaApi, {}, Math.min(PAIRS, 1000));
+      const empty = await emptyOverMtls(server.port, ca.certPem, operator.certPem, operator.keyPem, server.child.pid!);
+      const groups = await groupsFor();
+      await server.diagnostics();
+      const stopProfile = CLIENT_PROF && role === "main" ? await startProfile() : undefined;
+      const api = await pairs(groups, viaApi, { server: server.child.pid!, ...redisPid });
+      await stopProfile?.(`${CLIENT_PROF}-round${r + 1}.cpuprofile`);
+      const diag = await server.diagnostics();
+      return { api, diag, empty };
+    } finally {
+      client.close();
+      await server.stop();
+    }
+  };
   const rounds: Round[] = [];
   const out: Record<string, unknown> = { pairs: PAIRS, concurrency: CONCURRENCY, rounds: ROUNDS };
   try {
@@ -233,34 +351,29 @@ async function main() {
       const floor = await grpcFloor();
 
       // the API with its own server process (started now: it catches up the dispatch log before
-      // it listens), warmed up, then measured between two diagnostics signals
-      const server = await startServer(dir, redis.addr);
-      const client = connectAdmin({ endpoint: `localhost:${server.port}`, caPem: ca.certPem, certPem: operator.certPem, keyPem: operator.keyPem });
-      const viaApi = async (group: string, user: string) => {
-        await client.addMembers({ tenant, group, users: [user], dryRun: false });
-        await client.removeMembers({ tenant, group, users: [user], dryRun: false });
-      };
-      let api: PairStats;
-      let diag: Record<string, unknown>;
-      try {
-        await pairs(await groupsFor(), viaApi, {}, Math.min(PAIRS, 1000));
-        const groups = await groupsFor();
-        await server.diagnostics();
-        api = await pairs(groups, viaApi, { server: server.child.pid!, ...redisPid });
-        diag = await server.diagnostics();
-      } finally {
-        client.close();
-        await server.stop();
-      }
+      // it listens), warmed up, then measured between two diagnostics signals; with --compare,
+      // the other server build too, in alternating order
+      const roles: ("main" | "compare")[] = COMPARE ? (r % 2 === 0 ? ["main", "compare"] : ["compare", "main"]) : ["main"];
+      const measured = new Map<string, { api: PairStats; diag: Record<string, unknown>; empty: Awaited<ReturnType<typeof emptyOverMtls>> }>();
+      for (const role of roles) measured.set(role, await apiPhase(role, r));
+      const { api, diag, empty } = measured.get("main")!;
+      const other = measured.get("compare");
       // a pair is two calls: the API cannot beat core + relay plus two empty calls
       const pairUs = 1e6 / coreWithRelay.pairsPerSec + 2 * floor.cpuUsPerCall;
       const limit = Math.round(1e6 / pairUs);
+      // the same with the empty call measured against the server itself (mTLS, another process)
+      const mtlsCallUs = empty.cpuUsPerCall.client + empty.cpuUsPerCall.server;
+      const limitMtls = Math.round(1e6 / (1e6 / coreWithRelay.pairsPerSec + 2 * mtlsCallUs));
       const round: Round = {
         core, coreWithRelay, api, grpcFloor: floor, limit,
         efficiency: +(api.pairsPerSec / limit).toFixed(3),
         ratio: +(api.pairsPerSec / core.pairsPerSec).toFixed(3),
         ratioWithRelay: +(api.pairsPerSec / coreWithRelay.pairsPerSec).toFixed(3),
         server: diag,
+        emptyOverMtls: empty,
+        limitMtls,
+        efficiencyMtls: +(api.pairsPerSec / limitMtls).toFixed(3),
+        ...(other ? { compare: { api: other.api, efficiency: +(other.api.pairsPerSec / limit).toFixed(3), server: other.diag } } : {}),
       };
       rounds.push(round);
       if (!args.includes("--json")) printRound(r + 1, round);
@@ -281,6 +394,16 @@ async function main() {
     limit: med((r) => r.limit),
     efficiency: med((r) => r.efficiency),
     p99OverP50: med((r) => r.api.p99Ms / r.api.p50Ms),
+    emptyOverMtls: { p50Ms: med((r) => r.emptyOverMtls.p50Ms), cpuUsPerCall: med((r) => r.emptyOverMtls.cpuUsPerCall.client + r.emptyOverMtls.cpuUsPerCall.server) },
+    limitMtls: med((r) => r.limitMtls),
+    efficiencyMtls: med((r) => r.efficiencyMtls),
+    ...(COMPARE ? {
+      compare: {
+        api: { pairsPerSec: med((r) => r.compare!.api.pairsPerSec), p50Ms: med((r) => r.compare!.api.p50Ms), p99Ms: med((r) => r.compare!.api.p99Ms) },
+        efficiency: med((r) => r.compare!.efficiency),
+        p99OverP50: med((r) => r.compare!.api.p99Ms / r.compare!.api.p50Ms),
+      },
+    } : {}),
   };
   out.rounds = rounds;
   out.summary = summary;
@@ -296,7 +419,9 @@ async function main() {
   console.log(`  core alone           ${String(s.core.pairsPerSec).padStart(6)} pairs/s   p50 ${s.core.p50Ms} ms   p99 ${s.core.p99Ms} ms`);
   console.log(`  core + relay         ${String(s.coreWithRelay.pairsPerSec).padStart(6)} pairs/s   p50 ${s.coreWithRelay.p50Ms} ms   p99 ${s.coreWithRelay.p99Ms} ms`);
   console.log(`  admin API over mTLS  ${String(s.api.pairsPerSec).padStart(6)} pairs/s   p50 ${s.api.p50Ms} ms   p99 ${s.api.p99Ms} ms   ratio ${s.ratio} vs core, ${s.ratioWithRelay} vs core + relay`);
+  if (s.compare) console.log(`  API, --compare build ${String(s.compare.api.pairsPerSec).padStart(6)} pairs/s   p50 ${s.compare.api.p50Ms} ms   p99 ${s.compare.api.p99Ms} ms   efficiency ${s.compare.efficiency}, p99/p50 ${s.compare.p99OverP50.toFixed(2)}`);
   console.log(`  empty unary call ${s.emptyCallCpuUs} µs CPU; limit 1/(core+relay pair + 2 calls) = ${s.limit} pairs/s`);
+  console.log(`  empty call over mTLS to the server ${s.emptyOverMtls.cpuUsPerCall} µs CPU (both ends), p50 ${s.emptyOverMtls.p50Ms} ms; limit with it ${s.limitMtls} pairs/s, efficiency ${s.efficiencyMtls}`);
   console.log(`  efficiency vs limit ${s.efficiency} (target ≥ 0.8) ${s.efficiency >= 0.8 ? "MET" : "NOT MET"};`
     + ` API p99/p50 ${s.p99OverP50.toFixed(2)} (target ≤ 3) ${s.p99OverP50 <= 3 ? "MET" : "NOT MET"}`);
   if (out.startup) {
@@ -311,9 +436,22 @@ function printRound(n: number, r: Round) {
   console.log(line("core alone", r.core));
   console.log(line("core + relay", r.coreWithRelay));
   console.log(line("admin API over mTLS", r.api));
+  if (r.compare) console.log(line("API, --compare build", r.compare.api));
+  if (VERBOSE) {
+    const cmds = (p: PairStats) => Object.entries(p.redisPerPair ?? {}).sort((a, b) => b[1].us - a[1].us).map(([k, v]) => `${k} ${v.calls}×/${v.us}µs`).join(", ");
+    console.log(`  redis per pair, core + relay: ${cmds(r.coreWithRelay)}`);
+    console.log(`  redis per pair, admin API:    ${cmds(r.api)}`);
+    if (r.compare) console.log(`  redis per pair, --compare:    ${cmds(r.compare.api)}`);
+  }
+  const e = r.emptyOverMtls;
+  console.log(`  empty call, server   ${e.callsPerSec} calls/s over mTLS to the server   p50 ${e.p50Ms} ms   p99 ${e.p99Ms} ms   CPU µs/call ${JSON.stringify(e.cpuUsPerCall)}; limit with it ${r.limitMtls} pairs/s, efficiency ${r.efficiencyMtls}`);
   console.log(`  empty unary call     ${r.grpcFloor.callsPerSec} calls/s, ${r.grpcFloor.cpuUsPerCall} µs CPU a call; limit ${r.limit} pairs/s; efficiency ${r.efficiency}; ratio ${r.ratio} vs core, ${r.ratioWithRelay} vs core + relay; p99/p50 ${(r.api.p99Ms / r.api.p50Ms).toFixed(2)}`);
-  const d = r.server as Record<string, Record<string, unknown> | number>;
-  console.log(`  server: ${JSON.stringify({ cpuMs: d.cpuMs, elu: d.eventLoopUtilization, loopDelayMs: d.eventLoopDelayMs, gc: d.gc, audit: d.audit, committed: d.committed, relayed: d.relayed, projected: d.projected })}`);
+  const show = (name: string, d: Record<string, unknown>) => console.log(`  ${name}: ${JSON.stringify({ cpuMs: d.cpuMs, elu: d.eventLoopUtilization, loopDelayMs: d.eventLoopDelayMs, gc: d.gc, audit: d.audit, committed: d.committed, relayed: d.relayed, projected: d.projected })}`);
+  show("server", r.server);
+  if (r.compare) {
+    console.log(`  --compare build: efficiency ${r.compare.efficiency}; p99/p50 ${(r.compare.api.p99Ms / r.compare.api.p50Ms).toFixed(2)}`);
+    if (VERBOSE) show("--compare server", r.compare.server);
+  }
 }
 
 main().catch((err) => { console.error(err); process.exit(1); });

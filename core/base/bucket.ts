@@ -13,6 +13,23 @@ export const COMMIT_BUCKET_COUNT = 256;
  * Pure and stable: every component that needs a conversation's keys calls this.
  */
 export function commitBucket(tenant: Uuid, conversation: Uuid): number {
+  const id = tenant + conversation;
+  const known = bucketOf.get(id);
+  if (known !== undefined) return known;
+  if (bucketOf.size >= BUCKETS_REMEMBERED) bucketOf.clear();
+  const bucket = hashBucket(tenant, conversation);
+  bucketOf.set(id, bucket);
+  return bucket;
+}
+
+/**
+ * commitBucket's answers, remembered (it is pure): the relay and the dispatch log ask for the same
+ * conversations' buckets on every commit, and a blake3 with @noble/hashes allocates a few KB.
+ */
+const bucketOf = new Map<string, number>();
+const BUCKETS_REMEMBERED = 100_000;
+
+function hashBucket(tenant: Uuid, conversation: Uuid): number {
   const input = new Uint8Array(32);
   input.set(uuidToBytes(tenant), 0);
   input.set(uuidToBytes(conversation), 16);

@@ -1,6 +1,6 @@
 import cassandra from "cassandra-driver";
 import { InvalidArgumentError, UnavailableError } from "../base/index.js";
-import { hexToUuid, parseUuid, uuidToHex, type Uuid } from "../base/index.js";
+import { hexToUuid, parseUuid, uuidToHex, type Uuid, type UuidHex } from "../base/index.js";
 import type { KeySpace } from "../base/index.js";
 import { userKeys } from "./keys.js";
 import type { RedisStore } from "../store/index.js";
@@ -51,7 +51,12 @@ export interface ConversationStateAuthority {
 
 /** Pending-queue item text: "tenantHex|userHex|conversationHex|kind|createdAt". */
 export function encodeRegistration(i: RegistrationItem): string {
-  return `${uuidToHex(i.tenant)}|${uuidToHex(i.user)}|${uuidToHex(i.conversation)}|${i.kind}|${i.firstSeenAt}`;
+  return encodeRegistrationHex(uuidToHex(i.tenant), uuidToHex(i.user), uuidToHex(i.conversation), i.kind, i.firstSeenAt);
+}
+
+/** encodeRegistration from the ids' hex forms, which the session projection has at hand. */
+export function encodeRegistrationHex(tenantHex: UuidHex, userHex: UuidHex, conversationHex: UuidHex, kind: RegistrationItem["kind"], firstSeenAt: number): string {
+  return `${tenantHex}|${userHex}|${conversationHex}|${kind}|${firstSeenAt}`;
 }
 
 export function decodeRegistration(text: string): RegistrationItem {

@@ -1,9 +1,9 @@
-import { encodeRegistration } from "./authority.js";
+import { encodeRegistrationHex } from "./authority.js";
 import type { DispatchIdentity, DispatchLog, DispatchRecord, LogPosition, Watermarks } from "../dispatch/index.js";
 import { compareStreamIds, LOG_START } from "../dispatch/index.js";
 import type { ProjectionEpoch } from "./epoch.js";
 import { FailedPreconditionError } from "../base/index.js";
-import { uuidToHex, type Uuid } from "../base/index.js";
+import { uuidToHex, type Uuid, type UuidHex } from "../base/index.js";
 import type { KeySpace } from "../base/index.js";
 import { checkpointKey, userKeys, type UserKeys } from "./keys.js";
 import { advanceCheckpointScript, projectEntriesScript, type ProjectedEntry } from "./scripts.js";
@@ -29,15 +29,15 @@ export class ProjectionWriter {
   constructor(private readonly store: RedisStore, private readonly keys: KeySpace) {}
 
   // a user's key names need a blake3 of (tenant, user); a 500-member group's message would hash
-  // 500 times per record without this
-  private readonly userKeyCache = new Map<string, UserKeys>();
+  // 500 times per record without this (the user's hex form is kept beside them for the same reason)
+  private readonly userKeyCache = new Map<string, { keys: UserKeys; hex: UuidHex }>();
 
-  private userKeys(tenant: Uuid, user: Uuid): UserKeys {
+  private userKeys(tenant: Uuid, user: Uuid): { keys: UserKeys; hex: UuidHex } {
     const id = tenant + user;
     let k = this.userKeyCache.get(id);
     if (!k) {
       if (this.userKeyCache.size >= 200_000) this.userKeyCache.clear();
-      k = userKeys(this.keys, tenant, user);
+      k = { keys: userKeys(this.keys, tenant, user), hex: uuidToHex(user) };
       this.userKeyCache.set(id, k);
     }
     return k;
@@ -45,23 +45,25 @@ export class ProjectionWriter {
 
   /** Projects every recipient of every record; returns how many conversations entered a user's set. */
   async project(records: readonly DispatchRecord[]): Promise<number> {
-    const entries: { uk: UserKeys; record: DispatchRecord; user: Uuid; conv: string; createdAt: number }[] = [];
+    // one entry per recipient, with what a record's entries share built once per record
+    const entries: ProjectedEntry[] = [];
+    const tags: string[] = [];
     for (const record of records) {
       const createdAt = entryCreatedAt(record.entry);
-      const conv = uuidToHex(record.conversation);
-      for (const user of record.recipients) entries.push({ uk: this.userKeys(record.tenant, user), record, user, conv, createdAt });
+      const conversationHex = uuidToHex(record.conversation);
+      const tenantHex = uuidToHex(record.tenant);
+      for (const user of record.recipients) {
+        const u = this.userKeys(record.tenant, user);
+        tags.push(u.keys.tag);
+        entries.push({ keys: u.keys, conversationHex, createdAt, pendingItem: encodeRegistrationHex(tenantHex, u.hex, conversationHex, "group", createdAt) });
+      }
     }
-    const counts = await Promise.all(this.store.byTarget(entries.map((e) => e.uk.tag)).flatMap(({ client, idx }) => {
+    const counts = await Promise.all(this.store.byTarget(tags).flatMap(({ client, idx }) => {
+      // every entry on one target: the list as built, in one call when it fits
+      if (idx.length === entries.length && idx.length <= MAX_ENTRIES_PER_CALL) return [projectEntriesScript.run(client, entries)];
       const calls: Promise<number>[] = [];
       for (let i = 0; i < idx.length; i += MAX_ENTRIES_PER_CALL) {
-        const items: ProjectedEntry[] = idx.slice(i, i + MAX_ENTRIES_PER_CALL).map((j) => {
-          const { uk, record: r, user, conv, createdAt } = entries[j]!;
-          return {
-            keys: uk, conversationHex: conv, createdAt,
-            pendingItem: encodeRegistration({ tenant: r.tenant, user, conversation: r.conversation, kind: "group", firstSeenAt: createdAt }),
-          };
-        });
-        calls.push(projectEntriesScript.run(client, items));
+        calls.push(projectEntriesScript.run(client, idx.slice(i, i + MAX_ENTRIES_PER_CALL).map((j) => entries[j]!)));
       }
       return calls;
     }));
@@ -369,7 +371,7 @@ export class SessionProjector {
     this.timer = setTimeout(() => {
       this.timer = undefined;
       this.polling = true;
-      this.running = this.catchUp()
+      this.running = this.catchUp({ oneAtATime: true })
         .catch((err: unknown) => this.opts.onError?.(err))
         .finally(() => {
           this.polling = false;
@@ -385,17 +387,25 @@ export class SessionProjector {
     if (!this.stopped && !this.failure) this.schedule(0);
   }
 
-  /** Polls every partition until each is caught up with its high watermark; returns records applied. */
-  async catchUp(): Promise<number> {
+  /**
+   * Polls every partition until each is caught up with its high watermark; returns records applied.
+   * `oneAtATime` (the background polls) takes the partitions one after another: all of them at
+   * once handled every partition's reply in one stretch of the event loop (tens of ms in
+   * bench/admin, every poll), which every request arriving meanwhile waited for.
+   */
+  async catchUp(opts: { oneAtATime?: boolean } = {}): Promise<number> {
     let total = 0;
-    await Promise.all(Array.from({ length: this.log.identity.partitionCount }, async (_, p) => {
+    const partition = async (p: number) => {
       for (;;) {
         if (this.failure) throw this.failure;
         const n = await this.pollPartition(p);
         total += n;
         if (n < this.batchSize) break;
       }
-    }));
+    };
+    const all = Array.from({ length: this.log.identity.partitionCount }, (_, p) => p);
+    if (opts.oneAtATime) for (const p of all) await partition(p);
+    else await Promise.all(all.map(partition));
     return total;
   }
 

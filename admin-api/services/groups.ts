@@ -1,7 +1,16 @@
+import type { ConversationService } from "../../core/index.js";
 import { catalogEntry } from "../catalog.js";
+import type { ChangeMembersRequest } from "../gen/qim/admin/v1/groups.js";
 import { describeChange, groupOut, memberOut, membershipOut } from "../convert.js";
 import { failpoint, FAILPOINTS } from "../../core/support/index.js";
 import { ALL_ROLES, defineService, MUTATE, unary } from "../rpc.js";
+
+/** AddMembers and RemoveMembers alike: the change, the fail point after a commit, the answer and its audit line. */
+async function changeMembers(change: ConversationService["addMembers"], req: ChangeMembersRequest) {
+  const r = await change({ tenant: req.tenant, group: req.group, users: req.users, dryRun: req.dryRun, ...(req.expectVersion !== undefined ? { expectVersion: Number(req.expectVersion) } : {}) });
+  if (r.outcome === "committed") failpoint(FAILPOINTS.membershipAfterCommit);
+  return { response: membershipOut(r), detail: describeChange(r) };
+}
 
 /** GroupService: groups and membership (ADR-0021), each change one CONTROL message. */
 export const groupService = defineService(catalogEntry("qim.admin.v1.GroupService"), {
@@ -16,22 +25,8 @@ export const groupService = defineService(catalogEntry("qim.admin.v1.GroupServic
     roles: ALL_ROLES, mutates: false,
     handle: async (req, { deps }) => ({ response: groupOut(await deps.runtime.conversations.getGroup(req.tenant, req.group)) }),
   }),
-  addMembers: unary({
-    roles: MUTATE, mutates: true,
-    async handle(req, { deps }) {
-      const r = await deps.runtime.conversations.addMembers({ tenant: req.tenant, group: req.group, users: req.users, dryRun: req.dryRun, ...(req.expectVersion !== undefined ? { expectVersion: Number(req.expectVersion) } : {}) });
-      if (r.outcome === "committed") failpoint(FAILPOINTS.membershipAfterCommit);
-      return { response: membershipOut(r), detail: describeChange(r) };
-    },
-  }),
-  removeMembers: unary({
-    roles: MUTATE, mutates: true,
-    async handle(req, { deps }) {
-      const r = await deps.runtime.conversations.removeMembers({ tenant: req.tenant, group: req.group, users: req.users, dryRun: req.dryRun, ...(req.expectVersion !== undefined ? { expectVersion: Number(req.expectVersion) } : {}) });
-      if (r.outcome === "committed") failpoint(FAILPOINTS.membershipAfterCommit);
-      return { response: membershipOut(r), detail: describeChange(r) };
-    },
-  }),
+  addMembers: unary({ roles: MUTATE, mutates: true, handle: (req, { deps }) => changeMembers(deps.runtime.conversations.addMembers.bind(deps.runtime.conversations), req) }),
+  removeMembers: unary({ roles: MUTATE, mutates: true, handle: (req, { deps }) => changeMembers(deps.runtime.conversations.removeMembers.bind(deps.runtime.conversations), req) }),
   listMembers: unary({
     roles: ALL_ROLES, mutates: false,
     async handle(req, { deps }) {

@@ -1,6 +1,6 @@
 /**
  * ObserveService.Watch (proto/qim/admin/v1/observe.proto): the dashboard's feed. A snapshot is the
- * engine's raw counters from the prom-client registry (core/metrics.ts), the session projection's
+ * engine's raw counters from the prom-client registry (core/metrics/), the session projection's
  * status and the newest audit-log entries. Read-only: nothing here writes to Redis or the audit log.
  */
 import type { ServerWritableStream } from "@grpc/grpc-js";
@@ -9,7 +9,6 @@ import type { AuditLog } from "./audit.js";
 import { projectionStatusOut } from "./convert.js";
 import type { Counters, Snapshot, WatchRequest } from "./gen/qim/admin/v1/observe.js";
 
-export const WATCH_RPC = "/qim.admin.v1.ObserveService/Watch";
 export const WATCH_INTERVAL_MS = { min: 200, max: 60_000, default: 1000 } as const;
 /** Audit-log entries per snapshot. */
 export const SNAPSHOT_AUDIT_ENTRIES = 8;
@@ -25,53 +24,41 @@ export function watchIntervalMs(req: WatchRequest): number {
   return ms;
 }
 
-async function values(name: string): Promise<{ labels: Partial<Record<string, string | number>>; value: number }[]> {
-  const metric = registry.getSingleMetric(name);
-  if (!metric) throw new Error(`metric ${name} is not registered`);
-  return (await metric.get()).values;
+type MetricValues = { labels: Partial<Record<string, string | number>>; value: number }[];
+
+/** Every counter of the registry by name, with its labelled values: one read of the registry. */
+export async function counterValues(): Promise<Map<string, MetricValues>> {
+  const out = new Map<string, MetricValues>();
+  // prom-client types `type` as an enum its JavaScript does not export; the value is the string
+  for (const m of await registry.getMetricsAsJSON()) if (String(m.type) === "counter") out.set(m.name, m.values);
+  return out;
 }
 
-async function total(name: string): Promise<number> {
-  return (await values(name)).reduce((sum, v) => sum + v.value, 0);
-}
+const totalOf = (v: MetricValues | undefined) => (v ?? []).reduce((sum, x) => sum + x.value, 0);
 
 /** Sums by one label; every known label value is present (0 until seen), so that the shape is stable. */
-async function byLabel(name: string, label: string, known: readonly string[]): Promise<Record<string, number>> {
+function byLabel(v: MetricValues | undefined, label: string, known: readonly string[]): Record<string, number> {
   const out: Record<string, number> = Object.fromEntries(known.map((k) => [k, 0]));
-  for (const v of await values(name)) {
-    const key = String(v.labels[label] ?? "");
-    out[key] = (out[key] ?? 0) + v.value;
+  for (const x of v ?? []) {
+    const key = String(x.labels[label] ?? "");
+    out[key] = (out[key] ?? 0) + x.value;
   }
   return out;
 }
 
-/** The counters the dashboard shows, read by their spec names from the process's registry. */
+/** The counters the dashboard shows, read by their spec names, and every counter's total, from one read of the registry. */
 export async function readCounters(): Promise<Counters> {
-  const [membershipEvents, membershipRetries, pending, written, failures, rebuilt, committed, dispatched] = await Promise.all([
-    byLabel("qim_writer_membership_events_total", "op", ["join", "leave", "remove"]),
-    byLabel("qim_writer_membership_retry_total", "path", ["send", "membership"]),
-    total("qim_session_conversation_state_pending_total"),
-    total("qim_session_conversation_state_written_total"),
-    total("qim_session_conversation_state_failures_total"),
-    total("qim_session_projection_user_rebuilt_total"),
-    total("qim_writer_messages_committed_total"),
-    total("qim_relay_dispatched_total"),
-  ]);
-  const totals: Record<string, number> = {};
-  for (const m of await registry.getMetricsAsJSON()) {
-    // prom-client types `type` as an enum its JavaScript does not export; the value is the string
-    if (String(m.type) === "counter") totals[m.name] = m.values.reduce((sum, v) => sum + v.value, 0);
-  }
+  const c = await counterValues();
   return {
-    totals,
-    membershipEvents,
-    membershipRetries,
-    conversationStatePending: pending,
-    conversationStateWritten: written,
-    conversationStateFailures: failures,
-    usersRebuilt: rebuilt,
-    messagesCommitted: committed,
-    relayDispatched: dispatched,
+    totals: Object.fromEntries([...c].map(([name, v]) => [name, totalOf(v)])),
+    membershipEvents: byLabel(c.get("qim_writer_membership_events_total"), "op", ["join", "leave", "remove"]),
+    membershipRetries: byLabel(c.get("qim_writer_membership_retry_total"), "path", ["send", "membership"]),
+    conversationStatePending: totalOf(c.get("qim_session_conversation_state_pending_total")),
+    conversationStateWritten: totalOf(c.get("qim_session_conversation_state_written_total")),
+    conversationStateFailures: totalOf(c.get("qim_session_conversation_state_failures_total")),
+    usersRebuilt: totalOf(c.get("qim_session_projection_user_rebuilt_total")),
+    messagesCommitted: totalOf(c.get("qim_writer_messages_committed_total")),
+    relayDispatched: totalOf(c.get("qim_relay_dispatched_total")),
   };
 }
 
@@ -187,124 +174,4 @@ export class Observer {
     this.closed = true;
     for (const finish of [...this.watchers]) finish("shutdown");
   }
-}
-
-/** The environment variable that turns the server's diagnostics on (bench/admin sets it). */
-export const DIAGNOSTICS_ENV = "QIM_ADMIN_DIAGNOSTICS";
-/**
- * With the diagnostics on: a folder where each interval's CPU profile and sampled allocations are
- * written (interval-N.cpuprofile, interval-N.heapprofile).
- */
-export const DIAGNOSTICS_PROFILE_ENV = "QIM_ADMIN_DIAGNOSTICS_PROFILE";
-
-const sum = (r: Record<string, number>) => Object.values(r).reduce((a, b) => a + b, 0);
-const ms = (ns: number) => +(ns / 1e6).toFixed(3);
-const summary = (h: import("node:perf_hooks").RecordableHistogram | import("node:perf_hooks").IntervalHistogram) => (
-  h.count === 0 ? { n: 0 } : { n: h.count, p50: ms(h.percentile(50)), p99: ms(h.percentile(99)), max: ms(h.max), mean: ms(h.mean) });
-
-/**
- * The server's own evidence of where its time goes, for bench/admin: the event loop's delay
- * (perf_hooks monitorEventLoopDelay, sampled every 5 ms: a 1 ms timer woke an idle loop a
- * thousand times a second) and utilisation, GC pauses by kind, CPU, the audit log's flushes (write + fdatasync, and what each call waited for them) and the
- * relay/projection counters. Off unless QIM_ADMIN_DIAGNOSTICS=1; then every SIGUSR2 logs one line
- * `diagnostics {json}` covering the time since the previous SIGUSR2 (or the start) and starts a
- * new interval, so that a benchmark can bracket its measured phase with two signals.
- */
-export async function startDiagnostics(audit: AuditLog, log: (line: string) => void): Promise<{ stop(): void }> {
-  const { monitorEventLoopDelay, performance, PerformanceObserver } = await import("node:perf_hooks");
-  const loop = monitorEventLoopDelay({ resolution: 5 });
-  loop.enable();
-  const gc = new Map<string, { n: number; totalMs: number; maxMs: number }>();
-  const kinds: Record<number, string> = { 1: "minor", 2: "major", 4: "incremental", 8: "weakcb" };
-  const obs = new PerformanceObserver((list) => {
-    for (const e of list.getEntries()) {
-      const kind = kinds[(e as unknown as { detail?: { kind?: number } }).detail?.kind ?? 0] ?? "other";
-      const g = gc.get(kind) ?? { n: 0, totalMs: 0, maxMs: 0 };
-      g.n++;
-      g.totalMs += e.duration;
-      g.maxMs = Math.max(g.maxMs, e.duration);
-      gc.set(kind, g);
-    }
-  });
-  obs.observe({ entryTypes: ["gc"] });
-  let elu = performance.eventLoopUtilization();
-  let cpu = process.cpuUsage();
-  let at = process.hrtime.bigint();
-  let counters = await readCounters();
-  const projected = async () => Object.fromEntries((await values("qim_session_projection_records_total")).map((v) => [String(v.labels.path), v.value]));
-  let projectedBefore = await projected();
-  // a CPU profile of each interval (node --cpu-prof would cover start-up and shutdown too)
-  const profileDir = process.env[DIAGNOSTICS_PROFILE_ENV];
-  let profiler: import("node:inspector").Session | undefined;
-  let interval = 0;
-  if (profileDir) {
-    const { Session } = await import("node:inspector");
-    profiler = new Session();
-    profiler.connect();
-    await new Promise<void>((resolve, reject) => profiler!.post("Profiler.enable", (e) => (e ? reject(e) : resolve())));
-    await new Promise<void>((resolve, reject) => profiler!.post("Profiler.start", (e) => (e ? reject(e) : resolve())));
-    await new Promise<void>((resolve, reject) => profiler!.post("HeapProfiler.startSampling", { samplingInterval: 262144, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true }, (e) => (e ? reject(e) : resolve())));
-  }
-  const rotateProfile = async () => {
-    if (!profiler) return;
-    const { writeFile } = await import("node:fs/promises");
-    const { join } = await import("node:path");
-    const profile = await new Promise<unknown>((resolve, reject) => profiler!.post("Profiler.stop", (e, r) => (e ? reject(e) : resolve(r.profile))));
-    const heap = await new Promise<unknown>((resolve, reject) => profiler!.post("HeapProfiler.stopSampling", (e, r) => (e ? reject(e) : resolve(r.profile))));
-    await writeFile(join(profileDir!, `interval-${interval}.cpuprofile`), JSON.stringify(profile));
-    await writeFile(join(profileDir!, `interval-${interval++}.heapprofile`), JSON.stringify(heap));
-    await new Promise<void>((resolve, reject) => profiler!.post("Profiler.start", (e) => (e ? reject(e) : resolve())));
-    await new Promise<void>((resolve, reject) => profiler!.post("HeapProfiler.startSampling", { samplingInterval: 262144, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true }, (e) => (e ? reject(e) : resolve())));
-    await new Promise<void>((resolve, reject) => profiler!.post("HeapProfiler.startSampling", { samplingInterval: 262144, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true }, (e) => (e ? reject(e) : resolve())));
-  };
-  let auditBefore = { flushes: audit.stats.flushes, records: audit.stats.records };
-  const report = () => void (async () => {
-    const now = process.hrtime.bigint();
-    await rotateProfile();
-    const c = await readCounters();
-    const p = await projected();
-    const line = {
-      seconds: +(Number(now - at) / 1e9).toFixed(3),
-      cpuMs: (({ user, system }) => +((user + system) / 1000).toFixed(1))(process.cpuUsage(cpu)),
-      eventLoopUtilization: +performance.eventLoopUtilization(elu).utilization.toFixed(3),
-      eventLoopDelayMs: summary(loop),
-      gc: Object.fromEntries([...gc].map(([k, g]) => [k, { n: g.n, totalMs: +g.totalMs.toFixed(1), maxMs: +g.maxMs.toFixed(2) }])),
-      audit: {
-        flushes: audit.stats.flushes - auditBefore.flushes,
-        records: audit.stats.records - auditBefore.records,
-        flushMs: summary(audit.stats.flushNs),
-        writeMs: summary(audit.stats.writeNs),
-        syncMs: summary(audit.stats.syncNs),
-        waitMs: summary(audit.stats.waitNs),
-        handlerMs: summary(audit.stats.handlerNs),
-      },
-      committed: c.messagesCommitted + sum(c.membershipEvents) - counters.messagesCommitted - sum(counters.membershipEvents),
-      relayed: c.relayDispatched - counters.relayDispatched,
-      projected: Object.fromEntries(Object.entries(p).map(([k, v]) => [k, v - (projectedBefore[k] ?? 0)])),
-    };
-    log(`diagnostics ${JSON.stringify(line)}`);
-    loop.reset();
-    gc.clear();
-    audit.stats.flushNs.reset();
-    audit.stats.writeNs.reset();
-    audit.stats.syncNs.reset();
-    audit.stats.waitNs.reset();
-    audit.stats.handlerNs.reset();
-    auditBefore = { flushes: audit.stats.flushes, records: audit.stats.records };
-    elu = performance.eventLoopUtilization();
-    cpu = process.cpuUsage();
-    at = now;
-    counters = c;
-    projectedBefore = p;
-  })().catch((err: unknown) => log(`diagnostics failed: ${String(err)}`));
-  process.on("SIGUSR2", report);
-  log(`diagnostics on (${DIAGNOSTICS_ENV}): SIGUSR2 logs one line per interval`);
-  return {
-    stop() {
-      process.off("SIGUSR2", report);
-      loop.disable();
-      obs.disconnect();
-      profiler?.disconnect();
-    },
-  };
 }

@@ -40,6 +40,8 @@ class DescriptorIndex {
   private readonly messages = new Set<string>();
   /** Described service → its method names. */
   readonly services = new Map<string, readonly string[]>();
+  /** Method path ("/pkg.Service/Method") → its request message, fully qualified. */
+  readonly requestTypes = new Map<string, string>();
 
   constructor(descriptorSet: Uint8Array) {
     // The set is split on the wire so that each file keeps protoc's bytes; only the index is decoded.
@@ -128,7 +130,10 @@ class DescriptorIndex {
     for (const s of file.service) {
       const name = scoped(file.package, s.name);
       add(name);
-      for (const m of s.method) add(`${name}.${m.name}`);
+      for (const m of s.method) {
+        add(`${name}.${m.name}`);
+        this.requestTypes.set(`/${name}/${m.name}`, m.inputType.replace(/^\./, ""));
+      }
       this.services.set(name, s.method.map((m) => m.name));
     }
   }
@@ -193,13 +198,26 @@ function registeredPaths(server: grpc.Server): string[] {
   return [...handlers.keys()].filter((k): k is string => typeof k === "string");
 }
 
+let served: DescriptorIndex | undefined;
+
+/** The index of the descriptor set the build embedded, read once per process. */
+function servedIndex(): DescriptorIndex {
+  served ??= new DescriptorIndex(Buffer.from(SERVED_DESCRIPTOR_SET_BASE64, "base64"));
+  return served;
+}
+
+/** The fully-qualified request message of a method path, from the served descriptors; undefined when unknown. */
+export function requestTypeOf(path: string): string | undefined {
+  return servedIndex().requestTypes.get(path);
+}
+
 /**
  * Registers grpc.reflection.v1 and v1alpha on `server`, to be called once every other service has
  * been added. Throws when a registered service is not in the descriptor set, or a described one is
  * not registered: the build (scripts/proto-gen.sh) and the server disagree.
  */
 export function serveReflection(server: grpc.Server): void {
-  const index = new DescriptorIndex(Buffer.from(SERVED_DESCRIPTOR_SET_BASE64, "base64"));
+  const index = servedIndex();
   const listed: string[] = [];
   const info: grpc.handleBidiStreamingCall<ServerReflectionRequest, ServerReflectionResponse> = (call) => {
     call.on("data", (request: ServerReflectionRequest) => call.write(answerReflection(index, listed, request)));

@@ -1,11 +1,7 @@
 import { randomUUID } from "node:crypto";
-import { existsSync, readdirSync } from "node:fs";
 import { createServer as createHttpServer, type Server as HttpServer } from "node:http";
-import { dirname, join } from "node:path";
 import type { TLSSocket } from "node:tls";
-import { fileURLToPath } from "node:url";
 import * as grpc from "@grpc/grpc-js";
-import { loadSync } from "@grpc/proto-loader";
 import { HealthImplementation } from "grpc-health-check";
 import {
   DEFAULT_RELAY_INTERVAL_MS,
@@ -29,8 +25,9 @@ import { auditArguments, AuditLog, type AuditRecord } from "./audit.js";
 import { allowed, principalOf, type CallWithAuth, type Principal, type Role } from "./auth.js";
 import { DenyList } from "./deny-list.js";
 import { mapError, toServiceError, type MappedError } from "./errors.js";
-import { DIAGNOSTICS_ENV, Observer, startDiagnostics } from "./observe.js";
-import { serveReflection } from "./reflection.js";
+import { DIAGNOSTICS_ENV, startDiagnostics } from "./diagnostics.js";
+import { Observer } from "./observe.js";
+import { requestTypeOf, serveReflection } from "./reflection.js";
 import type { ServerDeps, ServerStreamRpc, UnaryRpc } from "./rpc.js";
 import { SERVICES } from "./services/index.js";
 
@@ -150,15 +147,6 @@ function listenAddr(addr: string, field: string): { host: string; port: number }
   const hp = parseHostPort(addr, { allowPortZero: true });
   if (!hp) throw new InvalidArgumentError(field, `${field} must be host:port, got "${addr}"`);
   return hp;
-}
-
-function findProtoDir(): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (let i = 0; i < 5; i++) {
-    if (existsSync(join(dir, "proto", "qim", "admin", "v1"))) return join(dir, "proto");
-    dir = dirname(dir);
-  }
-  throw new Error("proto/ folder not found");
 }
 
 /**
@@ -299,7 +287,7 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
    */
   function guarded(
     rpc: string, decl: { roles: readonly Role[]; mutates: boolean }, call: GuardedCall,
-    body: (p: Principal, admit: () => void) => Promise<{ detail?: string | undefined; answer: () => void }>,
+    body: (p: Principal, admit: () => void, requestId: string) => Promise<{ detail?: string | undefined; answer: () => void }>,
     fail: (e: Partial<grpc.ServiceError>) => void,
   ): void {
     const requestId = randomUUID();
@@ -338,7 +326,7 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
         const admit = () => {
           if (denyList?.has(principal.fingerprint)) throw new RevokedDuringCall();
         };
-        const { detail, answer } = await body(principal, admit);
+        const { detail, answer } = await body(principal, admit, requestId);
         if (decl.mutates) await record("OK", detail ?? "");
         answer();
       } catch (err) {
@@ -381,8 +369,7 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
       const send = (ev: unknown) => {
         if (!call.cancelled && call.writable) call.write(ev);
       };
-      guarded(path, rpc, call, async (principal, admit) => {
-        const requestId = randomUUID();
+      guarded(path, rpc, call, async (principal, admit, requestId) => {
         const end = await rpc.handle(call.request as never, { principal, deps, admit, send, call: call as never });
         return {
           detail: end.detail,
@@ -436,17 +423,8 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
   const { host, port } = listenAddr(opts.listen, "listen");
   const m = opts.metricsListen ? listenAddr(opts.metricsListen, "metricsListen") : null;
   try {
-    // the request message of each method, for the refusal of an undecodable request
-    const protoDir = findProtoDir();
-    const protoFiles = readdirSync(join(protoDir, "qim", "admin", "v1")).filter((f) => f.endsWith(".proto")).map((f) => `qim/admin/v1/${f}`);
-    const packageDefinition = loadSync(protoFiles, { includeDirs: [protoDir] });
-    const requestMessage = new Map<string, string>();
-    for (const [serviceName, def] of Object.entries(packageDefinition)) {
-      if ("format" in def) continue;
-      const pkg = serviceName.slice(0, serviceName.lastIndexOf("."));
-      for (const method of Object.values(def)) requestMessage.set(method.path, `${pkg}.${(method.requestType.type as { name: string }).name}`);
-    }
-    const messageOf = (path: string) => requestMessage.get(path) ?? "request";
+    // the request message of each method (from the served descriptors), for the refusal of an undecodable request
+    const messageOf = (path: string) => requestTypeOf(path) ?? "request";
     for (const svc of SERVICES) {
       const handlers: grpc.UntypedServiceImplementation = {};
       for (const [method, rpc] of Object.entries(svc.rpcs) as [string, UnaryRpc | ServerStreamRpc][]) {

@@ -144,7 +144,7 @@ const KNOWN_CHECKPOINT_MS = 1000;
  * yet, remembered at most: beyond, the oldest is forgotten (the consumer then projects it again,
  * which is harmless), so that records another consumer moved past cannot pile up.
  */
-export const PROJECTED_AHEAD_MAX = 20_000;
+const PROJECTED_AHEAD_MAX = 20_000;
 
 const recordKey = (r: DispatchRecord) => `${r.tenant}|${r.conversation}|${r.conversationSeq}`;
 
@@ -193,7 +193,8 @@ export class SessionProjector {
    * script): the durable consumer, reaching them, advances its checkpoint past them without
    * writing them a second time. Only an optimisation: a record not found here is projected again.
    * `generation` moves when checkpoints are wiped, so that a low-latency write that was in flight
-   * meanwhile is not remembered (the replay after a wipe projects everything).
+   * meanwhile is not remembered (the replay after a wipe, or after a checkpoint recovered from
+   * NO_CHECKPOINT or OVER_WINDOW, projects everything).
    */
   private readonly projectedAhead = new Set<string>();
   private generation = 0;
@@ -259,13 +260,18 @@ export class SessionProjector {
 
   /** Deletes every partition's checkpoint (drills: "the checkpoints were lost"). */
   async wipeCheckpoints(): Promise<void> {
-    this.generation++;
-    this.projectedAhead.clear();
+    this.forgetProjectedAhead();
     for (let p = 0; p < this.log.identity.partitionCount; p++) {
       const key = this.checkpointKey(p);
       await this.store.clientForKey(key).del(key);
       this.known.delete(p);
     }
+  }
+
+  /** From now on every record is projected again, also one whose low-latency write is in flight. */
+  private forgetProjectedAhead(): void {
+    this.generation++;
+    this.projectedAhead.clear();
   }
 
   private verdict(partition: number, cp: Checkpoint | null, w: Watermarks, stored: DispatchIdentity | null): PartitionAudit {
@@ -314,6 +320,9 @@ export class SessionProjector {
    * where the consumer continues: the low watermark when records were lost, else the start.
    */
   private recover(a: PartitionAudit, cp: Checkpoint | null, w: Watermarks): Promise<boolean> {
+    // the log is read again from there (another process may have wiped the checkpoints): what the
+    // low-latency path wrote before is not taken as written, so the replay projects everything
+    this.forgetProjectedAhead();
     return this.advance(a.partition, cp?.raw ?? null, a.lost ? w.lowPosition : LOG_START);
   }
 
@@ -382,30 +391,45 @@ export class SessionProjector {
     }, delay);
   }
 
-  /** Polls soon (the low-latency path calls this after projecting what the relay appended). */
+  /** Polls soon (the low-latency path calls this when its write failed). */
   kick(): void {
     if (!this.stopped && !this.failure) this.schedule(0);
   }
 
   /**
    * Polls every partition until each is caught up with its high watermark; returns records applied.
-   * `oneAtATime` (the background polls) takes the partitions one after another: all of them at
-   * once handled every partition's reply in one stretch of the event loop (tens of ms in
-   * bench/admin, every poll), which every request arriving meanwhile waited for.
+   * `oneAtATime` (the background polls) takes one batch of one partition at a time, round robin:
+   * all of them at once handled every partition's reply in one stretch of the event loop (tens of
+   * ms in bench/admin, every poll), which every request arriving meanwhile waited for; and one
+   * partition after another would let a busy partition hold back the others. A partition that
+   * fails does not stop the others; the first failure is thrown once all are done.
    */
   async catchUp(opts: { oneAtATime?: boolean } = {}): Promise<number> {
     let total = 0;
-    const partition = async (p: number) => {
-      for (;;) {
-        if (this.failure) throw this.failure;
+    let firstError: unknown;
+    let pending = Array.from({ length: this.log.identity.partitionCount }, (_, p) => p);
+    const step = async (p: number): Promise<boolean> => {
+      if (this.failure) throw this.failure;
+      try {
         const n = await this.pollPartition(p);
         total += n;
-        if (n < this.batchSize) break;
+        return n >= this.batchSize;
+      } catch (err) {
+        firstError ??= err;
+        return false;
       }
     };
-    const all = Array.from({ length: this.log.identity.partitionCount }, (_, p) => p);
-    if (opts.oneAtATime) for (const p of all) await partition(p);
-    else await Promise.all(all.map(partition));
+    while (pending.length > 0) {
+      const more: number[] = [];
+      if (opts.oneAtATime) {
+        for (const p of pending) if (await step(p)) more.push(p);
+      } else {
+        const again = await Promise.all(pending.map(step));
+        pending.forEach((p, i) => { if (again[i]) more.push(p); });
+      }
+      pending = more;
+    }
+    if (firstError !== undefined) throw firstError;
     return total;
   }
 

@@ -1,5 +1,5 @@
 import { hexToUuid, InternalError, type UuidHex } from "../base/index.js";
-import { defineScript, luaStatus, statusOf, type Arg } from "../lua/index.js";
+import { defineScript, luaStatus, statusName, type Arg } from "../lua/index.js";
 import type { ConversationKeys } from "./keys.js";
 
 /**
@@ -31,7 +31,9 @@ export type CommitOutcome =
   | { status: "OK"; conversationSeq: number; messageId: UuidHex }
   | { status: "DUPLICATE"; conversationSeq: number; messageId: UuidHex | "" }
   | { status: "MEMBERSHIP_CHANGED"; currentVersion: string }
-  | { status: "SENDER_NOT_MEMBER" | "GROUP_NOT_FOUND" };
+  | { status: "SENDER_NOT_MEMBER" | "GROUP_NOT_FOUND" }
+  /** A status this code does not know: that message fails, the others of the batch stand. */
+  | { status: "UNEXPECTED"; code: string };
 
 export const commitMessagesScript = defineScript({
   name: "commitMessages",
@@ -46,7 +48,7 @@ export const commitMessagesScript = defineScript({
     if ((r.length - 1) % 3 !== 0) throw new InternalError(`commitMessages answered ${r.length} items`);
     const out: CommitOutcome[] = [];
     for (let i = 1; i < r.length; i += 3) {
-      const status = statusOf(r[i]);
+      const status = statusName(r[i]);
       const seq = Number(r[i + 1]);
       const id = String(r[i + 2]) as UuidHex | "";
       switch (status) {
@@ -55,7 +57,7 @@ export const commitMessagesScript = defineScript({
         case "MEMBERSHIP_CHANGED": out.push({ status, currentVersion: String(r[i + 1]) }); break;
         case "SENDER_NOT_MEMBER":
         case "GROUP_NOT_FOUND": out.push({ status }); break;
-        default: throw new InternalError(`commitMessages: unexpected ${status}`);
+        default: out.push({ status: "UNEXPECTED", code: String(r[i]) });
       }
     }
     return out;

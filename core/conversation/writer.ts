@@ -132,6 +132,9 @@ export class GroupCommitWriter {
         case "SENDER_NOT_MEMBER":
         case "GROUP_NOT_FOUND":
           p.reject(new PermissionDeniedError());
+          return;
+        case "UNEXPECTED":
+          p.reject(new InternalError(`commitMessages: unknown status ${o.code}`));
       }
     });
     if (committed) this.opts.onCommit?.(k.bucket);

@@ -30,16 +30,16 @@ export type LuaStatusName = keyof typeof LUA_STATUS;
 
 const STATUS_BY_CODE = new Map<number, LuaStatusName>(Object.entries(LUA_STATUS).map(([k, v]) => [v, k as LuaStatusName]));
 
-/** The status a reply leads with, by name, so that decoders switch on names, not numbers. */
-export function luaStatus(reply: readonly unknown[]): LuaStatusName {
-  const name = STATUS_BY_CODE.get(Number(reply[0]));
-  if (name === undefined) throw new InternalError(`unknown Lua status ${String(reply[0])}`);
-  return name;
+/** The name of a status code; undefined for a code this side does not know. */
+export function statusName(code: unknown): LuaStatusName | undefined {
+  return STATUS_BY_CODE.get(Number(code));
 }
 
-/** The status of a status code found elsewhere than at the head of a reply (batch replies). */
-export function statusOf(code: unknown): LuaStatusName {
-  return luaStatus([code]);
+/** The status a reply leads with, by name, so that decoders switch on names, not numbers. */
+export function luaStatus(reply: readonly unknown[]): LuaStatusName {
+  const name = statusName(reply[0]);
+  if (name === undefined) throw new InternalError(`unknown Lua status ${String(reply[0])}`);
+  return name;
 }
 
 /** A reply as an array (a script returning one value gives it bare). */

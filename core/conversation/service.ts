@@ -347,7 +347,9 @@ export class ConversationService {
       }
       if (status === "GROUP_NOT_FOUND") throw new NotFoundError("group", group);
       if (status === "OWNER_IMMUTABLE") throw new FailedPreconditionError(`the owner cannot leave or be removed`, { field: "users" });
-      if (expectVersion !== undefined) throw new VersionConflictError(expectVersion, reply.status === "MEMBERSHIP_CHANGED" ? reply.currentVersion : current);
+      // the version moved under a compare-and-set: a conflict; a stale plan at the expected version
+      // is planned again (the next plan sees what moved) like any other stale plan
+      if (expectVersion !== undefined && reply.status === "MEMBERSHIP_CHANGED") throw new VersionConflictError(expectVersion, reply.currentVersion);
       if (attempt > this.opts.maxRetries) throw new MembershipChangedError(attempt);
       metrics.membershipRetries.inc({ path: "membership" });
     }

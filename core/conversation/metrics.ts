@@ -1,7 +1,7 @@
 import { Counter, Histogram } from "prom-client";
 import { registry } from "../metrics/index.js";
 
-/** The conversation module's metrics (the writer: ADR-0021 "新增指标"). Registered in the process's one registry (base/metrics.ts). */
+/** The conversation module's metrics (the writer: ADR-0021 "新增指标"). Registered in the process's one registry (core/metrics/). */
 export const metrics = {
   membershipEvents: new Counter({
     name: "qim_writer_membership_events_total",

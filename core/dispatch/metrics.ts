@@ -1,7 +1,7 @@
 import { Counter } from "prom-client";
 import { registry } from "../metrics/index.js";
 
-/** The dispatch module's metrics (the outbox relay). Registered in the process's one registry (base/metrics.ts). */
+/** The dispatch module's metrics (the outbox relay). Registered in the process's one registry (core/metrics/). */
 export const metrics = {
   relayDispatched: new Counter({
     name: "qim_relay_dispatched_total",

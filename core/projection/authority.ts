@@ -1,6 +1,6 @@
 import cassandra from "cassandra-driver";
 import { InvalidArgumentError, UnavailableError } from "../base/index.js";
-import { hexToUuid, parseUuid, uuidToHex, type Uuid, type UuidHex } from "../base/index.js";
+import { hexToUuid, uuidToHex, type Uuid, type UuidHex } from "../base/index.js";
 import type { KeySpace } from "../base/index.js";
 import { userKeys } from "./keys.js";
 import type { RedisStore } from "../store/index.js";
@@ -235,7 +235,8 @@ export class CassandraAuthority implements ConversationStateAuthority {
       const res = await this.client.execute(query, [tenant, user], { fetchSize: 1000, ...(pageState ? { pageState } : {}) });
       for (const r of res.rows) {
         rows.push({
-          conversation: parseUuid(String(r.conversation_id), "conversation_id"),
+          // a uuid column: the driver's text is canonical; a surprise there is an internal error, not bad input
+          conversation: hexToUuid(String(r.conversation_id).replace(/-/g, "")),
           kind: r.kind as ConversationKind,
           firstSeenAt: (r.first_seen_at as Date | null)?.getTime() ?? 0,
           updatedAt: (r.updated_at as Date | null)?.getTime() ?? 0,

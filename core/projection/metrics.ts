@@ -1,7 +1,7 @@
 import { Counter, Gauge } from "prom-client";
 import { registry } from "../metrics/index.js";
 
-/** The session projection's metrics (ADR-0021 §4 "新增指标"). Registered in the process's one registry (base/metrics.ts). */
+/** The session projection's metrics (ADR-0021 §4 "新增指标"). Registered in the process's one registry (core/metrics/). */
 export const metrics = {
   ucsPending: new Counter({
     name: "qim_session_conversation_state_pending_total",

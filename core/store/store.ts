@@ -25,7 +25,7 @@ export interface StoreOptions {
  * (bench/admin: about 14 writes per add+remove pair in the admin server, each a syscall). The
  * hook is put on each new socket (ioredis makes one per connection, and another on reconnect).
  */
-export function coalesceWrites(client: Redis): void {
+function coalesceWrites(client: Redis): void {
   const hooked = new WeakSet<object>();
   const hook = () => {
     const stream = (client as unknown as { stream?: import("node:net").Socket }).stream;

@@ -5,10 +5,10 @@
  * chooses an exit code.
  *
  * This module imports no grpc-js: gRPC status numbers are fixed by the gRPC spec; a domain code the
- * server names exits as core/base/errors.ts ERROR_CODES declares it.
+ * server names exits as core/errors/ ERROR_CODES declares it.
  */
 import { X509Certificate } from "node:crypto";
-import { ERROR_CODES, isQimErrorCode } from "../core/base/index.js";
+import { ERROR_CODES, isQimErrorCode } from "../core/errors/index.js";
 
 export const EXIT = {
   OK: 0,

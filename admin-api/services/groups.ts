@@ -25,8 +25,8 @@ export const groupService = defineService(catalogEntry("qim.admin.v1.GroupServic
     roles: ALL_ROLES, mutates: false,
     handle: async (req, { deps }) => ({ response: groupOut(await deps.runtime.conversations.getGroup(req.tenant, req.group)) }),
   }),
-  addMembers: unary({ roles: MUTATE, mutates: true, handle: (req, { deps }) => changeMembers(deps.runtime.conversations.addMembers.bind(deps.runtime.conversations), req) }),
-  removeMembers: unary({ roles: MUTATE, mutates: true, handle: (req, { deps }) => changeMembers(deps.runtime.conversations.removeMembers.bind(deps.runtime.conversations), req) }),
+  addMembers: unary({ roles: MUTATE, mutates: true, handle: (req, { deps }) => changeMembers((r) => deps.runtime.conversations.addMembers(r), req) }),
+  removeMembers: unary({ roles: MUTATE, mutates: true, handle: (req, { deps }) => changeMembers((r) => deps.runtime.conversations.removeMembers(r), req) }),
   listMembers: unary({
     roles: ALL_ROLES, mutates: false,
     async handle(req, { deps }) {

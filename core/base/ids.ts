@@ -1,6 +1,6 @@
 import { randomFillSync, randomUUID } from "node:crypto";
 import { v7 as uuidv7 } from "uuid";
-import { InvalidArgumentError } from "./errors.js";
+import { InvalidArgumentError } from "../errors/index.js";
 import { trimAscii } from "./text.js";
 
 declare const uuidForm: unique symbol;

@@ -1,6 +1,6 @@
 /** What every module stands on: identifiers, domain errors, operator text, topology, hash tags, keys. */
 export * from "./bucket.js";
-export * from "./errors.js";
+export * from "../errors/index.js";
 export * from "./ids.js";
 export { KeySpace } from "./keys.js";
 export * from "./text.js";

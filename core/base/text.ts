@@ -1,7 +1,7 @@
 /**
  * Operator-supplied text that ends up in logs and the audit log: what one line may contain.
  */
-import { InvalidArgumentError } from "./errors.js";
+import { InvalidArgumentError } from "../errors/index.js";
 
 /**
  * Characters a one-line text (an epoch bump's or a drill's reason) must not carry: C0 and C1

@@ -36,6 +36,6 @@ export function principalOf(call: CallWithAuth, insecureDev: boolean, known?: Pe
 }
 
 /** Whether the principal's role is among the roles an RPC declares (admin-api/services/). */
-export function allowed(roles: readonly Role[] | undefined, p: Principal): boolean {
-  return p.role !== null && (roles ?? []).includes(p.role);
+export function allowed(roles: readonly Role[], p: Principal): boolean {
+  return p.role !== null && roles.includes(p.role);
 }

@@ -1,7 +1,7 @@
 import type * as grpc from "@grpc/grpc-js";
 import type { EngineRuntime } from "../core/index.js";
 import type { AuditLog } from "./audit.js";
-import type { Principal, Role } from "./auth.js";
+import { ROLES, type Principal, type Role } from "./auth.js";
 import type { MappedError } from "./errors.js";
 import type { Observer } from "./observe.js";
 
@@ -30,7 +30,8 @@ export interface CallContext {
   admit(): void;
 }
 
-export const ALL_ROLES: readonly Role[] = ["admin", "operator", "viewer", "drill"];
+/** Every role (auth.ts ROLES): reads open to all. */
+export const ALL_ROLES: readonly Role[] = ROLES;
 /** Mutations need operator or admin (DESIGN §3). */
 export const MUTATE: readonly Role[] = ["admin", "operator"];
 

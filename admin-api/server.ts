@@ -4,8 +4,6 @@ import type { TLSSocket } from "node:tls";
 import * as grpc from "@grpc/grpc-js";
 import { HealthImplementation } from "grpc-health-check";
 import {
-  DEFAULT_RELAY_INTERVAL_MS,
-  DEFAULT_RETENTION_MS,
   EngineRuntime,
   InvalidArgumentError,
   parseHostPort,
@@ -245,14 +243,14 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
       ...(opts.dispatch ? { dispatch: opts.dispatch } : {}),
       ...(opts.authority ? { authority: opts.authority } : {}),
       ...(opts.cassandra ? { cassandra: opts.cassandra } : {}),
+      // the runtime's defaults (retention, relay interval) stand unless the options name them
       projection: {
-        retentionMs: opts.retentionMs ?? DEFAULT_RETENTION_MS,
+        ...(opts.retentionMs !== undefined ? { retentionMs: opts.retentionMs } : {}),
         ...(opts.projectionPollMs !== undefined ? { projector: { pollIntervalMs: opts.projectionPollMs } } : {}),
-        log,
         onError: (err) => throttled(`session projection: ${err instanceof Error ? err.message : String(err)}`),
       },
       relay: { onError: (err) => log(`relay: ${(err as Error).message}`) },
-      relayIntervalMs: opts.relayIntervalMs ?? DEFAULT_RELAY_INTERVAL_MS,
+      ...(opts.relayIntervalMs !== undefined ? { relayIntervalMs: opts.relayIntervalMs } : {}),
       log,
     });
     log(`conversation-set authority: ${runtime.projection.authority.describe()}`);

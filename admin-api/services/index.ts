@@ -23,7 +23,7 @@ export const SERVICES: readonly AdminService[] = [
   observeService,
 ] as unknown as readonly AdminService[];
 
-/** Which roles may call which RPC, by full method path, from each RPC's declaration. An RPC missing here is refused. */
+/** Which roles may call which RPC, by full method path, from each RPC's declaration (for tests and tools; the server reads each declaration). */
 export const RPC_ROLES: Readonly<Record<string, readonly Role[]>> = Object.fromEntries(
   SERVICES.flatMap((svc) => Object.entries(svc.rpcs).map(([method, rpc]) => [svc.definition[method]!.path, rpc.roles])),
 );

@@ -6,8 +6,10 @@
  * operator guide), reviewed in the same commit.
  */
 import assert from "node:assert/strict";
-import { existsSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
 import { describe, it } from "node:test";
+import { ROOT } from "../e2e/qimctl.js";
 import { currentSnapshot, mismatches, readSnapshot, shapeOf, SNAPSHOT_FILE, snapshotText, UPDATE_COMMAND, type Snapshot } from "./contract.js";
 
 /** Paths at which two JSON values differ ("$.commands[group show].flags[group].required: true → false"). */
@@ -62,6 +64,14 @@ describe("the output contract: cli/command-snapshot.json", () => {
       if (c.destructive) assert.deepEqual(yes && [yes.type, yes.char], ["boolean", "y"], `qimctl ${c.id} is destructive: it needs yes: yesFlag`);
       else assert.equal(yes, undefined, `qimctl ${c.id} has --yes but no static destructive: the rule of cli/confirm.ts would not apply to it`);
     }
+  });
+
+  it("every command's --help teaches: a summary and at least one example (oclif.manifest.json, as --help reads it)", () => {
+    const manifest = JSON.parse(readFileSync(path.join(ROOT, "oclif.manifest.json"), "utf8")) as { commands: Record<string, { id: string; summary?: string; examples?: unknown[] }> };
+    const commands = Object.values(manifest.commands);
+    assert.ok(commands.length >= 20, `${commands.length} commands in the manifest`);
+    const lacking = commands.filter((c) => !c.summary || !c.examples || c.examples.length === 0).map((c) => c.id);
+    assert.deepEqual(lacking, [], "commands without a summary or an example");
   });
 
   it("the shape of a result catches a renamed, a dropped and an added field, and a changed type", async () => {

@@ -13,22 +13,13 @@ import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { CLIENT_NAMES, writeTestPki, type TestPkiFiles, type TestPkiName } from "../certs/fixture.js";
 import { spawn } from "node:child_process";
+import type { AuditRecord } from "../../admin-api/audit.js";
 import { baseEnv, failed, ok, QIMCTL, ROOT, run, type Run } from "../e2e/qimctl.js";
 import { freePort, startRedis, type RedisServer } from "../harness/redis.js";
 import { ADMIN_SERVER, startServerProcess, type ServerProcess } from "./server-process.js";
 
-interface AuditLine {
-  time: string;
-  principal: string;
-  role: string;
-  rpc: string;
-  arguments: unknown;
-  result: string;
-  detail: string;
-  durationMs: number;
-  requestId: string;
-  fingerprint: string;
-}
+/** An audit-log line as the server writes it. */
+type AuditLine = AuditRecord;
 
 /** How many times a check that waits for the server (a reload, an asynchronous audit entry) is tried. */
 const ATTEMPTS = 60;

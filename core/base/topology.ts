@@ -4,8 +4,39 @@
  * `{bNNN}` hash tag does the routing (ADR-0021 §1).
  */
 export type TopologyConfig =
-  | { kind: "instances"; addrs: string[] }
-  | { kind: "cluster"; seeds: string[] };
+  | ({ kind: "instances"; addrs: string[] } & RedisConnectionSecurity)
+  | ({ kind: "cluster"; seeds: string[] } & RedisConnectionSecurity);
+
+/**
+ * How the engine authenticates to every Redis of a topology and protects the connection. The same
+ * for each instance (and each Cluster node): one ACL user, one CA. Secrets are values here; the
+ * settings layer reads them from files or the environment, never from the command line.
+ */
+export interface RedisConnectionSecurity {
+  /**
+   * ACL user and password (Redis 6+ `AUTH user password`); a password without a user is the
+   * legacy `requirepass` (`AUTH password`, the `default` user).
+   */
+  auth?: { username?: string; password: string };
+  /**
+   * TLS to Redis: the CA that signed the servers' certificates (default: the system's), an
+   * optional client certificate and key (for `tls-auth-clients yes`), and the name the server
+   * certificate must carry (default: the host of each address).
+   */
+  tls?: RedisTls;
+}
+
+export interface RedisTls {
+  caPem?: string;
+  certPem?: string;
+  keyPem?: string;
+  servername?: string;
+}
+
+/** The user name the engine authenticates as, for messages ("default" for requirepass). */
+export function redisUserOf(s: RedisConnectionSecurity): string {
+  return s.auth?.username ?? "default";
+}
 
 export interface HostPort {
   host: string;
@@ -25,9 +56,30 @@ export function parseHostPort(addr: string, opts: { allowPortZero?: boolean } = 
 }
 
 export function parseAddr(addr: string): HostPort {
-  const hp = parseHostPort(addr.trim().replace(/^redis:\/\//, ""));
-  if (!hp) throw new Error(`invalid Redis address "${addr}": expected host:port with a port from 1 to 65535`);
-  return hp;
+  return parseRedisAddr(addr);
+}
+
+/**
+ * A Redis address: `host:port`, `redis://host:port`, or `rediss://host:port` (TLS). Credentials in
+ * the address are refused (they would show in process listings and logs): the user and password
+ * come from settings of their own.
+ */
+export function parseRedisAddr(addr: string): HostPort & { tls: boolean } {
+  const t = addr.trim();
+  const scheme = /^(rediss?):\/\//i.exec(t);
+  const rest = scheme ? t.slice(scheme[0].length) : t;
+  if (rest.includes("@")) {
+    throw new Error("a Redis address must not carry credentials (user:password@): give the user with --redis-user and the password in a file (--redis-password-file) or QIM_REDIS_PASSWORD");
+  }
+  const hp = parseHostPort(rest.replace(/\/$/, ""));
+  if (!hp) throw new Error(`invalid Redis address "${addr.slice(0, 80)}": expected host:port (or redis://host:port, rediss://host:port for TLS) with a port from 1 to 65535`);
+  return { ...hp, tls: scheme?.[1]!.toLowerCase() === "rediss" };
+}
+
+/** The address without its scheme, as messages name it ("host:port"). */
+export function redisAddrText(addr: string): string {
+  const { host, port } = parseRedisAddr(addr);
+  return host.includes(":") ? `[${host}]:${port}` : `${host}:${port}`;
 }
 
 /**

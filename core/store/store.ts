@@ -1,5 +1,6 @@
-import { Cluster, Redis } from "ioredis";
-import { parseAddr, tagShard, type TopologyConfig } from "../base/index.js";
+import type { ConnectionOptions } from "node:tls";
+import { Cluster, Redis, type RedisOptions } from "ioredis";
+import { parseRedisAddr, redisAddrText, redisUserOf, tagShard, UnavailableError, type TopologyConfig } from "../base/index.js";
 import { defineScripts } from "../lua/index.js";
 
 /** One connection to the store: a standalone instance or the whole Cluster. */
@@ -64,6 +65,58 @@ export function reconnectDelay(times: number): number {
   return Math.min(times * 50, RECONNECT_MAX_DELAY_MS);
 }
 
+/** After Redis refused the credentials or the TLS handshake, the wait between attempts. */
+export const REFUSED_RECONNECT_DELAY_MS = 30_000;
+
+/** Node's codes for a server certificate that does not verify (wrong CA, name, expiry). */
+const TLS_VERIFY_CODES = new Set([
+  "SELF_SIGNED_CERT_IN_CHAIN", "DEPTH_ZERO_SELF_SIGNED_CERT", "UNABLE_TO_VERIFY_LEAF_SIGNATURE", "UNABLE_TO_GET_ISSUER_CERT",
+  "UNABLE_TO_GET_ISSUER_CERT_LOCALLY", "CERT_HAS_EXPIRED", "CERT_NOT_YET_VALID", "ERR_TLS_CERT_ALTNAME_INVALID", "CERT_SIGNATURE_FAILURE",
+  "CERT_UNTRUSTED", "CERT_REJECTED",
+]);
+
+/**
+ * Why Redis refused this process, as one line naming the user or the check that failed (never a
+ * secret), or null for any other error (an outage, a timeout): a refusal does not heal by
+ * retrying, so the store waits REFUSED_RECONNECT_DELAY_MS between attempts instead of hammering.
+ */
+export function refusalOf(err: Error & { code?: string }, addr: string, user: string, hasPassword = true): string | null {
+  const msg = err.message ?? "";
+  if (!hasPassword && /^NOAUTH/.test(msg)) {
+    return `Redis at ${addr} requires authentication (NOAUTH) and no password is configured: set the user (--redis-user) and the password (--redis-password-file or QIM_REDIS_PASSWORD)`;
+  }
+  if (/^(WRONGPASS|NOAUTH)|invalid username-password pair|user is disabled|invalid password/i.test(msg)) {
+    return `Redis refused the credentials for user ${user} at ${addr} (${msg.split(/[\r\n]/)[0]!.slice(0, 120)})`;
+  }
+  if (/^NOPERM/.test(msg)) return `Redis user ${user} at ${addr} lacks a permission the engine needs (${msg.slice(0, 160)})`;
+  if (err.code && TLS_VERIFY_CODES.has(err.code)) {
+    return `Redis TLS handshake with ${addr} failed: the server certificate does not verify (${err.code}: ${msg.slice(0, 120)}); check the CA (--redis-tls-ca) and the server name`;
+  }
+  if (/wrong version number|packet length too long|unknown protocol/i.test(msg) || err.code === "ERR_SSL_WRONG_VERSION_NUMBER") {
+    return `Redis at ${addr} did not answer TLS (${msg.slice(0, 80)}): is it a plaintext port? (use redis:// or the tls-port)`;
+  }
+  return null;
+}
+
+/** The ioredis options that authenticate and protect one address's connection. */
+function securityOptions(topology: TopologyConfig, addr: string): Pick<RedisOptions, "username" | "password" | "tls"> {
+  const out: Pick<RedisOptions, "username" | "password" | "tls"> = {};
+  if (topology.auth) {
+    out.password = topology.auth.password;
+    if (topology.auth.username !== undefined) out.username = topology.auth.username;
+  }
+  if (topology.tls || parseRedisAddr(addr).tls) {
+    const t = topology.tls ?? {};
+    const tls: ConnectionOptions = {};
+    if (t.caPem) tls.ca = t.caPem;
+    if (t.certPem) tls.cert = t.certPem;
+    if (t.keyPem) tls.key = t.keyPem;
+    if (t.servername) tls.servername = t.servername;
+    out.tls = tls;
+  }
+  return out;
+}
+
 /**
  * The Redis instances the engine runs on, and the routing of a `{xNNN}` hash tag to one of them:
  * instance = NNN mod N over QIM_REDIS_ADDR + QIM_MESSAGE_STORE_ADDRS in that order, or the
@@ -74,32 +127,100 @@ export class RedisStore {
   readonly kind: TopologyConfig["kind"];
 
   constructor(readonly topology: TopologyConfig, opts: StoreOptions = {}) {
-    const common = {
+    const user = redisUserOf(topology);
+    const hasPassword = topology.auth !== undefined;
+    // the last refusal per address: a refused connection retries slowly (see refusalOf)
+    const refused = this.refusals;
+    const common = (addr: string) => ({
       connectTimeout: opts.connectTimeoutMs ?? 5000,
       commandTimeout: opts.commandTimeoutMs === 0 ? undefined : (opts.commandTimeoutMs ?? 10000),
       maxRetriesPerRequest: 2,
       enableOfflineQueue: true,
-      retryStrategy: reconnectDelay,
+      retryStrategy: (times: number) => (refused.has(addr) ? REFUSED_RECONNECT_DELAY_MS : reconnectDelay(times)),
+      ...securityOptions(topology, addr),
+    });
+    const onError = opts.onError ?? (() => {});
+    const watch = (client: RedisClient, addr: string) => {
+      client.on("error", (err: Error) => {
+        const why = refusalOf(err, addr, user, hasPassword);
+        this.lastErrors.set(addr, err.message);
+        if (why) {
+          refused.set(addr, why);
+          onError(new UnavailableError(why));
+        } else onError(err);
+      });
+      client.on("ready", () => refused.delete(addr));
     };
     this.kind = topology.kind;
     if (topology.kind === "cluster") {
-      const cluster = new Cluster(topology.seeds.map(parseAddr), {
-        redisOptions: common,
+      const seed = topology.seeds[0] ?? "";
+      const cluster = new Cluster(topology.seeds.map((a) => { const { host, port } = parseRedisAddr(a); return { host, port }; }), {
+        redisOptions: common(seed),
         scaleReads: "master",
-        clusterRetryStrategy: reconnectDelay,
+        clusterRetryStrategy: (times: number) => (refused.size > 0 ? REFUSED_RECONNECT_DELAY_MS : reconnectDelay(times)),
         slotsRefreshTimeout: 5000,
       });
-      if (opts.coalesceWrites !== false) cluster.on("+node", (node: Redis) => coalesceWrites(node));
+      cluster.on("+node", (node: Redis) => {
+        if (opts.coalesceWrites !== false) coalesceWrites(node);
+        const addr = `${node.options.host}:${node.options.port}`;
+        node.on("error", (err: Error) => {
+          const why = refusalOf(err, addr, user, hasPassword);
+          if (why) refused.set(addr, why);
+        });
+        node.on("ready", () => refused.delete(addr));
+      });
+      watch(cluster, topology.seeds.map(redisAddrText).join(","));
       this.instances = [cluster];
     } else {
-      this.instances = topology.addrs.map((a) => new Redis({ ...parseAddr(a), ...common }));
+      this.instances = topology.addrs.map((a) => {
+        const { host, port } = parseRedisAddr(a);
+        const client = new Redis({ host, port, ...common(redisAddrText(a)) });
+        watch(client, redisAddrText(a));
+        return client;
+      });
       if (opts.coalesceWrites !== false) for (const c of this.instances) coalesceWrites(c as Redis);
     }
-    const onError = opts.onError ?? (() => {});
-    for (const c of this.instances) {
-      defineScripts(c);
-      c.on("error", onError);
-    }
+    for (const c of this.instances) defineScripts(c);
+  }
+
+  /** address → the message of the last connection error there (for verify's answer). */
+  private readonly lastErrors = new Map<string, string>();
+
+  /** address → the one-line reason Redis refused this process there (credentials, TLS), until it is accepted. */
+  private readonly refusals = new Map<string, string>();
+
+  /** The reasons Redis currently refuses this process, one line per address (empty when none). */
+  refused(): string[] {
+    return [...this.refusals.values()];
+  }
+
+  /**
+   * Pings every instance (the Cluster through one of its nodes) within `timeoutMs`: resolves once
+   * all answer, rejects with an UnavailableError of one clear line otherwise — at once, without
+   * waiting out the timeout, when Redis refused the credentials or the TLS handshake. Start-up
+   * calls it before anything else touches the store.
+   */
+  async verify(timeoutMs = 10_000): Promise<void> {
+    await Promise.all(this.instances.map((client, i) => new Promise<void>((resolve, reject) => {
+      const where = this.topology.kind === "cluster" ? this.topology.seeds.map(redisAddrText).join(",") : redisAddrText(this.topology.addrs[i]!);
+      let done = false;
+      const finish = (err?: Error) => {
+        if (done) return;
+        done = true;
+        clearTimeout(timer);
+        clearInterval(watcher);
+        if (err) reject(err); else resolve();
+      };
+      const timer = setTimeout(() => finish(new UnavailableError(`Redis at ${where} did not answer within ${timeoutMs} ms${this.refusals.size > 0 ? `: ${this.refused()[0]}` : ""}`)), timeoutMs);
+      // a refusal is known from the connection's error event before any command fails
+      const watcher = setInterval(() => { const why = this.refused()[0]; if (why) finish(new UnavailableError(why)); }, 20);
+      client.ping().then(() => finish(), (err: Error) => {
+        const why = this.refused()[0] ?? refusalOf(err, where, redisUserOf(this.topology), this.topology.auth !== undefined);
+        const last = this.lastErrors.get(where);
+        const reset = last !== undefined && /ECONNRESET/.test(last) && !this.topology.tls ? " (a TLS port? use rediss://host:port or --redis-tls-ca)" : "";
+        finish(new UnavailableError(why ?? `Redis at ${where} is unreachable: ${last ?? err.message}${reset}`));
+      });
+    })));
   }
 
   /** The client that owns keys carrying this hash tag. */

@@ -1,7 +1,19 @@
 // Kept free of engine and gRPC imports: the CLI reads these for `server start --help` without
-// loading the server.
+// loading the server. The settings themselves are declared once, in settings/schema.ts.
+import { readSecret, type ResolvedSettings } from "./settings/resolve.js";
 
-/** Settings of a server process, from flags (`qim-admin-server`, `qimctl server start`) or env. */
+export { DAEMON_DEFAULTS } from "./settings/schema.js";
+export { parseDuration } from "./settings/resolve.js";
+
+/** TLS to a store: on/off, PEM file paths, the name its certificates must carry. */
+export interface StoreTlsSettings {
+  ca?: string;
+  cert?: string;
+  key?: string;
+  servername?: string;
+}
+
+/** Settings of a server process (`qim-admin-server`, `qimctl server start`), resolved from flags, environment, config file and defaults. */
 export interface DaemonSettings {
   listen: string;
   metricsListen: string | null;
@@ -17,55 +29,76 @@ export interface DaemonSettings {
    * polled every second and reloaded on SIGHUP (docs/operator-guide.md "Revoking a certificate").
    */
   denyList?: string;
-  /** Comma list of host:port; overrides QIM_REDIS_ADDR / QIM_MESSAGE_STORE_ADDRS. */
-  redis?: string;
-  redisCluster?: string;
+  /** Standalone instances in routing order (host:port, redis://, rediss://). */
+  redis?: string[];
+  /** Redis Cluster seeds (instead of redis). */
+  redisCluster?: string[];
+  redisUser?: string;
+  /** The password's value (from its file or the environment); never printed. */
+  redisPassword?: string;
+  /** Present when TLS to Redis is on. */
+  redisTls?: StoreTlsSettings;
   partitions: number;
   clusterId: string;
-  /** Comma list of Cassandra host[:port]: the conversation-set authority (else the Redis-hash fallback). */
-  cassandraContactPoints?: string;
+  /** Cassandra host[:port] list: the conversation-set authority (else the Redis-hash fallback). */
+  cassandraContactPoints?: string[];
   cassandraLocalDc?: string;
   cassandraKeyspace?: string;
   /** e.g. LOCAL_QUORUM (the default), QUORUM, ONE. */
   cassandraConsistency?: string;
+  cassandraUser?: string;
+  cassandraPassword?: string;
+  cassandraTls?: StoreTlsSettings;
   /** Dispatch-log retention in ms (0: never trimmed). */
   dispatchRetentionMs: number;
 }
 
-export const DAEMON_DEFAULTS = {
-  listen: "127.0.0.1:7443",
-  metricsListen: "127.0.0.1:9464",
-  auditLog: ".qim/audit.log",
-  partitions: 8,
-  clusterId: "qim",
-  dispatchRetention: "1d",
-} as const;
-
-const UNIT_MS = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
-
-/**
- * A duration such as 90s, 30m, 6h or 1d (also ms; a bare number is seconds) in milliseconds;
- * "off" (or 0) is 0: the dispatch log is never trimmed. Throws an Error that says what it expects.
- */
-export function parseDuration(text: string): number {
-  const t = text.trim().toLowerCase();
-  if (t === "off" || t === "0") return 0;
-  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)?$/.exec(t);
-  const ms = m ? Math.round(Number(m[1]) * UNIT_MS[(m[2] ?? "s") as keyof typeof UNIT_MS]) : NaN;
-  if (!Number.isSafeInteger(ms) || ms < 1000 || ms > 365 * UNIT_MS.d) {
-    throw new Error(`expected a duration from 1s to 365d such as 90s, 30m, 6h or 1d (or off), got ${JSON.stringify(text.slice(0, 32))}`);
-  }
-  return ms;
+function tlsOf(r: ResolvedSettings, store: "redis" | "cassandra"): StoreTlsSettings | undefined {
+  const v = (k: string) => r.values.get(`${store}.tls.${k}`) as string | undefined;
+  const addrs = store === "redis" ? ((r.values.get("redis.addrs") ?? r.values.get("redis.cluster")) as string[] | undefined) ?? [] : [];
+  const on = r.values.get(`${store}.tls.enabled`) === true || ["ca", "cert", "key", "servername"].some((k) => v(k) !== undefined)
+    || addrs.some((a) => /^rediss:\/\//i.test(a.trim()));
+  if (!on) return undefined;
+  return {
+    ...(v("ca") !== undefined ? { ca: v("ca")! } : {}),
+    ...(v("cert") !== undefined ? { cert: v("cert")! } : {}),
+    ...(v("key") !== undefined ? { key: v("key")! } : {}),
+    ...(v("servername") !== undefined ? { servername: v("servername")! } : {}),
+  };
 }
 
-/** The Cassandra flags make sense only with contact points; returns the problem, if any. */
-export function cassandraSettingsProblem(s: Pick<DaemonSettings, "cassandraContactPoints" | "cassandraLocalDc" | "cassandraKeyspace" | "cassandraConsistency">): { flag: string; message: string } | null {
-  if (s.cassandraContactPoints !== undefined && s.cassandraContactPoints.split(",").map((x) => x.trim()).filter(Boolean).length === 0) {
-    return { flag: "--cassandra-contact-points", message: "give at least one host[:port]" };
-  }
-  if (s.cassandraContactPoints) return null;
-  for (const [flag, v] of [["--cassandra-local-dc", s.cassandraLocalDc], ["--cassandra-keyspace", s.cassandraKeyspace], ["--cassandra-consistency", s.cassandraConsistency]] as const) {
-    if (v !== undefined) return { flag, message: "needs --cassandra-contact-points (without it the Redis-hash development fallback is the authority)" };
-  }
-  return null;
+/** The typed view of resolved settings (reads the password files). */
+export function toDaemonSettings(r: ResolvedSettings): DaemonSettings {
+  const v = <T>(k: string) => r.values.get(k) as T | undefined;
+  const opt = <T>(name: string, k: string) => (r.values.has(k) ? { [name]: v<T>(k) } : {});
+  const redisPassword = readSecret(r, "redis");
+  const cassandraPassword = readSecret(r, "cassandra");
+  const redisTls = tlsOf(r, "redis");
+  const cassandraTls = tlsOf(r, "cassandra");
+  return {
+    listen: v<string>("listen")!,
+    metricsListen: v<string | null>("metrics_listen") ?? null,
+    insecureDev: v<boolean>("insecure_dev") === true,
+    auditLog: v<string>("audit.log")!,
+    auditFsync: v<boolean>("audit.fsync") !== false,
+    partitions: v<number>("dispatch.partitions")!,
+    clusterId: v<string>("dispatch.cluster_id")!,
+    dispatchRetentionMs: v<number>("dispatch.retention")!,
+    ...opt("tlsCa", "tls.ca"),
+    ...opt("tlsCert", "tls.cert"),
+    ...opt("tlsKey", "tls.key"),
+    ...opt("denyList", "deny_list"),
+    ...opt("redis", "redis.addrs"),
+    ...opt("redisCluster", "redis.cluster"),
+    ...opt("redisUser", "redis.user"),
+    ...(redisPassword !== undefined ? { redisPassword } : {}),
+    ...(redisTls ? { redisTls } : {}),
+    ...opt("cassandraContactPoints", "cassandra.contact_points"),
+    ...opt("cassandraLocalDc", "cassandra.local_dc"),
+    ...opt("cassandraKeyspace", "cassandra.keyspace"),
+    ...opt("cassandraConsistency", "cassandra.consistency"),
+    ...opt("cassandraUser", "cassandra.user"),
+    ...(cassandraPassword !== undefined ? { cassandraPassword } : {}),
+    ...(cassandraTls ? { cassandraTls } : {}),
+  } as DaemonSettings;
 }

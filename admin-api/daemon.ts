@@ -1,27 +1,54 @@
 import { readFile } from "node:fs/promises";
-import { topologyFromEnv, type TopologyConfig } from "../core/index.js";
-import { cassandraSettingsProblem, type DaemonSettings } from "./daemon-settings.js";
+import type { CassandraAuthorityOptions, TopologyConfig } from "../core/index.js";
+import type { DaemonSettings } from "./daemon-settings.js";
 import { startAdminServer, type AdminServer } from "./server.js";
 
-export { DAEMON_DEFAULTS, parseDuration, type DaemonSettings } from "./daemon-settings.js";
+export { DAEMON_DEFAULTS, parseDuration, toDaemonSettings, type DaemonSettings } from "./daemon-settings.js";
 
-export function topologyOf(s: Pick<DaemonSettings, "redis" | "redisCluster">): TopologyConfig {
-  if (s.redisCluster) return { kind: "cluster", seeds: s.redisCluster.split(",").map((x) => x.trim()).filter(Boolean) };
-  if (s.redis) return { kind: "instances", addrs: s.redis.split(",").map((x) => x.trim()).filter(Boolean) };
-  return topologyFromEnv();
+const readPem = async (file: string | undefined) => (file === undefined ? undefined : (await readFile(file)).toString("utf8"));
+
+/** Where the engine's Redis is and how to reach it: addresses, ACL credentials, TLS (PEM read from the settings' files). */
+export async function topologyOf(s: Pick<DaemonSettings, "redis" | "redisCluster" | "redisUser" | "redisPassword" | "redisTls">): Promise<TopologyConfig> {
+  const security = {
+    ...(s.redisPassword !== undefined ? { auth: { password: s.redisPassword, ...(s.redisUser !== undefined ? { username: s.redisUser } : {}) } } : {}),
+    ...(s.redisTls ? {
+      tls: {
+        ...(s.redisTls.ca ? { caPem: (await readPem(s.redisTls.ca))! } : {}),
+        ...(s.redisTls.cert ? { certPem: (await readPem(s.redisTls.cert))! } : {}),
+        ...(s.redisTls.key ? { keyPem: (await readPem(s.redisTls.key))! } : {}),
+        ...(s.redisTls.servername ? { servername: s.redisTls.servername } : {}),
+      },
+    } : {}),
+  };
+  if (s.redisCluster) return { kind: "cluster", seeds: s.redisCluster, ...security };
+  return { kind: "instances", addrs: s.redis ?? [], ...security };
 }
 
-/** Starts a server from settings and stops it cleanly on SIGINT/SIGTERM. */
+/** The authority's options from the --cassandra-* settings, or undefined for the Redis-hash fallback. */
+export async function cassandraOf(s: DaemonSettings): Promise<CassandraAuthorityOptions | undefined> {
+  if (!s.cassandraContactPoints || s.cassandraContactPoints.length === 0) return undefined;
+  return {
+    contactPoints: s.cassandraContactPoints,
+    ...(s.cassandraLocalDc ? { localDataCenter: s.cassandraLocalDc } : {}),
+    ...(s.cassandraKeyspace ? { keyspace: s.cassandraKeyspace } : {}),
+    ...(s.cassandraConsistency ? { consistency: s.cassandraConsistency } : {}),
+    ...(s.cassandraUser !== undefined && s.cassandraPassword !== undefined ? { credentials: { username: s.cassandraUser, password: s.cassandraPassword } } : {}),
+    ...(s.cassandraTls ? {
+      tls: {
+        ...(s.cassandraTls.ca ? { caPem: (await readPem(s.cassandraTls.ca))! } : {}),
+        ...(s.cassandraTls.cert ? { certPem: (await readPem(s.cassandraTls.cert))! } : {}),
+        ...(s.cassandraTls.key ? { keyPem: (await readPem(s.cassandraTls.key))! } : {}),
+        ...(s.cassandraTls.servername ? { servername: s.cassandraTls.servername } : {}),
+      },
+    } : {}),
+  };
+}
+
+/** Starts a server from resolved settings (settings/resolve.ts checked them) and stops it cleanly on SIGINT/SIGTERM. */
 export async function runDaemon(s: DaemonSettings): Promise<AdminServer> {
-  if (s.insecureDev && s.denyList) throw new Error("--deny-list needs mTLS: --insecure-dev has no client certificates to refuse");
-  if (!s.insecureDev && (!s.tlsCa || !s.tlsCert || !s.tlsKey)) {
-    throw new Error("mTLS needs --tls-ca, --tls-cert and --tls-key (create them with `qimctl certs init` and `qimctl certs issue-server`), or --insecure-dev for a development machine");
-  }
-  const cassandraProblem = cassandraSettingsProblem(s);
-  if (cassandraProblem) throw new Error(`${cassandraProblem.flag}: ${cassandraProblem.message}`);
-  const contactPoints = (s.cassandraContactPoints ?? "").split(",").map((x) => x.trim()).filter(Boolean);
+  const cassandra = await cassandraOf(s);
   const server = await startAdminServer({
-    topology: topologyOf(s),
+    topology: await topologyOf(s),
     listen: s.listen,
     metricsListen: s.metricsListen,
     auditPath: s.auditLog,
@@ -30,14 +57,7 @@ export async function runDaemon(s: DaemonSettings): Promise<AdminServer> {
     ...(s.denyList ? { denyList: s.denyList } : {}),
     dispatch: { clusterId: s.clusterId, topicId: "dispatch", partitionCount: s.partitions },
     retentionMs: s.dispatchRetentionMs,
-    ...(contactPoints.length > 0 ? {
-      cassandra: {
-        contactPoints,
-        ...(s.cassandraLocalDc ? { localDataCenter: s.cassandraLocalDc } : {}),
-        ...(s.cassandraKeyspace ? { keyspace: s.cassandraKeyspace } : {}),
-        ...(s.cassandraConsistency ? { consistency: s.cassandraConsistency } : {}),
-      },
-    } : {}),
+    ...(cassandra ? { cassandra } : {}),
     ...(s.insecureDev ? {} : { tls: { caPem: await readFile(s.tlsCa!), certPem: await readFile(s.tlsCert!), keyPem: await readFile(s.tlsKey!) } }),
   });
   let stopping = false;

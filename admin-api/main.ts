@@ -1,74 +1,64 @@
 #!/usr/bin/env node
-import { Command, InvalidArgumentError, Option } from "commander";
-import { DAEMON_DEFAULTS, parseDuration, runDaemon, type DaemonSettings } from "./daemon.js";
+import { Command, Option } from "commander";
+import { runDaemon, toDaemonSettings } from "./daemon.js";
+import {
+  CONFIG_ENV, CONFIG_FLAG, helpOf, PRINT_CONFIG_FLAG, renderEffective, resolveSettings, SETTINGS, SettingsError,
+} from "./settings/index.js";
 
-const positive = (v: string) => {
-  const n = Number(v);
-  if (!Number.isInteger(n) || n < 1 || n > 999) throw new InvalidArgumentError("an integer from 1 to 999");
-  return n;
-};
+const camel = (flag: string) => flag.replace(/-([a-z])/g, (_m, c: string) => c.toUpperCase());
 
-const duration = (v: string) => {
-  try {
-    return parseDuration(v);
-  } catch (err) {
-    throw new InvalidArgumentError((err as Error).message);
-  }
-};
-
+// every flag comes from the settings schema; commander only collects what was given (no defaults,
+// no environment: resolveSettings applies flag > environment > config file > default itself)
 const program = new Command("qim-admin-server")
   .description("The QIM admin API: gRPC over mTLS (client certificates required), backed by the embedded engine on Redis.")
-  .addOption(new Option("--listen <host:port>", "gRPC address").default(DAEMON_DEFAULTS.listen))
-  .addOption(new Option("--metrics-listen <host:port>", "plain-HTTP /metrics address ('off' to disable)").default(DAEMON_DEFAULTS.metricsListen))
-  .addOption(new Option("--tls-ca <file>", "CA certificate that client certificates must chain to").env("QIM_TLS_CA"))
-  .addOption(new Option("--tls-cert <file>", "server certificate").env("QIM_TLS_CERT"))
-  .addOption(new Option("--tls-key <file>", "server private key").env("QIM_TLS_KEY"))
-  .addOption(new Option("--insecure-dev", "plaintext, no client certificates, every caller admin (development only)").default(false))
-  .addOption(new Option("--audit-log <file>", "append-only audit log").default(DAEMON_DEFAULTS.auditLog).env("QIM_AUDIT_LOG"))
-  .addOption(new Option("--deny-list <file>", "revoked client certificates: one SHA-256 fingerprint per line (# comments); polled every second and reloaded on SIGHUP").env("QIM_DENY_LIST"))
-  .addOption(new Option("--no-audit-fsync", "answer once the audit entry is written to the OS, without waiting for fdatasync"))
-  .addOption(new Option("--redis <addrs>", "comma list of Redis host:port (default: QIM_REDIS_ADDR + QIM_MESSAGE_STORE_ADDRS)"))
-  .addOption(new Option("--redis-cluster <seeds>", "comma list of Redis Cluster seed host:port (default: QIM_REDIS_CLUSTER_SEEDS)"))
-  .addOption(new Option("--partitions <n>", "dispatch log partitions").default(DAEMON_DEFAULTS.partitions).argParser(positive))
-  .addOption(new Option("--cluster-id <id>", "dispatch log cluster id").default(DAEMON_DEFAULTS.clusterId))
-  .addOption(new Option("--dispatch-retention <duration>", "how long the dispatch log keeps records, e.g. 90s, 30m, 6h, 1d ('off': never trimmed)").default(DAEMON_DEFAULTS.dispatchRetention).argParser(duration))
-  .addOption(new Option("--cassandra-contact-points <hosts>", "comma list of Cassandra host[:port]: the conversation-set authority (default: the Redis-hash development fallback)").env("QIM_CASSANDRA_CONTACT_POINTS"))
-  .addOption(new Option("--cassandra-local-dc <dc>", "Cassandra local data center (default datacenter1)").env("QIM_CASSANDRA_LOCAL_DC"))
-  .addOption(new Option("--cassandra-keyspace <name>", "Cassandra keyspace (default qim; created if missing)").env("QIM_CASSANDRA_KEYSPACE"))
-  .addOption(new Option("--cassandra-consistency <level>", "Cassandra consistency, e.g. LOCAL_QUORUM (default), QUORUM, ONE").env("QIM_CASSANDRA_CONSISTENCY"))
-  .addHelpText("after", `
+  .addOption(new Option(`--${CONFIG_FLAG} <file>`, `YAML config file with any of the settings below (env ${CONFIG_ENV}); flags and environment override it`))
+  .addOption(new Option(`--${PRINT_CONFIG_FLAG}`, "print the effective settings (passwords redacted) with the source of each, and exit"));
+for (const spec of SETTINGS) {
+  if (!spec.flag) continue;
+  if (spec.kind === "boolean") {
+    program.addOption(new Option(`--${spec.flag}`, helpOf(spec)));
+    program.addOption(new Option(`--no-${spec.flag}`, `turn ${spec.key} off`).hideHelp(spec.default !== true));
+  } else {
+    program.addOption(new Option(`--${spec.flag} <value>`, helpOf(spec)));
+  }
+}
+program.addHelpText("after", `
+Passwords have no flag (a command line shows in ps): --redis-password-file / QIM_REDIS_PASSWORD,
+--cassandra-password-file / QIM_CASSANDRA_PASSWORD, or the config file. Reference of every key:
+docs/config-reference.md.
+
 Examples:
   qim-admin-server --tls-ca ca.pem --tls-cert server.pem --tls-key server-key.pem --redis 127.0.0.1:6379
-  QIM_REDIS_ADDR=10.0.0.5:6379 QIM_MESSAGE_STORE_ADDRS=10.0.0.6:6379,10.0.0.7:6379 qim-admin-server --tls-ca …
+  qim-admin-server --config /etc/qim/server.yaml
+  qim-admin-server --config /etc/qim/server.yaml --print-config
+  QIM_REDIS_PASSWORD=… qim-admin-server --tls-ca … --redis rediss://10.0.0.5:6380 --redis-user qim --redis-tls-ca redis-ca.pem
   qim-admin-server --tls-ca … --redis 10.0.0.5:6379 --cassandra-contact-points 10.0.1.1,10.0.1.2 --cassandra-local-dc dc1
-  qim-admin-server --insecure-dev --redis 127.0.0.1:6379   # development only
+  qim-admin-server --insecure-dev --redis 127.0.0.1:6379   # development only, loopback only
 
-Start-up fails (exit 2, nothing changed) when the session projection refuses the dispatch log: a
-checkpoint beyond a partition's high watermark, or another cluster id / topic / partition count.`);
+Exit codes: 2 bad settings (the flag, variable or config key is named; nothing started), or start-up
+refused by the session projection (nothing changed); 5 Redis or Cassandra unreachable, or refusing
+the credentials or the TLS handshake (one line says which).`);
 
 program.parse();
 const o = program.opts<Record<string, unknown>>();
-const settings: DaemonSettings = {
-  listen: String(o.listen),
-  metricsListen: o.metricsListen === "off" ? null : String(o.metricsListen),
-  insecureDev: o.insecureDev === true,
-  auditLog: String(o.auditLog),
-  auditFsync: o.auditFsync !== false,
-  partitions: Number(o.partitions),
-  clusterId: String(o.clusterId),
-  dispatchRetentionMs: typeof o.dispatchRetention === "number" ? o.dispatchRetention : parseDuration(String(o.dispatchRetention)),
-  ...(o.cassandraContactPoints !== undefined ? { cassandraContactPoints: String(o.cassandraContactPoints) } : {}),
-  ...(o.cassandraLocalDc !== undefined ? { cassandraLocalDc: String(o.cassandraLocalDc) } : {}),
-  ...(o.cassandraKeyspace !== undefined ? { cassandraKeyspace: String(o.cassandraKeyspace) } : {}),
-  ...(o.cassandraConsistency !== undefined ? { cassandraConsistency: String(o.cassandraConsistency) } : {}),
-  ...(o.denyList ? { denyList: String(o.denyList) } : {}),
-  ...(o.tlsCa ? { tlsCa: String(o.tlsCa) } : {}),
-  ...(o.tlsCert ? { tlsCert: String(o.tlsCert) } : {}),
-  ...(o.tlsKey ? { tlsKey: String(o.tlsKey) } : {}),
-  ...(o.redis ? { redis: String(o.redis) } : {}),
-  ...(o.redisCluster ? { redisCluster: String(o.redisCluster) } : {}),
+const fail = (code: number, message: string): never => {
+  process.stderr.write(`qim-admin-server: ${message}\n`);
+  process.exit(code);
 };
+let settings;
+try {
+  const flags = Object.fromEntries(SETTINGS.filter((s) => s.flag).map((s) => [s.flag!, o[camel(s.flag!)]]));
+  const resolved = resolveSettings({ flags, env: process.env, configPath: o[camel(CONFIG_FLAG)] as string | undefined });
+  if (o[camel(PRINT_CONFIG_FLAG)] === true) {
+    process.stdout.write(renderEffective(resolved));
+    process.exit(0);
+  }
+  settings = toDaemonSettings(resolved);
+} catch (err) {
+  if (err instanceof SettingsError) fail(2, err.message);
+  throw err;
+}
 runDaemon(settings).catch((err: unknown) => {
-  process.stderr.write(`qim-admin-server: ${err instanceof Error ? err.message : String(err)}\n`);
-  process.exit(2);
+  const unavailable = err instanceof Error && (err as { code?: unknown }).code === "UNAVAILABLE";
+  fail(unavailable ? 5 : 2, err instanceof Error ? err.message : String(err));
 });

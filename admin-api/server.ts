@@ -62,6 +62,8 @@ export interface AdminServerOptions {
    * passed in is stopped with the server but not closed: its owner closes it.
    */
   authority?: ConversationStateAuthority;
+  /** How long start-up waits for every Redis to answer (default 10 s); a refusal fails at once. */
+  storeVerifyTimeoutMs?: number;
   /** Cassandra settings (the daemon's --cassandra-* flags); the server creates and closes that authority. */
   cassandra?: CassandraAuthorityOptions;
   /**
@@ -217,8 +219,10 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
   const store = new RedisStore(opts.topology, {
     commandTimeoutMs: 5000,
     connectTimeoutMs: 3000,
-    onError: (err) => throttled(`redis: ${err.message}`),
+    // until start-up has verified the store, its one error line is verify()'s, not a log of each attempt
+    onError: (err) => { if (storeVerified) throttled(/^Redis /.test(err.message) ? err.message : `redis: ${err.message}`); },
   });
+  let storeVerified = false;
 
   // What start-up opened, closed in reverse order should a later step fail: a server that does not
   // start leaves no connection, timer or listener behind.
@@ -236,6 +240,10 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
       const list = denyList;
       opened.push({ what: "deny list", close: () => list.close() });
     }
+    // one clear line, before anything else touches the store, when Redis is away or refuses the
+    // credentials or the TLS handshake (then without waiting out the timeout)
+    await store.verify(opts.storeVerifyTimeoutMs ?? 10_000);
+    storeVerified = true;
     runtime = new EngineRuntime({
       store,
       ...(opts.engine?.keyPrefix !== undefined ? { keyPrefix: opts.engine.keyPrefix } : {}),

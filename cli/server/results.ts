@@ -7,3 +7,13 @@ export interface ServerStartResult {
   tls: boolean;
   auditLog: string;
 }
+
+/** The JSON result of `server start --print-config`: the effective settings, passwords redacted. */
+export interface ServerPrintConfigResult {
+  /** The config file read, or null. */
+  config: string | null;
+  /** Nested as in the config file. */
+  settings: Record<string, unknown>;
+  /** Dotted key → where its value came from. */
+  sources: Record<string, "flag" | "env" | "file" | "default">;
+}

@@ -6,5 +6,11 @@ export const samples = {
   "server start": samplesOf<ResultOf<typeof ServerStart>>(
     { listen: "127.0.0.1:7443", port: 7443, metricsPort: 9464, tls: true, auditLog: "/var/lib/qim/audit.log" },
     { listen: "127.0.0.1:7443", port: 7443, metricsPort: null, tls: false, auditLog: "/var/lib/qim/audit.log" },
+    // --print-config
+    {
+      config: "/etc/qim/server.yaml",
+      settings: { listen: "0.0.0.0:7443", redis: { addrs: ["rediss://10.0.0.5:6380"], user: "qim", password: "<redacted>" } },
+      sources: { listen: "file", "redis.addrs": "file", "redis.user": "file", "redis.password": "env" },
+    },
   ),
 };

@@ -1,10 +1,11 @@
-import { accessSync, constants, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
+import type { Interfaces } from "@oclif/core";
 import * as Flags from "@oclif/core/flags";
-import { cassandraSettingsProblem, DAEMON_DEFAULTS, parseDuration, type DaemonSettings } from "../../../admin-api/daemon-settings.js";
+import { toDaemonSettings, type DaemonSettings } from "../../../admin-api/daemon-settings.js";
+import { CONFIG_ENV, CONFIG_FLAG, helpOf, PRINT_CONFIG_FLAG, SETTINGS } from "../../../admin-api/settings/schema.js";
 import { BaseCommand } from "../../base.js";
 import { UsageError } from "../../exit-codes.js";
-import type { ServerStartResult } from "../../server/results.js";
-import { endpoint as checkEndpoint } from "../../validate.js";
+import type { ServerPrintConfigResult, ServerStartResult } from "../../server/results.js";
 
 export default class ServerStart extends BaseCommand<typeof ServerStart> {
   static override summary = "Run the admin API server in the foreground (the same code as qim-admin-server).";
@@ -16,9 +17,13 @@ Start-up is refused (fail closed, nothing changed) when the projection's audit f
 
 --deny-list FILE refuses revoked client certificates: one SHA-256 fingerprint per line (# comments), as \`qimctl certs fingerprint\` prints them. The file is polled every second and re-read on SIGHUP, without a restart; a malformed file keeps the previous list (the server logs why). A call made with a listed certificate is refused (PERMISSION_DENIED "certificate revoked", exit 6 for qimctl) and audited with the fingerprint.
 
---insecure-dev serves plaintext, without client certificates, every caller an admin: development machines only.
+Every setting can also come from a YAML file (--config FILE or QIM_CONFIG; keys in docs/config-reference.md) and from its environment variable; a flag overrides the environment, which overrides the file. An unknown key or a bad value refuses start-up with the key named. --print-config shows the effective settings, passwords redacted, with where each came from.
 
-Exit codes: 0 stopped cleanly by SIGINT/SIGTERM; 2 bad flags (also an unreadable or malformed --deny-list); 4 start-up refused by the session projection (BEYOND_HIGH, IDENTITY_MISMATCH); 5 Cassandra unreachable at start-up; 1 anything else (e.g. Redis unreachable).`;
+A production Redis: rediss://host:port addresses (or --redis-tls) with --redis-tls-ca, an ACL user (--redis-user) and its password from --redis-password-file or QIM_REDIS_PASSWORD — never a flag. Cassandra likewise: --cassandra-user, --cassandra-password-file or QIM_CASSANDRA_PASSWORD, --cassandra-tls-ca. A refused password or certificate is one line naming the user or the check, before anything starts.
+
+--insecure-dev serves plaintext, without client certificates, every caller an admin: development machines only, and only on a loopback --listen (127.0.0.1, ::1, localhost); --insecure-dev-allow-non-loopback overrides that.
+
+Exit codes: 0 stopped cleanly by SIGINT/SIGTERM; 2 bad settings (the flag, variable or config key is named; also an unreadable or malformed --deny-list); 4 start-up refused by the session projection (BEYOND_HIGH, IDENTITY_MISMATCH); 5 Redis or Cassandra unreachable at start-up, or refusing the credentials or the TLS handshake; 1 anything else.`;
   static override examples = [
     "<%= config.bin %> <%= command.id %> --tls-ca .qim/pki/ca.crt --tls-cert .qim/pki/server.crt --tls-key .qim/pki/server.key --redis 127.0.0.1:6379",
     "QIM_REDIS_ADDR=10.0.0.5:6379 QIM_MESSAGE_STORE_ADDRS=10.0.0.6:6379 <%= config.bin %> <%= command.id %> --listen 0.0.0.0:7443 --tls-ca ca.crt --tls-cert server.crt --tls-key server.key",
@@ -27,96 +32,64 @@ Exit codes: 0 stopped cleanly by SIGINT/SIGTERM; 2 bad flags (also an unreadable
       command: "<%= config.bin %> <%= command.id %> --tls-ca ca.crt --tls-cert server.crt --tls-key server.key --redis 10.0.0.5:6379 --cassandra-contact-points 10.0.1.1,10.0.1.2 --cassandra-local-dc dc1 --dispatch-retention 6h",
     },
     {
+      description: "All settings from a file; show what it resolves to first",
+      command: "<%= config.bin %> <%= command.id %> --config /etc/qim/server.yaml --print-config",
+    },
+    {
+      description: "A Redis with an ACL user and TLS; the password from a file",
+      command: "<%= config.bin %> <%= command.id %> --tls-ca ca.crt --tls-cert server.crt --tls-key server.key --redis rediss://10.0.0.5:6380 --redis-user qim --redis-password-file /etc/qim/redis.password --redis-tls-ca redis-ca.crt",
+    },
+    {
       description: "Development only: plaintext, every caller an admin",
       command: "<%= config.bin %> <%= command.id %> --insecure-dev --redis 127.0.0.1:6379",
     },
   ];
-  static override flags = {
-    listen: Flags.string({ default: DAEMON_DEFAULTS.listen, description: "gRPC address host:port" }),
-    "metrics-listen": Flags.string({ default: DAEMON_DEFAULTS.metricsListen, description: "plain-HTTP /metrics address host:port ('off' to disable)" }),
-    "tls-ca": Flags.string({ env: "QIM_TLS_CA", description: "CA certificate that client certificates must chain to" }),
-    "tls-cert": Flags.string({ env: "QIM_TLS_CERT", description: "server certificate" }),
-    "tls-key": Flags.string({ env: "QIM_TLS_KEY", description: "server private key" }),
-    "insecure-dev": Flags.boolean({ default: false, description: "plaintext, no client certificates, every caller admin (development only)" }),
-    "audit-log": Flags.string({ env: "QIM_AUDIT_LOG", default: DAEMON_DEFAULTS.auditLog, description: "append-only audit log" }),
-    "deny-list": Flags.string({ env: "QIM_DENY_LIST", description: "revoked client certificates: one SHA-256 fingerprint per line (# comments), as `qimctl certs fingerprint` prints them; polled every second and reloaded on SIGHUP" }),
-    "audit-fsync": Flags.boolean({ default: true, allowNo: true, description: "fdatasync the audit log before answering (--no-audit-fsync: written to the OS only)" }),
-    redis: Flags.string({ description: "comma list of Redis host:port (default: QIM_REDIS_ADDR + QIM_MESSAGE_STORE_ADDRS)" }),
-    "redis-cluster": Flags.string({ description: "comma list of Redis Cluster seed host:port (default: QIM_REDIS_CLUSTER_SEEDS)" }),
-    partitions: Flags.integer({ default: DAEMON_DEFAULTS.partitions, min: 1, max: 999, description: "dispatch log partitions" }),
-    "cluster-id": Flags.string({ default: DAEMON_DEFAULTS.clusterId, description: "dispatch log cluster id" }),
-    "dispatch-retention": Flags.string({ default: DAEMON_DEFAULTS.dispatchRetention, description: "how long the dispatch log keeps records: 90s, 30m, 6h, 1d … ('off': never trimmed)" }),
-    "cassandra-contact-points": Flags.string({ env: "QIM_CASSANDRA_CONTACT_POINTS", helpGroup: "AUTHORITY", description: "comma list of Cassandra host[:port]: the conversation-set authority (default: the Redis-hash development fallback)" }),
-    "cassandra-local-dc": Flags.string({ env: "QIM_CASSANDRA_LOCAL_DC", helpGroup: "AUTHORITY", description: "Cassandra local data center (default datacenter1)" }),
-    "cassandra-keyspace": Flags.string({ env: "QIM_CASSANDRA_KEYSPACE", helpGroup: "AUTHORITY", description: "Cassandra keyspace (default qim; created if missing)" }),
-    "cassandra-consistency": Flags.string({ env: "QIM_CASSANDRA_CONSISTENCY", helpGroup: "AUTHORITY", description: "Cassandra consistency: LOCAL_QUORUM (default), QUORUM, ONE, …" }),
-  };
+  static override flags = settingFlags();
 
-  async run(): Promise<ServerStartResult> {
-    const f = this.flags;
-    const listen = checkEndpoint("--listen", f.listen);
-    const metricsListen = f["metrics-listen"] === "off" ? null : checkEndpoint("--metrics-listen", f["metrics-listen"]);
-    if (!f["insecure-dev"]) {
-      for (const flag of ["tls-ca", "tls-cert", "tls-key"] as const) {
-        const file = f[flag];
-        if (!file) throw new UsageError(`--${flag}`, "mTLS needs --tls-ca, --tls-cert and --tls-key (create them with `qimctl certs init` and `qimctl certs issue-server`), or --insecure-dev on a development machine");
-        try {
-          accessSync(file, constants.R_OK);
-        } catch (err) {
-          throw new UsageError(`--${flag}`, `cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
-        }
+  async run(): Promise<ServerStartResult | ServerPrintConfigResult> {
+    const f = this.flags as Record<string, unknown>;
+    const { resolveSettings, SETTINGS, SettingsError, effectiveSettings, renderEffective } = await import("../../../admin-api/settings/index.js");
+    let resolved;
+    let settings: DaemonSettings;
+    try {
+      resolved = resolveSettings({ flags: Object.fromEntries(SETTINGS.filter((s) => s.flag).map((s) => [s.flag!, f[s.flag!]])), env: process.env, configPath: f[CONFIG_FLAG] as string | undefined });
+      if (f[PRINT_CONFIG_FLAG] === true) {
+        if (!this.jsonEnabled()) process.stdout.write(renderEffective(resolved));
+        return effectiveSettings(resolved);
       }
+      settings = toDaemonSettings(resolved);
+    } catch (err) {
+      if (err instanceof SettingsError) throw new UsageError(err.flag, err.message.startsWith(`${err.flag}: `) ? err.message.slice(err.flag.length + 2) : err.message);
+      throw err;
     }
-    const denyList = f["deny-list"];
+    const denyList = settings.denyList;
     if (denyList !== undefined) {
-      if (f["insecure-dev"]) throw new UsageError("--deny-list", "needs mTLS: --insecure-dev has no client certificates to refuse");
-      let text: string;
-      try {
-        text = readFileSync(denyList, "utf8");
-      } catch (err) {
-        throw new UsageError("--deny-list", `cannot read ${denyList}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
-      }
       const { parseDenyList } = await import("../../../admin-api/deny-list.js");
       try {
-        parseDenyList(text);
+        parseDenyList(readFileSync(denyList, "utf8"));
       } catch (err) {
         throw new UsageError("--deny-list", `${denyList}: ${(err as Error).message}`);
       }
     }
-    let dispatchRetentionMs: number;
-    try {
-      dispatchRetentionMs = parseDuration(f["dispatch-retention"]);
-    } catch (err) {
-      throw new UsageError("--dispatch-retention", (err as Error).message);
-    }
-    const cassandra = {
-      ...(f["cassandra-contact-points"] !== undefined ? { cassandraContactPoints: f["cassandra-contact-points"] } : {}),
-      ...(f["cassandra-local-dc"] !== undefined ? { cassandraLocalDc: f["cassandra-local-dc"] } : {}),
-      ...(f["cassandra-keyspace"] !== undefined ? { cassandraKeyspace: f["cassandra-keyspace"] } : {}),
-      ...(f["cassandra-consistency"] !== undefined ? { cassandraConsistency: f["cassandra-consistency"] } : {}),
-    };
-    const problem = cassandraSettingsProblem(cassandra);
-    if (problem) throw new UsageError(problem.flag, problem.message);
-    const settings: DaemonSettings = {
-      listen,
-      metricsListen,
-      insecureDev: f["insecure-dev"],
-      auditLog: f["audit-log"],
-      auditFsync: f["audit-fsync"],
-      partitions: f.partitions,
-      clusterId: f["cluster-id"],
-      dispatchRetentionMs,
-      ...cassandra,
-      ...(denyList ? { denyList } : {}),
-      ...(f["tls-ca"] ? { tlsCa: f["tls-ca"] } : {}),
-      ...(f["tls-cert"] ? { tlsCert: f["tls-cert"] } : {}),
-      ...(f["tls-key"] ? { tlsKey: f["tls-key"] } : {}),
-      ...(f.redis ? { redis: f.redis } : {}),
-      ...(f["redis-cluster"] ? { redisCluster: f["redis-cluster"] } : {}),
-    };
     const { runDaemon } = await import("../../../admin-api/daemon.js");
     // runDaemon keeps the process alive (the gRPC server) and exits it on SIGINT/SIGTERM.
     const server = await runDaemon(settings);
-    return { listen, port: server.port, metricsPort: server.metricsPort, tls: !settings.insecureDev, auditLog: settings.auditLog };
+    return { listen: settings.listen, port: server.port, metricsPort: server.metricsPort, tls: !settings.insecureDev, auditLog: settings.auditLog };
   }
+}
+
+/** The flags of every server setting, from the schema (no defaults or env here: resolveSettings applies them, so each value's source is known). */
+function settingFlags() {
+  const out: Interfaces.FlagInput = {
+    [CONFIG_FLAG]: Flags.string({ description: `YAML config file with any of these settings (env ${CONFIG_ENV}); flags and environment override it. Reference: docs/config-reference.md` }),
+    [PRINT_CONFIG_FLAG]: Flags.boolean({ description: "print the effective settings (passwords redacted) with the source of each, and exit" }),
+  };
+  for (const spec of SETTINGS) {
+    if (!spec.flag) continue;
+    const helpGroup = spec.section === "redis" ? "REDIS" : spec.section === "cassandra" ? "AUTHORITY" : undefined;
+    out[spec.flag] = spec.kind === "boolean"
+      ? Flags.boolean({ allowNo: true, description: helpOf(spec), ...(helpGroup ? { helpGroup } : {}) })
+      : Flags.string({ description: helpOf(spec), ...(helpGroup ? { helpGroup } : {}) });
+  }
+  return out;
 }

@@ -1,0 +1,134 @@
+// The one declaration of a server process's settings: the config file's keys, the flags of
+// qim-admin-server and `qimctl server start`, the environment variables, the validation, the
+// redaction of --print-config and docs/config-reference.md all come from this list. Kept free of
+// engine and gRPC imports: the CLI reads it for `server start --help` without loading the server.
+
+/** What a setting holds; each kind has one parser (resolve.ts) and one way it is shown. */
+export type SettingKind =
+  | "address" // host:port (port 0: any free port)
+  | "address-or-off" // host:port, or off
+  | "redis-addresses" // list of host:port, redis://host:port, rediss://host:port
+  | "addresses" // list of host[:port]
+  | "boolean"
+  | "integer"
+  | "duration" // 90s, 30m, 6h, 1d, off
+  | "string"
+  | "path" // a file that may not exist yet (written by the server)
+  | "file" // a file that must be readable at start-up
+  | "secret" // a password: config file or environment only, never a flag, never printed
+  | "enum";
+
+export type SettingSection = "server" | "audit" | "redis" | "dispatch" | "cassandra";
+
+export interface SettingSpec {
+  /** Dotted path in the config file, e.g. redis.tls.ca. */
+  key: string;
+  kind: SettingKind;
+  section: SettingSection;
+  /** The flag without dashes; null for a secret (a value on the command line shows in `ps`). */
+  flag: string | null;
+  /** Environment variable(s); several are joined with commas (QIM_REDIS_ADDR + QIM_MESSAGE_STORE_ADDRS). */
+  env: readonly string[];
+  description: string;
+  /** The value when no source gives one; absent: unset. */
+  default?: string | number | boolean;
+  /** integer: inclusive range. */
+  min?: number;
+  max?: number;
+  /** enum: the accepted values. */
+  values?: readonly string[];
+  /** Shown as <redacted> by --print-config (a password; a file's contents are never shown, its path is). */
+  secret?: boolean;
+}
+
+/** Default settings that other modules show (the CLI's help, the dev stack). */
+export const DAEMON_DEFAULTS = {
+  listen: "127.0.0.1:7443",
+  metricsListen: "127.0.0.1:9464",
+  auditLog: ".qim/audit.log",
+  partitions: 8,
+  clusterId: "qim",
+  dispatchRetention: "1d",
+} as const;
+
+export const CASSANDRA_CONSISTENCIES = ["ANY", "ONE", "TWO", "THREE", "QUORUM", "ALL", "LOCAL_QUORUM", "EACH_QUORUM", "LOCAL_ONE"] as const;
+
+const flagOf = (key: string) => key.replace(/[._]/g, "-");
+const envOf = (key: string) => `QIM_${key.replace(/\./g, "_").toUpperCase()}`;
+
+type Spec = Omit<SettingSpec, "flag" | "env" | "section"> & { flag?: string | null; env?: readonly string[] };
+
+function section(name: SettingSection, specs: Spec[]): SettingSpec[] {
+  return specs.map((s) => ({
+    ...s,
+    section: name,
+    flag: s.kind === "secret" ? null : (s.flag === undefined ? flagOf(s.key) : s.flag),
+    env: s.env ?? [envOf(s.key)],
+  }));
+}
+
+/** Every setting, in the order --help, --print-config and the reference show them. */
+export const SETTINGS: readonly SettingSpec[] = [
+  ...section("server", [
+    { key: "listen", kind: "address", default: DAEMON_DEFAULTS.listen, description: "gRPC address host:port of the admin API" },
+    { key: "metrics_listen", kind: "address-or-off", default: DAEMON_DEFAULTS.metricsListen, description: "plain-HTTP /metrics address host:port, or off" },
+    { key: "tls.ca", kind: "file", description: "CA certificate (PEM) that client certificates must chain to" },
+    { key: "tls.cert", kind: "file", description: "the server's certificate (PEM)" },
+    { key: "tls.key", kind: "file", description: "the server's private key (PEM)" },
+    { key: "insecure_dev", kind: "boolean", default: false, description: "plaintext, no client certificates, every caller an admin: development machines only, refused on a non-loopback --listen" },
+    { key: "insecure_dev_allow_non_loopback", kind: "boolean", default: false, description: "let insecure_dev listen on a non-loopback address: anyone who reaches the port is an admin" },
+    { key: "deny_list", kind: "file", description: "revoked client certificates: one SHA-256 fingerprint per line (# comments), polled every second and reloaded on SIGHUP" },
+  ]),
+  ...section("audit", [
+    { key: "audit.log", kind: "path", default: DAEMON_DEFAULTS.auditLog, description: "append-only audit log" },
+    { key: "audit.fsync", kind: "boolean", default: true, description: "fdatasync the audit log before answering (false: written to the OS only)" },
+  ]),
+  ...section("redis", [
+    { key: "redis.addrs", kind: "redis-addresses", flag: "redis", env: ["QIM_REDIS_ADDR", "QIM_MESSAGE_STORE_ADDRS"], description: "standalone instances in routing order: host:port, or rediss://host:port for TLS" },
+    { key: "redis.cluster", kind: "redis-addresses", env: ["QIM_REDIS_CLUSTER_SEEDS"], description: "Redis Cluster seed nodes host:port (rediss:// for TLS); instead of redis.addrs" },
+    { key: "redis.user", kind: "string", description: "ACL user (Redis 6+); without it a password is the legacy requirepass of the default user" },
+    { key: "redis.password", kind: "secret", secret: true, description: "the password (environment or config file only; prefer redis.password_file)" },
+    { key: "redis.password_file", kind: "file", description: "file holding the password (a trailing newline is ignored)" },
+    { key: "redis.tls.enabled", kind: "boolean", flag: "redis-tls", default: false, description: "TLS to every address (also on with rediss:// addresses or any redis.tls file)" },
+    { key: "redis.tls.ca", kind: "file", description: "CA certificate (PEM) of the Redis servers (default: the system's CAs)" },
+    { key: "redis.tls.cert", kind: "file", description: "client certificate (PEM), for tls-auth-clients yes" },
+    { key: "redis.tls.key", kind: "file", description: "client private key (PEM)" },
+    { key: "redis.tls.servername", kind: "string", description: "the name the Redis certificates must carry (default: each address's host)" },
+  ]),
+  ...section("dispatch", [
+    { key: "dispatch.partitions", kind: "integer", flag: "partitions", min: 1, max: 999, default: DAEMON_DEFAULTS.partitions, description: "dispatch log partitions" },
+    { key: "dispatch.cluster_id", kind: "string", flag: "cluster-id", default: DAEMON_DEFAULTS.clusterId, description: "dispatch log cluster id" },
+    { key: "dispatch.retention", kind: "duration", flag: "dispatch-retention", default: DAEMON_DEFAULTS.dispatchRetention, description: "how long the dispatch log keeps records: 90s, 30m, 6h, 1d … (off: never trimmed)" },
+  ]),
+  ...section("cassandra", [
+    { key: "cassandra.contact_points", kind: "addresses", description: "Cassandra host[:port] list: the conversation-set authority (unset: the Redis-hash development fallback)" },
+    { key: "cassandra.local_dc", kind: "string", description: "Cassandra local data center (default datacenter1)" },
+    { key: "cassandra.keyspace", kind: "string", description: "keyspace (default qim; created if missing)" },
+    { key: "cassandra.consistency", kind: "enum", values: CASSANDRA_CONSISTENCIES, description: "consistency level (default LOCAL_QUORUM)" },
+    { key: "cassandra.user", kind: "string", description: "user for PasswordAuthenticator" },
+    { key: "cassandra.password", kind: "secret", secret: true, description: "the password (environment or config file only; prefer cassandra.password_file)" },
+    { key: "cassandra.password_file", kind: "file", description: "file holding the password (a trailing newline is ignored)" },
+    { key: "cassandra.tls.enabled", kind: "boolean", flag: "cassandra-tls", default: false, description: "client encryption (also on with any cassandra.tls file)" },
+    { key: "cassandra.tls.ca", kind: "file", description: "CA certificate (PEM) of the Cassandra nodes (default: the system's CAs)" },
+    { key: "cassandra.tls.cert", kind: "file", description: "client certificate (PEM), when the nodes require client authentication" },
+    { key: "cassandra.tls.key", kind: "file", description: "client private key (PEM)" },
+    { key: "cassandra.tls.servername", kind: "string", description: "the name the Cassandra certificates must carry (default: each contact point's host)" },
+  ]),
+];
+
+/** The config file's path: a flag and an environment variable of their own (not a key of the file). */
+export const CONFIG_FLAG = "config";
+export const CONFIG_ENV = "QIM_CONFIG";
+/** Print the effective settings (secrets redacted) and exit. */
+export const PRINT_CONFIG_FLAG = "print-config";
+
+export const SETTING_BY_KEY: ReadonlyMap<string, SettingSpec> = new Map(SETTINGS.map((s) => [s.key, s]));
+
+/** What --help says about a setting: its description, default, environment variable and config key. */
+export function helpOf(s: SettingSpec): string {
+  const parts = [s.description];
+  if (s.default !== undefined && s.default !== false) parts.push(`default ${String(s.default)}`);
+  if (s.env.length > 0) parts.push(`env ${s.env.join(" + ")}`);
+  parts.push(`config ${s.key}`);
+  return `${parts[0]} (${parts.slice(1).join("; ")})`;
+}

@@ -1,0 +1,139 @@
+import assert from "node:assert/strict";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { describe, it } from "node:test";
+import { fileURLToPath } from "node:url";
+import { toDaemonSettings } from "../../admin-api/daemon-settings.js";
+import {
+  EXAMPLE, effectiveSettings, parseDuration, readConfigFile, renderEffective, renderReference, resolveSettings, SETTINGS, SettingsError,
+  type SettingInputs,
+} from "../../admin-api/settings/index.js";
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..", "..");
+const dir = mkdtempSync(path.join(tmpdir(), "qim-settings-"));
+const file = (name: string, text = "x\n") => { const f = path.join(dir, name); writeFileSync(f, text, { mode: 0o600 }); return f; };
+const tls = { "tls-ca": file("ca.pem"), "tls-cert": file("server.pem"), "tls-key": file("server-key.pem") };
+const config = (name: string, yaml: string) => file(name, yaml);
+const resolve = (flags: Record<string, unknown>, more: Partial<SettingInputs> = {}) =>
+  resolveSettings({ flags: { ...tls, redis: "127.0.0.1:6379", ...flags }, env: {}, ...more });
+/** The SettingsError a resolution throws (fails the test when it does not throw). */
+const refusal = (fn: () => unknown): SettingsError => {
+  try {
+    fn();
+  } catch (err) {
+    assert.ok(err instanceof SettingsError, String(err));
+    return err;
+  }
+  assert.fail("expected a SettingsError");
+};
+
+describe("server settings: one schema for flags, environment, config file and defaults", () => {
+  it("--dispatch-retention takes 90s, 30m, 6h, 1d (a bare number is seconds) or off", () => {
+    assert.equal(parseDuration("90s"), 90_000);
+    assert.equal(parseDuration("30m"), 1_800_000);
+    assert.equal(parseDuration("6h"), 21_600_000);
+    assert.equal(parseDuration("1d"), 86_400_000);
+    assert.equal(parseDuration("1.5h"), 5_400_000);
+    assert.equal(parseDuration("120"), 120_000);
+    assert.equal(parseDuration("2500ms"), 2500);
+    assert.equal(parseDuration("off"), 0);
+    assert.equal(parseDuration("0"), 0);
+    for (const bad of ["", "1w", "-1d", "500ms", "366d", "1 d", "d", "1e3s"]) {
+      assert.throws(() => parseDuration(bad), /expected a duration from 1s to 365d/, bad);
+    }
+  });
+
+  it("the other --cassandra-* settings need --cassandra-contact-points", () => {
+    assert.doesNotThrow(() => resolve({}));
+    assert.doesNotThrow(() => resolve({ "cassandra-contact-points": "10.0.0.1,10.0.0.2:9042", "cassandra-keyspace": "qim" }));
+    assert.equal(refusal(() => resolve({ "cassandra-keyspace": "qim" })).flag, "--cassandra-keyspace");
+    assert.equal(refusal(() => resolve({ "cassandra-consistency": "ONE" })).flag, "--cassandra-consistency");
+    assert.equal(refusal(() => resolve({ "cassandra-contact-points": " , " })).flag, "--cassandra-contact-points");
+    assert.equal(refusal(() => resolve({ "cassandra-consistency": "SOMETIMES", "cassandra-contact-points": "h" })).flag, "--cassandra-consistency");
+  });
+
+  it("a flag beats the environment, which beats the file, which beats the default; each value says where it came from", () => {
+    const cfg = config("prec.yaml", "dispatch:\n  partitions: 16\n  cluster_id: from-file\n  retention: 6h\nlisten: 127.0.0.1:7000\n");
+    const r = resolve({ partitions: "32" }, { env: { QIM_DISPATCH_CLUSTER_ID: "from-env" }, configPath: cfg });
+    const s = toDaemonSettings(r);
+    assert.equal(s.partitions, 32);
+    assert.equal(s.clusterId, "from-env");
+    assert.equal(s.dispatchRetentionMs, 6 * 3_600_000);
+    assert.equal(s.listen, "127.0.0.1:7000");
+    assert.equal(s.metricsListen, "127.0.0.1:9464");
+    assert.deepEqual(
+      ["dispatch.partitions", "dispatch.cluster_id", "dispatch.retention", "listen", "metrics_listen"].map((k) => r.sources.get(k)),
+      ["flag", "env", "file", "file", "default"]);
+    // QIM_CONFIG names the file when --config does not
+    assert.equal(toDaemonSettings(resolve({}, { env: { QIM_CONFIG: cfg } })).partitions, 16);
+    // --no-audit-fsync over a file's true
+    assert.equal(toDaemonSettings(resolve({ "audit-fsync": false }, { configPath: config("fsync.yaml", "audit:\n  fsync: true\n") })).auditFsync, false);
+  });
+
+  it("an unknown key, a section given a value, or a bad value refuses the file with the key named", () => {
+    const unknown = refusal(() => resolve({}, { configPath: config("typo.yaml", "redis:\n  pasword: x\n") }));
+    assert.match(unknown.message, /typo\.yaml: unknown key redis\.pasword \(did you mean redis\.password\?\)/);
+    assert.match(refusal(() => resolve({}, { configPath: config("top.yaml", "lissen: 1.2.3.4:1\n") })).message, /unknown key lissen \(did you mean listen\?\)/);
+    assert.match(refusal(() => resolve({}, { configPath: config("sect.yaml", "redis: 127.0.0.1:6379\n") })).message, /redis is a section/);
+    const bad = refusal(() => resolve({}, { configPath: config("bad.yaml", "dispatch:\n  partitions: ten\n") }));
+    assert.match(bad.message, /bad\.yaml: dispatch\.partitions: expected an integer from 1 to 999, got "ten"/);
+    assert.equal(bad.flag, "--partitions");
+    assert.match(refusal(() => resolve({}, { configPath: config("yaml.yaml", "listen: [\n") })).message, /yaml\.yaml line \d+: not valid YAML/);
+    assert.match(refusal(() => resolve({}, { configPath: path.join(dir, "missing.yaml") })).message, /missing\.yaml: cannot read it: ENOENT/);
+    // the environment and flags are named the same way
+    assert.match(refusal(() => resolve({}, { env: { QIM_DISPATCH_PARTITIONS: "0" } })).message, /^QIM_DISPATCH_PARTITIONS: expected an integer from 1 to 999/);
+    assert.match(refusal(() => resolve({ redis: "redis://u:pw@10.0.0.1:6379" })).message, /^--redis: a Redis address must not carry credentials/);
+    assert.match(refusal(() => resolve({ "redis-password-file": path.join(dir, "nope") })).message, /^--redis-password-file: cannot read .*nope: ENOENT/);
+  });
+
+  it("passwords never have a flag, and print-config redacts them; a user needs a password", () => {
+    for (const s of SETTINGS.filter((x) => x.kind === "secret")) assert.equal(s.flag, null, s.key);
+    const secret = "correct horse battery staple";
+    const r = resolve({ "redis-user": "qim", redis: "rediss://10.0.0.5:6380" }, { env: { QIM_REDIS_PASSWORD: secret } });
+    const s = toDaemonSettings(r);
+    assert.equal(s.redisPassword, secret);
+    assert.deepEqual(s.redisTls, {});
+    const text = renderEffective(r);
+    assert.ok(!text.includes(secret), text);
+    assert.match(text, /^redis:\n {2}addrs: \[rediss:\/\/10\.0\.0\.5:6380\]  # flag --redis\n {2}user: qim  # flag --redis-user\n {2}password: <redacted>  # env QIM_REDIS_PASSWORD$/m);
+    assert.ok(!JSON.stringify(effectiveSettings(r)).includes(secret));
+    const fromFile = resolve({ "redis-user": "qim", "redis-password-file": file("pw", `${secret}\n`) });
+    assert.equal(toDaemonSettings(fromFile).redisPassword, secret);
+    assert.ok(!renderEffective(fromFile).includes(secret));
+    assert.equal(refusal(() => resolve({ "redis-user": "qim" })).flag, "--redis-user");
+    assert.equal(refusal(() => resolve({ "redis-password-file": file("pw2", "p") }, { env: { QIM_REDIS_PASSWORD: "p" } })).flag, "--redis-password-file");
+    assert.equal(refusal(() => resolve({ "cassandra-contact-points": "h", "cassandra-user": "qim" })).flag, "--cassandra-user");
+  });
+
+  it("--insecure-dev only on a loopback listen address, unless --insecure-dev-allow-non-loopback", () => {
+    const flags = { "insecure-dev": true, "tls-ca": undefined, "tls-cert": undefined, "tls-key": undefined };
+    for (const listen of ["127.0.0.1:0", "localhost:7443", "[::1]:7443", "127.0.0.2:1"]) assert.doesNotThrow(() => resolve({ ...flags, listen }), listen);
+    for (const listen of ["0.0.0.0:7443", "10.1.2.3:7443", "[::]:7443", "qim.example:7443"]) {
+      const e = refusal(() => resolve({ ...flags, listen }));
+      assert.equal(e.flag, "--listen", listen);
+      assert.match(e.message, /only on a loopback address .*--insecure-dev-allow-non-loopback/);
+    }
+    assert.doesNotThrow(() => resolve({ ...flags, listen: "0.0.0.0:7443", "insecure-dev-allow-non-loopback": true }));
+    assert.equal(refusal(() => resolve({ "tls-key": undefined })).flag, "--tls-key");
+  });
+
+  it("Redis: standalone or Cluster (a stronger source wins), rediss:// turns TLS on, no Redis at all is refused", () => {
+    const both = refusal(() => resolve({ "redis-cluster": "127.0.0.1:7000" }));
+    assert.equal(both.flag, "--redis-cluster");
+    const cluster = toDaemonSettings(resolve({ redis: undefined, "redis-cluster": "127.0.0.1:7000,127.0.0.1:7001" }, { env: { QIM_REDIS_ADDR: "127.0.0.1:6379" } }));
+    assert.deepEqual([cluster.redisCluster, cluster.redis], [["127.0.0.1:7000", "127.0.0.1:7001"], undefined]);
+    const env = toDaemonSettings(resolve({ redis: undefined }, { env: { QIM_REDIS_ADDR: "10.0.0.1:6379", QIM_MESSAGE_STORE_ADDRS: "10.0.0.2:6379,10.0.0.3:6379" } }));
+    assert.deepEqual(env.redis, ["10.0.0.1:6379", "10.0.0.2:6379", "10.0.0.3:6379"]);
+    assert.equal(env.redisTls, undefined);
+    assert.equal(refusal(() => resolve({ redis: undefined })).flag, "--redis");
+  });
+
+  it("docs/config-reference.md is generated from the schema (npm run docs:config), and its example uses only known keys", () => {
+    const doc = readFileSync(path.join(ROOT, "docs", "config-reference.md"), "utf8");
+    assert.equal(doc, renderReference(), "docs/config-reference.md is stale: run npm run docs:config");
+    for (const s of SETTINGS) assert.ok(doc.includes(`\`${s.key}\``), s.key);
+    const keys = [...readConfigFile(config("example.yaml", EXAMPLE)).keys()];
+    assert.ok(keys.includes("redis.password_file") && keys.includes("cassandra.tls.ca"), keys.join(","));
+  });
+});

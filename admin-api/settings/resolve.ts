@@ -243,7 +243,9 @@ function whereOf(r: ResolvedSettings, key: string): string {
     case "flag": return `--${spec.flag}`;
     case "env": return spec.env.join(" + ");
     case "file": return `config ${r.configPath}: ${key}`;
-    default: return key;
+    case "default": return key;
+    // not given anywhere: name it the way most operators give it
+    default: return spec.flag ? `--${spec.flag}` : spec.env[0] ?? key;
   }
 }
 

@@ -8,8 +8,8 @@ export interface ServerStartResult {
   auditLog: string;
 }
 
-/** The JSON result of `server start --print-config`: the effective settings, passwords redacted. */
-export interface ServerPrintConfigResult {
+/** The JSON result of `server config` (= qim-admin-server --print-config): the effective settings, passwords redacted. */
+export interface ServerConfigResult {
   /** The config file read, or null. */
   config: string | null;
   /** Nested as in the config file. */

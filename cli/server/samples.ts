@@ -1,4 +1,5 @@
 /** Contract samples of `server start` (cli/contract.ts). */
+import type ServerConfig from "../commands/server/config.js";
 import type ServerStart from "../commands/server/start.js";
 import { samplesOf, type ResultOf } from "../contract.js";
 
@@ -6,7 +7,8 @@ export const samples = {
   "server start": samplesOf<ResultOf<typeof ServerStart>>(
     { listen: "127.0.0.1:7443", port: 7443, metricsPort: 9464, tls: true, auditLog: "/var/lib/qim/audit.log" },
     { listen: "127.0.0.1:7443", port: 7443, metricsPort: null, tls: false, auditLog: "/var/lib/qim/audit.log" },
-    // --print-config
+  ),
+  "server config": samplesOf<ResultOf<typeof ServerConfig>>(
     {
       config: "/etc/qim/server.yaml",
       settings: { listen: "0.0.0.0:7443", redis: { addrs: ["rediss://10.0.0.5:6380"], user: "qim", password: "<redacted>" } },

@@ -1,11 +1,9 @@
 import { readFileSync } from "node:fs";
-import type { Interfaces } from "@oclif/core";
-import * as Flags from "@oclif/core/flags";
 import { toDaemonSettings, type DaemonSettings } from "../../../admin-api/daemon-settings.js";
-import { CONFIG_ENV, CONFIG_FLAG, helpOf, PRINT_CONFIG_FLAG, SETTINGS } from "../../../admin-api/settings/schema.js";
 import { BaseCommand } from "../../base.js";
 import { UsageError } from "../../exit-codes.js";
-import type { ServerPrintConfigResult, ServerStartResult } from "../../server/results.js";
+import type { ServerStartResult } from "../../server/results.js";
+import { resolveFromFlags, settingFlags, usageErrorOf } from "../../server/flags.js";
 
 export default class ServerStart extends BaseCommand<typeof ServerStart> {
   static override summary = "Run the admin API server in the foreground (the same code as qim-admin-server).";
@@ -17,7 +15,7 @@ Start-up is refused (fail closed, nothing changed) when the projection's audit f
 
 --deny-list FILE refuses revoked client certificates: one SHA-256 fingerprint per line (# comments), as \`qimctl certs fingerprint\` prints them. The file is polled every second and re-read on SIGHUP, without a restart; a malformed file keeps the previous list (the server logs why). A call made with a listed certificate is refused (PERMISSION_DENIED "certificate revoked", exit 6 for qimctl) and audited with the fingerprint.
 
-Every setting can also come from a YAML file (--config FILE or QIM_CONFIG; keys in docs/config-reference.md) and from its environment variable; a flag overrides the environment, which overrides the file. An unknown key or a bad value refuses start-up with the key named. --print-config shows the effective settings, passwords redacted, with where each came from.
+Every setting can also come from a YAML file (--config FILE or QIM_CONFIG; keys in docs/config-reference.md) and from its environment variable; a flag overrides the environment, which overrides the file. An unknown key or a bad value refuses start-up with the key named. \`qimctl server config\` (same flags) shows the effective settings, passwords redacted, with where each came from.
 
 A production Redis: rediss://host:port addresses (or --redis-tls) with --redis-tls-ca, an ACL user (--redis-user) and its password from --redis-password-file or QIM_REDIS_PASSWORD — never a flag. Cassandra likewise: --cassandra-user, --cassandra-password-file or QIM_CASSANDRA_PASSWORD, --cassandra-tls-ca. A refused password or certificate is one line naming the user or the check, before anything starts.
 
@@ -33,7 +31,7 @@ Exit codes: 0 stopped cleanly by SIGINT/SIGTERM; 2 bad settings (the flag, varia
     },
     {
       description: "All settings from a file; show what it resolves to first",
-      command: "<%= config.bin %> <%= command.id %> --config /etc/qim/server.yaml --print-config",
+      command: "<%= config.bin %> server config --config /etc/qim/server.yaml && <%= config.bin %> <%= command.id %> --config /etc/qim/server.yaml",
     },
     {
       description: "A Redis with an ACL user and TLS; the password from a file",
@@ -46,21 +44,14 @@ Exit codes: 0 stopped cleanly by SIGINT/SIGTERM; 2 bad settings (the flag, varia
   ];
   static override flags = settingFlags();
 
-  async run(): Promise<ServerStartResult | ServerPrintConfigResult> {
-    const f = this.flags as Record<string, unknown>;
-    const { resolveSettings, SETTINGS, SettingsError, effectiveSettings, renderEffective } = await import("../../../admin-api/settings/index.js");
-    let resolved;
+  async run(): Promise<ServerStartResult> {
+    const resolved = await resolveFromFlags(this.flags as Record<string, unknown>);
     let settings: DaemonSettings;
     try {
-      resolved = resolveSettings({ flags: Object.fromEntries(SETTINGS.filter((s) => s.flag).map((s) => [s.flag!, f[s.flag!]])), env: process.env, configPath: f[CONFIG_FLAG] as string | undefined });
-      if (f[PRINT_CONFIG_FLAG] === true) {
-        if (!this.jsonEnabled()) process.stdout.write(renderEffective(resolved));
-        return effectiveSettings(resolved);
-      }
       settings = toDaemonSettings(resolved);
     } catch (err) {
-      if (err instanceof SettingsError) throw new UsageError(err.flag, err.message.startsWith(`${err.flag}: `) ? err.message.slice(err.flag.length + 2) : err.message);
-      throw err;
+      const { SettingsError } = await import("../../../admin-api/settings/index.js");
+      throw err instanceof SettingsError ? usageErrorOf(err) : err;
     }
     const denyList = settings.denyList;
     if (denyList !== undefined) {
@@ -76,20 +67,4 @@ Exit codes: 0 stopped cleanly by SIGINT/SIGTERM; 2 bad settings (the flag, varia
     const server = await runDaemon(settings);
     return { listen: settings.listen, port: server.port, metricsPort: server.metricsPort, tls: !settings.insecureDev, auditLog: settings.auditLog };
   }
-}
-
-/** The flags of every server setting, from the schema (no defaults or env here: resolveSettings applies them, so each value's source is known). */
-function settingFlags() {
-  const out: Interfaces.FlagInput = {
-    [CONFIG_FLAG]: Flags.string({ description: `YAML config file with any of these settings (env ${CONFIG_ENV}); flags and environment override it. Reference: docs/config-reference.md` }),
-    [PRINT_CONFIG_FLAG]: Flags.boolean({ description: "print the effective settings (passwords redacted) with the source of each, and exit" }),
-  };
-  for (const spec of SETTINGS) {
-    if (!spec.flag) continue;
-    const helpGroup = spec.section === "redis" ? "REDIS" : spec.section === "cassandra" ? "AUTHORITY" : undefined;
-    out[spec.flag] = spec.kind === "boolean"
-      ? Flags.boolean({ allowNo: true, description: helpOf(spec), ...(helpGroup ? { helpGroup } : {}) })
-      : Flags.string({ description: helpOf(spec), ...(helpGroup ? { helpGroup } : {}) });
-  }
-  return out;
 }

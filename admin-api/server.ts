@@ -469,7 +469,9 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
 
   // the store's reachability drives the health status, so that probes see a server that cannot work
   const probe = async () => {
-    const ok = await Promise.all(store.clients().map((c) => c.ping().then(() => true, () => false))).then((r) => r.every(Boolean));
+    // a refusal (credentials, TLS) is known without waiting for a ping to time out
+    const ok = store.refused().length === 0
+      && await Promise.all(store.clients().map((c) => c.ping().then(() => true, () => false))).then((r) => r.every(Boolean));
     for (const svc of Object.keys(servingStatus)) health.setStatus(svc, ok ? "SERVING" : "NOT_SERVING");
     healthTimer = setTimeout(() => void probe(), 2000);
     healthTimer.unref();

@@ -22,9 +22,14 @@ function hookExit(): void {
 }
 
 export interface ServerProcessOptions {
-  redisAddr: string;
+  /** host:port of a plain Redis; or `redisArgs`, the connection flags of a secured one. */
+  redisAddr?: string;
+  redisArgs?: string[];
   pki: TestPkiFiles;
   auditLog: string;
+  /** A config file (--config); with `bare`, the server gets nothing but it (the file names listen, TLS, audit, Redis). */
+  configPath?: string;
+  bare?: boolean;
   /** Default: a free port. Pass the previous one to restart "the same" server. */
   port?: number;
   denyList?: string;
@@ -51,15 +56,16 @@ export interface ServerProcess {
 export async function startServerProcess(opts: ServerProcessOptions): Promise<ServerProcess> {
   hookExit();
   const port = opts.port ?? (await freePort());
-  const args = [
+  const args = opts.bare ? [ADMIN_SERVER, "--config", opts.configPath!] : [
     ADMIN_SERVER,
+    ...(opts.configPath ? ["--config", opts.configPath] : []),
     "--listen", `127.0.0.1:${port}`,
     "--metrics-listen", "off",
     "--tls-ca", opts.pki.ca.certPath,
     "--tls-cert", opts.pki.server.certPath,
     "--tls-key", opts.pki.server.keyPath,
     "--audit-log", opts.auditLog,
-    "--redis", opts.redisAddr,
+    ...(opts.redisArgs ?? ["--redis", opts.redisAddr!]),
     ...(opts.denyList ? ["--deny-list", opts.denyList] : []),
   ];
   const env = { ...baseEnv, ...(opts.failpoints ? { QIM_FAILPOINTS: opts.failpoints } : {}) };

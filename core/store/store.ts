@@ -141,15 +141,21 @@ export class RedisStore {
     });
     const onError = opts.onError ?? (() => {});
     const watch = (client: RedisClient, addr: string) => {
-      client.on("error", (err: Error) => {
-        const why = refusalOf(err, addr, user, hasPassword);
-        this.lastErrors.set(addr, err.message);
+      client.on("error", (err: Error & { lastNodeError?: Error }) => {
+        // A Cluster reports a seed that refused it only as "Failed to refresh slots cache."
+        // (ClusterAllFailedError): the node's own error, the one that says why, is lastNodeError.
+        const cause = err.lastNodeError ?? err;
+        const why = refusalOf(cause, addr, user, hasPassword);
+        this.lastErrors.set(addr, cause.message);
         if (why) {
           refused.set(addr, why);
           onError(new UnavailableError(why));
         } else onError(err);
       });
-      client.on("ready", () => refused.delete(addr));
+      client.on("ready", () => {
+        refused.delete(addr);
+        this.lastErrors.delete(addr);
+      });
     };
     this.kind = topology.kind;
     if (topology.kind === "cluster") {

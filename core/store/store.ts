@@ -140,16 +140,25 @@ export class RedisStore {
       ...securityOptions(topology, addr),
     });
     const onError = opts.onError ?? (() => {});
-    const watch = (client: RedisClient, addr: string) => {
-      client.on("error", (err: Error) => {
-        const why = refusalOf(err, addr, user, hasPassword);
-        this.lastErrors.set(addr, err.message);
+    const watch = (client: RedisClient, addr: string, probe?: () => void) => {
+      client.on("error", (err: Error & { lastNodeError?: Error }) => {
+        // A Cluster reports a seed that refused it only as "Failed to refresh slots cache."
+        // (ClusterAllFailedError): the node's own error, the one that says why, is lastNodeError.
+        const cause = err.lastNodeError ?? err;
+        const why = refusalOf(cause, addr, user, hasPassword);
+        // there, the probe's error says more than the Cluster's "Connection is closed."
+        const probing = !why && err.lastNodeError !== undefined && probe !== undefined;
+        if (!probing) this.lastErrors.set(addr, cause.message);
         if (why) {
           refused.set(addr, why);
           onError(new UnavailableError(why));
         } else onError(err);
+        if (probing) probe();
       });
-      client.on("ready", () => refused.delete(addr));
+      client.on("ready", () => {
+        refused.delete(addr);
+        this.lastErrors.delete(addr);
+      });
     };
     this.kind = topology.kind;
     if (topology.kind === "cluster") {
@@ -169,7 +178,33 @@ export class RedisStore {
         });
         node.on("ready", () => refused.delete(addr));
       });
-      watch(cluster, topology.seeds.map(redisAddrText).join(","));
+      // The connections a Cluster opens to its seeds to read the slots swallow their own errors: a
+      // refused TLS handshake (wrong CA) or a plaintext client on a TLS port shows only as
+      // "Connection is closed.". To learn why, and so wait REFUSED_RECONNECT_DELAY_MS and not
+      // 0.5 s when it is a refusal, one connection at a time goes to the first seed with the same
+      // options and no retry; its error is what the Cluster's would have said.
+      const where = topology.seeds.map(redisAddrText).join(",");
+      let probing = false;
+      const probe = () => {
+        if (probing) return;
+        probing = true;
+        const { host, port } = parseRedisAddr(seed);
+        const r = new Redis({ host, port, ...common(seed), lazyConnect: true, retryStrategy: () => null, enableOfflineQueue: false });
+        let first: Error | undefined;
+        r.on("error", (err: Error) => { first ??= err; });
+        void r.connect().catch(() => undefined).finally(() => {
+          r.disconnect();
+          probing = false;
+          if (!first) return;
+          const why = refusalOf(first, where, user, hasPassword);
+          this.lastErrors.set(where, first.message);
+          if (why && !refused.has(where)) {
+            refused.set(where, why);
+            onError(new UnavailableError(why));
+          }
+        });
+      };
+      watch(cluster, where, probe);
       this.instances = [cluster];
     } else {
       this.instances = topology.addrs.map((a) => {
@@ -211,14 +246,19 @@ export class RedisStore {
         clearInterval(watcher);
         if (err) reject(err); else resolve();
       };
-      const timer = setTimeout(() => finish(new UnavailableError(`Redis at ${where} did not answer within ${timeoutMs} ms${this.refusals.size > 0 ? `: ${this.refused()[0]}` : ""}`)), timeoutMs);
+      const tlsHint = (last: string | undefined) => last !== undefined && /ECONNRESET/.test(last) && !this.topology.tls ? " (a TLS port? use rediss://host:port or --redis-tls-ca)" : "";
+      // a Cluster that reaches no node answers nothing: its commands wait, so say what went wrong last
+      const timer = setTimeout(() => {
+        const last = this.lastErrors.get(where);
+        const why = this.refused()[0];
+        finish(new UnavailableError(`Redis at ${where} did not answer within ${timeoutMs} ms${why ? `: ${why}` : last !== undefined ? ` (last error: ${last})${tlsHint(last)}` : ""}`));
+      }, timeoutMs);
       // a refusal is known from the connection's error event before any command fails
       const watcher = setInterval(() => { const why = this.refused()[0]; if (why) finish(new UnavailableError(why)); }, 20);
       client.ping().then(() => finish(), (err: Error) => {
         const why = this.refused()[0] ?? refusalOf(err, where, redisUserOf(this.topology), this.topology.auth !== undefined);
         const last = this.lastErrors.get(where);
-        const reset = last !== undefined && /ECONNRESET/.test(last) && !this.topology.tls ? " (a TLS port? use rediss://host:port or --redis-tls-ca)" : "";
-        finish(new UnavailableError(why ?? `Redis at ${where} is unreachable: ${last ?? err.message}${reset}`));
+        finish(new UnavailableError(why ?? `Redis at ${where} is unreachable: ${last ?? err.message}${tlsHint(last)}`));
       });
     })));
   }

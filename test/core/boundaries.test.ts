@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { PermissionDeniedError, type ConversationService, type Uuid } from "../../core/index.js";
-import { ALL_TOPOLOGIES } from "../harness/redis.js";
+import { ACCEPTANCE_TOPOLOGIES } from "../harness/redis.js";
 import { checkConversation } from "./checker.js";
 import { useEngine, type EngineFixture } from "./fixture.js";
 import { newUuid } from "../../core/index.js";
@@ -25,7 +25,7 @@ async function scenario(fx: EngineFixture, engine: ConversationService, tenant: 
   return { group, seq, initial: [O, A] };
 }
 
-for (const kind of ALL_TOPOLOGIES) {
+for (const kind of ACCEPTANCE_TOPOLOGIES) {
   describe(`ADR-0021 acceptance 1–3 on ${kind}`, () => {
     const fx = useEngine(kind, { now: (() => { let t = 1_700_000_000_000; return () => ++t; })() });
     const users = { O: newUuid(), A: newUuid(), B: newUuid() };

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { ConversationService, loadScripts, MembershipChangedError, RedisStore, PermissionDeniedError, callScript, LUA_STATUS, registry, uuidToHex, type Uuid } from "../../core/index.js";
-import { ALL_TOPOLOGIES } from "../harness/redis.js";
+import { ACCEPTANCE_TOPOLOGIES } from "../harness/redis.js";
 import { checkConversation } from "./checker.js";
 import { useEngine } from "./fixture.js";
 import { newUuid } from "../../core/index.js";
@@ -17,7 +17,7 @@ async function counterValue(name: string, labels: Record<string, string>): Promi
   return Number(v?.value ?? 0);
 }
 
-for (const kind of ALL_TOPOLOGIES) {
+for (const kind of ACCEPTANCE_TOPOLOGIES) {
   describe(`ADR-0021 acceptance 4 on ${kind}: sends concurrent with membership changes`, () => {
     const fx = useEngine(kind);
 

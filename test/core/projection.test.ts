@@ -312,3 +312,13 @@ describe("session projection details (single instance)", () => {
     await stack.stop();
   });
 });
+
+describe("session projection: a registration task in a child process, on secure", () => {
+  // the child builds its store from the JSON topology alone: the ACL user, the password and the
+  // PEM text must survive the trip (issue 15)
+  const fx = useEngine("secure");
+
+  it("a registration task killed between the authority write and the pop loses and duplicates nothing (Redis-hash)", async () => {
+    await registrationCrash(fx, () => new RedisHashAuthority(fx.store, fx.engine.keys), "redis-hash");
+  });
+});

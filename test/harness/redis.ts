@@ -6,17 +6,25 @@
  * given) and is stopped by pid. A process-wide registry SIGKILLs whatever is still alive when
  * the process exits, so an aborted run leaves no redis-server behind. Nothing here ever talks
  * to a Redis it did not start (in particular not a system Redis on 6379).
+ *
+ * A server can be production-like (issue 15): an ACL user with the `default` user switched off, or
+ * the legacy `requirepass`, and TLS only (no plaintext port). Everything the harness does against
+ * a server — the readiness PING, CLUSTER INFO, `redis-cli --cluster create` — then authenticates
+ * and speaks TLS the same way a client must, and `security` hands a client what it needs.
  */
 import { spawn, execFile, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { openSync, closeSync, rmSync } from "node:fs";
-import { mkdtemp, mkdir, readFile, rm } from "node:fs/promises";
+import { chmod, mkdtemp, mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
+import tls from "node:tls";
+import { createCa, issueClientCert, issueServerCert } from "../../certs/pki.js";
 import { freePort as corePort } from "../../core/support/index.js";
-import type { TopologyConfig } from "../../core/index.js";
+import type { RedisConnectionSecurity, TopologyConfig } from "../../core/index.js";
 
-export type { TopologyConfig };
+export type { RedisConnectionSecurity, TopologyConfig };
 
 export interface RedisServer {
   host: "127.0.0.1";
@@ -24,8 +32,34 @@ export interface RedisServer {
   /** pid of the current redis-server process (changes after restart()). */
   readonly pid: number;
   dir: string;
-  /** "127.0.0.1:PORT" */
+  /**
+   * "127.0.0.1:PORT", the TLS port when the server speaks TLS: host:port as redis-cli takes it and
+   * as the store's messages name an instance.
+   */
   addr: string;
+  /**
+   * The address a client is configured with: "redis://127.0.0.1:PORT", or
+   * "rediss://127.0.0.1:PORT" when the server listens only on TLS. The secure topologies put it in
+   * their TopologyConfig, as an operator would.
+   */
+  url: string;
+  /**
+   * What a client needs besides the address, to spread into a TopologyConfig: `auth` (the ACL
+   * user and password, or the requirepass password alone) and `tls` (the CA, and the client
+   * certificate when the server was given one). `{}` for a plain server.
+   */
+  security: RedisConnectionSecurity;
+  /**
+   * redis-cli's arguments to reach this server (-h, -p, --tls --cacert [--cert --key], --user) and
+   * its environment (REDISCLI_AUTH: the password never goes into argv).
+   */
+  cli: { args: string[]; env: Record<string, string> };
+  /**
+   * Sends one command on a connection of its own (TLS and AUTH as `security` says) and returns the
+   * reply as text: "+OK", "-ERR ...", ":1" as-is, a bulk string decoded. A refused AUTH is the
+   * answer ("-WRONGPASS ..."). Each call is one connection the server counts.
+   */
+  command(args: string[], timeoutMs?: number): Promise<string>;
   /** SIGTERM, wait for exit (SIGKILL after 5 s); removes the temp dir unless `dir` was given. Idempotent. */
   stop(): Promise<void>;
   /** SIGKILL and wait for exit. Keeps the dir (for restart()). */
@@ -41,16 +75,51 @@ export interface StartRedisOptions {
   dir?: string;
   /** Appended after the harness's own args (later args win in redis-server). */
   extraArgs?: string[];
+  /** An ACL user with every permission (`on >password ~* &* +@all`); the `default` user is switched off. */
+  acl?: RedisAcl;
+  /** The legacy password of the `default` user (AUTH password). Not with `acl`. */
+  requirepass?: string;
+  /**
+   * TLS only: the server listens on a TLS port and on no plaintext one (`--port 0 --tls-port P`).
+   * The PEM files go into the server's dir (mode 0600).
+   */
+  tls?: RedisServerTls;
+}
+
+export interface RedisAcl {
+  username: string;
+  /** Printable ASCII without spaces or quotes (it is written into the server's config file). */
+  password: string;
+}
+
+export interface RedisServerTls {
+  /** The server's certificate and key; the certificate must name 127.0.0.1 (the harness verifies it there). */
+  certPem: string;
+  keyPem: string;
+  /** The CA that signed the server's certificate and the clients' (tls-ca-cert-file). */
+  caPem: string;
+  /** tls-auth-clients: every client must present a certificate the CA signed. Default false. */
+  authClients?: boolean;
+  /**
+   * A client certificate (clientAuth) and key: what the server presents to its peers
+   * (tls-client-cert-file: the cluster bus and replication), what the harness's own connections
+   * present, and what `security.tls` hands a client. Required with `authClients` and in a TLS
+   * cluster, whose bus asks every peer for a certificate whatever tls-auth-clients says.
+   */
+  clientCertPem?: string;
+  clientKeyPem?: string;
 }
 
 export interface RedisClusterHandle {
   nodes: RedisServer[];
   /** "127.0.0.1:PORT" of every master. */
   seeds: string[];
+  /** What a client needs besides the seeds (the same for every node). */
+  security: RedisConnectionSecurity;
   stop(): Promise<void>;
 }
 
-export type TopologyKind = "single" | "multi" | "cluster";
+export type TopologyKind = "single" | "multi" | "cluster" | "secure" | "cluster-secure";
 
 export interface TestTopology {
   kind: TopologyKind;
@@ -67,11 +136,14 @@ const CLUSTER_READY_TIMEOUT_MS = 20_000;
 const CLUSTER_BUS_OFFSET = 10_000;
 const LOG_FILE = "redis.log";
 
-const KINDS: readonly TopologyKind[] = ["single", "multi", "cluster"];
+const KINDS: readonly TopologyKind[] = ["single", "multi", "cluster", "secure", "cluster-secure"];
+/** Every topology but cluster-secure: the acceptance suites add it (ACCEPTANCE_TOPOLOGIES). */
+const DEFAULT_KINDS: readonly TopologyKind[] = ["single", "multi", "cluster", "secure"];
 
-function topologiesFromEnv(): TopologyKind[] {
+/** The topologies QIM_TEST_TOPOLOGIES names (in KINDS order), or `defaults` when it is unset. */
+function topologiesFromEnv(defaults: readonly TopologyKind[]): TopologyKind[] {
   const raw = process.env.QIM_TEST_TOPOLOGIES;
-  if (raw === undefined || raw.trim() === "") return [...KINDS];
+  if (raw === undefined || raw.trim() === "") return [...defaults];
   const picked = raw.split(",").map((s) => s.trim()).filter((s) => s.length > 0);
   for (const k of picked) {
     if (!(KINDS as readonly string[]).includes(k)) {
@@ -81,8 +153,19 @@ function topologiesFromEnv(): TopologyKind[] {
   return KINDS.filter((k) => picked.includes(k));
 }
 
-/** Topologies the suites iterate over; narrow with QIM_TEST_TOPOLOGIES=single,cluster. */
-export const ALL_TOPOLOGIES: TopologyKind[] = topologiesFromEnv();
+/**
+ * Topologies the suites iterate over: single, multi, cluster and secure; QIM_TEST_TOPOLOGIES
+ * (e.g. single,cluster-secure) names exactly the ones to run instead.
+ */
+export const ALL_TOPOLOGIES: TopologyKind[] = topologiesFromEnv(DEFAULT_KINDS);
+
+/**
+ * The ADR-0021 acceptance suites (boundaries, concurrency): ALL_TOPOLOGIES and cluster-secure, a
+ * Cluster with ACL and TLS on its bus — the production shape the acceptance must hold on. Starting
+ * it costs a few seconds, so the other suites leave it out. QIM_TEST_TOPOLOGIES overrides this
+ * list too.
+ */
+export const ACCEPTANCE_TOPOLOGIES: TopologyKind[] = topologiesFromEnv(KINDS);
 
 // ---------------------------------------------------------------------------------------------
 // Process-wide safety net
@@ -148,10 +231,39 @@ export function freePort(opts: { clusterBus?: boolean } = {}): Promise<number> {
 // Minimal RESP over a raw socket (PING / CLUSTER INFO during start-up checks)
 // ---------------------------------------------------------------------------------------------
 
-/** Sends one command and returns the first reply as text: "+OK" / "-ERR..." as-is, bulk strings decoded. */
-function rawCommand(port: number, args: string[], timeoutMs = 1_000): Promise<string> {
+/** How the harness reaches one server: its port, TLS options when TLS, AUTH when a password is set. */
+interface Endpoint {
+  port: number;
+  tls?: tls.ConnectionOptions;
+  auth?: { username?: string; password: string };
+}
+
+/** One reply at `from`: its text ("+OK", "-ERR..." as-is, a bulk string decoded) and where it ends; null until complete. */
+function parseReply(buf: Buffer, from: number): [string, number] | null {
+  const eol = buf.indexOf("\r\n", from);
+  if (eol < 0) return null;
+  const head = buf.subarray(from, eol).toString("utf8");
+  if (!head.startsWith("$")) return [head, eol + 2];
+  const len = Number(head.slice(1));
+  if (len < 0) return ["", eol + 2];
+  if (buf.length < eol + 2 + len + 2) return null;
+  return [buf.subarray(eol + 2, eol + 2 + len).toString("utf8"), eol + 2 + len + 2];
+}
+
+function encodeCommand(args: string[]): string {
+  let req = `*${args.length}\r\n`;
+  for (const a of args) req += `$${Buffer.byteLength(a)}\r\n${a}\r\n`;
+  return req;
+}
+
+/**
+ * Sends one command (after AUTH when the endpoint has a password, on TLS when it has TLS options)
+ * and returns its reply as text, or the AUTH error when AUTH was refused.
+ */
+function rawCommand(ep: Endpoint, args: string[], timeoutMs = 1_000): Promise<string> {
   return new Promise((resolve, reject) => {
-    const sock = net.connect({ host: HOST, port });
+    const sock = ep.tls ? tls.connect({ ...ep.tls, host: HOST, port: ep.port }) : net.connect({ host: HOST, port: ep.port });
+    const replies = ep.auth ? 2 : 1;
     let buf = Buffer.alloc(0);
     const done = (err: Error | null, value?: string) => {
       clearTimeout(timer);
@@ -159,26 +271,24 @@ function rawCommand(port: number, args: string[], timeoutMs = 1_000): Promise<st
       if (err) reject(err);
       else resolve(value!);
     };
-    const timer = setTimeout(() => done(new Error(`timeout talking to ${HOST}:${port}`)), timeoutMs);
+    const timer = setTimeout(() => done(new Error(`timeout talking to ${HOST}:${ep.port}`)), timeoutMs);
     sock.once("error", (e) => done(e));
-    sock.once("close", () => done(new Error(`connection to ${HOST}:${port} closed`)));
-    sock.on("connect", () => {
-      let req = `*${args.length}\r\n`;
-      for (const a of args) req += `$${Buffer.byteLength(a)}\r\n${a}\r\n`;
-      sock.write(req);
+    sock.once("close", () => done(new Error(`connection to ${HOST}:${ep.port} closed`)));
+    sock.once(ep.tls ? "secureConnect" : "connect", () => {
+      const auth = ep.auth ? encodeCommand(["AUTH", ...(ep.auth.username !== undefined ? [ep.auth.username] : []), ep.auth.password]) : "";
+      sock.write(auth + encodeCommand(args));
     });
     sock.on("data", (chunk: Buffer) => {
       buf = Buffer.concat([buf, chunk]);
-      const eol = buf.indexOf("\r\n");
-      if (eol < 0) return;
-      const head = buf.subarray(0, eol).toString("utf8");
-      if (head.startsWith("$")) {
-        const len = Number(head.slice(1));
-        if (len < 0) return done(null, "");
-        if (buf.length < eol + 2 + len + 2) return;
-        return done(null, buf.subarray(eol + 2, eol + 2 + len).toString("utf8"));
+      let at = 0;
+      for (let i = 0; i < replies; i++) {
+        const r = parseReply(buf, at);
+        if (!r) return;
+        const [text, end] = r;
+        if (i < replies - 1 && text.startsWith("-")) return done(null, text);
+        if (i === replies - 1) return done(null, text);
+        at = end;
       }
-      done(null, head);
     });
   });
 }
@@ -207,12 +317,12 @@ interface Running {
 
 class AddrInUseError extends Error {}
 
-function spawnServer(port: number, dir: string, args: string[]): Running {
+function spawnServer(dir: string, args: string[]): Running {
   installSafetyNet();
   const fd = openSync(path.join(dir, LOG_FILE), "a");
   let child: ChildProcess;
   try {
-    child = spawn("redis-server", ["--port", String(port), ...args], {
+    child = spawn("redis-server", args, {
       cwd: dir,
       stdio: ["ignore", fd, fd],
       // Same process group as the tests: a Ctrl+C in the terminal reaches redis-server too.
@@ -248,7 +358,8 @@ function spawnServer(port: number, dir: string, args: string[]): Running {
   return running;
 }
 
-async function waitReady(port: number, dir: string, running: Running): Promise<void> {
+async function waitReady(ep: Endpoint, dir: string, running: Running): Promise<void> {
+  const port = ep.port;
   const deadline = Date.now() + START_TIMEOUT_MS;
   let last = "";
   for (;;) {
@@ -258,7 +369,7 @@ async function waitReady(port: number, dir: string, running: Running): Promise<v
       throw new Error(`redis-server on port ${port} exited during start-up. Log tail (${dir}/${LOG_FILE}):\n${tail}`);
     }
     try {
-      last = await rawCommand(port, ["PING"], 500);
+      last = await rawCommand(ep, ["PING"], 500);
       if (last === "+PONG") return;
     } catch (e) {
       last = (e as Error).message;
@@ -307,9 +418,141 @@ async function terminate(running: Running, graceMs: number): Promise<void> {
   }
 }
 
-function serverArgs(opts: StartRedisOptions, dir: string): string[] {
+/** Where, in the server's dir, redis-server reads what the security options give it. */
+const SECURITY_FILES = {
+  conf: "auth.conf",
+  ca: "tls-ca.crt",
+  cert: "tls-server.crt",
+  key: "tls-server.key",
+  clientCert: "tls-client.crt",
+  clientKey: "tls-client.key",
+} as const;
+
+/** Readable by the owner only, also when the file was there already (a given `dir`, a restart). */
+async function writePrivate(file: string, text: string): Promise<void> {
+  await writeFile(file, text, { mode: 0o600 });
+  await chmod(file, 0o600);
+}
+
+/** A config-file token, double-quoted (redis-server's sdssplitargs reads \" and \\). */
+function confToken(s: string): string {
+  return `"${s.replace(/[\\"]/g, "\\$&")}"`;
+}
+
+function checkSecret(what: string, s: string): void {
+  if (!/^[\x21-\x7e]+$/.test(s)) throw new Error(`startRedis: ${what} must be printable ASCII without spaces (it goes into the server's config file)`);
+}
+
+function checkSecurity(opts: StartRedisOptions): void {
+  if (opts.acl && opts.requirepass !== undefined) {
+    throw new Error("startRedis: acl switches the default user off and requirepass is that user's password: give one of them");
+  }
+  if (opts.acl) {
+    checkSecret("acl.username", opts.acl.username);
+    checkSecret("acl.password", opts.acl.password);
+  }
+  if (opts.requirepass !== undefined) checkSecret("requirepass", opts.requirepass);
+  const t = opts.tls;
+  if (t && (t.clientCertPem === undefined) !== (t.clientKeyPem === undefined)) {
+    throw new Error("startRedis: tls.clientCertPem and tls.clientKeyPem go together");
+  }
+  if (t?.authClients && t.clientCertPem === undefined) {
+    throw new Error("startRedis: tls.authClients needs tls.clientCertPem/clientKeyPem (the harness's own connections present them)");
+  }
+}
+
+/**
+ * Writes what redis-server reads from files — the ACL user or the requirepass password in a config
+ * file (so no secret is in argv), the PEM files — and returns the arguments that point it there
+ * (the config file first: redis-server takes it only as its first argument).
+ */
+async function writeSecurityFiles(opts: StartRedisOptions, dir: string): Promise<{ conf: string[]; tls: string[] }> {
+  const file = (name: keyof typeof SECURITY_FILES) => path.join(dir, SECURITY_FILES[name]);
+  const conf: string[] = [];
+  if (opts.acl) {
+    const { username, password } = opts.acl;
+    conf.push(
+      "user default off",
+      `user ${confToken(username)} on ${confToken(`>${password}`)} ${confToken("~*")} ${confToken("&*")} ${confToken("+@all")}`,
+      // replicas (none in these topologies yet) authenticate to their master as the same user
+      `masteruser ${confToken(username)}`,
+      `masterauth ${confToken(password)}`,
+    );
+  } else if (opts.requirepass !== undefined) {
+    conf.push(`requirepass ${confToken(opts.requirepass)}`, `masterauth ${confToken(opts.requirepass)}`);
+  }
+  const out = { conf: [] as string[], tls: [] as string[] };
+  if (conf.length > 0) {
+    await writePrivate(file("conf"), `${conf.join("\n")}\n`);
+    out.conf.push(file("conf"));
+  }
+  const t = opts.tls;
+  if (t) {
+    await writePrivate(file("ca"), t.caPem);
+    await writePrivate(file("cert"), t.certPem);
+    await writePrivate(file("key"), t.keyPem);
+    out.tls.push(
+      "--tls-cert-file", file("cert"),
+      "--tls-key-file", file("key"),
+      "--tls-ca-cert-file", file("ca"),
+      "--tls-auth-clients", t.authClients ? "yes" : "no",
+    );
+    if (t.clientCertPem !== undefined && t.clientKeyPem !== undefined) {
+      await writePrivate(file("clientCert"), t.clientCertPem);
+      await writePrivate(file("clientKey"), t.clientKeyPem);
+      out.tls.push("--tls-client-cert-file", file("clientCert"), "--tls-client-key-file", file("clientKey"));
+    }
+  }
+  return out;
+}
+
+/** What a client needs besides the address (RedisServer.security). */
+function securityOf(opts: StartRedisOptions): RedisConnectionSecurity {
+  const out: RedisConnectionSecurity = {};
+  if (opts.acl) out.auth = { username: opts.acl.username, password: opts.acl.password };
+  else if (opts.requirepass !== undefined) out.auth = { password: opts.requirepass };
+  if (opts.tls) {
+    out.tls = { caPem: opts.tls.caPem };
+    if (opts.tls.clientCertPem !== undefined) out.tls.certPem = opts.tls.clientCertPem;
+    if (opts.tls.clientKeyPem !== undefined) out.tls.keyPem = opts.tls.clientKeyPem;
+  }
+  return out;
+}
+
+/** redis-cli's TLS and user arguments (the files are the server's own) and REDISCLI_AUTH. */
+function cliSecurity(opts: StartRedisOptions, dir: string): { args: string[]; env: Record<string, string> } {
+  const file = (name: keyof typeof SECURITY_FILES) => path.join(dir, SECURITY_FILES[name]);
+  const args: string[] = [];
+  const env: Record<string, string> = {};
+  if (opts.tls) {
+    args.push("--tls", "--cacert", file("ca"));
+    if (opts.tls.clientCertPem !== undefined) args.push("--cert", file("clientCert"), "--key", file("clientKey"));
+  }
+  if (opts.acl) {
+    args.push("--user", opts.acl.username);
+    env.REDISCLI_AUTH = opts.acl.password;
+  } else if (opts.requirepass !== undefined) {
+    env.REDISCLI_AUTH = opts.requirepass;
+  }
+  return { args, env };
+}
+
+function endpointOf(port: number, security: RedisConnectionSecurity): Endpoint {
+  const ep: Endpoint = { port };
+  if (security.auth) ep.auth = security.auth;
+  if (security.tls) {
+    const { caPem, certPem, keyPem } = security.tls;
+    ep.tls = { ca: caPem, ...(certPem !== undefined ? { cert: certPem, key: keyPem } : {}) };
+  }
+  return ep;
+}
+
+function serverArgs(opts: StartRedisOptions, dir: string, port: number, files: { conf: string[]; tls: string[] }): string[] {
   const args = [
+    ...files.conf,
     "--bind", HOST,
+    // TLS only: no plaintext port at all, so a client that forgets TLS cannot get in
+    ...(opts.tls ? ["--port", "0", "--tls-port", String(port), ...files.tls] : ["--port", String(port)]),
     "--save", "",
     "--appendonly", opts.appendonly ? "yes" : "no",
     "--dir", dir,
@@ -322,8 +565,12 @@ function serverArgs(opts: StartRedisOptions, dir: string): string[] {
   return args;
 }
 
-/** Starts a redis-server on a free 127.0.0.1 port and waits until it answers PING. */
+/**
+ * Starts a redis-server on a free 127.0.0.1 port and waits until it answers PING (authenticated
+ * and over TLS when the options say so).
+ */
 export async function startRedis(opts: StartRedisOptions = {}): Promise<RedisServer> {
+  checkSecurity(opts);
   const ownDir = opts.dir === undefined;
   let dir: string;
   if (opts.dir !== undefined) {
@@ -333,18 +580,22 @@ export async function startRedis(opts: StartRedisOptions = {}): Promise<RedisSer
     dir = await mkdtemp(path.join(os.tmpdir(), "qim-redis-"));
     ownedDirs.add(dir);
   }
-  const args = serverArgs(opts, dir);
-  const clusterBus = args.some((a, i) => a === "--cluster-enabled" && args[i + 1] === "yes");
+  const clusterBus = (opts.extraArgs ?? []).some((a, i, all) => a === "--cluster-enabled" && all[i + 1] === "yes");
+  const security = securityOf(opts);
 
   let port = 0;
+  let args: string[] = [];
   let running: Running | undefined;
   try {
+    const files = await writeSecurityFiles(opts, dir);
     // A port probed free can be taken by someone else before redis binds it: retry a few times.
     for (let attempt = 0; ; attempt++) {
+      // the cluster bus listens on the TLS port + 10000 when the bus is on TLS, else port + 10000
       port = await freePort({ clusterBus });
-      const r = spawnServer(port, dir, args);
+      args = serverArgs(opts, dir, port, files);
+      const r = spawnServer(dir, args);
       try {
-        await waitReady(port, dir, r);
+        await waitReady(endpointOf(port, security), dir, r);
         running = r;
         break;
       } catch (e) {
@@ -360,6 +611,8 @@ export async function startRedis(opts: StartRedisOptions = {}): Promise<RedisSer
     throw e;
   }
 
+  const endpoint = endpointOf(port, security);
+  const cli = cliSecurity(opts, dir);
   let current: Running = running;
   let removed = false;
   const server: RedisServer = {
@@ -370,6 +623,10 @@ export async function startRedis(opts: StartRedisOptions = {}): Promise<RedisSer
     },
     dir,
     addr: `${HOST}:${port}`,
+    url: `${opts.tls ? "rediss" : "redis"}://${HOST}:${port}`,
+    security,
+    cli: { args: ["-h", HOST, "-p", String(port), ...cli.args], env: cli.env },
+    command: (cmd, timeoutMs) => rawCommand(endpoint, cmd, timeoutMs),
     async stop() {
       await terminate(current, STOP_GRACE_MS);
       if (ownDir && !removed) {
@@ -384,9 +641,9 @@ export async function startRedis(opts: StartRedisOptions = {}): Promise<RedisSer
     async restart() {
       if (removed) throw new Error(`restart(): server ${HOST}:${port} was stopped and its dir removed`);
       await terminate(current, STOP_GRACE_MS);
-      const r = spawnServer(port, dir, args);
+      const r = spawnServer(dir, args);
       current = r;
-      await waitReady(port, dir, r);
+      await waitReady(endpoint, dir, r);
     },
   };
   return server;
@@ -396,10 +653,11 @@ export async function startRedis(opts: StartRedisOptions = {}): Promise<RedisSer
 // Cluster
 // ---------------------------------------------------------------------------------------------
 
-function execFileText(file: string, args: string[], timeoutMs: number): Promise<{ stdout: string; stderr: string }> {
+function execFileText(file: string, args: string[], env: Record<string, string>, timeoutMs: number): Promise<{ stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    execFile(file, args, { timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024 }, (err, stdout, stderr) => {
+    execFile(file, args, { timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024, env: { ...process.env, ...env } }, (err, stdout, stderr) => {
       if (err) {
+        // argv carries no secret (the password goes in the environment), so it can be shown
         reject(new Error(`${file} ${args.join(" ")} failed: ${err.message}\n${stdout}\n${stderr}`.trim()));
       } else {
         resolve({ stdout, stderr });
@@ -438,19 +696,31 @@ async function startMany(n: number, opts: StartRedisOptions): Promise<RedisServe
 /**
  * Starts `masters` cluster-enabled servers, joins them with `redis-cli --cluster create`
  * (no replicas) and waits until every node reports cluster_state:ok, all 16384 slots assigned
- * and ok, and knows all the other nodes.
+ * and ok, and knows all the other nodes. `opts` apply to every node; with `tls` the cluster bus
+ * and replication run on TLS too (tls-cluster, tls-replication), which needs `tls.clientCertPem`:
+ * a node presents it to the peers it connects to, and the bus always asks for one.
  */
-export async function startRedisCluster(masters = 3): Promise<RedisClusterHandle> {
+export async function startRedisCluster(masters = 3, opts: StartRedisOptions = {}): Promise<RedisClusterHandle> {
   if (!Number.isInteger(masters) || masters < 3) {
     throw new Error(`startRedisCluster: redis-cli --cluster create needs at least 3 masters (got ${masters})`);
   }
+  if (opts.tls && opts.tls.clientCertPem === undefined) {
+    throw new Error("startRedisCluster: a TLS cluster needs tls.clientCertPem/clientKeyPem (the cluster bus asks every peer for a certificate)");
+  }
   const nodes = await startMany(masters, {
-    extraArgs: ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000"],
+    ...opts,
+    extraArgs: [
+      "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000",
+      ...(opts.tls ? ["--tls-cluster", "yes", "--tls-replication", "yes"] : []),
+      ...(opts.extraArgs ?? []),
+    ],
   });
   try {
+    const cli = cliSecurity(opts, nodes[0]!.dir);
     await execFileText(
       "redis-cli",
-      ["--cluster", "create", ...nodes.map((n) => n.addr), "--cluster-replicas", "0", "--cluster-yes"],
+      ["--cluster", "create", ...nodes.map((n) => n.addr), "--cluster-replicas", "0", "--cluster-yes", ...cli.args],
+      cli.env,
       CLUSTER_CREATE_TIMEOUT_MS,
     );
     const deadline = Date.now() + CLUSTER_READY_TIMEOUT_MS;
@@ -459,7 +729,7 @@ export async function startRedisCluster(masters = 3): Promise<RedisClusterHandle
     while (pending.size > 0) {
       for (const node of [...pending]) {
         try {
-          const info = parseInfo(await rawCommand(node.port, ["CLUSTER", "INFO"]));
+          const info = parseInfo(await node.command(["CLUSTER", "INFO"]));
           if (
             info.get("cluster_state") === "ok" &&
             info.get("cluster_slots_assigned") === "16384" &&
@@ -488,6 +758,7 @@ export async function startRedisCluster(masters = 3): Promise<RedisClusterHandle
   return {
     nodes,
     seeds: nodes.map((n) => n.addr),
+    security: nodes[0]!.security,
     stop: () => stopAll(nodes),
   };
 }
@@ -496,9 +767,48 @@ export async function startRedisCluster(masters = 3): Promise<RedisClusterHandle
 // Topologies
 // ---------------------------------------------------------------------------------------------
 
+/** The ACL user and the PKI of the secure topologies (issue 15), the same for every server of a process. */
+export interface RedisTestSecurity {
+  acl: RedisAcl;
+  /** CA, a server certificate for localhost and 127.0.0.1, a client certificate; tls-auth-clients yes. */
+  tls: Required<RedisServerTls>;
+}
+
+let testSecurity: RedisTestSecurity | undefined;
+
+/**
+ * Built on first use, once per process (three RSA keys). The password is random per process, so a
+ * test can look for it in error messages and logs without matching anything else.
+ */
+export function redisTestSecurity(): RedisTestSecurity {
+  if (!testSecurity) {
+    const ca = createCa({ commonName: "qim test Redis CA" });
+    const server = issueServerCert(ca, { hosts: ["localhost", "127.0.0.1"] });
+    // Redis reads no role from a client certificate: any subject the CA signed is let in
+    const client = issueClientCert(ca, { name: "qim-engine", role: null, allowAnyRole: true });
+    testSecurity = {
+      acl: { username: "qim-engine", password: `pw-${randomBytes(12).toString("hex")}` },
+      tls: {
+        certPem: server.certPem,
+        keyPem: server.keyPem,
+        caPem: ca.certPem,
+        // Redis's own default, and what a production Redis with TLS asks of its clients
+        authClients: true,
+        clientCertPem: client.certPem,
+        clientKeyPem: client.keyPem,
+      },
+    };
+  }
+  return testSecurity;
+}
+
 /**
  * "single": one standalone instance; "multi": three standalone instances (addrs in order);
- * "cluster": a 3-master Redis Cluster.
+ * "cluster": a 3-master Redis Cluster; "secure": one standalone instance with an ACL user (the
+ * default user off) on TLS only, client certificates required; "cluster-secure": a 3-master
+ * Cluster likewise, its bus on TLS. The secure kinds' config names rediss:// addresses and carries
+ * the user, the password and the PEM text (RedisServer.security), so a store built from it alone
+ * connects.
  */
 export async function startTopology(kind: TopologyKind): Promise<TestTopology> {
   switch (kind) {
@@ -512,11 +822,23 @@ export async function startTopology(kind: TopologyKind): Promise<TestTopology> {
         stop: () => stopAll(servers),
       };
     }
-    case "cluster": {
-      const cluster = await startRedisCluster(3);
+    case "secure": {
+      const servers = await startMany(1, redisTestSecurity());
       return {
         kind,
-        config: { kind: "cluster", seeds: cluster.seeds },
+        config: { kind: "instances", addrs: servers.map((s) => s.url), ...servers[0]!.security },
+        servers,
+        stop: () => stopAll(servers),
+      };
+    }
+    case "cluster":
+    case "cluster-secure": {
+      const cluster = await startRedisCluster(3, kind === "cluster" ? {} : redisTestSecurity());
+      return {
+        kind,
+        config: kind === "cluster"
+          ? { kind: "cluster", seeds: cluster.seeds }
+          : { kind: "cluster", seeds: cluster.nodes.map((n) => n.url), ...cluster.security },
         servers: cluster.nodes,
         stop: () => cluster.stop(),
       };

@@ -1,7 +1,7 @@
 /** Contract samples of `server start` (cli/contract.ts). */
 import type ServerConfig from "../commands/server/config.js";
 import type ServerStart from "../commands/server/start.js";
-import { samplesOf, type ResultOf } from "../contract.js";
+import { freeForm, keyedByData, samplesOf, type ResultOf } from "../contract.js";
 
 export const samples = {
   "server start": samplesOf<ResultOf<typeof ServerStart>>(
@@ -11,8 +11,9 @@ export const samples = {
   "server config": samplesOf<ResultOf<typeof ServerConfig>>(
     {
       config: "/etc/qim/server.yaml",
-      settings: { listen: "0.0.0.0:7443", redis: { addrs: ["rediss://10.0.0.5:6380"], user: "qim", password: "<redacted>" } },
-      sources: { listen: "file", "redis.addrs": "file", "redis.user": "file", "redis.password": "env" },
+      // nested as in the config file: which keys appear depends on the settings
+      settings: freeForm({ listen: "0.0.0.0:7443", redis: { addrs: ["rediss://10.0.0.5:6380"], user: "qim", password: "<redacted>" } }),
+      sources: keyedByData({ listen: "file", "redis.addrs": "file", "redis.user": "file", "redis.password": "env" }),
     },
   ),
 };

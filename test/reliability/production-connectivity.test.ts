@@ -8,7 +8,7 @@
  * any log, audit line, JSON output or process command line.
  */
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { randomBytes, randomUUID } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import net from "node:net";
@@ -50,9 +50,21 @@ async function health(port: number, pki: TestPkiFiles): Promise<string> {
   }
 }
 
-/** The value of one `INFO` field of a server, read over the harness's own (authenticated) connection. */
+/**
+ * redis-cli as the second ACL user `ops` (created by the test): the harness's own connections
+ * authenticate as `qim`, whose password the test rotates.
+ */
+function asOps(redis: RedisServer, args: string[]): Promise<string> {
+  const cliArgs = [...redis.cli.args];
+  const u = cliArgs.indexOf("--user");
+  if (u >= 0) cliArgs[u + 1] = "ops";
+  return new Promise((resolve, reject) => execFile("redis-cli", [...cliArgs, ...args], { env: { ...process.env, ...redis.cli.env, REDISCLI_AUTH: OPS_PASSWORD } }, (err, stdout, stderr) => (err ? reject(new Error(`${err.message}: ${stderr}`)) : resolve(stdout))));
+}
+const OPS_PASSWORD = `ops-${randomBytes(8).toString("hex")}`;
+
+/** The value of one `INFO` field of a server, read as `ops`. */
 async function info(redis: RedisServer, field: string): Promise<number> {
-  const text = await redis.command(["INFO", "stats"]);
+  const text = await asOps(redis, ["INFO", "stats"]);
   const m = new RegExp(`^${field}:(\\d+)`, "m").exec(text);
   assert.ok(m, `INFO has no ${field}: ${text.slice(0, 200)}`);
   return Number(m[1]);
@@ -115,10 +127,11 @@ describe("production connectivity: an ACL + TLS Redis, a config file, secrets ke
   it("a Redis that starts refusing the running server: health NOT_SERVING, one line, no reconnect storm", async () => {
     assert.ok(server, "needs the server of the previous test");
     const before = server.log().length;
+    assert.equal(await redis.command(["ACL", "SETUSER", "ops", "on", `>${OPS_PASSWORD}`, "~*", "&*", "+@all"]), "+OK");
     const connections0 = await info(redis, "total_connections_received");
     // the password is rotated and the server's connections dropped: every reconnect is refused
-    await redis.command(["ACL", "SETUSER", "qim", "resetpass", `>${password}-rotated`]);
-    await redis.command(["CLIENT", "KILL", "USER", "qim"]);
+    assert.match(await asOps(redis, ["ACL", "SETUSER", "qim", "resetpass", `>${password}-rotated`]), /OK/);
+    assert.match(await asOps(redis, ["CLIENT", "KILL", "USER", "qim"]), /^[1-9]\d*/);
     let status = "";
     for (let i = 0; i < 100 && status !== "NOT_SERVING"; i++) {
       status = await health(server.port, pki).catch((e: Error) => e.message);
@@ -127,7 +140,7 @@ describe("production connectivity: an ACL + TLS Redis, a config file, secrets ke
     assert.equal(status, "NOT_SERVING", server.log().slice(before));
     await server.waitForLog(/^Redis refused the credentials for user qim at 127\.0\.0\.1:\d+ \(WRONGPASS/, 10_000, before);
     await pause(2000);
-    // the harness's INFO and ACL calls are connections too (one each); a storm would be one per 50–500 ms
+    // the test's own redis-cli calls are connections too (four); a storm would be one per 50–500 ms
     const connections = (await info(redis, "total_connections_received")) - connections0;
     assert.ok(connections <= 8, `${connections} connections in the refusal window: ${server.log().slice(before)}`);
     const refusedLines = server.log().slice(before).split("\n").filter((l) => /refused the credentials/.test(l));
@@ -135,7 +148,7 @@ describe("production connectivity: an ACL + TLS Redis, a config file, secrets ke
     outputs.push({ what: "server log", text: server.log() });
     await server.stop();
     server = undefined;
-    await redis.command(["ACL", "SETUSER", "qim", "resetpass", `>${password}`]);
+    await asOps(redis, ["ACL", "SETUSER", "qim", "resetpass", `>${password}`]);
   });
 
   it("a config file carries the same settings (password inline, redacted by --print-config); flags override it", async () => {
@@ -151,17 +164,19 @@ describe("production connectivity: an ACL + TLS Redis, a config file, secrets ke
       "  user: qim",
       `  password: ${password}`,
       `  tls: {ca: ${pki.ca.certPath}}`,
-      "dispatch: {partitions: 4}",
+      // the partition count of the dispatch log the first server created (another is refused)
+      "dispatch: {partitions: 8, retention: 1d}",
       "",
     ].join("\n"), { mode: 0o600 });
-    const printed = await runServer(["--config", config, "--print-config", "--partitions", "8"]);
+    const printed = await runServer(["--config", config, "--print-config", "--dispatch-retention", "6h"]);
     assert.equal(printed.code, 0, printed.stderr);
     assert.match(printed.stdout, /^ {2}password: <redacted> {2}# config file$/m);
-    assert.match(printed.stdout, /^ {2}partitions: 8 {2}# flag --partitions$/m);
+    assert.match(printed.stdout, /^ {2}partitions: 8 {2}# config file$/m);
+    assert.match(printed.stdout, /^ {2}retention: 6h {2}# flag --dispatch-retention$/m);
     outputs.push({ what: "--print-config", text: printed.stdout + printed.stderr });
-    const shown = ok(await run(["server", "config", "--config", config, "--partitions", "8"]), "qimctl server config");
+    const shown = ok(await run(["server", "config", "--config", config, "--dispatch-retention", "6h"]), "qimctl server config");
     assert.equal(shown.settings.redis.password, "<redacted>");
-    assert.equal(shown.sources["dispatch.partitions"], "flag");
+    assert.deepEqual([shown.sources["dispatch.partitions"], shown.sources["dispatch.retention"], shown.settings.dispatch.retention], ["file", "flag", "6h"]);
     outputs.push({ what: "server config JSON", text: JSON.stringify(shown) });
     const started = await startServerProcess({ configPath: config, pki, auditLog: path.join(dir, "audit-config.log"), port, bare: true });
     try {

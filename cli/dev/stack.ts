@@ -476,10 +476,16 @@ function ensureRedisPassword(p: DevPaths): { password: string; created: boolean 
  * redis-server's ACL file: user qim with every command, key and channel, the default user off
  * (no unauthenticated access). It names the password by its SHA-256 (`#<hex>`), so that no file
  * but redis.password holds the password text.
+ *
+ * The default user is off but keeps its permissions (`~* &* +@all`): Redis replays the AOF as
+ * the default user and, before redis/redis#14545, re-checks its ACL at each EXEC, so with
+ * `user default off` alone (which means -@all) every MULTI/EXEC in the AOF — the effects of every
+ * Lua script — is dropped on restart without an error to any client (seen on 7.0.15). An off user
+ * cannot log in, so the permissions give no one access.
  */
 function writeRedisAcl(p: DevPaths, password: string): void {
   const hash = createHash("sha256").update(password).digest("hex");
-  writePrivate(p.redisAcl, `user ${SECURE_REDIS_USER} on #${hash} ~* &* +@all\nuser default off\n`);
+  writePrivate(p.redisAcl, `user ${SECURE_REDIS_USER} on #${hash} ~* &* +@all\nuser default off ~* &* +@all\n`);
 }
 
 /** Whether the stack's Redis answers PING: plaintext, or over TLS after AUTH with the password file. */

@@ -4,7 +4,7 @@ import * as Flags from "@oclif/core/flags";
 import type { DemoResult, DemoStep } from "../demo/results.js";
 import type { DemoWorld } from "../demo/scenario.js";
 import { stepsTable } from "../demo/text.js";
-import { dataDirFlag, DevCommand } from "../dev/command.js";
+import { dataDirFlag, DevCommand, secureRedisFlag } from "../dev/command.js";
 import { DEFAULT_DEMO_DIR, devDown, devUp, DevStackError, stopStartingOnInterrupt, type DevUpResult } from "../dev/stack.js";
 import { shown, upLines } from "../dev/text.js";
 import { EXIT } from "../exit-codes.js";
@@ -25,18 +25,22 @@ export default class Demo extends DevCommand<typeof Demo> {
 
 Each step prints what happened and why it matters, and checks what it should have done; a summary table ends the run. User and group ids are new on every run, so the demo can be repeated on the same stack. The stack keeps running afterwards (stop it with \`qimctl dev down --data-dir .qim/demo\`), or --down stops it at the end.
 
+--secure-redis runs the demo's stack with a production-like Redis (TLS only, ACL user qim, password in <data-dir>/redis.password; see qimctl dev up --help); the scenario is the same. As with dev up, a running demo stack is reused only in the mode asked for.
+
 --output json prints only the summary (steps with name, ok, status, details, error; endpoint; data dir; authority) on stdout; the narration is left out.
 
 Exit codes: 0 every step OK; 1 a step failed (named on stderr; the summary is printed all the same); 2 redis-server not installed (the install command is printed); other dev up failures as \`qimctl dev up\`.`;
   static override examples = [
     "<%= config.bin %> <%= command.id %>",
     "<%= config.bin %> <%= command.id %> --output json --down",
+    "<%= config.bin %> <%= command.id %> --secure-redis",
     "npm run demo",
   ];
   static override flags = {
     "data-dir": dataDirFlag(DEFAULT_DEMO_DIR),
     port: Flags.integer({ min: 1, max: 65535, description: "the admin API port of the demo's stack (default: a free one)" }),
     down: Flags.boolean({ description: "stop the dev stack at the end (dev down; its data is kept)" }),
+    "secure-redis": secureRedisFlag,
   };
 
   async run(): Promise<DemoResult> {
@@ -49,8 +53,17 @@ Exit codes: 0 every step OK; 1 a step failed (named on stderr; the summary is pr
 
     say(`qimctl demo: a private dev stack in ${dataDirFlagValue}, then a scenario through the admin API.`);
     try {
-      up = await devUp({ dataDir: dataDirFlagValue, ...(this.flags.port !== undefined ? { port: this.flags.port } : {}), progress: (l) => this.note(l) });
-      steps.push({ name: "dev-up", ok: true, status: "ok", details: { status: up.status, endpoint: up.endpoint, redis: up.redis, server: { pid: up.server.pid, port: up.server.port }, authority: up.authority }, error: null });
+      up = await devUp({
+        dataDir: dataDirFlagValue,
+        ...(this.flags.port !== undefined ? { port: this.flags.port } : {}),
+        secureRedis: this.flags["secure-redis"],
+        progress: (l) => this.note(l),
+      });
+      steps.push({
+        name: "dev-up", ok: true, status: "ok",
+        details: { status: up.status, endpoint: up.endpoint, redis: up.redis, redisAccess: up.redisAccess, server: { pid: up.server.pid, port: up.server.port }, authority: up.authority },
+        error: null,
+      });
       say("");
       say("== Dev stack");
       say(upLines(up, DEFAULT_DEMO_DIR, { nextSteps: false }).replace(/^/gm, "   "));

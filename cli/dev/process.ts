@@ -2,12 +2,14 @@
  * Process plumbing of the development stack (`qimctl dev up|status|down`, `qimctl demo`): finding
  * `redis-server`, free loopback ports, "is this pid alive, and is it still ours", stopping a
  * process we are not the parent of, and the two "does it answer" probes (Redis PING over a raw
- * socket, grpc.health.v1 over mTLS). No engine import; grpc-js is imported lazily.
+ * socket, in plaintext or over TLS after AUTH; grpc.health.v1 over mTLS). No engine import;
+ * grpc-js is imported lazily.
  */
 import { execFile } from "node:child_process";
 import { accessSync, constants, readdirSync, readFileSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
+import { connect as tlsConnect } from "node:tls";
 
 export const LOOPBACK = "127.0.0.1";
 
@@ -157,32 +159,55 @@ export async function stopPid(pid: number, graceAttempts: number): Promise<StopH
   throw new Error(`process ${pid} is still running after SIGKILL`);
 }
 
-/** Sends one command to a Redis on 127.0.0.1:port; resolves with the first reply line ("+PONG", "-ERR …"). */
-function redisCommand(port: number, args: readonly string[], timeoutMs = 1000): Promise<string> {
+/**
+ * How to get into a Redis that wants TLS and an ACL user (dev up --secure-redis): the CA that
+ * verifies its certificate, the user and the password.
+ */
+export interface RedisCredentials {
+  caPem: Buffer;
+  user: string;
+  password: string;
+}
+
+/**
+ * Sends commands (pipelined) to a Redis on 127.0.0.1:port, over TLS when `tls` is given; resolves
+ * with the first line of each reply ("+PONG", "-NOAUTH …"). Only for commands whose replies are
+ * one line (status or error replies): AUTH, PING.
+ */
+function redisCommands(port: number, commands: readonly (readonly string[])[], tls: { caPem: Buffer } | null, timeoutMs = 1000): Promise<string[]> {
   return new Promise((resolve, reject) => {
-    const sock = net.connect({ host: LOOPBACK, port });
+    const where = `${tls ? "rediss://" : ""}${LOOPBACK}:${port}`;
+    const request = commands.map((args) => `*${args.length}\r\n${args.map((a) => `$${Buffer.byteLength(a)}\r\n${a}\r\n`).join("")}`).join("");
+    // the server certificate names 127.0.0.1 (an IP SAN): no SNI, the address is what is checked
+    const sock = tls ? tlsConnect({ host: LOOPBACK, port, ca: tls.caPem }) : net.connect({ host: LOOPBACK, port });
     let buf = "";
-    const done = (err: Error | null, value?: string) => {
+    const done = (err: Error | null, value?: string[]) => {
       clearTimeout(timer);
       sock.destroy();
       if (err) reject(err);
       else resolve(value!);
     };
-    const timer = setTimeout(() => done(new Error(`no answer from ${LOOPBACK}:${port}`)), timeoutMs);
+    const timer = setTimeout(() => done(new Error(`no answer from ${where}`)), timeoutMs);
     sock.once("error", (e) => done(e));
-    sock.once("close", () => done(new Error(`connection to ${LOOPBACK}:${port} closed`)));
-    sock.on("connect", () => sock.write(`*${args.length}\r\n${args.map((a) => `$${Buffer.byteLength(a)}\r\n${a}\r\n`).join("")}`));
+    sock.once("close", () => done(new Error(`connection to ${where} closed`)));
+    sock.on(tls ? "secureConnect" : "connect", () => sock.write(request));
     sock.on("data", (chunk: Buffer) => {
       buf += chunk.toString("utf8");
-      const eol = buf.indexOf("\r\n");
-      if (eol >= 0) done(null, buf.slice(0, eol));
+      const lines = buf.split("\r\n");
+      if (lines.length > commands.length) done(null, lines.slice(0, commands.length));
     });
   });
 }
 
-export async function redisAnswers(port: number): Promise<boolean> {
+/**
+ * Whether the Redis on 127.0.0.1:port answers PING: in plaintext, or, with credentials, over TLS
+ * after `AUTH user password` (a raw socket rather than ioredis, which the CLI does not load).
+ */
+export async function redisAnswers(port: number, credentials: RedisCredentials | null = null): Promise<boolean> {
   try {
-    return (await redisCommand(port, ["PING"], 1000)) === "+PONG";
+    if (!credentials) return (await redisCommands(port, [["PING"]], null, 1000))[0] === "+PONG";
+    const [auth, ping] = await redisCommands(port, [["AUTH", credentials.user, credentials.password], ["PING"]], { caPem: credentials.caPem }, 2000);
+    return auth === "+OK" && ping === "+PONG";
   } catch {
     return false;
   }

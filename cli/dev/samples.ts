@@ -4,6 +4,8 @@ import type DevStatus from "../commands/dev/status.js";
 import type DevUp from "../commands/dev/up.js";
 import { samplesOf, type ResultOf } from "../contract.js";
 
+const secureAccess = { secure: true, user: "qim", tlsPort: 32971, passwordFile: "/home/alice/qim/.qim/dev/redis.password", ca: "/home/alice/qim/.qim/dev/pki/ca.crt" };
+
 const up: ResultOf<typeof DevUp> = {
   dataDir: "/home/alice/qim/.qim/dev",
   startedAt: "2026-11-30T00:08:42.697Z",
@@ -12,6 +14,7 @@ const up: ResultOf<typeof DevUp> = {
   authority: "redis-hash (development fallback, not an authority guarantee; keys qim:{uNNN}:ucs:*)",
   authorityKind: "redis-hash",
   redis: { pid: 9462, port: 32971, addr: "127.0.0.1:32971", version: "7.0.15", dataDir: "/home/alice/qim/.qim/dev/redis", log: "/home/alice/qim/.qim/dev/redis.log" },
+  redisAccess: { secure: false, user: null, tlsPort: null, passwordFile: null, ca: null },
   server: {
     pid: 9467,
     port: 45307,
@@ -28,27 +31,33 @@ const up: ResultOf<typeof DevUp> = {
   notes: ["created dev CA, server and admin certificates in .qim/dev/pki"],
 };
 
+const status: ResultOf<typeof DevStatus> = {
+  dataDir: "/home/alice/qim/.qim/dev",
+  state: "up",
+  endpoint: "localhost:45307",
+  tenant: "1d63fa11-ec98-45d9-8df7-44f9956204a9",
+  authority: "redis-hash (development fallback, not an authority guarantee; keys qim:{uNNN}:ucs:*)",
+  startedAt: "2026-11-30T00:08:42.697Z",
+  redis: { pid: 9462, port: 32971, alive: true, answering: true },
+  redisAccess: up.redisAccess,
+  server: { pid: 9467, port: 45307, alive: true, answering: true },
+  context: "/home/alice/qim/.qim/dev/context.json",
+  strays: [],
+};
+
 export const samples = {
   "dev up": samplesOf<ResultOf<typeof DevUp>>(up, {
     ...up,
     defaultContext: { path: "/home/alice/.config/qimctl/context.json", written: false, note: "the default context was written by someone else: not replaced" },
+    redis: { ...up.redis, addr: "rediss://127.0.0.1:32971" },
+    redisAccess: secureAccess,
     status: "reused",
     notes: [],
   }),
   "dev status": samplesOf<ResultOf<typeof DevStatus>>(
-    {
-      dataDir: "/home/alice/qim/.qim/dev",
-      state: "up",
-      endpoint: "localhost:45307",
-      tenant: "1d63fa11-ec98-45d9-8df7-44f9956204a9",
-      authority: "redis-hash (development fallback, not an authority guarantee; keys qim:{uNNN}:ucs:*)",
-      startedAt: "2026-11-30T00:08:42.697Z",
-      redis: { pid: 9462, port: 32971, alive: true, answering: true },
-      server: { pid: 9467, port: 45307, alive: true, answering: true },
-      context: "/home/alice/qim/.qim/dev/context.json",
-      strays: [],
-    },
-    { dataDir: "/home/alice/qim/.qim/dev", state: "partial", endpoint: null, tenant: null, authority: null, startedAt: null, redis: null, server: null, context: null, strays: [9470] },
+    status,
+    { ...status, redisAccess: secureAccess },
+    { dataDir: "/home/alice/qim/.qim/dev", state: "partial", endpoint: null, tenant: null, authority: null, startedAt: null, redis: null, redisAccess: null, server: null, context: null, strays: [9470] },
   ),
   "dev down": samplesOf<ResultOf<typeof DevDown>>(
     {

@@ -10,8 +10,12 @@
  *   dev.json       the state while the stack runs: pids, ports, paths, tenant, authority, start time
  *   dev.lock       held while a `dev up` / `dev down` works on the dir (pid inside)
  *   context.json   a qimctl context: endpoint localhost:P, ca, the admin certificate and key, the dev tenant
- *   pki/           ca.crt ca.key server.crt server.key admin.crt admin.key (keys 0600), created once
+ *   pki/           ca.crt ca.key server.crt server.key admin.crt admin.key (keys 0600), created once;
+ *                  redis.crt redis.key too once a dev up --secure-redis needed them
  *   redis/         the Redis data (appendonly dir); redis.log its log
+ *   redis.password --secure-redis: the password of the ACL user qim (0600), created once
+ *   redis.acl      --secure-redis: redis-server's ACL file (0600), written at each start; it
+ *                  holds the password's SHA-256, not the password
  *   server.log     the admin server's stdout/stderr; audit.log its audit log
  *
  * Processes are recognised by their arguments, so that a reused pid is never signalled: the
@@ -19,8 +23,8 @@
  * admin server's arguments name <data dir>/audit.log.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { randomUUID, X509Certificate } from "node:crypto";
-import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmdirSync, rmSync, statSync, unlinkSync, writeFileSync } from "node:fs";
+import { createHash, randomBytes, randomUUID, X509Certificate } from "node:crypto";
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmdirSync, rmSync, statSync, unlinkSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -74,8 +78,12 @@ export interface DevPaths {
   serverKey: string;
   adminCert: string;
   adminKey: string;
+  redisCert: string;
+  redisKey: string;
   redisDir: string;
   redisLog: string;
+  redisPassword: string;
+  redisAcl: string;
   serverLog: string;
   auditLog: string;
 }
@@ -95,11 +103,32 @@ export function devPaths(dataDir: string): DevPaths {
     serverKey: path.join(pki, "server.key"),
     adminCert: path.join(pki, "admin.crt"),
     adminKey: path.join(pki, "admin.key"),
+    redisCert: path.join(pki, "redis.crt"),
+    redisKey: path.join(pki, "redis.key"),
     redisDir: path.join(d, "redis"),
     redisLog: path.join(d, "redis.log"),
+    redisPassword: path.join(d, "redis.password"),
+    redisAcl: path.join(d, "redis.acl"),
     serverLog: path.join(d, "server.log"),
     auditLog: path.join(d, "audit.log"),
   };
+}
+
+/**
+ * How the admin server (and the dev commands' probe) reach the stack's redis-server: plaintext
+ * with no password, or (dev up --secure-redis) TLS only with an ACL user. Never the password.
+ */
+export interface DevRedisAccess {
+  /** true: TLS only (no plaintext port), ACL user `user`, the default user off. */
+  secure: boolean;
+  /** The ACL user; null when not secure. */
+  user: string | null;
+  /** The TLS port (the plaintext port is off); null when not secure. */
+  tlsPort: number | null;
+  /** The file (mode 0600) holding the user's password; null when not secure. */
+  passwordFile: string | null;
+  /** The CA certificate that verifies the redis-server's certificate (the dev CA); null when not secure. */
+  ca: string | null;
 }
 
 /** The state file (`<data dir>/dev.json`) and what `dev up --output json` prints (plus `status`, `notes`). */
@@ -114,7 +143,9 @@ export interface DevState {
   /** The conversation-set authority as the server describes it. */
   authority: string;
   authorityKind: "redis-hash" | "cassandra";
+  /** `addr` is what the admin server is given: 127.0.0.1:P, or rediss://127.0.0.1:P when secure. */
   redis: { pid: number; port: number; addr: string; version: string; dataDir: string; log: string };
+  redisAccess: DevRedisAccess;
   server: { pid: number; port: number; listen: string; metricsPort: number; metricsUrl: string; log: string; auditLog: string };
   pki: { dir: string; ca: string; cert: string; key: string };
   /** The context file in the data dir. */
@@ -134,6 +165,8 @@ export interface DevUpOptions {
   dataDir: string;
   /** The admin API port; default a free loopback port (the previous one when still free). */
   port?: number;
+  /** A production-like Redis: TLS only, ACL user qim with a random password, the default user off. */
+  secureRedis?: boolean;
   env?: NodeJS.ProcessEnv;
   home?: string;
   /** Progress lines for people (stderr in table mode). */
@@ -175,10 +208,19 @@ function readState(p: DevPaths): DevState | null {
   try {
     const s = JSON.parse(text) as DevState;
     if (typeof s?.redis?.pid !== "number" || typeof s?.server?.pid !== "number") return null;
-    return s;
+    // written before --secure-redis existed: a plaintext Redis
+    return s.redisAccess ? s : { ...s, redisAccess: PLAIN_REDIS };
   } catch {
     return null;
   }
+}
+
+/** Writes a file only its owner may read, atomically: never a moment with a looser mode or half a file. */
+function writePrivate(file: string, text: string): void {
+  const tmp = `${file}.${process.pid}.tmp`;
+  rmSync(tmp, { force: true });
+  writeFileSync(tmp, text, { mode: 0o600, flag: "wx" });
+  renameSync(tmp, file);
 }
 
 function writeJson(file: string, value: unknown, mode = 0o644): void {
@@ -336,13 +378,26 @@ async function requireRedisServer(env: NodeJS.ProcessEnv = process.env): Promise
   return { binary, version: version ?? "unknown" };
 }
 
-async function startRedis(p: DevPaths, binary: string, env: NodeJS.ProcessEnv): Promise<{ started: Started; port: number }> {
+async function startRedis(p: DevPaths, binary: string, env: NodeJS.ProcessEnv, secure: boolean): Promise<{ started: Started; port: number }> {
   mkdirSync(p.redisDir, { recursive: true });
   for (let attempt = 0; ; attempt++) {
     const port = await freePort();
     const from = sizeOf(p.redisLog);
+    const listen = secure
+      ? [
+        "--port", "0",
+        "--tls-port", String(port),
+        "--tls-cert-file", p.redisCert,
+        "--tls-key-file", p.redisKey,
+        "--tls-ca-cert-file", p.caCert,
+        // clients prove who they are by the ACL user's password, not by a certificate
+        "--tls-auth-clients", "no",
+        // the users from a file: redis-server's arguments show in ps and /proc/<pid>/cmdline
+        "--aclfile", p.redisAcl,
+      ]
+      : ["--port", String(port)];
     const started = await spawnDetached(binary, [
-      "--port", String(port),
+      ...listen,
       "--bind", LOOPBACK,
       "--dir", p.redisDir,
       "--appendonly", "yes",
@@ -355,15 +410,16 @@ async function startRedis(p: DevPaths, binary: string, env: NodeJS.ProcessEnv): 
     ], p.redisDir, p.redisLog, env);
     for (let i = 0; i < REDIS_READY_ATTEMPTS; i++) {
       if (started.exited()) break;
-      if (await redisAnswers(port)) return { started, port };
+      if (await redisUp(port, redisAccess(p, secure, port))) return { started, port };
       await sleep(50);
     }
     const exited = started.exited();
     await stopStarted(started);
     const tail = logTail(p.redisLog, from);
     if (exited && /Address already in use/i.test(tail) && attempt < 3) continue;
+    const noTls = secure && exited && /tls/i.test(tail) ? " (--secure-redis needs a redis-server built with TLS support)" : "";
     throw new DevStackError(exited ? EXIT.INTERNAL : EXIT.CONNECTION, "REDIS_START_FAILED",
-      `redis-server ${exited ? "exited during start-up" : `did not answer PING on ${LOOPBACK}:${port}`}; the end of ${p.redisLog}:\n${indent(tail)}`);
+      `redis-server ${exited ? "exited during start-up" : `did not answer PING on ${secure ? `rediss://${LOOPBACK}:${port} as user ${SECURE_REDIS_USER}` : `${LOOPBACK}:${port}`}`}${noTls}; the end of ${p.redisLog}:\n${indent(tail)}`);
   }
 }
 
@@ -376,6 +432,90 @@ function sizeOf(file: string): number {
 }
 
 const indent = (text: string) => text.replace(/^/gm, "    ");
+
+// ---------------------------------------------------------------------------------------------
+// A production-like Redis (dev up --secure-redis)
+// ---------------------------------------------------------------------------------------------
+
+/** The ACL user the admin server connects as when the stack's Redis is secure. */
+export const SECURE_REDIS_USER = "qim";
+
+const PLAIN_REDIS: DevRedisAccess = { secure: false, user: null, tlsPort: null, passwordFile: null, ca: null };
+
+function redisAccess(p: DevPaths, secure: boolean, port: number): DevRedisAccess {
+  return secure ? { secure: true, user: SECURE_REDIS_USER, tlsPort: port, passwordFile: p.redisPassword, ca: p.caCert } : PLAIN_REDIS;
+}
+
+/**
+ * The password in a password file as the admin server reads it (one trailing newline dropped);
+ * null when the file is missing or holds no password of printable characters without spaces.
+ */
+function readRedisPassword(file: string): string | null {
+  const text = readFileSafe(file).replace(/\r?\n$/, "");
+  return /^[\x21-\x7e]+$/.test(text) ? text : null;
+}
+
+/**
+ * The password of the ACL user: created once per data dir (32 random bytes, base64url) in
+ * <data dir>/redis.password, mode 0600, and kept like the PKI, so that a restart keeps it and a
+ * redis-cli set up with it goes on working.
+ */
+function ensureRedisPassword(p: DevPaths): { password: string; created: boolean } {
+  const kept = readRedisPassword(p.redisPassword);
+  if (kept !== null) {
+    if ((statSync(p.redisPassword).mode & 0o077) !== 0) chmodSync(p.redisPassword, 0o600);
+    return { password: kept, created: false };
+  }
+  mkdirSync(p.dataDir, { recursive: true });
+  const password = randomBytes(32).toString("base64url");
+  writePrivate(p.redisPassword, password);
+  return { password, created: true };
+}
+
+/**
+ * redis-server's ACL file: user qim with every command, key and channel, the default user off
+ * (no unauthenticated access). It names the password by its SHA-256 (`#<hex>`), so that no file
+ * but redis.password holds the password text.
+ *
+ * The default user is off but keeps its permissions (`~* &* +@all`): Redis replays the AOF as
+ * the default user and, before redis/redis#14545, re-checks its ACL at each EXEC, so with
+ * `user default off` alone (which means -@all) every MULTI/EXEC in the AOF — the effects of every
+ * Lua script — is dropped on restart without an error to any client (seen on 7.0.15). An off user
+ * cannot log in, so the permissions give no one access.
+ */
+function writeRedisAcl(p: DevPaths, password: string): void {
+  const hash = createHash("sha256").update(password).digest("hex");
+  writePrivate(p.redisAcl, `user ${SECURE_REDIS_USER} on #${hash} ~* &* +@all\nuser default off ~* &* +@all\n`);
+}
+
+/** Whether the stack's Redis answers PING: plaintext, or over TLS after AUTH with the password file. */
+async function redisUp(port: number, access: DevRedisAccess): Promise<boolean> {
+  if (!access.secure) return redisAnswers(port);
+  const password = readRedisPassword(access.passwordFile ?? "");
+  if (password === null || access.ca === null || access.user === null) return false;
+  let caPem: Buffer;
+  try {
+    caPem = readFileSync(access.ca);
+  } catch {
+    return false;
+  }
+  return redisAnswers(port, { caPem, user: access.user, password });
+}
+
+/** The admin server's Redis flags for this stack; the password only by its file. */
+function serverRedisArgs(access: DevRedisAccess, port: number): string[] {
+  if (!access.secure) return ["--redis", `${LOOPBACK}:${port}`];
+  return ["--redis", `rediss://${LOOPBACK}:${port}`, "--redis-user", access.user!, "--redis-password-file", access.passwordFile!, "--redis-tls-ca", access.ca!];
+}
+
+/**
+ * The admin server's environment for a secure stack: without QIM_REDIS_* of the caller's, since
+ * dev up gives every Redis setting itself (a QIM_REDIS_PASSWORD beside --redis-password-file
+ * refuses start-up; a QIM_REDIS_TLS_CERT would add a client certificate).
+ */
+function serverEnv(env: NodeJS.ProcessEnv, access: DevRedisAccess): NodeJS.ProcessEnv {
+  return access.secure ? Object.fromEntries(Object.entries(env).filter(([k]) => !k.startsWith("QIM_REDIS_"))) : env;
+}
 
 // ---------------------------------------------------------------------------------------------
 // PKI
@@ -395,14 +535,15 @@ function usable(certFile: string, keyFile: string, caFile?: string): boolean {
 
 /**
  * Creates the dev CA, the server certificate (localhost, 127.0.0.1) and the admin client
- * certificate once; later runs keep them, and replace only what is missing, about to expire, or
- * not signed by the CA.
+ * certificate once (and, for --secure-redis, redis-server's own certificate for the same names);
+ * later runs keep them, and replace only what is missing, about to expire, or not signed by the CA.
  */
-async function ensurePki(p: DevPaths): Promise<{ created: string[] }> {
+async function ensurePki(p: DevPaths, opts: { redis: boolean }): Promise<{ created: string[] }> {
   const caOk = usable(p.caCert, p.caKey);
   const serverOk = caOk && usable(p.serverCert, p.serverKey, p.caCert);
   const adminOk = caOk && usable(p.adminCert, p.adminKey, p.caCert);
-  if (caOk && serverOk && adminOk) return { created: [] };
+  const redisOk = !opts.redis || (caOk && usable(p.redisCert, p.redisKey, p.caCert));
+  if (caOk && serverOk && adminOk && redisOk) return { created: [] };
   const { createCa, issueClientCert, issueServerCert } = await import("../../certs/pki.js");
   const created: string[] = [];
   let ca: { certPem: string; keyPem: string };
@@ -421,6 +562,10 @@ async function ensurePki(p: DevPaths): Promise<{ created: string[] }> {
   if (!adminOk) {
     await writeCertificate(issueClientCert(ca, { name: "dev-admin", role: "admin" }), p.adminCert, p.adminKey, "admin", true);
     created.push("admin client certificate (CN=dev-admin, OU=admin)");
+  }
+  if (!redisOk) {
+    await writeCertificate(issueServerCert(ca, { hosts: ["localhost", "127.0.0.1"] }), p.redisCert, p.redisKey, null, true);
+    created.push("Redis server certificate (localhost, 127.0.0.1)");
   }
   return { created };
 }
@@ -515,20 +660,22 @@ function cassandraConfigured(env: NodeJS.ProcessEnv): string | null {
 }
 
 async function startServer(
-  p: DevPaths, redisPort: number, port: number, metricsPort: number, env: NodeJS.ProcessEnv,
+  p: DevPaths, redis: DevRedisAccess, redisPort: number, port: number, metricsPort: number, env: NodeJS.ProcessEnv,
 ): Promise<{ started: Started } | { failed: "address-in-use" | "exited" | "no-answer"; tail: string; detail: string }> {
   const from = sizeOf(p.serverLog);
-  writeFileSync(p.serverLog, `--- qimctl dev up ${new Date().toISOString()}: qim-admin-server on ${LOOPBACK}:${port}, redis ${LOOPBACK}:${redisPort}\n`, { flag: "a" });
+  const redisArgs = serverRedisArgs(redis, redisPort);
+  const redisWhere = redis.secure ? `redis ${redisArgs[1]} as user ${redis.user}` : `redis ${LOOPBACK}:${redisPort}`;
+  writeFileSync(p.serverLog, `--- qimctl dev up ${new Date().toISOString()}: qim-admin-server on ${LOOPBACK}:${port}, ${redisWhere}\n`, { flag: "a" });
   const started = await spawnDetached(process.execPath, [
     ADMIN_SERVER_BIN,
-    "--redis", `${LOOPBACK}:${redisPort}`,
+    ...redisArgs,
     "--listen", `${LOOPBACK}:${port}`,
     "--tls-ca", p.caCert,
     "--tls-cert", p.serverCert,
     "--tls-key", p.serverKey,
     "--audit-log", p.auditLog,
     "--metrics-listen", `${LOOPBACK}:${metricsPort}`,
-  ], p.dataDir, p.serverLog, env);
+  ], p.dataDir, p.serverLog, serverEnv(env, redis));
   const tls = adminTls(p);
   const attempts = cassandraConfigured(env) ? SERVER_READY_ATTEMPTS_CASSANDRA : SERVER_READY_ATTEMPTS;
   let detail = "no answer";
@@ -579,7 +726,10 @@ export interface ProcessProbe {
   port: number;
   /** The pid is alive and is still the process dev up started. */
   alive: boolean;
-  /** Redis answers PING / the server answers the gRPC health check over mTLS with the admin certificate. */
+  /**
+   * Redis answers PING (a secure one over TLS after AUTH with the password file) / the server
+   * answers the gRPC health check over mTLS with the admin certificate.
+   */
   answering: boolean;
 }
 
@@ -587,7 +737,7 @@ export async function probe(p: DevPaths, s: DevState): Promise<{ redis: ProcessP
   const redisAlive = isOurs(s.redis.pid, redisIdentity(p));
   const serverAlive = isOurs(s.server.pid, serverIdentity(p));
   const [redisOk, serverOk] = await Promise.all([
-    redisAlive ? redisAnswers(s.redis.port) : false,
+    redisAlive ? redisUp(s.redis.port, s.redisAccess) : false,
     serverAlive && existsSync(p.adminCert) ? healthCheck(s.endpoint, adminTls(p)).then((h) => h.serving, () => false) : false,
   ]);
   return {
@@ -600,6 +750,18 @@ export async function probe(p: DevPaths, s: DevState): Promise<{ redis: ProcessP
 // up
 // ---------------------------------------------------------------------------------------------
 
+/**
+ * A running stack is reused only in the Redis mode asked for: reusing a plaintext Redis for
+ * --secure-redis would run what should be the production-like setup without TLS or a password,
+ * and the reverse would hand a plaintext client a TLS port. Switching means stopping it first.
+ */
+function redisModeConflict(p: DevPaths, running: DevRedisAccess): DevStackError {
+  const down = `qimctl dev down --data-dir ${p.dataDir}`;
+  return running.secure
+    ? new DevStackError(EXIT.CONFLICT, "DEV_STACK_REDIS_MODE", `the dev stack in ${p.dataDir} runs with a secure Redis (TLS only, ACL user ${running.user}), and --secure-redis was not given; add --secure-redis to reuse it, or stop it first (${down}) to start it with a plaintext Redis`)
+    : new DevStackError(EXIT.CONFLICT, "DEV_STACK_REDIS_MODE", `the dev stack in ${p.dataDir} runs with a plaintext Redis, and --secure-redis asks for TLS and an ACL user; stop it first (${down}) and run again with --secure-redis, or leave out --secure-redis to reuse it`);
+}
+
 export async function devUp(opts: DevUpOptions): Promise<DevUpResult> {
   const env = opts.env ?? process.env;
   const home = opts.home ?? os.homedir();
@@ -607,6 +769,7 @@ export async function devUp(opts: DevUpOptions): Promise<DevUpResult> {
   const p = devPaths(opts.dataDir);
   // before anything is created: nothing to undo when redis-server is missing
   const redisBin = await requireRedisServer(env);
+  const secure = opts.secureRedis === true;
   const release = lock(p);
   const notes: string[] = [];
   try {
@@ -614,6 +777,7 @@ export async function devUp(opts: DevUpOptions): Promise<DevUpResult> {
     if (previous) {
       const now = await probe(p, previous);
       if (now.redis.answering && now.server.answering) {
+        if (previous.redisAccess.secure !== secure) throw redisModeConflict(p, previous.redisAccess);
         if (opts.port !== undefined && opts.port !== previous.server.port) {
           throw new DevStackError(EXIT.CONFLICT, "DEV_STACK_RUNNING", `the dev stack in ${p.dataDir} already runs on port ${previous.server.port}, not ${opts.port}; stop it first (qimctl dev down --data-dir ${p.dataDir})`);
         }
@@ -647,12 +811,20 @@ export async function devUp(opts: DevUpOptions): Promise<DevUpResult> {
     }
     if (port === undefined && previous && (await portIsFree(previous.server.port))) port = previous.server.port;
 
-    const pki = await ensurePki(p);
+    const pki = await ensurePki(p, { redis: secure });
     if (pki.created.length > 0) notes.push(`created ${pki.created.join(", ")} in ${p.pkiDir}`);
     const tenant = devTenant(p);
+    if (secure) {
+      const { password, created } = ensureRedisPassword(p);
+      if (created) notes.push(`created the password of Redis user ${SECURE_REDIS_USER} in ${p.redisPassword} (mode 0600)`);
+      writeRedisAcl(p, password);
+    }
 
-    progress(`starting redis-server (AOF, appendfsync always) in ${p.redisDir}`);
-    const redis = await startRedis(p, redisBin.binary, env);
+    progress(secure
+      ? `starting redis-server (TLS only, ACL user ${SECURE_REDIS_USER}, default user off; AOF, appendfsync always) in ${p.redisDir}`
+      : `starting redis-server (AOF, appendfsync always) in ${p.redisDir}`);
+    const redis = await startRedis(p, redisBin.binary, env, secure);
+    const access = redisAccess(p, secure, redis.port);
     let server: Started | undefined;
     let metricsPort = 0;
     try {
@@ -661,7 +833,7 @@ export async function devUp(opts: DevUpOptions): Promise<DevUpResult> {
       for (let attempt = 0; ; attempt++) {
         const listenPort = port ?? (await freePort());
         metricsPort = await freePort();
-        const r = await startServer(p, redis.port, listenPort, metricsPort, env);
+        const r = await startServer(p, access, redis.port, listenPort, metricsPort, env);
         if ("started" in r) {
           server = r.started;
           port = listenPort;
@@ -686,7 +858,8 @@ export async function devUp(opts: DevUpOptions): Promise<DevUpResult> {
         endpoint,
         authority,
         authorityKind: authorityKind(authority),
-        redis: { pid: redis.started.pid, port: redis.port, addr: `${LOOPBACK}:${redis.port}`, version: redisBin.version, dataDir: p.redisDir, log: p.redisLog },
+        redis: { pid: redis.started.pid, port: redis.port, addr: serverRedisArgs(access, redis.port)[1]!, version: redisBin.version, dataDir: p.redisDir, log: p.redisLog },
+        redisAccess: access,
         server: { pid: server.pid, port: port!, listen: `${LOOPBACK}:${port}`, metricsPort, metricsUrl: `http://${LOOPBACK}:${metricsPort}/metrics`, log: p.serverLog, auditLog: p.auditLog },
         pki: { dir: p.pkiDir, ca: p.caCert, cert: p.adminCert, key: p.adminKey },
         context: p.contextFile,
@@ -720,6 +893,8 @@ export interface DevStatusResult {
   authority: string | null;
   startedAt: string | null;
   redis: ProcessProbe | null;
+  /** How the stack's Redis is reached (TLS only and an ACL user with --secure-redis); null when down. */
+  redisAccess: DevRedisAccess | null;
   server: ProcessProbe | null;
   context: string | null;
   /** Processes of this data dir that no state file records (e.g. after the state was deleted by hand). */
@@ -732,7 +907,7 @@ export async function devStatus(dataDir: string): Promise<DevStatusResult> {
   const running = stackProcesses(p);
   if (!s) {
     const strays = [...running.server, ...running.redis];
-    return { dataDir: p.dataDir, state: strays.length > 0 ? "partial" : "down", endpoint: null, tenant: null, authority: null, startedAt: null, redis: null, server: null, context: null, strays };
+    return { dataDir: p.dataDir, state: strays.length > 0 ? "partial" : "down", endpoint: null, tenant: null, authority: null, startedAt: null, redis: null, redisAccess: null, server: null, context: null, strays };
   }
   const now = await probe(p, s);
   const strays = [...running.server, ...running.redis].filter((pid) => pid !== s.server.pid && pid !== s.redis.pid);
@@ -745,6 +920,7 @@ export async function devStatus(dataDir: string): Promise<DevStatusResult> {
     authority: s.authority,
     startedAt: s.startedAt,
     redis: now.redis,
+    redisAccess: s.redisAccess,
     server: now.server,
     context: s.context,
     strays,
@@ -829,7 +1005,7 @@ export async function devDown(opts: { dataDir: string; purge?: boolean; env?: No
 /** Removes what the dev stack keeps in the data dir — only those names, never anything else — then the dir if empty. */
 function purge(p: DevPaths): void {
   for (const f of [p.redisDir, p.pkiDir]) rmSync(f, { recursive: true, force: true });
-  for (const f of [p.redisLog, p.serverLog, p.auditLog, p.contextFile, p.stateFile]) rmSync(f, { force: true });
+  for (const f of [p.redisLog, p.redisPassword, p.redisAcl, p.serverLog, p.auditLog, p.contextFile, p.stateFile]) rmSync(f, { force: true });
   for (const name of safeList(p.dataDir)) if (/^qim-drill-.*\.json$/.test(name)) rmSync(path.join(p.dataDir, name), { force: true });
   try {
     if (safeList(p.dataDir).every((n) => n === "dev.lock")) {

@@ -5,7 +5,7 @@
 import { randomUUID } from "node:crypto";
 import path from "node:path";
 import { keyValues } from "../format.js";
-import { authorityLine, type DevDownResult, type DevStatusResult, type DevUpResult } from "./stack.js";
+import { authorityLine, type DevDownResult, type DevRedisAccess, type DevStatusResult, type DevUpResult } from "./stack.js";
 
 /** A path as a person would type it from here. */
 export function shown(file: string, cwd = process.cwd()): string {
@@ -33,6 +33,8 @@ export function upLines(r: DevUpResult, defaultDir: string, opts: { nextSteps?: 
       ["endpoint", `${r.endpoint} (mTLS; client certificate ${shown(r.pki.cert)}, CN=dev-admin, role admin)`],
       ["tenant", r.tenant],
       ["redis", `${r.redis.addr}, pid ${r.redis.pid} (Redis ${r.redis.version}, AOF appendfsync always, data ${shown(r.redis.dataDir)}, log ${shown(r.redis.log)})`],
+      // a plaintext Redis adds no line: the text stays as it was before --secure-redis
+      ...(r.redisAccess.secure ? [["redis access", secureLine(r.redisAccess)] as const] : []),
       ["server", `pid ${r.server.pid}, log ${shown(r.server.log)}, audit log ${shown(r.server.auditLog)}, metrics ${r.server.metricsUrl}`],
       ["context", `${shown(r.context)}; ${r.defaultContext.written ? `also the default context ${r.defaultContext.path}` : `the default context ${r.defaultContext.path} was not changed`}`],
     ]).replace(/^/gm, "  "),
@@ -59,6 +61,11 @@ export function upLines(r: DevUpResult, defaultDir: string, opts: { nextSteps?: 
 
 const yesNo = (b: boolean) => (b ? "yes" : "no");
 
+/** A secure Redis in one phrase: how to reach it, where its password is (never the password). */
+function secureLine(a: DevRedisAccess): string {
+  return `secure: TLS only on port ${a.tlsPort} (CA ${shown(a.ca ?? "")}), ACL user ${a.user}, password in ${shown(a.passwordFile ?? "")}, default user off`;
+}
+
 export function statusLines(r: DevStatusResult, defaultDir: string): string {
   const dd = dataDirArg(r.dataDir, defaultDir);
   if (!r.redis || !r.server) {
@@ -75,6 +82,8 @@ export function statusLines(r: DevStatusResult, defaultDir: string): string {
       ["authority", r.authority],
       ["started at", r.startedAt],
       ["context", r.context ? shown(r.context) : null],
+      // a plaintext Redis adds no line: the text stays as it was before --secure-redis
+      ...(r.redisAccess?.secure ? [["redis access", secureLine(r.redisAccess)] as const] : []),
     ]).replace(/^/gm, "  "),
     "",
     `  PROCESS  PID      PORT   ALIVE  ANSWERING`,

@@ -1,11 +1,13 @@
 /**
  * Helpers of the dev-stack tests: running the real `bin/qimctl.js` with a given environment and
- * working directory, and finding the processes of a data dir through /proc (the same way a person
- * would with ps: by command line and working directory).
+ * working directory, finding the processes of a data dir through /proc (the same way a person
+ * would with ps: by command line and working directory), and looking for a secret in files,
+ * command outputs and processes.
  */
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { readdirSync, readFileSync, readlinkSync } from "node:fs";
+import path from "node:path";
 import { baseEnv, QIMCTL, ROOT, type Run } from "../e2e/qimctl.js";
 
 export { baseEnv, QIMCTL, ROOT, type Run };
@@ -89,4 +91,30 @@ export function killMentioning(dir: string): Proc[] {
     }
   }
   return left;
+}
+
+/** Every file under `dir` (recursively) whose bytes contain `secret`, relative to `dir`, except the files named in `except` (relative). */
+export function filesHolding(dir: string, secret: string, except: readonly string[] = []): string[] {
+  const out: string[] = [];
+  const needle = Buffer.from(secret);
+  const walk = (rel: string) => {
+    for (const e of readdirSync(path.join(dir, rel), { withFileTypes: true })) {
+      const child = path.join(rel, e.name);
+      if (e.isDirectory()) walk(child);
+      else if (e.isFile() && !except.includes(child) && readFileSync(path.join(dir, child)).includes(needle)) out.push(child);
+    }
+  };
+  walk("");
+  return out;
+}
+
+/** Which of /proc/<pid>/cmdline and /proc/<pid>/environ (the process title, its arguments, its environment) contain `secret`. */
+export function processHolding(pid: number, secret: string): string[] {
+  const needle = Buffer.from(secret);
+  return ["cmdline", "environ"].filter((f) => readFileSync(`/proc/${pid}/${f}`).includes(needle)).map((f) => `/proc/${pid}/${f}`);
+}
+
+/** The runs (stdout and stderr) whose output contains `secret`, by their arguments. */
+export function runsHolding(runs: readonly (Run & { args: readonly string[] })[], secret: string): string[] {
+  return runs.filter((r) => r.stdout.includes(secret) || r.stderr.includes(secret)).map((r) => r.args.join(" "));
 }

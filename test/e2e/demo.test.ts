@@ -1,15 +1,16 @@
 /**
  * `qimctl demo` end to end, as a newcomer runs it: in a clean temporary directory, the real CLI
  * starts its own dev stack (real redis-server, real admin server over mTLS), walks the scenario
- * through the admin API and, with --down, stops everything again.
+ * through the admin API and, with --down, stops everything again; with --secure-redis the same on
+ * a Redis with TLS only and an ACL user (issue 15: "the demo passes on" such a Redis).
  */
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { outputMismatch } from "../cli/contract.js";
-import { alive, killMentioning, ok, processesMentioning, qimctl } from "../dev/helpers.js";
+import { alive, filesHolding, killMentioning, ok, processesMentioning, qimctl } from "../dev/helpers.js";
 
 const STEPS = [
   "dev-up", "create-group", "send-messages", "add-member", "remove-member", "history-boundaries",
@@ -85,5 +86,64 @@ describe("qimctl demo in a clean directory", { timeout: 300_000 }, () => {
     assert.deepEqual(processesMentioning(tmp), [], "no process mentions the demo's directory");
     assert.ok(!existsSync(path.join(dataDir, "dev.json")));
     assert.ok(!existsSync(path.join(tmp, "xdg", "qimctl", "context.json")), "the default context the demo wrote is removed");
+  });
+});
+
+describe("qimctl demo --secure-redis in a clean directory", { timeout: 300_000 }, () => {
+  let tmp: string;
+  let env: NodeJS.ProcessEnv;
+
+  before(() => {
+    tmp = mkdtempSync(path.join(os.tmpdir(), "qimctl-demo-secure-"));
+    env = { XDG_CONFIG_HOME: path.join(tmp, "xdg") };
+  });
+
+  after(async () => {
+    await qimctl(["dev", "down", "--data-dir", path.join(tmp, ".qim", "demo")], { env, cwd: tmp });
+    const left = killMentioning(tmp);
+    rmSync(tmp, { recursive: true, force: true });
+    assert.deepEqual(left, [], "the demo left processes behind");
+  });
+
+  it("--output json --down: every step OK on a TLS-only Redis with an ACL user, then everything stopped; the password in no output or other file", async () => {
+    const r = await qimctl(["demo", "--secure-redis", "--down"], { env, cwd: tmp }); // --output json added by qimctl()
+    assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
+    assert.equal(outputMismatch(["demo"], r.stdout), undefined);
+    const summary = r.json;
+    assert.equal(summary.ok, true);
+    assert.equal(summary.failedStep, null);
+    assert.deepEqual(summary.steps.map((s: any) => s.name), [...STEPS, "dev-down"]);
+    for (const s of summary.steps) assert.deepEqual([s.name, s.ok, s.status, s.error], [s.name, true, "ok", null]);
+    const dataDir = path.join(tmp, ".qim", "demo");
+    assert.equal(summary.dataDir, dataDir);
+    assert.equal(summary.stackRunning, false);
+
+    // the stack it ran on: Redis TLS only, as user qim
+    const up = summary.steps[0].details;
+    assert.equal(up.status, "started");
+    assert.deepEqual(up.redisAccess, { secure: true, user: "qim", tlsPort: up.redis.port, passwordFile: path.join(dataDir, "redis.password"), ca: path.join(dataDir, "pki", "ca.crt") });
+    assert.equal(up.redis.addr, `rediss://127.0.0.1:${up.redis.port}`);
+    assert.match(readFileSync(path.join(dataDir, "server.log"), "utf8"), new RegExp(`redis rediss://127\\.0\\.0\\.1:${up.redis.port} as user qim`));
+
+    // what the steps checked, as on a plaintext Redis
+    const step = (name: string) => summary.steps.find((s: any) => s.name === name).details;
+    assert.deepEqual(step("history-boundaries").dave.seqs, [4, 5, 6, 7]);
+    assert.deepEqual(step("history-boundaries").carol.seqs, [1, 2, 3, 4, 5]);
+    assert.equal(step("rebuild-drill").report.ok, true);
+    assert.ok(step("dispatch-audit").audit.partitions.every((p: any) => p.verdict === "OK"));
+
+    // --down: nothing of the stack is left
+    const stopped = step("dev-down").stopped as { pid: number }[];
+    assert.equal(stopped.length, 2);
+    for (const s of stopped) assert.ok(!alive(s.pid), `pid ${s.pid} is gone`);
+    assert.deepEqual(processesMentioning(tmp), [], "no process mentions the demo's directory");
+    assert.ok(!existsSync(path.join(dataDir, "dev.json")));
+
+    // the password: in its file only
+    const password = readFileSync(path.join(dataDir, "redis.password"), "utf8");
+    assert.ok(password.length >= 40);
+    assert.ok(!r.stdout.includes(password) && !r.stderr.includes(password), "the demo printed the password");
+    assert.deepEqual(filesHolding(tmp, password), [path.join(".qim", "demo", "redis.password")], "the scan finds the one file that should hold it");
+    assert.deepEqual(filesHolding(tmp, password, [path.join(".qim", "demo", "redis.password")]), [], "files holding the password");
   });
 });

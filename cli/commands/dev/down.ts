@@ -7,7 +7,7 @@ import { downLines } from "../../dev/text.js";
 
 export default class DevDown extends DevCommand<typeof DevDown> {
   static override summary = "Stop the development stack that dev up started (by pid), keeping its data unless --purge.";
-  static override description = `Stops only what dev up started in --data-dir, by pid and only while the pid is still that program: the admin server (SIGTERM, SIGKILL after 10 s), then redis-server (SIGTERM: it finishes its AOF; SIGKILL after 10 s). Checks that they are gone, removes <data-dir>/dev.json, and removes the default context file only if it is the one this stack wrote. The Redis data, the PKI, the logs and <data-dir>/context.json are kept (the next dev up reuses them) unless --purge.
+  static override description = `Stops only what dev up started in --data-dir, by pid and only while the pid is still that program: the admin server (SIGTERM, SIGKILL after 10 s), then redis-server (SIGTERM: it finishes its AOF; SIGKILL after 10 s). Checks that they are gone, removes <data-dir>/dev.json, and removes the default context file only if it is the one this stack wrote. The Redis data, the PKI, the logs, <data-dir>/context.json and (after dev up --secure-redis) the Redis password <data-dir>/redis.password are kept (the next dev up reuses them) unless --purge.
 
 Idempotent: when nothing runs it says so and exits 0.
 

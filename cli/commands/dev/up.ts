@@ -1,5 +1,5 @@
 import * as Flags from "@oclif/core/flags";
-import { dataDirFlag, DevCommand } from "../../dev/command.js";
+import { dataDirFlag, DevCommand, secureRedisFlag } from "../../dev/command.js";
 import { DEFAULT_DEV_DIR, devUp, stopStartingOnInterrupt, type DevUpResult } from "../../dev/stack.js";
 import { upLines } from "../../dev/text.js";
 
@@ -13,14 +13,20 @@ export default class DevUp extends DevCommand<typeof DevUp> {
 
 Both run detached (their own process group) and keep running after dev up returns; <data-dir>/dev.json records their pids and ports. dev up writes <data-dir>/context.json (endpoint localhost:P, the CA, the admin certificate and key, a dev tenant generated once and kept) and, when it does not exist or an earlier dev up wrote it, the default context $XDG_CONFIG_HOME/qimctl/context.json, so that the next qimctl command just works.
 
+--secure-redis makes the redis-server production-like: TLS only (no plaintext port; its certificate, <data-dir>/pki/redis.crt, from the dev CA) and an ACL user qim with a random password, the default user off. The password is created once in <data-dir>/redis.password (mode 0600) and kept; redis-server reads its users from <data-dir>/redis.acl (0600, the password's SHA-256 only), never from its command line. The admin server gets --redis rediss://127.0.0.1:P --redis-user qim --redis-password-file <data-dir>/redis.password --redis-tls-ca <data-dir>/pki/ca.crt. dev status and --output json show the user, the TLS port and the password file, never the password. Connect redis-cli with: REDISCLI_AUTH="$(cat <data-dir>/redis.password)" redis-cli --tls --cacert <data-dir>/pki/ca.crt -p P --user qim PING.
+
 The conversation-set authority is Cassandra when QIM_CASSANDRA_CONTACT_POINTS is set (the server reads it and the other QIM_CASSANDRA_* variables), otherwise the Redis-hash development fallback; dev up says which.
 
-Idempotent: when the stack of this data dir is running and answering, it is reused (never a second redis-server); a stale state (a process gone or not answering) is cleaned up and started afresh. If the server fails to start, the tail of server.log is printed and the redis-server started for it is stopped again.
+Idempotent: when the stack of this data dir is running and answering, it is reused (never a second redis-server) — but only in the Redis mode asked for: dev up --secure-redis on a running plaintext stack, or dev up without it on a running secure one, changes nothing and exits 4 saying to run dev down first (or to add or leave out --secure-redis to reuse it); a stale state (a process gone or not answering) is cleaned up and started afresh. If the server fails to start, the tail of server.log is printed and the redis-server started for it is stopped again.
 
-Exit codes: 0 up (started or reused); 2 redis-server not installed (the install command is printed) or bad flags; 4 --port in use, a stack already running on another port, or another dev up/down busy with the data dir; 5 a process did not answer in time; 1 a process exited during start-up (its log tail is printed).`;
+Exit codes: 0 up (started or reused); 2 redis-server not installed (the install command is printed) or bad flags; 4 --port in use, a stack already running on another port or with the other Redis mode (--secure-redis or not), or another dev up/down busy with the data dir; 5 a process did not answer in time; 1 a process exited during start-up (its log tail is printed).`;
   static override examples = [
     "<%= config.bin %> <%= command.id %>",
     "<%= config.bin %> <%= command.id %> --port 7443 --output json",
+    {
+      description: "A Redis with TLS and an ACL user, as in production",
+      command: "<%= config.bin %> <%= command.id %> --secure-redis",
+    },
     {
       description: "Cassandra as the conversation-set authority",
       command: "QIM_CASSANDRA_CONTACT_POINTS=127.0.0.1:9042 <%= config.bin %> <%= command.id %> --data-dir .qim/dev-cassandra",
@@ -29,6 +35,7 @@ Exit codes: 0 up (started or reused); 2 redis-server not installed (the install 
   static override flags = {
     "data-dir": dataDirFlag(DEFAULT_DEV_DIR),
     port: Flags.integer({ min: 1, max: 65535, description: "the admin API port on 127.0.0.1 (default: a free one)" }),
+    "secure-redis": secureRedisFlag,
   };
 
   async run(): Promise<DevUpResult> {
@@ -36,6 +43,7 @@ Exit codes: 0 up (started or reused); 2 redis-server not installed (the install 
     const r = await devUp({
       dataDir: this.flags["data-dir"],
       ...(this.flags.port !== undefined ? { port: this.flags.port } : {}),
+      secureRedis: this.flags["secure-redis"],
       progress: (line) => this.note(line),
     });
     this.log(upLines(r, DEFAULT_DEV_DIR));

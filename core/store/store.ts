@@ -1,6 +1,6 @@
 import type { ConnectionOptions } from "node:tls";
 import { Cluster, Redis, type RedisOptions } from "ioredis";
-import { parseRedisAddr, redisAddrText, redisUserOf, tagShard, UnavailableError, type TopologyConfig } from "../base/index.js";
+import { parseRedisAddr, redisAddrText, redisUserOf, tagShard, TLS_VERIFY_CODES, UnavailableError, type TopologyConfig } from "../base/index.js";
 import { defineScripts } from "../lua/index.js";
 
 /** One connection to the store: a standalone instance or the whole Cluster. */
@@ -67,13 +67,6 @@ export function reconnectDelay(times: number): number {
 
 /** After Redis refused the credentials or the TLS handshake, the wait between attempts. */
 export const REFUSED_RECONNECT_DELAY_MS = 30_000;
-
-/** Node's codes for a server certificate that does not verify (wrong CA, name, expiry). */
-const TLS_VERIFY_CODES = new Set([
-  "SELF_SIGNED_CERT_IN_CHAIN", "DEPTH_ZERO_SELF_SIGNED_CERT", "UNABLE_TO_VERIFY_LEAF_SIGNATURE", "UNABLE_TO_GET_ISSUER_CERT",
-  "UNABLE_TO_GET_ISSUER_CERT_LOCALLY", "CERT_HAS_EXPIRED", "CERT_NOT_YET_VALID", "ERR_TLS_CERT_ALTNAME_INVALID", "CERT_SIGNATURE_FAILURE",
-  "CERT_UNTRUSTED", "CERT_REJECTED",
-]);
 
 /**
  * Why Redis refused this process, as one line naming the user or the check that failed (never a

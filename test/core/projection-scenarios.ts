@@ -8,6 +8,7 @@ import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import {
   ProjectionStack,
+  type CassandraAuthorityOptions,
   type ConversationStateAuthority,
   type SessionList,
   type Uuid,
@@ -143,7 +144,8 @@ export async function acceptance5(fx: EngineFixture, makeAuthority: () => Conver
 export async function registrationCrash(
   fx: EngineFixture,
   makeAuthority: () => ConversationStateAuthority,
-  childAuthority: "redis-hash" | { contactPoints: string[]; keyspace: string },
+  /** What the child's authority connects to: the same rows as makeAuthority's (JSON: no `now`). */
+  childAuthority: "redis-hash" | Omit<CassandraAuthorityOptions, "now">,
 ): Promise<void> {
   const authority = makeAuthority();
   const stack = newStack(fx, authority);
@@ -158,10 +160,10 @@ export async function registrationCrash(
   const pending = await queued();
   assert.ok(pending > 0, "registrations are pending");
 
-  const child = spawn(process.execPath, [
-    fileURLToPath(new URL("./registration-child.js", import.meta.url)),
-    JSON.stringify({ topology: fx.topology.config, keyPrefix: fx.engine.keys.prefix, authority: childAuthority }),
-  ], { stdio: ["ignore", "pipe", "inherit"] });
+  const child = spawn(process.execPath, [fileURLToPath(new URL("./registration-child.js", import.meta.url))], {
+    env: { ...process.env, QIM_REGISTRATION_CHILD: JSON.stringify({ topology: fx.topology.config, keyPrefix: fx.engine.keys.prefix, authority: childAuthority }) },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
   let out = "";
   child.stdout.on("data", (d: Buffer) => { out += d.toString(); });
   const [code, signal] = await new Promise<[number | null, string | null]>((resolve) => child.on("exit", (c, s) => resolve([c, s])));

@@ -1,21 +1,22 @@
 /**
  * A registration task that dies by SIGKILL right after the authority accepted its first batch and
  * before it popped the queue — the worst moment (ADR-0021 §4). Run by projection tests as a child
- * process:  node registration-child.js '<json config>'
- *   { topology, keyPrefix, authority: "redis-hash" | { contactPoints, keyspace } }
+ * process, its configuration in the environment (it may carry Cassandra credentials, which the
+ * command line would show to every user of the machine):
+ *   QIM_REGISTRATION_CHILD='{ topology, keyPrefix, authority: "redis-hash" | CassandraAuthorityOptions }' node registration-child.js
  */
-import { CassandraAuthority, KeySpace, RedisHashAuthority, RedisStore, RegistrationTask, type TopologyConfig } from "../../core/index.js";
+import { CassandraAuthority, KeySpace, RedisHashAuthority, RedisStore, RegistrationTask, type CassandraAuthorityOptions, type TopologyConfig } from "../../core/index.js";
 
-const cfg = JSON.parse(process.argv[2]!) as {
+const cfg = JSON.parse(process.env.QIM_REGISTRATION_CHILD ?? "") as {
   topology: TopologyConfig;
   keyPrefix: string;
-  authority: "redis-hash" | { contactPoints: string[]; keyspace: string };
+  authority: "redis-hash" | CassandraAuthorityOptions;
 };
 const store = new RedisStore(cfg.topology);
 const keys = new KeySpace(cfg.keyPrefix);
 const authority = cfg.authority === "redis-hash"
   ? new RedisHashAuthority(store, keys)
-  : new CassandraAuthority({ contactPoints: cfg.authority.contactPoints, keyspace: cfg.authority.keyspace });
+  : new CassandraAuthority(cfg.authority);
 await authority.init();
 const task = new RegistrationTask(store, keys, authority, {
   afterAuthorityWrite: (items) => {

@@ -21,8 +21,13 @@
  * then killed synchronously (a throwaway temp node needs no clean shutdown). Under
  * scripts/run-tests.mjs the runner starts ONE node for the whole run and passes it as
  * QIM_TEST_CASSANDRA, so the test processes start none.
+ *
+ * Security (startCassandra's `auth`, `tls`; the shared node has neither): PasswordAuthenticator
+ * with CassandraAuthorizer and the default superuser created at once; client encryption required
+ * through PEMBasedSslContextFactory, the key and certificate in tls/ of the node's dir.
  */
 import { spawn, type ChildProcess } from "node:child_process";
+import { createPrivateKey } from "node:crypto";
 import { closeSync, existsSync, openSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { mkdtemp, mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import net from "node:net";
@@ -44,6 +49,12 @@ export interface CassandraNode {
   /** pid of the JVM, also its process group id. */
   pid: number;
   dir: string;
+  /**
+   * The driver options of the harness's own connections (its readiness check): with `auth` the
+   * default superuser `cassandra`/`cassandra`, with `tls` the node's CA and the probe's client
+   * certificate. For a test's own set-up (CREATE ROLE, GRANT).
+   */
+  clientOptions(): Pick<cassandra.ClientOptions, "contactPoints" | "localDataCenter" | "protocolOptions" | "credentials" | "sslOptions">;
   /** SIGTERM to the process group, wait for exit (SIGKILL after 20 s), remove the dir. Idempotent. */
   stop(): Promise<void>;
 }
@@ -51,6 +62,34 @@ export interface CassandraNode {
 export interface StartCassandraOptions {
   /** Max heap (-Xmx) in MiB; default 512. -Xms is min(256, heapMb). */
   heapMb?: number;
+  /**
+   * PasswordAuthenticator with CassandraAuthorizer: clients log in, and a role sees only what
+   * was granted to it, as on a production cluster, so a test proves that the grants it documents
+   * are enough. The default superuser `cassandra`/`cassandra` is created at once (no 10 s delay).
+   */
+  auth?: boolean;
+  /** Client encryption only (TLS required, no plaintext port): see CassandraTlsOptions. */
+  tls?: CassandraTlsOptions;
+}
+
+/**
+ * The node's `client_encryption_options`, through Cassandra's PEMBasedSslContextFactory (4.1+), so
+ * PEM certificates of certs/pki.ts work without a JKS keystore. Enabled, not optional.
+ */
+export interface CassandraTlsOptions {
+  /** The node's certificate (it must name 127.0.0.1, the address clients connect to) and key (PKCS#1 or PKCS#8 PEM). */
+  certPem: string;
+  keyPem: string;
+  /**
+   * The CA that issued certPem and (with requireClientAuth) the clients' certificates: the
+   * node's truststore and what the harness verifies the node with. Default: certPem itself
+   * (a self-signed node certificate).
+   */
+  caPem?: string;
+  /** `require_client_auth: true`: the TLS handshake needs a client certificate issued by caPem. */
+  requireClientAuth?: boolean;
+  /** The client certificate of the harness's own connections; needed with requireClientAuth. */
+  probe?: { certPem: string; keyPem: string };
 }
 
 export interface SharedCassandra {
@@ -59,6 +98,11 @@ export interface SharedCassandra {
 }
 
 const HOST = "127.0.0.1";
+const SUPERUSER = { username: "cassandra", password: "cassandra" } as const;
+// As CassandraAuthority: protocol v4 from the start, since the driver's downgrade from its first
+// try (DSE v2) can crash the process with an uncaught TypeError when the node requires client
+// certificates.
+const PROTOCOL_OPTIONS = { maxVersion: 4 } as const;
 const LOCAL_DC = "datacenter1" as const;
 const READY_TIMEOUT_MS = 180_000;
 const STOP_GRACE_MS = 20_000;
@@ -238,7 +282,38 @@ interface Ports {
   jmx: number;
 }
 
-function cassandraYaml(dir: string, ports: Ports): string {
+/** Where startOnce wrote the node's PEM key store and trust store (tls/ in its dir). */
+interface TlsFiles {
+  keystore: string;
+  truststore: string;
+  requireClientAuth: boolean;
+}
+
+function securityYaml(auth: boolean, tls: TlsFiles | undefined): string[] {
+  const out: string[] = [];
+  if (auth) {
+    out.push(
+      "authenticator: org.apache.cassandra.auth.PasswordAuthenticator",
+      "authorizer: org.apache.cassandra.auth.CassandraAuthorizer",
+      "role_manager: org.apache.cassandra.auth.CassandraRoleManager",
+    );
+  }
+  if (tls) {
+    out.push(
+      "client_encryption_options:",
+      "  enabled: true",
+      "  optional: false",
+      `  require_client_auth: ${tls.requireClientAuth}`,
+      `  keystore: ${JSON.stringify(tls.keystore)}`,
+      `  truststore: ${JSON.stringify(tls.truststore)}`,
+      "  ssl_context_factory:",
+      "    class_name: org.apache.cassandra.security.PEMBasedSslContextFactory",
+    );
+  }
+  return out;
+}
+
+function cassandraYaml(dir: string, ports: Ports, security: string[] = []): string {
   const d = (name: string) => JSON.stringify(path.join(dir, "data", name));
   return [
     "# Written by test/harness/cassandra.ts: a throwaway single node on loopback.",
@@ -265,6 +340,7 @@ function cassandraYaml(dir: string, ports: Ports): string {
     `cdc_raw_directory: ${d("cdc_raw")}`,
     // Tests drop and truncate a lot; no snapshot for each.
     "auto_snapshot: false",
+    ...security,
     "",
   ].join("\n");
 }
@@ -305,11 +381,13 @@ function tcpOpen(host: string, port: number, timeoutMs = 1_000): Promise<boolean
 }
 
 /** One real CQL round trip; resolves release_version or rejects. */
-async function queryReleaseVersion(contactPoint: string, localDataCenter: string): Promise<string> {
+async function queryReleaseVersion(contactPoint: string, localDataCenter: string, extra: Pick<cassandra.ClientOptions, "credentials" | "sslOptions"> = {}): Promise<string> {
   const client = new cassandra.Client({
     contactPoints: [contactPoint],
     localDataCenter,
     socketOptions: { connectTimeout: 5_000, readTimeout: 10_000 },
+    protocolOptions: { ...PROTOCOL_OPTIONS },
+    ...extra,
   });
   try {
     await client.connect();
@@ -363,13 +441,44 @@ function waitExit(child: ChildProcess, ms: number): Promise<boolean> {
   });
 }
 
-async function startOnce(javaBin: string, lib: string, heapMb: number): Promise<CassandraNode> {
+/**
+ * Writes the node's PEM stores under dir/tls: the key store is the private key as PKCS#8 (the
+ * only form PEMBasedSslContextFactory reads; certs/pki.ts emits PKCS#1) followed by the
+ * certificate; the trust store is the CA.
+ */
+async function writeTlsFiles(dir: string, tls: CassandraTlsOptions): Promise<TlsFiles> {
+  const tlsDir = path.join(dir, "tls");
+  await mkdir(tlsDir, { recursive: true, mode: 0o700 });
+  const pkcs8 = createPrivateKey(tls.keyPem).export({ type: "pkcs8", format: "pem" }) as string;
+  const keystore = path.join(tlsDir, "keystore.pem");
+  const truststore = path.join(tlsDir, "truststore.pem");
+  await writeFile(keystore, `${pkcs8.trimEnd()}\n${tls.certPem.trimEnd()}\n`, { mode: 0o600 });
+  await writeFile(truststore, `${(tls.caPem ?? tls.certPem).trimEnd()}\n`);
+  return { keystore, truststore, requireClientAuth: tls.requireClientAuth === true };
+}
+
+/** The options of the harness's own connections to a node started with these options. */
+function harnessClientSecurity(opts: StartCassandraOptions): Pick<cassandra.ClientOptions, "credentials" | "sslOptions"> {
+  const out: Pick<cassandra.ClientOptions, "credentials" | "sslOptions"> = {};
+  if (opts.auth) out.credentials = { ...SUPERUSER };
+  if (opts.tls) {
+    out.sslOptions = {
+      ca: opts.tls.caPem ?? opts.tls.certPem,
+      rejectUnauthorized: true,
+      ...(opts.tls.probe ? { cert: opts.tls.probe.certPem, key: opts.tls.probe.keyPem } : {}),
+    };
+  }
+  return out;
+}
+
+async function startOnce(javaBin: string, lib: string, heapMb: number, opts: StartCassandraOptions): Promise<CassandraNode> {
   const dir = await mkdtemp(path.join(os.tmpdir(), "qim-cassandra-"));
   const ports: Ports = { native: await freePort(), storage: await freePort(), jmx: await freePort() };
   for (const sub of ["logs", "triggers", "data"]) await mkdir(path.join(dir, sub), { recursive: true });
   const yamlPath = path.join(dir, "cassandra.yaml");
   const logbackPath = path.join(dir, "logback.xml");
-  await writeFile(yamlPath, cassandraYaml(dir, ports));
+  const tlsFiles = opts.tls ? await writeTlsFiles(dir, opts.tls) : undefined;
+  await writeFile(yamlPath, cassandraYaml(dir, ports, securityYaml(opts.auth === true, tlsFiles)));
   await writeFile(logbackPath, logbackXml(dir));
 
   const jamm = readdirSync(lib).find((f) => /^jamm-.*\.jar$/.test(f));
@@ -392,6 +501,8 @@ async function startOnce(javaBin: string, lib: string, heapMb: number): Promise<
     "-Dcassandra.initial_token=0",
     "-Dcassandra.unsafesystem=true",
     "-Dcassandra.shutdown_announce_in_ms=0",
+    // CassandraRoleManager waits 10 s by default before creating the default superuser
+    ...(opts.auth ? ["-Dcassandra.superuser_setup_delay_ms=0"] : []),
     `-Dlogback.configurationFile=${logbackPath}`,
     "-cp",
     `${lib}/*`,
@@ -433,6 +544,8 @@ async function startOnce(javaBin: string, lib: string, heapMb: number): Promise<
   };
 
   const contactPoint = `${HOST}:${ports.native}`;
+  const security = harnessClientSecurity(opts);
+  const clientOptions = () => ({ contactPoints: [contactPoint], localDataCenter: LOCAL_DC, protocolOptions: { ...PROTOCOL_OPTIONS }, ...security });
   const exited = () => child.exitCode !== null || child.signalCode !== null;
   const deadline = Date.now() + READY_TIMEOUT_MS;
   let lastError = "";
@@ -450,8 +563,9 @@ async function startOnce(javaBin: string, lib: string, heapMb: number): Promise<
     }
     if (await tcpOpen(HOST, ports.native)) {
       try {
-        const version = await queryReleaseVersion(contactPoint, LOCAL_DC);
-        return { host: HOST, port: ports.native, contactPoint, localDataCenter: LOCAL_DC, version, pid, dir, stop };
+        // with auth this also waits for the default superuser, which the node creates after start
+        const version = await queryReleaseVersion(contactPoint, LOCAL_DC, security);
+        return { host: HOST, port: ports.native, contactPoint, localDataCenter: LOCAL_DC, version, pid, dir, stop, clientOptions };
       } catch (err) {
         lastError = (err as Error).message;
       }
@@ -464,16 +578,19 @@ async function startOnce(javaBin: string, lib: string, heapMb: number): Promise<
  * Starts a single-node Cassandra on free loopback ports in a fresh temp dir and resolves once it
  * answers CQL (at most 180 s; rejects early, with the tail of its logs, if the JVM exits).
  * Fetches the jars first if they are not cached. Retries with new ports if one was taken
- * between picking and binding it.
+ * between picking and binding it. With `auth` and/or `tls`, the readiness check logs in as the
+ * superuser and verifies the node's certificate (presenting tls.probe), so ready also means
+ * that the superuser exists and the TLS configuration works.
  */
 export async function startCassandra(opts: StartCassandraOptions = {}): Promise<CassandraNode> {
   const heapMb = opts.heapMb ?? 512;
   if (!Number.isInteger(heapMb) || heapMb < 128) throw new Error(`startCassandra: heapMb must be an integer >= 128, got ${heapMb}`);
+  if (opts.tls?.requireClientAuth && !opts.tls.probe) throw new Error("startCassandra: tls.requireClientAuth needs tls.probe, the client certificate of the harness's own connections");
   const javaBin = await java17();
   const lib = await cassandraLib(javaBin);
   for (let attempt = 1; ; attempt++) {
     try {
-      return await startOnce(javaBin, lib, heapMb);
+      return await startOnce(javaBin, lib, heapMb, opts);
     } catch (err) {
       if (!(err instanceof StartError) || !err.portClash || attempt >= START_ATTEMPTS) throw err;
     }

@@ -129,6 +129,26 @@ describe("server settings: one schema for flags, environment, config file and de
     assert.equal(refusal(() => resolve({ redis: undefined })).flag, "--redis");
   });
 
+  it("store settings become the engine's connection options: Redis auth and TLS PEM in the topology, Cassandra credentials and TLS", async () => {
+    const { cassandraOf, topologyOf } = await import("../../admin-api/daemon.js");
+    const ca = file("store-ca.pem", "-----BEGIN CERTIFICATE-----\nCA\n-----END CERTIFICATE-----\n");
+    const s = toDaemonSettings(resolve({
+      redis: "rediss://10.0.0.5:6380,10.0.0.6:6380", "redis-user": "qim", "redis-tls-ca": ca, "redis-tls-servername": "redis.internal",
+      "cassandra-contact-points": "10.0.1.1,10.0.1.2:9142", "cassandra-user": "qim_c", "cassandra-tls-ca": ca, "cassandra-local-dc": "dc1",
+    }, { env: { QIM_REDIS_PASSWORD: "r-secret", QIM_CASSANDRA_PASSWORD: "c-secret" } }));
+    assert.deepEqual(await topologyOf(s), {
+      // addresses as given; a tls block (here from the CA setting) makes every one TLS (core/store)
+      kind: "instances", addrs: ["rediss://10.0.0.5:6380", "10.0.0.6:6380"],
+      auth: { username: "qim", password: "r-secret" }, tls: { caPem: readFileSync(ca, "utf8"), servername: "redis.internal" },
+    });
+    assert.deepEqual(await cassandraOf(s), {
+      contactPoints: ["10.0.1.1", "10.0.1.2:9142"], localDataCenter: "dc1",
+      credentials: { username: "qim_c", password: "c-secret" }, tls: { caPem: readFileSync(ca, "utf8") },
+    });
+    // no contact points: the Redis-hash fallback, no Cassandra options at all
+    assert.equal(await cassandraOf(toDaemonSettings(resolve({}))), undefined);
+  });
+
   it("docs/config-reference.md is generated from the schema (npm run docs:config), and its example uses only known keys", () => {
     const doc = readFileSync(path.join(ROOT, "docs", "config-reference.md"), "utf8");
     assert.equal(doc, renderReference(), "docs/config-reference.md is stale: run npm run docs:config");

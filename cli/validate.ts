@@ -4,7 +4,7 @@
  * limits are the admin API's own (proto/qim/admin/v1/*.proto field docs), so a request that passes
  * here is not refused by the server for its shape.
  */
-import { InvalidArgumentError } from "../core/base/index.js";
+import { InvalidArgumentError, MAX_USERS_PER_MEMBERSHIP_CALL } from "../core/base/index.js";
 import { parseReason, REASON_MAX_CHARS, trimAscii } from "../core/base/index.js";
 import { parseHostPort } from "../core/base/index.js";
 import { UsageError } from "./exit-codes.js";
@@ -12,8 +12,8 @@ import { UsageError } from "./exit-codes.js";
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 export const LIMITS = {
-  /** ChangeMembersRequest.users */
-  usersPerChange: 1000,
+  /** ChangeMembersRequest.users: the engine's own limit (core/base), also the batch size of --from-file */
+  usersPerChange: MAX_USERS_PER_MEMBERSHIP_CALL,
   /** CreateGroupRequest.members */
   initialMembers: 10_000,
   /** ReadHistoryRequest.limit */

@@ -34,12 +34,18 @@ export const LIMITS = {
   reasonChars: REASON_MAX_CHARS,
 } as const;
 
+/** A UUID in canonical text (trimmed, lowercased, as the server takes it), or undefined when it is not one. */
+export function canonicalUuid(value: string): string | undefined {
+  const lower = trimAscii(value).toLowerCase();
+  return UUID_RE.test(lower) ? lower : undefined;
+}
+
 /** A UUID in canonical text; any case is accepted and lowercased, as the server does. */
 export function uuid(flag: string, value: string | undefined): string {
   if (value === undefined || value.trim() === "") throw new UsageError(flag, "a UUID is required");
-  const lower = trimAscii(value).toLowerCase();
-  if (!UUID_RE.test(lower)) throw new UsageError(flag, `not a UUID: ${JSON.stringify(value.slice(0, 64))} (expected 8-4-4-4-12 hex digits)`);
-  return lower;
+  const id = canonicalUuid(value);
+  if (id === undefined) throw new UsageError(flag, `not a UUID: ${JSON.stringify(value.slice(0, 64))} (expected 8-4-4-4-12 hex digits)`);
+  return id;
 }
 
 /** A non-empty list of UUIDs, duplicates removed (first occurrence kept), at most `max` distinct. */

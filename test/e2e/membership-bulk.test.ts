@@ -100,7 +100,7 @@ describe("membership add|remove --from-file against a real server process", { ti
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  it("5,000 users in batches of 1,000, SIGINT after the second batch, resumed with the same command: exactly five events, every user a member once", async () => {
+  it("5,000 users in batches of 1,000, SIGINT after the second batch, resumed with the same command: exactly five events, every user a member once", async (t) => {
     const { owner, group } = await newGroup();
     const users = usersSorted(5000);
     const usersFile = file("users-5000.txt", `${[...users].sort(() => Math.random() - 0.5).join("\n")}\n`);
@@ -138,6 +138,7 @@ describe("membership add|remove --from-file against a real server process", { ti
     // what the interruption left, read independently: whole batches only (none half-applied)
     const afterInterrupt = await controlRecords(group, owner);
     const k = afterInterrupt.length;
+    t.diagnostic(`the interrupted run answered ${firstBatches.length} batch(es) before it stopped`);
     assert.ok(k === firstBatches.length, `one event per answered batch: ${k} events, ${firstBatches.length} batch lines`);
     const activeAfterInterrupt = (await members(group)).filter((m) => m.state === "ACTIVE").map((m) => m.userId);
     assert.equal(activeAfterInterrupt.length, 1 + 1000 * k, "the owner and whole batches of 1,000");

@@ -2,7 +2,7 @@ import { MembershipChangeCommand, membershipChangeFlags } from "../../membership
 import type { MembershipBulkLine, MembershipChangeResult } from "../../membership/results.js";
 
 export default class MembershipAdd extends MembershipChangeCommand<typeof MembershipAdd> {
-  static override summary = "Add users to a group as one membership event.";
+  static override summary = "Add users to a group as one membership event (--from-file: in batches, one event each).";
   static override description = `Commits one CONTROL message (op join) that takes a conversation_seq J: each added user's visible interval starts at joined_at = J - 1, so the join event is the first record they can read. Users who are already members are filtered out; a re-run after the change took effect changes nothing, says so and exits 0 (outcome duplicate or noop).
 
 Prints the event conversation_seq, the new member version and the member count. --dry-run asks the server for the plan (targets after filtering, audience size, idempotency id) and writes nothing. --expect-version V refuses the change (exit 4) unless the group is at member version V.

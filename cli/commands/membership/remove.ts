@@ -3,7 +3,7 @@ import { MembershipChangeCommand, membershipChangeFlags } from "../../membership
 import type { MembershipBulkLine, MembershipChangeResult } from "../../membership/results.js";
 
 export default class MembershipRemove extends MembershipChangeCommand<typeof MembershipRemove> {
-  static override summary = "Remove users from a group as one membership event.";
+  static override summary = "Remove users from a group as one membership event (--from-file: in batches, one event each).";
   static override description = `Commits one CONTROL message (op remove) that takes a conversation_seq J: each removed user's interval closes at left_at = J (state REMOVED); they keep reading the history before J and see nothing from J on. Users who are not members are filtered out; a re-run after the change took effect changes nothing, says so and exits 0.
 
 Confirmation: when stdin is a terminal, the plan is shown first and the change is committed only after you answer y, pinned to the planned member version (a concurrent change makes it exit 4). --yes skips the question. When stdin is NOT a terminal (scripts, CI, pipes) there is never a prompt, and the removal needs --yes (else exit 2, nothing changed). --dry-run never needs --yes.

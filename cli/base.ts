@@ -94,9 +94,16 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
       strict: this.ctor.strict,
     });
     this.flags = flags as typeof this.flags;
+    this.checkFlags(flags);
     // before run(): without a terminal and without --yes, a destructive command stops here (exit 2)
     this.confirmationNeeded = mustConfirm((this.ctor as unknown as typeof BaseCommand).destructive, flags, process.stdin.isTTY === true);
   }
+
+  /**
+   * A command's own check of its flags where oclif's parser cannot say it (--user or --from-file):
+   * run right after parsing, so that bad input is refused before the --yes rule.
+   */
+  protected checkFlags(_flags: Readonly<Record<string, unknown>>): void {}
 
   /**
    * The confirmation of a destructive command (cli/confirm.ts), asked once everything that can be
@@ -114,9 +121,12 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
     return this.outputMode === "json";
   }
 
+  /** Set by a command that prints JSON lines (a stream): its result is then one line too. */
+  protected jsonLines = false;
+
   /** Plain, stable JSON (no colours), whatever the terminal. */
   override logJson(json: unknown): void {
-    process.stdout.write(`${JSON.stringify(json, null, 2)}\n`);
+    process.stdout.write(`${this.jsonLines ? JSON.stringify(json) : JSON.stringify(json, null, 2)}\n`);
   }
 
   /** A diagnostic line on stderr (table mode only: JSON mode keeps stderr for the error object). */
@@ -127,15 +137,20 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
   /** The single place where a failure becomes output and an exit code. */
   override async catch(err: Error & { exitCode?: number }): Promise<never> {
     if (err instanceof ExitError) throw err;
+    const failure = await this.failureOf(err);
+    this.printFailure(failure);
+    if (failure.exitCode === 1 && process.env.DEBUG) process.stderr.write(`${err.stack ?? ""}\n`);
+    throw new ExitError(failure.exitCode);
+  }
+
+  /** What a failure prints and exits with (classifyError, after the certificate probe when it is ambiguous). */
+  protected async failureOf(err: unknown): Promise<Failure> {
     // a command that already probed for this failure (the dashboard, before deciding not to retry) is not probed twice
     if (this.failureContext.certificateRefused === undefined) {
       const refused = await this.probeCertificateRefusal(err);
       if (refused !== undefined) this.failureContext.certificateRefused = refused;
     }
-    const failure = classifyError(err, this.failureContext);
-    this.printFailure(failure);
-    if (failure.exitCode === 1 && process.env.DEBUG) process.stderr.write(`${err.stack ?? ""}\n`);
-    throw new ExitError(failure.exitCode);
+    return classifyError(err, this.failureContext);
   }
 
   /**
@@ -206,14 +221,32 @@ export abstract class ConnectedCommand<T extends typeof Command> extends BaseCom
   private resolved: ResolvedConnection | undefined;
   private client: AdminClient | undefined;
 
+  /** Ctrl+C while waiting for the server: a clean message and 130, never a stack trace. */
+  private readonly exitOnInterrupt = (): void => {
+    this.printFailure(classifyError(new InterruptedError("interrupted"), this.failureContext));
+    this.client?.close();
+    process.exit(130);
+  };
+
   override async init(): Promise<void> {
     await super.init();
-    // Ctrl+C while waiting for the server: a clean message and 130, never a stack trace.
+    process.once("SIGINT", this.exitOnInterrupt);
+  }
+
+  /**
+   * For a command that makes a sequence of calls (`membership add --from-file`): from here on the
+   * first Ctrl+C does not end the process but sets `requested`, and the command stops between two
+   * calls, never in the middle of one; `onFirst` says so. A second Ctrl+C ends it at once as usual.
+   */
+  protected deferInterrupts(onFirst?: () => void): { readonly requested: boolean } {
+    const state = { requested: false };
+    process.removeListener("SIGINT", this.exitOnInterrupt);
     process.once("SIGINT", () => {
-      this.printFailure(classifyError(new InterruptedError("interrupted"), this.failureContext));
-      this.client?.close();
-      process.exit(130);
+      state.requested = true;
+      process.once("SIGINT", this.exitOnInterrupt);
+      onFirst?.();
     });
+    return state;
   }
 
   /** flags > QIMCTL_* > context file (cli/context.ts); local, no connection. */

@@ -17,6 +17,12 @@ export interface ResultSamples {
   /** "json": one JSON document on stdout; "json-lines": one JSON object per line (a stream). */
   output: "json" | "json-lines";
   values: readonly unknown[];
+  /**
+   * What the command prints instead when a flag is given, by the flag's name: `membership add
+   * --from-file` streams JSON lines of its batches where `membership add` prints one result. The
+   * exception, not the rule: a flag that changes the output's kind, not a field.
+   */
+  withFlag?: Readonly<Record<string, ResultSamples>>;
 }
 
 export function samplesOf<T>(...values: [T, ...T[]]): ResultSamples {
@@ -25,6 +31,11 @@ export function samplesOf<T>(...values: [T, ...T[]]): ResultSamples {
 
 export function lineSamplesOf<T>(...values: [T, ...T[]]): ResultSamples {
   return { output: "json-lines", values };
+}
+
+/** `base`, and `variant` when the invocation has --`flag` (ResultSamples.withFlag). */
+export function withFlag(base: ResultSamples, flag: string, variant: ResultSamples): ResultSamples {
+  return { ...base, withFlag: { ...base.withFlag, [flag]: variant } };
 }
 
 /** Objects whose content is free-form JSON (the request of an audit entry): the shape says "any". */

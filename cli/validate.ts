@@ -4,7 +4,7 @@
  * limits are the admin API's own (proto/qim/admin/v1/*.proto field docs), so a request that passes
  * here is not refused by the server for its shape.
  */
-import { InvalidArgumentError } from "../core/base/index.js";
+import { InvalidArgumentError, MAX_USERS_PER_MEMBERSHIP_CALL } from "../core/base/index.js";
 import { parseReason, REASON_MAX_CHARS, trimAscii } from "../core/base/index.js";
 import { parseHostPort } from "../core/base/index.js";
 import { UsageError } from "./exit-codes.js";
@@ -12,8 +12,8 @@ import { UsageError } from "./exit-codes.js";
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 export const LIMITS = {
-  /** ChangeMembersRequest.users */
-  usersPerChange: 1000,
+  /** ChangeMembersRequest.users: the engine's own limit (core/base), also the batch size of --from-file */
+  usersPerChange: MAX_USERS_PER_MEMBERSHIP_CALL,
   /** CreateGroupRequest.members */
   initialMembers: 10_000,
   /** ReadHistoryRequest.limit */
@@ -34,12 +34,18 @@ export const LIMITS = {
   reasonChars: REASON_MAX_CHARS,
 } as const;
 
+/** A UUID in canonical text (trimmed, lowercased, as the server takes it), or undefined when it is not one. */
+export function canonicalUuid(value: string): string | undefined {
+  const lower = trimAscii(value).toLowerCase();
+  return UUID_RE.test(lower) ? lower : undefined;
+}
+
 /** A UUID in canonical text; any case is accepted and lowercased, as the server does. */
 export function uuid(flag: string, value: string | undefined): string {
   if (value === undefined || value.trim() === "") throw new UsageError(flag, "a UUID is required");
-  const lower = trimAscii(value).toLowerCase();
-  if (!UUID_RE.test(lower)) throw new UsageError(flag, `not a UUID: ${JSON.stringify(value.slice(0, 64))} (expected 8-4-4-4-12 hex digits)`);
-  return lower;
+  const id = canonicalUuid(value);
+  if (id === undefined) throw new UsageError(flag, `not a UUID: ${JSON.stringify(value.slice(0, 64))} (expected 8-4-4-4-12 hex digits)`);
+  return id;
 }
 
 /** A non-empty list of UUIDs, duplicates removed (first occurrence kept), at most `max` distinct. */

@@ -8,6 +8,7 @@ import { dataDirFlag, DevCommand, secureRedisFlag } from "../dev/command.js";
 import { DEFAULT_DEMO_DIR, devDown, devUp, DevStackError, stopStartingOnInterrupt, type DevUpResult } from "../dev/stack.js";
 import { shown, upLines } from "../dev/text.js";
 import { EXIT } from "../exit-codes.js";
+import { ProgressLine } from "../progress.js";
 
 export default class Demo extends DevCommand<typeof Demo> {
   static override summary = "Start a dev stack and walk a narrated scenario through the real admin API, checking every step.";
@@ -22,6 +23,7 @@ export default class Demo extends DevCommand<typeof Demo> {
 - bump-epoch: the projection epoch +1 (reason "demo"); alice's next pull is rebuilt from the authority
 - rebuild-drill: a rebuild drill over the demo's four users finds no difference
 - dispatch-audit: every dispatch-log partition is OK
+- bulk-add: 2,500 new users added to a new group from a temporary file in batches of 1,000 (as membership add --from-file), with a progress bar on a terminal; a re-run adds nothing
 
 Each step prints what happened and why it matters, and checks what it should have done; a summary table ends the run. User and group ids are new on every run, so the demo can be repeated on the same stack. The stack keeps running afterwards (stop it with \`qimctl dev down --data-dir .qim/demo\`), or --down stops it at the end.
 
@@ -85,7 +87,7 @@ Exit codes: 0 every step OK; 1 a step failed (named on stderr; the summary is pr
         deadlineMs: 30_000,
       });
       try {
-        const r = await runScenario({ client, tenant: up.tenant, say });
+        const r = await runScenario({ client, tenant: up.tenant, say, progress: new ProgressLine(process.stderr, !this.jsonEnabled()) });
         steps.push(...r.steps);
         world = r.world;
       } finally {

@@ -2,20 +2,28 @@
  * The scripted scenario of `qimctl demo` (DESIGN §5), run through the real admin API
  * (admin-api/client.ts) with the dev stack's admin certificate: create groups, send, add a member,
  * remove one, read history as each member, list conversation summaries from the session
- * projection, bump the projection epoch, run a rebuild drill over the demo's users and audit the
- * dispatch window. Every step checks what it should have done; a step that does not stops the
+ * projection, bump the projection epoch, run a rebuild drill over the demo's users, audit the
+ * dispatch window, and add a crowd from a file in batches (`membership add --from-file`, the same
+ * code). Every step checks what it should have done; a step that does not stops the
  * scenario (the later ones are skipped).
  */
 import { randomUUID } from "node:crypto";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import type { AdminClient } from "../../admin-api/client.js";
 import { sleep } from "../dev/process.js";
 import { dispatchAuditResult } from "../dispatch/results.js";
 import { drillReportResult } from "../drill/results.js";
 import { groupResult } from "../group/results.js";
 import { historyResult, type HistoryResult } from "../history/results.js";
+import { batchesOf, runBulk } from "../membership/bulk.js";
 import { membershipChangeResult } from "../membership/results.js";
+import { bulkBatchText } from "../membership/text.js";
+import { parseUserList } from "../membership/user-file.js";
 import { sendResult } from "../message/results.js";
 import { epochBumpResult, epochResult, projectionStatusResult, type ProjectionStatusResult } from "../projection/results.js";
+import { progressBar, type ProgressLine } from "../progress.js";
 import { sessionsResult, type SessionsResult } from "../sessions/results.js";
 import type { DemoStep } from "./results.js";
 
@@ -30,6 +38,7 @@ export const DEMO_STEPS = [
   "bump-epoch",
   "rebuild-drill",
   "dispatch-audit",
+  "bulk-add",
 ] as const;
 
 /** A check of the scenario that did not hold. */
@@ -67,6 +76,10 @@ export interface ScenarioOptions {
   say: (line: string) => void;
   /** Polls of GetStatus while waiting for the projection to catch up (each followed by 100 ms). */
   settleAttempts?: number;
+  /** The bulk add's progress bar (stderr, on a terminal, table mode); none by default. */
+  progress?: ProgressLine;
+  /** How many users the bulk add adds from its file. */
+  crowd?: number;
 }
 
 const range = (seqs: number[]) => (seqs.length === 0 ? "nothing" : seqs.length === 1 ? `seq ${seqs[0]}` : `seq ${seqs[0]}–${seqs[seqs.length - 1]}`);
@@ -285,6 +298,58 @@ export async function runScenario(opts: ScenarioOptions): Promise<{ steps: DemoS
         "qimctl dispatch audit exits 4 when a partition is not OK: run it in monitoring and CI.",
       ],
     };
+  });
+
+  await step("bulk-add", "Add a crowd from a file, in batches", async () => {
+    const crowd = opts.crowd ?? 2500;
+    const group = groupResult(await client.createGroup({ tenant, group: "", owner: users.alice, members: [] })).group;
+    const dir = mkdtempSync(path.join(os.tmpdir(), "qim-demo-crowd-"));
+    try {
+      const file = path.join(dir, "crowd.txt");
+      writeFileSync(file, `# ${crowd} new users for the crowd group, one UUID per line\n${Array.from({ length: crowd }, () => randomUUID()).join("\n")}\n`);
+      const list = parseUserList(readFileSync(file, "utf8"));
+      check(list.badCount === 0 && list.users.length === crowd, `the file should name ${crowd} users, names ${list.users.length} (${list.badCount} bad lines)`);
+      const batches = batchesOf(list.users);
+      const bar = opts.progress;
+      say(`   alice onboards ${crowd} users into a new group "crowd" ${group} from ${file}, as qimctl membership add --from-file does:`);
+      say(`   ${batches.length} batches of at most ${batches[0]!.length} users (the server's limit per call), each its own membership event.`);
+      let done = 0;
+      const bulk = (dryRun: boolean) => runBulk({
+        tenant, group, op: "join", batches, duplicates: list.duplicates, dryRun, resume: `qimctl membership add --group ${group} --from-file ${file}`,
+        rpc: (req) => client.addMembers(req),
+        onSend: (batch) => bar?.update(`${progressBar(batch - 1, batches.length)} batch ${batch}/${batches.length} in flight · ${done}/${crowd} users`),
+        onBatch: (line) => {
+          done += line.users;
+          bar?.above(() => say(`     ${bulkBatchText(line)}`));
+        },
+      });
+      const first = await bulk(false);
+      bar?.clear();
+      if (first.error !== undefined) throw first.error;
+      const seqs = first.summary.events!.map((e) => e.eventConversationSeq);
+      check(first.summary.outcome === "completed" && first.summary.changed === crowd, `every user should be added; ${first.summary.outcome}, ${first.summary.changed} added`);
+      check(same(seqs, seqList(1, batches.length)) && first.summary.events!.every((e) => e.outcome === "committed"), `one event per batch, seq 1–${batches.length}; got ${seqs.join(", ")}`);
+      check(first.summary.memberCount === crowd + 1, `expected ${crowd + 1} members, got ${first.summary.memberCount}`);
+      say("   Run it again, as after a Ctrl+C or a failed batch: the same batches, each found already applied.");
+      done = 0;
+      const again = await bulk(false);
+      bar?.clear();
+      if (again.error !== undefined) throw again.error;
+      const shown = groupResult(await client.getGroup({ tenant, group }));
+      check(again.summary.changed === 0 && again.lines.every((l) => l.outcome === "duplicate" || l.outcome === "noop"), `the re-run should change nothing; it changed ${again.summary.changed}`);
+      check(shown.conversationSeq === batches.length && shown.version === batches.length + 1, `no event after the re-run: expected seq ${batches.length} and version ${batches.length + 1}, got seq ${shown.conversationSeq} and version ${shown.version}`);
+      const members = (await client.listMembers({ tenant, group })).members.filter((m) => m.state === "ACTIVE").length;
+      check(members === crowd + 1, `membership list should show ${crowd + 1} active members, shows ${members}`);
+      return {
+        details: { group, users: crowd, batches: first.lines, summary: first.summary, rerun: again.summary },
+        lines: [
+          `${crowd} users added as ${batches.length} events (seq ${seqs.join(", ")}); the re-run added nothing (${again.lines.map((l) => l.outcome).join(", ")}): ${members} active members.`,
+          "A re-run applies only what is missing, so an interrupted bulk change is resumed by running the same command again.",
+        ],
+      };
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   return { steps, world };

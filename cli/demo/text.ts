@@ -26,6 +26,8 @@ function summaryOf(s: DemoStep): string {
       return `${d.report?.users} users, ${d.report?.conversationsBefore} conversations, no difference`;
     case "dispatch-audit":
       return `${d.audit?.partitions?.length} partitions OK`;
+    case "bulk-add":
+      return `${d.users} users from a file in ${d.summary?.of} batches: event seq ${d.summary?.events?.map((e: { eventConversationSeq: number }) => e.eventConversationSeq).join(", ")}; the re-run changed ${d.rerun?.changed}`;
     case "dev-down":
       return "stack stopped";
     default:

@@ -2,7 +2,8 @@
 import type MembershipAdd from "../commands/membership/add.js";
 import type MembershipList from "../commands/membership/list.js";
 import type MembershipRemove from "../commands/membership/remove.js";
-import { samplesOf, type ResultOf } from "../contract.js";
+import { lineSamplesOf, samplesOf, withFlag, type ResultOf } from "../contract.js";
+import type { MembershipBulkLine } from "./results.js";
 
 const committed: ResultOf<typeof MembershipAdd> = {
   group: "5b0c1f9e-3d4a-4c2b-9f1e-8a7d6c5b4a39",
@@ -32,9 +33,57 @@ const noop: ResultOf<typeof MembershipRemove> = {
   attempts: 1,
 };
 
+const batch: MembershipBulkLine = {
+  type: "batch",
+  group: "5b0c1f9e-3d4a-4c2b-9f1e-8a7d6c5b4a39",
+  op: "join",
+  batch: 2,
+  of: 5,
+  outcome: "committed",
+  users: 1000,
+  changed: 998,
+  unchanged: 2,
+  eventConversationSeq: 7,
+  version: 3,
+  memberCount: 2001,
+  events: null,
+  duplicates: null,
+  failedBatch: null,
+  resume: null,
+};
+
+const interrupted: MembershipBulkLine = {
+  ...batch,
+  type: "summary",
+  batch: null,
+  outcome: "interrupted",
+  users: 5000,
+  changed: 1998,
+  unchanged: 2,
+  eventConversationSeq: null,
+  events: [{ batch: 1, eventConversationSeq: 6, outcome: "duplicate" }, { batch: 2, eventConversationSeq: 7, outcome: "committed" }],
+  duplicates: 3,
+  resume: "qimctl membership add --group 5b0c1f9e-3d4a-4c2b-9f1e-8a7d6c5b4a39 --from-file users.txt",
+};
+
+const failedFirst: MembershipBulkLine = {
+  ...interrupted,
+  outcome: "failed",
+  changed: 0,
+  unchanged: 0,
+  version: null,
+  memberCount: null,
+  events: [],
+  duplicates: 0,
+  failedBatch: 1,
+};
+
+/** `--from-file`: JSON lines, a batch line per call and the summary last. */
+const fromFile = lineSamplesOf<MembershipBulkLine>(batch, { ...batch, outcome: "noop", changed: 0, unchanged: 1000, eventConversationSeq: null }, interrupted, failedFirst);
+
 export const samples = {
-  "membership add": samplesOf<ResultOf<typeof MembershipAdd>>(committed, noop),
-  "membership remove": samplesOf<ResultOf<typeof MembershipRemove>>(committed, noop),
+  "membership add": withFlag(samplesOf<ResultOf<typeof MembershipAdd>>(committed, noop), "from-file", fromFile),
+  "membership remove": withFlag(samplesOf<ResultOf<typeof MembershipRemove>>(committed, noop), "from-file", fromFile),
   "membership list": samplesOf<ResultOf<typeof MembershipList>>(
     { group: "5b0c1f9e-3d4a-4c2b-9f1e-8a7d6c5b4a39", version: 2, members: [] },
     {

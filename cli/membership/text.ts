@@ -3,7 +3,7 @@
  * "Member 8e9e05c52164694d removed from cluster …"), a dry run its plan, a list a table.
  */
 import { keyValues, table } from "../format.js";
-import type { MemberListResult, MembershipChangeResult } from "./results.js";
+import type { MemberListResult, MembershipBulkLine, MembershipChangeResult } from "./results.js";
 
 const verb = (op: string) => (op === "join" ? { done: "Added", doing: "add", prep: "to" } : { done: "Removed", doing: "remove", prep: "from" });
 
@@ -40,4 +40,53 @@ export function memberListText(r: MemberListResult): string {
     `Group ${r.group} at version ${r.version}: ${active} active of ${r.members.length} listed`,
     table(["USER", "STATE", "JOINED_AT", "LEFT_AT"], r.members.map((m) => [m.userId, m.state, m.joinedAt, m.leftAt])),
   ].join("\n");
+}
+
+const already = (op: string) => (op === "join" ? "already members" : "not members");
+
+/** One batch of `membership add|remove --from-file`, as it is answered. */
+export function bulkBatchText(l: MembershipBulkLine): string {
+  const v = verb(l.op);
+  const head = `batch ${l.batch}/${l.of}:`;
+  const state = `version ${l.version}, ${l.memberCount} members`;
+  switch (l.outcome) {
+    case "committed":
+      return `${head} ${v.done.toLowerCase()} ${l.changed} user(s) as event seq ${l.eventConversationSeq} (${l.unchanged} ${already(l.op)}); ${state}`;
+    case "duplicate":
+      return `${head} already applied by an earlier run as event seq ${l.eventConversationSeq}; nothing changed`;
+    case "noop":
+      return `${head} nothing to ${v.doing}: all ${l.users} user(s) ${already(l.op)}`;
+    case "planned":
+      return `${head} would ${v.doing} ${l.changed} user(s) (${l.unchanged} ${already(l.op)}) at version ${l.version}; ${l.memberCount} members after`;
+    default:
+      return `${head} ${l.outcome}`;
+  }
+}
+
+/**
+ * The summary of `membership add|remove --from-file`: what the run did and, when it stopped
+ * early, how to resume it. `answered`: how many batches were answered.
+ */
+export function bulkSummaryText(s: MembershipBulkLine, answered: number): string {
+  const v = verb(s.op);
+  const events = s.events ?? [];
+  const seqs = events.length === 0 ? "no event" : `event seq ${events.map((e) => e.eventConversationSeq).join(", ")}`;
+  const folded = s.duplicates ? `; ${s.duplicates} duplicate line(s) folded` : "";
+  const state = s.version === null ? "" : `; version ${s.version}, ${s.memberCount} members`;
+  const input = `${s.users} distinct user(s) in ${s.of} batch(es)`;
+  const earlier = events.some((e) => e.outcome === "duplicate") ? " or applied by an earlier run" : "";
+  switch (s.outcome) {
+    case "planned":
+      return `Dry run: would ${v.doing} ${s.changed} of ${input} ${v.prep} group ${s.group} (${s.unchanged} ${already(s.op)})${folded}${state}; nothing written`;
+    case "completed":
+      return `${v.done} ${s.changed} of ${input} ${v.prep} group ${s.group} (${s.unchanged} ${already(s.op)}${earlier}): ${seqs}${folded}${state}`;
+    default: {
+      const stop = s.outcome === "failed" ? `Stopped: batch ${s.failedBatch} of ${s.of} failed (see the error)` : `Interrupted after ${answered} of ${s.of} batch(es)`;
+      return [
+        `${stop}; ${v.done.toLowerCase()} ${s.changed} user(s) ${v.prep} group ${s.group} (${seqs}), ${s.users - s.changed - s.unchanged} user(s) not applied yet${state}.`,
+        `No batch is half-applied. Resume with the same command${s.outcome === "failed" ? " once the cause is fixed" : ""} (batches already applied come back duplicate or noop):`,
+        `  ${s.resume}`,
+      ].join("\n");
+    }
+  }
 }

@@ -5,6 +5,7 @@ import {
   InternalError,
   InvalidArgumentError,
   KeySpace,
+  MAX_USERS_PER_MEMBERSHIP_CALL,
   MembershipChangedError,
   newMessageId,
   newUuid,
@@ -59,7 +60,7 @@ export interface ConversationOptions {
 export const CONVERSATION_DEFAULTS: Required<Omit<ConversationOptions, "now" | "onCommit">> = {
   keyPrefix: "qim",
   broadcastMaxMembers: 500,
-  maxTargetsPerCall: 1000,
+  maxTargetsPerCall: MAX_USERS_PER_MEMBERSHIP_CALL,
   maxInitialMembers: 10000,
   unreadPreciseLimit: 200,
   maxRetries: 3,

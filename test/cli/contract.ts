@@ -55,6 +55,8 @@ export interface CommandContract {
   /** "json": one document on stdout; "json-lines": one object per line. */
   output: ResultSamples["output"];
   result: Shape;
+  /** Only on a command whose output changes with a flag (ResultSamples.withFlag): by flag name. */
+  withFlag?: Record<string, { output: ResultSamples["output"]; result: Shape }>;
 }
 
 export interface Snapshot {
@@ -243,6 +245,12 @@ export async function currentSnapshot(): Promise<Snapshot> {
       destructive: c.destructive ?? null,
       output: s.samples.output,
       result: shapeOf(s.samples.values, `${s.file} "${id}"`),
+      ...(s.samples.withFlag ? {
+        withFlag: Object.fromEntries(Object.entries(s.samples.withFlag).map(([flag, v]) => {
+          assert.ok(flag in c.flags, `${s.file} has samples of "${id} --${flag}", which is not a flag of it`);
+          return [flag, { output: v.output, result: shapeOf(v.values, `${s.file} "${id} --${flag}"`) }];
+        })),
+      } : {}),
     };
   });
   return { commands: commands.sort((a, b) => a.id.localeCompare(b.id)) };
@@ -280,13 +288,16 @@ let checked: Snapshot | undefined;
 export function outputMismatch(argv: readonly string[], stdout: string): string | undefined {
   checked ??= readSnapshot();
   const id = commandOf(argv, checked.commands.map((c) => c.id));
-  const c = checked.commands.find((x) => x.id === id);
-  if (!c || stdout === "") return undefined;
+  const command = checked.commands.find((x) => x.id === id);
+  if (!command || stdout === "") return undefined;
+  // a flag that changes what the command prints (CommandContract.withFlag): its shape instead
+  const flag = Object.keys(command.withFlag ?? {}).find((f) => argv.some((a) => a === `--${f}` || a.startsWith(`--${f}=`)));
+  const c = flag !== undefined ? { id: `${command.id} --${flag}`, ...command.withFlag![flag]! } : command;
   let docs: unknown[];
   try {
     docs = c.output === "json-lines" ? stdout.split("\n").filter((l) => l !== "").map((l) => JSON.parse(l) as unknown) : [JSON.parse(stdout) as unknown];
   } catch {
-    return `qimctl ${id} printed something other than ${c.output === "json-lines" ? "JSON lines" : "one JSON document"} on stdout in JSON mode:\n${stdout.slice(0, 2000)}`;
+    return `qimctl ${c.id} printed something other than ${c.output === "json-lines" ? "JSON lines" : "one JSON document"} on stdout in JSON mode:\n${stdout.slice(0, 2000)}`;
   }
   const problems = docs.flatMap((d) => mismatches(d, c.result));
   if (problems.length === 0) return undefined;

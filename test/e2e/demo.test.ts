@@ -2,10 +2,11 @@
  * `qimctl demo` end to end, as a newcomer runs it: in a clean temporary directory, the real CLI
  * starts its own dev stack (real redis-server, real admin server over mTLS), walks the scenario
  * through the admin API and, with --down, stops everything again; with --secure-redis the same on
- * a Redis with TLS only and an ACL user (issue 15: "the demo passes on" such a Redis).
+ * a Redis with TLS only and an ACL user (issue 15: "the demo passes on" such a Redis). Its last
+ * step bulk-adds 2,500 users from a file in batches (issue 14: "the demo shows the bulk add").
  */
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -14,7 +15,7 @@ import { alive, filesHolding, killMentioning, ok, processesMentioning, qimctl } 
 
 const STEPS = [
   "dev-up", "create-group", "send-messages", "add-member", "remove-member", "history-boundaries",
-  "conversation-summaries", "bump-epoch", "rebuild-drill", "dispatch-audit",
+  "conversation-summaries", "bump-epoch", "rebuild-drill", "dispatch-audit", "bulk-add",
 ];
 
 describe("qimctl demo in a clean directory", { timeout: 300_000 }, () => {
@@ -34,10 +35,11 @@ describe("qimctl demo in a clean directory", { timeout: 300_000 }, () => {
   });
 
   it("narrates every step and leaves the stack running; a second run with --output json --down reuses it, every step OK, and stops it", async () => {
+    const crowdDirsBefore = readdirSync(os.tmpdir()).filter((f) => f.startsWith("qim-demo-crowd-"));
     // table mode, the default data dir (.qim/demo, relative to the working directory)
     const first = await qimctl(["demo"], { env, cwd: tmp, json: false });
     assert.equal(first.code, 0, `${first.stdout}\n${first.stderr}`);
-    for (const line of [/^== Create two groups$/m, /dave +sees seq 4–7 +earliest available 4/, /carol +sees seq 1–5 .*REMOVED \(leftAt 6\)/, /^== Summary$/m, /^All 10 steps OK\.$/m, /Stop it with: qimctl dev down --data-dir \.qim\/demo$/m]) {
+    for (const line of [/^== Create two groups$/m, /dave +sees seq 4–7 +earliest available 4/, /carol +sees seq 1–5 .*REMOVED \(leftAt 6\)/, /^== Summary$/m, /^All 11 steps OK\.$/m, /^ {5}batch 3\/3: added 500 user\(s\) as event seq 3 \(0 already members\); version 4, 2501 members$/m, /Stop it with: qimctl dev down --data-dir \.qim\/demo$/m]) {
       assert.match(first.stdout, line);
     }
     assert.match(first.stdout, /conversation-set authority: redis-hash \(development fallback/);
@@ -78,6 +80,12 @@ describe("qimctl demo in a clean directory", { timeout: 300_000 }, () => {
     assert.equal(step("rebuild-drill").report.ok, true);
     assert.equal(step("rebuild-drill").report.users, 4);
     assert.ok(step("dispatch-audit").audit.partitions.every((p: any) => p.verdict === "OK"));
+    // the bulk add: 2,500 users in batches of 1,000, one event each, as `membership add --from-file` prints them
+    const bulk = step("bulk-add");
+    assert.equal(outputMismatch(["membership", "add", "--from-file", "f"], `${[...bulk.batches, bulk.summary, bulk.rerun].map((l: unknown) => JSON.stringify(l)).join("\n")}\n`), undefined);
+    assert.deepEqual(bulk.batches.map((l: any) => [l.batch, l.of, l.outcome, l.users, l.changed, l.eventConversationSeq]), [[1, 3, "committed", 1000, 1000, 1], [2, 3, "committed", 1000, 1000, 2], [3, 3, "committed", 500, 500, 3]]);
+    assert.deepEqual([bulk.summary.outcome, bulk.summary.changed, bulk.summary.memberCount], ["completed", 2500, 2501]);
+    assert.deepEqual([bulk.rerun.outcome, bulk.rerun.changed, bulk.rerun.unchanged], ["completed", 0, 2500]);
 
     // --down: nothing of the stack is left
     const stopped = step("dev-down").stopped as { pid: number }[];
@@ -86,6 +94,7 @@ describe("qimctl demo in a clean directory", { timeout: 300_000 }, () => {
     assert.deepEqual(processesMentioning(tmp), [], "no process mentions the demo's directory");
     assert.ok(!existsSync(path.join(dataDir, "dev.json")));
     assert.ok(!existsSync(path.join(tmp, "xdg", "qimctl", "context.json")), "the default context the demo wrote is removed");
+    assert.deepEqual(readdirSync(os.tmpdir()).filter((f) => f.startsWith("qim-demo-crowd-") && !crowdDirsBefore.includes(f)), [], "the bulk add's temporary file is removed");
   });
 });
 

@@ -3,6 +3,7 @@ import { writeSync } from "node:fs";
 import { mkdir, open, type FileHandle } from "node:fs/promises";
 import { dirname } from "node:path";
 import { createHistogram, type RecordableHistogram } from "node:perf_hooks";
+import { metrics } from "./metrics.js";
 
 export interface AuditRecord {
   time: string;
@@ -177,6 +178,7 @@ export class AuditLog {
         this.remember(batch.map((b) => b.record));
         for (const b of batch) b.done();
       } catch (err) {
+        metrics.auditWriteFailures.inc(batch.length);
         for (const b of batch) b.done(err);
       }
     }

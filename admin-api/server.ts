@@ -140,6 +140,13 @@ class RevokedDuringCall extends Error {}
 /** A server call as far as guarded() needs it (unary and server-streaming alike). */
 type GuardedCall = CallWithAuth & { request: unknown; getPeer(): string };
 
+/**
+ * How long a scrape of /metrics waits for the projection status it reads first (the gauges only a
+ * status read keeps current) before it answers with the values it has: an unreachable store must
+ * not make the scrape itself fail, since `qim_store_reachable` is what says so.
+ */
+const SCRAPE_STATUS_WAIT_MS = 2000;
+
 const STATUS_NAME = Object.fromEntries(Object.entries(grpc.status).filter(([, v]) => typeof v === "number").map(([k, v]) => [v, k])) as Record<number, string>;
 
 /** host:port of a listening socket; port 0 asks the OS for a free one. */
@@ -451,7 +458,16 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
     if (m) {
       metricsServer = createHttpServer((req, res) => {
         if (req.url !== "/metrics") { res.writeHead(404).end("not found\n"); return; }
-        registry.metrics().then(
+        // the queue depths and dead letters, the epoch another server bumped, the verdicts of a
+        // consumer that stopped polling: read now (shared with the dashboards' reads), so that
+        // each scrape sees them as of the scrape
+        new Promise<void>((resolve) => {
+          const wait = setTimeout(resolve, SCRAPE_STATUS_WAIT_MS);
+          observer.snapshot().catch(() => undefined).finally(() => {
+            clearTimeout(wait);
+            resolve();
+          });
+        }).then(() => registry.metrics()).then(
           (text) => res.writeHead(200, { "content-type": registry.contentType }).end(text),
           (err: unknown) => res.writeHead(500).end(String(err)),
         );
@@ -469,9 +485,7 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
 
   // the store's reachability drives the health status, so that probes see a server that cannot work
   const probe = async () => {
-    // a refusal (credentials, TLS) is known without waiting for a ping to time out
-    const ok = store.refused().length === 0
-      && await Promise.all(store.clients().map((c) => c.ping().then(() => true, () => false))).then((r) => r.every(Boolean));
+    const ok = (await store.reachability()).every(Boolean);
     for (const svc of Object.keys(servingStatus)) health.setStatus(svc, ok ? "SERVING" : "NOT_SERVING");
     healthTimer = setTimeout(() => void probe(), 2000);
     healthTimer.unref();

@@ -9,7 +9,9 @@
 // Maven (the Cassandra jars are fetched once into ~/.cache/qim-cassandra), and the third-party
 // gRPC clients of test/interop/: Debian's python3-grpcio and python3-grpc-tools (for Debian's own
 // /usr/bin/python3) and grpcurl, built with `go install` at a pinned version into
-// ~/.cache/qim-tools/ (Go itself is not installed here: Debian's is too old for grpcurl).
+// ~/.cache/qim-tools/ (Go itself is not installed here: Debian's is too old for grpcurl), and
+// promtool (Debian's prometheus package; test/monitoring/ checks and unit-tests the alert rules of
+// docs/monitoring/ with it), installed without the package's recommendations (node-exporter).
 //
 // When something is missing: as root, `apt-get install -y` the packages and `go install` the Go
 // tools (unless QIM_NO_APT is set); otherwise print the exact commands and exit 2 with nothing
@@ -142,8 +144,8 @@ function findGo() {
 }
 
 /**
- * Each requirement: how to tell it is there, and either the Debian packages that provide it or
- * the Go tool that `go install` builds.
+ * Each requirement: how to tell it is there, and either the Debian packages that provide it
+ * (installed without their recommendations when `noRecommends`) or the Go tool that `go install` builds.
  */
 const REQUIREMENTS = {
   "redis-server": { there: () => onPath("redis-server") !== undefined, packages: ["redis-server"] },
@@ -154,11 +156,13 @@ const REQUIREMENTS = {
   "python3-grpcio": { there: () => debianPythonImports("grpc"), packages: ["python3-grpcio"] },
   "python3-grpc-tools": { there: () => debianPythonImports("grpc_tools.protoc"), packages: ["python3-grpc-tools"] },
   grpcurl: { there: () => findGrpcurl() !== undefined, go: GRPCURL },
+  // the package is the Prometheus server with promtool beside it; its recommendation, node-exporter, is not needed
+  promtool: { there: () => onPath("promtool") !== undefined, packages: ["prometheus"], noRecommends: true },
 };
 
 export const NEEDS = {
   demo: ["redis-server"],
-  test: ["redis-server", "redis-cli", "tmux", "java 17", "maven", "python3-grpcio", "python3-grpc-tools", "grpcurl"],
+  test: ["redis-server", "redis-cli", "tmux", "java 17", "maven", "python3-grpcio", "python3-grpc-tools", "grpcurl", "promtool"],
 };
 
 /** The `go install` of a tool, as this script runs it and as it tells a user to. */
@@ -177,6 +181,12 @@ export function ensure(need, { say = (l) => process.stderr.write(`${l}\n`), inst
   let missing = names.filter((n) => !REQUIREMENTS[n].there());
   if (missing.length > 0) {
     const packages = [...new Set(missing.flatMap((n) => REQUIREMENTS[n].packages ?? []))];
+    // one `apt-get install` for the packages taken with their recommendations, one for those without
+    const installs = [false, true].flatMap((bare) => {
+      const these = [...new Set(missing.filter((n) => (REQUIREMENTS[n].noRecommends === true) === bare).flatMap((n) => REQUIREMENTS[n].packages ?? []))];
+      return these.length === 0 ? [] : [["install", "-y", ...(bare ? ["--no-install-recommends"] : []), ...these]];
+    });
+    const aptLine = (sudo) => [["update"], ...installs].map((args) => `${sudo}apt-get ${args.join(" ")}`).join(" && ");
     const tools = missing.map((n) => REQUIREMENTS[n].go).filter((t) => t !== undefined);
     const go = findGo();
     const isRoot = typeof process.getuid === "function" && process.getuid() === 0;
@@ -185,14 +195,14 @@ export function ensure(need, { say = (l) => process.stderr.write(`${l}\n`), inst
     const overridden = tools.filter((t) => process.env[t.envVar]?.trim());
     if (!isRoot || !install || !canApt || (tools.length > 0 && go === undefined) || overridden.length > 0) {
       say(`missing: ${missing.join(", ")}. Install with:`);
-      if (packages.length > 0) say(`  sudo apt-get update && sudo apt-get install -y ${packages.join(" ")}`);
+      if (packages.length > 0) say(`  ${aptLine("sudo ")}`);
       for (const tool of tools) {
         const { env, args } = goInstall(tool);
         say(`  ${Object.entries(env).map(([k, v]) => `${k}=${v}`).join(" ")} ${go ?? "go"} ${args.join(" ")}`);
       }
       for (const t of overridden) say(`  (${t.envVar}=${process.env[t.envVar]} is not an executable ${t.binary}: fix it, or unset it to use the one installed above)`);
       if (tools.length > 0 && go === undefined) say(`  (${tools.map((t) => t.binary).join(", ")}: Go 1.21 or newer first; no go on PATH nor at /usr/local/go/bin/go)`);
-      if (packages.length > 0) say(`(or, as root: apt-get update && apt-get install -y ${packages.join(" ")}), then run this again.`);
+      if (packages.length > 0) say(`(or, as root: ${aptLine("")}), then run this again.`);
       else say("then run this again.");
       process.exit(2);
     }
@@ -206,7 +216,7 @@ export function ensure(need, { say = (l) => process.stderr.write(`${l}\n`), inst
     };
     if (packages.length > 0) {
       const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive" };
-      for (const args of [["update"], ["install", "-y", ...packages]]) run("apt-get", args, env);
+      for (const args of [["update"], ...installs]) run("apt-get", args, env);
     }
     for (const tool of tools) {
       const { env, args } = goInstall(tool);

@@ -2,7 +2,7 @@
 // `npm test [-- FILTER...]`: the whole suite on a fresh clone, in one command.
 //
 //   1. the machine's prerequisites (scripts/prerequisites.mjs: redis-server, redis-cli, tmux,
-//      Java 17, Maven, Python grpcio and grpc-tools, grpcurl), installed with apt-get (grpcurl with
+//      Java 17, Maven, Python grpcio and grpc-tools, grpcurl, promtool), installed with apt-get (grpcurl with
 //      go install) when running as root, otherwise the exact commands are printed and this exits 2
 //      before anything runs;
 //   2. `npm ci` when node_modules is missing;

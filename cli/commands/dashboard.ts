@@ -1,12 +1,12 @@
 import * as Flags from "@oclif/core/flags";
 import { ConnectedCommand } from "../base.js";
 import { DashboardFeed, retryable, type FeedListener } from "../dashboard/feed.js";
-import { dashboardLine, intervalMs as parseInterval, plainLine, type ConnectionState } from "../dashboard/model.js";
+import { dashboardLine, intervalMs as parseInterval, plainLine, TrendHistory, type ConnectionState } from "../dashboard/model.js";
 import { classifyError, InterruptedError } from "../exit-codes.js";
 
 export default class Dashboard extends ConnectedCommand<typeof Dashboard> {
   static override summary = "Watch the engine live: membership rates, projection epoch and lag per partition, registration queues, the audit log.";
-  static override description = `Streams a snapshot from the admin API every --interval (ObserveService.Watch) and shows, on a terminal, a full-screen view: membership events/s and retries/s (from the server's raw counters, between two snapshots), the projection epoch, per dispatch-log partition the checkpoint against the low and high watermarks with the lag and a bar (the share of the retained window read), the registration queue depth per Redis instance, users rebuilt, authority writes and failures, and the newest audit-log entries. Keys: q quits, p pauses and resumes (the screen keeps the last snapshot), Ctrl+C interrupts.
+  static override description = `Streams a snapshot from the admin API every --interval (ObserveService.Watch) and shows, on a terminal, a full-screen view: membership events/s and retries/s (from the server's raw counters, between two snapshots), sparklines of the last 5 minutes of membership events, messages and dispatched records per second and of each partition's lag, the projection epoch, per dispatch-log partition the checkpoint against the low and high watermarks with the lag and a bar (the share of the retained window read), the registration queue depth per Redis instance, users rebuilt, authority writes and failures, and the newest audit-log entries. Keys: q quits, p pauses and resumes (the screen keeps the last snapshot), Ctrl+C interrupts.
 
 When stdout is not a terminal (or with --output json) it prints one line per snapshot instead: plain "key=value" text, or one JSON object per line. --count stops after that many snapshots.
 
@@ -58,13 +58,14 @@ Any role (viewer, operator, admin, drill). Exit codes: 0 q or --count reached; 1
           if (err) reject(err);
           else resolve();
         };
+        const history = new TrendHistory(intervalMs);
         const ui = renderDashboard({
-          endpoint, intervalMs, snapshot: null, rates: null, state: { kind: "connecting" },
+          endpoint, intervalMs, snapshot: null, rates: null, trends: null, state: { kind: "connecting" },
           onQuit: (how) => finish(how === "interrupt" ? new InterruptedError() : undefined),
         });
         const feed = new DashboardFeed(feedOptions, {
           snapshot: ({ snapshot, rates }) => {
-            ui.update({ snapshot, rates });
+            ui.update({ snapshot, rates, trends: history.record(snapshot, rates) });
             if (count !== undefined && ++seen >= count) finish();
           },
           state: (state) => ui.update({ state }),

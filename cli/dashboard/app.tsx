@@ -6,7 +6,7 @@
 import { render, useInput, useStdin, useStdout } from "ink";
 import { useEffect, useState } from "react";
 import { Dashboard } from "./components.js";
-import type { ConnectionState, DashboardSnapshot, Rates } from "./model.js";
+import type { ConnectionState, DashboardSnapshot, Rates, Trends } from "./model.js";
 
 /** How the user left: q (exit 0) or Ctrl+C (exit 130, as every command). */
 export type Quit = "quit" | "interrupt";
@@ -16,6 +16,8 @@ export interface DashboardAppProps {
   intervalMs: number;
   snapshot: DashboardSnapshot | null;
   rates: Rates | null;
+  /** The sparklines' series as of `snapshot` (cli/dashboard/model.ts TrendHistory). */
+  trends?: Trends | null;
   state: ConnectionState;
   onQuit(how: Quit): void;
 }
@@ -34,17 +36,17 @@ function useTerminalSize(): { columns: number; rows: number | undefined } {
   return size;
 }
 
-export function DashboardApp({ endpoint, intervalMs, snapshot, rates, state, onQuit }: DashboardAppProps) {
+export function DashboardApp({ endpoint, intervalMs, snapshot, rates, trends = null, state, onQuit }: DashboardAppProps) {
   const { isRawModeSupported } = useStdin();
-  // paused: the snapshot and rates on screen when p was pressed stay there; the feed keeps running underneath
-  const [frozen, setFrozen] = useState<{ snapshot: DashboardSnapshot | null; rates: Rates | null } | null>(null);
+  // paused: the snapshot, rates and trends on screen when p was pressed stay there; the feed keeps running underneath
+  const [frozen, setFrozen] = useState<{ snapshot: DashboardSnapshot | null; rates: Rates | null; trends: Trends | null } | null>(null);
   useInput((input, key) => {
     if (input === "q") onQuit("quit");
     else if (key.ctrl && input === "c") onQuit("interrupt");
-    else if (input === "p") setFrozen((f) => (f ? null : { snapshot, rates }));
+    else if (input === "p") setFrozen((f) => (f ? null : { snapshot, rates, trends }));
   }, { isActive: isRawModeSupported === true });
   const { columns, rows } = useTerminalSize();
-  const shown = frozen ?? { snapshot, rates };
+  const shown = frozen ?? { snapshot, rates, trends };
   return <Dashboard endpoint={endpoint} intervalMs={intervalMs} {...shown} state={state} paused={frozen !== null} width={columns} height={rows} />;
 }
 

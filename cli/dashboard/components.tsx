@@ -5,7 +5,7 @@
  */
 import { Box, Text } from "ink";
 import type { ProjectionStatusResult } from "../projection/results.js";
-import { formatRate, type AuditLineResult, type ConnectionState, type CountersResult, type DashboardSnapshot, type Rates as RateValues } from "./model.js";
+import { formatRate, type AuditLineResult, type ConnectionState, type CountersResult, type DashboardSnapshot, type Rates as RateValues, type Trends as TrendValues } from "./model.js";
 
 /** `filled` of `width` cells: value/max of it, rounded; a max of 0 is full (nothing to do). */
 export function barCells(value: number, max: number, width: number): number {
@@ -22,6 +22,49 @@ export function Bar({ value, max, width }: { value: number; max: number; width: 
       <Text dimColor>{"░".repeat(Math.max(0, width - filled))}</Text>
     </Text>
   );
+}
+
+/** The eight heights of a sparkline cell, lowest first. */
+export const SPARK_LEVELS = "▁▂▃▄▅▆▇█";
+
+/**
+ * `values` (oldest first) as at most `cells` characters, the newest at the right and spaces on the
+ * left when there are fewer: with more values than cells, each cell is the largest of a run of
+ * ceil(n / cells) consecutive values, the runs counted from the newest (so peaks stay visible and
+ * the oldest run may be shorter). A cell without any value is a space. Heights are linear from 0
+ * (▁) to `top` (█; default the largest value shown): level round(v / top × 7), at least ▂ for any
+ * value above 0, so that a little activity never reads as none.
+ */
+export function sparkline(values: readonly (number | null)[], cells: number, top?: number): string {
+  if (cells <= 0) return "";
+  const run = Math.max(1, Math.ceil(values.length / cells));
+  const shown: (number | null)[] = [];
+  for (let end = values.length; end > 0; end -= run) {
+    const part = values.slice(Math.max(0, end - run), end).filter((v): v is number => v !== null);
+    shown.unshift(part.length === 0 ? null : Math.max(...part));
+  }
+  const max = top ?? Math.max(0, ...shown.filter((v): v is number => v !== null));
+  const text = shown.map((v) => {
+    if (v === null) return " ";
+    if (v <= 0 || max <= 0) return SPARK_LEVELS[0];
+    return SPARK_LEVELS[Math.max(1, Math.min(7, Math.round((v / max) * 7)))];
+  }).join("");
+  return text.padStart(cells);
+}
+
+/** The largest value of series (0 when there is none): a shared scale for sparklines that should compare. */
+export function seriesMax(series: readonly (readonly (number | null)[])[]): number {
+  let max = 0;
+  for (const values of series) for (const v of values) if (v !== null && v > max) max = v;
+  return max;
+}
+
+/** "45s", "4m 59s", "2h 5m": how much time a history covers. */
+export function formatSpan(ms: number): string {
+  const s = Math.max(0, Math.round(ms / 1000));
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m${s % 60 ? ` ${s % 60}s` : ""}`;
+  return `${Math.floor(s / 3600)}h${Math.floor((s % 3600) / 60) ? ` ${Math.floor((s % 3600) / 60)}m` : ""}`;
 }
 
 function stateText(state: ConnectionState): { text: string; color: "green" | "yellow" | "red" } {
@@ -72,6 +115,38 @@ export function Rates({ rates, counters }: { rates: RateValues | null; counters:
   );
 }
 
+const TREND_LABEL = 22;
+/** "  now 12345.6  max 12345.6" */
+const TREND_TAIL = 28;
+
+/**
+ * Sparklines of the rates over the history the dashboard keeps (TrendHistory): membership events,
+ * messages committed and dispatched per second, each on its own scale, with the newest value and
+ * the largest one shown.
+ */
+export function Trends({ trends, width }: { trends: TrendValues; width: number }) {
+  const cells = Math.max(8, Math.min(120, width - TREND_LABEL - TREND_TAIL));
+  const rows: [string, (number | null)[]][] = [
+    ["membership events/s", trends.membershipEventsPerSec],
+    ["messages/s", trends.messagesCommittedPerSec],
+    ["dispatched/s", trends.relayDispatchedPerSec],
+  ];
+  return (
+    <Box flexDirection="column">
+      <Text bold wrap="truncate">trends  <Text dimColor>last {formatSpan(trends.spanMs)} (up to {formatSpan(trends.windowMs)})</Text></Text>
+      {rows.map(([name, values]) => {
+        const newest = values[values.length - 1] ?? null;
+        const max = seriesMax([values]);
+        return (
+          <Text key={name} wrap="truncate">
+            {name.padEnd(TREND_LABEL)}<Text color="cyan">{sparkline(values, cells)}</Text>  now {formatRate(newest ?? undefined)}  max {values.some((v) => v !== null) ? formatRate(max) : "-"}
+          </Text>
+        );
+      })}
+    </Box>
+  );
+}
+
 const COLUMNS = [["PART", 5], ["VERDICT", 18], ["CHECKPOINT", 12], ["LOW", 12], ["HIGH", 12], ["LAG", 10]] as const;
 const FIXED = COLUMNS.reduce((a, [, w]) => a + w, 0);
 
@@ -82,13 +157,21 @@ const cell = (v: string | number | null, w: number, right = true) => {
 
 /**
  * Per dispatch partition: checkpoint against the retained window [low, high]; the bar is the
- * share of the window read so far ((checkpoint − low) / (high − low); full when caught up).
+ * share of the window read so far ((checkpoint − low) / (high − low); full when caught up). With
+ * `trends`, a last column holds each partition's lag over the history, on one scale for all of
+ * them (the largest lag shown, named in the header: `LAG TREND ≤N`), so that the partitions compare.
  */
-export function Partitions({ partitions, width }: { partitions: ProjectionStatusResult["partitions"]; width: number }) {
-  const barWidth = Math.max(8, Math.min(40, width - FIXED - 2));
+export function Partitions({ partitions, width, trends }: { partitions: ProjectionStatusResult["partitions"]; width: number; trends?: TrendValues | null }) {
+  const lagOf = new Map((trends?.lag ?? []).map((l) => [l.partition, l.values]));
+  const room = width - FIXED - 3;
+  const barWidth = trends ? Math.max(8, Math.min(30, Math.floor(room / 2))) : Math.max(8, Math.min(40, width - FIXED - 2));
+  const sparkWidth = Math.max(8, Math.min(60, room - barWidth));
+  const top = seriesMax([...lagOf.values()]);
   return (
     <Box flexDirection="column">
-      <Text bold wrap="truncate">{COLUMNS.map(([h, w], i) => (i < 2 ? h.padEnd(w) : `${h.padStart(w - 1)} `)).join("")} WINDOW READ</Text>
+      <Text bold wrap="truncate">
+        {COLUMNS.map(([h, w], i) => (i < 2 ? h.padEnd(w) : `${h.padStart(w - 1)} `)).join("")} {trends ? `${"WINDOW READ".padEnd(barWidth)} LAG TREND ≤${top}` : "WINDOW READ"}
+      </Text>
       {partitions.map((p) => (
         <Text key={p.partition} wrap="truncate">
           {cell(p.partition, 5, false)}
@@ -96,6 +179,7 @@ export function Partitions({ partitions, width }: { partitions: ProjectionStatus
           {cell(p.checkpoint, 12)}{cell(p.low, 12)}{cell(p.high, 12)}
           <Text color={(p.lag ?? 0) > 0 ? "yellow" : undefined}>{cell(p.lag, 10)}</Text>{" "}
           <Bar value={p.checkpoint === null ? 0 : p.checkpoint - p.low} max={p.checkpoint === null ? 1 : p.high - p.low} width={barWidth} />
+          {trends ? <Text color="yellow">{" "}{sparkline(lagOf.get(p.partition) ?? [], sparkWidth, top)}</Text> : null}
         </Text>
       ))}
     </Box>
@@ -147,6 +231,8 @@ export interface DashboardProps {
   /** The snapshot shown (null before the first one) and the rates since the one before it (cli/dashboard/feed.ts). */
   snapshot: DashboardSnapshot | null;
   rates: RateValues | null;
+  /** The sparklines' series (TrendHistory in the command); none: no trends section, no lag column. */
+  trends?: TrendValues | null;
   state: ConnectionState;
   paused: boolean;
   /** Columns available. */
@@ -156,13 +242,14 @@ export interface DashboardProps {
 }
 
 /** Rows of everything but the audit entries (header, gaps, sections, status line; a wrapped error counted as two). */
-function fixedRows(s: DashboardSnapshot, state: ConnectionState): number {
-  return 14 + s.projection.partitions.length + (s.projection.failure ? 1 : 0) + (state.kind === "disconnected" ? 2 : 0);
+function fixedRows(s: DashboardSnapshot, state: ConnectionState, trends: boolean): number {
+  // the trends section: a title, three sparklines and the gap before the next section
+  return 14 + (trends ? 5 : 0) + s.projection.partitions.length + (s.projection.failure ? 1 : 0) + (state.kind === "disconnected" ? 2 : 0);
 }
 
-export function Dashboard({ endpoint, intervalMs, snapshot, rates, state, paused, width, height }: DashboardProps) {
+export function Dashboard({ endpoint, intervalMs, snapshot, rates, trends, state, paused, width, height }: DashboardProps) {
   // ink redraws in place only while the frame is shorter than the terminal
-  const auditRows = snapshot === null || height === undefined ? Infinity : Math.max(0, height - 1 - fixedRows(snapshot, state));
+  const auditRows = snapshot === null || height === undefined ? Infinity : Math.max(0, height - 1 - fixedRows(snapshot, state, !!trends));
   return (
     <Box flexDirection="column" width={width}>
       <Header endpoint={endpoint} state={state} intervalMs={intervalMs} time={snapshot ? snapshot.time.replace(/\.\d+Z$/, "Z") : null} />
@@ -172,7 +259,8 @@ export function Dashboard({ endpoint, intervalMs, snapshot, rates, state, paused
         <Box flexDirection="column" gap={1} marginTop={1}>
           <Overview projection={snapshot.projection} />
           <Rates rates={rates} counters={snapshot.counters} />
-          <Partitions partitions={snapshot.projection.partitions} width={width} />
+          {trends ? <Trends trends={trends} width={width} /> : null}
+          <Partitions partitions={snapshot.projection.partitions} width={width} trends={trends ?? null} />
           <Queues pending={snapshot.projection.pending} />
           {auditRows > 0 ? <AuditTail entries={snapshot.audit.slice(-auditRows)} width={width} /> : null}
         </Box>

@@ -163,3 +163,93 @@ export function intervalMs(flag: string, value: string): number {
   }
   return ms;
 }
+
+/** How far back the TUI's trends reach (the sparklines of its rates and lags). */
+export const TREND_WINDOW_MS = 5 * 60_000;
+
+/** A bounded ring buffer: the newest `capacity` values pushed, oldest first; older ones are dropped. */
+export class Ring<T> {
+  private readonly items: T[] = [];
+  /** Index of the oldest value once the buffer is full. */
+  private head = 0;
+
+  constructor(readonly capacity: number) {
+    if (!Number.isInteger(capacity) || capacity < 1) throw new RangeError(`a ring holds at least one value, got capacity ${capacity}`);
+  }
+
+  get length(): number {
+    return this.items.length;
+  }
+
+  push(value: T): void {
+    if (this.items.length < this.capacity) {
+      this.items.push(value);
+      return;
+    }
+    this.items[this.head] = value;
+    this.head = (this.head + 1) % this.capacity;
+  }
+
+  /** The values, oldest first (a copy). */
+  toArray(): T[] {
+    return [...this.items.slice(this.head), ...this.items.slice(0, this.head)];
+  }
+}
+
+/** The series of the TUI's sparklines, oldest first; null where there is no value (no rate yet, no checkpoint). */
+export interface Trends {
+  /** Server time from the oldest point to the newest (ms). */
+  spanMs: number;
+  /** How far back the history may reach (TREND_WINDOW_MS). */
+  windowMs: number;
+  membershipEventsPerSec: (number | null)[];
+  messagesCommittedPerSec: (number | null)[];
+  relayDispatchedPerSec: (number | null)[];
+  /** Per partition of the newest snapshot: its lag at each point (null: not there then, or no checkpoint). */
+  lag: { partition: number; values: (number | null)[] }[];
+}
+
+interface TrendPoint {
+  timeMs: number;
+  membershipEventsPerSec: number | null;
+  messagesCommittedPerSec: number | null;
+  relayDispatchedPerSec: number | null;
+  lag: Map<number, number | null>;
+}
+
+/**
+ * The last TREND_WINDOW_MS of the dashboard's rates and of each partition's lag, one point per
+ * snapshot, in a ring of `ceil(window / interval) + 1` points: memory stays bounded however long it
+ * runs (1,501 points at the fastest interval). `record` returns the series as plain arrays, so that
+ * a paused screen can keep the ones it shows while the history moves on.
+ */
+export class TrendHistory {
+  private readonly ring: Ring<TrendPoint>;
+
+  constructor(intervalMs: number, readonly windowMs: number = TREND_WINDOW_MS) {
+    this.ring = new Ring(Math.ceil(windowMs / intervalMs) + 1);
+  }
+
+  get capacity(): number {
+    return this.ring.capacity;
+  }
+
+  record(s: DashboardSnapshot, r: Rates | null): Trends {
+    this.ring.push({
+      timeMs: s.timeMs,
+      membershipEventsPerSec: r?.membershipEventsPerSec ?? null,
+      messagesCommittedPerSec: r?.messagesCommittedPerSec ?? null,
+      relayDispatchedPerSec: r?.relayDispatchedPerSec ?? null,
+      lag: new Map(s.projection.partitions.map((p) => [p.partition, p.lag])),
+    });
+    const points = this.ring.toArray();
+    return {
+      spanMs: points[points.length - 1]!.timeMs - points[0]!.timeMs,
+      windowMs: this.windowMs,
+      membershipEventsPerSec: points.map((p) => p.membershipEventsPerSec),
+      messagesCommittedPerSec: points.map((p) => p.messagesCommittedPerSec),
+      relayDispatchedPerSec: points.map((p) => p.relayDispatchedPerSec),
+      lag: s.projection.partitions.map(({ partition }) => ({ partition, values: points.map((p) => p.lag.get(partition) ?? null) })),
+    };
+  }
+}

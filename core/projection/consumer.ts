@@ -73,7 +73,8 @@ export class ProjectionWriter {
   }
 }
 
-export type PartitionVerdict = "OK" | "NO_CHECKPOINT" | "OVER_WINDOW" | "BEYOND_HIGH" | "IDENTITY_MISMATCH";
+export const PARTITION_VERDICTS = ["OK", "NO_CHECKPOINT", "OVER_WINDOW", "BEYOND_HIGH", "IDENTITY_MISMATCH"] as const;
+export type PartitionVerdict = (typeof PARTITION_VERDICTS)[number];
 
 export interface Checkpoint {
   position: LogPosition;
@@ -106,6 +107,20 @@ export interface ProjectionStartReport {
   /** The epoch after start-up; bumped (once) when any partition lost records. */
   epoch: number;
   epochBumped: boolean;
+}
+
+/**
+ * A partition's audit as gauges: `qim_session_projection_partition_verdict` is 1 for its verdict
+ * and 0 for the four others (a series per verdict, so that an alert sees a verdict go away as well
+ * as come), `qim_session_projection_checkpoint_lag` its lag, absent while it has none (no
+ * checkpoint, or one the consumer must not continue from). Every audit and every poll of the
+ * consumer passes through here, so the gauges are at most one poll old while it runs.
+ */
+function observe(a: PartitionAudit): void {
+  const partition = String(a.partition);
+  for (const verdict of PARTITION_VERDICTS) metrics.partitionVerdict.set({ partition, verdict }, a.verdict === verdict ? 1 : 0);
+  if (a.lag === null) metrics.checkpointLag.remove({ partition });
+  else metrics.checkpointLag.set({ partition }, a.lag);
 }
 
 /** Verdicts the consumer must not continue on (DESIGN §2: fail closed), unlike the recoverable NO_CHECKPOINT and OVER_WINDOW. */
@@ -311,7 +326,9 @@ export class SessionProjector {
   private auditWith(stored: DispatchIdentity | null): Promise<{ audit: PartitionAudit; cp: Checkpoint | null; w: Watermarks }[]> {
     return Promise.all(Array.from({ length: this.log.identity.partitionCount }, async (_, p) => {
       const [cp, w] = await Promise.all([this.readCheckpoint(p), this.log.watermarks(p)]);
-      return { audit: this.verdict(p, cp, w, stored), cp, w };
+      const audit = this.verdict(p, cp, w, stored);
+      observe(audit);
+      return { audit, cp, w };
     }));
   }
 
@@ -448,6 +465,7 @@ export class SessionProjector {
     const { watermarks: w, entries } = cp ? await this.log.readFrom(partition, cp.position, this.batchSize) : { watermarks: await this.log.watermarks(partition), entries: [] };
     // the same verdicts as the audit; at runtime each partition's loss bumps the epoch on its own
     const a = this.verdict(partition, cp, w, null);
+    observe(a);
     if (refusedVerdict(a)) return this.fail(partition, a.detail);
     if (a.verdict !== "OK") {
       if (a.lost) {

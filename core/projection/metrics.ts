@@ -39,6 +39,30 @@ export const metrics = {
     labelNames: ["path"] as const,
     registers: [registry],
   }),
+  partitionVerdict: new Gauge({
+    name: "qim_session_projection_partition_verdict",
+    help: "The dispatch-log partition's audit verdict as the consumer last saw it: 1 for the current verdict (OK, NO_CHECKPOINT, OVER_WINDOW, BEYOND_HIGH, IDENTITY_MISMATCH), 0 for the others; by partition",
+    labelNames: ["partition", "verdict"] as const,
+    registers: [registry],
+  }),
+  checkpointLag: new Gauge({
+    name: "qim_session_projection_checkpoint_lag",
+    help: "Records appended to the dispatch-log partition and not yet consumed by the session projection (high watermark - checkpoint); absent while the partition has no usable checkpoint; by partition",
+    labelNames: ["partition"] as const,
+    registers: [registry],
+  }),
+  queueDepth: new Gauge({
+    name: "qim_session_conversation_state_queue_depth",
+    help: "Pending registrations (ucs_pending) not yet written to the conversation-set authority, summed per Redis instance; read with the projection status",
+    labelNames: ["redis_instance"] as const,
+    registers: [registry],
+  }),
+  deadLetterQueueDepth: new Gauge({
+    name: "qim_session_conversation_state_dead_letter_queue_depth",
+    help: "Dead letters kept (ucs_dead: pending registrations that could not be decoded, for an operator to inspect), summed per Redis instance; read with the projection status",
+    labelNames: ["redis_instance"] as const,
+    registers: [registry],
+  }),
   projectionEpoch: new Gauge({
     name: "qim_session_projection_epoch",
     help: "The session projection epoch this process last saw",

@@ -114,7 +114,7 @@ export class RegistrationTask {
 
   /**
    * Queue depth and dead letters summed per Redis instance (index into the configured instances;
-   * one entry on a Cluster), read in one pipeline per instance.
+   * one entry on a Cluster), read in one pipeline per instance; also their gauges.
    */
   async depthPerInstance(): Promise<QueueDepth[]> {
     const buckets = Array.from({ length: COMMIT_BUCKET_COUNT }, (_, b) => b);
@@ -125,6 +125,10 @@ export class RegistrationTask {
       const q = out[clients.indexOf(this.store.clientForKey(ucsPendingKey(this.keys, b)))]!;
       q.depth += lengths[b]!;
       q.deadLetters += lengths[COMMIT_BUCKET_COUNT + b]!;
+    }
+    for (const q of out) {
+      metrics.queueDepth.set({ redis_instance: String(q.instance) }, q.depth);
+      metrics.deadLetterQueueDepth.set({ redis_instance: String(q.instance) }, q.deadLetters);
     }
     return out;
   }

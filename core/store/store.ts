@@ -2,6 +2,7 @@ import type { ConnectionOptions } from "node:tls";
 import { Cluster, Redis, type RedisOptions } from "ioredis";
 import { parseRedisAddr, redisAddrText, redisUserOf, tagShard, TLS_VERIFY_CODES, UnavailableError, type TopologyConfig } from "../base/index.js";
 import { defineScripts } from "../lua/index.js";
+import { metrics } from "./metrics.js";
 
 /** One connection to the store: a standalone instance or the whole Cluster. */
 export type RedisClient = Redis | Cluster;
@@ -230,7 +231,7 @@ export class RedisStore {
    */
   async verify(timeoutMs = 10_000): Promise<void> {
     await Promise.all(this.instances.map((client, i) => new Promise<void>((resolve, reject) => {
-      const where = this.topology.kind === "cluster" ? this.topology.seeds.map(redisAddrText).join(",") : redisAddrText(this.topology.addrs[i]!);
+      const where = this.addressOf(i);
       let done = false;
       const finish = (err?: Error) => {
         if (done) return;
@@ -254,6 +255,27 @@ export class RedisStore {
         finish(new UnavailableError(why ?? `Redis at ${where} is unreachable: ${last ?? err.message}${tlsHint(last)}`));
       });
     })));
+  }
+
+  /** Instance i's address as errors name it (a Cluster's seeds, comma-separated). */
+  private addressOf(i: number): string {
+    return this.topology.kind === "cluster" ? this.topology.seeds.map(redisAddrText).join(",") : redisAddrText(this.topology.addrs[i]!);
+  }
+
+  /**
+   * Whether each instance (the Cluster as one) answers now: it does not refuse this process's
+   * credentials or TLS, and it answers a PING (within the command timeout). Each answer is also
+   * `qim_store_reachable` of that instance, so that the admin server's health probe, which calls
+   * this every 2 s, keeps the gauge current.
+   */
+  async reachability(): Promise<boolean[]> {
+    const up = await Promise.all(this.instances.map(async (client, i) => {
+      // a refusal is known without waiting for a PING to time out
+      const refused = this.kind === "cluster" ? this.refusals.size > 0 : this.refusals.has(this.addressOf(i));
+      return !refused && await client.ping().then(() => true, () => false);
+    }));
+    up.forEach((ok, i) => metrics.reachable.set({ redis_instance: String(i), addr: this.addressOf(i) }, ok ? 1 : 0));
+    return up;
   }
 
   /** The client that owns keys carrying this hash tag. */

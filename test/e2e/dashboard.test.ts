@@ -189,7 +189,11 @@ describe("qimctl dashboard against the real server", { timeout: 180_000 }, () =>
       });
       assert.match(shown, /qimctl dashboard\s+localhost:\d+/);
       assert.match(shown, new RegExp(`epoch ${epoch}\\s+authority redis-hash`));
-      for (let p = 0; p < 8; p++) assert.match(shown, new RegExp(`^${p}\\s+OK\\s+\\d+\\s+\\d+\\s+\\d+\\s+\\d+\\s+[█░]+`, "m"), `partition ${p}`);
+      // each partition with its window bar, then its lag trend (a sparkline of the history so far)
+      for (let p = 0; p < 8; p++) assert.match(shown, new RegExp(`^${p}\\s+OK\\s+\\d+\\s+\\d+\\s+\\d+\\s+\\d+\\s+[█░]+ +[▁▂▃▄▅▆▇█]+$`, "m"), `partition ${p}`);
+      assert.match(shown, /WINDOW READ\s+LAG TREND ≤\d+$/m);
+      assert.match(shown, /^trends\s+last \d+s \(up to 5m\)$/m);
+      assert.match(shown, /^membership events\/s\s+[▁▂▃▄▅▆▇█ ]+now \d+\.\d\s+max \d+\.\d$/m);
       assert.match(shown, /registration queue\s+instance 0: \d+/);
       assert.match(shown, /GroupService\/AddMembers\s+OK/);
       assert.match(shown, /membership events\/s \d+\.\d/);

@@ -35,12 +35,18 @@ export interface ServerProcessOptions {
   denyList?: string;
   /** QIM_FAILPOINTS of the child (unset when absent). */
   failpoints?: string;
+  /** --metrics-listen (default off), e.g. 127.0.0.1:0; the bound address is `metricsUrl`. */
+  metricsListen?: string;
+  /** Runs the server under `ulimit -f` of this many KiB (every file it writes, the audit log included). */
+  fileSizeLimitKiB?: number;
 }
 
 export interface ServerProcess {
   port: number;
   /** localhost:PORT — the name the test server certificate carries. */
   endpoint: string;
+  /** http://HOST:PORT/metrics as the server logged it; null with metrics off. */
+  metricsUrl: string | null;
   pid: number;
   /** Everything the server wrote to stderr so far (its log). */
   log(): string;
@@ -60,7 +66,7 @@ export async function startServerProcess(opts: ServerProcessOptions): Promise<Se
     ADMIN_SERVER,
     ...(opts.configPath ? ["--config", opts.configPath] : []),
     "--listen", `127.0.0.1:${port}`,
-    "--metrics-listen", "off",
+    "--metrics-listen", opts.metricsListen ?? "off",
     "--tls-ca", opts.pki.ca.certPath,
     "--tls-cert", opts.pki.server.certPath,
     "--tls-key", opts.pki.server.keyPath,
@@ -69,7 +75,10 @@ export async function startServerProcess(opts: ServerProcessOptions): Promise<Se
     ...(opts.denyList ? ["--deny-list", opts.denyList] : []),
   ];
   const env = { ...baseEnv, ...(opts.failpoints ? { QIM_FAILPOINTS: opts.failpoints } : {}) };
-  const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ["ignore", "ignore", "pipe"] });
+  // under a file size limit, bash sets it and execs node in its place (the same pid)
+  const child = opts.fileSizeLimitKiB === undefined
+    ? spawn(process.execPath, args, { cwd: ROOT, env, stdio: ["ignore", "ignore", "pipe"] })
+    : spawn("bash", ["-c", `ulimit -f ${opts.fileSizeLimitKiB} && exec "$0" "$@"`, process.execPath, ...args], { cwd: ROOT, env, stdio: ["ignore", "ignore", "pipe"] });
   live.add(child);
   let text = "";
   const waiters = new Set<() => void>();
@@ -114,6 +123,7 @@ export async function startServerProcess(opts: ServerProcessOptions): Promise<Se
   const proc: ServerProcess = {
     port,
     endpoint: `localhost:${port}`,
+    metricsUrl: null,
     pid: child.pid!,
     log: () => text,
     waitForLog,
@@ -130,7 +140,8 @@ export async function startServerProcess(opts: ServerProcessOptions): Promise<Se
     },
   };
   try {
-    await waitForLog(/qim admin server listening on /, 30_000);
+    const listening = await waitForLog(/qim admin server listening on /, 30_000);
+    proc.metricsUrl = /metrics on (http:\/\/\S+\/metrics)/.exec(listening)?.[1] ?? null;
   } catch (err) {
     await proc.stop();
     throw err;

@@ -1,0 +1,11 @@
+import { Counter } from "prom-client";
+import { registry } from "../core/metrics/index.js";
+
+/** The admin server's own metrics, beside the engine's, in the process's one registry (core/metrics/). */
+export const metrics = {
+  auditWriteFailures: new Counter({
+    name: "qim_admin_audit_write_failures_total",
+    help: "Audit records that could not be written and synced to the audit log (disk full, file size limit, I/O error); each mutating or refused call among them was answered INTERNAL",
+    registers: [registry],
+  }),
+};

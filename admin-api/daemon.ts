@@ -1,24 +1,27 @@
 import { readFile } from "node:fs/promises";
 import type { CassandraAuthorityOptions, TopologyConfig } from "../core/index.js";
-import type { DaemonSettings } from "./daemon-settings.js";
+import type { DaemonSettings, StoreTlsSettings } from "./daemon-settings.js";
 import { startAdminServer, type AdminServer } from "./server.js";
 
 export { DAEMON_DEFAULTS, parseDuration, toDaemonSettings, type DaemonSettings } from "./daemon-settings.js";
 
-const readPem = async (file: string | undefined) => (file === undefined ? undefined : (await readFile(file)).toString("utf8"));
+const readPem = async (file: string) => (await readFile(file)).toString("utf8");
+
+/** A store's TLS settings (file paths) as the PEM text its client takes. */
+async function tlsPems(t: StoreTlsSettings): Promise<{ caPem?: string; certPem?: string; keyPem?: string; servername?: string }> {
+  return {
+    ...(t.ca ? { caPem: await readPem(t.ca) } : {}),
+    ...(t.cert ? { certPem: await readPem(t.cert) } : {}),
+    ...(t.key ? { keyPem: await readPem(t.key) } : {}),
+    ...(t.servername ? { servername: t.servername } : {}),
+  };
+}
 
 /** Where the engine's Redis is and how to reach it: addresses, ACL credentials, TLS (PEM read from the settings' files). */
 export async function topologyOf(s: Pick<DaemonSettings, "redis" | "redisCluster" | "redisUser" | "redisPassword" | "redisTls">): Promise<TopologyConfig> {
   const security = {
     ...(s.redisPassword !== undefined ? { auth: { password: s.redisPassword, ...(s.redisUser !== undefined ? { username: s.redisUser } : {}) } } : {}),
-    ...(s.redisTls ? {
-      tls: {
-        ...(s.redisTls.ca ? { caPem: (await readPem(s.redisTls.ca))! } : {}),
-        ...(s.redisTls.cert ? { certPem: (await readPem(s.redisTls.cert))! } : {}),
-        ...(s.redisTls.key ? { keyPem: (await readPem(s.redisTls.key))! } : {}),
-        ...(s.redisTls.servername ? { servername: s.redisTls.servername } : {}),
-      },
-    } : {}),
+    ...(s.redisTls ? { tls: await tlsPems(s.redisTls) } : {}),
   };
   if (s.redisCluster) return { kind: "cluster", seeds: s.redisCluster, ...security };
   return { kind: "instances", addrs: s.redis ?? [], ...security };
@@ -33,14 +36,7 @@ export async function cassandraOf(s: DaemonSettings): Promise<CassandraAuthority
     ...(s.cassandraKeyspace ? { keyspace: s.cassandraKeyspace } : {}),
     ...(s.cassandraConsistency ? { consistency: s.cassandraConsistency } : {}),
     ...(s.cassandraUser !== undefined && s.cassandraPassword !== undefined ? { credentials: { username: s.cassandraUser, password: s.cassandraPassword } } : {}),
-    ...(s.cassandraTls ? {
-      tls: {
-        ...(s.cassandraTls.ca ? { caPem: (await readPem(s.cassandraTls.ca))! } : {}),
-        ...(s.cassandraTls.cert ? { certPem: (await readPem(s.cassandraTls.cert))! } : {}),
-        ...(s.cassandraTls.key ? { keyPem: (await readPem(s.cassandraTls.key))! } : {}),
-        ...(s.cassandraTls.servername ? { servername: s.cassandraTls.servername } : {}),
-      },
-    } : {}),
+    ...(s.cassandraTls ? { tls: await tlsPems(s.cassandraTls) } : {}),
   };
 }
 

@@ -67,6 +67,17 @@ function section(name: SettingSection, specs: Spec[]): SettingSpec[] {
   }));
 }
 
+/** The TLS settings of a store: on/off, CA, client certificate and key, server name. */
+function storeTls(store: "redis" | "cassandra", text: { enabled: string; servers: string; cert: string; host: string }): Spec[] {
+  return [
+    { key: `${store}.tls.enabled`, kind: "boolean", flag: `${store}-tls`, default: false, description: text.enabled },
+    { key: `${store}.tls.ca`, kind: "file", description: `CA certificate (PEM) of ${text.servers} (default: the system's CAs)` },
+    { key: `${store}.tls.cert`, kind: "file", description: `client certificate (PEM), ${text.cert}` },
+    { key: `${store}.tls.key`, kind: "file", description: "client private key (PEM)" },
+    { key: `${store}.tls.servername`, kind: "string", description: `the name the ${store === "redis" ? "Redis" : "Cassandra"} certificates must carry (default: ${text.host})` },
+  ];
+}
+
 /** Every setting, in the order --help, --print-config and the reference show them. */
 export const SETTINGS: readonly SettingSpec[] = [
   ...section("server", [
@@ -89,11 +100,7 @@ export const SETTINGS: readonly SettingSpec[] = [
     { key: "redis.user", kind: "string", description: "ACL user (Redis 6+); without it a password is the legacy requirepass of the default user" },
     { key: "redis.password", kind: "secret", secret: true, description: "the password (environment or config file only; prefer redis.password_file)" },
     { key: "redis.password_file", kind: "file", description: "file holding the password (a trailing newline is ignored)" },
-    { key: "redis.tls.enabled", kind: "boolean", flag: "redis-tls", default: false, description: "TLS to every address (also on with rediss:// addresses or any redis.tls file)" },
-    { key: "redis.tls.ca", kind: "file", description: "CA certificate (PEM) of the Redis servers (default: the system's CAs)" },
-    { key: "redis.tls.cert", kind: "file", description: "client certificate (PEM), for tls-auth-clients yes" },
-    { key: "redis.tls.key", kind: "file", description: "client private key (PEM)" },
-    { key: "redis.tls.servername", kind: "string", description: "the name the Redis certificates must carry (default: each address's host)" },
+    ...storeTls("redis", { enabled: "TLS to every address (also on with rediss:// addresses or any redis.tls file)", servers: "the Redis servers", cert: "for tls-auth-clients yes", host: "each address's host" }),
   ]),
   ...section("dispatch", [
     { key: "dispatch.partitions", kind: "integer", flag: "partitions", min: 1, max: 999, default: DAEMON_DEFAULTS.partitions, description: "dispatch log partitions" },
@@ -108,11 +115,7 @@ export const SETTINGS: readonly SettingSpec[] = [
     { key: "cassandra.user", kind: "string", description: "user for PasswordAuthenticator" },
     { key: "cassandra.password", kind: "secret", secret: true, description: "the password (environment or config file only; prefer cassandra.password_file)" },
     { key: "cassandra.password_file", kind: "file", description: "file holding the password (a trailing newline is ignored)" },
-    { key: "cassandra.tls.enabled", kind: "boolean", flag: "cassandra-tls", default: false, description: "client encryption (also on with any cassandra.tls file)" },
-    { key: "cassandra.tls.ca", kind: "file", description: "CA certificate (PEM) of the Cassandra nodes (default: the system's CAs)" },
-    { key: "cassandra.tls.cert", kind: "file", description: "client certificate (PEM), when the nodes require client authentication" },
-    { key: "cassandra.tls.key", kind: "file", description: "client private key (PEM)" },
-    { key: "cassandra.tls.servername", kind: "string", description: "the name the Cassandra certificates must carry (default: each contact point's host)" },
+    ...storeTls("cassandra", { enabled: "client encryption (also on with any cassandra.tls file)", servers: "the Cassandra nodes", cert: "when the nodes require client authentication", host: "each contact point's host" }),
   ]),
 ];
 

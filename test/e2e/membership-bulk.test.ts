@@ -6,6 +6,7 @@
  * through `qimctl group show`. The users are generated here, so the expected members are known
  * without the code under test.
  */
+import type { MembershipBulkLine } from "../../cli/membership/results.js";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
@@ -27,22 +28,8 @@ interface ControlRecord {
   membership: { op: string; actor: string; users: string[] } | null;
 }
 
-interface Line {
-  type: string;
-  batch: number | null;
-  of: number;
-  outcome: string;
-  users: number;
-  changed: number;
-  unchanged: number;
-  eventConversationSeq: number | null;
-  version: number | null;
-  memberCount: number | null;
-  events: { batch: number; eventConversationSeq: number; outcome: string }[] | null;
-  duplicates: number | null;
-  failedBatch: number | null;
-  resume: string | null;
-}
+/** One JSON line of a bulk run (the type the command prints). */
+type Line = MembershipBulkLine;
 
 /** Users in ascending order: the tests know each batch's users without asking the CLI. */
 const usersSorted = (n: number) => Array.from({ length: n }, () => randomUUID()).sort();

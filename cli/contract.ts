@@ -17,6 +17,11 @@ export interface ResultSamples {
   /** "json": one JSON document on stdout; "json-lines": one JSON object per line (a stream). */
   output: "json" | "json-lines";
   values: readonly unknown[];
+  /**
+   * A command that streams under one flag (`audit tail --follow`): with that flag, one JSON object
+   * per line of these samples' shape instead of the document. Still one shape per way of running.
+   */
+  streamed?: { flag: string; values: readonly unknown[] };
 }
 
 export function samplesOf<T>(...values: [T, ...T[]]): ResultSamples {
@@ -25,6 +30,11 @@ export function samplesOf<T>(...values: [T, ...T[]]): ResultSamples {
 
 export function lineSamplesOf<T>(...values: [T, ...T[]]): ResultSamples {
   return { output: "json-lines", values };
+}
+
+/** Adds the line-per-object output a command prints under `--<flag>` (ResultSamples.streamed). */
+export function streamedUnder<T>(samples: ResultSamples, flag: string, ...values: [T, ...T[]]): ResultSamples {
+  return { ...samples, streamed: { flag, values } };
 }
 
 /** Objects whose content is free-form JSON (the request of an audit entry): the shape says "any". */

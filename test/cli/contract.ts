@@ -55,6 +55,8 @@ export interface CommandContract {
   /** "json": one document on stdout; "json-lines": one object per line. */
   output: ResultSamples["output"];
   result: Shape;
+  /** Present only for a command that streams under a flag: with it, one object per line of this shape. */
+  streamed?: { flag: string; output: "json-lines"; result: Shape };
 }
 
 export interface Snapshot {
@@ -243,9 +245,24 @@ export async function currentSnapshot(): Promise<Snapshot> {
       destructive: c.destructive ?? null,
       output: s.samples.output,
       result: shapeOf(s.samples.values, `${s.file} "${id}"`),
+      ...(s.samples.streamed ? { streamed: streamedContract(c, s.samples.streamed, `${s.file} "${id}" --${s.samples.streamed.flag}`) } : {}),
     };
   });
   return { commands: commands.sort((a, b) => a.id.localeCompare(b.id)) };
+}
+
+function streamedContract(c: ManifestCommand, streamed: NonNullable<ResultSamples["streamed"]>, where: string): NonNullable<CommandContract["streamed"]> {
+  assert.equal(c.flags[streamed.flag]?.type, "boolean", `${where}: the command has no boolean --${streamed.flag} to stream under`);
+  return { flag: streamed.flag, output: "json-lines", result: shapeOf(streamed.values, where) };
+}
+
+/** Whether an argv gives the boolean flag (long form, or its char). */
+function givesFlag(argv: readonly string[], flag: string, char: string | undefined): boolean {
+  for (const a of argv) {
+    if (a === "--") return false;
+    if (a === `--${flag}` || (char !== undefined && /^-[a-zA-Z]+$/.test(a) && a.slice(1).includes(char))) return true;
+  }
+  return false;
 }
 
 export function readSnapshot(): Snapshot {
@@ -280,13 +297,15 @@ let checked: Snapshot | undefined;
 export function outputMismatch(argv: readonly string[], stdout: string): string | undefined {
   checked ??= readSnapshot();
   const id = commandOf(argv, checked.commands.map((c) => c.id));
-  const c = checked.commands.find((x) => x.id === id);
-  if (!c || stdout === "") return undefined;
+  const found = checked.commands.find((x) => x.id === id);
+  if (!found || stdout === "") return undefined;
+  const streamed = found.streamed && givesFlag(argv, found.streamed.flag, found.flags.find((f) => f.name === found.streamed!.flag)?.char ?? undefined);
+  const c = streamed ? found.streamed! : found;
   let docs: unknown[];
   try {
     docs = c.output === "json-lines" ? stdout.split("\n").filter((l) => l !== "").map((l) => JSON.parse(l) as unknown) : [JSON.parse(stdout) as unknown];
   } catch {
-    return `qimctl ${id} printed something other than ${c.output === "json-lines" ? "JSON lines" : "one JSON document"} on stdout in JSON mode:\n${stdout.slice(0, 2000)}`;
+    return `qimctl ${id}${streamed ? ` --${found.streamed!.flag}` : ""} printed something other than ${c.output === "json-lines" ? "JSON lines" : "one JSON document"} on stdout in JSON mode:\n${stdout.slice(0, 2000)}`;
   }
   const problems = docs.flatMap((d) => mismatches(d, c.result));
   if (problems.length === 0) return undefined;

@@ -1,5 +1,6 @@
 import * as grpc from "@grpc/grpc-js";
 import { SERVICE_CATALOG } from "./catalog.js";
+import type { AuditServiceClient, FollowAuditRequest } from "./gen/qim/admin/v1/audit.js";
 import type { DrillServiceClient } from "./gen/qim/admin/v1/drill.js";
 import type { ObserveServiceClient } from "./gen/qim/admin/v1/observe.js";
 
@@ -17,7 +18,7 @@ import type {
 
 export type {
   AuditEntry, AuditLine, BumpEpochRequest, ChangeMembersRequest, ConversationSummary, Counters, CreateGroupRequest, DispatchAuditRequest, DispatchAuditResponse,
-  DrillDifference, DrillEvent, DrillProgress, DrillReport, DrillUser, EpochBump, EpochInfo, GetEpochRequest, GetGroupRequest,
+  DrillDifference, DrillEvent, DrillProgress, DrillReport, DrillUser, EpochBump, EpochInfo, FollowAuditRequest, GetEpochRequest, GetGroupRequest,
   GetProjectionStatusRequest, Group, HistoryPage, HistoryRecord, ListConversationSummariesRequest, ListConversationSummariesResponse,
   ListMembersRequest, ListMembersResponse, Member, MembershipChange, MembershipEvent, OffsetRange, PartitionState, PendingQueue,
   ProjectionStatus, ReadHistoryRequest, RebuildUserRequest, RebuildUserResponse, RunRebuildDrillRequest, SendMessageRequest,
@@ -39,7 +40,7 @@ type Renamed<M, R> = { [K in keyof M as K extends keyof R ? (R[K] extends string
 type MethodsOf<E> = E extends { client: infer C extends abstract new (...args: never[]) => unknown; rename: infer R } ? Renamed<UnaryOf<InstanceType<C>>, R> : never;
 export type UnaryMethods = UnionToIntersection<MethodsOf<Catalog[number]>>;
 
-/** A running ObserveService.Watch stream. */
+/** A running open-ended stream (ObserveService.Watch, AuditService.FollowAudit). */
 export interface WatchStream {
   /** Ends the stream from our side (the server stops its timer); `ended` then resolves. */
   cancel(): void;
@@ -118,6 +119,27 @@ export function connectAdmin(opts: ConnectionOptions) {
   const methods = unary as unknown as UnaryMethods;
   const drill = clients.get("qim.admin.v1.DrillService") as DrillServiceClient;
   const observe = clients.get("qim.admin.v1.ObserveService") as ObserveServiceClient;
+  const auditClient = clients.get("qim.admin.v1.AuditService") as AuditServiceClient;
+  /** An open-ended server stream: each message to `onData` until cancel(); no deadline. */
+  const openEnded = <M>(stream: grpc.ClientReadableStream<M>, onData: (m: M) => void): WatchStream => {
+    let cancelled = false;
+    const ended = new Promise<void>((resolve, reject) => {
+      stream.on("data", (m: M) => {
+        if (!cancelled) onData(m);
+      });
+      stream.on("error", (err: grpc.ServiceError) => (cancelled && err.code === grpc.status.CANCELLED ? resolve() : reject(err)));
+      stream.on("status", (s: grpc.StatusObject) => {
+        if (s.code === grpc.status.OK) resolve();
+      });
+    });
+    return {
+      cancel() {
+        cancelled = true;
+        stream.cancel();
+      },
+      ended,
+    };
+  };
   return {
     ...methods,
     /** `limit` (projection listing only) defaults to 0: the server's page size. */
@@ -171,24 +193,14 @@ export function connectAdmin(opts: ConnectionOptions) {
      * default), each to `onSnapshot`, until cancel(). No deadline: the stream runs until cancelled.
      */
     watch(r: WatchRequest, onSnapshot: (s: Snapshot) => void): WatchStream {
-      const stream = observe.watch(r, new grpc.Metadata(), {});
-      let cancelled = false;
-      const ended = new Promise<void>((resolve, reject) => {
-        stream.on("data", (s: Snapshot) => {
-          if (!cancelled) onSnapshot(s);
-        });
-        stream.on("error", (err: grpc.ServiceError) => (cancelled && err.code === grpc.status.CANCELLED ? resolve() : reject(err)));
-        stream.on("status", (s: grpc.StatusObject) => {
-          if (s.code === grpc.status.OK) resolve();
-        });
-      });
-      return {
-        cancel() {
-          cancelled = true;
-          stream.cancel();
-        },
-        ended,
-      };
+      return openEnded(observe.watch(r, new grpc.Metadata(), {}), onSnapshot);
+    },
+    /**
+     * The audit log as it is written: the newest `limit` entries (0: none) at once, then every
+     * entry as it becomes durable, each message's entries to `onEntries`, until cancel(). No deadline.
+     */
+    followAudit(r: FollowAuditRequest, onEntries: (entries: AuditEntry[]) => void): WatchStream {
+      return openEnded(auditClient.followAudit(r, new grpc.Metadata(), {}), (m) => onEntries(m.entries));
     },
     close(): void {
       for (const c of clients.values()) c.close();

@@ -24,6 +24,10 @@ export interface DaemonSettings {
   auditLog: string;
   /** fdatasync the audit log before answering (on by default). */
   auditFsync: boolean;
+  /** Rotate the audit log before a record would take it past this many bytes (0: never). */
+  auditMaxBytes: number;
+  /** Rotated audit log files kept. */
+  auditKeep: number;
   /**
    * Deny list of revoked client certificates: one SHA-256 fingerprint per line, `#` comments;
    * polled every second and reloaded on SIGHUP (docs/operator-guide.md "Revoking a certificate").
@@ -81,6 +85,8 @@ export function toDaemonSettings(r: ResolvedSettings): DaemonSettings {
     insecureDev: v<boolean>("insecure_dev") === true,
     auditLog: v<string>("audit.log")!,
     auditFsync: v<boolean>("audit.fsync") !== false,
+    auditMaxBytes: v<number>("audit.max_size")!,
+    auditKeep: v<number>("audit.keep")!,
     partitions: v<number>("dispatch.partitions")!,
     clusterId: v<string>("dispatch.cluster_id")!,
     dispatchRetentionMs: v<number>("dispatch.retention")!,

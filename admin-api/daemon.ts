@@ -49,6 +49,7 @@ export async function runDaemon(s: DaemonSettings): Promise<AdminServer> {
     metricsListen: s.metricsListen,
     auditPath: s.auditLog,
     auditSync: s.auditFsync,
+    auditRotation: s.auditMaxBytes > 0 ? { maxBytes: s.auditMaxBytes, keep: s.auditKeep } : null,
     insecureDev: s.insecureDev,
     ...(s.denyList ? { denyList: s.denyList } : {}),
     dispatch: { clusterId: s.clusterId, topicId: "dispatch", partitionCount: s.partitions },

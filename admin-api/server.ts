@@ -19,7 +19,7 @@ import {
   type TopologyConfig,
 } from "../core/index.js";
 import { failpointsArmed } from "../core/support/index.js";
-import { auditArguments, AuditLog, type AuditRecord } from "./audit.js";
+import { auditArguments, AuditLog, type AuditRecord, type AuditRotation } from "./audit.js";
 import { allowed, principalOf, type CallWithAuth, type Principal, type Role } from "./auth.js";
 import { DenyList } from "./deny-list.js";
 import { mapError, toServiceError, type MappedError } from "./errors.js";
@@ -48,6 +48,8 @@ export interface AdminServerOptions {
   auditPath: string;
   /** fdatasync the audit log before answering (default true). */
   auditSync?: boolean;
+  /** Size-based rotation of the audit log (default none: one file that grows; the server process's settings rotate at 64 MiB). */
+  auditRotation?: AuditRotation | null;
   engine?: ConversationOptions;
   dispatch?: DispatchIdentity;
   /**
@@ -277,7 +279,7 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
     // (BEYOND_HIGH); either way the runtime does not start, so the relay never appends to it.
     const report = await runtime.start();
     if (report.epochBumped) log(`session projection: started at epoch ${report.epoch} after a loss (see above)`);
-    audit = await AuditLog.open(opts.auditPath, { sync: opts.auditSync ?? true });
+    audit = await AuditLog.open(opts.auditPath, { sync: opts.auditSync ?? true, rotation: opts.auditRotation ?? null, log });
     const auditLog = audit;
     opened.push({ what: "audit log", close: () => auditLog.close() });
   } catch (err) {
@@ -509,6 +511,7 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
       if (healthTimer) clearTimeout(healthTimer);
       diagnostics?.stop();
       observer.close();
+      audit.stopFollowers();
       await denyList?.close();
       await new Promise<void>((resolve) => server.tryShutdown(() => resolve()));
       await runtime.stop();

@@ -38,6 +38,11 @@ export function withFlag(base: ResultSamples, flag: string, variant: ResultSampl
   return { ...base, withFlag: { ...base.withFlag, [flag]: variant } };
 }
 
+/** Adds the line-per-object output a command prints under `--<flag>` (`audit tail --follow`): a withFlag of JSON lines. */
+export function streamedUnder<T>(samples: ResultSamples, flag: string, ...values: [T, ...T[]]): ResultSamples {
+  return withFlag(samples, flag, { output: "json-lines", values });
+}
+
 /** Objects whose content is free-form JSON (the request of an audit entry): the shape says "any". */
 export const FREE_FORM = new WeakSet<object>();
 /** Objects keyed by data, not by field names (counters by op): the shape is that of their values. */

@@ -11,10 +11,19 @@ export function formatDuration(ms: number): string {
   return `${ms}ms`;
 }
 
-/** The value --print-config shows: secrets redacted, durations as written, everything else as resolved. */
+/** A size in bytes as the settings take it: 64MiB, 1GiB, 100MB, 4097, off. */
+export function formatSize(bytes: number): string {
+  if (bytes === 0) return "off";
+  for (const [unit, size] of [["TiB", 1024 ** 4], ["GiB", 1024 ** 3], ["MiB", 1024 ** 2], ["KiB", 1024], ["TB", 1000 ** 4], ["GB", 1000 ** 3], ["MB", 1000 ** 2], ["KB", 1000]] as const) {
+    if (bytes % size === 0) return `${bytes / size}${unit}`;
+  }
+  return String(bytes);
+}
+
+/** The value --print-config shows: secrets redacted, durations and sizes as written, everything else as resolved. */
 function shown(spec: SettingSpec, value: unknown): unknown {
   if (spec.secret) return REDACTED;
-  return spec.kind === "duration" ? formatDuration(value as number) : value;
+  return spec.kind === "duration" ? formatDuration(value as number) : spec.kind === "size" ? formatSize(value as number) : value;
 }
 
 /** Effective settings as nested plain data, secrets redacted (`server start --print-config --output json`). */
@@ -75,6 +84,7 @@ const KIND_TEXT: Record<SettingSpec["kind"], string> = {
   boolean: "true or false",
   integer: "integer",
   duration: "duration (90s, 30m, 6h, 1d, off)",
+  size: "size (64MiB, 512KiB, 1GiB, 100MB, off)",
   string: "text",
   path: "file path",
   file: "file path (must be readable)",
@@ -123,6 +133,8 @@ tls:
   key: /etc/qim/pki/server.key
 audit:
   log: /var/lib/qim/audit.log
+  max_size: 256MiB
+  keep: 20
 redis:
   addrs: [rediss://redis-1.internal:6380, rediss://redis-2.internal:6380]
   user: qim

@@ -149,6 +149,8 @@ export function parseValue(spec: SettingSpec, raw: unknown): unknown {
     }
     case "duration":
       return parseDuration(text("a duration such as 90s, 30m, 6h or 1d"));
+    case "size":
+      return parseSize(text("a size such as 64MiB, 512KiB or 1GiB"));
     case "enum": {
       const t = text(`one of ${spec.values!.join(", ")}`).toUpperCase();
       if (!spec.values!.includes(t)) throw new Error(`expected one of ${spec.values!.join(", ")}, got ${JSON.stringify(t.slice(0, 40))}`);
@@ -188,6 +190,26 @@ export function parseDuration(text: string): number {
     throw new Error(`expected a duration from 1s to 365d such as 90s, 30m, 6h or 1d (or off), got ${JSON.stringify(text.slice(0, 32))}`);
   }
   return ms;
+}
+
+const UNIT_BYTES: Record<string, number> = { "": 1, b: 1, kib: 1024, mib: 1024 ** 2, gib: 1024 ** 3, tib: 1024 ** 4, kb: 1000, mb: 1000 ** 2, gb: 1000 ** 3, tb: 1000 ** 4 };
+/** The smallest size a setting takes: a file of fewer bytes would hold less than one record. */
+export const SIZE_MIN_BYTES = 4096;
+
+/**
+ * A size in bytes: a whole number with an optional unit, binary (KiB, MiB, GiB, TiB) or decimal
+ * (KB, MB, GB, TB), any case, e.g. 64MiB, 512KiB, 100MB, 4096; "off" (or 0) is 0. From 4 KiB to
+ * 1 PiB. Throws an Error that says what it expects.
+ */
+export function parseSize(text: string): number {
+  const t = text.trim().toLowerCase().replace(/\s+/g, "");
+  if (t === "off" || t === "0") return 0;
+  const m = /^(\d+(?:\.\d+)?)([kmgt]i?b|b)?$/.exec(t);
+  const bytes = m ? Math.round(Number(m[1]) * UNIT_BYTES[m[2] ?? ""]!) : NaN;
+  if (!Number.isSafeInteger(bytes) || bytes < SIZE_MIN_BYTES || bytes > 1024 ** 5) {
+    throw new Error(`expected a size from 4KiB to 1PiB such as 64MiB, 512KiB, 1GiB or 100MB (or off), got ${JSON.stringify(text.slice(0, 32))}`);
+  }
+  return bytes;
 }
 
 /**

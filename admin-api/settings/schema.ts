@@ -12,6 +12,7 @@ export type SettingKind =
   | "boolean"
   | "integer"
   | "duration" // 90s, 30m, 6h, 1d, off
+  | "size" // bytes: 64MiB, 512KiB, 1GiB, 100MB, 4096, off
   | "string"
   | "path" // a file that may not exist yet (written by the server)
   | "file" // a file that must be readable at start-up
@@ -46,6 +47,8 @@ export const DAEMON_DEFAULTS = {
   listen: "127.0.0.1:7443",
   metricsListen: "127.0.0.1:9464",
   auditLog: ".qim/audit.log",
+  auditMaxSize: "64MiB",
+  auditKeep: 10,
   partitions: 8,
   clusterId: "qim",
   dispatchRetention: "1d",
@@ -93,6 +96,8 @@ export const SETTINGS: readonly SettingSpec[] = [
   ...section("audit", [
     { key: "audit.log", kind: "path", default: DAEMON_DEFAULTS.auditLog, description: "append-only audit log" },
     { key: "audit.fsync", kind: "boolean", default: true, description: "fdatasync the audit log before answering (false: written to the OS only)" },
+    { key: "audit.max_size", kind: "size", default: DAEMON_DEFAULTS.auditMaxSize, description: "rotate the audit log before a record would take it past this size: FILE becomes FILE.1, FILE.1 FILE.2 … (off: one file that grows)" },
+    { key: "audit.keep", kind: "integer", min: 1, max: 1000, default: DAEMON_DEFAULTS.auditKeep, description: "rotated audit log files kept (FILE.1 … FILE.N); the oldest beyond them is deleted" },
   ]),
   ...section("redis", [
     { key: "redis.addrs", kind: "redis-addresses", flag: "redis", env: ["QIM_REDIS_ADDR", "QIM_MESSAGE_STORE_ADDRS"], description: "standalone instances in routing order: host:port, or rediss://host:port for TLS" },

@@ -1006,7 +1006,8 @@ export async function devDown(opts: { dataDir: string; purge?: boolean; env?: No
 function purge(p: DevPaths): void {
   for (const f of [p.redisDir, p.pkiDir]) rmSync(f, { recursive: true, force: true });
   for (const f of [p.redisLog, p.redisPassword, p.redisAcl, p.serverLog, p.auditLog, p.contextFile, p.stateFile]) rmSync(f, { force: true });
-  for (const name of safeList(p.dataDir)) if (/^qim-drill-.*\.json$/.test(name)) rmSync(path.join(p.dataDir, name), { force: true });
+  // drill reports (the default --report-dir with the dev context) and rotated audit logs
+  for (const name of safeList(p.dataDir)) if (/^qim-drill-.*\.json$/.test(name) || /^audit\.log\.\d+$/.test(name)) rmSync(path.join(p.dataDir, name), { force: true });
   try {
     if (safeList(p.dataDir).every((n) => n === "dev.lock")) {
       rmSync(p.lockFile, { force: true });

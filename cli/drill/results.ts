@@ -20,6 +20,16 @@ export interface DrillDifferenceResult {
   after: DrillValue;
 }
 
+/** One user the drill checked. */
+export interface DrillUserResult {
+  tenant: string;
+  user: string;
+  conversationsBefore: number;
+  conversationsAfter: number;
+  /** Their list was merged back from the authority on their pull after the bump. */
+  rebuilt: boolean;
+}
+
 export interface DrillReportResult {
   drillId: string;
   /** RFC 3339. */
@@ -39,6 +49,8 @@ export interface DrillReportResult {
   /** Users whose list was merged back from the authority on their pull after the bump. */
   usersRebuilt: number;
   authority: string;
+  /** Every user checked, in the order they were checked (`--junit` writes one test case each). */
+  checkedUsers: DrillUserResult[];
   differences: DrillDifferenceResult[];
   ok: boolean;
 }
@@ -73,6 +85,7 @@ export function drillReportResult(r: DrillReport): DrillReportResult {
     registrationsFlushed: r.registrationsFlushed,
     usersRebuilt: r.usersRebuilt,
     authority: r.authority,
+    checkedUsers: r.checkedUsers.map((u) => ({ tenant: u.tenant, user: u.user, conversationsBefore: u.conversationsBefore, conversationsAfter: u.conversationsAfter, rebuilt: u.rebuilt })),
     differences: r.differences.map((d) => ({ tenant: d.tenant, user: d.user, conversation: d.conversation, field: d.field, before: drillValue(d.beforeJson), after: drillValue(d.afterJson) })),
     ok: r.ok,
   };

@@ -16,6 +16,10 @@ const report: ResultOf<typeof DrillRebuild> = {
   registrationsFlushed: 0,
   usersRebuilt: 50,
   authority: "cassandra 10.0.1.1 keyspace qim (consistency LOCAL_QUORUM)",
+  checkedUsers: [
+    { tenant: "8f14e45f-ceea-4a67-9c1b-2d3e4f5a6b7c", user: "0d7e2c4a-1b3f-4e5d-8c9a-7b6f5e4d3c2b", conversationsBefore: 7, conversationsAfter: 6, rebuilt: true },
+    { tenant: "8f14e45f-ceea-4a67-9c1b-2d3e4f5a6b7c", user: "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d", conversationsBefore: 5, conversationsAfter: 5, rebuilt: true },
+  ],
   differences: [
     { tenant: "8f14e45f-ceea-4a67-9c1b-2d3e4f5a6b7c", user: "0d7e2c4a-1b3f-4e5d-8c9a-7b6f5e4d3c2b", conversation: "5b0c1f9e-3d4a-4c2b-9f1e-8a7d6c5b4a39", field: "presence", before: true, after: false },
     { tenant: "8f14e45f-ceea-4a67-9c1b-2d3e4f5a6b7c", user: "0d7e2c4a-1b3f-4e5d-8c9a-7b6f5e4d3c2b", conversation: "7e6d5c4b-3a29-4180-9f7e-6d5c4b3a2918", field: "unread", before: 3, after: 2 },

@@ -2,8 +2,8 @@
 import { keyValues, table } from "../format.js";
 import type { DrillReportResult, DrillRunResult } from "./results.js";
 
-/** The headline and the indented summary of a drill. */
-export function drillText(r: DrillRunResult): string {
+/** The headline and the indented summary of a drill (with where --junit wrote its XML, when given). */
+export function drillText(r: DrillRunResult, junitPath?: string): string {
   return [
     `Drill ${r.drillId}: ${r.ok ? "OK, no difference" : `${r.differences.length} DIFFERENCE(S)`}`,
     keyValues([
@@ -15,6 +15,7 @@ export function drillText(r: DrillRunResult): string {
       ["registrations flushed", r.registrationsFlushed],
       ["authority", r.authority],
       ["report", r.reportPath],
+      ...(junitPath !== undefined ? [["junit", junitPath] as const] : []),
     ]).replace(/^/gm, "  "),
   ].join("\n");
 }

@@ -47,6 +47,15 @@ export interface DrillDifference {
   after: string | number | boolean | null;
 }
 
+/** One user the drill checked: how many conversations they had before and after, and whether their list was rebuilt. */
+export interface DrillUserResult {
+  tenant: Uuid;
+  user: Uuid;
+  conversationsBefore: number;
+  conversationsAfter: number;
+  rebuilt: boolean;
+}
+
 export interface DrillReport {
   drillId: Uuid;
   startedAt: string;
@@ -64,6 +73,8 @@ export interface DrillReport {
   /** Users whose list was merged back from the authority on their pull after the bump. */
   usersRebuilt: number;
   authority: string;
+  /** Every user checked, in the order they were checked (a CI report has one test case each). */
+  checkedUsers: DrillUserResult[];
   differences: DrillDifference[];
   ok: boolean;
 }
@@ -197,14 +208,17 @@ export class RebuildDrill {
     if (opts.wipe !== "projection") await this.projector.catchUp();
 
     const differences: DrillDifference[] = [];
+    const checkedUsers: DrillUserResult[] = [];
     let conversationsAfter = 0;
     let usersRebuilt = 0;
     for (const [i, u] of users.entries()) {
       const list = await this.sessions.listSessions({ tenant: u.tenant, user: u.user, all: true });
       if (list.rebuilt) usersRebuilt++;
       const after = snapshot(list);
+      const was = before.get(`${u.tenant}|${u.user}`)!;
       conversationsAfter += Object.keys(after).length;
-      differences.push(...compare(u, before.get(`${u.tenant}|${u.user}`)!, after));
+      checkedUsers.push({ tenant: u.tenant, user: u.user, conversationsBefore: Object.keys(was).length, conversationsAfter: Object.keys(after).length, rebuilt: list.rebuilt });
+      differences.push(...compare(u, was, after));
       progress("rebuild", i + 1, users.length, `rebuilt and compared ${u.user}`);
     }
     const epochAfter = await this.sessions.epoch.get();
@@ -223,6 +237,7 @@ export class RebuildDrill {
       registrationsFlushed,
       usersRebuilt,
       authority: this.sessions.authority.describe(),
+      checkedUsers,
       differences,
       ok: differences.length === 0,
     };

@@ -52,6 +52,7 @@ const INVALID_INPUT: Record<string, { request: object; field: string } | "no fie
   "/qim.admin.v1.MessageService/ReadHistory": { request: { tenant, group: newUuid(), user: newUuid(), limit: 5000 }, field: "limit" },
   "/qim.admin.v1.MessageService/ListConversationSummaries": { request: { tenant, user: "u" }, field: "user" },
   "/qim.admin.v1.AuditService/TailAudit": { request: { limit: 5000 }, field: "limit" },
+  "/qim.admin.v1.AuditService/FollowAudit": { request: { limit: 1001 }, field: "limit" },
   "/qim.admin.v1.ProjectionService/GetEpoch": { request: { limit: 500 }, field: "limit" },
   "/qim.admin.v1.ProjectionService/BumpEpoch": { request: { reason: "" }, field: "reason" },
   "/qim.admin.v1.ProjectionService/RebuildUser": { request: { tenant, user: "u" }, field: "user" },

@@ -6,7 +6,7 @@ import { describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import { toDaemonSettings } from "../../admin-api/daemon-settings.js";
 import {
-  EXAMPLE, effectiveSettings, parseDuration, readConfigFile, renderEffective, renderReference, resolveSettings, SETTINGS, SettingsError,
+  EXAMPLE, effectiveSettings, formatSize, parseDuration, parseSize, readConfigFile, renderEffective, renderReference, resolveSettings, SETTINGS, SettingsError,
   type SettingInputs,
 } from "../../admin-api/settings/index.js";
 
@@ -42,6 +42,39 @@ describe("server settings: one schema for flags, environment, config file and de
     for (const bad of ["", "1w", "-1d", "500ms", "366d", "1 d", "d", "1e3s"]) {
       assert.throws(() => parseDuration(bad), /expected a duration from 1s to 365d/, bad);
     }
+  });
+
+  it("--audit-max-size takes bytes with binary or decimal units (64MiB, 512KiB, 100MB), a bare number of bytes, or off; --audit-keep 1 to 1000", () => {
+    assert.equal(parseSize("64MiB"), 64 * 1024 * 1024);
+    assert.equal(parseSize("64mib"), 64 * 1024 * 1024);
+    assert.equal(parseSize("512KiB"), 512 * 1024);
+    assert.equal(parseSize("1GiB"), 1024 ** 3);
+    assert.equal(parseSize("1.5GiB"), 1.5 * 1024 ** 3);
+    assert.equal(parseSize("100MB"), 100_000_000);
+    assert.equal(parseSize("4KiB"), 4096);
+    assert.equal(parseSize("8192"), 8192);
+    assert.equal(parseSize("8192B"), 8192);
+    assert.equal(parseSize("64 MiB"), 64 * 1024 * 1024);
+    assert.equal(parseSize("off"), 0);
+    assert.equal(parseSize("0"), 0);
+    for (const bad of ["", "64M", "1KiB", "4KB", "4095", "-1MiB", "2PiB", "MiB", "1e9", "64 MiBs"]) {
+      assert.throws(() => parseSize(bad), /expected a size from 4KiB to 1PiB/, bad);
+    }
+    for (const [bytes, text] of [[64 * 1024 * 1024, "64MiB"], [1024 ** 3, "1GiB"], [100_000_000, "100MB"], [4097, "4097"], [0, "off"]] as const) {
+      assert.equal(formatSize(bytes), text);
+      assert.equal(parseSize(text), bytes, `${text} reads back`);
+    }
+    const d = toDaemonSettings(resolve({}));
+    assert.deepEqual([d.auditMaxBytes, d.auditKeep], [64 * 1024 * 1024, 10], "rotation at 64 MiB keeping 10 files by default");
+    const r = resolve({ "audit-keep": "3" }, { env: { QIM_AUDIT_MAX_SIZE: "16KiB" } });
+    assert.deepEqual([toDaemonSettings(r).auditMaxBytes, toDaemonSettings(r).auditKeep], [16 * 1024, 3]);
+    assert.match(renderEffective(r), /^audit:\n(  .*\n)*  max_size: 16KiB  # env QIM_AUDIT_MAX_SIZE\n  keep: 3  # flag --audit-keep\n/m);
+    assert.equal(toDaemonSettings(resolve({ "audit-max-size": "off" })).auditMaxBytes, 0);
+    const fromFile = resolve({}, { configPath: config("rot.yaml", "audit:\n  max_size: 1GiB\n  keep: 50\n") });
+    assert.deepEqual([toDaemonSettings(fromFile).auditMaxBytes, toDaemonSettings(fromFile).auditKeep], [1024 ** 3, 50]);
+    assert.match(refusal(() => resolve({ "audit-max-size": "lots" })).message, /^--audit-max-size: expected a size/);
+    assert.match(refusal(() => resolve({ "audit-keep": "0" })).message, /^--audit-keep: expected an integer from 1 to 1000/);
+    assert.match(refusal(() => resolve({}, { configPath: config("rot-bad.yaml", "audit:\n  max_size: 12\n") })).message, /rot-bad\.yaml: audit\.max_size: expected a size from 4KiB/);
   });
 
   it("the other --cassandra-* settings need --cassandra-contact-points", () => {

@@ -1,8 +1,9 @@
 /**
  * A dashboard stream (ObserveService.Watch) opened before its certificate was revoked: the deny
  * list is checked per call, and Watch is one call that never ends by itself, so the server checks
- * again before every snapshot. Real redis-server, real admin server over mTLS, the deny list file
- * changed under it and reloaded (as SIGHUP does).
+ * again before every snapshot. The same for an AuditService.FollowAudit stream, before every
+ * message of entries. Real redis-server, real admin server over mTLS, the deny list file changed
+ * under it and reloaded (as SIGHUP does).
  */
 import assert from "node:assert/strict";
 import { X509Certificate } from "node:crypto";
@@ -11,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import * as grpc from "@grpc/grpc-js";
-import { connectAdmin, errorCode, type AdminClient, type Snapshot } from "../../admin-api/client.js";
+import { connectAdmin, errorCode, type AdminClient, type AuditEntry, type Snapshot } from "../../admin-api/client.js";
 import { startAdminServer, type AdminServer } from "../../admin-api/server.js";
 import { CLIENT_NAMES, testPki, type TestPki } from "../certs/fixture.js";
 import { startRedis, type RedisServer } from "../harness/redis.js";
@@ -107,6 +108,37 @@ describe("a Watch stream whose certificate is revoked while it is open", { timeo
     } finally {
       revoked.cancel();
       other.cancel();
+    }
+  });
+
+  it("a FollowAudit stream ends with PERMISSION_DENIED before the next entries once its certificate is revoked; audited once", async () => {
+    const fp = new X509Certificate(pki.admin.certPem).fingerprint256;
+    const got: AuditEntry[][] = [];
+    const follow = connect("admin").followAudit({ limit: 0 }, (entries) => got.push(entries));
+    const result: { error?: grpc.ServiceError; ended: boolean } = { ended: false };
+    follow.ended.then(() => { result.ended = true; }, (err: grpc.ServiceError) => { result.error = err; result.ended = true; });
+    const operator = connect("operator");
+    const tenant = "8f14e45f-ceea-4a67-9c1b-2d3e4f5a6b7c";
+    try {
+      await eventually("the first (empty) message", () => got.length >= 1);
+      assert.deepEqual(got[0], [], "--limit 0: no entry before those written from now on");
+      const owner = "0d7e2c4a-1b3f-4e5d-8c9a-7b6f5e4d3c2b";
+      await operator.createGroup({ tenant, group: "", owner, members: [] });
+      await eventually("the new entry is followed", () => got.flat().some((e) => e.argumentsJson.includes(owner)));
+      const before = (await server.audit.tail(1000)).length;
+
+      await appendFile(denyList, `${fp}  # CN=${CLIENT_NAMES.admin}, OU=admin\n`);
+      await server.reloadDenyList("test");
+      const seen = got.length;
+      // the next entry written: the follower is asked again before it is sent, and refused
+      await operator.createGroup({ tenant, group: "", owner: "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d", members: [] });
+      await eventually("the follow ended", () => result.ended);
+      assert.equal(result.error?.code, grpc.status.PERMISSION_DENIED, result.error?.details);
+      assert.equal(got.length, seen, "no entry after the revocation");
+      const refusals = (await server.audit.tail(1000)).slice(before).filter((e) => e.fingerprint === fp);
+      assert.deepEqual(refusals.map((e) => [e.rpc, e.result]), [["/qim.admin.v1.AuditService/FollowAudit", "PERMISSION_DENIED"]]);
+    } finally {
+      follow.cancel();
     }
   });
 });

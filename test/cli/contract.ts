@@ -256,6 +256,15 @@ export async function currentSnapshot(): Promise<Snapshot> {
   return { commands: commands.sort((a, b) => a.id.localeCompare(b.id)) };
 }
 
+/** Whether an argv gives the flag (long form, --flag=value, or its char). */
+function givesFlag(argv: readonly string[], flag: string, char: string | undefined): boolean {
+  for (const a of argv) {
+    if (a === "--") return false;
+    if (a === `--${flag}` || a.startsWith(`--${flag}=`) || (char !== undefined && /^-[a-zA-Z]+$/.test(a) && a.slice(1).includes(char))) return true;
+  }
+  return false;
+}
+
 export function readSnapshot(): Snapshot {
   return JSON.parse(readFileSync(SNAPSHOT_FILE, "utf8")) as Snapshot;
 }
@@ -291,7 +300,7 @@ export function outputMismatch(argv: readonly string[], stdout: string): string 
   const command = checked.commands.find((x) => x.id === id);
   if (!command || stdout === "") return undefined;
   // a flag that changes what the command prints (CommandContract.withFlag): its shape instead
-  const flag = Object.keys(command.withFlag ?? {}).find((f) => argv.some((a) => a === `--${f}` || a.startsWith(`--${f}=`)));
+  const flag = Object.keys(command.withFlag ?? {}).find((f) => givesFlag(argv, f, command.flags.find((x) => x.name === f)?.char ?? undefined));
   const c = flag !== undefined ? { id: `${command.id} --${flag}`, ...command.withFlag![flag]! } : command;
   let docs: unknown[];
   try {

@@ -5,16 +5,17 @@
  * authority was removed behind the projection's back.
  */
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { AdminServer } from "../../admin-api/server.js";
 import { RedisHashAuthority, RedisStore } from "../../core/index.js";
 import { CLIENT_NAMES, type TestPkiFiles, type TestPkiName } from "../certs/fixture.js";
+import { parseJUnit } from "../harness/junit.js";
 import type { RedisServer } from "../harness/redis.js";
 import { failed, ok, run, startE2eServer } from "./qimctl.js";
-import { ucsDeadKey, ucsPendingKey } from "../../core/index.js";
+import { checkpointKey, ucsDeadKey, ucsPendingKey } from "../../core/index.js";
 import { newUuid } from "../../core/index.js";
 import { parseUuid, type Uuid } from "../../core/index.js";
 
@@ -167,7 +168,8 @@ describe("qimctl: session projection, dispatch audit and rebuild drill against t
   it("drill rebuild --sample 50 exits 0 with an ok report; a row removed from the authority makes it exit 4 naming user, conversation and field", async () => {
     await settled();
     const reportFile = path.join(dir, "drill-1.json");
-    const drill = ok(await run(["drill", "rebuild", "--sample", "50", "--reason", "e2e", "--report", reportFile, "--yes"], { context: ctx.drill! }), "drill rebuild");
+    const okJunit = path.join(dir, "drill-1.xml");
+    const drill = ok(await run(["drill", "rebuild", "--sample", "50", "--reason", "e2e", "--report", reportFile, "--junit", okJunit, "--yes"], { context: ctx.drill! }), "drill rebuild");
     assert.equal(drill.ok, true, JSON.stringify(drill.differences));
     assert.equal(drill.users, expected.size);
     assert.ok(drill.users > 0);
@@ -180,6 +182,15 @@ describe("qimctl: session projection, dispatch audit and rebuild drill against t
     assert.equal(drill.reportPath, reportFile);
     const { reportPath: _p, ...report } = drill;
     assert.deepEqual(JSON.parse(readFileSync(reportFile, "utf8")), report, "the report file is the report");
+    assert.deepEqual(drill.checkedUsers.map((u: any) => u.user).sort(), [...expected.keys()].sort(), "every user of the projection was checked");
+    for (const u of drill.checkedUsers) assert.equal(u.conversationsBefore, expected.get(u.user)!.size, `conversations of ${u.user}`);
+    // JUnit, read by Python's parser: one test case per user of the projection, none failed
+    const okXml = parseJUnit(okJunit);
+    assert.equal(okXml.suites.length, 1);
+    assert.deepEqual([okXml.suites[0]!.tests, okXml.suites[0]!.failures, okXml.suites[0]!.errors], [expected.size, 0, 0]);
+    assert.deepEqual(okXml.suites[0]!.cases.map((x) => x.name).sort(), [...expected.keys()].sort());
+    assert.ok(okXml.suites[0]!.cases.every((x) => x.classname === `drill-rebuild.${tenant}` && x.failures.length === 0));
+    assert.deepEqual([okXml.suites[0]!.properties.drillId, okXml.suites[0]!.properties.wipe, okXml.suites[0]!.properties.epochAfter], [drill.drillId, "projection", String(drill.epochBefore + 1)]);
     const audited = ok(await run(["audit", "tail", "--limit", "5"], { context: ctx.viewer! }), "audit tail").entries
       .filter((e: any) => e.rpc === "/qim.admin.v1.DrillService/RunRebuildDrill");
     assert.ok(audited.some((e: any) => e.detail.includes(drill.drillId) && e.principal === CLIENT_NAMES.drill), "the drill is audited with its id");
@@ -192,27 +203,67 @@ describe("qimctl: session projection, dispatch audit and rebuild drill against t
       [["--wipe", "everything"], "--wipe"],
       [["--user", "nope"], "--user"],
       [["--report", path.join(dir, "no-such-dir", "r.json")], "--report"],
+      [["--report", path.join(dir, "r.json"), "--report-dir", dir], "--report-dir"],
+      [["--report-dir", reportFile], "--report-dir"],
+      [["--junit", path.join(dir, "no-such-dir", "j.xml")], "--junit"],
+      [["--junit", dir], "--junit"],
     ] as const) {
       assert.equal(failed(await run(["drill", "rebuild", ...args, "--yes"], { context: ctx.drill! }), 2, args.join(" ")).field, field);
     }
 
-    // corrupt the authority for a (g2) and for b (g3): the next drill over them must fail
+    // corrupt the authority for a (g2 and g3) and for b (g3): the next drill over them must fail
     const [, g2, g3] = groups as [string, string, string];
     await removeFromAuthority(a, g2);
+    await removeFromAuthority(a, g3);
     await removeFromAuthority(b, g3);
 
-    const bad = await run(["drill", "rebuild", "--user", a, "--yes"], { context: ctx.drill!, cwd: dir });
+    // no --report: the report goes under $XDG_STATE_HOME/qimctl/reports, never into the working directory
+    const state = path.join(dir, "state");
+    const cwd = mkdtempSync(path.join(dir, "cwd-"));
+    const junitFile = path.join(dir, "drill-bad.xml");
+    const bad = await run(["drill", "rebuild", "--user", a, "--user", c, "--user", d, "--junit", junitFile, "--yes"], { context: ctx.drill!, cwd, env: { XDG_STATE_HOME: state } });
     assert.equal(bad.code, 4, `exit 4 expected\nstdout: ${bad.stdout}\nstderr: ${bad.stderr}`);
     const badReport = JSON.parse(bad.stdout);
     assert.equal(badReport.ok, false);
-    assert.deepEqual(badReport.differences.map((x: any) => [x.tenant, x.user, x.conversation, x.field, x.before, x.after]), [[tenant, a, g2, "presence", true, false]]);
-    assert.equal(badReport.reportPath, path.join(dir, `qim-drill-${badReport.drillId}.json`), "the default report name, in the working directory");
+    const lostOfA = [g2, g3].sort().map((g) => [tenant, a, g, "presence", true, false]);
+    assert.deepEqual(badReport.differences.map((x: any) => [x.tenant, x.user, x.conversation, x.field, x.before, x.after]), lostOfA);
+    assert.equal(badReport.reportPath, path.join(state, "qimctl", "reports", `qim-drill-${badReport.drillId}.json`), "the default report directory");
+    assert.deepEqual(readdirSync(cwd), [], "nothing written into the working directory");
+    assert.equal(statSync(path.dirname(badReport.reportPath)).mode & 0o777, 0o700, "the reports directory it created is the user's only");
     assert.ok(existsSync(badReport.reportPath), "the report is written when the drill fails too");
     assert.equal(JSON.parse(readFileSync(badReport.reportPath, "utf8")).ok, false);
     const err = JSON.parse(bad.stderr).error;
     assert.equal(err.code, "DRILL_DIFFERENCES");
     assert.equal(err.exitCode, 4);
     assert.ok(err.message.includes(`user ${a} conversation ${g2} presence`), err.message);
+
+    // JUnit: three test cases (a, c, d), one failed with one <failure> per conversation it lost
+    const xml = parseJUnit(junitFile);
+    assert.equal(xml.root, "testsuites");
+    assert.deepEqual([xml.rootTests, xml.rootFailures], [3, 1]);
+    assert.equal(xml.suites.length, 1);
+    const suite = xml.suites[0]!;
+    assert.deepEqual([suite.tests, suite.failures, suite.errors, suite.skipped], [3, 1, 0, 0]);
+    assert.deepEqual(suite.cases.map((x) => x.name), [a, c, d], "one test case per user, in the order checked");
+    assert.deepEqual(suite.cases.map((x) => x.failures.length), [2, 0, 0]);
+    assert.deepEqual(suite.cases[0]!.failures.map((f) => [f.type, f.message]), [g2, g3].sort().map((g) => ["presence", `conversation ${g}: presence expected true, actual false`]));
+    assert.ok(suite.cases[0]!.failures.every((f) => f.text.includes(`user ${a}`) && f.text.includes(`tenant ${tenant}`)));
+    assert.deepEqual(
+      [suite.properties.drillId, suite.properties.wipe, suite.properties.epochBefore, suite.properties.epochAfter, suite.properties.reportPath],
+      [badReport.drillId, "projection", String(badReport.epochBefore), String(badReport.epochAfter), badReport.reportPath],
+    );
+    assert.match(suite.timestamp, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d$/);
+
+    // a connection from the dev stack's context file: the report goes into its data dir; --report-dir is created when missing
+    const devData = path.join(dir, "devdata");
+    const devCtx = path.join(dir, "context-dev.json");
+    writeFileSync(devCtx, JSON.stringify({ ...JSON.parse(readFileSync(ctx.drill!, "utf8")), dev: true, dataDir: devData }));
+    const devRun = ok(await run(["drill", "rebuild", "--user", c, "--yes"], { context: devCtx, cwd, env: { XDG_STATE_HOME: state } }), "drill through the dev context");
+    assert.equal(devRun.reportPath, path.join(devData, `qim-drill-${devRun.drillId}.json`));
+    const intoDir = ok(await run(["drill", "rebuild", "--user", d, "--report-dir", path.join(dir, "ci", "reports"), "--yes"], { context: devCtx, cwd }), "drill --report-dir");
+    assert.equal(intoDir.reportPath, path.join(dir, "ci", "reports", `qim-drill-${intoDir.drillId}.json`));
+    assert.ok(existsSync(intoDir.reportPath));
+    assert.deepEqual(readdirSync(cwd), [], "still nothing in the working directory");
 
     const tableRun = await run(["drill", "rebuild", "--user", b, "--report", path.join(dir, "drill-b.json"), "--yes"], { context: ctx.admin!, json: false });
     assert.equal(tableRun.code, 4, tableRun.stderr);
@@ -242,6 +293,45 @@ describe("qimctl: session projection, dispatch audit and rebuild drill against t
       assert.match(text.stdout, /^INSTANCE +PENDING +DEAD LETTERS\n0 +0 +1$/m);
     } finally {
       await store.clientForKey(ucsDeadKey(keys, 7)).del(ucsDeadKey(keys, 7));
+      await store.close();
+    }
+  });
+
+  it("dispatch audit --junit: one test case per partition, a failure with checkpoint/low/high/lag for each partition not OK", async () => {
+    await settled();
+    const okFile = path.join(dir, "dispatch-ok.xml");
+    ok(await run(["dispatch", "audit", "--junit", okFile], { context: ctx.viewer! }), "dispatch audit --junit");
+    const good = parseJUnit(okFile).suites[0]!;
+    assert.deepEqual([good.tests, good.failures], [8, 0]);
+    assert.deepEqual(good.cases.map((x) => x.name), Array.from({ length: 8 }, (_, p) => `partition ${p}`));
+
+    // two checkpoints moved beyond the high watermark behind the server's back (as a log that lost records)
+    const store = new RedisStore({ kind: "instances", addrs: [redis.addr] });
+    const keys = [2, 5].map((p) => checkpointKey(server.runtime.keys, "dispatch", p));
+    const saved: (string | null)[] = [];
+    try {
+      for (const k of keys) {
+        saved.push(await store.clientForKey(k).hget(k, "pos"));
+        await store.clientForKey(k).hset(k, "pos", "1000000|99999999999999-0");
+      }
+      const file = path.join(dir, "dispatch-bad.xml");
+      const r = await run(["dispatch", "audit", "--junit", file], { context: ctx.viewer! });
+      assert.equal(r.code, 4, r.stderr);
+      const result = JSON.parse(r.stdout);
+      const suite = parseJUnit(file).suites[0]!;
+      assert.deepEqual([suite.tests, suite.failures], [8, 2]);
+      assert.deepEqual(suite.cases.filter((x) => x.failures.length > 0).map((x) => x.name), ["partition 2", "partition 5"]);
+      for (const p of [2, 5]) {
+        const want = result.partitions[p];
+        const f = suite.cases[p]!.failures;
+        assert.equal(f.length, 1);
+        assert.equal(f[0]!.type, "BEYOND_HIGH");
+        assert.equal(f[0]!.message, `partition ${p} BEYOND_HIGH: checkpoint 1000000, low ${want.low}, high ${want.high}, lag none`);
+      }
+      assert.equal(suite.properties.ok, "false");
+      assert.equal(failed(await run(["dispatch", "audit", "--junit", path.join(dir, "nope", "x.xml")], { context: ctx.viewer! }), 2, "unwritable --junit").field, "--junit");
+    } finally {
+      for (const [i, k] of keys.entries()) if (saved[i]) await store.clientForKey(k).hset(k, "pos", saved[i]!);
       await store.close();
     }
   });

@@ -211,8 +211,8 @@ describe("the audit log only grows, by whole JSON lines, whatever any RPC is sen
       const done = (err: grpc.ServiceError | null) => resolve(err ? grpc.status[err.code] ?? String(err.code) : "OK");
       if (m.responseStream) {
         const stream = client.makeServerStreamRequest(rpc, serialize as (v: unknown) => Buffer, deserialize, request, metadata(), options);
-        // Watch streams until cancelled: one snapshot is its answer (the cancel is ours, not a failure)
-        const openEnded = rpc.endsWith("/Watch");
+        // Watch and FollowAudit stream until cancelled: their first message is the answer (the cancel is ours, not a failure)
+        const openEnded = rpc.endsWith("/Watch") || rpc.endsWith("/FollowAudit");
         stream.on("data", () => { if (openEnded) stream.cancel(); });
         stream.on("error", (err: grpc.ServiceError) => done(openEnded && err.code === grpc.status.CANCELLED ? null : err));
         stream.on("end", () => done(null));

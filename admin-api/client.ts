@@ -6,7 +6,9 @@ import type { ObserveServiceClient } from "./gen/qim/admin/v1/observe.js";
 
 import type { AuditEntry, TailAuditRequest, TailAuditResponse } from "./gen/qim/admin/v1/audit.js";
 import type { HistoryRecord, Member, MembershipEvent } from "./gen/qim/admin/v1/common.js";
-import type { ChangeMembersRequest, CreateGroupRequest, GetGroupRequest, Group, ListMembersRequest, ListMembersResponse, MembershipChange } from "./gen/qim/admin/v1/groups.js";
+import type {
+  ChangeMembersRequest, CreateGroupRequest, GetGroupRequest, Group, ListMembersRequest, ListMembersResponse, ListUserGroupsRequest, ListUserGroupsResponse, MembershipChange, UserGroup,
+} from "./gen/qim/admin/v1/groups.js";
 import type { ConversationSummary, HistoryPage, ListConversationSummariesRequest, ListConversationSummariesResponse, ReadHistoryRequest, SendMessageRequest, SendMessageResponse } from "./gen/qim/admin/v1/messages.js";
 import type { DispatchAuditRequest, DispatchAuditResponse } from "./gen/qim/admin/v1/dispatch.js";
 import type { DrillDifference, DrillEvent, DrillProgress, DrillReport, DrillUser, RunRebuildDrillRequest } from "./gen/qim/admin/v1/drill.js";
@@ -20,9 +22,9 @@ export type {
   AuditEntry, AuditLine, BumpEpochRequest, ChangeMembersRequest, ConversationSummary, Counters, CreateGroupRequest, DispatchAuditRequest, DispatchAuditResponse,
   DrillDifference, DrillEvent, DrillProgress, DrillReport, DrillUser, EpochBump, EpochInfo, FollowAuditRequest, GetEpochRequest, GetGroupRequest,
   GetProjectionStatusRequest, Group, HistoryPage, HistoryRecord, ListConversationSummariesRequest, ListConversationSummariesResponse,
-  ListMembersRequest, ListMembersResponse, Member, MembershipChange, MembershipEvent, OffsetRange, PartitionState, PendingQueue,
+  ListMembersRequest, ListMembersResponse, ListUserGroupsRequest, ListUserGroupsResponse, Member, MembershipChange, MembershipEvent, OffsetRange, PartitionState, PendingQueue,
   ProjectionStatus, ReadHistoryRequest, RebuildUserRequest, RebuildUserResponse, RunRebuildDrillRequest, SendMessageRequest,
-  SendMessageResponse, Snapshot, TailAuditRequest, TailAuditResponse, WatchRequest,
+  SendMessageResponse, Snapshot, TailAuditRequest, TailAuditResponse, UserGroup, WatchRequest,
 };
 
 type Catalog = typeof SERVICE_CATALOG;

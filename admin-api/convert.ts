@@ -1,12 +1,12 @@
 import type {
   ConversationSummary as CoreSummary, DrillProgress as CoreDrillProgress, DrillReport as CoreDrillReport, EpochBump as CoreEpochBump, GroupInfo,
   HistoryPage as CoreHistoryPage, HistoryRecord as CoreRecord, Member as CoreMember, MembershipChangeResult, PartitionAudit,
-  ProjectionStatus as CoreProjectionStatus, SendResult,
+  ProjectionStatus as CoreProjectionStatus, SendResult, UserGroupsPage,
 } from "../core/index.js";
 import { opName } from "../core/index.js";
 import type { HistoryRecord, Member } from "./gen/qim/admin/v1/common.js";
 import type { DrillProgress, DrillReport } from "./gen/qim/admin/v1/drill.js";
-import type { Group, MembershipChange } from "./gen/qim/admin/v1/groups.js";
+import type { Group, ListUserGroupsResponse, MembershipChange } from "./gen/qim/admin/v1/groups.js";
 import type { ConversationSummary, HistoryPage, SendMessageResponse } from "./gen/qim/admin/v1/messages.js";
 import type { EpochBump, PartitionState, ProjectionStatus } from "./gen/qim/admin/v1/projection.js";
 
@@ -43,6 +43,14 @@ export function membershipOut(r: MembershipChangeResult): MembershipChange {
 
 export function memberOut(m: CoreMember): Member {
   return { userId: m.userId, joinedAt: u64(m.joinedAt), ...(m.leftAt !== null ? { leftAt: u64(m.leftAt) } : {}), state: m.state };
+}
+
+export function userGroupsOut(p: UserGroupsPage): ListUserGroupsResponse {
+  return {
+    groups: p.groups.map((g) => ({ group: g.group, joinedAt: u64(g.joinedAt), ...(g.leftAt !== null ? { leftAt: u64(g.leftAt) } : {}), state: g.state })),
+    nextAfter: p.nextAfter ?? "",
+    conversations: p.conversations,
+  };
 }
 
 export function recordOut(r: CoreRecord): HistoryRecord {

@@ -59,7 +59,7 @@ export const connectionFlags = {
   key: Flags.string({ helpGroup: "CONNECTION", description: "client private key (PEM) [env QIMCTL_KEY]" }),
   tenant: Flags.string({ helpGroup: "CONNECTION", description: "tenant UUID [env QIMCTL_TENANT]" }),
   insecure: Flags.boolean({ helpGroup: "CONNECTION", description: "plaintext, for a server started with --insecure-dev (development only)" }),
-  context: Flags.string({ helpGroup: "CONNECTION", description: "context file (JSON: endpoint, ca, cert, key, tenant, insecure) [env QIMCTL_CONTEXT; default $XDG_CONFIG_HOME/qimctl/context.json]" }),
+  context: Flags.string({ helpGroup: "CONNECTION", description: "a named context (qimctl context list), or a context file: a path with a / or ending in .json (JSON: endpoint, ca, cert, key, tenant, insecure) [env QIMCTL_CONTEXT; default: the current context]" }),
   timeout: Flags.string({ helpGroup: "CONNECTION", description: "seconds to wait for each answer", default: "15" }),
 };
 
@@ -270,7 +270,7 @@ export abstract class ConnectedCommand<T extends typeof Command> extends BaseCom
   /** The tenant UUID, checked locally. */
   protected tenant(): string {
     const t = this.connectionSettings().tenant;
-    if (!t) throw new UsageError("--tenant", "no tenant: give --tenant, set QIMCTL_TENANT, or put \"tenant\" in the context file");
+    if (!t) throw new UsageError("--tenant", "no tenant: give --tenant, set QIMCTL_TENANT, or put one in the context (qimctl context set NAME --tenant UUID)");
     return fromSetting(t, () => uuid("--tenant", t.value));
   }
 

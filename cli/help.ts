@@ -11,7 +11,7 @@ const ROOT_EXAMPLES = `First time? A private stack on this machine (redis-server
   $ qimctl demo          # dev up, then a narrated scenario through the real API, every step checked
   $ qimctl dev up        # the same stack for your own commands; qimctl dev status, qimctl dev down
 
-Point qimctl at a server once (writes ~/.config/qimctl/context.json):
+Point qimctl at a server once (a named context in ~/.config/qimctl/config.json, made current):
   $ qimctl certs issue --name alice --role operator --write-context --endpoint localhost:7443 --tenant 8f14e45f-ceea-4a67-9c1b-2d3e4f5a6b7c
 
 Then:
@@ -20,10 +20,11 @@ Then:
   $ qimctl history --group 5b0c1f9e-3d4a-4c2b-9f1e-8a7d6c5b4a39 --as 9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d --json`;
 
 const CONNECTION = `Each setting comes from, in order: the flag (--endpoint --ca --cert --key --tenant --insecure),
-the environment (QIMCTL_ENDPOINT QIMCTL_CA QIMCTL_CERT QIMCTL_KEY QIMCTL_TENANT), then the context
-file: --context, else QIMCTL_CONTEXT, else $XDG_CONFIG_HOME/qimctl/context.json (~/.config/qimctl/
-context.json). A context file is JSON { endpoint, ca, cert, key, tenant, insecure }; relative paths
-are relative to the file.`;
+the environment (QIMCTL_ENDPOINT QIMCTL_CA QIMCTL_CERT QIMCTL_KEY QIMCTL_TENANT), then the context:
+--context NAME (else QIMCTL_CONTEXT) names a context of $XDG_CONFIG_HOME/qimctl/config.json, and a
+value with a / or ending in .json a context file (JSON { endpoint, ca, cert, key, tenant, insecure };
+relative paths are relative to the file); without either, the current context (qimctl context list,
+context use NAME). Before config.json exists, $XDG_CONFIG_HOME/qimctl/context.json is read instead.`;
 
 export default class QimHelp extends Help {
   protected override async showRootHelp(): Promise<void> {

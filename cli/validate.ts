@@ -72,7 +72,7 @@ export function optionalUuidList(flag: string, values: readonly string[] | undef
 /** host:port, with [v6] brackets allowed; port 1–65535. */
 export function endpoint(flag: string, value: string | undefined): string {
   if (value === undefined || value.trim() === "") {
-    throw new UsageError(flag, "no server endpoint: give --endpoint host:port, set QIMCTL_ENDPOINT, or write a context file (qimctl certs issue --write-context)");
+    throw new UsageError(flag, "no server endpoint: give --endpoint host:port, set QIMCTL_ENDPOINT, or add a context (qimctl context set NAME --endpoint HOST:PORT …)");
   }
   const text = value.trim().replace(/^(dns:|ipv4:|ipv6:)/, "");
   const hp = parseHostPort(text);

@@ -1,7 +1,7 @@
 import type { ConversationService } from "../../core/index.js";
 import { catalogEntry } from "../catalog.js";
 import type { ChangeMembersRequest } from "../gen/qim/admin/v1/groups.js";
-import { describeChange, groupOut, memberOut, membershipOut } from "../convert.js";
+import { describeChange, groupOut, memberOut, membershipOut, userGroupsOut } from "../convert.js";
 import { failpoint, FAILPOINTS } from "../../core/support/index.js";
 import { ALL_ROLES, defineService, MUTATE, unary } from "../rpc.js";
 
@@ -32,6 +32,13 @@ export const groupService = defineService(catalogEntry("qim.admin.v1.GroupServic
     async handle(req, { deps }) {
       const r = await deps.runtime.conversations.listMembers({ tenant: req.tenant, group: req.group });
       return { response: { version: BigInt(r.version), members: r.members.map(memberOut) } };
+    },
+  }),
+  listUserGroups: unary({
+    roles: ALL_ROLES, mutates: false,
+    async handle(req, { deps }) {
+      const page = await deps.runtime.projection.sessions.userGroups({ tenant: req.tenant, user: req.user, ...(req.after ? { after: req.after } : {}), ...(req.limit ? { limit: req.limit } : {}) });
+      return { response: userGroupsOut(page) };
     },
   }),
 });

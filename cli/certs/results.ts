@@ -42,8 +42,10 @@ export function certificateResult(info: CertificateInfo, certPath: string, keyPa
 
 export interface IssueResult extends CertificateResult {
   caPath: string;
-  /** The context file written with --write-context, else null. */
+  /** The file --write-context wrote: the context file, or the config file holding the named context; else null. */
   contextPath: string | null;
+  /** The named context --write-context wrote (and made current), else null (none, or a context file). */
+  contextName: string | null;
 }
 
 export interface FingerprintEntry {

@@ -37,6 +37,7 @@ export const samples = {
       keyPath: "/home/alice/.qim/pki/alice.key",
       caPath: "/home/alice/.qim/pki/ca.crt",
       contextPath: null,
+      contextName: null,
     },
     {
       ...ca,
@@ -45,7 +46,8 @@ export const samples = {
       certPath: "/home/alice/.qim/pki/alice.crt",
       keyPath: "/home/alice/.qim/pki/alice.key",
       caPath: "/home/alice/.qim/pki/ca.crt",
-      contextPath: "/home/alice/.config/qimctl/context.json",
+      contextPath: "/home/alice/.config/qimctl/config.json",
+      contextName: "alice",
       // as for certs init: a client certificate has no subjectAltName; this shows what the field holds
       sans: ["alice.internal"],
     },

@@ -57,6 +57,7 @@ Exit codes: 0 every step OK; 1 a step failed (named on stderr; the summary is pr
     try {
       up = await devUp({
         dataDir: dataDirFlagValue,
+        contextName: "demo",
         ...(this.flags.port !== undefined ? { port: this.flags.port } : {}),
         secureRedis: this.flags["secure-redis"],
         progress: (l) => this.note(l),
@@ -103,7 +104,7 @@ Exit codes: 0 every step OK; 1 a step failed (named on stderr; the summary is pr
       try {
         const down = await devDown({ dataDir: dataDirFlagValue });
         stackRunning = false;
-        steps.push({ name: "dev-down", ok: true, status: "ok", details: { stopped: down.stopped, defaultContextRemoved: down.defaultContextRemoved }, error: null });
+        steps.push({ name: "dev-down", ok: true, status: "ok", details: { stopped: down.stopped, contextsRemoved: down.contextsRemoved }, error: null });
       } catch (err) {
         steps.push({ name: "dev-down", ok: false, status: "failed", details: {}, error: err instanceof Error ? err.message : String(err) });
       }
@@ -130,9 +131,11 @@ Exit codes: 0 every step OK; 1 a step failed (named on stderr; the summary is pr
     const dd = ` --data-dir ${shown(up?.dataDir ?? dataDirFlagValue)}`;
     if (result.ok) say(`All ${steps.length} steps OK.`);
     if (stackRunning && up) {
-      say(`The dev stack keeps running at ${up.endpoint}. Look around with --context ${shown(up.context)}, e.g.:`);
-      if (world) say(`   qimctl sessions --user ${world.users.alice} --context ${shown(up.context)}`);
-      if (world?.groups.team) say(`   qimctl history --group ${world.groups.team} --as ${world.users.dave} --context ${shown(up.context)}`);
+      // the named context when dev up could write it, else the data dir's context file
+      const ctx = up.namedContext.written ? up.namedContext.name : shown(up.context);
+      say(`The dev stack keeps running at ${up.endpoint}. Look around with --context ${ctx}, e.g.:`);
+      if (world) say(`   qimctl sessions --user ${world.users.alice} --context ${ctx}`);
+      if (world?.groups.team) say(`   qimctl history --group ${world.groups.team} --as ${world.users.dave} --context ${ctx}`);
       say(`Stop it with: qimctl dev down${dd}`);
     }
 

@@ -26,7 +26,7 @@ const up: ResultOf<typeof DevUp> = {
   },
   pki: { dir: "/home/alice/qim/.qim/dev/pki", ca: "/home/alice/qim/.qim/dev/pki/ca.crt", cert: "/home/alice/qim/.qim/dev/pki/admin.crt", key: "/home/alice/qim/.qim/dev/pki/admin.key" },
   context: "/home/alice/qim/.qim/dev/context.json",
-  defaultContext: { path: "/home/alice/.config/qimctl/context.json", written: true, note: null },
+  namedContext: { config: "/home/alice/.config/qimctl/config.json", name: "dev", written: true, current: "dev", note: null },
   status: "started",
   notes: ["created dev CA, server and admin certificates in .qim/dev/pki"],
 };
@@ -48,7 +48,7 @@ const status: ResultOf<typeof DevStatus> = {
 export const samples = {
   "dev up": samplesOf<ResultOf<typeof DevUp>>(up, {
     ...up,
-    defaultContext: { path: "/home/alice/.config/qimctl/context.json", written: false, note: "the default context was written by someone else: not replaced" },
+    namedContext: { config: "/home/alice/.config/qimctl/config.json", name: "dev", written: false, current: null, note: "the context \"dev\" exists and was not written by qimctl dev up: left as it is" },
     redis: { ...up.redis, addr: "rediss://127.0.0.1:32971" },
     redisAccess: secureAccess,
     status: "reused",
@@ -65,9 +65,9 @@ export const samples = {
       wasRunning: true,
       stopped: [{ process: "server", pid: 9467, how: "SIGTERM" }, { process: "redis", pid: 9462, how: "SIGTERM" }],
       stateRemoved: true,
-      defaultContextRemoved: true,
-      purged: false,
+      contextsRemoved: ["dev"],
+      purged: true,
     },
-    { dataDir: "/home/alice/qim/.qim/dev", wasRunning: false, stopped: [], stateRemoved: false, defaultContextRemoved: false, purged: false },
+    { dataDir: "/home/alice/qim/.qim/dev", wasRunning: false, stopped: [], stateRemoved: false, contextsRemoved: [], purged: false },
   ),
 };

@@ -29,7 +29,8 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { writeCertificate } from "../certs/files.js";
-import { defaultContextPath, ENV, parseContextFile, type ContextFile } from "../context.js";
+import { defaultConfigPath, ENV, parseContextFile, type ConfigFile, type ContextFile, type NamedContext } from "../context.js";
+import { updateConfig } from "../context/config.js";
 import { EXIT, type ExitCode } from "../exit-codes.js";
 import { uuid } from "../validate.js";
 import {
@@ -150,8 +151,19 @@ export interface DevState {
   pki: { dir: string; ca: string; cert: string; key: string };
   /** The context file in the data dir. */
   context: string;
-  /** The default context file and whether it points at this stack. */
-  defaultContext: { path: string; written: boolean; note: string | null };
+  /** The named context dev up keeps for this stack (dev, or demo for the demo) in the config file. */
+  namedContext: NamedContextPlan;
+}
+
+/** The named context of a dev stack: whether dev up wrote it, and which context is current after it. */
+export interface NamedContextPlan {
+  /** The config file ($XDG_CONFIG_HOME/qimctl/config.json). */
+  config: string;
+  name: string;
+  written: boolean;
+  /** The current context after dev up (it makes its own current only when none was). */
+  current: string | null;
+  note: string | null;
 }
 
 export interface DevUpResult extends DevState {
@@ -169,6 +181,8 @@ export interface DevUpOptions {
   secureRedis?: boolean;
   env?: NodeJS.ProcessEnv;
   home?: string;
+  /** The named context this stack gets in the config file: dev (default), demo for the demo. */
+  contextName?: string;
   /** Progress lines for people (stderr in table mode). */
   progress?: (line: string) => void;
 }
@@ -600,54 +614,43 @@ function devContext(p: DevPaths, endpoint: string, tenant: string): DevContextFi
   return { endpoint, ca: p.caCert, cert: p.adminCert, key: p.adminKey, tenant, insecure: false, dev: true, dataDir: p.dataDir };
 }
 
-function readJson(file: string): Record<string, unknown> | null | undefined {
-  let text: string;
-  try {
-    text = readFileSync(file, "utf8");
-  } catch {
-    return undefined; // absent
-  }
-  try {
-    const v = JSON.parse(text) as unknown;
-    return typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
-  } catch {
-    return null; // not ours to judge
-  }
+/** Whether a named context is the one dev up wrote for this data dir. */
+export function contextIsOurs(c: NamedContext | undefined, p: DevPaths): boolean {
+  return c?.dev === true && typeof c.dataDir === "string" && path.resolve(c.dataDir) === p.dataDir;
 }
 
 /**
- * Whether `dev up` may write the default context: when there is none, when it is this stack's,
- * or when it is another dev stack's that is no longer up (its state file is gone). Anything else
- * (written by `certs issue --write-context` or by hand, or a dev stack still up) is left alone.
+ * Writes this stack's named context into `cfg` when it may: when there is none of that name, when
+ * it is this stack's, or another dev stack's that is no longer up (its state file is gone). One of
+ * that name written otherwise (`qimctl context set`, or a dev stack still up) is left alone. The
+ * context becomes current only when no context is. Returns the note for people, if any.
  */
-export function defaultContextPlan(defaultPath: string, p: DevPaths): { write: boolean; note: string | null } {
-  const current = readJson(defaultPath);
-  if (current === undefined) return { write: true, note: null };
-  if (current === null || current.dev !== true) {
-    return { write: false, note: `${defaultPath} exists and was not written by qimctl dev up: left as it is` };
+export function planNamedContext(cfg: ConfigFile, name: string, ctx: NamedContext, p: DevPaths): { written: boolean; note: string | null } {
+  const existing = Object.hasOwn(cfg.contexts, name) ? cfg.contexts[name] : undefined;
+  let note: string | null = null;
+  if (existing && !contextIsOurs(existing, p)) {
+    if (existing.dev !== true || typeof existing.dataDir !== "string") {
+      return { written: false, note: `the context "${name}" exists and was not written by qimctl dev up: left as it is` };
+    }
+    const other = path.resolve(existing.dataDir);
+    if (existsSync(path.join(other, "dev.json"))) return { written: false, note: `the context "${name}" points at the dev stack in ${other}, which is up: left as it is` };
+    note = `the context "${name}" pointed at the dev stack in ${other}, which is down: it points at this one now`;
   }
-  const other = typeof current.dataDir === "string" ? path.resolve(current.dataDir) : null;
-  if (other === null || other === p.dataDir || !existsSync(path.join(other, "dev.json"))) return { write: true, note: null };
-  return { write: false, note: `${defaultPath} points at the dev stack in ${other}, which is up: left as it is` };
+  cfg.contexts[name] = ctx;
+  cfg.current ??= name;
+  return { written: true, note };
 }
 
-/** Whether the default context file is the one this data dir's stack wrote. */
-export function defaultContextIsOurs(defaultPath: string, p: DevPaths): boolean {
-  const current = readJson(defaultPath);
-  return !!current && current.dev === true && typeof current.dataDir === "string" && path.resolve(current.dataDir) === p.dataDir;
-}
-
-function writeContexts(p: DevPaths, endpoint: string, tenant: string, env: NodeJS.ProcessEnv, home: string): DevState["defaultContext"] {
+function writeContexts(p: DevPaths, endpoint: string, tenant: string, env: NodeJS.ProcessEnv, home: string, name: string): NamedContextPlan {
   const ctx = devContext(p, endpoint, tenant);
   writeJson(p.contextFile, ctx, 0o600);
-  const defaultPath = defaultContextPath(env, home);
-  const plan = defaultContextPlan(defaultPath, p);
-  if (plan.write) writeJson(defaultPath, ctx, 0o600);
-  let note = plan.note;
-  if (env[ENV.context]) {
-    note = `${note ? `${note}; ` : ""}${ENV.context}=${env[ENV.context]} is set and takes precedence over ${defaultPath}`;
-  }
-  return { path: defaultPath, written: plan.write, note };
+  const change = updateConfig(env, home, (cfg) => ({ ...planNamedContext(cfg, name, ctx, p), current: cfg.current }));
+  const notes = [
+    ...(change.imported ? [`imported ${change.imported.from} as the context "${change.imported.name}" of ${change.config} (it is no longer read)`] : []),
+    ...(change.result.note ? [change.result.note] : []),
+    ...(env[ENV.context] ? [`${ENV.context}=${env[ENV.context]} is set and takes precedence over the current context`] : []),
+  ];
+  return { config: change.config, name, written: change.result.written, current: change.result.current, note: notes.length > 0 ? notes.join("; ") : null };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -767,6 +770,7 @@ export async function devUp(opts: DevUpOptions): Promise<DevUpResult> {
   const home = opts.home ?? os.homedir();
   const progress = opts.progress ?? (() => {});
   const p = devPaths(opts.dataDir);
+  const contextName = opts.contextName ?? "dev";
   // before anything is created: nothing to undo when redis-server is missing
   const redisBin = await requireRedisServer(env);
   const secure = opts.secureRedis === true;
@@ -781,8 +785,10 @@ export async function devUp(opts: DevUpOptions): Promise<DevUpResult> {
         if (opts.port !== undefined && opts.port !== previous.server.port) {
           throw new DevStackError(EXIT.CONFLICT, "DEV_STACK_RUNNING", `the dev stack in ${p.dataDir} already runs on port ${previous.server.port}, not ${opts.port}; stop it first (qimctl dev down --data-dir ${p.dataDir})`);
         }
-        const defaultContext = writeContexts(p, previous.endpoint, previous.tenant, env, home);
-        const state: DevState = { ...previous, defaultContext };
+        const namedContext = writeContexts(p, previous.endpoint, previous.tenant, env, home, contextName);
+        const state: DevState = { ...previous, namedContext };
+        // a state written before named contexts had the default context file's plan instead
+        delete (state as DevState & { defaultContext?: unknown }).defaultContext;
         writeJson(p.stateFile, state);
         const reusedNotes = [`already running (redis pid ${previous.redis.pid}, server pid ${previous.server.pid}): reused`];
         const wantCassandra = cassandraConfigured(env) !== null;
@@ -850,7 +856,7 @@ export async function devUp(opts: DevUpOptions): Promise<DevUpResult> {
       const endpoint = `localhost:${port}`;
       const tls = adminTls(p);
       const authority = await serverAuthority(endpoint, tls);
-      const defaultContext = writeContexts(p, endpoint, tenant, env, home);
+      const namedContext = writeContexts(p, endpoint, tenant, env, home, contextName);
       const state: DevState = {
         dataDir: p.dataDir,
         startedAt: new Date().toISOString(),
@@ -863,7 +869,7 @@ export async function devUp(opts: DevUpOptions): Promise<DevUpResult> {
         server: { pid: server.pid, port: port!, listen: `${LOOPBACK}:${port}`, metricsPort, metricsUrl: `http://${LOOPBACK}:${metricsPort}/metrics`, log: p.serverLog, auditLog: p.auditLog },
         pki: { dir: p.pkiDir, ca: p.caCert, cert: p.adminCert, key: p.adminKey },
         context: p.contextFile,
-        defaultContext,
+        namedContext,
       };
       writeJson(p.stateFile, state);
       // handed over: from now on `dev down` owns them
@@ -944,7 +950,8 @@ export interface DevDownResult {
   wasRunning: boolean;
   stopped: StoppedProcess[];
   stateRemoved: boolean;
-  defaultContextRemoved: boolean;
+  /** --purge: the named contexts that pointed at this stack, removed from the config file. */
+  contextsRemoved: string[];
   /** --purge: the data dir's files (Redis data, PKI, logs, contexts) were removed. */
   purged: boolean;
 }
@@ -954,7 +961,7 @@ export async function devDown(opts: { dataDir: string; purge?: boolean; env?: No
   const home = opts.home ?? os.homedir();
   const p = devPaths(opts.dataDir);
   if (!existsSync(p.dataDir)) {
-    return { dataDir: p.dataDir, wasRunning: false, stopped: [], stateRemoved: false, defaultContextRemoved: false, purged: false };
+    return { dataDir: p.dataDir, wasRunning: false, stopped: [], stateRemoved: false, contextsRemoved: [], purged: false };
   }
   const release = lock(p);
   try {
@@ -985,21 +992,31 @@ export async function devDown(opts: { dataDir: string; purge?: boolean; env?: No
     if (left.length > 0) throw new DevStackError(EXIT.INTERNAL, "DEV_STACK_STILL_RUNNING", `still running after SIGKILL: ${left.join(", ")}`);
     const stateRemoved = existsSync(p.stateFile);
     rmSync(p.stateFile, { force: true });
-    const defaultPath = defaultContextPath(env, home);
-    const defaultContextRemoved = defaultContextIsOurs(defaultPath, p);
-    if (defaultContextRemoved) rmSync(defaultPath, { force: true });
+    // the contexts outlive a stop (the next dev up refreshes them), not a purge: their files are gone
+    const contextsRemoved = opts.purge ? removeOurContexts(p, env, home) : [];
     if (opts.purge) purge(p);
     return {
       dataDir: p.dataDir,
       wasRunning: stopped.some((x) => x.how === "SIGTERM" || x.how === "SIGKILL"),
       stopped,
       stateRemoved,
-      defaultContextRemoved,
+      contextsRemoved,
       purged: opts.purge === true,
     };
   } finally {
     release();
   }
+}
+
+/** Removes the named contexts this stack wrote; the current one among them leaves no context current. */
+function removeOurContexts(p: DevPaths, env: NodeJS.ProcessEnv, home: string): string[] {
+  if (!existsSync(defaultConfigPath(env, home))) return [];
+  return updateConfig(env, home, (cfg) => {
+    const ours = Object.keys(cfg.contexts).filter((n) => contextIsOurs(cfg.contexts[n], p)).sort();
+    for (const n of ours) delete cfg.contexts[n];
+    if (cfg.current !== null && ours.includes(cfg.current)) cfg.current = null;
+    return ours;
+  }).result;
 }
 
 /** Removes what the dev stack keeps in the data dir — only those names, never anything else — then the dir if empty. */

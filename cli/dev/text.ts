@@ -26,7 +26,7 @@ const quote = (s: string) => (/^[\w./:@=+-]+$/.test(s) ? s : `'${s.replace(/'/g,
  */
 export function upLines(r: DevUpResult, defaultDir: string, opts: { nextSteps?: boolean } = {}): string {
   const dd = dataDirArg(r.dataDir, defaultDir);
-  const ctxFlag = r.defaultContext.written ? "" : ` --context ${quote(shown(r.context))}`;
+  const ctxFlag = contextFlag(r);
   const lines = [
     r.status === "reused" ? `Dev stack already running in ${shown(r.dataDir)}: reused` : `Dev stack started in ${shown(r.dataDir)}`,
     keyValues([
@@ -36,14 +36,16 @@ export function upLines(r: DevUpResult, defaultDir: string, opts: { nextSteps?: 
       // a plaintext Redis adds no line: the text stays as it was before --secure-redis
       ...(r.redisAccess.secure ? [["redis access", secureLine(r.redisAccess)] as const] : []),
       ["server", `pid ${r.server.pid}, log ${shown(r.server.log)}, audit log ${shown(r.server.auditLog)}, metrics ${r.server.metricsUrl}`],
-      ["context", `${shown(r.context)}; ${r.defaultContext.written ? `also the default context ${r.defaultContext.path}` : `the default context ${r.defaultContext.path} was not changed`}`],
+      ["context", contextLine(r)],
     ]).replace(/^/gm, "  "),
     `  ${authorityLine(r)}`,
   ];
   for (const n of r.notes) lines.push(`  note: ${n}`);
-  if (r.defaultContext.note) lines.push(`  note: ${r.defaultContext.note}`);
-  if (!r.defaultContext.written) {
+  if (r.namedContext.note) lines.push(`  note: ${r.namedContext.note}`);
+  if (!r.namedContext.written) {
     lines.push(`  Use this stack with --context ${quote(shown(r.context))}, or: export QIMCTL_CONTEXT=${quote(r.context)}`);
+  } else if (r.namedContext.current !== r.namedContext.name) {
+    lines.push(`  Use this stack with --context ${r.namedContext.name}, or make it the current context: qimctl context use ${r.namedContext.name}`);
   }
   if (opts.nextSteps === false) return lines.join("\n");
   const owner = randomUUID();
@@ -57,6 +59,20 @@ export function upLines(r: DevUpResult, defaultDir: string, opts: { nextSteps?: 
     `Stop it with: qimctl dev down${dd}   (keeps data and PKI; --purge removes them)`,
   );
   return lines.join("\n");
+}
+
+/** What a command needs to reach this stack: nothing when its context is current, else --context. */
+function contextFlag(r: DevUpResult): string {
+  const c = r.namedContext;
+  if (!c.written) return ` --context ${quote(shown(r.context))}`;
+  return c.current === c.name ? "" : ` --context ${c.name}`;
+}
+
+function contextLine(r: DevUpResult): string {
+  const c = r.namedContext;
+  if (!c.written) return `${shown(r.context)}; the context "${c.name}" of ${c.config} was not changed`;
+  const current = c.current === c.name ? "the current context" : `not current (the current context is ${c.current})`;
+  return `"${c.name}" in ${c.config}, ${current}; also ${shown(r.context)}`;
 }
 
 const yesNo = (b: boolean) => (b ? "yes" : "no");
@@ -101,7 +117,7 @@ export function downLines(r: DevDownResult): string {
   if (r.stopped.length === 0 || !r.wasRunning) {
     const lines = [`Nothing running for the dev stack in ${shown(r.dataDir)}${r.stateRemoved ? " (stale state removed)" : ""}.`];
     for (const s of r.stopped.filter((x) => x.how === "not ours")) lines.push(`  ${s.process} pid ${s.pid} now belongs to another program: not touched`);
-    if (r.defaultContextRemoved) lines.push("  removed the default context it had written");
+    if (r.contextsRemoved.length > 0) lines.push(`  removed the contexts that pointed at it: ${r.contextsRemoved.join(", ")}`);
     if (r.purged) lines.push("  purged: Redis data, PKI, logs and contexts removed");
     return lines.join("\n");
   }
@@ -110,7 +126,7 @@ export function downLines(r: DevDownResult): string {
     const how = s.how === "SIGTERM" ? "stopped (SIGTERM)" : s.how === "SIGKILL" ? "killed (SIGKILL after the grace period)" : s.how === "not ours" ? "now belongs to another program: not touched" : "was not running";
     lines.push(`  ${s.process.padEnd(6)} pid ${s.pid}: ${how}`);
   }
-  if (r.defaultContextRemoved) lines.push("  removed the default context it had written");
+  if (r.contextsRemoved.length > 0) lines.push(`  removed the contexts that pointed at it: ${r.contextsRemoved.join(", ")}`);
   lines.push(r.purged ? "  purged: Redis data, PKI, logs and contexts removed" : `  kept: Redis data, PKI, logs and ${shown(path.join(r.dataDir, "context.json"))} (--purge removes them)`);
   return lines.join("\n");
 }

@@ -518,6 +518,27 @@ export class ConversationService {
     return out;
   }
 
+  /**
+   * One user's entry in the member table of each group (state and interval), in one round trip
+   * (one pipeline per instance); null where the table has no entry for the user (never a member,
+   * or no such group).
+   */
+  async memberEntries(tenant: Uuid, user: Uuid, groups: readonly Uuid[]): Promise<(Member | null)[]> {
+    const userHex = uuidToHex(user);
+    const keys = groups.map((g) => this.conversationKeys(tenant, g));
+    const out: (Member | null)[] = new Array(groups.length).fill(null);
+    await Promise.all(this.store.byTarget(keys.map((k) => k.tag)).map(async ({ client, idx }) => {
+      const p = client.pipeline();
+      for (const i of idx) p.hget(keys[i]!.grpmembers, userHex);
+      const res = (await p.exec()) ?? [];
+      res.forEach(([err, raw], j) => {
+        if (err) throw err;
+        if (typeof raw === "string") out[idx[j]!] = parseMemberValue(userHex, raw);
+      });
+    }));
+    return out;
+  }
+
   private summaryOf(tenant: Uuid, group: Uuid, user: Uuid, reply: SummaryReply): ConversationSummary | null {
     if (reply.status === "NOT_VISIBLE") return null;
     return {

@@ -1,5 +1,5 @@
 import type { ConversationStateAuthority } from "./authority.js";
-import type { ConversationService, ConversationSummary } from "../conversation/index.js";
+import type { ConversationService, ConversationSummary, MemberState } from "../conversation/index.js";
 import type { KeySpace } from "../base/index.js";
 import type { RedisStore } from "../store/index.js";
 import { userKeys } from "./keys.js";
@@ -34,6 +34,28 @@ export interface SessionList {
 }
 
 export const SESSION_PAGE_LIMIT = 200;
+
+/** Groups per ListUserGroups page: at most this many, USER_GROUPS_PAGE_DEFAULT when not given. */
+export const USER_GROUPS_PAGE_LIMIT = 5000;
+export const USER_GROUPS_PAGE_DEFAULT = 1000;
+
+export interface UserGroup {
+  group: Uuid;
+  joinedAt: number;
+  leftAt: number | null;
+  state: MemberState;
+}
+
+export interface UserGroupsPage {
+  tenant: Uuid;
+  user: Uuid;
+  /** By group id; only groups whose member table has an entry for the user. */
+  groups: UserGroup[];
+  /** Set when more groups follow: the `after` of the next page. */
+  nextAfter: Uuid | null;
+  /** Conversations in the user's set (projection ∪ authority), all pages together. */
+  conversations: number;
+}
 
 /** last_activity_id DESC (the head's UUIDv7 message id; no head sorts last), then conversation_id ASC. */
 export function compareSessions(a: ConversationSummary, b: ConversationSummary): number {
@@ -121,6 +143,37 @@ export class SessionService {
     const hidden = summaries.length - sessions.length;
     if (hidden > 0) metrics.groupIntervalMissing.inc(hidden);
     return { tenant, user, epoch, rebuilt, total, sessions, hidden };
+  }
+
+  /**
+   * The groups a user is or was in, with their state and interval (ADR-0021 §2), a page at a time
+   * by group id. The user's conversations are those of their projection (`convs`) and of the
+   * authority together, so a projection lost and not yet rebuilt hides none the authority has; each
+   * is then read from its group's member table, which holds the state and the interval. Writes
+   * nothing (no rebuild, no epoch mark).
+   *
+   * Not seen: a group the user was put in at its creation and that has had no message since
+   * (creation writes no control message, so nothing was dispatched to the user yet).
+   */
+  async userGroups(req: { tenant: string; user: string; after?: string; limit?: number }): Promise<UserGroupsPage> {
+    const tenant = parseUuid(req.tenant, "tenant");
+    const user = parseUuid(req.user, "user");
+    const after = req.after ? parseUuid(req.after, "after") : undefined;
+    const limit = req.limit ?? USER_GROUPS_PAGE_DEFAULT;
+    if (!Number.isSafeInteger(limit) || limit < 1 || limit > USER_GROUPS_PAGE_LIMIT) {
+      throw new InvalidArgumentError("limit", `limit must be an integer from 1 to ${USER_GROUPS_PAGE_LIMIT}`);
+    }
+    const k = this.userKeys(tenant, user);
+    const [projected, registered] = await Promise.all([this.store.clientFor(k.tag).zrevrange(k.convs, 0, -1), this.authority.conversations(tenant, user)]);
+    const all = [...new Set([...projected.map(hexToUuid), ...registered.map((r) => r.conversation)])].sort();
+    const rest = after === undefined ? all : all.filter((g) => g > after);
+    const page = rest.slice(0, limit);
+    const entries = await this.conversations.memberEntries(tenant, user, page);
+    const groups: UserGroup[] = [];
+    entries.forEach((m, i) => {
+      if (m) groups.push({ group: page[i]!, joinedAt: m.joinedAt, leftAt: m.leftAt, state: m.state });
+    });
+    return { tenant, user, groups, nextAfter: rest.length > page.length ? page.at(-1)! : null, conversations: all.length };
   }
 
   /** Drops the user's projection and epoch mark (drills: "the projection was lost"). */

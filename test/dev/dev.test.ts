@@ -16,11 +16,14 @@ describe("qimctl dev up|status|down with real processes", { timeout: 300_000 }, 
   let tmp: string;
   let env: NodeJS.ProcessEnv;
   let defaultContext: string;
+  let config: string;
+  const readConfig = () => JSON.parse(readFileSync(config, "utf8"));
 
   before(() => {
     tmp = mkdtempSync(path.join(os.tmpdir(), "qimctl-dev-"));
     env = { XDG_CONFIG_HOME: tmp };
     defaultContext = path.join(tmp, "qimctl", "context.json");
+    config = path.join(tmp, "qimctl", "config.json");
   });
 
   after(async () => {
@@ -59,8 +62,10 @@ describe("qimctl dev up|status|down with real processes", { timeout: 300_000 }, 
     assert.deepEqual([state.redis.pid, state.server.pid, state.tenant], [first.redis.pid, first.server.pid, first.tenant]);
     const ctx = JSON.parse(readFileSync(path.join(dir, "context.json"), "utf8"));
     assert.deepEqual({ endpoint: ctx.endpoint, tenant: ctx.tenant, cert: ctx.cert, dev: ctx.dev }, { endpoint: first.endpoint, tenant: first.tenant, cert: path.join(dir, "pki", "admin.crt"), dev: true });
-    assert.deepEqual(JSON.parse(readFileSync(defaultContext, "utf8")), ctx, "the default context is written too (there was none)");
-    assert.equal(first.defaultContext.written, true);
+    assert.deepEqual(readConfig(), { current: "dev", contexts: { dev: ctx } }, "the named context dev is written too, and current (there was none)");
+    assert.equal(statSync(config).mode & 0o777, 0o600);
+    assert.deepEqual(first.namedContext, { config, name: "dev", written: true, current: "dev", note: null });
+    assert.ok(!existsSync(defaultContext), "the old single context file is not written");
 
     // a second dev up reuses both processes: never a second redis-server
     const second = await qimctl(["dev", "up", "--data-dir", dir], { env, json: false });
@@ -82,11 +87,12 @@ describe("qimctl dev up|status|down with real processes", { timeout: 300_000 }, 
     assert.deepEqual(status.redis, { pid: first.redis.pid, port: first.redis.port, alive: true, answering: true });
     assert.deepEqual(status.server, { pid: first.server.pid, port: first.server.port, alive: true, answering: true });
 
-    // plain commands through the written contexts: --context <dir>/context.json, then the default one
+    // plain commands through the written contexts: --context <dir>/context.json, --context dev, then the current one
     const group = ok(await qimctl(["group", "create", "--owner", "11111111-1111-4111-8111-111111111111", "--member", "22222222-2222-4222-8222-222222222222", "--context", path.join(dir, "context.json")], { env }), "group create");
     assert.equal(group.tenant, first.tenant);
     assert.equal(group.memberCount, 2);
-    const list = ok(await qimctl(["membership", "list", "--group", group.group], { env }), "membership list through the default context");
+    assert.equal(ok(await qimctl(["group", "show", "--group", group.group, "--context", "dev"], { env }), "group show --context dev").memberCount, 2);
+    const list = ok(await qimctl(["membership", "list", "--group", group.group], { env }), "membership list through the current context");
     assert.deepEqual(list.members.map((m: any) => m.state), ["ACTIVE", "ACTIVE"]);
 
     const down = ok(await qimctl(["dev", "down", "--data-dir", dir], { env }), "dev down");
@@ -96,8 +102,8 @@ describe("qimctl dev up|status|down with real processes", { timeout: 300_000 }, 
     assert.ok(!alive(first.redis.pid) && !alive(first.server.pid), "the pids are gone");
     assert.deepEqual(processesMentioning(dir), [], "no process mentions the data dir");
     assert.ok(!existsSync(path.join(dir, "dev.json")), "the state file is removed");
-    assert.ok(!existsSync(defaultContext), "the default context it wrote is removed");
-    assert.equal(down.defaultContextRemoved, true);
+    assert.deepEqual(down.contextsRemoved, [], "a stop keeps the named context (the next dev up refreshes it)");
+    assert.deepEqual(readConfig(), { current: "dev", contexts: { dev: ctx } });
     assert.ok(existsSync(path.join(dir, "context.json")) && existsSync(path.join(dir, "pki", "ca.key")) && existsSync(path.join(dir, "redis")), "data, PKI and context are kept");
 
     const after = await qimctl(["dev", "status", "--data-dir", dir], { env });
@@ -119,6 +125,8 @@ describe("qimctl dev up|status|down with real processes", { timeout: 300_000 }, 
     assert.equal(shown.memberCount, 2);
     const purged = ok(await qimctl(["dev", "down", "--data-dir", dir, "--purge", "--yes"], { env }), "dev down --purge");
     assert.equal(purged.purged, true);
+    assert.deepEqual(purged.contextsRemoved, ["dev"], "a purge removes the context of the files it removed");
+    assert.deepEqual(readConfig(), { current: null, contexts: {} });
     assert.ok(!existsSync(dir), "purge removed the data dir (it held only the stack's files)");
     assert.deepEqual(processesMentioning(dir), []);
   });
@@ -146,22 +154,36 @@ describe("qimctl dev up|status|down with real processes", { timeout: 300_000 }, 
     assert.deepEqual(processesMentioning(dir), []);
   });
 
-  it("a default context not written by dev up is left alone, and dev up says how to use its own", async () => {
+  it("an old default context file not written by dev up stays the current context (imported as default); dev up adds dev and says how to use it", async () => {
     const dir = path.join(tmp, "mine");
+    rmSync(config, { force: true });
     mkdirSync(path.dirname(defaultContext), { recursive: true });
     const theirs = `${JSON.stringify({ endpoint: "qim-admin.internal:7443", tenant: "33333333-3333-4333-8333-333333333333" })}\n`;
     writeFileSync(defaultContext, theirs);
     const up = await qimctl(["dev", "up", "--data-dir", dir], { env, json: false });
     assert.equal(up.code, 0, up.stderr);
-    assert.match(up.stdout, /Use this stack with --context \S*context\.json, or: export QIMCTL_CONTEXT=/);
-    assert.equal(readFileSync(defaultContext, "utf8"), theirs);
+    assert.match(up.stdout, /Use this stack with --context dev, or make it the current context: qimctl context use dev/);
+    assert.match(up.stdout, /note: imported .*context\.json as the context "default" of .*config\.json/);
+    assert.equal(readFileSync(defaultContext, "utf8"), theirs, "the old file is left as it was");
+    const cfg = readConfig();
+    assert.equal(cfg.current, "default", "their context stays current");
+    assert.deepEqual(cfg.contexts.default, { endpoint: "qim-admin.internal:7443", tenant: "33333333-3333-4333-8333-333333333333" });
+    assert.equal(cfg.contexts.dev.dataDir, dir);
     const status = ok(await qimctl(["dev", "status", "--data-dir", dir], { env }), "status");
+    assert.equal(ok(await qimctl(["projection", "status", "--context", "dev"], { env }), "projection status --context dev").partitions.length, 8);
     const viaEnv = ok(await qimctl(["projection", "status"], { env: { ...env, QIMCTL_CONTEXT: status.context } }), "projection status through QIMCTL_CONTEXT");
     assert.equal(viaEnv.partitions.length, 8);
+    // a context of that name written by someone else is left alone
+    ok(await qimctl(["context", "set", "dev", "--endpoint", "elsewhere:7443"], { env }), "context set dev by hand");
+    const again = ok(await qimctl(["dev", "up", "--data-dir", dir], { env }), "dev up (reused)");
+    assert.equal(again.namedContext.written, false);
+    assert.match(again.namedContext.note, /the context "dev" exists and was not written by qimctl dev up/);
+    assert.equal(readConfig().contexts.dev.endpoint, "elsewhere:7443");
     const down = ok(await qimctl(["dev", "down", "--data-dir", dir], { env }), "dev down");
-    assert.equal(down.defaultContextRemoved, false);
+    assert.deepEqual(down.contextsRemoved, []);
     assert.equal(readFileSync(defaultContext, "utf8"), theirs, "still theirs");
     rmSync(defaultContext);
+    rmSync(config);
   });
 
   it("Ctrl+C while dev up starts the stack: exit 130, what it had started is stopped", async () => {

@@ -1,5 +1,5 @@
 /**
- * The decisions of the dev stack that need no process: whose default context may be replaced,
+ * The decisions of the dev stack that need no process: whose named context may be replaced,
  * which processes are the stack's (a reused pid or a sibling data dir is never taken for ours),
  * the Redis version floor; and the one pass over /proc that sorts live processes by identity.
  */
@@ -10,33 +10,46 @@ import os from "node:os";
 import path from "node:path";
 import { after, describe, it } from "node:test";
 import { findProcesses, isAlive, versionAtLeast } from "../../cli/dev/process.js";
-import { authorityKind, authorityLine, defaultContextIsOurs, defaultContextPlan, devPaths, redisIdentity, serverIdentity } from "../../cli/dev/stack.js";
+import type { ConfigFile } from "../../cli/context.js";
+import { authorityKind, authorityLine, contextIsOurs, devPaths, planNamedContext, redisIdentity, serverIdentity } from "../../cli/dev/stack.js";
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), "qimctl-dev-unit-"));
 after(() => rmSync(tmp, { recursive: true, force: true }));
 
 describe("dev stack decisions", () => {
-  it("the default context is written when absent, ours, or another dev stack's that is down; otherwise left alone", () => {
+  it("the named context is written when absent, ours, or another dev stack's that is down; otherwise left alone; current only when none is", () => {
     const p = devPaths(path.join(tmp, "a"));
     const other = devPaths(path.join(tmp, "b"));
-    const file = path.join(tmp, "xdg", "qimctl", "context.json");
-    mkdirSync(path.dirname(file), { recursive: true });
-    assert.deepEqual(defaultContextPlan(file, p), { write: true, note: null });
-    writeFileSync(file, JSON.stringify({ endpoint: "prod:7443" }));
-    assert.equal(defaultContextPlan(file, p).write, false);
-    assert.match(defaultContextPlan(file, p).note!, /not written by qimctl dev up/);
-    writeFileSync(file, "{ not json");
-    assert.equal(defaultContextPlan(file, p).write, false);
-    writeFileSync(file, JSON.stringify({ dev: true, dataDir: p.dataDir }));
-    assert.equal(defaultContextPlan(file, p).write, true);
-    assert.equal(defaultContextIsOurs(file, p), true);
-    writeFileSync(file, JSON.stringify({ dev: true, dataDir: other.dataDir }));
-    assert.equal(defaultContextPlan(file, p).write, true, "the other stack is down (no dev.json)");
-    assert.equal(defaultContextIsOurs(file, p), false);
+    const ours = { endpoint: "localhost:1", dev: true, dataDir: p.dataDir };
+    const cfg: ConfigFile = { current: null, contexts: {} };
+    assert.deepEqual(planNamedContext(cfg, "dev", ours, p), { written: true, note: null });
+    assert.deepEqual(cfg, { current: "dev", contexts: { dev: ours } }, "absent: written, and current (there was none)");
+
+    const prod = { endpoint: "prod:7443" };
+    const withProd: ConfigFile = { current: "prod", contexts: { prod } };
+    assert.equal(planNamedContext(withProd, "dev", ours, p).written, true);
+    assert.equal(withProd.current, "prod", "another context is current: it stays current");
+
+    const theirs: ConfigFile = { current: null, contexts: { dev: { endpoint: "x:1" } } };
+    const plan = planNamedContext(theirs, "dev", ours, p);
+    assert.equal(plan.written, false);
+    assert.match(plan.note!, /not written by qimctl dev up/);
+    assert.deepEqual(theirs, { current: null, contexts: { dev: { endpoint: "x:1" } } }, "nothing changed");
+
+    const otherDown: ConfigFile = { current: "dev", contexts: { dev: { endpoint: "localhost:2", dev: true, dataDir: other.dataDir } } };
+    const replaced = planNamedContext(otherDown, "dev", ours, p);
+    assert.equal(replaced.written, true, "the other stack is down (no dev.json)");
+    assert.match(replaced.note!, /pointed at the dev stack in .*b, which is down/);
+    assert.equal(contextIsOurs(otherDown.contexts.dev, p), true);
+    assert.equal(contextIsOurs(otherDown.contexts.dev, other), false);
+
     mkdirSync(other.dataDir, { recursive: true });
     writeFileSync(other.stateFile, "{}");
-    assert.equal(defaultContextPlan(file, p).write, false, "the other stack is up");
-    assert.match(defaultContextPlan(file, p).note!, /points at the dev stack in .*b, which is up/);
+    const otherUp: ConfigFile = { current: "dev", contexts: { dev: { endpoint: "localhost:2", dev: true, dataDir: other.dataDir } } };
+    const kept = planNamedContext(otherUp, "dev", ours, p);
+    assert.equal(kept.written, false, "the other stack is up");
+    assert.match(kept.note!, /points at the dev stack in .*b, which is up/);
+    assert.equal(otherUp.contexts.dev!.endpoint, "localhost:2");
   });
 
   it("processes are recognised by their arguments, never those of a sibling data dir", () => {

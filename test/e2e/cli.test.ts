@@ -330,6 +330,7 @@ describe("qimctl against the real admin server over mTLS", { timeout: 300_000 },
     assert.ok(Math.abs(Date.parse(issued.notAfter) - Date.now() - 7 * 86_400_000) < 3_600_000);
     assert.equal(statSync(issued.keyPath).mode & 0o777, 0o600);
     assert.equal(issued.contextPath, contextFile);
+    assert.equal(issued.contextName, null, "a path: a context file, not a named context");
     const shown = ok(await run(["group", "show", "--group", group], { context: contextFile }), "group show with the written context");
     assert.equal(shown.group, group);
     const audit = ok(await run(["audit", "tail", "--limit", "5"], { context: contextFile }), "audit as carol");

@@ -53,6 +53,11 @@ describe("qimctl demo in a clean directory", { timeout: 300_000 }, () => {
     // test/dev/helpers.ts runs qimctl without the contract check of test/e2e/qimctl.ts: check here
     assert.equal(outputMismatch(["dev", "status"], statusRun.stdout), undefined);
     assert.equal(status.state, "up", "the stack keeps running");
+    // the demo's named context, current (there was none), and the closing lines use it
+    const config = JSON.parse(readFileSync(path.join(tmp, "xdg", "qimctl", "config.json"), "utf8"));
+    assert.equal(config.current, "demo");
+    assert.deepEqual([config.contexts.demo.endpoint, config.contexts.demo.dataDir], [status.endpoint, dataDir]);
+    assert.match(first.stdout, /Look around with --context demo, e\.g\.:/);
 
     const r = await qimctl(["demo", "--down"], { env, cwd: tmp }); // --output json added by qimctl()
     assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
@@ -93,7 +98,8 @@ describe("qimctl demo in a clean directory", { timeout: 300_000 }, () => {
     for (const s of stopped) assert.ok(!alive(s.pid), `pid ${s.pid} is gone`);
     assert.deepEqual(processesMentioning(tmp), [], "no process mentions the demo's directory");
     assert.ok(!existsSync(path.join(dataDir, "dev.json")));
-    assert.ok(!existsSync(path.join(tmp, "xdg", "qimctl", "context.json")), "the default context the demo wrote is removed");
+    assert.ok(!existsSync(path.join(tmp, "xdg", "qimctl", "context.json")), "the old single context file is never written");
+    assert.deepEqual(step("dev-down").contextsRemoved, [], "--down keeps the context (a purge would remove it)");
     assert.deepEqual(readdirSync(os.tmpdir()).filter((f) => f.startsWith("qim-demo-crowd-") && !crowdDirsBefore.includes(f)), [], "the bulk add's temporary file is removed");
   });
 });

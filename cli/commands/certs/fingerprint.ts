@@ -6,13 +6,8 @@ import { NOT_ONE_LINE } from "../../../core/base/index.js";
 import { BaseCommand } from "../../base.js";
 import type { FingerprintEntry, FingerprintResult } from "../../certs/results.js";
 import { subjectText } from "../../certs/text.js";
+import { subjectField } from "../../certs/x509.js";
 import { UsageError } from "../../exit-codes.js";
-
-/** One value of a subject field as the server reads it for the principal (the first, when repeated); null if absent. */
-function subjectField(cert: X509Certificate, key: "CN" | "OU"): string | null {
-  const v = (cert.toLegacyObject().subject as unknown as Record<string, string | string[] | undefined>)[key];
-  return (Array.isArray(v) ? v[0] : v) ?? null;
-}
 
 const NOT_ONE_LINE_ALL = new RegExp(NOT_ONE_LINE.source, "gu");
 

@@ -1,4 +1,3 @@
-import { mkdirSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import * as Flags from "@oclif/core/flags";
@@ -6,7 +5,8 @@ import { BaseCommand } from "../../base.js";
 import { fileBase, forceFlag, pkiDirFlag, positiveDays, readCaFile, refuseExisting, writeCertificate } from "../../certs/files.js";
 import type { IssueResult } from "../../certs/results.js";
 import { certificateLines, subjectText } from "../../certs/text.js";
-import { defaultContextPath, ENV, type ContextFile } from "../../context.js";
+import { contextName, ENV, isContextPath, type ContextFile } from "../../context.js";
+import { updateConfig, writeAtomically } from "../../context/config.js";
 import { UsageError } from "../../exit-codes.js";
 import { endpoint as checkEndpoint, uuid } from "../../validate.js";
 
@@ -16,11 +16,11 @@ export default class CertsIssue extends BaseCommand<typeof CertsIssue> {
   static override summary = "Issue a client certificate: who you are (CN) and your role (OU).";
   static override description = `Signs a client certificate with the CA in --dir (or --ca-cert/--ca-key). The admin API reads the principal from it: subject CN = --name, OU = --role. Roles: admin (everything), operator (groups and membership changes, audit), viewer (read only), drill (read, and send messages as a user). Writes <name>.crt and <name>.key (mode 0600); prints subject, role, expiry and SHA-256 fingerprint (the audit log records the same fingerprint).
 
---write-context also writes a qimctl context file (default $XDG_CONFIG_HOME/qimctl/context.json, or --context) pointing at the CA, this certificate and key, with --endpoint and --tenant, so that the next qimctl command just works.`;
+--write-context also writes a qimctl context pointing at the CA, this certificate and key, with --endpoint and --tenant, so that the next qimctl command just works: the named context --name (or --context NAME) in $XDG_CONFIG_HOME/qimctl/config.json, made the current context (see qimctl context list); or, when --context is a path (it has a / or ends in .json), a context file there.`;
   static override examples = [
     "<%= config.bin %> <%= command.id %> --name alice --role operator",
     {
-      description: "A viewer certificate valid for 30 days, and a context file that uses it",
+      description: "A viewer certificate valid for 30 days, and the current context \"dash\" that uses it",
       command: "<%= config.bin %> <%= command.id %> --name dash --role viewer --days 30 --write-context --endpoint localhost:7443 --tenant 8f14e45f-ceea-4a67-9c1b-2d3e4f5a6b7c",
     },
   ];
@@ -33,7 +33,7 @@ export default class CertsIssue extends BaseCommand<typeof CertsIssue> {
     "ca-key": Flags.string({ description: "CA private key (default: <dir>/ca.key)" }),
     force: forceFlag,
     "write-context": Flags.boolean({ description: "write a qimctl context file pointing at the CA, this certificate and key" }),
-    context: Flags.string({ description: "where --write-context writes (default $XDG_CONFIG_HOME/qimctl/context.json) [env QIMCTL_CONTEXT]" }),
+    context: Flags.string({ description: "where --write-context writes: a context name (default --name) or a context file path (with a / or ending in .json) [env QIMCTL_CONTEXT]" }),
     endpoint: Flags.string({ default: "localhost:7443", description: "the endpoint --write-context records" }),
     tenant: Flags.string({ description: "the tenant UUID --write-context records" }),
   };
@@ -48,6 +48,8 @@ export default class CertsIssue extends BaseCommand<typeof CertsIssue> {
     const caKeyPem = readCaFile(this.flags["ca-key"] ?? path.join(dir, "ca.key"), "--ca-key");
     const certPath = path.join(dir, `${fileBase(name)}.crt`);
     const keyPath = path.join(dir, `${fileBase(name)}.key`);
+    // where the context goes, checked before anything is written
+    const target = this.flags["write-context"] ? contextTarget(this.flags.context, name) : undefined;
     refuseExisting([certPath, keyPath], this.flags.force);
     const { issueClientCert } = await import("../../../certs/pki.js");
     let issued;
@@ -60,17 +62,40 @@ export default class CertsIssue extends BaseCommand<typeof CertsIssue> {
     const cert = await writeCertificate(issued, certPath, keyPath, role, this.flags.force);
 
     let contextPath: string | null = null;
-    if (this.flags["write-context"]) {
-      contextPath = path.resolve(this.flags.context ?? process.env[ENV.context] ?? defaultContextPath(process.env, os.homedir()));
+    let writtenName: string | null = null;
+    if (target) {
       const ctx: ContextFile = { endpoint, ca: path.resolve(caPath), cert: cert.certPath, key: cert.keyPath, ...(tenant ? { tenant } : {}), insecure: false };
-      mkdirSync(path.dirname(contextPath), { recursive: true });
-      writeFileSync(contextPath, `${JSON.stringify(ctx, null, 2)}\n`, { mode: 0o600 });
+      if ("file" in target) {
+        contextPath = target.file;
+        writeAtomically(contextPath, `${JSON.stringify(ctx, null, 2)}\n`);
+      } else {
+        const change = updateConfig(process.env, os.homedir(), (cfg) => {
+          cfg.contexts[target.name] = ctx;
+          cfg.current = target.name;
+        });
+        if (change.imported) this.note(`note: imported ${change.imported.from} as the context "${change.imported.name}" (it is no longer read)`);
+        contextPath = change.config;
+        writtenName = target.name;
+      }
     } else if (this.flags.tenant !== undefined || this.flags.context !== undefined) {
       this.note("note: --tenant and --context only matter with --write-context");
     }
 
     this.log(`Issued client certificate ${subjectText(cert.subject)} (role ${role})`);
-    this.log(certificateLines(cert, (contextPath ? [["context", `${contextPath} (endpoint ${endpoint}${tenant ? `, tenant ${tenant}` : ", no tenant: give --tenant or QIMCTL_TENANT"})`] as const] : [])));
-    return { ...cert, caPath: path.resolve(caPath), contextPath };
+    const where = writtenName ? `"${writtenName}" in ${contextPath}, now the current context` : contextPath;
+    this.log(certificateLines(cert, (contextPath ? [["context", `${where} (endpoint ${endpoint}${tenant ? `, tenant ${tenant}` : ", no tenant: give --tenant or QIMCTL_TENANT"})`] as const] : [])));
+    return { ...cert, caPath: path.resolve(caPath), contextPath, contextName: writtenName };
+  }
+}
+
+/** Where --write-context writes: --context (else QIMCTL_CONTEXT) as a file or a name, else the context named after the certificate. */
+function contextTarget(flag: string | undefined, certName: string): { file: string } | { name: string } {
+  const given = flag !== undefined ? { value: flag, field: "--context" } : process.env[ENV.context] ? { value: process.env[ENV.context]!, field: ENV.context } : undefined;
+  if (given && isContextPath(given.value)) return { file: path.resolve(given.value) };
+  if (given) return { name: contextName(given.field, given.value) };
+  try {
+    return { name: contextName("--name", certName) };
+  } catch {
+    throw new UsageError("--context", `--name ${JSON.stringify(certName)} is not a context name: give --context NAME (letters, digits and . _ @ -) for the context --write-context writes`);
   }
 }

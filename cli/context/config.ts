@@ -11,7 +11,7 @@
  * the old file is not read (it is left where it is, unchanged).
  */
 import { randomBytes } from "node:crypto";
-import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, unlinkSync, writeSync } from "node:fs";
+import { closeSync, fsyncSync, linkSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, unlinkSync, writeFileSync, writeSync } from "node:fs";
 import path from "node:path";
 import { QimError } from "../../core/errors/index.js";
 import { defaultConfigPath, defaultContextPath, parseConfigFile, parseContextFile, type ConfigFile, type NamedContext } from "../context.js";
@@ -115,10 +115,23 @@ function lock(file: string): () => void {
   mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
   const deadline = Date.now() + LOCK_WAIT_MS;
   for (;;) {
+    // the lock appears with its pid already in it (a hard link of a file written first): created
+    // empty and written after, a second process reading it in between took the empty pid for a
+    // dead holder and took the lock over — two writers, one context lost (CI caught it)
+    const tmp = `${lockFile}.${process.pid}.${randomBytes(4).toString("hex")}`;
+    writeFileSync(tmp, String(process.pid), { mode: 0o600 });
+    let linked = false;
     try {
-      const fd = openSync(lockFile, "wx", 0o600);
-      writeSync(fd, String(process.pid));
-      closeSync(fd);
+      linkSync(tmp, lockFile);
+      linked = true;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "EEXIST") {
+        rmSync(tmp, { force: true });
+        throw err;
+      }
+    }
+    rmSync(tmp, { force: true });
+    if (linked) {
       return () => {
         try {
           if (readFileSync(lockFile, "utf8").trim() === String(process.pid)) unlinkSync(lockFile);
@@ -126,8 +139,6 @@ function lock(file: string): () => void {
           // already gone
         }
       };
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
     }
     const holder = Number((readTextIfExists(lockFile) ?? "").trim());
     if (!pidAlive(holder)) {

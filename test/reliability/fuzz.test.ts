@@ -36,6 +36,8 @@ import { startReliabilityServer, type ReliabilityServer } from "./server.js";
 /** Random requests per RPC after the table. */
 const RANDOM_PER_RPC = SOAK ? 1500 : 40;
 const DEADLINE_MS = 120_000;
+/** How long an open-ended stream (Watch, FollowAudit) may stay silent before it counts as accepted. */
+const OPEN_ENDED_QUIET_MS = 1500;
 /** QIM_FUZZ_TRACE=1: one line per call on stderr (what, how long, the answer). */
 const TRACE = process.env.QIM_FUZZ_TRACE === "1";
 const SERVER_MAX_RECEIVE = 4 * 1024 * 1024;
@@ -387,8 +389,20 @@ function callRaw(client: grpc.Client, rpc: Rpc, body: Buffer): Promise<Answer> {
     let status: grpc.StatusObject | undefined;
     let ended = false;
     const settle = () => { if (status && ended) resolve({ code: status.code, details: status.details, messages }); };
-    // ObserveService.Watch streams until cancelled: its first snapshot is the answer
-    const openEnded = rpc.path.endsWith("/Watch");
+    // ObserveService.Watch and AuditService.FollowAudit stream until cancelled: the first message
+    // is the answer, and a stream still open and silent after OPEN_ENDED_QUIET_MS (a follow with
+    // nothing to send yet) was accepted without an error — waiting for the deadline instead made
+    // every FollowAudit case take DEADLINE_MS
+    const openEnded = /\/(Watch|FollowAudit)$/.test(rpc.path);
+    if (openEnded) {
+      const quiet = setTimeout(() => {
+        if (ended || status) return;
+        ended = true;
+        resolve({ code: grpc.status.OK, details: "", messages });
+        stream.cancel();
+      }, OPEN_ENDED_QUIET_MS);
+      stream.on("close", () => clearTimeout(quiet));
+    }
     stream.on("data", (m: Buffer) => {
       messages.push(m);
       if (openEnded && messages.length === 1) {

@@ -10,6 +10,7 @@ import { defineService, serverStream } from "../rpc.js";
  */
 export const drillService = defineService(catalogEntry("qim.admin.v1.DrillService"), {
   runRebuildDrill: serverStream({
+    endless: false,
     roles: ["admin", "drill"], mutates: true,
     async handle(req, { deps, principal, send }) {
       const wipe = req.wipe === "" ? "projection" : req.wipe;

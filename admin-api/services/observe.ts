@@ -11,6 +11,7 @@ import { ALL_ROLES, defineService, serverStream } from "../rpc.js";
  */
 export const observeService = defineService(catalogEntry("qim.admin.v1.ObserveService"), {
   watch: serverStream({
+    endless: true,
     roles: ALL_ROLES, mutates: false,
     async handle(req, { deps, admit, call }) {
       const end = await deps.observer.watch(call, watchIntervalMs(req), admit);

@@ -30,13 +30,15 @@ import * as grpc from "@grpc/grpc-js";
 import { loadSync } from "@grpc/proto-loader";
 import { service as healthService } from "grpc-health-check";
 import type { AdminClient } from "../../admin-api/client.js";
+import type { Rpc as RpcDecl } from "../../admin-api/rpc.js";
+import { SERVICES } from "../../admin-api/services/index.js";
 import { SOAK } from "./common.js";
 import { startReliabilityServer, type ReliabilityServer } from "./server.js";
 
 /** Random requests per RPC after the table. */
 const RANDOM_PER_RPC = SOAK ? 1500 : 40;
 const DEADLINE_MS = 120_000;
-/** How long an open-ended stream (Watch, FollowAudit) may stay silent before it counts as accepted. */
+/** How long an endless stream (Watch, FollowAudit) may stay silent before it counts as accepted. */
 const OPEN_ENDED_QUIET_MS = 1500;
 /** QIM_FUZZ_TRACE=1: one line per call on stderr (what, how long, the answer). */
 const TRACE = process.env.QIM_FUZZ_TRACE === "1";
@@ -375,6 +377,11 @@ const UNDECODABLE: [string, Buffer][] = [
 
 interface Answer { code: grpc.status; details: string; messages: Buffer[] }
 
+/** Paths of the server streams that do not end by themselves, from each RPC's declaration. */
+const ENDLESS = new Set(SERVICES.flatMap((svc) => Object.entries(svc.rpcs)
+  .filter(([, rpc]) => { const r = rpc as RpcDecl; return r.kind === "serverStream" && r.endless; })
+  .map(([method]) => svc.definition[method]!.path)));
+
 function callRaw(client: grpc.Client, rpc: Rpc, body: Buffer): Promise<Answer> {
   const identity = (b: Buffer) => b;
   const options = { deadline: Date.now() + DEADLINE_MS };
@@ -389,11 +396,11 @@ function callRaw(client: grpc.Client, rpc: Rpc, body: Buffer): Promise<Answer> {
     let status: grpc.StatusObject | undefined;
     let ended = false;
     const settle = () => { if (status && ended) resolve({ code: status.code, details: status.details, messages }); };
-    // ObserveService.Watch and AuditService.FollowAudit stream until cancelled: the first message
-    // is the answer, and a stream still open and silent after OPEN_ENDED_QUIET_MS (a follow with
-    // nothing to send yet) was accepted without an error — waiting for the deadline instead made
-    // every FollowAudit case take DEADLINE_MS
-    const openEnded = /\/(Watch|FollowAudit)$/.test(rpc.path);
+    // a stream declared endless (ObserveService.Watch, AuditService.FollowAudit: it runs until
+    // cancelled): the first message is the answer, and a stream still open and silent after
+    // OPEN_ENDED_QUIET_MS (a follow with nothing to send yet) was accepted without an error —
+    // waiting for the deadline instead made every FollowAudit case take DEADLINE_MS
+    const openEnded = ENDLESS.has(rpc.path);
     if (openEnded) {
       const quiet = setTimeout(() => {
         if (ended || status) return;

@@ -6,7 +6,8 @@
  */
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { startAdminServer, type AdminServer } from "../../admin-api/server.js";
@@ -25,8 +26,18 @@ export interface Run {
   json: any;
 }
 
-/** A clean environment: no QIMCTL_* of the developer's, no default context file of theirs. */
-export const baseEnv: NodeJS.ProcessEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("QIMCTL_") && !k.startsWith("QIM_")));
+/**
+ * An empty XDG_CONFIG_HOME of this test process (removed at exit): the developer's
+ * ~/.config/qimctl (contexts, the current context) never reaches a command under test.
+ */
+const isolatedConfigHome = mkdtempSync(path.join(os.tmpdir(), "qimctl-e2e-xdg-"));
+process.on("exit", () => rmSync(isolatedConfigHome, { recursive: true, force: true }));
+
+/** A clean environment: no QIMCTL_* or QIM_* of the developer's, no context file of theirs (callers may set their own XDG_CONFIG_HOME). */
+export const baseEnv: NodeJS.ProcessEnv = {
+  ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("QIMCTL_") && !k.startsWith("QIM_"))),
+  XDG_CONFIG_HOME: isolatedConfigHome,
+};
 
 /**
  * Rejects when a JSON output does not fit the snapshot's shape of its command (a result printed

@@ -11,7 +11,7 @@
  * the old file is not read (it is left where it is, unchanged).
  */
 import { randomBytes } from "node:crypto";
-import { closeSync, fsyncSync, linkSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, unlinkSync, writeFileSync, writeSync } from "node:fs";
+import { closeSync, fstatSync, fsyncSync, linkSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, unlinkSync, writeFileSync, writeSync } from "node:fs";
 import path from "node:path";
 import { QimError } from "../../core/errors/index.js";
 import { defaultConfigPath, defaultContextPath, parseConfigFile, parseContextFile, type ConfigFile, type NamedContext } from "../context.js";
@@ -109,6 +109,62 @@ function sleepSync(ms: number): void {
   Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
 }
 
+interface SeenLock { pid: number; ino: number; ctimeNs: bigint }
+
+/** The lock file's holder and identity (inode and change time), read from one open descriptor; undefined when there is none. */
+function readLock(lockFile: string): SeenLock | undefined {
+  let fd: number;
+  try {
+    fd = openSync(lockFile, "r");
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    throw err;
+  }
+  try {
+    const st = fstatSync(fd, { bigint: true });
+    return { pid: Number(readFileSync(fd, "utf8").trim()), ino: Number(st.ino), ctimeNs: st.ctimeNs };
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * Removes a lock whose holder is dead — only that lock file, never one a live process took
+ * meanwhile. Two processes that both saw the same stale lock would otherwise both delete "the
+ * lock", the second deleting the first's fresh one, and both write. So the removal is claimed
+ * first: a marker named after the stale file's identity (inode + change time) made by hard link
+ * (exclusive); only its maker checks that the lock is still that file and unlinks it. A process
+ * that loses the claim just tries again. Nothing can replace the stale file between the check
+ * and the unlink: that needs its removal, which needs this claim.
+ */
+function removeStaleLock(lockFile: string, seen: SeenLock): void {
+  const marker = `${lockFile}.stale-${seen.ino}-${seen.ctimeNs}`;
+  const tmp = `${lockFile}.${process.pid}.${randomBytes(4).toString("hex")}`;
+  writeFileSync(tmp, String(process.pid), { mode: 0o600 });
+  try {
+    linkSync(tmp, marker);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "EEXIST") {
+      // another process is removing this stale lock. Its marker is cleared when that is done
+      // (the lock is no longer that file) or when its maker died in between (its pid is in it)
+      const now = readLock(lockFile);
+      const maker = Number((readTextIfExists(marker) ?? "").trim());
+      if (!now || now.ino !== seen.ino || now.ctimeNs !== seen.ctimeNs || !pidAlive(maker)) rmSync(marker, { force: true });
+      else sleepSync(LOCK_POLL_MS);
+      return;
+    }
+    throw err;
+  } finally {
+    rmSync(tmp, { force: true });
+  }
+  try {
+    const now = readLock(lockFile);
+    if (now && now.ino === seen.ino && now.ctimeNs === seen.ctimeNs) unlinkSync(lockFile);
+  } finally {
+    rmSync(marker, { force: true });
+  }
+}
+
 /** Takes `<config>.lock`; a lock whose pid is gone is taken over. Waits up to 5 s for a live holder. */
 function lock(file: string): () => void {
   const lockFile = `${file}.lock`;
@@ -140,9 +196,11 @@ function lock(file: string): () => void {
         }
       };
     }
-    const holder = Number((readTextIfExists(lockFile) ?? "").trim());
-    if (!pidAlive(holder)) {
-      rmSync(lockFile, { force: true });
+    const seen = readLock(lockFile);
+    if (seen === undefined) continue; // released meanwhile
+    const holder = seen.pid;
+    if (!pidAlive(holder) && Date.now() <= deadline) {
+      removeStaleLock(lockFile, seen);
       continue;
     }
     if (Date.now() > deadline) {

@@ -5,6 +5,7 @@
  * prints key material; concurrent writers lose no context. XDG_CONFIG_HOME points into the temp dir.
  */
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
 import { createHash, randomUUID } from "node:crypto";
 import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
@@ -197,6 +198,18 @@ describe("qimctl context: named contexts against the real admin server", { timeo
     assert.deepEqual(listed.contexts.map((c: any) => c.name), ["default", ...names]);
     assert.deepEqual(listed.contexts.slice(1).map((c: any) => c.endpoint), names.map((n) => `host-${n}:7443`));
     assert.deepEqual(readdirSync(path.dirname(config)).filter((f) => f !== "pki").sort(), ["config.json", "context.json"], "no temporary or lock file left");
+  });
+
+  it("a lock left by a dead qimctl is taken over by exactly one of several concurrent writers at a time: no context lost", async () => {
+    // a pid that is certainly gone: a child that has exited
+    const dead = spawnSync(process.execPath, ["-e", "0"]).pid!;
+    writeFileSync(`${config}.lock`, String(dead), { mode: 0o600 });
+    const names = Array.from({ length: 6 }, (_, i) => `stale${i}`);
+    const runs = await Promise.all(names.map((n) => q(["context", "set", n, "--endpoint", `host-${n}:7443`])));
+    runs.forEach((r, i) => ok(r, `context set ${names[i]} over a stale lock`));
+    const listed = ok(await q(["context", "list"]), "context list");
+    for (const n of names) assert.ok(listed.contexts.some((c: any) => c.name === n && c.endpoint === `host-${n}:7443`), `context ${n} kept`);
+    assert.deepEqual(readdirSync(path.dirname(config)).filter((f) => f !== "pki").sort(), ["config.json", "context.json"], "no lock, marker or temporary file left");
   });
 
   it("certs issue --write-context writes the context named after the certificate and makes it current; --context NAME names it", async () => {

@@ -28,7 +28,8 @@ function checkpoint(): { key: string; client: RedisClient } {
 }
 
 function advance(client: RedisClient, key: string, expected: string, to: string, now: number, id: Identity = ID): Promise<unknown[]> {
-  return callScript(client, "advanceCheckpoint", [key], [expected, to, id.clusterId, id.topicId, id.partitionCount, now]);
+  // the partition's lease (same `{dNNN}` tag) is absent: these tests run without a cluster, token 0
+  return callScript(client, "advanceCheckpoint", [key, key.replace(/:ckpt:.*$/, ":cluster:lease:partition")], [expected, to, id.clusterId, id.topicId, id.partitionCount, now, "", 0]);
 }
 
 test("advanceCheckpoint: the first write with expected \"\" stores pos, identity and updated_at", async () => {

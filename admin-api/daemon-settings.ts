@@ -55,6 +55,12 @@ export interface DaemonSettings {
   cassandraTls?: StoreTlsSettings;
   /** Dispatch-log retention in ms (0: never trimmed). */
   dispatchRetentionMs: number;
+  /** NodeService's listener (null: off). */
+  nodeListen: string | null;
+  nodeAdvertise?: string;
+  nodeTlsCert?: string;
+  nodeTlsKey?: string;
+  nodeTlsCa?: string;
 }
 
 function tlsOf(r: ResolvedSettings, store: "redis" | "cassandra"): StoreTlsSettings | undefined {
@@ -90,6 +96,11 @@ export function toDaemonSettings(r: ResolvedSettings): DaemonSettings {
     partitions: v<number>("dispatch.partitions")!,
     clusterId: v<string>("dispatch.cluster_id")!,
     dispatchRetentionMs: v<number>("dispatch.retention")!,
+    nodeListen: v<string | null>("node.listen") ?? null,
+    ...opt("nodeAdvertise", "node.advertise"),
+    ...opt("nodeTlsCert", "node.tls.cert"),
+    ...opt("nodeTlsKey", "node.tls.key"),
+    ...opt("nodeTlsCa", "node.tls.ca"),
     ...opt("tlsCa", "tls.ca"),
     ...opt("tlsCert", "tls.cert"),
     ...opt("tlsKey", "tls.key"),

@@ -7,7 +7,7 @@
  * names applies nothing and answers STALE_OWNER with its view of the owner; a malformed request is
  * REJECTED (final).
  */
-import { parseUuid, QimError, type EngineRuntime, type Uuid } from "../../core/index.js";
+import { parseUuid, QimError, RELAY_BUCKET_COUNT, type EngineRuntime, type Uuid } from "../../core/index.js";
 import {
   NodeStatus,
   type DescribeUserRequest,
@@ -18,9 +18,7 @@ import {
 } from "../gen/qim/node/v1/node.js";
 import type { OwnershipView, UnitKind, UnitOwnerView } from "./ownership.js";
 
-/** Relay buckets of the engine (core/base commit buckets), the range a Kick may name. */
-export const RELAY_BUCKET_COUNT = 256;
-/** Buckets one Kick may name: every bucket at most once. */
+/** Buckets one Kick may name: every relay bucket at most once. */
 export const MAX_KICK_BUCKETS = RELAY_BUCKET_COUNT;
 
 export interface NodeHandlers {

@@ -1,20 +1,13 @@
 /**
  * What the node service and its router need of the engine cluster: the part of core/cluster's
  * ClusterMembership that says who owns a unit (ClusterMembership satisfies it structurally). Kept
- * this narrow so that the routing can be tested and reasoned about without the lease machinery.
+ * this narrow so that the routing can be exercised with any registry view (a test's caller that is
+ * not a node asks the admin API) and so that the router does not reach into the lease machinery.
  */
-export type UnitKind = "relay" | "partition" | "slot";
+import type { UnitKind, UnitOwner } from "../../core/index.js";
 
-export interface UnitOwnerView {
-  kind: UnitKind;
-  unit: number;
-  /** null: no live owner right now. */
-  nodeId: string | null;
-  /** host:port of the owner's node.listen. */
-  address: string | null;
-  token: number;
-  alive: boolean;
-}
+export type { UnitKind };
+export type UnitOwnerView = UnitOwner;
 
 export interface OwnershipView {
   readonly nodeId: string;

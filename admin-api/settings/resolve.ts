@@ -293,6 +293,10 @@ function checkCombinations(r: ResolvedSettings): void {
       if (!has(key)) fail(key, "mTLS needs --tls-ca, --tls-cert and --tls-key (create them with `qimctl certs init` and `qimctl certs issue-server`), or --insecure-dev on a development machine");
     }
   }
+  if (has("node.tls.cert") !== has("node.tls.key")) fail(has("node.tls.cert") ? "node.tls.cert" : "node.tls.key", "a node certificate needs both node.tls.cert and node.tls.key");
+  if (get<string | null>("node.listen") === null) {
+    for (const key of ["node.advertise", "node.tls.cert", "node.tls.key", "node.tls.ca"]) if (has(key)) fail(key, "has no use with node.listen off");
+  }
   if (has("redis.addrs") && has("redis.cluster")) {
     fail("redis.cluster", "give either standalone instances (--redis) or Cluster seeds (--redis-cluster), not both");
   }

@@ -84,9 +84,10 @@ export interface AdminServerOptions {
   projectionPollMs?: number;
   /**
    * Makes this server a node of the engine cluster (issue 11): its id, version and lease timing;
-   * the address it registers is its node service's (`node`), or "" without one.
+   * the address it registers is its node service's when `node` is given (the bound port), else
+   * `address` as given ("" for none).
    */
-  cluster?: Omit<ClusterOptions, "address">;
+  cluster?: ClusterOptions;
   /**
    * The node service (NodeService, admin-api/node/) on its own listener: needs `cluster`, and a
    * node certificate (`tls`: the node's certificate and key, the CA of its peers' node
@@ -297,7 +298,7 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
       },
       relay: { onError: (err) => log(`relay: ${(err as Error).message}`) },
       ...(opts.relayIntervalMs !== undefined ? { relayIntervalMs: opts.relayIntervalMs } : {}),
-      ...(opts.cluster ? { cluster: { ...opts.cluster, address: nodeService?.address ?? "" } } : {}),
+      ...(opts.cluster ? { cluster: { ...opts.cluster, address: nodeService?.address ?? opts.cluster.address } } : {}),
       log,
     });
     // the handlers and the relay's kick forwarder, before the node takes its first units

@@ -1,4 +1,4 @@
-import { FailedPreconditionError, InvalidArgumentError, NotFoundError, RELAY_BUCKET_COUNT, parseUuid, slotOfUser, type ClusterMembership, type NodeRecord, type UnitOwner } from "../../core/index.js";
+import { FailedPreconditionError, InvalidArgumentError, NotFoundError, RELAY_BUCKET_COUNT, parseUuid, slotOfUser, type ClusterMembership, type NodeRecord, type UnitKind, type UnitOwner } from "../../core/index.js";
 import { catalogEntry } from "../catalog.js";
 import type { ClusterNode, GetOwnerResponse, OwnedUnits } from "../gen/qim/admin/v1/cluster.js";
 import { ALL_ROLES, defineService, MUTATE, unary, type ServerDeps } from "../rpc.js";
@@ -34,29 +34,31 @@ export const clusterService = defineService(catalogEntry("qim.admin.v1.ClusterSe
   getOwner: unary({
     roles: ALL_ROLES, mutates: false,
     async handle(req, { deps }) {
-      const cluster = clusterOf(deps);
+      // the request is checked first: a malformed one is INVALID_ARGUMENT on every server
       const u = req.unit;
       if (!u) throw new InvalidArgumentError("unit", "name exactly one unit: a user (tenant and user), a partition or a bucket");
+      let kind: UnitKind;
+      let unit: number;
       if (u.$case === "user") {
-        const tenant = parseUuid(u.user.tenant, "user.tenant");
-        const user = parseUuid(u.user.user, "user.user");
-        return { response: ownerOut(await cluster.ownerOf("slot", slotOfUser(tenant, user))) };
-      }
-      if (u.$case === "partition") {
+        kind = "slot";
+        unit = slotOfUser(parseUuid(u.user.tenant, "user.tenant"), parseUuid(u.user.user, "user.user"));
+      } else if (u.$case === "partition") {
         const count = deps.runtime.dispatchLog.identity.partitionCount;
         if (u.partition >= count) throw new InvalidArgumentError("partition", `partition ${u.partition} does not exist: the dispatch log has partitions 0 … ${count - 1}`);
-        return { response: ownerOut(await cluster.ownerOf("partition", u.partition)) };
+        [kind, unit] = ["partition", u.partition];
+      } else {
+        if (u.bucket >= RELAY_BUCKET_COUNT) throw new InvalidArgumentError("bucket", `bucket ${u.bucket} does not exist: relay buckets are 0 … ${RELAY_BUCKET_COUNT - 1}`);
+        [kind, unit] = ["relay", u.bucket];
       }
-      if (u.bucket >= RELAY_BUCKET_COUNT) throw new InvalidArgumentError("bucket", `bucket ${u.bucket} does not exist: relay buckets are 0 … ${RELAY_BUCKET_COUNT - 1}`);
-      return { response: ownerOut(await cluster.ownerOf("relay", u.bucket)) };
+      return { response: ownerOut(await clusterOf(deps).ownerOf(kind, unit)) };
     },
   }),
   drain: unary({
     roles: MUTATE, mutates: true,
     async handle(req, { deps }) {
-      const cluster = clusterOf(deps);
       const nodeId = req.nodeId.trim();
       if (nodeId === "") throw new InvalidArgumentError("node_id", "name the node to drain (qimctl cluster nodes lists them)");
+      const cluster = clusterOf(deps);
       const node = (await cluster.nodes()).find((n) => n.nodeId === nodeId);
       if (!node) throw new NotFoundError("node", nodeId);
       if (node.draining) {

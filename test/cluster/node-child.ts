@@ -21,7 +21,7 @@ const server = await startAdminServer({
   auditPath: cfg.auditLog,
   auditSync: false,
   tls: { caPem: ca, certPem: readFileSync(cfg.cert), keyPem: readFileSync(cfg.key) },
-  cluster: { nodeId: cfg.nodeId, version: "test", leaseTtlMs: cfg.leaseTtlMs, heartbeatIntervalMs: cfg.heartbeatIntervalMs },
+  cluster: { nodeId: cfg.nodeId, address: "", version: "test", leaseTtlMs: cfg.leaseTtlMs, heartbeatIntervalMs: cfg.heartbeatIntervalMs },
   node: { listen: "127.0.0.1:0", tls: { caPem: ca, certPem: readFileSync(cfg.nodeCert), keyPem: readFileSync(cfg.nodeKey) } },
 });
 process.once("SIGTERM", () => {

@@ -5,6 +5,7 @@ import * as grpc from "@grpc/grpc-js";
 import { HealthImplementation } from "grpc-health-check";
 import {
   EngineRuntime,
+  type ClusterOptions,
   InvalidArgumentError,
   parseHostPort,
   ProjectionRefusedError,
@@ -78,6 +79,8 @@ export interface AdminServerOptions {
   denyListPollMs?: number;
   /** Dispatch-log retention in ms (default 1 day); 0 never trims. */
   retentionMs?: number;
+  /** Makes the server a node of the engine cluster (core/cluster); without it the server owns every unit. */
+  cluster?: ClusterOptions;
   /** How often the projection consumer polls every partition when idle (default 250 ms; appends kick it sooner). */
   projectionPollMs?: number;
   /**
@@ -268,6 +271,7 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
       },
       relay: { onError: (err) => log(`relay: ${(err as Error).message}`) },
       ...(opts.relayIntervalMs !== undefined ? { relayIntervalMs: opts.relayIntervalMs } : {}),
+      ...(opts.cluster ? { cluster: opts.cluster } : {}),
       log,
     });
     log(`conversation-set authority: ${runtime.projection.authority.describe()}`);

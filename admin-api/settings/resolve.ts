@@ -313,6 +313,12 @@ function checkCombinations(r: ResolvedSettings): void {
   if (has("redis.user") && !has("redis.password") && !has("redis.password_file")) {
     fail("redis.user", "needs a password: redis.password_file (--redis-password-file) or QIM_REDIS_PASSWORD");
   }
+  const ttl = get<number>("cluster.lease_ttl");
+  const beat = get<number>("cluster.heartbeat_interval");
+  if (ttl === 0) fail("cluster.lease_ttl", "a node's lease cannot be off: give a duration such as 5s");
+  if (beat === 0) fail("cluster.heartbeat_interval", "a node's heartbeat cannot be off: give a duration such as 1s");
+  if (ttl < 2 * beat) fail("cluster.lease_ttl", `must be at least twice cluster.heartbeat_interval (${beat / 1000}s): a node heartbeats more than once per lease`);
+  if (has("node.id") && !/^[A-Za-z0-9._-]{1,64}$/.test(get<string>("node.id"))) fail("node.id", "expected 1 to 64 of A-Z a-z 0-9 . _ -");
   if (!has("cassandra.contact_points")) {
     for (const key of SETTINGS.filter((s) => s.section === "cassandra" && s.key !== "cassandra.contact_points" && s.default === undefined).map((s) => s.key)) {
       if (has(key)) fail(key, "needs --cassandra-contact-points (without it the Redis-hash development fallback is the authority)");

@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { Conv, hexId, hexIds, useRedis } from "./helpers.js";
+import { Conv, hexId, hexIds, SCRIPT_KEYS, useRedis } from "./helpers.js";
 
 const fx = useRedis();
 
@@ -127,4 +127,21 @@ test("markCommitted: the oldest pending version decides, whatever order seqs are
   // and it still expands correctly
   const reply = await c.run("loadForDispatch", [1]);
   assert.equal(reply[3], owner);
+});
+
+test("markCommitted: fenced by the bucket's relay lease (KEYS[5]): only its exact owner and token mark; anything else answers -10 and writes nothing", async () => {
+  const c = new Conv(fx);
+  const [owner] = hexIds(1) as [string];
+  const ref = c.keys.outboxRef;
+  await c.createGroup(owner, [owner]);
+  await c.send(owner, 1);
+  const lease = SCRIPT_KEYS.markCommitted(c.keys)[4]!;
+  await c.client.hset(lease, "owner", "n1", "token", 3);
+  const before = await c.snapshot();
+  assert.deepEqual(await c.run("markCommitted", ["", 0, ref, 1]), [-10], "no cluster token once a node took the bucket");
+  assert.deepEqual(await c.run("markCommitted", ["n1", 2, ref, 1]), [-10], "an older token of the same owner");
+  assert.deepEqual(await c.run("markCommitted", ["n2", 3, ref, 1]), [-10], "the same number from another owner (a lost lease write)");
+  assert.deepEqual(await c.snapshot(), before);
+  assert.deepEqual(await c.run("markCommitted", ["n1", 3, ref, 1]), [1]);
+  assert.equal(await c.exists(c.keys.outbox), 0);
 });

@@ -121,3 +121,17 @@ test("popRegistered: duplicates in the queue are popped one per given item, in o
   assert.equal(await pop(client, key, [a, a, b]), 3);
   assert.deepEqual(await client.lrange(key, 0, -1), [a]);
 });
+
+test("popRegistered: fenced by the user slot's lease (KEYS[2]): only its exact owner and token pop; anything else answers -10 and pops nothing", async () => {
+  const { key, client, item } = queue();
+  const [a, b] = [item(), item()];
+  await client.rpush(key, a, b);
+  await client.hset(leaseOf(key), "owner", "n1", "token", 2);
+  const popWith = async (owner: string, token: number) => Number((await callScript(client, "popRegistered", [key, leaseOf(key)], [owner, token, a, b]))[0]);
+  assert.equal(await popWith("", 0), -10);
+  assert.equal(await popWith("n1", 1), -10);
+  assert.equal(await popWith("n2", 2), -10);
+  assert.deepEqual(await client.lrange(key, 0, -1), [a, b]);
+  assert.equal(await popWith("n1", 2), 2);
+  assert.equal(await client.exists(key), 0);
+});

@@ -396,7 +396,8 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
     });
   }
 
-  const observer = new Observer(projection, audit);
+  const cluster = runtime.cluster;
+  const observer = new Observer(projection, audit, cluster ? () => cluster.nodes() : undefined);
   const deps: ServerDeps = { runtime, audit, observer };
 
   /** A unary RPC's grpc-js handler: the pipeline around its declaration. */

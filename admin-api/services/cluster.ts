@@ -1,16 +1,10 @@
 import { FailedPreconditionError, InvalidArgumentError, NotFoundError, RELAY_BUCKET_COUNT, parseUuid, slotOfUser, type ClusterMembership, type NodeRecord, type UnitKind, type UnitOwner } from "../../core/index.js";
 import { catalogEntry } from "../catalog.js";
-import type { ClusterNode, GetOwnerResponse, OwnedUnits } from "../gen/qim/admin/v1/cluster.js";
+import { clusterNodeOut as nodeOut } from "../convert.js";
+import type { GetOwnerResponse, OwnedUnits } from "../gen/qim/admin/v1/cluster.js";
 import { ALL_ROLES, defineService, MUTATE, unary, type ServerDeps } from "../rpc.js";
 
 const ownedOut = (o: NodeRecord["owned"]): OwnedUnits => ({ relayBuckets: o.relayBuckets, partitions: o.partitions, slots: o.slots });
-
-function nodeOut(n: NodeRecord): ClusterNode {
-  return {
-    nodeId: n.nodeId, address: n.address, version: n.version, startedAtMs: BigInt(n.startedAt), heartbeatAgeMs: BigInt(Math.round(n.heartbeatAgeMs)),
-    alive: n.alive, draining: n.draining, owned: ownedOut(n.owned),
-  };
-}
 
 function ownerOut(o: UnitOwner): GetOwnerResponse {
   return { kind: o.kind, unit: o.unit, nodeId: o.nodeId ?? "", address: o.address ?? "", token: BigInt(o.token), alive: o.alive };

@@ -288,6 +288,11 @@ function checkCombinations(r: ResolvedSettings): void {
     if (!isLoopbackHost(listen.host) && !get<boolean>("insecure_dev_allow_non_loopback")) {
       fail("listen", `--insecure-dev serves plaintext and makes every caller an admin: it listens only on a loopback address (127.0.0.1, ::1, localhost), not ${listen.host}. Use mTLS (--tls-ca, --tls-cert, --tls-key); to expose an insecure server anyway, add --insecure-dev-allow-non-loopback`);
     }
+    const node = get<string | null>("node.listen");
+    const nodeHost = node === null ? null : parseHostPort(node, { allowPortZero: true })!.host;
+    if (nodeHost !== null && !isLoopbackHost(nodeHost) && !get<boolean>("insecure_dev_allow_non_loopback")) {
+      fail("node.listen", `--insecure-dev makes the node service plaintext too, so it listens only on a loopback address, not ${nodeHost}; use node certificates (--node-tls-cert, --node-tls-key) with mTLS, or add --insecure-dev-allow-non-loopback`);
+    }
   } else {
     for (const key of ["tls.ca", "tls.cert", "tls.key"]) {
       if (!has(key)) fail(key, "mTLS needs --tls-ca, --tls-cert and --tls-key (create them with `qimctl certs init` and `qimctl certs issue-server`), or --insecure-dev on a development machine");

@@ -154,8 +154,10 @@ describe("node-to-node RPC between server processes", () => {
     }
     assert.ok(sent >= 1, "found groups on node B's buckets");
     const forwarded = await until("node A forwarded the kicks", async () => {
-      const n = counter(await metrics(0), "qim_relay_kicks_forwarded_total") - counter(before, "qim_relay_kicks_forwarded_total");
-      return n >= sent ? n : null;
+      const text = await metrics(0);
+      const n = counter(text, "qim_relay_kicks_forwarded_total") - counter(before, "qim_relay_kicks_forwarded_total");
+      if (n >= sent) return n;
+      throw new Error(`forwarded ${n} of ${sent}; node A: ${text.split("\n").filter((l) => /^qim_(node_rpc|relay_kicks)/.test(l)).join("; ")}`);
     });
     assert.ok(forwarded >= sent);
     assert.ok(counter(await metrics(1), "qim_node_rpc_served_total", { rpc: "Kick", status: "OK" }) >= 1);

@@ -34,8 +34,8 @@ const SETTLE_MS = 30_000;
 const POLL_MS = 100;
 
 /** Short leases so that a drain settles quickly (the defaults are seconds). */
-const LEASE_TTL_MS = 2000;
-const HEARTBEAT_INTERVAL_MS = 300;
+const LEASE_TTL_MS = 5000;
+const HEARTBEAT_INTERVAL_MS = 500;
 const NODE_CHILD = fileURLToPath(new URL("./node-child.js", import.meta.url));
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -39,6 +39,8 @@ export interface ServerProcessOptions {
   metricsListen?: string;
   /** Runs the server under `ulimit -f` of this many KiB (every file it writes, the audit log included). */
   fileSizeLimitKiB?: number;
+  /** More flags, after the others (e.g. --node-id, --cluster-lease-ttl). */
+  extraArgs?: string[];
 }
 
 export interface ServerProcess {
@@ -73,6 +75,7 @@ export async function startServerProcess(opts: ServerProcessOptions): Promise<Se
     "--audit-log", opts.auditLog,
     ...(opts.redisArgs ?? ["--redis", opts.redisAddr!]),
     ...(opts.denyList ? ["--deny-list", opts.denyList] : []),
+    ...(opts.extraArgs ?? []),
   ];
   const env = { ...baseEnv, ...(opts.failpoints ? { QIM_FAILPOINTS: opts.failpoints } : {}) };
   // under a file size limit, bash sets it and execs node in its place (the same pid)

@@ -104,7 +104,10 @@ for (const topology of ["single", "cluster"] as const) {
         n.proc!.signal("SIGKILL");
         await n.proc!.exited;
       } else {
-        await n.proc!.stop();
+        const proc = n.proc!;
+        await proc.stop();
+        // a graceful stop that needed the harness's SIGKILL (after 5 s) did not hand over
+        assert.deepEqual(await proc.exited, { code: 0, signal: null }, `${n.id} stopped cleanly on SIGTERM`);
       }
       n.proc = null;
     }

@@ -17,6 +17,7 @@
  *   redis.acl      --secure-redis: redis-server's ACL file (0600), written at each start; it
  *                  holds the password's SHA-256, not the password
  *   server.log     the admin server's stdout/stderr; audit.log its audit log
+ *   node-id        the admin server's node id in the engine cluster (written by the server once: its data_dir is the audit log's)
  *
  * Processes are recognised by their arguments, so that a reused pid is never signalled: the
  * redis-server's process title ends with "qimctl-dev <data dir>" (--proc-title-template), the
@@ -87,6 +88,8 @@ export interface DevPaths {
   redisAcl: string;
   serverLog: string;
   auditLog: string;
+  /** The server's generated node id (core/cluster), in the data dir. */
+  nodeIdFile: string;
 }
 
 export function devPaths(dataDir: string): DevPaths {
@@ -112,6 +115,7 @@ export function devPaths(dataDir: string): DevPaths {
     redisAcl: path.join(d, "redis.acl"),
     serverLog: path.join(d, "server.log"),
     auditLog: path.join(d, "audit.log"),
+    nodeIdFile: path.join(d, "node-id"),
   };
 }
 
@@ -1128,7 +1132,7 @@ function removeOurContexts(p: DevPaths, env: NodeJS.ProcessEnv, home: string): s
 /** Removes what the dev stack keeps in the data dir — only those names, never anything else — then the dir if empty. */
 function purge(p: DevPaths): void {
   for (const f of [p.redisDir, p.pkiDir]) rmSync(f, { recursive: true, force: true });
-  for (const f of [p.redisLog, p.redisPassword, p.redisAcl, p.serverLog, p.auditLog, p.contextFile, p.stateFile]) rmSync(f, { force: true });
+  for (const f of [p.redisLog, p.redisPassword, p.redisAcl, p.serverLog, p.auditLog, p.nodeIdFile, p.contextFile, p.stateFile]) rmSync(f, { force: true });
   // drill reports (the default --report-dir with the dev context) and rotated audit logs
   for (const name of safeList(p.dataDir)) if (/^qim-drill-.*\.json$/.test(name) || /^audit(-\d+)?\.log(\.\d+)?$/.test(name) || /^server-\d+\.log$/.test(name)) rmSync(path.join(p.dataDir, name), { force: true });
   for (const name of safeList(p.dataDir)) if (/^node-\d+$/.test(name)) rmSync(path.join(p.dataDir, name), { recursive: true, force: true });

@@ -14,6 +14,8 @@ export const DEFAULT_HEARTBEAT_INTERVAL_MS = 1000;
 export const SLOT_COUNT = COMMIT_BUCKET_COUNT;
 /** Relay buckets: the commit buckets `{bNNN}`. */
 export const RELAY_BUCKET_COUNT = COMMIT_BUCKET_COUNT;
+/** Every this many reconciliations a node reads back the leases it keeps (a lost lease write shows there). */
+export const KEPT_CHECK_EVERY = 5;
 /** A node silent this many lease TTLs (at least a minute) is forgotten by the registry. */
 export const FORGET_AFTER_TTLS = 12;
 
@@ -303,25 +305,49 @@ export class ClusterMembership implements UnitGate {
     this.emit(kind, unit, true);
   }
 
-  /** One heartbeat and reconciliation; exported for tests that drive it. */
-  async tick(): Promise<void> {
+  /**
+   * One heartbeat. A node that could not heartbeat for longer than it may trust its leases (it was
+   * paused, or Redis was away) first drops every unit locally: others may own them by now.
+   */
+  private async beat(): Promise<RegistryView> {
     const sent = performance.now();
-    // paused or cut off past what the lease allows: whatever we held may be someone else's now
     if (this.lastBeat !== null && sent - this.lastBeat > this.trustMs) this.dropAll(`no heartbeat accepted for ${Math.round(sent - this.lastBeat)} ms`);
     const view = await this.heartbeat();
     this.lastBeat = sent;
     this.firstBeat = false;
     metrics.heartbeatAge.set((performance.now() - sent) / 1000);
+    return view;
+  }
+
+  private reconciles = 0;
+  private reconcileBusy = false;
+  private chain: Promise<void> = Promise.resolve();
+
+  /** Reconciliations run one at a time, in order. */
+  private runReconcile(view: RegistryView): Promise<void> {
+    this.reconcileBusy = true;
+    const p = this.chain.then(() => this.reconcile(view)).finally(() => { this.reconcileBusy = false; });
+    this.chain = p.catch(() => {});
+    return p;
+  }
+
+  /**
+   * Gives up the units the assignment moved away (once their work stopped) and takes the desired
+   * ones that are free, released or a dead node's. Leases kept are checked against Redis every
+   * KEPT_CHECK_EVERY reconciliations (a refused write drops a lost unit at once anyway).
+   */
+  private async reconcile(view: RegistryView): Promise<void> {
     const { live, eligible, selfDraining } = this.registry(view);
     metrics.liveNodes.set(live.size);
     const me = !this.stopped && !selfDraining && eligible.includes(this.nodeId);
+    const checkKept = this.reconciles++ % KEPT_CHECK_EVERY === 0;
     await Promise.all(UNIT_KINDS.map(async (kind) => {
       const owners = me ? this.assignment(kind, eligible) : [];
       const desired = new Set<number>();
       owners.forEach((o, u) => { if (o === this.nodeId) desired.add(u); });
       const held = [...this.held[kind].keys()];
       const toRelease = held.filter((u) => !desired.has(u));
-      const keep = held.filter((u) => desired.has(u));
+      const keep = checkKept ? held.filter((u) => desired.has(u)) : [];
       const want = [...desired].filter((u) => !this.held[kind].has(u));
       const [kept, wanted] = await Promise.all([this.readLeases(kind, keep), this.readLeases(kind, want)]);
       // a unit we hold whose lease moved (Redis lost our write, or we were judged dead): not ours
@@ -332,13 +358,18 @@ export class ClusterMembership implements UnitGate {
           const seen = wanted[i]!;
           const dead = seen.owner !== "" && !live.has(seen.owner);
           if (seen.owner === "" || dead || seen.owner === this.nodeId) return this.acquire(kind, u, seen, dead && seen.owner !== this.nodeId);
-          return Promise.resolve(); // alive owner: it releases on its own tick once its work stopped
+          return Promise.resolve(); // alive owner: it releases on its own reconciliation once its work stopped
         }),
       ]);
     }));
   }
 
-  /** The first tick (so that start-up work sees the units this node takes at once), then one every interval. */
+  /** One heartbeat and a reconciliation, awaited (start-up, drain, tests). */
+  async tick(): Promise<void> {
+    await this.runReconcile(await this.beat());
+  }
+
+  /** The first tick (so that start-up work sees the units this node takes at once), then a heartbeat every interval. */
   async start(): Promise<void> {
     if (!this.stopped) return;
     this.stopped = false;
@@ -347,21 +378,29 @@ export class ClusterMembership implements UnitGate {
     this.schedule();
   }
 
+  /**
+   * Heartbeats keep their interval whatever a reconciliation costs (reading and writing hundreds
+   * of leases on a loaded Redis Cluster can take longer than an interval): a heartbeat that waited
+   * for it would make this node look dead to the others, and let its own trust lapse. A
+   * reconciliation starts after a heartbeat when none is running.
+   */
   private schedule(): void {
     if (this.stopped) return;
     this.timer = setTimeout(() => {
-      this.running = this.tick()
+      this.running = this.beat()
+        .then((view) => { if (!this.reconcileBusy && !this.stopped) this.runReconcile(view).catch((err: unknown) => this.say(`reconciliation failed: ${(err as Error).message}`)); })
         .catch((err: unknown) => this.say(`heartbeat failed: ${(err as Error).message}`))
         .finally(() => this.schedule());
     }, this.heartbeatIntervalMs);
   }
 
-  /** Hands every unit over (after its work stopped) and leaves the registry: others take them on their next tick. */
+  /** Hands every unit over (after its work stopped) and leaves the registry: others take them on their next interval. */
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
     await this.running;
+    await this.chain;
     const n = UNIT_KINDS.reduce((a, k) => a + this.held[k].size, 0);
     await Promise.all(UNIT_KINDS.flatMap((kind) => [...this.held[kind].keys()].map((u) => this.release(kind, u))))
       .catch((err: unknown) => this.say(`release at stop failed: ${(err as Error).message}`));
@@ -370,15 +409,10 @@ export class ClusterMembership implements UnitGate {
     this.say(`node ${this.nodeId} left: released ${n} unit(s)`);
   }
 
-  /** Marks a node draining: it releases all its units on its next tick and takes none until it restarts. */
+  /** Marks a node draining: it releases all its units on its next interval (at once when it is this one) and takes none until it restarts. */
   async drain(nodeId: string): Promise<void> {
     await this.store.clientForKey(drainingKey(this.keys)).hset(drainingKey(this.keys), nodeId, Date.now());
-    if (nodeId === this.nodeId && !this.stopped) {
-      if (this.timer) clearTimeout(this.timer);
-      await this.running;
-      this.running = this.tick().catch((err: unknown) => this.say(`drain tick failed: ${(err as Error).message}`)).finally(() => this.schedule());
-      await this.running;
-    }
+    if (nodeId === this.nodeId && !this.stopped) await this.tick();
   }
 
   private async readRegistry(): Promise<RegistryView> {

@@ -2,6 +2,7 @@ import { bucketTag, COMMIT_BUCKET_COUNT, hexToUuid, InternalError, type KeySpace
 import { SOLO_GATE, unitLeaseKey, type Fence, type UnitGate } from "../cluster/index.js";
 import { conversationKeys, outboxKey } from "../conversation/index.js";
 import type { RedisStore } from "../store/index.js";
+import { failpointStop, FAILPOINTS } from "../support/index.js";
 import type { DispatchLog, DispatchRecord } from "./log.js";
 import { metrics } from "./metrics.js";
 import { loadForDispatchScript, markCommittedScript } from "./scripts.js";
@@ -162,6 +163,7 @@ export class OutboxRelay {
         await this.log.append(records);
         if (this.opts.onAppended) this.handOff(this.opts.onAppended, records);
       }
+      if (records.length > 0) failpointStop(FAILPOINTS.relayBeforeMark);
       const marked = await markCommittedScript.run(client, { ...k, lease }, { owner: fence.owner, token: fence.token, outboxRef: ref, seqs });
       if (marked === null) {
         fencedOut = true;

@@ -520,6 +520,7 @@ export class SessionProjector {
     // all recipients are written; only now may the checkpoint move past these records
     if (!(await this.advance(partition, cp!.raw, { offset: last.offset + 1, id: last.id }, fence))) return 0;
     metrics.projectedRecords.inc({ path: "durable" }, todo.length);
+    metrics.consumedRecords.inc(entries.length);
     return entries.length;
   }
 

@@ -878,7 +878,11 @@ export async function devUp(opts: DevUpOptions): Promise<DevUpResult> {
         return { ...state, status: "reused", notes: reusedNotes };
       }
       const what = [
-        ...now.nodes.map((n) => (!n.alive ? `server ${n.nodeId} pid ${n.pid} is not running` : !n.answering ? `server ${n.nodeId} pid ${n.pid} does not answer` : null)),
+        // one node keeps the single-server words
+        ...now.nodes.map((n) => {
+          const who = now.nodes.length > 1 ? `server ${n.nodeId}` : "server";
+          return !n.alive ? `${who} pid ${n.pid} is not running` : !n.answering ? `${who} pid ${n.pid} does not answer` : null;
+        }),
         !now.redis.alive ? `redis pid ${previous.redis.pid} is not running` : !now.redis.answering ? `redis pid ${previous.redis.pid} does not answer` : null,
       ].filter(Boolean).join(", ");
       notes.push(`stale state (${what}): cleaned up, started afresh`);

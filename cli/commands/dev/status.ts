@@ -18,7 +18,7 @@ Exit codes: 0 everything up and answering; 5 down (no state) or partly down (the
       const what = r.state === "down"
         ? "not running (no state file)"
         : [
-          ...r.nodes.filter((n) => !n.answering).map((n) => `server ${n.nodeId} pid ${n.pid} ${n.alive ? "does not answer" : "is not running"}`),
+          ...r.nodes.filter((n) => !n.answering).map((n) => `server ${r.nodes.length > 1 ? `${n.nodeId} ` : ""}pid ${n.pid} ${n.alive ? "does not answer" : "is not running"}`),
           r.redis && !r.redis.answering ? `redis pid ${r.redis.pid} ${r.redis.alive ? "does not answer" : "is not running"}` : null,
           r.strays.length > 0 ? `unrecorded processes ${r.strays.join(", ")}` : null,
         ].filter(Boolean).join(", ");

@@ -4,8 +4,18 @@ import type { PeerCertificate } from "node:tls";
 /** What the principal is read from: any server call (grpc-js does not export the type by name). */
 export type CallWithAuth = { getAuthContext: ServerUnaryCall<unknown, unknown>["getAuthContext"] };
 
-export const ROLES = ["admin", "operator", "viewer", "drill"] as const;
+/**
+ * The roles a certificate's OU may name. `node` is an engine server calling another node's
+ * NodeService (admin-api/node/): no admin RPC declares it, and the node service admits nothing else.
+ */
+export const ROLES = ["admin", "operator", "viewer", "drill", "node"] as const;
 export type Role = (typeof ROLES)[number];
+
+/** The roles of people and tools that call the admin API: every role but `node`. */
+export const OPERATOR_ROLES = ["admin", "operator", "viewer", "drill"] as const satisfies readonly Role[];
+
+/** The one role the node service admits (node-to-node RPC). */
+export const NODE_ROLE = "node" as const satisfies Role;
 
 export interface Principal {
   name: string;

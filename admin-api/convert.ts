@@ -1,9 +1,11 @@
 import type {
+  NodeRecord,
   ConversationSummary as CoreSummary, DrillProgress as CoreDrillProgress, DrillReport as CoreDrillReport, EpochBump as CoreEpochBump, GroupInfo,
   HistoryPage as CoreHistoryPage, HistoryRecord as CoreRecord, Member as CoreMember, MembershipChangeResult, PartitionAudit,
   ProjectionStatus as CoreProjectionStatus, SendResult, UserGroupsPage,
 } from "../core/index.js";
 import { opName } from "../core/index.js";
+import type { ClusterNode } from "./gen/qim/admin/v1/cluster.js";
 import type { HistoryRecord, Member } from "./gen/qim/admin/v1/common.js";
 import type { DrillProgress, DrillReport } from "./gen/qim/admin/v1/drill.js";
 import type { Group, ListUserGroupsResponse, MembershipChange } from "./gen/qim/admin/v1/groups.js";
@@ -168,4 +170,12 @@ export function describeDrill(r: CoreDrillReport): string {
   if (r.ok) return head;
   const shown = r.differences.slice(0, 20).map((d) => `${d.user}/${d.conversation} ${d.field} ${JSON.stringify(d.before)} -> ${JSON.stringify(d.after)}`);
   return `${head}: ${shown.join("; ")}${r.differences.length > shown.length ? `; … ${r.differences.length - shown.length} more` : ""}`;
+}
+
+/** A node of the engine cluster on the wire (ClusterService.ListNodes, the dashboard's snapshot). */
+export function clusterNodeOut(n: NodeRecord): ClusterNode {
+  return {
+    nodeId: n.nodeId, address: n.address, version: n.version, startedAtMs: BigInt(n.startedAt), heartbeatAgeMs: BigInt(Math.round(n.heartbeatAgeMs)),
+    alive: n.alive, draining: n.draining, owned: { relayBuckets: n.owned.relayBuckets, partitions: n.owned.partitions, slots: n.owned.slots },
+  };
 }

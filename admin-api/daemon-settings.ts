@@ -1,5 +1,6 @@
 // Kept free of engine and gRPC imports: the CLI reads these for `server start --help` without
 // loading the server. The settings themselves are declared once, in settings/schema.ts.
+import { dirname } from "node:path";
 import { readSecret, type ResolvedSettings } from "./settings/resolve.js";
 
 export { DAEMON_DEFAULTS } from "./settings/schema.js";
@@ -55,6 +56,18 @@ export interface DaemonSettings {
   cassandraTls?: StoreTlsSettings;
   /** Dispatch-log retention in ms (0: never trimmed). */
   dispatchRetentionMs: number;
+  /** NodeService's listener (null: off). */
+  nodeListen: string | null;
+  nodeAdvertise?: string;
+  nodeTlsCert?: string;
+  nodeTlsKey?: string;
+  nodeTlsCa?: string;
+  /** The server's state files (node-id); the audit log's directory unless set. */
+  dataDir: string;
+  /** The node id in the engine cluster; unset: the one kept in <dataDir>/node-id (generated once). */
+  nodeId?: string;
+  clusterLeaseTtlMs: number;
+  clusterHeartbeatIntervalMs: number;
 }
 
 function tlsOf(r: ResolvedSettings, store: "redis" | "cassandra"): StoreTlsSettings | undefined {
@@ -90,6 +103,15 @@ export function toDaemonSettings(r: ResolvedSettings): DaemonSettings {
     partitions: v<number>("dispatch.partitions")!,
     clusterId: v<string>("dispatch.cluster_id")!,
     dispatchRetentionMs: v<number>("dispatch.retention")!,
+    nodeListen: v<string | null>("node.listen") ?? null,
+    ...opt("nodeAdvertise", "node.advertise"),
+    ...opt("nodeTlsCert", "node.tls.cert"),
+    ...opt("nodeTlsKey", "node.tls.key"),
+    ...opt("nodeTlsCa", "node.tls.ca"),
+    dataDir: v<string>("data_dir") ?? dirname(v<string>("audit.log")!),
+    clusterLeaseTtlMs: v<number>("cluster.lease_ttl")!,
+    clusterHeartbeatIntervalMs: v<number>("cluster.heartbeat_interval")!,
+    ...opt("nodeId", "node.id"),
     ...opt("tlsCa", "tls.ca"),
     ...opt("tlsCert", "tls.cert"),
     ...opt("tlsKey", "tls.key"),

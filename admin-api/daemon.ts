@@ -1,4 +1,8 @@
-import { readFile } from "node:fs/promises";
+import { randomBytes } from "node:crypto";
+import { existsSync, readFileSync } from "node:fs";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
 import type { CassandraAuthorityOptions, TopologyConfig } from "../core/index.js";
 import type { DaemonSettings, StoreTlsSettings } from "./daemon-settings.js";
 import { startAdminServer, type AdminServer } from "./server.js";
@@ -40,9 +44,53 @@ export async function cassandraOf(s: DaemonSettings): Promise<CassandraAuthority
   };
 }
 
+/** The file in the data directory that keeps a generated node id across restarts. */
+export const NODE_ID_FILE = "node-id";
+
+/**
+ * The node id: the setting, else the one kept in <dataDir>/node-id, else a new one written there
+ * (exclusively: of two servers started at once on one data directory, one writes, both read it).
+ */
+export async function nodeIdOf(s: Pick<DaemonSettings, "nodeId" | "dataDir">): Promise<string> {
+  if (s.nodeId) return s.nodeId;
+  const file = join(s.dataDir, NODE_ID_FILE);
+  await mkdir(s.dataDir, { recursive: true });
+  await writeFile(file, `node-${randomBytes(4).toString("hex")}\n`, { flag: "wx" }).catch((err: NodeJS.ErrnoException) => {
+    if (err.code !== "EEXIST") throw err;
+  });
+  const id = (await readFile(file, "utf8")).trim();
+  if (!/^[A-Za-z0-9._-]{1,64}$/.test(id)) throw new Error(`${file}: not a node id (${JSON.stringify(id.slice(0, 70))}); delete it to generate a new one, or give --node-id`);
+  return id;
+}
+
+/** This package's version (the node's version in the cluster registry). */
+export function packageVersion(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  while (!existsSync(join(dir, "package.json")) && dirname(dir) !== dir) dir = dirname(dir);
+  return (JSON.parse(readFileSync(join(dir, "package.json"), "utf8")) as { version: string }).version;
+}
+
+/**
+ * The node service's options from the node.* settings: its listener with the node certificate (CA:
+ * node.tls.ca, else the admin CA), or plaintext with --insecure-dev; undefined when node.listen is
+ * off, or under mTLS without a node certificate (then the server says so at start-up: commits on
+ * buckets other nodes own wait for their owner's sweep).
+ */
+export async function nodeServiceOf(s: DaemonSettings): Promise<{ listen: string; advertise?: string; tls?: { caPem: Buffer; certPem: Buffer; keyPem: Buffer } } | undefined> {
+  if (s.nodeListen === null) return undefined;
+  const advertise = s.nodeAdvertise ? { advertise: s.nodeAdvertise } : {};
+  if (s.insecureDev) return { listen: s.nodeListen, ...advertise };
+  if (!s.nodeTlsCert || !s.nodeTlsKey) return undefined;
+  return {
+    listen: s.nodeListen, ...advertise,
+    tls: { caPem: await readFile(s.nodeTlsCa ?? s.tlsCa!), certPem: await readFile(s.nodeTlsCert), keyPem: await readFile(s.nodeTlsKey) },
+  };
+}
+
 /** Starts a server from resolved settings (settings/resolve.ts checked them) and stops it cleanly on SIGINT/SIGTERM. */
 export async function runDaemon(s: DaemonSettings): Promise<AdminServer> {
   const cassandra = await cassandraOf(s);
+  const node = await nodeServiceOf(s);
   const server = await startAdminServer({
     topology: await topologyOf(s),
     listen: s.listen,
@@ -54,6 +102,9 @@ export async function runDaemon(s: DaemonSettings): Promise<AdminServer> {
     ...(s.denyList ? { denyList: s.denyList } : {}),
     dispatch: { clusterId: s.clusterId, topicId: "dispatch", partitionCount: s.partitions },
     retentionMs: s.dispatchRetentionMs,
+    // every engine server is a node of the cluster; the node RPC address comes with node.listen
+    cluster: { nodeId: await nodeIdOf(s), address: "", version: packageVersion(), leaseTtlMs: s.clusterLeaseTtlMs, heartbeatIntervalMs: s.clusterHeartbeatIntervalMs },
+    ...(node ? { node } : {}),
     ...(cassandra ? { cassandra } : {}),
     ...(s.insecureDev ? {} : { tls: { caPem: await readFile(s.tlsCa!), certPem: await readFile(s.tlsCert!), keyPem: await readFile(s.tlsKey!) } }),
   });

@@ -4,9 +4,9 @@
  * status and the newest audit-log entries. Read-only: nothing here writes to Redis or the audit log.
  */
 import type { ServerWritableStream } from "@grpc/grpc-js";
-import { InvalidArgumentError, registry, type ProjectionStack } from "../core/index.js";
+import { InvalidArgumentError, registry, type NodeRecord, type ProjectionStack } from "../core/index.js";
 import type { AuditLog } from "./audit.js";
-import { projectionStatusOut } from "./convert.js";
+import { clusterNodeOut, projectionStatusOut } from "./convert.js";
 import type { Counters, Snapshot, WatchRequest } from "./gen/qim/admin/v1/observe.js";
 
 export const WATCH_INTERVAL_MS = { min: 200, max: 60_000, default: 1000 } as const;
@@ -80,7 +80,8 @@ export class Observer {
   private last: { snapshot: Snapshot; readAt: number } | undefined;
   private closed = false;
 
-  constructor(private readonly projection: ProjectionStack, private readonly audit: AuditLog) {}
+  /** `nodes`: the engine cluster's nodes (ClusterMembership.nodes), absent on a server that is no node. */
+  constructor(private readonly projection: ProjectionStack, private readonly audit: AuditLog, private readonly nodes?: () => Promise<NodeRecord[]>) {}
 
   /** Streams being served now (each has at most one timer or one read pending). */
   get active(): number {
@@ -104,7 +105,7 @@ export class Observer {
   }
 
   private async read(): Promise<Snapshot> {
-    const [status, counters] = await Promise.all([this.projection.status(), readCounters()]);
+    const [status, counters, nodes] = await Promise.all([this.projection.status(), readCounters(), this.nodes ? this.nodes() : []]);
     // taken with the time, after the status: a snapshot whose timeMs is after a call's answer has
     // that call's audit record
     const audit = this.audit.recent(SNAPSHOT_AUDIT_ENTRIES);
@@ -114,6 +115,7 @@ export class Observer {
       counters,
       projection: projectionStatusOut(status),
       audit: audit.map((e) => ({ time: e.time, principal: e.principal, rpc: e.rpc, result: e.result })),
+      nodes: nodes.map(clusterNodeOut),
     };
   }
 

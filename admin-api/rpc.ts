@@ -1,7 +1,7 @@
 import type * as grpc from "@grpc/grpc-js";
 import type { EngineRuntime } from "../core/index.js";
 import type { AuditLog } from "./audit.js";
-import { ROLES, type Principal, type Role } from "./auth.js";
+import { OPERATOR_ROLES, type Principal, type Role } from "./auth.js";
 import type { MappedError } from "./errors.js";
 import type { Observer } from "./observe.js";
 
@@ -30,8 +30,8 @@ export interface CallContext {
   admit(): void;
 }
 
-/** Every role (auth.ts ROLES): reads open to all. */
-export const ALL_ROLES: readonly Role[] = ROLES;
+/** Every operator role (auth.ts OPERATOR_ROLES): reads open to all; never `node`, which only calls the node service. */
+export const ALL_ROLES: readonly Role[] = OPERATOR_ROLES;
 /** Mutations need operator or admin (DESIGN §3). */
 export const MUTATE: readonly Role[] = ["admin", "operator"];
 

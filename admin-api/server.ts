@@ -12,6 +12,7 @@ import {
   RedisStore,
   registry,
   type CassandraAuthorityOptions,
+  type ClusterOptions,
   type ConversationOptions,
   type ConversationService,
   type ConversationStateAuthority,
@@ -22,6 +23,7 @@ import { failpointsArmed } from "../core/support/index.js";
 import { auditArguments, AuditLog, type AuditRecord, type AuditRotation } from "./audit.js";
 import { allowed, principalOf, type CallWithAuth, type Principal, type Role } from "./auth.js";
 import { DenyList } from "./deny-list.js";
+import { openNodeService, type NodeService } from "./node/service.js";
 import { mapError, toServiceError, type MappedError } from "./errors.js";
 import { DIAGNOSTICS_ENV, startDiagnostics } from "./diagnostics.js";
 import { Observer } from "./observe.js";
@@ -81,6 +83,19 @@ export interface AdminServerOptions {
   /** How often the projection consumer polls every partition when idle (default 250 ms; appends kick it sooner). */
   projectionPollMs?: number;
   /**
+   * Makes this server a node of the engine cluster (issue 11): its id, version and lease timing;
+   * the address it registers is its node service's when `node` is given (the bound port), else
+   * `address` as given ("" for none).
+   */
+  cluster?: ClusterOptions;
+  /**
+   * The node service (NodeService, admin-api/node/) on its own listener: needs `cluster`, and a
+   * node certificate (`tls`: the node's certificate and key, the CA of its peers' node
+   * certificates) unless insecureDev. Without it, commits on buckets other nodes own wait for
+   * their owner's sweep.
+   */
+  node?: { listen: string; advertise?: string; tls?: TlsFiles };
+  /**
    * One line per notable event. A start-up refused by the session projection logs one line per
    * partition ("session projection: partition N VERDICT: detail") and a last line saying so.
    */
@@ -99,6 +114,8 @@ export interface AdminServer {
   projection: EngineRuntime["projection"];
   /** The dashboard's watchers (ObserveService.Watch); `active` counts the streams being served. */
   observer: Observer;
+  /** This node's NodeService (null without one): its port, the address it registered, its router. */
+  node: NodeService | null;
   /** Reads the deny list file again (SIGHUP); the previous list stays when it is malformed. No-op without one. */
   reloadDenyList(reason?: string): Promise<void>;
   close(): Promise<void>;
@@ -243,6 +260,7 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
   let runtime: EngineRuntime;
   let audit: AuditLog;
   let denyList: DenyList | undefined;
+  let nodeService: NodeService | null = null;
   try {
     if (opts.denyList) {
       denyList = await DenyList.open(opts.denyList, { log, ...(opts.denyListPollMs !== undefined ? { pollMs: opts.denyListPollMs } : {}) });
@@ -253,6 +271,18 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
     // credentials or the TLS handshake (then without waiting out the timeout)
     await store.verify(opts.storeVerifyTimeoutMs ?? 10_000);
     storeVerified = true;
+    // the node service is bound before the runtime: the node registers the address it got
+    if (opts.node && !opts.cluster) throw new InvalidArgumentError("node.listen", "the node service needs cluster options (a node id): it answers for the units this node owns");
+    if (opts.node && opts.cluster) {
+      if (!insecure && !opts.node.tls) throw new InvalidArgumentError("node.tls", "the node service needs a node certificate and key (qimctl certs issue --role node) unless --insecure-dev");
+      const svc = await openNodeService({
+        listen: opts.node.listen, insecureDev: insecure, log,
+        ...(opts.node.advertise ? { advertise: opts.node.advertise } : {}),
+        ...(opts.node.tls ? { tls: { caPem: opts.node.tls.caPem, certPem: opts.node.tls.certPem, keyPem: opts.node.tls.keyPem } } : {}),
+      });
+      nodeService = svc;
+      opened.push({ what: "node service", close: () => svc.close() });
+    }
     runtime = new EngineRuntime({
       store,
       ...(opts.engine?.keyPrefix !== undefined ? { keyPrefix: opts.engine.keyPrefix } : {}),
@@ -268,8 +298,11 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
       },
       relay: { onError: (err) => log(`relay: ${(err as Error).message}`) },
       ...(opts.relayIntervalMs !== undefined ? { relayIntervalMs: opts.relayIntervalMs } : {}),
+      ...(opts.cluster ? { cluster: { ...opts.cluster, address: nodeService?.address ?? opts.cluster.address } } : {}),
       log,
     });
+    // the handlers and the relay's kick forwarder, before the node takes its first units
+    nodeService?.attach(runtime);
     log(`conversation-set authority: ${runtime.projection.authority.describe()}`);
     const engineRuntime = runtime;
     opened.push({ what: "engine", close: () => engineRuntime.stop() });
@@ -363,7 +396,8 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
     });
   }
 
-  const observer = new Observer(projection, audit);
+  const cluster = runtime.cluster;
+  const observer = new Observer(projection, audit, cluster ? () => cluster.nodes() : undefined);
   const deps: ServerDeps = { runtime, audit, observer };
 
   /** A unary RPC's grpc-js handler: the pipeline around its declaration. */
@@ -496,6 +530,8 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
 
   const diagnostics = process.env[DIAGNOSTICS_ENV] === "1" ? await startDiagnostics(audit, log) : undefined;
 
+  if (nodeService) log(`node ${runtime.cluster!.nodeId}: node service on ${nodeService.address} (${insecure ? "INSECURE plaintext" : "mTLS, node certificates only"})`);
+  else if (runtime.cluster) log(`node ${runtime.cluster.nodeId}: no node service (no node certificate): commits on buckets other nodes own wait for their owner's sweep`);
   log(`qim admin server listening on ${host}:${boundPort} (${insecure ? "INSECURE plaintext" : "mTLS, client certificates required"})${metricsPort !== null ? `, metrics on http://${m!.host}:${metricsPort}/metrics` : ""}`);
 
   return {
@@ -506,6 +542,7 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
     audit,
     projection,
     observer,
+    node: nodeService,
     reloadDenyList: (reason = "reload requested") => denyList ? denyList.reload(reason) : Promise.resolve(),
     async close() {
       if (healthTimer) clearTimeout(healthTimer);
@@ -514,7 +551,9 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
       audit.stopFollowers();
       await denyList?.close();
       await new Promise<void>((resolve) => server.tryShutdown(() => resolve()));
+      // the units are handed over first (runtime.stop), while peers can still reach us
       await runtime.stop();
+      await nodeService?.close();
       if (metricsServer) await new Promise<void>((resolve) => metricsServer!.close(() => resolve()));
       await audit.close();
       await store.close();

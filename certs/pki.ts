@@ -150,6 +150,33 @@ export function issueClientCert(ca: PemPair, options: ClientCertOptions): PemPai
   ]);
 }
 
+export interface NodeCertOptions {
+  /** Subject CN: the node id (the principal the node service logs). */
+  nodeId: string;
+  /** DNS names and IP addresses of the node's RPC address (its subjectAltName): peers verify them. */
+  hosts: string[];
+  /** Default 825, as a server certificate. */
+  days?: number;
+  keyPair?: KeyPair;
+}
+
+/**
+ * A node certificate (issue 11): one certificate an engine server presents both as the server of
+ * its NodeService and as the client of its peers' — extKeyUsage serverAuth and clientAuth, the
+ * node's addresses as SANs, CN = the node id, OU = `node` (the role only the node service admits).
+ */
+export function issueNodeCert(ca: PemPair, options: NodeCertOptions): PemPair {
+  const { nodeId, hosts } = options;
+  checkName("nodeId", nodeId);
+  if (!Array.isArray(hosts) || hosts.length === 0) throw new Error("hosts: at least one host name or IP address is required");
+  const altNames = hosts.map(subjectAltName);
+  return issue(ca, options.keyPair, validity(options.days ?? 825), [utf8Attribute("CN", nodeId), utf8Attribute("OU", "node")], [
+    { name: "keyUsage", critical: true, digitalSignature: true, keyEncipherment: true },
+    { name: "extKeyUsage", serverAuth: true, clientAuth: true },
+    { name: "subjectAltName", altNames },
+  ]);
+}
+
 export function certificateInfo(certPem: string): CertificateInfo {
   const der = pemToDer(certPem);
   const cert = pki.certificateFromPem(certPem);

@@ -288,10 +288,19 @@ function checkCombinations(r: ResolvedSettings): void {
     if (!isLoopbackHost(listen.host) && !get<boolean>("insecure_dev_allow_non_loopback")) {
       fail("listen", `--insecure-dev serves plaintext and makes every caller an admin: it listens only on a loopback address (127.0.0.1, ::1, localhost), not ${listen.host}. Use mTLS (--tls-ca, --tls-cert, --tls-key); to expose an insecure server anyway, add --insecure-dev-allow-non-loopback`);
     }
+    const node = get<string | null>("node.listen");
+    const nodeHost = node === null ? null : parseHostPort(node, { allowPortZero: true })!.host;
+    if (nodeHost !== null && !isLoopbackHost(nodeHost) && !get<boolean>("insecure_dev_allow_non_loopback")) {
+      fail("node.listen", `--insecure-dev makes the node service plaintext too, so it listens only on a loopback address, not ${nodeHost}; use node certificates (--node-tls-cert, --node-tls-key) with mTLS, or add --insecure-dev-allow-non-loopback`);
+    }
   } else {
     for (const key of ["tls.ca", "tls.cert", "tls.key"]) {
       if (!has(key)) fail(key, "mTLS needs --tls-ca, --tls-cert and --tls-key (create them with `qimctl certs init` and `qimctl certs issue-server`), or --insecure-dev on a development machine");
     }
+  }
+  if (has("node.tls.cert") !== has("node.tls.key")) fail(has("node.tls.cert") ? "node.tls.cert" : "node.tls.key", "a node certificate needs both node.tls.cert and node.tls.key");
+  if (get<string | null>("node.listen") === null) {
+    for (const key of ["node.advertise", "node.tls.cert", "node.tls.key", "node.tls.ca"]) if (has(key)) fail(key, "has no use with node.listen off");
   }
   if (has("redis.addrs") && has("redis.cluster")) {
     fail("redis.cluster", "give either standalone instances (--redis) or Cluster seeds (--redis-cluster), not both");
@@ -309,6 +318,12 @@ function checkCombinations(r: ResolvedSettings): void {
   if (has("redis.user") && !has("redis.password") && !has("redis.password_file")) {
     fail("redis.user", "needs a password: redis.password_file (--redis-password-file) or QIM_REDIS_PASSWORD");
   }
+  const ttl = get<number>("cluster.lease_ttl");
+  const beat = get<number>("cluster.heartbeat_interval");
+  if (ttl === 0) fail("cluster.lease_ttl", "a node's lease cannot be off: give a duration such as 5s");
+  if (beat === 0) fail("cluster.heartbeat_interval", "a node's heartbeat cannot be off: give a duration such as 1s");
+  if (ttl < 2 * beat) fail("cluster.lease_ttl", `must be at least twice cluster.heartbeat_interval (${beat / 1000}s): a node heartbeats more than once per lease`);
+  if (has("node.id") && !/^[A-Za-z0-9._-]{1,64}$/.test(get<string>("node.id"))) fail("node.id", "expected 1 to 64 of A-Z a-z 0-9 . _ -");
   if (!has("cassandra.contact_points")) {
     for (const key of SETTINGS.filter((s) => s.section === "cassandra" && s.key !== "cassandra.contact_points" && s.default === undefined).map((s) => s.key)) {
       if (has(key)) fail(key, "needs --cassandra-contact-points (without it the Redis-hash development fallback is the authority)");

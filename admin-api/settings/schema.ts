@@ -19,7 +19,7 @@ export type SettingKind =
   | "secret" // a password: config file or environment only, never a flag, never printed
   | "enum";
 
-export type SettingSection = "server" | "audit" | "redis" | "dispatch" | "cassandra";
+export type SettingSection = "server" | "audit" | "redis" | "dispatch" | "cluster" | "cassandra";
 
 export interface SettingSpec {
   /** Dotted path in the config file, e.g. redis.tls.ca. */
@@ -52,6 +52,11 @@ export const DAEMON_DEFAULTS = {
   partitions: 8,
   clusterId: "qim",
   dispatchRetention: "1d",
+  /** The node service: loopback, a port the OS chooses (the registry records the bound one). */
+  nodeListen: "127.0.0.1:0",
+  /** core/cluster DEFAULT_LEASE_TTL_MS and DEFAULT_HEARTBEAT_INTERVAL_MS (this file imports no engine code; test/admin-api/settings.test.ts holds them equal). */
+  clusterLeaseTtl: "5s",
+  clusterHeartbeatInterval: "1s",
 } as const;
 
 export const CASSANDRA_CONSISTENCIES = ["ANY", "ONE", "TWO", "THREE", "QUORUM", "ALL", "LOCAL_QUORUM", "EACH_QUORUM", "LOCAL_ONE"] as const;
@@ -92,6 +97,7 @@ export const SETTINGS: readonly SettingSpec[] = [
     { key: "insecure_dev", kind: "boolean", default: false, description: "plaintext, no client certificates, every caller an admin: development machines only, refused on a non-loopback --listen" },
     { key: "insecure_dev_allow_non_loopback", kind: "boolean", default: false, description: "let insecure_dev listen on a non-loopback address: anyone who reaches the port is an admin" },
     { key: "deny_list", kind: "file", description: "revoked client certificates: one SHA-256 fingerprint per line (# comments), polled every second and reloaded on SIGHUP" },
+    { key: "data_dir", kind: "path", description: "the server's own state files (node-id, …); default: the audit log's directory (.qim with the default audit log)" },
   ]),
   ...section("audit", [
     { key: "audit.log", kind: "path", default: DAEMON_DEFAULTS.auditLog, description: "append-only audit log" },
@@ -111,6 +117,16 @@ export const SETTINGS: readonly SettingSpec[] = [
     { key: "dispatch.partitions", kind: "integer", flag: "partitions", min: 1, max: 999, default: DAEMON_DEFAULTS.partitions, description: "dispatch log partitions" },
     { key: "dispatch.cluster_id", kind: "string", flag: "cluster-id", default: DAEMON_DEFAULTS.clusterId, description: "dispatch log cluster id" },
     { key: "dispatch.retention", kind: "duration", flag: "dispatch-retention", default: DAEMON_DEFAULTS.dispatchRetention, description: "how long the dispatch log keeps records: 90s, 30m, 6h, 1d … (off: never trimmed)" },
+  ]),
+  ...section("cluster", [
+    { key: "node.id", kind: "string", description: "this server's node id in the engine cluster (1–64 of A-Z a-z 0-9 . _ -); default: generated once and kept in <data_dir>/node-id" },
+    { key: "cluster.lease_ttl", kind: "duration", default: DAEMON_DEFAULTS.clusterLeaseTtl, description: "a node whose heartbeat is older than this (by Redis's clock) is dead and its units move; at least twice cluster.heartbeat_interval" },
+    { key: "cluster.heartbeat_interval", kind: "duration", default: DAEMON_DEFAULTS.clusterHeartbeatInterval, description: "how often a node heartbeats and takes or gives up units" },
+    { key: "node.listen", kind: "address-or-off", default: DAEMON_DEFAULTS.nodeListen, description: "node-to-node RPC (NodeService, mTLS with node certificates) address host:port; port 0: one the OS chooses, recorded in the node registry; off: no node service (commits on buckets owned elsewhere wait for the owner's sweep). Needs node.tls.cert and node.tls.key unless insecure_dev" },
+    { key: "node.advertise", kind: "address", description: "the host:port peers reach node.listen at, as the node registry records it (default: node.listen's host with the bound port; a loopback host is recorded as localhost, the name a node certificate carries)" },
+    { key: "node.tls.cert", kind: "file", description: "the node certificate (PEM; qimctl certs issue --role node): presented by the node service and to peers" },
+    { key: "node.tls.key", kind: "file", description: "the node certificate's private key (PEM)" },
+    { key: "node.tls.ca", kind: "file", description: "CA certificate (PEM) peers' node certificates chain to (default: tls.ca, the admin CA)" },
   ]),
   ...section("cassandra", [
     { key: "cassandra.contact_points", kind: "addresses", description: "Cassandra host[:port] list: the conversation-set authority (unset: the Redis-hash development fallback)" },

@@ -4,6 +4,7 @@
  * at a fixed width (test/dashboard/components.test.tsx).
  */
 import { Box, Text } from "ink";
+import type { NodeResult } from "../cluster/results.js";
 import type { ProjectionStatusResult } from "../projection/results.js";
 import { formatRate, type AuditLineResult, type ConnectionState, type CountersResult, type DashboardSnapshot, type Rates as RateValues, type Trends as TrendValues } from "./model.js";
 
@@ -186,6 +187,30 @@ export function Partitions({ partitions, width, trends }: { partitions: Projecti
   );
 }
 
+/** Units of each kind (core/cluster): relay buckets and user slots; a node's share bar is against these. */
+const RELAY_BUCKETS = 256;
+
+/**
+ * The engine cluster's nodes: state, heartbeat age and the units each owns, with a bar of its
+ * share of the relay buckets (each of N live nodes owns about 1/N of each kind).
+ */
+export function Nodes({ nodes, width }: { nodes: NodeResult[]; width: number }) {
+  const barWidth = Math.max(8, Math.min(30, width - 70));
+  return (
+    <Box flexDirection="column">
+      <Text bold wrap="truncate">{"NODE".padEnd(18)}{"STATE".padEnd(10)}{"HEARTBEAT".padStart(10)} {"RELAY".padStart(6)}{"PARTS".padStart(6)}{"SLOTS".padStart(6)}  RELAY SHARE</Text>
+      {nodes.map((n) => (
+        <Text key={n.nodeId} wrap="truncate">
+          {n.nodeId.slice(0, 17).padEnd(18)}
+          <Text color={!n.alive ? "red" : n.draining ? "yellow" : "green"}>{(!n.alive ? "DEAD" : n.draining ? "draining" : "alive").padEnd(10)}</Text>
+          {(n.heartbeatAgeMs < 10_000 ? `${(n.heartbeatAgeMs / 1000).toFixed(1)}s` : formatSpan(n.heartbeatAgeMs)).padStart(10)} {String(n.owned.relayBuckets).padStart(6)}{String(n.owned.partitions).padStart(6)}{String(n.owned.slots).padStart(6)}{"  "}
+          <Bar value={n.owned.relayBuckets} max={RELAY_BUCKETS} width={barWidth} />
+        </Text>
+      ))}
+    </Box>
+  );
+}
+
 /** Registration queue depth per Redis instance (written to the authority in batches). */
 export function Queues({ pending }: { pending: ProjectionStatusResult["pending"] }) {
   return (
@@ -244,7 +269,8 @@ export interface DashboardProps {
 /** Rows of everything but the audit entries (header, gaps, sections, status line; a wrapped error counted as two). */
 function fixedRows(s: DashboardSnapshot, state: ConnectionState, trends: boolean): number {
   // the trends section: a title, three sparklines and the gap before the next section
-  return 14 + (trends ? 5 : 0) + s.projection.partitions.length + (s.projection.failure ? 1 : 0) + (state.kind === "disconnected" ? 2 : 0);
+  // the nodes panel: a header per node list and a gap, when the server is a node
+  return 14 + (trends ? 5 : 0) + (s.nodes.length > 0 ? s.nodes.length + 2 : 0) + s.projection.partitions.length + (s.projection.failure ? 1 : 0) + (state.kind === "disconnected" ? 2 : 0);
 }
 
 export function Dashboard({ endpoint, intervalMs, snapshot, rates, trends, state, paused, width, height }: DashboardProps) {
@@ -262,6 +288,7 @@ export function Dashboard({ endpoint, intervalMs, snapshot, rates, trends, state
           {trends ? <Trends trends={trends} width={width} /> : null}
           <Partitions partitions={snapshot.projection.partitions} width={width} trends={trends ?? null} />
           <Queues pending={snapshot.projection.pending} />
+          {snapshot.nodes.length > 0 ? <Nodes nodes={snapshot.nodes} width={width} /> : null}
           {auditRows > 0 ? <AuditTail entries={snapshot.audit.slice(-auditRows)} width={width} /> : null}
         </Box>
       )}

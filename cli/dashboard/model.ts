@@ -4,6 +4,7 @@
  * counters), the plain line printed when stdout is not a terminal, and the connection state.
  */
 import type { Snapshot } from "../../admin-api/client.js";
+import { nodesResult, type NodeResult } from "../cluster/results.js";
 import { UsageError } from "../exit-codes.js";
 import { projectionStatusResult, type ProjectionStatusResult } from "../projection/results.js";
 
@@ -42,6 +43,8 @@ export interface DashboardSnapshot {
   projection: ProjectionStatusResult;
   /** The newest audit-log entries, oldest first. */
   audit: AuditLineResult[];
+  /** The engine cluster's nodes, as `qimctl cluster nodes --json` (empty from a server that is no node). */
+  nodes: NodeResult[];
 }
 
 /** Per second, between two snapshots of one server process. */
@@ -88,6 +91,7 @@ export function snapshotResult(s: Snapshot): DashboardSnapshot {
     },
     projection: projectionStatusResult(s.projection),
     audit: s.audit.map((a) => ({ time: a.time, principal: a.principal, rpc: a.rpc, result: a.result })),
+    nodes: nodesResult({ nodes: s.nodes, answeredBy: "" }).nodes,
   };
 }
 
@@ -119,7 +123,7 @@ export function rates(prev: DashboardSnapshot | null, cur: DashboardSnapshot): R
 
 /** The JSON line of a snapshot: the snapshot's fields, the rates after the time fields. */
 export function dashboardLine(s: DashboardSnapshot, r: Rates | null): DashboardLine {
-  return { time: s.time, timeMs: s.timeMs, startedAtMs: s.startedAtMs, rates: r, counters: s.counters, projection: s.projection, audit: s.audit };
+  return { time: s.time, timeMs: s.timeMs, startedAtMs: s.startedAtMs, rates: r, counters: s.counters, projection: s.projection, audit: s.audit, nodes: s.nodes };
 }
 
 /** Total lag over the partitions that have a checkpoint, and the number of partitions not OK. */

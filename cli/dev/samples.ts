@@ -24,6 +24,10 @@ const up: ResultOf<typeof DevUp> = {
     log: "/home/alice/qim/.qim/dev/server.log",
     auditLog: "/home/alice/qim/.qim/dev/audit.log",
   },
+  nodes: [
+    { nodeId: "dev-1", pid: 9467, port: 45307, metricsPort: 33749, metricsUrl: "http://127.0.0.1:33749/metrics", log: "/home/alice/qim/.qim/dev/server.log", auditLog: "/home/alice/qim/.qim/dev/audit.log" },
+    { nodeId: "dev-2", pid: 9471, port: 45311, metricsPort: 33755, metricsUrl: "http://127.0.0.1:33755/metrics", log: "/home/alice/qim/.qim/dev/server-2.log", auditLog: "/home/alice/qim/.qim/dev/audit-2.log" },
+  ],
   pki: { dir: "/home/alice/qim/.qim/dev/pki", ca: "/home/alice/qim/.qim/dev/pki/ca.crt", cert: "/home/alice/qim/.qim/dev/pki/admin.crt", key: "/home/alice/qim/.qim/dev/pki/admin.key" },
   context: "/home/alice/qim/.qim/dev/context.json",
   namedContext: { config: "/home/alice/.config/qimctl/config.json", name: "dev", written: true, current: "dev", note: null },
@@ -41,6 +45,7 @@ const status: ResultOf<typeof DevStatus> = {
   redis: { pid: 9462, port: 32971, alive: true, answering: true },
   redisAccess: up.redisAccess,
   server: { pid: 9467, port: 45307, alive: true, answering: true },
+  nodes: [{ nodeId: "dev-1", pid: 9467, port: 45307, alive: true, answering: true }, { nodeId: "dev-2", pid: 9471, port: 45311, alive: true, answering: true }],
   context: "/home/alice/qim/.qim/dev/context.json",
   strays: [],
 };
@@ -57,7 +62,7 @@ export const samples = {
   "dev status": samplesOf<ResultOf<typeof DevStatus>>(
     status,
     { ...status, redisAccess: secureAccess },
-    { dataDir: "/home/alice/qim/.qim/dev", state: "partial", endpoint: null, tenant: null, authority: null, startedAt: null, redis: null, redisAccess: null, server: null, context: null, strays: [9470] },
+    { dataDir: "/home/alice/qim/.qim/dev", state: "partial", endpoint: null, tenant: null, authority: null, startedAt: null, redis: null, redisAccess: null, server: null, nodes: [], context: null, strays: [9470] },
   ),
   "dev down": samplesOf<ResultOf<typeof DevDown>>(
     {

@@ -17,6 +17,7 @@
  *   redis.acl      --secure-redis: redis-server's ACL file (0600), written at each start; it
  *                  holds the password's SHA-256, not the password
  *   server.log     the admin server's stdout/stderr; audit.log its audit log
+ *   node-id        the admin server's node id in the engine cluster (written by the server once: its data_dir is the audit log's)
  *
  * Processes are recognised by their arguments, so that a reused pid is never signalled: the
  * redis-server's process title ends with "qimctl-dev <data dir>" (--proc-title-template), the
@@ -87,6 +88,8 @@ export interface DevPaths {
   redisAcl: string;
   serverLog: string;
   auditLog: string;
+  /** The server's generated node id (core/cluster), in the data dir. */
+  nodeIdFile: string;
 }
 
 export function devPaths(dataDir: string): DevPaths {
@@ -112,6 +115,34 @@ export function devPaths(dataDir: string): DevPaths {
     redisAcl: path.join(d, "redis.acl"),
     serverLog: path.join(d, "server.log"),
     auditLog: path.join(d, "audit.log"),
+    nodeIdFile: path.join(d, "node-id"),
+  };
+}
+
+/** Most servers `dev up --nodes N` starts (each is a process with its own ports, on one Redis). */
+export const MAX_DEV_NODES = 9;
+
+/** One engine server of the stack: its node id, files and node certificate. Node 1 keeps the single-server names (server.log, audit.log). */
+export interface DevNodeFiles {
+  index: number;
+  nodeId: string;
+  log: string;
+  auditLog: string;
+  /** Its data_dir (the server's state files). */
+  dataDir: string;
+  cert: string;
+  key: string;
+}
+
+export function devNodeFiles(p: DevPaths, index: number): DevNodeFiles {
+  const nodeId = `dev-${index}`;
+  return {
+    index, nodeId,
+    log: index === 1 ? p.serverLog : path.join(p.dataDir, `server-${index}.log`),
+    auditLog: index === 1 ? p.auditLog : path.join(p.dataDir, `audit-${index}.log`),
+    dataDir: path.join(p.dataDir, `node-${index}`),
+    cert: path.join(p.pkiDir, `${nodeId}.crt`),
+    key: path.join(p.pkiDir, `${nodeId}.key`),
   };
 }
 
@@ -148,11 +179,24 @@ export interface DevState {
   redis: { pid: number; port: number; addr: string; version: string; dataDir: string; log: string };
   redisAccess: DevRedisAccess;
   server: { pid: number; port: number; listen: string; metricsPort: number; metricsUrl: string; log: string; auditLog: string };
+  /** Every engine server of the stack (dev up --nodes N), node 1 first; `server` is node 1. */
+  nodes: DevNodeState[];
   pki: { dir: string; ca: string; cert: string; key: string };
   /** The context file in the data dir. */
   context: string;
   /** The named context dev up keeps for this stack (dev, or demo for the demo) in the config file. */
   namedContext: NamedContextPlan;
+}
+
+export interface DevNodeState {
+  nodeId: string;
+  pid: number;
+  /** Its admin API port (each node serves the admin API; the context points at node 1). */
+  port: number;
+  metricsPort: number;
+  metricsUrl: string;
+  log: string;
+  auditLog: string;
 }
 
 /** The named context of a dev stack: whether dev up wrote it, and which context is current after it. */
@@ -179,6 +223,8 @@ export interface DevUpOptions {
   port?: number;
   /** A production-like Redis: TLS only, ACL user qim with a random password, the default user off. */
   secureRedis?: boolean;
+  /** Engine servers to start on the stack's Redis, each a node of one cluster (default 1). */
+  nodes?: number;
   env?: NodeJS.ProcessEnv;
   home?: string;
   /** The named context this stack gets in the config file: dev (default), demo for the demo. */
@@ -202,9 +248,10 @@ export function redisIdentity(p: DevPaths): Identity {
   return (argv) => argv.join(" ").includes("redis-server") && argv.join(" ").trimEnd().endsWith(mark);
 }
 
-/** The admin server of this data dir: qim-admin-server with --audit-log <data dir>/audit.log. */
+/** An admin server of this data dir: qim-admin-server with --audit-log <data dir>/audit.log (node 1) or <data dir>/audit-N.log. */
 export function serverIdentity(p: DevPaths): Identity {
-  return (argv) => argv.some((a) => a.endsWith("qim-admin-server.js")) && argv.includes(p.auditLog);
+  return (argv) => argv.some((a) => a.endsWith("qim-admin-server.js"))
+    && argv.some((a) => a === p.auditLog || (path.dirname(a) === p.dataDir && /^audit-\d+\.log$/.test(path.basename(a))));
 }
 
 /** Every process of this data dir's stack that is running, state file or not (one pass over /proc). */
@@ -552,13 +599,15 @@ function usable(certFile: string, keyFile: string, caFile?: string): boolean {
  * certificate once (and, for --secure-redis, redis-server's own certificate for the same names);
  * later runs keep them, and replace only what is missing, about to expire, or not signed by the CA.
  */
-async function ensurePki(p: DevPaths, opts: { redis: boolean }): Promise<{ created: string[] }> {
+async function ensurePki(p: DevPaths, opts: { redis: boolean; nodes: number }): Promise<{ created: string[] }> {
   const caOk = usable(p.caCert, p.caKey);
   const serverOk = caOk && usable(p.serverCert, p.serverKey, p.caCert);
   const adminOk = caOk && usable(p.adminCert, p.adminKey, p.caCert);
   const redisOk = !opts.redis || (caOk && usable(p.redisCert, p.redisKey, p.caCert));
-  if (caOk && serverOk && adminOk && redisOk) return { created: [] };
-  const { createCa, issueClientCert, issueServerCert } = await import("../../certs/pki.js");
+  const nodes = Array.from({ length: opts.nodes }, (_, i) => devNodeFiles(p, i + 1));
+  const nodesMissing = nodes.filter((n) => !caOk || !usable(n.cert, n.key, p.caCert));
+  if (caOk && serverOk && adminOk && redisOk && nodesMissing.length === 0) return { created: [] };
+  const { createCa, issueClientCert, issueNodeCert, issueServerCert } = await import("../../certs/pki.js");
   const created: string[] = [];
   let ca: { certPem: string; keyPem: string };
   // what is not usable is replaced: written over, as `qimctl certs … --force` does
@@ -580,6 +629,10 @@ async function ensurePki(p: DevPaths, opts: { redis: boolean }): Promise<{ creat
   if (!redisOk) {
     await writeCertificate(issueServerCert(ca, { hosts: ["localhost", "127.0.0.1"] }), p.redisCert, p.redisKey, null, true);
     created.push("Redis server certificate (localhost, 127.0.0.1)");
+  }
+  for (const n of nodesMissing) {
+    await writeCertificate(issueNodeCert(ca, { nodeId: n.nodeId, hosts: ["localhost", "127.0.0.1"] }), n.cert, n.key, "node", true);
+    created.push(`node certificate of ${n.nodeId} (CN=${n.nodeId}, OU=node)`);
   }
   return { created };
 }
@@ -663,12 +716,12 @@ function cassandraConfigured(env: NodeJS.ProcessEnv): string | null {
 }
 
 async function startServer(
-  p: DevPaths, redis: DevRedisAccess, redisPort: number, port: number, metricsPort: number, env: NodeJS.ProcessEnv,
+  p: DevPaths, redis: DevRedisAccess, redisPort: number, port: number, metricsPort: number, env: NodeJS.ProcessEnv, node: DevNodeFiles,
 ): Promise<{ started: Started } | { failed: "address-in-use" | "exited" | "no-answer"; tail: string; detail: string }> {
-  const from = sizeOf(p.serverLog);
+  const from = sizeOf(node.log);
   const redisArgs = serverRedisArgs(redis, redisPort);
   const redisWhere = redis.secure ? `redis ${redisArgs[1]} as user ${redis.user}` : `redis ${LOOPBACK}:${redisPort}`;
-  writeFileSync(p.serverLog, `--- qimctl dev up ${new Date().toISOString()}: qim-admin-server on ${LOOPBACK}:${port}, ${redisWhere}\n`, { flag: "a" });
+  writeFileSync(node.log, `--- qimctl dev up ${new Date().toISOString()}: qim-admin-server ${node.nodeId} on ${LOOPBACK}:${port}, ${redisWhere}\n`, { flag: "a" });
   const started = await spawnDetached(process.execPath, [
     ADMIN_SERVER_BIN,
     ...redisArgs,
@@ -676,9 +729,15 @@ async function startServer(
     "--tls-ca", p.caCert,
     "--tls-cert", p.serverCert,
     "--tls-key", p.serverKey,
-    "--audit-log", p.auditLog,
+    "--audit-log", node.auditLog,
     "--metrics-listen", `${LOOPBACK}:${metricsPort}`,
-  ], p.dataDir, p.serverLog, serverEnv(env, redis));
+    // a node of the stack's cluster: its id, state dir, and node service (a port the OS picks) with its node certificate
+    "--node-id", node.nodeId,
+    "--data-dir", node.dataDir,
+    "--node-listen", `${LOOPBACK}:0`,
+    "--node-tls-cert", node.cert,
+    "--node-tls-key", node.key,
+  ], p.dataDir, node.log, serverEnv(env, redis));
   const tls = adminTls(p);
   const attempts = cassandraConfigured(env) ? SERVER_READY_ATTEMPTS_CASSANDRA : SERVER_READY_ATTEMPTS;
   let detail = "no answer";
@@ -693,7 +752,7 @@ async function startServer(
   }
   const exited = started.exited();
   await stopStarted(started);
-  const tail = logTail(p.serverLog, from);
+  const tail = logTail(node.log, from);
   if (exited && /EADDRINUSE|address already in use|No address added/i.test(tail)) return { failed: "address-in-use", tail, detail };
   return { failed: exited ? "exited" : "no-answer", tail, detail };
 }
@@ -736,16 +795,30 @@ export interface ProcessProbe {
   answering: boolean;
 }
 
-export async function probe(p: DevPaths, s: DevState): Promise<{ redis: ProcessProbe; server: ProcessProbe }> {
+/** A node of the stack as dev status sees it. */
+export type NodeProbe = ProcessProbe & { nodeId: string };
+
+/** The stack's nodes: those the state records, or (a state written before --nodes) its one server as dev-1. */
+function stateNodes(s: DevState): DevNodeState[] {
+  return s.nodes ?? [{ nodeId: "dev-1", pid: s.server.pid, port: s.server.port, metricsPort: s.server.metricsPort, metricsUrl: s.server.metricsUrl, log: s.server.log, auditLog: s.server.auditLog }];
+}
+
+export async function probe(p: DevPaths, s: DevState): Promise<{ redis: ProcessProbe; server: ProcessProbe; nodes: NodeProbe[] }> {
   const redisAlive = isOurs(s.redis.pid, redisIdentity(p));
-  const serverAlive = isOurs(s.server.pid, serverIdentity(p));
-  const [redisOk, serverOk] = await Promise.all([
+  const probeNode = async (n: DevNodeState): Promise<NodeProbe> => {
+    const alive = isOurs(n.pid, serverIdentity(p));
+    const answering = alive && existsSync(p.adminCert) ? await healthCheck(`localhost:${n.port}`, adminTls(p)).then((h) => h.serving, () => false) : false;
+    return { nodeId: n.nodeId, pid: n.pid, port: n.port, alive, answering };
+  };
+  const [redisOk, nodes] = await Promise.all([
     redisAlive ? redisUp(s.redis.port, s.redisAccess) : false,
-    serverAlive && existsSync(p.adminCert) ? healthCheck(s.endpoint, adminTls(p)).then((h) => h.serving, () => false) : false,
+    Promise.all(stateNodes(s).map(probeNode)),
   ]);
+  const first = nodes[0]!;
   return {
     redis: { pid: s.redis.pid, port: s.redis.port, alive: redisAlive, answering: redisOk },
-    server: { pid: s.server.pid, port: s.server.port, alive: serverAlive, answering: serverOk },
+    server: { pid: first.pid, port: first.port, alive: first.alive, answering: first.answering },
+    nodes,
   };
 }
 
@@ -771,6 +844,10 @@ export async function devUp(opts: DevUpOptions): Promise<DevUpResult> {
   const progress = opts.progress ?? (() => {});
   const p = devPaths(opts.dataDir);
   const contextName = opts.contextName ?? "dev";
+  const nodeCount = opts.nodes ?? 1;
+  if (!Number.isInteger(nodeCount) || nodeCount < 1 || nodeCount > MAX_DEV_NODES) {
+    throw new DevStackError(EXIT.USAGE, "INVALID_NODES", `--nodes must be a whole number from 1 to ${MAX_DEV_NODES}, got ${nodeCount}`);
+  }
   // before anything is created: nothing to undo when redis-server is missing
   const redisBin = await requireRedisServer(env);
   const secure = opts.secureRedis === true;
@@ -780,8 +857,11 @@ export async function devUp(opts: DevUpOptions): Promise<DevUpResult> {
     const previous = readState(p);
     if (previous) {
       const now = await probe(p, previous);
-      if (now.redis.answering && now.server.answering) {
+      if (now.redis.answering && now.nodes.every((n) => n.answering)) {
         if (previous.redisAccess.secure !== secure) throw redisModeConflict(p, previous.redisAccess);
+        if (now.nodes.length !== nodeCount) {
+          throw new DevStackError(EXIT.CONFLICT, "DEV_STACK_NODES", `the dev stack in ${p.dataDir} runs ${now.nodes.length} node(s), not ${nodeCount}; stop it first (qimctl dev down --data-dir ${p.dataDir}) and run dev up --nodes ${nodeCount} again`);
+        }
         if (opts.port !== undefined && opts.port !== previous.server.port) {
           throw new DevStackError(EXIT.CONFLICT, "DEV_STACK_RUNNING", `the dev stack in ${p.dataDir} already runs on port ${previous.server.port}, not ${opts.port}; stop it first (qimctl dev down --data-dir ${p.dataDir})`);
         }
@@ -798,7 +878,11 @@ export async function devUp(opts: DevUpOptions): Promise<DevUpResult> {
         return { ...state, status: "reused", notes: reusedNotes };
       }
       const what = [
-        !now.server.alive ? `server pid ${previous.server.pid} is not running` : !now.server.answering ? `server pid ${previous.server.pid} does not answer` : null,
+        // one node keeps the single-server words
+        ...now.nodes.map((n) => {
+          const who = now.nodes.length > 1 ? `server ${n.nodeId}` : "server";
+          return !n.alive ? `${who} pid ${n.pid} is not running` : !n.answering ? `${who} pid ${n.pid} does not answer` : null;
+        }),
         !now.redis.alive ? `redis pid ${previous.redis.pid} is not running` : !now.redis.answering ? `redis pid ${previous.redis.pid} does not answer` : null,
       ].filter(Boolean).join(", ");
       notes.push(`stale state (${what}): cleaned up, started afresh`);
@@ -817,7 +901,7 @@ export async function devUp(opts: DevUpOptions): Promise<DevUpResult> {
     }
     if (port === undefined && previous && (await portIsFree(previous.server.port))) port = previous.server.port;
 
-    const pki = await ensurePki(p, { redis: secure });
+    const pki = await ensurePki(p, { redis: secure, nodes: nodeCount });
     if (pki.created.length > 0) notes.push(`created ${pki.created.join(", ")} in ${p.pkiDir}`);
     const tenant = devTenant(p);
     if (secure) {
@@ -833,13 +917,15 @@ export async function devUp(opts: DevUpOptions): Promise<DevUpResult> {
     const access = redisAccess(p, secure, redis.port);
     let server: Started | undefined;
     let metricsPort = 0;
+    const others: Started[] = [];
+    const nodes: DevNodeState[] = [];
     try {
       const cassandra = cassandraConfigured(env);
       progress(`starting the admin server (${cassandra ? `Cassandra at ${cassandra}` : "Redis-hash authority"}); log ${p.serverLog}`);
       for (let attempt = 0; ; attempt++) {
         const listenPort = port ?? (await freePort());
         metricsPort = await freePort();
-        const r = await startServer(p, access, redis.port, listenPort, metricsPort, env);
+        const r = await startServer(p, access, redis.port, listenPort, metricsPort, env, devNodeFiles(p, 1));
         if ("started" in r) {
           server = r.started;
           port = listenPort;
@@ -852,6 +938,26 @@ export async function devUp(opts: DevUpOptions): Promise<DevUpResult> {
         const why = r.failed === "no-answer" ? `did not answer the health check on localhost:${listenPort} (last: ${r.detail})` : "exited during start-up";
         throw new DevStackError(r.failed === "no-answer" ? EXIT.CONNECTION : EXIT.INTERNAL, "SERVER_START_FAILED",
           `the admin server ${why}; the redis-server it was started for is stopped again. The end of ${p.serverLog}:\n${indent(r.tail)}`);
+      }
+      const first = devNodeFiles(p, 1);
+      nodes.push({ nodeId: first.nodeId, pid: server.pid, port: port!, metricsPort, metricsUrl: `http://${LOOPBACK}:${metricsPort}/metrics`, log: first.log, auditLog: first.auditLog });
+      for (let i = 2; i <= nodeCount; i++) {
+        const files = devNodeFiles(p, i);
+        progress(`starting node ${files.nodeId} of ${nodeCount}; log ${files.log}`);
+        for (let attempt = 0; ; attempt++) {
+          const nodePort = await freePort();
+          const nodeMetrics = await freePort();
+          const r = await startServer(p, access, redis.port, nodePort, nodeMetrics, env, files);
+          if ("started" in r) {
+            others.push(r.started);
+            nodes.push({ nodeId: files.nodeId, pid: r.started.pid, port: nodePort, metricsPort: nodeMetrics, metricsUrl: `http://${LOOPBACK}:${nodeMetrics}/metrics`, log: files.log, auditLog: files.auditLog });
+            break;
+          }
+          if (r.failed === "address-in-use" && attempt < 3) continue;
+          const why = r.failed === "no-answer" ? `did not answer the health check on localhost:${nodePort} (last: ${r.detail})` : "exited during start-up";
+          throw new DevStackError(r.failed === "no-answer" ? EXIT.CONNECTION : EXIT.INTERNAL, "SERVER_START_FAILED",
+            `node ${files.nodeId} ${why}; the stack's other processes are stopped again. The end of ${files.log}:\n${indent(r.tail)}`);
+        }
       }
       const endpoint = `localhost:${port}`;
       const tls = adminTls(p);
@@ -867,6 +973,7 @@ export async function devUp(opts: DevUpOptions): Promise<DevUpResult> {
         redis: { pid: redis.started.pid, port: redis.port, addr: serverRedisArgs(access, redis.port)[1]!, version: redisBin.version, dataDir: p.redisDir, log: p.redisLog },
         redisAccess: access,
         server: { pid: server.pid, port: port!, listen: `${LOOPBACK}:${port}`, metricsPort, metricsUrl: `http://${LOOPBACK}:${metricsPort}/metrics`, log: p.serverLog, auditLog: p.auditLog },
+        nodes,
         pki: { dir: p.pkiDir, ca: p.caCert, cert: p.adminCert, key: p.adminKey },
         context: p.contextFile,
         namedContext,
@@ -875,8 +982,10 @@ export async function devUp(opts: DevUpOptions): Promise<DevUpResult> {
       // handed over: from now on `dev down` owns them
       starting.delete(redis.started.pid);
       starting.delete(server.pid);
+      for (const o of others) starting.delete(o.pid);
       return { ...state, status: "started", notes };
     } catch (err) {
+      for (const o of others.reverse()) await stopStarted(o);
       await stopStarted(server);
       await stopStarted(redis.started);
       throw err;
@@ -902,6 +1011,8 @@ export interface DevStatusResult {
   /** How the stack's Redis is reached (TLS only and an ACL user with --secure-redis); null when down. */
   redisAccess: DevRedisAccess | null;
   server: ProcessProbe | null;
+  /** Every engine server (node) of the stack with its pid and node id; empty when down. */
+  nodes: NodeProbe[];
   context: string | null;
   /** Processes of this data dir that no state file records (e.g. after the state was deleted by hand). */
   strays: number[];
@@ -913,11 +1024,12 @@ export async function devStatus(dataDir: string): Promise<DevStatusResult> {
   const running = stackProcesses(p);
   if (!s) {
     const strays = [...running.server, ...running.redis];
-    return { dataDir: p.dataDir, state: strays.length > 0 ? "partial" : "down", endpoint: null, tenant: null, authority: null, startedAt: null, redis: null, redisAccess: null, server: null, context: null, strays };
+    return { dataDir: p.dataDir, state: strays.length > 0 ? "partial" : "down", endpoint: null, tenant: null, authority: null, startedAt: null, redis: null, redisAccess: null, server: null, nodes: [], context: null, strays };
   }
   const now = await probe(p, s);
-  const strays = [...running.server, ...running.redis].filter((pid) => pid !== s.server.pid && pid !== s.redis.pid);
-  const up = now.redis.answering && now.server.answering && strays.length === 0;
+  const known = new Set([s.redis.pid, ...now.nodes.map((n) => n.pid)]);
+  const strays = [...running.server, ...running.redis].filter((pid) => !known.has(pid));
+  const up = now.redis.answering && now.nodes.every((n) => n.answering) && strays.length === 0;
   return {
     dataDir: p.dataDir,
     state: up ? "up" : "partial",
@@ -928,6 +1040,7 @@ export async function devStatus(dataDir: string): Promise<DevStatusResult> {
     redis: now.redis,
     redisAccess: s.redisAccess,
     server: now.server,
+    nodes: now.nodes,
     context: s.context,
     strays,
   };
@@ -985,8 +1098,9 @@ export async function devDown(opts: { dataDir: string; purge?: boolean; env?: No
     // the server first: it is Redis's client
     const server = serverIdentity(p);
     const redis = redisIdentity(p);
-    if (s) await stop("server", s.server.pid, server);
-    for (const pid of running.server) if (pid !== s?.server.pid) await stop("server", pid, server);
+    const recorded = s ? stateNodes(s).map((n) => n.pid) : [];
+    for (const pid of recorded) await stop("server", pid, server);
+    for (const pid of running.server) if (!recorded.includes(pid)) await stop("server", pid, server);
     if (s) await stop("redis", s.redis.pid, redis);
     for (const pid of running.redis) if (pid !== s?.redis.pid) await stop("redis", pid, redis);
     if (left.length > 0) throw new DevStackError(EXIT.INTERNAL, "DEV_STACK_STILL_RUNNING", `still running after SIGKILL: ${left.join(", ")}`);
@@ -1022,9 +1136,10 @@ function removeOurContexts(p: DevPaths, env: NodeJS.ProcessEnv, home: string): s
 /** Removes what the dev stack keeps in the data dir — only those names, never anything else — then the dir if empty. */
 function purge(p: DevPaths): void {
   for (const f of [p.redisDir, p.pkiDir]) rmSync(f, { recursive: true, force: true });
-  for (const f of [p.redisLog, p.redisPassword, p.redisAcl, p.serverLog, p.auditLog, p.contextFile, p.stateFile]) rmSync(f, { force: true });
+  for (const f of [p.redisLog, p.redisPassword, p.redisAcl, p.serverLog, p.auditLog, p.nodeIdFile, p.contextFile, p.stateFile]) rmSync(f, { force: true });
   // drill reports (the default --report-dir with the dev context) and rotated audit logs
-  for (const name of safeList(p.dataDir)) if (/^qim-drill-.*\.json$/.test(name) || /^audit\.log\.\d+$/.test(name)) rmSync(path.join(p.dataDir, name), { force: true });
+  for (const name of safeList(p.dataDir)) if (/^qim-drill-.*\.json$/.test(name) || /^audit(-\d+)?\.log(\.\d+)?$/.test(name) || /^server-\d+\.log$/.test(name)) rmSync(path.join(p.dataDir, name), { force: true });
+  for (const name of safeList(p.dataDir)) if (/^node-\d+$/.test(name)) rmSync(path.join(p.dataDir, name), { recursive: true, force: true });
   try {
     if (safeList(p.dataDir).every((n) => n === "dev.lock")) {
       rmSync(p.lockFile, { force: true });

@@ -36,6 +36,8 @@ export function upLines(r: DevUpResult, defaultDir: string, opts: { nextSteps?: 
       // a plaintext Redis adds no line: the text stays as it was before --secure-redis
       ...(r.redisAccess.secure ? [["redis access", secureLine(r.redisAccess)] as const] : []),
       ["server", `pid ${r.server.pid}, log ${shown(r.server.log)}, audit log ${shown(r.server.auditLog)}, metrics ${r.server.metricsUrl}`],
+      // one node adds no line: the text stays as it was before --nodes
+      ...(r.nodes.length > 1 ? r.nodes.map((n) => [`node ${n.nodeId}`, `pid ${n.pid}, admin localhost:${n.port}, log ${shown(n.log)}, metrics ${n.metricsUrl}`] as const) : []),
       ["context", contextLine(r)],
     ]).replace(/^/gm, "  "),
     `  ${authorityLine(r)}`,
@@ -103,7 +105,7 @@ export function statusLines(r: DevStatusResult, defaultDir: string): string {
     ]).replace(/^/gm, "  "),
     "",
     `  PROCESS  PID      PORT   ALIVE  ANSWERING`,
-    ...[["server", r.server], ["redis", r.redis]].map(([name, x]) => {
+    ...[...(r.nodes.length > 1 ? r.nodes.map((n) => [n.nodeId, n] as const) : [["server", r.server] as const]), ["redis", r.redis] as const].map(([name, x]) => {
       const pr = x as NonNullable<DevStatusResult["redis"]>;
       return `  ${String(name).padEnd(7)}  ${String(pr.pid).padEnd(7)}  ${String(pr.port).padEnd(5)}  ${yesNo(pr.alive).padEnd(5)}  ${yesNo(pr.answering)}`;
     }),

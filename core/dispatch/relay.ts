@@ -1,6 +1,8 @@
 import { bucketTag, COMMIT_BUCKET_COUNT, hexToUuid, InternalError, type KeySpace } from "../base/index.js";
+import { SOLO_GATE, unitLeaseKey, type Fence, type UnitGate } from "../cluster/index.js";
 import { conversationKeys, outboxKey } from "../conversation/index.js";
 import type { RedisStore } from "../store/index.js";
+import { failpointStop, FAILPOINTS } from "../support/index.js";
 import type { DispatchLog, DispatchRecord } from "./log.js";
 import { metrics } from "./metrics.js";
 import { loadForDispatchScript, markCommittedScript } from "./scripts.js";
@@ -15,6 +17,11 @@ export interface RelayOptions {
    * hold up the relay; the durable consumer applies the same records from the log anyway.
    */
   onAppended?: (records: DispatchRecord[]) => Promise<unknown> | void;
+  /**
+   * Which buckets this process owns and the fence its marks carry (core/cluster); default: every
+   * bucket, token 0 (no cluster). Buckets not owned are skipped by sweeps and kicks.
+   */
+  gate?: UnitGate;
 }
 
 /**
@@ -32,6 +39,7 @@ export const LOW_LATENCY_MAX_INFLIGHT = 8;
  */
 export class OutboxRelay {
   private readonly batchSize: number;
+  private readonly gate: UnitGate;
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<unknown> = Promise.resolve();
   private stopped = true;
@@ -43,11 +51,13 @@ export class OutboxRelay {
     private readonly opts: RelayOptions = {},
   ) {
     this.batchSize = opts.batchSize ?? 256;
+    this.gate = opts.gate ?? SOLO_GATE;
   }
 
   /**
-   * Relays up to one batch of one bucket's outbox; returns how many entries it consumed. Calls for
-   * one bucket run one after another, so a kick and a sweep never append the same entry twice.
+   * Relays up to one batch of one bucket's outbox; returns how many entries it consumed (0 when
+   * this process does not own the bucket). Calls for one bucket run one after another, so a kick
+   * and a sweep never append the same entry twice.
    */
   drainBucket(bucket: number): Promise<number> {
     const prev = this.locks.get(bucket) ?? Promise.resolve(0);
@@ -87,15 +97,41 @@ export class OutboxRelay {
   }
 
   private async drainUntilEmpty(bucket: number): Promise<void> {
-    while (!this.stopped && (await this.drainBucket(bucket)) >= this.batchSize);
+    while (!this.stopped && this.gate.owns("relay", bucket) && (await this.drainBucket(bucket)) >= this.batchSize);
   }
 
   private readonly pendingKicks = new Set<Promise<unknown>>();
 
   private async drainBucketOnce(bucket: number): Promise<number> {
+    const fence = this.gate.enter("relay", bucket);
+    if (!fence) return 0;
+    try {
+      return await this.drainOwnedBucket(bucket, fence);
+    } finally {
+      this.gate.leave("relay", bucket);
+    }
+  }
+
+  /**
+   * The lease is checked right before the append, and the mark is fenced inside its script. The
+   * append itself is on the partition's tag, so no script can fence it next to the lease: a node
+   * woken after its lease moved appends at most the batch it was in the middle of (docs/cluster.md).
+   */
+  private async leaseHolds(bucket: number, fence: Fence): Promise<boolean> {
+    if (!this.gate.fenced) return true;
+    const key = unitLeaseKey(this.keys, "relay", bucket);
+    const [owner, token] = await this.store.clientForKey(key).hmget(key, "owner", "token");
+    if ((owner ?? "") === fence.owner && Number(token ?? 0) === fence.token) return true;
+    this.gate.refused("relay", bucket, "append", fence);
+    return false;
+  }
+
+  private async drainOwnedBucket(bucket: number, fence: Fence): Promise<number> {
     const client = this.store.clientFor(bucketTag(bucket));
     const raw = await client.lrange(outboxKey(this.keys, bucket), 0, this.batchSize - 1);
     if (raw.length === 0) return 0;
+    const lease = unitLeaseKey(this.keys, "relay", bucket);
+    let fencedOut = false;
     const byConversation = new Map<string, string[]>();
     for (const e of raw) {
       const cut = e.lastIndexOf("|");
@@ -120,13 +156,23 @@ export class OutboxRelay {
         records.push({ tenant, conversation, conversationSeq: c.conversationSeq, entry: c.entry, version: c.version, recipients: c.recipients });
       }
       if (records.length > 0) {
+        if (fencedOut || !(await this.leaseHolds(bucket, fence))) {
+          fencedOut = true;
+          return;
+        }
         await this.log.append(records);
         if (this.opts.onAppended) this.handOff(this.opts.onAppended, records);
       }
-      await markCommittedScript.run(client, k, { outboxRef: ref, seqs });
+      if (records.length > 0) failpointStop(FAILPOINTS.relayBeforeMark);
+      const marked = await markCommittedScript.run(client, { ...k, lease }, { owner: fence.owner, token: fence.token, outboxRef: ref, seqs });
+      if (marked === null) {
+        fencedOut = true;
+        this.gate.refused("relay", bucket, "mark_committed", fence);
+        return;
+      }
       metrics.relayDispatched.inc(records.length);
     }));
-    return raw.length;
+    return fencedOut ? 0 : raw.length;
   }
 
   /** Hands appended records to the low-latency path without waiting for it, at most LOW_LATENCY_MAX_INFLIGHT at a time. */
@@ -142,12 +188,14 @@ export class OutboxRelay {
       .finally(() => { this.lowLatencyInflight--; });
   }
 
-  /** One pass over every bucket's outbox until each is empty; returns the entries relayed. */
+  /** One pass over every owned bucket's outbox until each is empty; returns the entries relayed. */
   async drainAll(): Promise<number> {
     let total = 0;
     const buckets = Array.from({ length: COMMIT_BUCKET_COUNT }, (_, b) => b);
-    let pending = buckets;
+    let pending = buckets.filter((b) => this.gate.owns("relay", b));
     while (pending.length > 0) {
+      pending = pending.filter((b) => this.gate.owns("relay", b));
+      if (pending.length === 0) break;
       const lengths = await this.store.listLengths(pending.map((b) => outboxKey(this.keys, b)));
       pending = pending.filter((_, i) => lengths[i]! > 0);
       const done = await Promise.all(pending.map((b) => this.drainBucket(b)));

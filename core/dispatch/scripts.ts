@@ -1,6 +1,6 @@
 import { InternalError, splitHexIds, type Uuid } from "../base/index.js";
 import type { ConversationKeys } from "../conversation/index.js";
-import { defineScript, luaStatus } from "../lua/index.js";
+import { defineScript, LUA_STATUS, luaStatus } from "../lua/index.js";
 
 /** The relay's scripts (lua/dispatch/): read RECORDED commits with their frozen audiences, then mark them COMMITTED. */
 
@@ -29,8 +29,8 @@ export const loadForDispatchScript = defineScript({
 
 export const markCommittedScript = defineScript({
   name: "markCommitted",
-  keys: ["commits", "outbox", "vpending", "grpdeltas"] satisfies (keyof ConversationKeys)[],
-  args: (a: { outboxRef: string; seqs: readonly string[] }) => [a.outboxRef, ...a.seqs],
-  /** How many seqs were still RECORDED. */
-  reply: (r) => Number(r[0]),
+  keys: ["commits", "outbox", "vpending", "grpdeltas", "lease"] satisfies (keyof ConversationKeys | "lease")[],
+  args: (a: { owner: string; token: number; outboxRef: string; seqs: readonly string[] }) => [a.owner, a.token, a.outboxRef, ...a.seqs],
+  /** How many seqs were still RECORDED; null when the bucket's lease fenced the call out (nothing written). */
+  reply: (r) => (Number(r[0]) === LUA_STATUS.FENCED ? null : Number(r[0])),
 });

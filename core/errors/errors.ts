@@ -17,6 +17,7 @@ export const ERROR_CODES = {
   VERSION_CONFLICT: { grpc: "ABORTED", exit: "CONFLICT" },
   MEMBERSHIP_CHANGED: { grpc: "ABORTED", exit: "CONFLICT" },
   UNAVAILABLE: { grpc: "UNAVAILABLE", exit: "CONNECTION" },
+  STALE_OWNER: { grpc: "UNAVAILABLE", exit: "CONNECTION" },
   UNIMPLEMENTED: { grpc: "UNIMPLEMENTED", exit: "CONFLICT" },
   INTERNAL: { grpc: "INTERNAL", exit: "INTERNAL" },
 } as const satisfies Record<string, { grpc: GrpcStatusName; exit: ExitClass }>;

@@ -25,6 +25,10 @@ export const LUA_STATUS = {
   OWNER_IMMUTABLE: -7,
   SNAPSHOT_MISSING: -8,
   CHECKPOINT_MOVED: -9,
+  /** A fenced write whose unit's lease names another owner or a newer token (core/cluster). */
+  FENCED: -10,
+  /** A lease compare-and-set that found another owner or token than the one observed. */
+  LEASE_MOVED: -11,
 } as const;
 export type LuaStatusName = keyof typeof LUA_STATUS;
 

@@ -9,6 +9,7 @@ import { checkpointKey, userKeys, type UserKeys } from "./keys.js";
 import { advanceCheckpointScript, projectEntriesScript, type ProjectedEntry } from "./scripts.js";
 import { metrics } from "./metrics.js";
 import type { RedisStore } from "../store/index.js";
+import { SOLO_GATE, unitLeaseKey, type Fence, type UnitGate } from "../cluster/index.js";
 
 /** created_at (ms) of a history entry: field 6 of "seq|messageId|sender|kind|countsUnread|createdAt|…". */
 function entryCreatedAt(entry: string): number {
@@ -149,6 +150,11 @@ export interface ProjectorOptions {
   log?: (line: string) => void;
   onError?: (err: unknown) => void;
   now?: () => number;
+  /**
+   * Which partitions this process owns and the fence its checkpoint writes carry (core/cluster);
+   * default: every partition, token 0 (no cluster). Only owned partitions are polled.
+   */
+  gate?: UnitGate;
 }
 
 /** How long a poll trusts the checkpoint this consumer last read or wrote before reading it again. */
@@ -190,6 +196,7 @@ export class SessionProjector {
   private readonly batchSize: number;
   private readonly pollIntervalMs: number;
   private readonly now: () => number;
+  private readonly gate: UnitGate;
   private stopped = true;
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<unknown> = Promise.resolve();
@@ -225,6 +232,7 @@ export class SessionProjector {
     this.batchSize = opts.batchSize ?? 256;
     this.pollIntervalMs = opts.pollIntervalMs ?? 250;
     this.now = opts.now ?? Date.now;
+    this.gate = opts.gate ?? SOLO_GATE;
   }
 
   private say(line: string): void {
@@ -260,16 +268,21 @@ export class SessionProjector {
     return this.readCheckpoint(partition);
   }
 
-  /** Moves a partition's checkpoint from `expected` (null: none) to `to`; false when another consumer moved it first. */
-  private async advance(partition: number, expected: string | null, to: LogPosition): Promise<boolean> {
+  /**
+   * Moves a partition's checkpoint from `expected` (null: none) to `to`; false when another
+   * consumer moved it first, or when the partition's lease fenced the write out (a newer owner):
+   * then the partition is dropped locally.
+   */
+  private async advance(partition: number, expected: string | null, to: LogPosition, fence: Fence): Promise<boolean> {
     const id = this.log.identity;
     const raw = `${to.offset}|${to.id}`;
     const updatedAt = this.now();
     const key = this.checkpointKey(partition);
-    const { moved } = await advanceCheckpointScript.run(this.store.clientForKey(key), { checkpoint: key },
-      { expected, to: raw, clusterId: id.clusterId, topicId: id.topicId, partitionCount: id.partitionCount, updatedAt });
+    const { moved, fenced } = await advanceCheckpointScript.run(this.store.clientForKey(key), { checkpoint: key, lease: unitLeaseKey(this.keys, "partition", partition) },
+      { expected, to: raw, clusterId: id.clusterId, topicId: id.topicId, partitionCount: id.partitionCount, updatedAt, owner: fence.owner, token: fence.token });
     if (moved) this.known.set(partition, { cp: { position: to, identity: id, updatedAt, raw }, at: Date.now() });
     else this.known.delete(partition);
+    if (fenced) this.gate.refused("partition", partition, "checkpoint", fence);
     return moved;
   }
 
@@ -336,11 +349,22 @@ export class SessionProjector {
    * Moves a partition the audit did not find OK but recoverable (NO_CHECKPOINT, OVER_WINDOW) to
    * where the consumer continues: the low watermark when records were lost, else the start.
    */
-  private recover(a: PartitionAudit, cp: Checkpoint | null, w: Watermarks): Promise<boolean> {
+  private recover(a: PartitionAudit, cp: Checkpoint | null, w: Watermarks, fence: Fence): Promise<boolean> {
     // the log is read again from there (another process may have wiped the checkpoints): what the
     // low-latency path wrote before is not taken as written, so the replay projects everything
     this.forgetProjectedAhead();
-    return this.advance(a.partition, cp?.raw ?? null, a.lost ? w.lowPosition : LOG_START);
+    return this.advance(a.partition, cp?.raw ?? null, a.lost ? w.lowPosition : LOG_START, fence);
+  }
+
+  /** Runs `work` with the partition's fence while this process owns it; null when it does not. */
+  private async owned<T>(partition: number, work: (fence: Fence) => Promise<T>): Promise<T | null> {
+    const fence = this.gate.enter("partition", partition);
+    if (!fence) return null;
+    try {
+      return await work(fence);
+    } finally {
+      this.gate.leave("partition", partition);
+    }
   }
 
   /**
@@ -348,6 +372,12 @@ export class SessionProjector {
    * epoch once when any partition lost records, move those checkpoints to the low watermark,
    * create missing checkpoints, catch up to the high watermarks of that moment (spec 002 §2.2:
    * the consumer serves only once it has caught up), then poll in the background.
+   *
+   * In a cluster every partition is audited (a refusal anywhere means the log is not ours or lost
+   * acknowledged records: no node may serve from it), but only the partitions this node owns are
+   * recovered, created and caught up: the others are their owners' (whose polls apply the same
+   * verdicts at run time), and a checkpoint written without the partition's lease is refused.
+   * The epoch bump stays global: it is decided from every partition's audit, once.
    */
   async start(): Promise<ProjectionStartReport> {
     const stored = await this.log.storedIdentity();
@@ -371,7 +401,7 @@ export class SessionProjector {
     } else {
       epoch = await this.epoch.get();
     }
-    await Promise.all(results.filter((r) => r.audit.verdict !== "OK").map((r) => this.recover(r.audit, r.cp, r.w)));
+    await Promise.all(results.filter((r) => r.audit.verdict !== "OK").map((r) => this.owned(r.audit.partition, (fence) => this.recover(r.audit, r.cp, r.w, fence))));
     this.failure = null;
     const caughtUp = await this.catchUp();
     if (caughtUp > 0) this.say(`caught up ${caughtUp} record(s) before serving`);
@@ -424,7 +454,7 @@ export class SessionProjector {
   async catchUp(opts: { oneAtATime?: boolean } = {}): Promise<number> {
     let total = 0;
     let firstError: unknown;
-    let pending = Array.from({ length: this.log.identity.partitionCount }, (_, p) => p);
+    let pending = Array.from({ length: this.log.identity.partitionCount }, (_, p) => p).filter((p) => this.gate.owns("partition", p));
     const step = async (p: number): Promise<boolean> => {
       if (this.failure) throw this.failure;
       try {
@@ -461,6 +491,10 @@ export class SessionProjector {
   }
 
   private async pollOnce(partition: number): Promise<number> {
+    return (await this.owned(partition, (fence) => this.pollOwned(partition, fence))) ?? 0;
+  }
+
+  private async pollOwned(partition: number, fence: Fence): Promise<number> {
     const cp = await this.pollCheckpoint(partition);
     const { watermarks: w, entries } = cp ? await this.log.readFrom(partition, cp.position, this.batchSize) : { watermarks: await this.log.watermarks(partition), entries: [] };
     // the same verdicts as the audit; at runtime each partition's loss bumps the epoch on its own
@@ -474,7 +508,7 @@ export class SessionProjector {
           ? `partition ${partition} NO_CHECKPOINT with low watermark ${w.low}: epoch bumped to ${bump.epoch}, continuing from ${w.low}`
           : `partition ${partition} OVER_WINDOW: lost [${a.lost.from}, ${a.lost.to}); epoch bumped to ${bump.epoch}`);
       }
-      await this.recover(a, cp, w);
+      await this.recover(a, cp, w, fence);
       return 0;
     }
     if (entries.length === 0) return 0;
@@ -484,8 +518,9 @@ export class SessionProjector {
     if (todo.length > 0) await this.writer.project(todo);
     const last = entries[entries.length - 1]!;
     // all recipients are written; only now may the checkpoint move past these records
-    await this.advance(partition, cp!.raw, { offset: last.offset + 1, id: last.id });
+    if (!(await this.advance(partition, cp!.raw, { offset: last.offset + 1, id: last.id }, fence))) return 0;
     metrics.projectedRecords.inc({ path: "durable" }, todo.length);
+    metrics.consumedRecords.inc(entries.length);
     return entries.length;
   }
 

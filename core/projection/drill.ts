@@ -173,12 +173,32 @@ export class RebuildDrill {
     }
   }
 
+  /**
+   * Waits until every partition's checkpoint is at its high watermark and every registration
+   * queue is empty: in a cluster the other nodes do the work on the partitions and user slots
+   * they own (catchUp and drainAll here cover only this node's), and a queue still holding a
+   * registration would read as a missing conversation. Gives up after DRILL_SETTLE_MS; the
+   * comparison then shows what was not settled.
+   */
+  private async settle(): Promise<void> {
+    const deadline = Date.now() + DRILL_SETTLE_MS;
+    for (;;) {
+      const [audits, depths] = await Promise.all([this.projector.audit(), this.registration.depthPerInstance()]);
+      if (audits.every((a) => a.lag === 0) && depths.every((d) => d.depth === 0)) return;
+      if (Date.now() > deadline) return;
+      await new Promise((r) => setTimeout(r, 100));
+      await this.projector.catchUp();
+      await this.registration.drainAll();
+    }
+  }
+
   private async runLocked(drillId: Uuid, startedAt: string, users: DrillUser[], opts: DrillOptions,
     progress: (phase: DrillPhase, done: number, total: number, message: string) => void): Promise<DrillReport> {
     progress("prepare", 0, 2, "catching the projection up and flushing pending registrations");
     await this.projector.catchUp();
     progress("prepare", 1, 2, "flushing pending registrations to the authority");
     const registrationsFlushed = await this.registration.drainAll();
+    await this.settle();
     progress("prepare", 2, 2, `flushed ${registrationsFlushed} registrations`);
 
     const before = new Map<string, Snapshot>();
@@ -205,7 +225,10 @@ export class RebuildDrill {
 
     await this.sessions.epoch.bump(`drill rebuild ${drillId}${opts.reason ? `: ${opts.reason}` : ""}`, opts.by);
     progress("bump", 1, 1, "epoch bumped");
-    if (opts.wipe !== "projection") await this.projector.catchUp();
+    if (opts.wipe !== "projection") {
+      await this.projector.catchUp();
+      await this.settle();
+    }
 
     const differences: DrillDifference[] = [];
     const checkedUsers: DrillUserResult[] = [];
@@ -243,6 +266,9 @@ export class RebuildDrill {
     };
   }
 }
+
+/** How long a drill waits for the other nodes of a cluster to catch up and flush (DRILL_SETTLE_MS). */
+export const DRILL_SETTLE_MS = 30_000;
 
 function compare(u: DrillUser, before: Snapshot, after: Snapshot): DrillDifference[] {
   const out: DrillDifference[] = [];

@@ -33,6 +33,11 @@ export const metrics = {
     help: "Users whose session list was rebuilt from the authority because their epoch mark was behind",
     registers: [registry],
   }),
+  consumedRecords: new Counter({
+    name: "qim_session_projection_consumed_records_total",
+    help: "Dispatch-log records the durable consumer of this process moved its checkpoint past (in a cluster: on the partitions it owns)",
+    registers: [registry],
+  }),
   projectedRecords: new Counter({
     name: "qim_session_projection_records_total",
     help: "Dispatch-log records the projection consumer applied, by path (durable, low_latency)",

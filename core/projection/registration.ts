@@ -5,6 +5,7 @@ import { ucsDeadKey, ucsPendingKey } from "./keys.js";
 import { deadLetterRegistrationScript, popRegisteredScript } from "./scripts.js";
 import { metrics } from "./metrics.js";
 import type { RedisStore } from "../store/index.js";
+import { SOLO_GATE, unitLeaseKey, type Fence, type UnitGate } from "../cluster/index.js";
 
 /** A Redis instance's registration queues: items pending, and dead letters kept (ucs_dead). */
 export interface QueueDepth {
@@ -26,6 +27,11 @@ export interface RegistrationOptions {
    * kill the process at the worst moment; nothing else should.
    */
   afterAuthorityWrite?: (items: RegistrationItem[]) => Promise<void> | void;
+  /**
+   * Which user slots this process owns and the fence its pops carry (core/cluster): the owner of
+   * user slot u does the registration work of user bucket u. Default: every slot, token 0.
+   */
+  gate?: UnitGate;
 }
 
 /**
@@ -37,6 +43,7 @@ export interface RegistrationOptions {
  */
 export class RegistrationTask {
   private readonly batchSize: number;
+  private readonly gate: UnitGate;
   private stopped = true;
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<unknown> = Promise.resolve();
@@ -48,6 +55,7 @@ export class RegistrationTask {
     private readonly opts: RegistrationOptions = {},
   ) {
     this.batchSize = opts.batchSize ?? 256;
+    this.gate = opts.gate ?? SOLO_GATE;
   }
 
   /**
@@ -57,6 +65,16 @@ export class RegistrationTask {
    * so one bad entry never blocks the registrations queued behind it.
    */
   async drainBucket(bucket: number): Promise<number> {
+    const fence = this.gate.enter("slot", bucket);
+    if (!fence) return 0;
+    try {
+      return await this.drainOwnedBucket(bucket, fence);
+    } finally {
+      this.gate.leave("slot", bucket);
+    }
+  }
+
+  private async drainOwnedBucket(bucket: number, fence: Fence): Promise<number> {
     const key = ucsPendingKey(this.keys, bucket);
     const client = this.store.clientForKey(key);
     let raw = await client.lrange(key, 0, this.batchSize - 1);
@@ -86,16 +104,22 @@ export class RegistrationTask {
       throw err;
     }
     await this.opts.afterAuthorityWrite?.(items);
-    const popped = await popRegisteredScript.run(client, { pending: key }, { items: raw });
+    const popped = await popRegisteredScript.run(client, { pending: key, lease: unitLeaseKey(this.keys, "slot", bucket) }, { owner: fence.owner, token: fence.token, items: raw });
+    if (popped === null) {
+      this.gate.refused("slot", bucket, "pop_registered", fence);
+      return 0;
+    }
     metrics.ucsWritten.inc(popped);
     return popped;
   }
 
-  /** Drains every queue until empty (or until a pass pops nothing); returns the items popped. */
+  /** Drains every owned queue until empty (or until a pass pops nothing); returns the items popped. */
   async drainAll(): Promise<number> {
     let total = 0;
     let pending = Array.from({ length: COMMIT_BUCKET_COUNT }, (_, b) => b);
     while (pending.length > 0) {
+      pending = pending.filter((b) => this.gate.owns("slot", b));
+      if (pending.length === 0) break;
       const depths = await this.depthsOf(pending);
       pending = pending.filter((_, i) => depths[i]! > 0);
       if (pending.length === 0) break;

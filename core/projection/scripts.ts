@@ -1,4 +1,4 @@
-import { luaStatus, defineScript, defineVariadicScript } from "../lua/index.js";
+import { luaStatus, defineScript, defineVariadicScript, LUA_STATUS } from "../lua/index.js";
 import type { UserKeys } from "./keys.js";
 
 /**
@@ -23,12 +23,12 @@ export const projectEntriesScript = defineVariadicScript({
   reply: (r) => Number(r[0]),
 });
 
-/** Pops the queue heads equal to the items written to the authority; returns how many. */
+/** Pops the queue heads equal to the items written to the authority; null when the slot's lease fenced the call out. */
 export const popRegisteredScript = defineScript({
   name: "popRegistered",
-  keys: ["pending"],
-  args: (a: { items: readonly string[] }) => a.items,
-  reply: (r) => Number(r[0]),
+  keys: ["pending", "lease"],
+  args: (a: { owner: string; token: number; items: readonly string[] }) => [a.owner, a.token, ...a.items],
+  reply: (r) => (Number(r[0]) === LUA_STATUS.FENCED ? null : Number(r[0])),
 });
 
 /** Moves an undecodable head of a pending queue to its dead letters; true when it moved. */
@@ -39,13 +39,16 @@ export const deadLetterRegistrationScript = defineScript({
   reply: (r) => Number(r[0]) === 1,
 });
 
-/** Compare-and-set of a partition's checkpoint; `moved` false when another consumer moved it first. */
+/**
+ * Compare-and-set of a partition's checkpoint, fenced by the partition's lease; `moved` false when
+ * another consumer moved it first or (`fenced`) the lease names another owner or a newer token.
+ */
 export const advanceCheckpointScript = defineScript({
   name: "advanceCheckpoint",
-  keys: ["checkpoint"],
-  args: (a: { expected: string | null; to: string; clusterId: string; topicId: string; partitionCount: number; updatedAt: number }) =>
-    [a.expected ?? "", a.to, a.clusterId, a.topicId, a.partitionCount, a.updatedAt],
-  reply: (r) => ({ moved: luaStatus(r) === "OK", position: String(r[1] ?? "") }),
+  keys: ["checkpoint", "lease"],
+  args: (a: { expected: string | null; to: string; clusterId: string; topicId: string; partitionCount: number; updatedAt: number; owner: string; token: number }) =>
+    [a.expected ?? "", a.to, a.clusterId, a.topicId, a.partitionCount, a.updatedAt, a.owner, a.token],
+  reply: (r) => ({ moved: luaStatus(r) === "OK", fenced: luaStatus(r) === "FENCED", position: String(r[1] ?? "") }),
 });
 
 /** Returns the new epoch. */

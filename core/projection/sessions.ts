@@ -176,6 +176,12 @@ export class SessionService {
     return { tenant, user, groups, nextAfter: rest.length > page.length ? page.at(-1)! : null, conversations: all.length };
   }
 
+  /** How many conversations the user's session projection holds (ZCARD of convs): what a slot's owner holds for the user (NodeService.DescribeUser). */
+  async conversationCount(tenant: Uuid, user: Uuid): Promise<number> {
+    const k = this.userKeys(tenant, user);
+    return this.store.clientFor(k.tag).zcard(k.convs);
+  }
+
   /** Drops the user's projection and epoch mark (drills: "the projection was lost"). */
   async wipeUser(tenant: Uuid, user: Uuid): Promise<void> {
     const k = this.userKeys(tenant, user);

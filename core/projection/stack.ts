@@ -8,6 +8,7 @@ import { ProjectionEpoch } from "./epoch.js";
 import { SessionProjector, type PartitionAudit, type ProjectionStartReport, type ProjectorOptions } from "./consumer.js";
 import { RegistrationTask, type QueueDepth, type RegistrationOptions } from "./registration.js";
 import { SessionService } from "./sessions.js";
+import type { UnitGate } from "../cluster/index.js";
 
 export interface ProjectionStackOptions {
   /** false: nothing runs in the background (no polling, registration or trimming); the owner drives catchUp()/drainAll() (tests, benches). */
@@ -20,6 +21,8 @@ export interface ProjectionStackOptions {
   trimIntervalMs?: number;
   log?: (line: string) => void;
   onError?: (err: unknown) => void;
+  /** The cluster's gate (core/cluster): which partitions the consumer polls and which user slots the registration task drains. Default: all. */
+  gate?: UnitGate;
 }
 
 /** What the session projection stands on: the store and key space, the conversations it summarises, the log it consumes, its authority. */
@@ -72,9 +75,10 @@ export class ProjectionStack {
       ...(opts.log ? { log: opts.log } : {}),
       onError,
       ...opts.projector,
+      ...(opts.gate ? { gate: opts.gate } : {}),
       ...(opts.background === false ? { poll: false } : {}),
     });
-    this.registration = new RegistrationTask(store, keys, authority, { onError, ...opts.registration });
+    this.registration = new RegistrationTask(store, keys, authority, { onError, ...opts.registration, ...(opts.gate ? { gate: opts.gate } : {}) });
     this.sessions = new SessionService(store, keys, conversations, authority, this.epoch);
     this.drill = new RebuildDrill(store, keys, this.sessions, this.projector, this.registration);
     this.retentionMs = opts.retentionMs ?? DEFAULT_RETENTION_MS;

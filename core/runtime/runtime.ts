@@ -1,4 +1,5 @@
 import { KeySpace } from "../base/index.js";
+import { ClusterMembership, type ClusterOptions } from "../cluster/index.js";
 import { ConversationService, type ConversationOptions } from "../conversation/index.js";
 import { OutboxRelay, RedisStreamsDispatchLog, type DispatchIdentity, type RelayOptions } from "../dispatch/index.js";
 import {
@@ -43,6 +44,12 @@ export interface RuntimeOptions {
   relay?: Omit<RelayOptions, "onAppended">;
   /** The relay's sweep of every bucket every N ms; 0: no background relay (the owner drains it). */
   relayIntervalMs?: number;
+  /**
+   * Makes this runtime one node of the engine cluster (core/cluster, docs/cluster.md): it works
+   * only on the relay buckets, dispatch partitions and user slots it owns, with fenced writes.
+   * Without it the runtime owns everything and writes with token 0.
+   */
+  cluster?: ClusterOptions;
   /** Subsystems built on the engine, in start order. */
   modules?: readonly RuntimeModuleFactory[];
   log?: (line: string) => void;
@@ -62,6 +69,8 @@ export class EngineRuntime {
   readonly relay: OutboxRelay;
   readonly projection: ProjectionStack;
   readonly modules: readonly RuntimeModule[];
+  /** This node's membership of the engine cluster; null without `cluster` options. */
+  readonly cluster: ClusterMembership | null;
   private readonly ownsAuthority: boolean;
   private started: RuntimeModule[] = [];
 
@@ -69,16 +78,29 @@ export class EngineRuntime {
     this.store = opts.store;
     this.keys = new KeySpace(opts.keyPrefix ?? "qim");
     const relayRef: { relay?: OutboxRelay } = {};
-    this.conversations = new ConversationService(this.store, { ...opts.conversation, keyPrefix: this.keys.prefix, onCommit: (bucket) => relayRef.relay?.kick(bucket) });
-    this.dispatchLog = new RedisStreamsDispatchLog(this.store, this.keys, opts.dispatch ?? DEFAULT_DISPATCH);
+    const dispatch = opts.dispatch ?? DEFAULT_DISPATCH;
+    const cluster = opts.cluster ? new ClusterMembership(this.store, this.keys, dispatch.partitionCount, { ...(opts.log ? { log: opts.log } : {}), ...opts.cluster }) : null;
+    this.cluster = cluster;
+    // a commit into a bucket another node owns goes to that node (the forwarder), else to our relay
+    const onCommit = cluster
+      ? (bucket: number) => { if (cluster.owns("relay", bucket)) relayRef.relay?.kick(bucket); else cluster.forwardKick(bucket); }
+      : (bucket: number) => relayRef.relay?.kick(bucket);
+    this.conversations = new ConversationService(this.store, { ...opts.conversation, keyPrefix: this.keys.prefix, onCommit });
+    this.dispatchLog = new RedisStreamsDispatchLog(this.store, this.keys, dispatch);
     this.ownsAuthority = opts.authority === undefined;
     const authority = opts.authority ?? (opts.cassandra ? new CassandraAuthority(opts.cassandra) : authorityFromEnv(this.store, this.keys));
     this.projection = new ProjectionStack(
       { store: this.store, keys: this.keys, conversations: this.conversations, log: this.dispatchLog, authority },
-      { retentionMs: DEFAULT_RETENTION_MS, ...(opts.log ? { log: opts.log } : {}), ...opts.projection },
+      { retentionMs: DEFAULT_RETENTION_MS, ...(opts.log ? { log: opts.log } : {}), ...opts.projection, ...(cluster ? { gate: cluster } : {}) },
     );
-    this.relay = new OutboxRelay(this.store, this.keys, this.dispatchLog, { ...opts.relay, onAppended: this.projection.lowLatency });
+    this.relay = new OutboxRelay(this.store, this.keys, this.dispatchLog, { ...opts.relay, onAppended: this.projection.lowLatency, ...(cluster ? { gate: cluster } : {}) });
     relayRef.relay = this.relay;
+    // a unit just taken is worked on at once, not at the next sweep or poll
+    cluster?.onChange((kind, unit, owned) => {
+      if (!owned) return;
+      if (kind === "relay") this.relay.kick(unit);
+      else if (kind === "partition") this.projection.projector.kick();
+    });
     this.modules = (opts.modules ?? []).map((make) => make(this));
   }
 
@@ -88,7 +110,15 @@ export class EngineRuntime {
    * modules in order. A module that fails to start stops the ones before it.
    */
   async start(): Promise<ProjectionStartReport> {
-    const report = await this.projection.start();
+    // the node takes its units first, so that the projection's start-up recovers and catches up its own partitions
+    await this.cluster?.start();
+    let report: ProjectionStartReport;
+    try {
+      report = await this.projection.start();
+    } catch (err) {
+      await this.cluster?.stop();
+      throw err;
+    }
     const interval = this.opts.relayIntervalMs ?? DEFAULT_RELAY_INTERVAL_MS;
     if (interval > 0) this.relay.start(interval);
     try {
@@ -103,10 +133,14 @@ export class EngineRuntime {
     return report;
   }
 
-  /** Stops the modules (reverse order), the relay and the projection; closes an authority the runtime made. */
+  /**
+   * Stops the modules (reverse order), hands the cluster's units over (each once its work in
+   * flight stopped), then stops the relay and the projection; closes an authority the runtime made.
+   */
   async stop(): Promise<void> {
     for (const m of this.started.reverse()) await m.stop?.();
     this.started = [];
+    await this.cluster?.stop();
     await this.relay.stop();
     await (this.ownsAuthority ? this.projection.close() : this.projection.stop());
   }

@@ -190,3 +190,34 @@ describe("server settings: one schema for flags, environment, config file and de
     assert.ok(keys.includes("redis.password_file") && keys.includes("cassandra.tls.ca"), keys.join(","));
   });
 });
+
+describe("cluster settings (issue 11)", () => {
+  it("node.id, data_dir and the lease defaults: the schema's defaults are core/cluster's constants", async () => {
+    const { DEFAULT_HEARTBEAT_INTERVAL_MS, DEFAULT_LEASE_TTL_MS } = await import("../../core/index.js");
+    const s = toDaemonSettings(resolve({}));
+    assert.equal(s.clusterLeaseTtlMs, DEFAULT_LEASE_TTL_MS);
+    assert.equal(s.clusterHeartbeatIntervalMs, DEFAULT_HEARTBEAT_INTERVAL_MS);
+    assert.equal(s.nodeId, undefined);
+    assert.equal(s.dataDir, ".qim", "the default audit log's directory");
+    assert.equal(toDaemonSettings(resolve({ "audit-log": "/var/lib/qim/audit.log" })).dataDir, "/var/lib/qim");
+    const t = toDaemonSettings(resolve({ "node-id": "n-1", "data-dir": "/srv/qim", "cluster-lease-ttl": "3s", "cluster-heartbeat-interval": "1s" }));
+    assert.deepEqual([t.nodeId, t.dataDir, t.clusterLeaseTtlMs, t.clusterHeartbeatIntervalMs], ["n-1", "/srv/qim", 3000, 1000]);
+  });
+
+  it("refuses a lease shorter than two heartbeats, an 'off' lease or heartbeat, and a malformed node id, naming the setting", () => {
+    assert.equal(refusal(() => resolve({ "cluster-lease-ttl": "1s" })).key, "cluster.lease_ttl");
+    assert.equal(refusal(() => resolve({ "cluster-lease-ttl": "off" })).key, "cluster.lease_ttl");
+    assert.equal(refusal(() => resolve({ "cluster-heartbeat-interval": "off" })).key, "cluster.heartbeat_interval");
+    assert.equal(refusal(() => resolve({ "node-id": "has space" })).key, "node.id");
+  });
+
+  it("a generated node id is written once to <data_dir>/node-id and read back on the next start", async () => {
+    const { nodeIdOf, NODE_ID_FILE } = await import("../../admin-api/daemon.js");
+    const dataDir = path.join(dir, "data-dir-test");
+    const first = await nodeIdOf({ dataDir });
+    assert.match(first, /^node-[0-9a-f]{8}$/);
+    assert.equal(readFileSync(path.join(dataDir, NODE_ID_FILE), "utf8").trim(), first);
+    assert.equal(await nodeIdOf({ dataDir }), first);
+    assert.equal(await nodeIdOf({ dataDir, nodeId: "given" }), "given");
+  });
+});

@@ -7,6 +7,7 @@ import {
   createCa,
   generateKeyPair,
   issueClientCert,
+  issueNodeCert,
   issueServerCert,
   writePkiFile,
   type PemPair,
@@ -36,6 +37,9 @@ export interface TestPki {
   noRole: PemPair;
   /** The CA's own certificate and key presented as a client certificate. */
   caAsClient: PemPair;
+  /** Node certificates (OU node, serverAuth + clientAuth) of nodes "node-a" and "node-b", hosts localhost, 127.0.0.1. */
+  nodeA: PemPair;
+  nodeB: PemPair;
 }
 
 export type TestPkiName = keyof TestPki;
@@ -54,6 +58,8 @@ export const TEST_PKI_NAMES: readonly TestPkiName[] = [
   "unknownRole",
   "noRole",
   "caAsClient",
+  "nodeA",
+  "nodeB",
 ];
 
 /** Client names (subject CN) of the fixture's client certificates. */
@@ -67,6 +73,8 @@ export const CLIENT_NAMES = {
   otherCaAdmin: "mallory",
   unknownRole: "rooty",
   noRole: "nobody",
+  nodeA: "node-a",
+  nodeB: "node-b",
 } as const;
 
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -109,6 +117,8 @@ function buildTestPki(): TestPki {
     unknownRole: issueClientCert(ca, { name: CLIENT_NAMES.unknownRole, role: "root", allowAnyRole: true, keyPair: clientKeys }),
     noRole: issueClientCert(ca, { name: CLIENT_NAMES.noRole, role: null, allowAnyRole: true, keyPair: clientKeys }),
     caAsClient: ca,
+    nodeA: issueNodeCert(ca, { nodeId: CLIENT_NAMES.nodeA, hosts: ["localhost", "127.0.0.1"], keyPair: clientKeys }),
+    nodeB: issueNodeCert(ca, { nodeId: CLIENT_NAMES.nodeB, hosts: ["localhost", "127.0.0.1"], keyPair: clientKeys }),
   };
 }
 

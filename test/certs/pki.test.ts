@@ -13,13 +13,14 @@ import {
   createCa,
   generateKeyPair,
   issueClientCert,
+  issueNodeCert,
   issueServerCert,
   PkiFileExistsError,
-  ROLES,
   writePkiFile,
   type ClientCertOptions,
   type PemPair,
 } from "../../certs/pki.js";
+import { OPERATOR_ROLES as ROLES } from "../../admin-api/auth.js";
 import { CLIENT_NAMES, TEST_PKI_NAMES, testPki, writeTestPki, type TestPki } from "./fixture.js";
 
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -100,6 +101,35 @@ describe("issued certificates", () => {
       assert.ok(info.notBefore.getTime() <= now - 4 * 60 * 1000 && info.notBefore.getTime() > now - 60 * 60 * 1000);
       assert.equal(info.notAfter.getTime() - info.notBefore.getTime(), 365 * DAY_MS);
     }
+  });
+
+  it("node certificates: serverAuth + clientAuth, CN = node id, OU = node, the node's hosts as SANs", () => {
+    for (const [which, nodeId] of [["nodeA", CLIENT_NAMES.nodeA], ["nodeB", CLIENT_NAMES.nodeB]] as const) {
+      const info = certificateInfo(pki[which].certPem);
+      const cert = x509(pki[which]);
+      assert.deepEqual(info.subject, { CN: nodeId, OU: "node" });
+      assert.deepEqual([...(cert.keyUsage ?? [])].sort(), [SERVER_AUTH, CLIENT_AUTH].sort());
+      assert.equal(cert.subjectAltName, "DNS:localhost, IP Address:127.0.0.1");
+      assert.equal(cert.checkHost("localhost"), "localhost");
+      assert.equal(info.isCa, false);
+      assert.ok(cert.verify(x509(pki.ca).publicKey));
+    }
+    const other = issueNodeCert(pki.ca, { nodeId: "node-9", hosts: ["qim-9.internal", "10.0.4.19", "::1"], days: 30, keyPair: generateKeyPair() });
+    const info = certificateInfo(other.certPem);
+    assert.deepEqual(info.sans, ["qim-9.internal", "10.0.4.19", "::1"]);
+    assert.equal(info.notAfter.getTime() - info.notBefore.getTime(), 30 * DAY_MS);
+    assert.throws(() => issueNodeCert(pki.ca, { nodeId: "node-9", hosts: [] }), /^Error: hosts:/);
+    assert.throws(() => issueNodeCert(pki.ca, { nodeId: "", hosts: ["localhost"] }), /^Error: nodeId:/);
+    assert.throws(() => issueNodeCert(pki.ca, { nodeId: "n", hosts: ["not a host"] }), /^Error: hosts:/);
+  });
+
+  it("a node certificate works as the server and as the client of one mTLS connection (node to node)", async () => {
+    const h = await handshake(pki.nodeB, true, pki.nodeA);
+    assert.equal(h.authorized, true);
+    assert.equal(h.received, "hello");
+    assert.equal(h.peer?.subject.CN, CLIENT_NAMES.nodeB);
+    assert.equal(h.peer?.subject.OU, "node");
+    assert.equal(h.serverCert?.subject.CN, CLIENT_NAMES.nodeA);
   });
 
   it("the negative fixtures are what their names say", () => {
@@ -243,14 +273,14 @@ interface Handshake {
  * certificate and trusts only `pki.ca`. The client also trusts only `pki.ca` and checks the server
  * certificate against the name "localhost".
  */
-async function handshake(client: Partial<PemPair>, rejectUnauthorized = true): Promise<Handshake> {
+async function handshake(client: Partial<PemPair>, rejectUnauthorized = true, serverPair: PemPair = pki.server): Promise<Handshake> {
   const result: Handshake = { accepted: false, received: "" };
   let serverDone!: () => void;
   const serverOutcome = new Promise<void>((resolve) => (serverDone = resolve));
   const server = tls.createServer(
     {
-      cert: pki.server.certPem,
-      key: pki.server.keyPem,
+      cert: serverPair.certPem,
+      key: serverPair.keyPem,
       ca: [pki.ca.certPem],
       requestCert: true,
       rejectUnauthorized,

@@ -8,7 +8,7 @@ import { describe, it } from "node:test";
 import { stripVTControlCharacters } from "node:util";
 import { render } from "ink-testing-library";
 import { DashboardApp, type Quit } from "../../cli/dashboard/app.js";
-import { AuditTail, Bar, barCells, Dashboard, Header, Partitions, Queues, Rates, StatusLine } from "../../cli/dashboard/components.js";
+import { AuditTail, Bar, barCells, Dashboard, Header, Nodes, Partitions, Queues, Rates, StatusLine } from "../../cli/dashboard/components.js";
 import { dashboardLine, intervalMs, plainLine, rates, type ConnectionState, type DashboardSnapshot } from "../../cli/dashboard/model.js";
 import { UsageError } from "../../cli/exit-codes.js";
 
@@ -50,6 +50,11 @@ function snapshot(over: { timeMs?: number; startedAtMs?: number; epoch?: number;
     audit: [
       { time: "2026-11-29T22:59:58.120Z", principal: "oscar", rpc: "/qim.admin.v1.GroupService/AddMembers", result: "OK" },
       { time: "2026-11-29T23:00:00.500Z", principal: "nobody", rpc: "/qim.admin.v1.ProjectionService/BumpEpoch", result: "PERMISSION_DENIED" },
+    ],
+    nodes: [
+      { nodeId: "node-1", address: "localhost:7601", version: "0.1.0", startedAtMs: 1000, heartbeatAgeMs: 260, alive: true, draining: false, owned: { relayBuckets: 192, partitions: 6, slots: 192 } },
+      { nodeId: "node-2", address: "localhost:7602", version: "0.1.0", startedAtMs: 1000, heartbeatAgeMs: 1200, alive: true, draining: true, owned: { relayBuckets: 64, partitions: 2, slots: 64 } },
+      { nodeId: "node-3", address: "localhost:7603", version: "0.1.0", startedAtMs: 1000, heartbeatAgeMs: 95_000, alive: false, draining: false, owned: { relayBuckets: 0, partitions: 0, slots: 0 } },
     ],
   };
 }
@@ -109,7 +114,7 @@ describe("dashboard: lines when stdout is not a terminal", () => {
   it("JSON: the snapshot's fields with the rates", () => {
     const a = snapshot({ timeMs: 1000 });
     const line = JSON.parse(JSON.stringify(dashboardLine(a, null)));
-    assert.deepEqual(Object.keys(line), ["time", "timeMs", "startedAtMs", "rates", "counters", "projection", "audit"]);
+    assert.deepEqual(Object.keys(line), ["time", "timeMs", "startedAtMs", "rates", "counters", "projection", "audit", "nodes"]);
     assert.equal(line.rates, null);
     assert.equal(line.projection.partitions[1].lag, 50);
   });
@@ -147,6 +152,22 @@ describe("dashboard components at 100 columns", () => {
     assert.deepEqual(cells.map((c) => c.full), [width, Math.round(width / 2), Math.round(width / 4), 0]);
     assert.deepEqual(cells[1]!.fields, ["1", "OK", "50", "0", "100", "50"]);
     assert.deepEqual(cells[3]!.fields, ["3", "NO_CHECKPOINT", "-", "0", "40", "-"]);
+    for (const l of lines) assert.ok(l.length <= WIDTH, `fits ${WIDTH} columns: ${l}`);
+  });
+
+  it("Nodes: state, heartbeat age and owned units per node; the bar is the node's share of the 256 relay buckets", () => {
+    const lines = frame(render(<Nodes nodes={snapshot().nodes} width={WIDTH} />));
+    assert.match(lines[0]!, /^NODE\s+STATE\s+HEARTBEAT\s+RELAY\s+PARTS\s+SLOTS\s+RELAY SHARE/);
+    const rows = lines.slice(1);
+    assert.equal(rows.length, 3);
+    const cells = rows.map((r) => ({ full: count(r, "█"), empty: count(r, "░"), fields: r.replace(/[█░]/g, "").trim().split(/\s+/) }));
+    const width = cells[0]!.full + cells[0]!.empty;
+    assert.ok(width >= 8, `bar width ${width}`);
+    // 192 of 256 buckets = 3/4 of the bar, 64 = 1/4, none = empty
+    assert.deepEqual(cells.map((c) => c.full), [Math.round(width * 3 / 4), Math.round(width / 4), 0]);
+    assert.deepEqual(cells[0]!.fields, ["node-1", "alive", "0.3s", "192", "6", "192"]);
+    assert.deepEqual(cells[1]!.fields, ["node-2", "draining", "1.2s", "64", "2", "64"]);
+    assert.deepEqual(cells[2]!.fields, ["node-3", "DEAD", "1m", "35s", "0", "0", "0"]);
     for (const l of lines) assert.ok(l.length <= WIDTH, `fits ${WIDTH} columns: ${l}`);
   });
 
@@ -203,7 +224,8 @@ describe("dashboard components at 100 columns", () => {
 
 describe("dashboard: a terminal shorter than the whole view", () => {
   it("keeps the frame shorter than the terminal by showing only the newest audit entries that fit", () => {
-    const many = { ...snapshot(), audit: Array.from({ length: 8 }, (_, i) => ({ time: `2026-11-29T23:00:0${i}.000Z`, principal: `p${i}`, rpc: "/qim.admin.v1.GroupService/AddMembers", result: "OK" })) };
+    // a server that is no node (no nodes panel); with one, the nodes' rows are counted the same way (below)
+    const many = { ...snapshot(), nodes: [], audit: Array.from({ length: 8 }, (_, i) => ({ time: `2026-11-29T23:00:0${i}.000Z`, principal: `p${i}`, rpc: "/qim.admin.v1.GroupService/AddMembers", result: "OK" })) };
     for (const state of [connected, down]) {
       const all = frame(render(<Dashboard endpoint="e:1" intervalMs={1000} snapshot={many} rates={null} state={state} paused={false} width={WIDTH} />));
       assert.ok(all.some((l) => /^23:00:00Z\s+p0\s/.test(l)), "no height: every entry");
@@ -211,6 +233,10 @@ describe("dashboard: a terminal shorter than the whole view", () => {
       assert.ok(short.length < 24, `${short.length} rows for a 24-row terminal (${state.kind})`);
       assert.ok(short.some((l) => /^23:00:07Z\s+p7\s/.test(l)), "the newest entry stays");
       assert.ok(!short.some((l) => /^23:00:00Z\s+p0\s/.test(l)), "the oldest entry goes");
+      const withNodes = frame(render(<Dashboard endpoint="e:1" intervalMs={1000} snapshot={{ ...many, nodes: snapshot().nodes }} rates={null} state={state} paused={false} width={WIDTH} height={30} />));
+      assert.ok(withNodes.length < 30, `${withNodes.length} rows with the nodes panel for a 30-row terminal (${state.kind})`);
+      assert.ok(withNodes.some((l) => /^node-3\s+DEAD/.test(l)), "the nodes panel is shown");
+      assert.ok(withNodes.some((l) => /^23:00:07Z\s+p7\s/.test(l)), "the newest entry stays with the nodes panel");
     }
   });
 });

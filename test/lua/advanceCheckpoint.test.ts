@@ -28,7 +28,8 @@ function checkpoint(): { key: string; client: RedisClient } {
 }
 
 function advance(client: RedisClient, key: string, expected: string, to: string, now: number, id: Identity = ID): Promise<unknown[]> {
-  return callScript(client, "advanceCheckpoint", [key], [expected, to, id.clusterId, id.topicId, id.partitionCount, now]);
+  // the partition's lease (same `{dNNN}` tag) is absent: these tests run without a cluster, token 0
+  return callScript(client, "advanceCheckpoint", [key, key.replace(/:ckpt:.*$/, ":cluster:lease:partition")], [expected, to, id.clusterId, id.topicId, id.partitionCount, now, "", 0]);
 }
 
 test("advanceCheckpoint: the first write with expected \"\" stores pos, identity and updated_at", async () => {
@@ -84,4 +85,20 @@ test("advanceCheckpoint: a non-empty expected pos when there is no checkpoint re
   const { key, client } = checkpoint();
   assert.deepEqual(await advance(client, key, "12|1700000000000-0", "40|1700000000500-3", NOW), [-9, ""]);
   assert.equal(await client.exists(key), 0);
+});
+
+test("advanceCheckpoint: fenced by the partition's lease (KEYS[2]): another owner, an older token or no token once leased answer -10 with the current pos and write nothing", async () => {
+  const { key, client } = checkpoint();
+  const lease = key.replace(/:ckpt:.*$/, ":cluster:lease:partition");
+  await advance(client, key, "", "5|1700000000000-0", NOW);
+  await client.hset(lease, "owner", "n1", "token", 4);
+  const before = await client.hgetall(key);
+  const fenced = (owner: string, token: number) =>
+    callScript(client, "advanceCheckpoint", [key, lease], ["5|1700000000000-0", "9|1700000000001-0", ID.clusterId, ID.topicId, ID.partitionCount, NOW + 1, owner, token]);
+  assert.deepEqual(await fenced("", 0), [LUA_STATUS.FENCED, "5|1700000000000-0"]);
+  assert.deepEqual(await fenced("n1", 3), [LUA_STATUS.FENCED, "5|1700000000000-0"]);
+  assert.deepEqual(await fenced("n2", 4), [LUA_STATUS.FENCED, "5|1700000000000-0"]);
+  assert.equal(luaStatus(await fenced("n2", 4)), "FENCED");
+  assert.deepEqual(await client.hgetall(key), before);
+  assert.deepEqual(await fenced("n1", 4), [LUA_STATUS.OK, "9|1700000000001-0"]);
 });

@@ -10,7 +10,7 @@ import { conversationKeys, KeySpace, type ConversationKeys } from "../../core/in
 import { callScript, type RedisClient } from "../../core/index.js";
 import { RedisStore } from "../../core/index.js";
 import { startRedis, type RedisServer } from "../harness/redis.js";
-import { userKeys } from "../../core/index.js";
+import { unitLeaseKey, userKeys } from "../../core/index.js";
 import { newUuid } from "../../core/index.js";
 import type { Uuid } from "../../core/index.js";
 
@@ -44,7 +44,8 @@ export const SCRIPT_KEYS: Record<ConversationScriptName, (k: ConversationKeys) =
   applyMembership: (k) => [k.idem, k.grpmeta, k.grpmembers, k.grpdeltas, k.vpending, k.cseq, k.hist, k.commits, k.outbox],
   readPlan: (k) => [k.grpmeta, k.grpmembers],
   loadForDispatch: (k) => [k.commits, k.hist, k.grpmembers, k.grpdeltas, k.grpmeta, k.vpending],
-  markCommitted: (k) => [k.commits, k.outbox, k.vpending, k.grpdeltas],
+  // KEYS[5], the bucket's relay lease, sits on the same tag; these tests run without a cluster (no lease)
+  markCommitted: (k) => [k.commits, k.outbox, k.vpending, k.grpdeltas, unitLeaseKey(new KeySpace(k.outbox.split(":")[0]!), "relay", k.bucket)],
   readHistory: (k) => [k.grpmembers, k.hist],
   conversationSummary: (k) => [k.grpmembers, k.hist, k.readseq],
   markRead: (k) => [k.grpmembers, k.hist, k.readseq],

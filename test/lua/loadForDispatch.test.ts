@@ -91,7 +91,7 @@ test("loadForDispatch: a seq no longer RECORDED (or never recorded) gives an emp
   await c.createGroup(owner, [owner]);
   await c.send(owner, 1);
   const m2 = await c.send(owner, 1);
-  assert.equal(await c.run("markCommitted", [c.keys.outboxRef, 1]).then((r) => r[0]), 1);
+  assert.equal(await c.run("markCommitted", ["", 0, c.keys.outboxRef, 1]).then((r) => r[0]), 1);
   assert.deepEqual(await c.zrange(c.keys.vpending), [["2", 1]]);
   assert.equal(await c.exists(c.keys.commits), 0);
 

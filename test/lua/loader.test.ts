@@ -21,17 +21,20 @@ const EXPECTED_KEYS: Record<string, number | "n"> = {
   applyMembership: 9,
   readPlan: 2,
   loadForDispatch: 6,
-  markCommitted: 4,
+  markCommitted: 5,
   readHistory: 2,
   conversationSummary: 3,
   markRead: 3,
   projectEntries: "n",
-  popRegistered: 1,
+  popRegistered: 2,
   deadLetterRegistration: 2,
-  advanceCheckpoint: 1,
+  advanceCheckpoint: 2,
   bumpEpoch: 2,
   raiseEpochMark: 1,
   releaseLock: 1,
+  heartbeat: 2,
+  acquireUnit: 1,
+  releaseUnit: 1,
 };
 const SCRIPT_NAMES = Object.keys(EXPECTED_KEYS);
 
@@ -40,7 +43,7 @@ const MODULE_OF: Record<string, string> = {
   createGroup: "conversation", commitMessages: "conversation", applyMembership: "conversation", readPlan: "conversation", readHistory: "conversation",
   conversationSummary: "conversation", markRead: "conversation", loadForDispatch: "dispatch", markCommitted: "dispatch", projectEntries: "projection",
   popRegistered: "projection", deadLetterRegistration: "projection", advanceCheckpoint: "projection", bumpEpoch: "projection", raiseEpochMark: "projection",
-  releaseLock: "projection",
+  releaseLock: "projection", heartbeat: "cluster", acquireUnit: "cluster", releaseUnit: "cluster",
 };
 
 const tempDirs: string[] = [];

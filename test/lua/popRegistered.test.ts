@@ -5,7 +5,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { encodeRegistration } from "../../core/index.js";
-import { KeySpace } from "../../core/index.js";
+import { KeySpace, unitLeaseKey } from "../../core/index.js";
 import { callScript, type RedisClient } from "../../core/index.js";
 import { dumpKeys } from "../harness/dump.js";
 import { keyPrefix, useRedis } from "./helpers.js";
@@ -13,6 +13,12 @@ import { userKeys } from "../../core/index.js";
 import { newUuid } from "../../core/index.js";
 
 const fx = useRedis();
+
+/** The slot lease beside a pending queue (same `{uNNN}` tag); absent here: these tests run without a cluster. */
+function leaseOf(pendingKey: string): string {
+  const m = /^([^:]+):\{u(\d{3})\}:/.exec(pendingKey)!;
+  return unitLeaseKey(new KeySpace(m[1]!), "slot", Number(m[2]));
+}
 
 /** A user bucket's pending queue under a fresh prefix, and a maker of distinct real items. */
 function queue(): { key: string; client: RedisClient; item: () => string } {
@@ -25,7 +31,7 @@ function queue(): { key: string; client: RedisClient; item: () => string } {
 }
 
 async function pop(client: RedisClient, key: string, items: string[]): Promise<number> {
-  const reply = await callScript(client, "popRegistered", [key], items);
+  const reply = await callScript(client, "popRegistered", [key, leaseOf(key)], ["", 0, ...items]);
   assert.equal(reply.length, 1);
   return Number(reply[0]);
 }
@@ -114,4 +120,18 @@ test("popRegistered: duplicates in the queue are popped one per given item, in o
   await client.rpush(key, a, a, b, a);
   assert.equal(await pop(client, key, [a, a, b]), 3);
   assert.deepEqual(await client.lrange(key, 0, -1), [a]);
+});
+
+test("popRegistered: fenced by the user slot's lease (KEYS[2]): only its exact owner and token pop; anything else answers -10 and pops nothing", async () => {
+  const { key, client, item } = queue();
+  const [a, b] = [item(), item()];
+  await client.rpush(key, a, b);
+  await client.hset(leaseOf(key), "owner", "n1", "token", 2);
+  const popWith = async (owner: string, token: number) => Number((await callScript(client, "popRegistered", [key, leaseOf(key)], [owner, token, a, b]))[0]);
+  assert.equal(await popWith("", 0), -10);
+  assert.equal(await popWith("n1", 1), -10);
+  assert.equal(await popWith("n2", 2), -10);
+  assert.deepEqual(await client.lrange(key, 0, -1), [a, b]);
+  assert.equal(await popWith("n1", 2), 2);
+  assert.equal(await client.exists(key), 0);
 });

@@ -39,6 +39,13 @@ export interface ServerProcessOptions {
   metricsListen?: string;
   /** Runs the server under `ulimit -f` of this many KiB (every file it writes, the audit log included). */
   fileSizeLimitKiB?: number;
+  /** More flags, after the ones above (a node id, the node service's listener and certificate, …). */
+  extraArgs?: string[];
+  /**
+   * Instead of bin/qim-admin-server.js and its flags: node's arguments for another program that
+   * starts an admin server and logs as it does (test/cluster/node-child.ts); `port` is passed to it.
+   */
+  childArgs?: (port: number) => string[];
 }
 
 export interface ServerProcess {
@@ -62,7 +69,7 @@ export interface ServerProcess {
 export async function startServerProcess(opts: ServerProcessOptions): Promise<ServerProcess> {
   hookExit();
   const port = opts.port ?? (await freePort());
-  const args = opts.bare ? [ADMIN_SERVER, "--config", opts.configPath!] : [
+  const args = opts.childArgs ? opts.childArgs(port) : opts.bare ? [ADMIN_SERVER, "--config", opts.configPath!] : [
     ADMIN_SERVER,
     ...(opts.configPath ? ["--config", opts.configPath] : []),
     "--listen", `127.0.0.1:${port}`,
@@ -73,6 +80,7 @@ export async function startServerProcess(opts: ServerProcessOptions): Promise<Se
     "--audit-log", opts.auditLog,
     ...(opts.redisArgs ?? ["--redis", opts.redisAddr!]),
     ...(opts.denyList ? ["--deny-list", opts.denyList] : []),
+    ...(opts.extraArgs ?? []),
   ];
   const env = { ...baseEnv, ...(opts.failpoints ? { QIM_FAILPOINTS: opts.failpoints } : {}) };
   // under a file size limit, bash sets it and execs node in its place (the same pid)

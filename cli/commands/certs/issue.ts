@@ -10,11 +10,15 @@ import { updateConfig, writeAtomically } from "../../context/config.js";
 import { UsageError } from "../../exit-codes.js";
 import { endpoint as checkEndpoint, uuid } from "../../validate.js";
 
-const ROLES = ["admin", "operator", "viewer", "drill"] as const;
+const ROLES = ["admin", "operator", "viewer", "drill", "node"] as const;
+/** The SANs of a node certificate when no --host is given: a node on this machine (dev up --nodes N). */
+const DEFAULT_NODE_HOSTS = ["localhost", "127.0.0.1"] as const;
 
 export default class CertsIssue extends BaseCommand<typeof CertsIssue> {
-  static override summary = "Issue a client certificate: who you are (CN) and your role (OU).";
+  static override summary = "Issue a client certificate (who you are: CN, your role: OU), or a node certificate (--role node).";
   static override description = `Signs a client certificate with the CA in --dir (or --ca-cert/--ca-key). The admin API reads the principal from it: subject CN = --name, OU = --role. Roles: admin (everything), operator (groups and membership changes, audit), viewer (read only), drill (read, and send messages as a user). Writes <name>.crt and <name>.key (mode 0600); prints subject, role, expiry and SHA-256 fingerprint (the audit log records the same fingerprint).
+
+--role node issues a node certificate instead: an engine server's identity towards the other nodes of its cluster (node-to-node RPC, docs/operator-guide.md "Cluster"). CN = --name (the node id), OU = node, usable as a server AND a client certificate (extKeyUsage serverAuth and clientAuth), with every --host (default localhost, 127.0.0.1) as a subjectAltName: the addresses peers reach its node.listen on. A node certificate may call only the node service, never an admin RPC; give it to the server as node.tls.cert/node.tls.key.
 
 --write-context also writes a qimctl context pointing at the CA, this certificate and key, with --endpoint and --tenant, so that the next qimctl command just works: the named context --name (or --context NAME) in $XDG_CONFIG_HOME/qimctl/config.json, made the current context (see qimctl context list); or, when --context is a path (it has a / or ends in .json), a context file there.`;
   static override examples = [
@@ -23,10 +27,15 @@ export default class CertsIssue extends BaseCommand<typeof CertsIssue> {
       description: "A viewer certificate valid for 30 days, and the current context \"dash\" that uses it",
       command: "<%= config.bin %> <%= command.id %> --name dash --role viewer --days 30 --write-context --endpoint localhost:7443 --tenant 8f14e45f-ceea-4a67-9c1b-2d3e4f5a6b7c",
     },
+    {
+      description: "A node certificate for node-2, reached by its peers at qim-2.internal or 10.0.4.18",
+      command: "<%= config.bin %> <%= command.id %> --role node --name node-2 --host qim-2.internal --host 10.0.4.18",
+    },
   ];
   static override flags = {
     name: Flags.string({ char: "n", required: true, description: "the principal's name (subject CN), e.g. alice or ci-bot" }),
-    role: Flags.option({ char: "r", options: ROLES, required: true, description: "the role (subject OU)" })(),
+    role: Flags.option({ char: "r", options: ROLES, required: true, description: "the role (subject OU); node: a node certificate (server and client) for node-to-node RPC" })(),
+    host: Flags.string({ char: "h", multiple: true, delimiter: ",", description: `--role node only: DNS name or IP address peers reach the node at (its subjectAltName); repeat or separate with commas (default ${DEFAULT_NODE_HOSTS.join(",")})` }),
     days: Flags.integer({ default: 365, description: "validity in days" }),
     dir: pkiDirFlag,
     "ca-cert": Flags.string({ description: "CA certificate (default: <dir>/ca.crt)" }),
@@ -41,6 +50,10 @@ export default class CertsIssue extends BaseCommand<typeof CertsIssue> {
   async run(): Promise<IssueResult> {
     const days = positiveDays("--days", this.flags.days);
     const { dir, name, role } = this.flags;
+    if (role !== "node" && this.flags.host !== undefined) throw new UsageError("--host", "--host names a node certificate's addresses: it needs --role node (a client certificate has no subjectAltName)");
+    if (role === "node" && this.flags["write-context"]) throw new UsageError("--write-context", "a node certificate cannot call the admin API, so a context with it would not work: issue an operator certificate for the CLI");
+    const hosts = role === "node" ? (this.flags.host ?? [...DEFAULT_NODE_HOSTS]).map((h) => h.trim()).filter((h) => h !== "") : [];
+    if (role === "node" && hosts.length === 0) throw new UsageError("--host", "give at least one host name or IP address");
     const tenant = this.flags.tenant === undefined ? undefined : uuid("--tenant", this.flags.tenant);
     const endpoint = checkEndpoint("--endpoint", this.flags.endpoint);
     const caPath = this.flags["ca-cert"] ?? path.join(dir, "ca.crt");
@@ -51,13 +64,14 @@ export default class CertsIssue extends BaseCommand<typeof CertsIssue> {
     // where the context goes, checked before anything is written
     const target = this.flags["write-context"] ? contextTarget(this.flags.context, name) : undefined;
     refuseExisting([certPath, keyPath], this.flags.force);
-    const { issueClientCert } = await import("../../../certs/pki.js");
+    const { issueClientCert, issueNodeCert } = await import("../../../certs/pki.js");
     let issued;
     try {
-      issued = issueClientCert({ certPem: caPem, keyPem: caKeyPem }, { name, role, days });
+      const ca = { certPem: caPem, keyPem: caKeyPem };
+      issued = role === "node" ? issueNodeCert(ca, { nodeId: name, hosts, days }) : issueClientCert(ca, { name, role, days });
     } catch (err) {
       const message = (err as Error).message;
-      throw new UsageError(message.startsWith("name") ? "--name" : message.startsWith("ca") ? "--ca-cert" : "--role", message);
+      throw new UsageError(/^(name|nodeId)/.test(message) ? "--name" : message.startsWith("ca") ? "--ca-cert" : message.startsWith("hosts") ? "--host" : "--role", message);
     }
     const cert = await writeCertificate(issued, certPath, keyPath, role, this.flags.force);
 
@@ -81,7 +95,7 @@ export default class CertsIssue extends BaseCommand<typeof CertsIssue> {
       this.note("note: --tenant and --context only matter with --write-context");
     }
 
-    this.log(`Issued client certificate ${subjectText(cert.subject)} (role ${role})`);
+    this.log(role === "node" ? `Issued node certificate ${subjectText(cert.subject)} for ${cert.sans.join(", ")} (server and client)` : `Issued client certificate ${subjectText(cert.subject)} (role ${role})`);
     const where = writtenName ? `"${writtenName}" in ${contextPath}, now the current context` : contextPath;
     this.log(certificateLines(cert, (contextPath ? [["context", `${where} (endpoint ${endpoint}${tenant ? `, tenant ${tenant}` : ", no tenant: give --tenant or QIMCTL_TENANT"})`] as const] : [])));
     return { ...cert, caPath: path.resolve(caPath), contextPath, contextName: writtenName };

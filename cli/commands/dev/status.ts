@@ -5,7 +5,7 @@ import { EXIT } from "../../exit-codes.js";
 
 export default class DevStatus extends DevCommand<typeof DevStatus> {
   static override summary = "Show what of the development stack runs: pids, alive, answering, endpoint, authority.";
-  static override description = `Reads <data-dir>/dev.json and checks each process dev up started: its pid is alive and still the same program (alive), and it answers (answering: redis PING — for a stack started with --secure-redis over TLS after AUTH as user qim with <data-dir>/redis.password; the admin server's gRPC health check over mTLS with the dev admin certificate). redisAccess says how Redis is reached: secure (TLS only), the ACL user, the TLS port, the password file and the CA — never the password.
+  static override description = `Reads <data-dir>/dev.json and checks each process dev up started: its pid is alive and still the same program (alive), and it answers (answering: redis PING — for a stack started with --secure-redis over TLS after AUTH as user qim with <data-dir>/redis.password; each admin server's gRPC health check over mTLS with the dev admin certificate). nodes lists every engine server of the stack (dev up --nodes N) with its node id, pid and admin port. redisAccess says how Redis is reached: secure (TLS only), the ACL user, the TLS port, the password file and the CA — never the password.
 
 Exit codes: 0 everything up and answering; 5 down (no state) or partly down (the result is printed all the same; the error on stderr says what is not up).`;
   static override examples = ["<%= config.bin %> <%= command.id %>", "<%= config.bin %> <%= command.id %> --data-dir .qim/demo --output json"];
@@ -18,7 +18,7 @@ Exit codes: 0 everything up and answering; 5 down (no state) or partly down (the
       const what = r.state === "down"
         ? "not running (no state file)"
         : [
-          r.server && !r.server.answering ? `server pid ${r.server.pid} ${r.server.alive ? "does not answer" : "is not running"}` : null,
+          ...r.nodes.filter((n) => !n.answering).map((n) => `server ${r.nodes.length > 1 ? `${n.nodeId} ` : ""}pid ${n.pid} ${n.alive ? "does not answer" : "is not running"}`),
           r.redis && !r.redis.answering ? `redis pid ${r.redis.pid} ${r.redis.alive ? "does not answer" : "is not running"}` : null,
           r.strays.length > 0 ? `unrecorded processes ${r.strays.join(", ")}` : null,
         ].filter(Boolean).join(", ");

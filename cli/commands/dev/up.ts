@@ -1,6 +1,6 @@
 import * as Flags from "@oclif/core/flags";
 import { dataDirFlag, DevCommand, secureRedisFlag } from "../../dev/command.js";
-import { DEFAULT_DEV_DIR, devUp, stopStartingOnInterrupt, type DevUpResult } from "../../dev/stack.js";
+import { DEFAULT_DEV_DIR, devUp, MAX_DEV_NODES, stopStartingOnInterrupt, type DevUpResult } from "../../dev/stack.js";
 import { upLines } from "../../dev/text.js";
 
 export default class DevUp extends DevCommand<typeof DevUp> {
@@ -11,7 +11,9 @@ export default class DevUp extends DevCommand<typeof DevUp> {
 - once: a dev CA, a server certificate for localhost and 127.0.0.1 and an admin client certificate (CN=dev-admin, OU=admin) in <data-dir>/pki (keys 0600);
 - the admin server (qim-admin-server) on 127.0.0.1:--port (default a free port) over mTLS, audit log <data-dir>/audit.log, metrics on a free port, log <data-dir>/server.log; dev up waits until it answers the gRPC health check with the admin certificate.
 
-Both run detached (their own process group) and keep running after dev up returns; <data-dir>/dev.json records their pids and ports. dev up writes <data-dir>/context.json (endpoint localhost:P, the CA, the admin certificate and key, a dev tenant generated once and kept) and, when it does not exist or an earlier dev up wrote it, the default context $XDG_CONFIG_HOME/qimctl/context.json, so that the next qimctl command just works.
+--nodes N starts N admin servers on that one Redis, each a node of one engine cluster: node ids dev-1 … dev-N, each with its own admin API port, node service port (node.listen 127.0.0.1:0, over mTLS with a node certificate <data-dir>/pki/dev-N.crt issued once), metrics port, log (server.log for dev-1, server-N.log) and audit log (audit.log, audit-N.log). The context points at dev-1; every node answers the admin API (qimctl cluster nodes shows each one's share). A running stack is reused only with the same --nodes.
+
+All run detached (their own process group) and keep running after dev up returns; <data-dir>/dev.json records their pids and ports. dev up writes <data-dir>/context.json (endpoint localhost:P, the CA, the admin certificate and key, a dev tenant generated once and kept) and, when it does not exist or an earlier dev up wrote it, the default context $XDG_CONFIG_HOME/qimctl/context.json, so that the next qimctl command just works.
 
 --secure-redis makes the redis-server production-like: TLS only (no plaintext port; its certificate, <data-dir>/pki/redis.crt, from the dev CA) and an ACL user qim with a random password, the default user off. The password is created once in <data-dir>/redis.password (mode 0600) and kept; redis-server reads its users from <data-dir>/redis.acl (0600, the password's SHA-256 only), never from its command line. The admin server gets --redis rediss://127.0.0.1:P --redis-user qim --redis-password-file <data-dir>/redis.password --redis-tls-ca <data-dir>/pki/ca.crt. dev status and --output json show the user, the TLS port and the password file, never the password. Connect redis-cli with: REDISCLI_AUTH="$(cat <data-dir>/redis.password)" redis-cli --tls --cacert <data-dir>/pki/ca.crt -p P --user qim PING.
 
@@ -28,6 +30,10 @@ Exit codes: 0 up (started or reused); 2 redis-server not installed (the install 
       command: "<%= config.bin %> <%= command.id %> --secure-redis",
     },
     {
+      description: "Three engine servers (nodes dev-1, dev-2, dev-3) sharing the work on one private Redis",
+      command: "<%= config.bin %> <%= command.id %> --nodes 3",
+    },
+    {
       description: "Cassandra as the conversation-set authority",
       command: "QIM_CASSANDRA_CONTACT_POINTS=127.0.0.1:9042 <%= config.bin %> <%= command.id %> --data-dir .qim/dev-cassandra",
     },
@@ -36,6 +42,7 @@ Exit codes: 0 up (started or reused); 2 redis-server not installed (the install 
     "data-dir": dataDirFlag(DEFAULT_DEV_DIR),
     port: Flags.integer({ min: 1, max: 65535, description: "the admin API port on 127.0.0.1 (default: a free one)" }),
     "secure-redis": secureRedisFlag,
+    nodes: Flags.integer({ min: 1, max: MAX_DEV_NODES, default: 1, description: `engine servers to start on the stack's Redis, 1 to ${MAX_DEV_NODES}: each a node of one cluster (node ids dev-1 … dev-N) with its own admin, node and metrics ports` }),
   };
 
   async run(): Promise<DevUpResult> {
@@ -44,6 +51,7 @@ Exit codes: 0 up (started or reused); 2 redis-server not installed (the install 
       dataDir: this.flags["data-dir"],
       ...(this.flags.port !== undefined ? { port: this.flags.port } : {}),
       secureRedis: this.flags["secure-redis"],
+      nodes: this.flags.nodes,
       progress: (line) => this.note(line),
     });
     this.log(upLines(r, DEFAULT_DEV_DIR));

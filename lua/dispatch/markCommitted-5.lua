@@ -7,17 +7,23 @@
   KEYS[2] outbox     list: the bucket's outbox
   KEYS[3] vpending   zset: score version, member seq — RECORDED group messages
   KEYS[4] grpdeltas  hash: version -> "op|targets"
+  KEYS[5] lease      hash: the bucket's relay lease (owner, token) — docs/cluster.md
 
-  ARGV[1] outbox ref "tenantHex|conversationHex"
-  ARGV[2..] seqs
+  ARGV[1] owner (nodeId; "" without a cluster)
+  ARGV[2] fencing token (0 without a cluster)
+  ARGV[3] outbox ref "tenantHex|conversationHex"
+  ARGV[4..] seqs
 
-  Returns the number of seqs that were still RECORDED (in commits or vpending).
+  Returns the number of seqs that were still RECORDED (in commits or vpending), or -10 when the
+  bucket's lease names another owner or a newer token (fenced: nothing written).
 ]]
+--- @include "includes/fenceHolds"
+if not fenceHolds(KEYS[5], ARGV[1], ARGV[2]) then return -10 end
 local marked = 0
-for i = 2, #ARGV do
+for i = 4, #ARGV do
   local seq = ARGV[i]
   marked = marked + redis.call("HDEL", KEYS[1], seq) + redis.call("ZREM", KEYS[3], seq)
-  redis.call("LREM", KEYS[2], 1, ARGV[1] .. "|" .. seq)
+  redis.call("LREM", KEYS[2], 1, ARGV[3] .. "|" .. seq)
 end
 local oldest = redis.call("ZRANGE", KEYS[3], 0, 0, "WITHSCORES")
 if #oldest == 0 then

@@ -1,0 +1,70 @@
+/** The JSON results of the `cluster` commands (docs/operator-guide.md "Cluster"). */
+import type { ClusterNode, DrainResponse, GetOwnerResponse, ListNodesResponse } from "../../admin-api/client.js";
+import { nonEmpty, u64 } from "../format.js";
+
+export interface OwnedResult {
+  relayBuckets: number;
+  partitions: number;
+  slots: number;
+}
+
+export interface NodeResult {
+  nodeId: string;
+  /** host:port of its node service, as peers reach it. */
+  address: string;
+  version: string;
+  startedAtMs: number;
+  /** Time since its last heartbeat when the server answered. */
+  heartbeatAgeMs: number;
+  alive: boolean;
+  draining: boolean;
+  owned: OwnedResult;
+}
+
+export interface NodesResult {
+  nodes: NodeResult[];
+  /** The node whose admin API answered. */
+  answeredBy: string;
+}
+
+const ownedResult = (o: ClusterNode["owned"]): OwnedResult => ({ relayBuckets: o?.relayBuckets ?? 0, partitions: o?.partitions ?? 0, slots: o?.slots ?? 0 });
+
+export function nodesResult(r: ListNodesResponse): NodesResult {
+  return {
+    nodes: r.nodes.map((n) => ({
+      nodeId: n.nodeId, address: n.address, version: n.version, startedAtMs: u64(n.startedAtMs), heartbeatAgeMs: u64(n.heartbeatAgeMs),
+      alive: n.alive, draining: n.draining, owned: ownedResult(n.owned),
+    })),
+    answeredBy: r.answeredBy,
+  };
+}
+
+export interface OwnerResult {
+  /** relay (a bucket), partition, or slot (a user's session bucket). */
+  kind: string;
+  unit: number;
+  /** What was asked: the user (tenant and user) whose slot this is, else null. */
+  user: { tenant: string; user: string } | null;
+  /** null when the unit has no live owner right now. */
+  nodeId: string | null;
+  address: string | null;
+  /** The fencing token of the owner's lease. */
+  token: number;
+  alive: boolean;
+}
+
+export function ownerResult(r: GetOwnerResponse, user: { tenant: string; user: string } | null): OwnerResult {
+  return { kind: r.kind, unit: r.unit, user, nodeId: nonEmpty(r.nodeId), address: nonEmpty(r.address), token: u64(r.token), alive: r.alive };
+}
+
+export interface DrainResult {
+  nodeId: string;
+  /** False when the node was draining already: nothing changed. */
+  changed: boolean;
+  /** What the node owned before the drain (handed to the others). */
+  handedOver: OwnedResult;
+}
+
+export function drainResult(r: DrainResponse): DrainResult {
+  return { nodeId: r.nodeId, changed: r.changed, handedOver: ownedResult(r.handedOver) };
+}

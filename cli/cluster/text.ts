@@ -1,0 +1,29 @@
+/** Table-mode text of the `cluster` commands. */
+import { formatDuration, table } from "../format.js";
+import type { DrainResult, NodesResult, OwnerResult } from "./results.js";
+
+export function nodesText(out: NodesResult): string {
+  if (out.nodes.length === 0) return "No nodes registered.";
+  return table(
+    ["NODE", "ADDRESS", "VERSION", "STARTED", "HEARTBEAT", "STATE", "RELAY BUCKETS", "PARTITIONS", "SLOTS"],
+    out.nodes.map((n) => [
+      n.nodeId + (n.nodeId === out.answeredBy ? " *" : ""), n.address, n.version, new Date(n.startedAtMs).toISOString(), `${formatDuration(n.heartbeatAgeMs)} ago`,
+      !n.alive ? "DEAD" : n.draining ? "draining" : "alive", n.owned.relayBuckets, n.owned.partitions, n.owned.slots,
+    ]),
+  ) + "\n(* the node that answered)";
+}
+
+const unitName = (o: OwnerResult) => (o.kind === "relay" ? `relay bucket ${o.unit}` : o.kind === "partition" ? `partition ${o.unit}` : `slot ${o.unit}`);
+
+export function ownerText(out: OwnerResult): string {
+  const what = out.user ? `user ${out.user.user} (${unitName(out)})` : unitName(out);
+  if (out.nodeId === null) return `${what} has no live owner right now (its lease is being taken over; last token ${out.token})`;
+  return `${what} is owned by node ${out.nodeId} at ${out.address ?? "(no address)"}, token ${out.token}${out.alive ? "" : " (its lease has expired)"}`;
+}
+
+export function drainText(out: DrainResult): string {
+  const h = out.handedOver;
+  return out.changed
+    ? `Node ${out.nodeId} drained: ${h.relayBuckets} relay bucket(s), ${h.partitions} partition(s), ${h.slots} slot(s) handed over; it takes no new units until it restarts`
+    : `Node ${out.nodeId} is draining already; nothing changed`;
+}

@@ -13,19 +13,22 @@ export interface StoreOptions {
   commandTimeoutMs?: number;
   /** Connection errors (ioredis reconnects by itself); without a handler ioredis prints each one. */
   onError?: (err: Error) => void;
-  /** One socket write per connection per turn of the event loop (coalesceWrites; default true). */
+  /** One socket write per connection per iteration of the event loop (coalesceWrites; default true). */
   coalesceWrites?: boolean;
 }
 
 /**
- * Makes a connection send the commands written to it during one turn of the event loop (the
- * current task and the microtasks it queues) in one socket write: the socket is corked at the
- * first write and uncorked after those microtasks, so the commands leave, in order, in one
- * writev before the event loop moves on — no later, and with no timer. ioredis writes every
- * command on its own, and a write to a loopback socket is a system call that also wakes
- * redis-server: on these machines that was the largest single cost of a membership change
- * (bench/admin: about 14 writes per add+remove pair in the admin server, each a syscall). The
- * hook is put on each new socket (ioredis makes one per connection, and another on reconnect).
+ * Makes a connection send the commands written to it during one iteration of the event loop in
+ * one socket write: the socket is corked at the first write and uncorked in that iteration's
+ * check phase (setImmediate), so the commands of every callback the iteration ran — each gRPC
+ * request read, each Redis reply read, the relay's timer, and the microtasks of each — leave, in
+ * order, in one writev before the loop can wait for I/O again (a pending immediate makes its poll
+ * phase return at once), with no timer. ioredis writes every command on its own, and a write to a
+ * loopback socket is a system call that also wakes redis-server: on these machines that was the
+ * largest single cost of a membership change (bench/admin: about 14 writes per add+remove pair in
+ * the admin server, each a syscall). Uncorking after the first callback's microtasks instead
+ * still left one write per callback: 16.7 % of the admin server's profile samples in bench/admin.
+ * The hook is put on each new socket (ioredis makes one per connection, and another on reconnect).
  */
 function coalesceWrites(client: Redis): void {
   const hooked = new WeakSet<object>();
@@ -43,7 +46,7 @@ function coalesceWrites(client: Redis): void {
       if (!corked) {
         corked = true;
         stream.cork();
-        queueMicrotask(uncork);
+        setImmediate(uncork);
       }
       return (write as (...a: unknown[]) => boolean).apply(this, args);
     } as typeof stream.write;

@@ -10,4 +10,5 @@ export * from "./store/index.js";
 export * from "./conversation/index.js";
 export * from "./dispatch/index.js";
 export * from "./projection/index.js";
+export * from "./conversation-list/index.js";
 export * from "./runtime/index.js";

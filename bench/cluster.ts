@@ -123,7 +123,7 @@ async function load(live: Node[]): Promise<{ sends: number; perSecond: number }>
     while (Date.now() < until) {
       const n = i++;
       const g = groups[n % groups.length]!;
-      await live[(w + n) % live.length]!.client!.sendMessage({ tenant, group: g.group, sender: g.members[n % g.members.length]!, text: `m${n}`, clientMessageId: newUuid() });
+      await live[(w + n) % live.length]!.client!.sendMessage({ tenant, group: g.group, sender: g.members[n % g.members.length]!, text: `m${n}`, clientMessageId: newUuid(), mentions: [] });
       sends++;
     }
   }));

@@ -11,4 +11,5 @@ export * from "./cluster/index.js";
 export * from "./conversation/index.js";
 export * from "./dispatch/index.js";
 export * from "./projection/index.js";
+export * from "./conversation-list/index.js";
 export * from "./runtime/index.js";

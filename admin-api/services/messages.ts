@@ -15,7 +15,8 @@ export const messageService = defineService(catalogEntry("qim.admin.v1.MessageSe
   sendMessage: unary({
     roles: ["admin", "drill"], mutates: true,
     async handle(req, { deps }) {
-      const r = await deps.runtime.conversations.send({ tenant: req.tenant, group: req.group, sender: req.sender, text: req.text, ...(req.clientMessageId ? { clientMessageId: req.clientMessageId } : {}) });
+      const r = await deps.runtime.conversations.send({ tenant: req.tenant, group: req.group, sender: req.sender, text: req.text,
+        ...(req.clientMessageId ? { clientMessageId: req.clientMessageId } : {}), ...(req.mentions.length > 0 ? { mentions: req.mentions } : {}) });
       return { response: sendOut(r), detail: `${r.duplicate ? "duplicate of" : "committed"} seq ${r.conversationSeq}` };
     },
   }),

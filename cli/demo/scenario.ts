@@ -117,7 +117,7 @@ export async function runScenario(opts: ScenarioOptions): Promise<{ steps: DemoS
   };
 
   const send = async (group: string, who: Person, text: string) =>
-    sendResult(group, users[who], await client.sendMessage({ tenant, group, sender: users[who], text, clientMessageId: "" }));
+    sendResult(group, users[who], await client.sendMessage({ tenant, group, sender: users[who], text, clientMessageId: "", mentions: [] }));
   const history = async (who: Person) =>
     historyResult(world.groups.team, users[who], await client.readHistory({ tenant, group: world.groups.team, user: users[who], after: 0n, limit: 100 }));
   const sessions = async (who: Person) => sessionsResult(users[who], await client.listConversationSummaries({ tenant, user: users[who], groups: [] }));

@@ -29,6 +29,8 @@ export const LUA_STATUS = {
   FENCED: -10,
   /** A lease compare-and-set that found another owner or token than the one observed. */
   LEASE_MOVED: -11,
+  /** A compare-and-set on conversation-list rows that found a row other than the one read (core/conversation-list). */
+  ROW_MOVED: -12,
 } as const;
 export type LuaStatusName = keyof typeof LUA_STATUS;
 

@@ -7,6 +7,7 @@ import {
   type ProjectionStackOptions, type ProjectionStartReport,
 } from "../projection/index.js";
 import type { RedisStore } from "../store/index.js";
+import { ConversationList, type ConversationListStackOptions } from "../conversation-list/index.js";
 
 /** The dispatch log's identity when none is configured. */
 export const DEFAULT_DISPATCH: DispatchIdentity = { clusterId: "qim", topicId: "dispatch", partitionCount: 8 };
@@ -31,7 +32,7 @@ export interface RuntimeOptions {
   store: RedisStore;
   /** Prefix of every key (default "qim"); tests and co-hosted deployments use their own. */
   keyPrefix?: string;
-  conversation?: Omit<ConversationOptions, "keyPrefix" | "onCommit">;
+  conversation?: Omit<ConversationOptions, "keyPrefix" | "onCommit" | "onRead">;
   dispatch?: DispatchIdentity;
   /**
    * The conversation-set authority. Default: a CassandraAuthority from `cassandra` when given,
@@ -41,6 +42,8 @@ export interface RuntimeOptions {
   authority?: ConversationStateAuthority;
   cassandra?: CassandraAuthorityOptions;
   projection?: ProjectionStackOptions;
+  /** The conversation-list engine (spec 002 §3–§8): options of its state engine and compaction consumer. */
+  conversationList?: ConversationListStackOptions;
   relay?: Omit<RelayOptions, "onAppended">;
   /** The relay's sweep of every bucket every N ms; 0: no background relay (the owner drains it). */
   relayIntervalMs?: number;
@@ -68,6 +71,7 @@ export class EngineRuntime {
   readonly dispatchLog: RedisStreamsDispatchLog;
   readonly relay: OutboxRelay;
   readonly projection: ProjectionStack;
+  readonly conversationList: ConversationList;
   readonly modules: readonly RuntimeModule[];
   /** This node's membership of the engine cluster; null without `cluster` options. */
   readonly cluster: ClusterMembership | null;
@@ -77,7 +81,7 @@ export class EngineRuntime {
   constructor(private readonly opts: RuntimeOptions) {
     this.store = opts.store;
     this.keys = new KeySpace(opts.keyPrefix ?? "qim");
-    const relayRef: { relay?: OutboxRelay } = {};
+    const relayRef: { relay?: OutboxRelay; list?: ConversationList } = {};
     const dispatch = opts.dispatch ?? DEFAULT_DISPATCH;
     const cluster = opts.cluster ? new ClusterMembership(this.store, this.keys, dispatch.partitionCount, { ...(opts.log ? { log: opts.log } : {}), ...opts.cluster }) : null;
     this.cluster = cluster;
@@ -85,7 +89,11 @@ export class EngineRuntime {
     const onCommit = cluster
       ? (bucket: number) => { if (cluster.owns("relay", bucket)) relayRef.relay?.kick(bucket); else cluster.forwardKick(bucket); }
       : (bucket: number) => relayRef.relay?.kick(bucket);
-    this.conversations = new ConversationService(this.store, { ...opts.conversation, keyPrefix: this.keys.prefix, onCommit });
+    this.conversations = new ConversationService(this.store, {
+      ...opts.conversation, keyPrefix: this.keys.prefix, onCommit,
+      // the list's row learns a read position the moment it moves (spec 002 §3.2)
+      onRead: async (r) => { await relayRef.list?.service.readMoved(r.tenant, r.group, r.user, r.readConversationSeq); },
+    });
     this.dispatchLog = new RedisStreamsDispatchLog(this.store, this.keys, dispatch);
     this.ownsAuthority = opts.authority === undefined;
     const authority = opts.authority ?? (opts.cassandra ? new CassandraAuthority(opts.cassandra) : authorityFromEnv(this.store, this.keys));
@@ -95,6 +103,11 @@ export class EngineRuntime {
     );
     this.relay = new OutboxRelay(this.store, this.keys, this.dispatchLog, { ...opts.relay, onAppended: this.projection.lowLatency, ...(cluster ? { gate: cluster } : {}) });
     relayRef.relay = this.relay;
+    this.conversationList = new ConversationList(
+      { store: this.store, keys: this.keys, conversations: this.conversations, log: this.dispatchLog, authority },
+      { ...(opts.log ? { compactor: { log: opts.log } } : {}), ...opts.conversationList },
+    );
+    relayRef.list = this.conversationList;
     // a unit just taken is worked on at once, not at the next sweep or poll
     cluster?.onChange((kind, unit, owned) => {
       if (!owned) return;
@@ -115,7 +128,9 @@ export class EngineRuntime {
     let report: ProjectionStartReport;
     try {
       report = await this.projection.start();
+      await this.conversationList.start();
     } catch (err) {
+      await this.projection.stop();
       await this.cluster?.stop();
       throw err;
     }
@@ -142,6 +157,7 @@ export class EngineRuntime {
     this.started = [];
     await this.cluster?.stop();
     await this.relay.stop();
+    await this.conversationList.stop();
     await (this.ownsAuthority ? this.projection.close() : this.projection.stop());
   }
 }

@@ -30,7 +30,7 @@ describe("audit entries of huge requests", () => {
       const err = await rejected(viewer.addMembers({ tenant, group, users, dryRun: false }));
       assert.equal(err.code, grpc.status.PERMISSION_DENIED);
     }
-    const err = await rejected(admin.sendMessage({ tenant, group, sender: randomUUID(), text: "\u0000".repeat(60_000), clientMessageId: "" }));
+    const err = await rejected(admin.sendMessage({ tenant, group, sender: randomUUID(), text: "\u0000".repeat(60_000), clientMessageId: "", mentions: [] }));
     assert.equal(err.code, grpc.status.PERMISSION_DENIED, "no such group: not a member");
     const grown = (await stat(rs.server.audit.path)).size - sizeBefore;
     assert.ok(grown < 6 * (AUDIT_ARGUMENTS_MAX_BYTES + 16 * 1024), `6 audit entries took ${grown} bytes`);

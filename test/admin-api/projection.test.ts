@@ -60,10 +60,10 @@ describe("admin API: session projection, dispatch audit, rebuild drill", () => {
     const drill = connect("drill");
     g1 = (await op.createGroup({ tenant, group: "", owner, members: [a] })).group;
     g2 = (await op.createGroup({ tenant, group: "", owner, members: [a] })).group;
-    await drill.sendMessage({ tenant, group: g1, sender: owner, text: "one", clientMessageId: "" });
-    await drill.sendMessage({ tenant, group: g2, sender: a, text: "two", clientMessageId: "" });
+    await drill.sendMessage({ tenant, group: g1, sender: owner, text: "one", clientMessageId: "", mentions: [] });
+    await drill.sendMessage({ tenant, group: g2, sender: a, text: "two", clientMessageId: "", mentions: [] });
     await op.addMembers({ tenant, group: g1, users: [b], dryRun: false });
-    await drill.sendMessage({ tenant, group: g1, sender: b, text: "three", clientMessageId: "" });
+    await drill.sendMessage({ tenant, group: g1, sender: b, text: "three", clientMessageId: "", mentions: [] });
     await op.removeMembers({ tenant, group: g2, users: [a], dryRun: false });
     await projectionSettled(server, redis);
   });

@@ -70,7 +70,7 @@ describe("admin API over mTLS", () => {
     const g = await op.createGroup({ tenant, group: "", owner, members: [a] });
     assert.equal(g.version, 1n);
     assert.equal(g.memberCount, 2);
-    const m1 = await drill.sendMessage({ tenant, group: g.group, sender: a, text: "hello", clientMessageId: "" });
+    const m1 = await drill.sendMessage({ tenant, group: g.group, sender: a, text: "hello", clientMessageId: "", mentions: [] });
     assert.equal(m1.conversationSeq, 1n);
     const add = await op.addMembers({ tenant, group: g.group, users: [b], dryRun: false });
     assert.equal(add.outcome, "committed");
@@ -127,7 +127,7 @@ describe("admin API over mTLS", () => {
       const err = await rejected(connect(who).addMembers({ tenant, group: g.group, users: [randomUUID()], dryRun: false }));
       assert.equal(err.code, grpc.status.PERMISSION_DENIED, who);
     }
-    const viewerSend = await rejected(connect("viewer").sendMessage({ tenant, group: g.group, sender: randomUUID(), text: "x", clientMessageId: "" }));
+    const viewerSend = await rejected(connect("viewer").sendMessage({ tenant, group: g.group, sender: randomUUID(), text: "x", clientMessageId: "", mentions: [] }));
     assert.equal(viewerSend.code, grpc.status.PERMISSION_DENIED);
     assert.equal(await storeDigest(redis), before);
     // reads are fine for a viewer
@@ -182,9 +182,10 @@ describe("admin API over mTLS", () => {
       ["RemoveMembers unknown group", () => op.removeMembers({ tenant, group: randomUUID(), users: [randomUUID()], dryRun: false }), grpc.status.NOT_FOUND, undefined],
       ["ListMembers tenant", () => op.listMembers({ tenant: "", group: g.group }), grpc.status.INVALID_ARGUMENT, "tenant"],
       ["ListMembers unknown", () => op.listMembers({ tenant, group: randomUUID() }), grpc.status.NOT_FOUND, undefined],
-      ["SendMessage sender", () => op.sendMessage({ tenant, group: g.group, sender: bad, text: "x", clientMessageId: "" }), grpc.status.INVALID_ARGUMENT, "sender"],
-      ["SendMessage empty", () => op.sendMessage({ tenant, group: g.group, sender: randomUUID(), text: "", clientMessageId: "" }), grpc.status.INVALID_ARGUMENT, "text"],
-      ["SendMessage client id", () => op.sendMessage({ tenant, group: g.group, sender: randomUUID(), text: "x", clientMessageId: "abc" }), grpc.status.INVALID_ARGUMENT, "clientMessageId"],
+      ["SendMessage sender", () => op.sendMessage({ tenant, group: g.group, sender: bad, text: "x", clientMessageId: "", mentions: [] }), grpc.status.INVALID_ARGUMENT, "sender"],
+      ["SendMessage empty", () => op.sendMessage({ tenant, group: g.group, sender: randomUUID(), text: "", clientMessageId: "", mentions: [] }), grpc.status.INVALID_ARGUMENT, "text"],
+      ["SendMessage client id", () => op.sendMessage({ tenant, group: g.group, sender: randomUUID(), text: "x", clientMessageId: "abc", mentions: [] }), grpc.status.INVALID_ARGUMENT, "clientMessageId"],
+      ["SendMessage mention", () => op.sendMessage({ tenant, group: g.group, sender: randomUUID(), text: "x", clientMessageId: "", mentions: ["not-a-uuid"] }), grpc.status.INVALID_ARGUMENT, "mentions[0]"],
       ["ReadHistory user", () => op.readHistory({ tenant, group: g.group, user: bad, after: 0n, limit: 0 }), grpc.status.INVALID_ARGUMENT, "user"],
       ["ReadHistory limit", () => op.readHistory({ tenant, group: g.group, user: randomUUID(), after: 0n, limit: 5000 }), grpc.status.INVALID_ARGUMENT, "limit"],
       ["Summaries user", () => op.listConversationSummaries({ tenant, user: bad, groups: [g.group] }), grpc.status.INVALID_ARGUMENT, "user"],

@@ -149,7 +149,7 @@ describe("node-to-node RPC between server processes", () => {
       const bucket0 = commitBucket(parseUuid(tenant, "tenant"), parseUuid(group, "group"));
       if ((await nodes[0]!.admin.getUnitOwner({ unit: { $case: "bucket", bucket: bucket0 } })).nodeId !== CLIENT_NAMES.nodeB) continue;
       await nodes[0]!.admin.createGroup({ tenant, group, owner, members: [] });
-      await nodes[0]!.admin.sendMessage({ tenant, group, sender: owner, text: `kick ${i}`, clientMessageId: "" });
+      await nodes[0]!.admin.sendMessage({ tenant, group, sender: owner, text: `kick ${i}`, clientMessageId: "", mentions: [] });
       sent++;
     }
     assert.ok(sent >= 1, "found groups on node B's buckets");

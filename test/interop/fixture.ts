@@ -93,7 +93,7 @@ export async function startInteropStack(): Promise<InteropStack> {
     let group: string;
     try {
       group = (await op.createGroup({ tenant, group: "", owner, members: [a, b] })).group;
-      await drill.sendMessage({ tenant, group, sender: a, text: "hello", clientMessageId: "" });
+      await drill.sendMessage({ tenant, group, sender: a, text: "hello", clientMessageId: "", mentions: [] });
       await op.addMembers({ tenant, group, users: [c], dryRun: false });
       await op.removeMembers({ tenant, group, users: [b], dryRun: false });
     } finally {

@@ -35,6 +35,9 @@ const EXPECTED_KEYS: Record<string, number | "n"> = {
   heartbeat: 2,
   acquireUnit: 1,
   releaseUnit: 1,
+  recomputeUnread: 3,
+  applyRows: 4,
+  advanceListCheckpoint: 1,
 };
 const SCRIPT_NAMES = Object.keys(EXPECTED_KEYS);
 
@@ -44,6 +47,7 @@ const MODULE_OF: Record<string, string> = {
   conversationSummary: "conversation", markRead: "conversation", loadForDispatch: "dispatch", markCommitted: "dispatch", projectEntries: "projection",
   popRegistered: "projection", deadLetterRegistration: "projection", advanceCheckpoint: "projection", bumpEpoch: "projection", raiseEpochMark: "projection",
   releaseLock: "projection", heartbeat: "cluster", acquireUnit: "cluster", releaseUnit: "cluster",
+  recomputeUnread: "conversation-list", applyRows: "conversation-list", advanceListCheckpoint: "conversation-list",
 };
 
 const tempDirs: string[] = [];

@@ -82,7 +82,7 @@ for (const kind of TOPOLOGIES) {
       const ten = users(10);
       await step("add 10 to 509", true, ten);
       await step("remove 3 to 506", false, ten.slice(0, 3));
-      const m = await drill.sendMessage({ tenant, group: g.group, sender: owner, text: "to all 506", clientMessageId: "" });
+      const m = await drill.sendMessage({ tenant, group: g.group, sender: owner, text: "to all 506", clientMessageId: "", mentions: [] });
 
       const records = await recordsOf(parseUuid(g.group, "group"));
       const report = checkConversation([owner, ...initial], records, BROADCAST_MAX);
@@ -130,7 +130,7 @@ for (const kind of TOPOLOGIES) {
         const sender = removable()[0]!;
         let messages = 0;
         const send = async () => {
-          await drill.sendMessage({ tenant, group, sender, text: `m${messages}`, clientMessageId: "" });
+          await drill.sendMessage({ tenant, group, sender, text: `m${messages}`, clientMessageId: "", mentions: [] });
           messages++;
         };
         for (let i = 0; i < BIG_MESSAGES; i++) await send();

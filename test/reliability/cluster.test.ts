@@ -233,7 +233,7 @@ for (const topology of ["single", "cluster"] as const) {
             } else {
               const clientMessageId = newUuid();
               const sender = g.members[n % g.members.length]!;
-              const r = await onSomeNode(hint, (c) => c.sendMessage({ tenant, group: g.group, sender, text: `m${n}`, clientMessageId }), opts.avoid);
+              const r = await onSomeNode(hint, (c) => c.sendMessage({ tenant, group: g.group, sender, text: `m${n}`, clientMessageId, mentions: [] }), opts.avoid);
               acked.push({ group: g.group, seq: Number(r.conversationSeq) });
             }
           } catch (err) {

@@ -456,7 +456,7 @@ describe(`issue 6 fuzz: every field of every admin RPC, as the admin role${SOAK 
       const group = rng.uuid();
       await admin.createGroup({ tenant: pool.tenant, group, owner: pool.users[g]!, members: pool.users.filter((_, i) => i !== g).slice(0, 4) });
       pool.groups.push(group);
-      for (let i = 0; i < 3; i++) await admin.sendMessage({ tenant: pool.tenant, group, sender: pool.users[g]!, text: `seed ${i}`, clientMessageId: "" });
+      for (let i = 0; i < 3; i++) await admin.sendMessage({ tenant: pool.tenant, group, sender: pool.users[g]!, text: `seed ${i}`, clientMessageId: "", mentions: [] });
     }
     const requests = new Requests(types, pool, rng);
 

@@ -96,7 +96,7 @@ for (const kind of TOPOLOGIES) {
           for (;;) {
             run.sendCalls++;
             try {
-              const r = await client.sendMessage({ tenant, group: run.group, sender, text: `${s}-${i}`, clientMessageId });
+              const r = await client.sendMessage({ tenant, group: run.group, sender, text: `${s}-${i}`, clientMessageId, mentions: [] });
               assert.equal(r.duplicate, false, "a first send of a client_message_id is never a duplicate");
               run.sentIds.add(clientMessageId);
               break;

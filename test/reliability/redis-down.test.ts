@@ -47,7 +47,7 @@ describe("reliability: Redis unreachable under the admin server", { timeout: SOA
       const owner = randomUUID();
       const g = await admin.createGroup({ tenant, group: "", owner, members: [randomUUID()] });
       const group = g.group;
-      await admin.sendMessage({ tenant, group, sender: owner, text: "before the outage", clientMessageId: "" });
+      await admin.sendMessage({ tenant, group, sender: owner, text: "before the outage", clientMessageId: "", mentions: [] });
 
       /** Every RPC kind at once: each must fail with UNAVAILABLE, none may run into the deadline. */
       const allUnavailable = async (how: string): Promise<string> => {
@@ -55,7 +55,7 @@ describe("reliability: Redis unreachable under the admin server", { timeout: SOA
           ["GetGroup (read)", () => admin.getGroup({ tenant, group })],
           ["ReadHistory (read)", () => admin.readHistory({ tenant, group, user: owner, after: 0n, limit: 0 })],
           ["AddMembers (membership change)", () => admin.addMembers({ tenant, group, users: [randomUUID()], dryRun: false })],
-          ["SendMessage (send)", () => admin.sendMessage({ tenant, group, sender: owner, text: "during the outage", clientMessageId: "" })],
+          ["SendMessage (send)", () => admin.sendMessage({ tenant, group, sender: owner, text: "during the outage", clientMessageId: "", mentions: [] })],
           ["ProjectionService/GetStatus", () => admin.getProjectionStatus({})],
           ["DispatchService/Audit", () => admin.auditDispatch({})],
         ];

@@ -11,3 +11,4 @@ export * from "./conversation/index.js";
 export * from "./dispatch/index.js";
 export * from "./projection/index.js";
 export * from "./runtime/index.js";
+export * from "./session-view/index.js";

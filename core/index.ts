@@ -10,5 +10,6 @@ export * from "./store/index.js";
 export * from "./conversation/index.js";
 export * from "./dispatch/index.js";
 export * from "./projection/index.js";
+export * from "./conversation-list/index.js";
 export * from "./runtime/index.js";
 export * from "./session-view/index.js";

@@ -54,10 +54,12 @@ export interface ConversationOptions {
   maxSendBatch?: number;
   /** Called after a commit landed in a bucket's outbox (the relay's low-latency kick). */
   onCommit?: (bucket: number) => void;
+  /** Called after a read position moved (the conversation list's hook; awaited, its failure is the caller's). */
+  onRead?: (read: { tenant: Uuid; group: Uuid; user: Uuid; readConversationSeq: number }) => Promise<void> | void;
   now?: () => number;
 }
 
-export const CONVERSATION_DEFAULTS: Required<Omit<ConversationOptions, "now" | "onCommit">> = {
+export const CONVERSATION_DEFAULTS: Required<Omit<ConversationOptions, "now" | "onCommit" | "onRead">> = {
   keyPrefix: "qim",
   broadcastMaxMembers: 500,
   maxTargetsPerCall: MAX_USERS_PER_MEMBERSHIP_CALL,
@@ -67,6 +69,9 @@ export const CONVERSATION_DEFAULTS: Required<Omit<ConversationOptions, "now" | "
   maxPayloadBytes: 64 * 1024,
   maxSendBatch: 128,
 };
+
+/** The most distinct users one message may mention (bounds the history entry). */
+export const MAX_MENTIONS = 100;
 
 export type MemberState = "ACTIVE" | "LEFT" | "REMOVED";
 
@@ -136,6 +141,8 @@ export interface SendRequest {
   contentType?: string;
   /** Idempotency key of the client (a UUID); a retry with the same id returns the existing commit. */
   clientMessageId?: string;
+  /** Users the message mentions (spec 002 §3.2: their mention_count); at most MAX_MENTIONS distinct. */
+  mentions?: string[];
 }
 
 export interface SendResult {
@@ -192,7 +199,7 @@ function positiveInt(v: unknown, field: string, min = 0): number {
  */
 export class ConversationService {
   readonly keys: KeySpace;
-  readonly opts: Required<Omit<ConversationOptions, "now" | "onCommit">> & { now: () => number; onCommit?: (bucket: number) => void };
+  readonly opts: Required<Omit<ConversationOptions, "now" | "onCommit" | "onRead">> & { now: () => number; onCommit?: (bucket: number) => void; onRead?: ConversationOptions["onRead"] };
 
   constructor(readonly store: RedisStore, options: ConversationOptions = {}) {
     this.opts = { ...CONVERSATION_DEFAULTS, now: Date.now, ...options };
@@ -435,10 +442,21 @@ export class ConversationService {
     }
     if (payload.length > this.opts.maxPayloadBytes) throw new InvalidArgumentError("payload", `a message payload is at most ${this.opts.maxPayloadBytes} bytes`);
 
+    const mentions = req.mentions === undefined || req.mentions.length === 0 ? undefined : this.parseMentions(req.mentions);
     const k = this.conversationKeys(tenant, group);
-    const rest = encodeHistoryRest({ messageId: newMessageId(), senderId: sender, kind: "normal", countsUnread: true, createdAt: this.opts.now(), contentType, payload });
+    const rest = encodeHistoryRest({
+      messageId: newMessageId(), senderId: sender, kind: "normal", countsUnread: true, createdAt: this.opts.now(), contentType, payload,
+      ...(mentions ? { mentions } : {}),
+    });
     const outcome = await this.writer.submit(k, { clientMessageId: uuidToHex(clientMessageId), sender: uuidToHex(sender), rest });
     return { tenant, group, ...outcome };
+  }
+
+  private parseMentions(mentions: unknown): Uuid[] {
+    if (!Array.isArray(mentions)) throw new InvalidArgumentError("mentions", "mentions must be a list of user ids");
+    const distinct = [...new Set(mentions.map((u, i) => parseUuid(u, `mentions[${i}]`)))].sort();
+    if (distinct.length > MAX_MENTIONS) throw new InvalidArgumentError("mentions", `a message mentions at most ${MAX_MENTIONS} users`);
+    return distinct;
   }
 
   /** History as `user` sees it; PERMISSION_DENIED alike for never-members and missing groups. */
@@ -562,6 +580,7 @@ export class ConversationService {
     const k = this.conversationKeys(tenant, group);
     const reply = await markReadScript.run(this.clientOf(k), k, { user: uuidToHex(user), seq });
     if (reply.status === "NOT_VISIBLE") throw new PermissionDeniedError();
+    await this.opts.onRead?.({ tenant, group, user, readConversationSeq: reply.readConversationSeq });
     return { readConversationSeq: reply.readConversationSeq };
   }
 }

@@ -25,6 +25,7 @@ export const LUA_STATUS = {
   OWNER_IMMUTABLE: -7,
   SNAPSHOT_MISSING: -8,
   CHECKPOINT_MOVED: -9,
+  ROW_MOVED: -10,
 } as const;
 export type LuaStatusName = keyof typeof LUA_STATUS;
 

@@ -6,6 +6,7 @@ import {
   type ProjectionStackOptions, type ProjectionStartReport,
 } from "../projection/index.js";
 import type { RedisStore } from "../store/index.js";
+import { ConversationList, type ConversationListStackOptions } from "../conversation-list/index.js";
 
 /** The dispatch log's identity when none is configured. */
 export const DEFAULT_DISPATCH: DispatchIdentity = { clusterId: "qim", topicId: "dispatch", partitionCount: 8 };
@@ -30,7 +31,7 @@ export interface RuntimeOptions {
   store: RedisStore;
   /** Prefix of every key (default "qim"); tests and co-hosted deployments use their own. */
   keyPrefix?: string;
-  conversation?: Omit<ConversationOptions, "keyPrefix" | "onCommit">;
+  conversation?: Omit<ConversationOptions, "keyPrefix" | "onCommit" | "onRead">;
   dispatch?: DispatchIdentity;
   /**
    * The conversation-set authority. Default: a CassandraAuthority from `cassandra` when given,
@@ -40,6 +41,8 @@ export interface RuntimeOptions {
   authority?: ConversationStateAuthority;
   cassandra?: CassandraAuthorityOptions;
   projection?: ProjectionStackOptions;
+  /** The conversation-list engine (spec 002 §3–§8): options of its state engine and compaction consumer. */
+  conversationList?: ConversationListStackOptions;
   relay?: Omit<RelayOptions, "onAppended">;
   /** The relay's sweep of every bucket every N ms; 0: no background relay (the owner drains it). */
   relayIntervalMs?: number;
@@ -61,6 +64,7 @@ export class EngineRuntime {
   readonly dispatchLog: RedisStreamsDispatchLog;
   readonly relay: OutboxRelay;
   readonly projection: ProjectionStack;
+  readonly conversationList: ConversationList;
   readonly modules: readonly RuntimeModule[];
   private readonly ownsAuthority: boolean;
   private started: RuntimeModule[] = [];
@@ -68,8 +72,12 @@ export class EngineRuntime {
   constructor(private readonly opts: RuntimeOptions) {
     this.store = opts.store;
     this.keys = new KeySpace(opts.keyPrefix ?? "qim");
-    const relayRef: { relay?: OutboxRelay } = {};
-    this.conversations = new ConversationService(this.store, { ...opts.conversation, keyPrefix: this.keys.prefix, onCommit: (bucket) => relayRef.relay?.kick(bucket) });
+    const relayRef: { relay?: OutboxRelay; list?: ConversationList } = {};
+    this.conversations = new ConversationService(this.store, {
+      ...opts.conversation, keyPrefix: this.keys.prefix, onCommit: (bucket) => relayRef.relay?.kick(bucket),
+      // the list's row learns a read position the moment it moves (spec 002 §3.2)
+      onRead: async (r) => { await relayRef.list?.service.readMoved(r.tenant, r.group, r.user, r.readConversationSeq); },
+    });
     this.dispatchLog = new RedisStreamsDispatchLog(this.store, this.keys, opts.dispatch ?? DEFAULT_DISPATCH);
     this.ownsAuthority = opts.authority === undefined;
     const authority = opts.authority ?? (opts.cassandra ? new CassandraAuthority(opts.cassandra) : authorityFromEnv(this.store, this.keys));
@@ -79,6 +87,11 @@ export class EngineRuntime {
     );
     this.relay = new OutboxRelay(this.store, this.keys, this.dispatchLog, { ...opts.relay, onAppended: this.projection.lowLatency });
     relayRef.relay = this.relay;
+    this.conversationList = new ConversationList(
+      { store: this.store, keys: this.keys, conversations: this.conversations, log: this.dispatchLog, authority },
+      { ...(opts.log ? { compactor: { log: opts.log } } : {}), ...opts.conversationList },
+    );
+    relayRef.list = this.conversationList;
     this.modules = (opts.modules ?? []).map((make) => make(this));
   }
 
@@ -89,6 +102,7 @@ export class EngineRuntime {
    */
   async start(): Promise<ProjectionStartReport> {
     const report = await this.projection.start();
+    await this.conversationList.start();
     const interval = this.opts.relayIntervalMs ?? DEFAULT_RELAY_INTERVAL_MS;
     if (interval > 0) this.relay.start(interval);
     try {
@@ -108,6 +122,7 @@ export class EngineRuntime {
     for (const m of this.started.reverse()) await m.stop?.();
     this.started = [];
     await this.relay.stop();
+    await this.conversationList.stop();
     await (this.ownsAuthority ? this.projection.close() : this.projection.stop());
   }
 }

@@ -32,6 +32,9 @@ const EXPECTED_KEYS: Record<string, number | "n"> = {
   bumpEpoch: 2,
   raiseEpochMark: 1,
   releaseLock: 1,
+  recomputeUnread: 3,
+  applyRows: 4,
+  advanceListCheckpoint: 1,
 };
 const SCRIPT_NAMES = Object.keys(EXPECTED_KEYS);
 
@@ -41,6 +44,7 @@ const MODULE_OF: Record<string, string> = {
   conversationSummary: "conversation", markRead: "conversation", loadForDispatch: "dispatch", markCommitted: "dispatch", projectEntries: "projection",
   popRegistered: "projection", deadLetterRegistration: "projection", advanceCheckpoint: "projection", bumpEpoch: "projection", raiseEpochMark: "projection",
   releaseLock: "projection",
+  recomputeUnread: "conversation-list", applyRows: "conversation-list", advanceListCheckpoint: "conversation-list",
 };
 
 const tempDirs: string[] = [];

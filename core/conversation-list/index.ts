@@ -1,0 +1,19 @@
+/**
+ * The conversation-list state engine (spec 002 §2.1, §3, §4, §7, §8): per (user, conversation)
+ * rows with cached unread and mentions kept by the three-state update and corrected by bounded
+ * recompute, the user's badge maintained in the same atomic step, clear/delete/pin/mute/archive
+ * and read, reconcile, rebuild and the unread audit, and the compaction consumer that writes a
+ * row at most once per projection_compaction_window. Owns the `cl*` keys on the user's `{uNNN}`
+ * tag, the list consumer's checkpoints, the scripts of lua/conversation-list/ and its metrics.
+ * docs/conversation-list.md records the decisions.
+ */
+export { inHandEntry, ListCompactor, MAX_PENDING_ROWS, PROJECTION_COMPACTION_WINDOW_MS, type CompactorOptions } from "./compactor.js";
+export { listCheckpointKey, listKeys, listRowsPattern, type ListKeys } from "./keys.js";
+export {
+  baseOf, UNREAD_PRECISE_LIMIT, type BadgeState, type ConversationRow, type RowPrefs,
+} from "./row.js";
+export {
+  ConversationListService, UNREAD_AUDIT_IDLE_MS, UNREAD_AUDIT_SAMPLE_RATE, type ConversationListOptions, type ListChange, type ReconcileResult,
+  type UnreadAuditDrift, type UnreadAuditReport,
+} from "./service.js";
+export { ConversationList, type ConversationListDeps, type ConversationListStackOptions } from "./stack.js";

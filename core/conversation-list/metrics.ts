@@ -1,0 +1,38 @@
+import { Counter, Gauge } from "prom-client";
+import { registry } from "../metrics/index.js";
+
+/** The conversation list's metrics (spec 002 §3.4, §8), in the process's one registry. */
+export const metrics = {
+  rowWrites: new Counter({
+    name: "qim_conversation_list_row_writes_total",
+    help: "Persistent conversation-list row writes (one per (user, conversation) per flush or action; spec 002 §8 counts these per compaction window)",
+    registers: [registry],
+  }),
+  flushes: new Counter({
+    name: "qim_conversation_list_flushes_total",
+    help: "Compaction flushes of the conversation-list consumer, by reason (window, pending_limit, stop)",
+    labelNames: ["reason"] as const,
+    registers: [registry],
+  }),
+  recomputes: new Counter({
+    name: "qim_conversation_list_recompute_total",
+    help: "Bounded recomputes of a row from the history (spec 002 §3.2 (c), §3.3), by cause",
+    labelNames: ["cause"] as const,
+    registers: [registry],
+  }),
+  conflicts: new Counter({
+    name: "qim_conversation_list_row_conflicts_total",
+    help: "Row writes refused because the stored row moved since it was read (retried from the stored row)",
+    registers: [registry],
+  }),
+  driftRatio: new Gauge({
+    name: "unread_drift_ratio",
+    help: "Share of the conversations sampled by the last unread audit whose cached unread or mentions differed from the definitional value (spec 002 §3.4)",
+    registers: [registry],
+  }),
+  checkpointLost: new Counter({
+    name: "qim_conversation_list_checkpoint_lost_total",
+    help: "Times the conversation-list consumer found its checkpoint behind the dispatch log's low watermark and continued from it (rows of the lost records are corrected by reconcile)",
+    registers: [registry],
+  }),
+};

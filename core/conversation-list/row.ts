@@ -1,0 +1,265 @@
+import { hexToUuid, type Uuid } from "../base/index.js";
+import type { RecomputeReply } from "./scripts.js";
+
+/** unread_precise_limit (spec 002 §3.3): beyond it unread = 200 and unread_exact = false. */
+export const UNREAD_PRECISE_LIMIT = 200;
+
+/** A user's own choices about a conversation (kept in `prefs`, read by a rebuild). */
+export interface RowPrefs {
+  /** hidden_before_conversation_seq (clear history: the conversation stays in the list). */
+  hidden: number;
+  /** deleted_before_conversation_seq (delete: it leaves the list until a newer message). */
+  deleted: number;
+  pinRank: number | null;
+  muted: boolean;
+  archived: boolean;
+}
+
+export const NO_PREFS: RowPrefs = { hidden: 0, deleted: 0, pinRank: null, muted: false, archived: false };
+
+/**
+ * One (user, conversation) row of the projection (UserSessionProjection, spec 002 §3–§7) as
+ * stored: the membership interval it was computed with, read position, the user's choices, the
+ * newest visible activity, the cached unread and mentions relative to `unreadBase`, and the
+ * per-user version + driving event of its last change.
+ */
+export interface RowState extends RowPrefs {
+  joinedAt: number;
+  leftAt: number | null;
+  /** A ACTIVE, L LEFT, R REMOVED. */
+  state: "A" | "L" | "R";
+  read: number;
+  /** 32 hex of the newest visible record's message id (UUIDv7: sortable); "" when none. */
+  lastActivityId: string;
+  lastActivitySeq: number;
+  /** created_at (ms) of that record. */
+  lastActivityAt: number;
+  /** The newest seq this row has taken into account (visible or not). */
+  headSeq: number;
+  unread: number;
+  /** unread_base_seq: the base the cached unread counts from (§3.2). */
+  unreadBase: number;
+  unreadExact: boolean;
+  mentions: number;
+  mentionFirst: number | null;
+  version: number;
+  drivingEventId: string;
+}
+
+/** base(u,c) = max(read, hidden_before, joined_at, deleted_before) (spec 002 §3.1). */
+export function baseOf(r: RowState): number {
+  return Math.max(r.read, r.hidden, r.joinedAt, r.deleted);
+}
+
+/** §7: deleted while deleted_before reaches the newest record the user sees. */
+export function isDeleted(r: RowState): boolean {
+  return r.deleted > 0 && r.deleted >= r.lastActivitySeq;
+}
+
+const num = (s: string | undefined) => Number(s ?? "0");
+const opt = (s: string | undefined) => (s === undefined || s === "" ? null : Number(s));
+
+/**
+ * The stored form, "|"-separated. Field order is the contract of applyRows-4.lua (it reads 3
+ * state, 8 muted, 9 archived, 13 unread, 16 mentions): joinedAt|leftAt|state|read|hidden|deleted|
+ * pin|muted|archived|lastActivityId|lastActivitySeq|headSeq|unread|unreadBase|unreadExact|mentions|
+ * mentionFirst|lastActivityAt, then version|drivingEventId (appended by the script).
+ */
+export function encodeRowCore(r: RowState): string {
+  return [
+    r.joinedAt, r.leftAt ?? "", r.state, r.read, r.hidden, r.deleted, r.pinRank ?? "", r.muted ? 1 : 0, r.archived ? 1 : 0,
+    r.lastActivityId, r.lastActivitySeq, r.headSeq, r.unread, r.unreadBase, r.unreadExact ? 1 : 0, r.mentions, r.mentionFirst ?? "",
+    r.lastActivityAt,
+  ].join("|");
+}
+
+export function decodeRow(raw: string): RowState {
+  const f = raw.split("|");
+  return {
+    joinedAt: num(f[0]), leftAt: opt(f[1]), state: (f[2] ?? "A") as RowState["state"], read: num(f[3]), hidden: num(f[4]), deleted: num(f[5]),
+    pinRank: opt(f[6]), muted: f[7] === "1", archived: f[8] === "1", lastActivityId: f[9] ?? "", lastActivitySeq: num(f[10]),
+    headSeq: num(f[11]), unread: num(f[12]), unreadBase: num(f[13]), unreadExact: f[14] === "1", mentions: num(f[15]),
+    mentionFirst: opt(f[16]), lastActivityAt: num(f[17]), version: num(f[18]), drivingEventId: f[19] ?? "",
+  };
+}
+
+export function encodePrefs(p: RowPrefs): string {
+  return [p.hidden, p.deleted, p.pinRank ?? "", p.muted ? 1 : 0, p.archived ? 1 : 0].join("|");
+}
+
+export function decodePrefs(raw: string | null | undefined): RowPrefs {
+  if (!raw) return { ...NO_PREFS };
+  const f = raw.split("|");
+  return { hidden: num(f[0]), deleted: num(f[1]), pinRank: opt(f[2]), muted: f[3] === "1", archived: f[4] === "1" };
+}
+
+export function prefsOf(r: RowPrefs): RowPrefs {
+  return { hidden: r.hidden, deleted: r.deleted, pinRank: r.pinRank, muted: r.muted, archived: r.archived };
+}
+
+/** The row the authority defines (a bounded recompute, §3.3), keeping the user's choices. */
+export function rowFromRecompute(rc: RecomputeReply, prefs: RowPrefs, prev: RowState | null): RowState {
+  return {
+    ...prefs,
+    joinedAt: rc.joinedAt,
+    leftAt: rc.leftAt,
+    state: rc.state,
+    read: rc.readSeq,
+    lastActivityId: rc.headMessageId,
+    lastActivitySeq: rc.headMessageId === "" ? 0 : rc.headSeq,
+    lastActivityAt: rc.headCreatedAt,
+    headSeq: Math.max(rc.headSeq, prev?.headSeq ?? 0),
+    unread: rc.unread,
+    unreadBase: Math.max(rc.readSeq, prefs.hidden, rc.joinedAt, prefs.deleted),
+    unreadExact: rc.exact,
+    mentions: rc.mentions,
+    mentionFirst: rc.mentionFirst,
+    version: prev?.version ?? 0,
+    drivingEventId: prev?.drivingEventId ?? "",
+  };
+}
+
+/** One delivered record as the row sees it (from a dispatch record's history entry). */
+export interface InHandEntry {
+  seq: number;
+  /** 32 hex. */
+  messageId: string;
+  senderHex: string;
+  control: boolean;
+  countsUnread: boolean;
+  createdAt: number;
+  /** Concatenated 32-hex ids of the mentioned users ("" none). */
+  mentionsHex: string;
+  /** Concatenated 32-hex ids of the users a membership CONTROL message changes ("" none). */
+  membershipHex: string;
+  eventId: string;
+}
+
+export function namesUser(concat: string, userHex: string): boolean {
+  for (let i = 0; i + 32 <= concat.length; i += 32) if (concat.startsWith(userHex, i)) return true;
+  return false;
+}
+
+/** Counts toward unread(u,c) (§3.1: from someone else, counts_unread; control messages never). */
+export function counts(e: InHandEntry, userHex: string): boolean {
+  return !e.control && e.countsUnread && e.senderHex !== userHex;
+}
+
+/**
+ * Applies a record newer than everything the row has seen (seq > headSeq: new for this row by
+ * construction, so adding is safe). Returns false when the row must be recomputed instead: the
+ * record changes the user's own membership (the interval moves), or it is not newer (a late or
+ * repeated delivery, which only the authority can tell apart).
+ */
+export function applyEntry(r: RowState, e: InHandEntry, userHex: string): boolean {
+  if (e.membershipHex !== "" && namesUser(e.membershipHex, userHex)) return false;
+  if (e.seq <= r.headSeq) return false;
+  r.headSeq = e.seq;
+  const visible = e.seq > r.joinedAt && (r.leftAt === null || e.seq < r.leftAt);
+  if (!visible) return true;
+  r.lastActivityId = e.messageId;
+  r.lastActivitySeq = e.seq;
+  r.lastActivityAt = e.createdAt;
+  if (counts(e, userHex) && e.seq > baseOf(r)) {
+    if (r.unreadExact && r.unread >= UNREAD_PRECISE_LIMIT) r.unreadExact = false;
+    else if (r.unreadExact) r.unread++;
+    if (namesUser(e.mentionsHex, userHex)) {
+      r.mentions++;
+      r.mentionFirst ??= e.seq;
+    }
+  }
+  return true;
+}
+
+/**
+ * The three-state update of §3.2 when base(u,c) moved to `nb` (read, clear, delete). `inHand`
+ * are the records this process holds for the row, all of those after `windowStart` (the row's
+ * headSeq when the window began). Returns false for (c): a bounded recompute is needed.
+ */
+export function moveBase(r: RowState, nb: number, inHand: readonly InHandEntry[], windowStart: number | null, userHex: string): boolean {
+  const ob = r.unreadBase;
+  if (nb <= ob) return true;
+  // (a) the range (ob, nb] lies in the records in hand: decrement unread and mentions together
+  if (windowStart !== null && ob >= windowStart && r.unreadExact) {
+    let du = 0;
+    let dm = 0;
+    let first: number | null = null;
+    for (const e of inHand) {
+      if (!counts(e, userHex) || e.seq <= ob || e.seq > r.headSeq) continue;
+      const mentioned = namesUser(e.mentionsHex, userHex);
+      if (e.seq <= nb) {
+        du++;
+        if (mentioned) dm++;
+      } else if (mentioned && (first === null || e.seq < first)) {
+        first = e.seq;
+      }
+    }
+    r.unread = Math.max(0, r.unread - du);
+    r.mentions = Math.max(0, r.mentions - dm);
+    r.mentionFirst = r.mentions > 0 ? first : null;
+    r.unreadBase = nb;
+    return true;
+  }
+  // (b) base reached the latest: zero
+  if (nb >= r.headSeq) {
+    r.unread = 0;
+    r.mentions = 0;
+    r.mentionFirst = null;
+    r.unreadExact = true;
+    r.unreadBase = nb;
+    return true;
+  }
+  // (c) anything else: recompute, never guess (and never clear)
+  return false;
+}
+
+export interface ConversationRow {
+  tenant: Uuid;
+  user: Uuid;
+  conversation: Uuid;
+  /** 32 hex of the newest visible record's UUIDv7 message id (sortable); "" when none. */
+  lastActivityId: string;
+  lastActivitySeq: number;
+  /** created_at (ms) of the newest visible record; 0 when none. */
+  lastActivityAt: number;
+  headSeq: number;
+  unread: number;
+  unreadExact: boolean;
+  mentions: number;
+  mentionFirstSeq: number | null;
+  pinRank: number | null;
+  muted: boolean;
+  archived: boolean;
+  hiddenBeforeSeq: number;
+  deletedBeforeSeq: number;
+  /** Deleted (§7): not in the list until a newer message arrives. */
+  deleted: boolean;
+  readSeq: number;
+  joinedAt: number;
+  leftAt: number | null;
+  membership: "ACTIVE" | "LEFT" | "REMOVED";
+  /** The per-user projection version of the row's last change. */
+  version: number;
+  drivingEventId: string;
+}
+
+const MEMBERSHIP = { A: "ACTIVE", L: "LEFT", R: "REMOVED" } as const;
+
+export function toConversationRow(tenant: Uuid, user: Uuid, conversationHex: string, r: RowState): ConversationRow {
+  return {
+    tenant, user, conversation: hexToUuid(conversationHex),
+    lastActivityId: r.lastActivityId, lastActivitySeq: r.lastActivitySeq, lastActivityAt: r.lastActivityAt, headSeq: r.headSeq,
+    unread: r.unread, unreadExact: r.unreadExact, mentions: r.mentions, mentionFirstSeq: r.mentionFirst,
+    pinRank: r.pinRank, muted: r.muted, archived: r.archived, hiddenBeforeSeq: r.hidden, deletedBeforeSeq: r.deleted,
+    deleted: isDeleted(r), readSeq: r.read, joinedAt: r.joinedAt, leftAt: r.leftAt, membership: MEMBERSHIP[r.state],
+    version: r.version, drivingEventId: r.drivingEventId,
+  };
+}
+
+export interface BadgeState {
+  totalUnread: number;
+  totalMention: number;
+  mutedUnread: number;
+  /** The per-user projection version the badge is at. */
+  version: number;
+}

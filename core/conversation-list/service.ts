@@ -1,0 +1,503 @@
+import {
+  hexToUuid, InvalidArgumentError, newUuid, parseUuid, PermissionDeniedError, uuidToHex, type KeySpace, type Uuid,
+} from "../base/index.js";
+import type { ConversationService } from "../conversation/index.js";
+import { userKeys, type ConversationStateAuthority } from "../projection/index.js";
+import type { RedisStore } from "../store/index.js";
+import { listKeys, listRowsPattern, type ListKeys } from "./keys.js";
+import { metrics } from "./metrics.js";
+import {
+  applyEntry, baseOf, decodePrefs, decodeRow, encodePrefs, encodeRowCore, isDeleted, moveBase, prefsOf, rowFromRecompute, toConversationRow,
+  UNREAD_PRECISE_LIMIT, type BadgeState, type ConversationRow, type InHandEntry, type RowPrefs, type RowState,
+} from "./row.js";
+import { applyRowsScript, recomputeUnreadScript, type RowWrite } from "./scripts.js";
+
+/** unread_audit_sample_rate (spec 002 §3.4, a TODO of §10): the share of idle rows with unread the audit compares. Decided: 1%. */
+export const UNREAD_AUDIT_SAMPLE_RATE = 0.01;
+/** "有未读且 24h 无变更" (spec 002 §3.4): only rows idle this long are audited. */
+export const UNREAD_AUDIT_IDLE_MS = 24 * 60 * 60 * 1000;
+
+export interface ConversationListOptions {
+  /** unread_precise_limit (spec 002 §3.3). */
+  unreadPreciseLimit?: number;
+  /** The tenant's include_muted policy (§4): muted conversations count in total_unread. Default: no tenant. */
+  includeMuted?: (tenant: Uuid) => boolean;
+  now?: () => number;
+}
+
+export interface ListChange {
+  tenant: Uuid;
+  user: Uuid;
+  /** Absolute values of every row the change wrote (deleted rows with `deleted: true`). */
+  rows: ConversationRow[];
+  badge: BadgeState;
+  /** The per-user projection version stamped on them (monotonic per user). */
+  version: number;
+  drivingEventId: string;
+  /** pin/unpin/archive/unarchive/leave/removal/delete (§6.3: invalidates a snapshot revision). */
+  structural: boolean;
+}
+
+export interface ReconcileResult {
+  rows: ConversationRow[];
+  badge: BadgeState;
+  /** Rows whose cached unread, mentions or head differed from the definition before the reconcile. */
+  drift: { rows: number; unread: number; mentions: number; badgeBefore: BadgeState | null };
+}
+
+export interface UnreadAuditDrift {
+  tenant: Uuid;
+  user: Uuid;
+  conversation: Uuid;
+  cachedUnread: number;
+  definitionalUnread: number;
+  cachedMentions: number;
+  definitionalMentions: number;
+}
+
+export interface UnreadAuditReport {
+  sampleRate: number;
+  idleMs: number;
+  usersScanned: number;
+  /** Rows with unread and idle for idleMs. */
+  candidates: number;
+  sampled: number;
+  drifted: number;
+  driftRatio: number;
+  drifts: UnreadAuditDrift[];
+}
+
+/** Records of one (user, conversation) delivered and not yet written (the compaction window's entries in hand). */
+export interface PendingRow {
+  conversationHex: string;
+  entries: InHandEntry[];
+}
+
+type Compute = (cur: RowState | null, prefs: RowPrefs) => Promise<RowState | null>;
+
+interface Staged {
+  conversationHex: string;
+  compute: Compute;
+  prefsChange?: boolean;
+}
+
+/**
+ * The conversation-list state engine (spec 002 §3, §4, §7): per (user, conversation) rows with
+ * the cached unread and mentions kept by the three-state update, the user's badge maintained in
+ * the same atomic step, the actions (clear, delete, pin, mute, archive, read), reconcile and
+ * rebuild from the authority, and the unread audit. The definitional unread (§3.1, computed by
+ * recomputeUnread-3.lua from the history) is the truth every cache is corrected to.
+ *
+ * Writes of one user are serialized in this process; across processes every row write is a
+ * compare-and-set against the row it was computed from, retried from the stored row.
+ */
+export class ConversationListService {
+  private readonly cap: number;
+  private readonly includeMuted: (tenant: Uuid) => boolean;
+  private readonly now: () => number;
+  private readonly listeners = new Set<(change: ListChange) => void>();
+  private readonly chains = new Map<string, Promise<unknown>>();
+  /** Takes the entries in hand of one row from the compaction window (set by the consumer). */
+  takePending: (tenant: Uuid, user: Uuid, conversationHex: string) => InHandEntry[] = () => [];
+  /** Gives taken entries back when the write that took them failed (else the checkpoint could pass them unwritten). */
+  restorePending: (tenant: Uuid, user: Uuid, conversationHex: string, entries: InHandEntry[]) => void = () => {};
+
+  constructor(
+    private readonly store: RedisStore,
+    private readonly keys: KeySpace,
+    private readonly conversations: ConversationService,
+    private readonly authority: ConversationStateAuthority,
+    opts: ConversationListOptions = {},
+  ) {
+    this.cap = opts.unreadPreciseLimit ?? UNREAD_PRECISE_LIMIT;
+    this.includeMuted = opts.includeMuted ?? (() => false);
+    this.now = opts.now ?? Date.now;
+  }
+
+  /** Every change after it is durable: absolute rows + badge with the version and driving event. Returns the unsubscribe. */
+  onChange(listener: (change: ListChange) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  listKeys(tenant: Uuid, user: Uuid): ListKeys {
+    return listKeys(this.keys, tenant, user);
+  }
+
+  /** Runs fn after every earlier write of the same user in this process. */
+  withUser<T>(tenant: Uuid, user: Uuid, fn: () => Promise<T>): Promise<T> {
+    const id = tenant + user;
+    const prev = this.chains.get(id) ?? Promise.resolve();
+    const next = prev.then(fn, fn);
+    const tail = next.catch(() => {});
+    this.chains.set(id, tail);
+    void tail.then(() => { if (this.chains.get(id) === tail) this.chains.delete(id); });
+    return next;
+  }
+
+  // ---- reads ----
+
+  async rows(tenantIn: string, userIn: string): Promise<ConversationRow[]> {
+    const tenant = parseUuid(tenantIn, "tenant");
+    const user = parseUuid(userIn, "user");
+    const k = this.listKeys(tenant, user);
+    const raw = await this.store.clientFor(k.tag).hgetall(k.rows);
+    return Object.entries(raw).map(([c, v]) => toConversationRow(tenant, user, c, decodeRow(v)));
+  }
+
+  async row(tenantIn: string, userIn: string, conversationIn: string): Promise<ConversationRow | null> {
+    const tenant = parseUuid(tenantIn, "tenant");
+    const user = parseUuid(userIn, "user");
+    const conversation = parseUuid(conversationIn, "conversation");
+    const k = this.listKeys(tenant, user);
+    const raw = await this.store.clientFor(k.tag).hget(k.rows, uuidToHex(conversation));
+    return raw === null ? null : toConversationRow(tenant, user, uuidToHex(conversation), decodeRow(raw));
+  }
+
+  async badge(tenantIn: string, userIn: string): Promise<BadgeState> {
+    const tenant = parseUuid(tenantIn, "tenant");
+    const user = parseUuid(userIn, "user");
+    const k = this.listKeys(tenant, user);
+    const res = await this.store.clientFor(k.tag).multi().hgetall(k.badge).get(k.version).exec();
+    const b = (res?.[0]?.[1] ?? {}) as Record<string, string>;
+    const version = Number((res?.[1]?.[1] as string | null) ?? 0);
+    if (b.total_unread === undefined) return { ...this.sums(await this.rows(tenant, user), tenant), version };
+    return { totalUnread: Number(b.total_unread), totalMention: Number(b.total_mention), mutedUnread: Number(b.muted_unread), version };
+  }
+
+  /** The badge sums of §4 over rows (what the maintained badge must equal). */
+  sums(rows: readonly ConversationRow[], tenant: Uuid): Omit<BadgeState, "version"> {
+    const includeMuted = this.includeMuted(tenant);
+    let totalUnread = 0;
+    let totalMention = 0;
+    let mutedUnread = 0;
+    for (const r of rows) {
+      const active = r.membership === "ACTIVE";
+      if (active && !r.archived && (!r.muted || includeMuted)) totalUnread += r.unread;
+      if (active) totalMention += r.mentions;
+      if (r.muted) mutedUnread += r.unread;
+    }
+    return { totalUnread, totalMention, mutedUnread };
+  }
+
+  // ---- the write step ----
+
+  /** The definitional row (bounded recompute, §3.3); null when the user may not see the conversation. */
+  async recompute(tenant: Uuid, user: Uuid, conversationHex: string, prefs: RowPrefs, prev: RowState | null, cause: string): Promise<RowState | null> {
+    metrics.recomputes.inc({ cause });
+    const k = this.conversations.conversationKeys(tenant, hexToUuid(conversationHex));
+    const rc = await recomputeUnreadScript.run(this.store.clientFor(k.tag), k, { user: uuidToHex(user), hidden: prefs.hidden, deleted: prefs.deleted, cap: this.cap });
+    if (rc.status !== "OK") return null;
+    return rowFromRecompute(rc, prefs, prev);
+  }
+
+  /**
+   * Computes and writes rows of one user in one atomic step (applyRows-4.lua): each row from the
+   * stored one; when another writer moved a stored row meanwhile, all are computed again from
+   * the stored rows. Call inside withUser.
+   */
+  private async write(tenant: Uuid, user: Uuid, staged: readonly Staged[], meta: { drivingEventId: string; structural: boolean; fullBadge?: boolean }): Promise<ListChange | null> {
+    const k = this.listKeys(tenant, user);
+    const client = this.store.clientFor(k.tag);
+    const convs = staged.map((s) => s.conversationHex);
+    for (let attempt = 1; ; attempt++) {
+      const res = convs.length === 0 ? [[null, []], [null, []]] : await client.multi().hmget(k.rows, ...convs).hmget(k.prefs, ...convs).exec();
+      const raws = (res?.[0]?.[1] ?? []) as (string | null)[];
+      const prefsRaw = (res?.[1]?.[1] ?? []) as (string | null)[];
+      const writes: RowWrite[] = [];
+      const rows: RowState[] = [];
+      const hexes: string[] = [];
+      for (const [i, s] of staged.entries()) {
+        const cur = raws[i] ? decodeRow(raws[i]!) : null;
+        const prefs = cur ? prefsOf(cur) : decodePrefs(prefsRaw[i]);
+        const next = await s.compute(cur ? { ...cur } : null, prefs);
+        if (!next) continue;
+        const prefsChanged = s.prefsChange === true || encodePrefs(prefsOf(next)) !== encodePrefs(decodePrefs(prefsRaw[i]));
+        writes.push({ conversationHex: s.conversationHex, expected: raws[i] ?? "", row: encodeRowCore(next), keep: !isDeleted(next), prefs: prefsChanged ? encodePrefs(prefsOf(next)) : "" });
+        rows.push(next);
+        hexes.push(s.conversationHex);
+      }
+      if (writes.length === 0 && !meta.fullBadge) return null;
+      const reply = await applyRowsScript.run(client, k, { includeMuted: this.includeMuted(tenant), drivingEventId: meta.drivingEventId, fullBadge: meta.fullBadge === true, writes });
+      if (reply.status === "ROW_MOVED") {
+        metrics.conflicts.inc();
+        if (attempt >= 20) throw new Error(`conversation list: rows of ${user} kept moving under ${attempt} attempts`);
+        continue;
+      }
+      metrics.rowWrites.inc(writes.length);
+      const change: ListChange = {
+        tenant, user,
+        rows: rows.map((r, i) => toConversationRow(tenant, user, hexes[i]!, { ...r, version: reply.version, drivingEventId: meta.drivingEventId })),
+        badge: { totalUnread: reply.totalUnread, totalMention: reply.totalMention, mutedUnread: reply.mutedUnread, version: reply.version },
+        version: reply.version,
+        drivingEventId: meta.drivingEventId,
+        structural: meta.structural,
+      };
+      for (const l of this.listeners) {
+        try {
+          l(change);
+        } catch {
+          // a listener's failure is its own; the write is durable
+        }
+      }
+      return change;
+    }
+  }
+
+  /**
+   * Applies delivered records to a row (a flush of the compaction window): each record newer than
+   * the row is added; a late or repeated one, or one that moves the user's own membership, makes
+   * the row a bounded recompute instead (only the authority can tell a late record from a repeat).
+   */
+  private applyEntries(tenant: Uuid, user: Uuid, conversationHex: string, entries: readonly InHandEntry[]): Compute {
+    return async (cur, prefs) => (await this.applyInHand(tenant, user, conversationHex, entries, cur, prefs)).row;
+  }
+
+  /** applyEntries, saying whether the row was recomputed (then the records in hand are already in it). */
+  private async applyInHand(tenant: Uuid, user: Uuid, conversationHex: string, entries: readonly InHandEntry[], cur: RowState | null, prefs: RowPrefs): Promise<{ row: RowState | null; recomputed: boolean }> {
+    const userHex = uuidToHex(user);
+    if (!cur) return { row: await this.recompute(tenant, user, conversationHex, prefs, null, "new_row"), recomputed: true };
+    for (const e of [...entries].sort((a, b) => a.seq - b.seq)) {
+      if (!applyEntry(cur, e, userHex)) {
+        return { row: await this.recompute(tenant, user, conversationHex, prefs, cur, e.membershipHex !== "" ? "membership" : "late_or_repeated"), recomputed: true };
+      }
+    }
+    return { row: cur, recomputed: false };
+  }
+
+  /** The compaction flush of one user's rows (the consumer calls it; also the final flush). */
+  async flushUser(tenant: Uuid, user: Uuid, pending: readonly PendingRow[]): Promise<ListChange | null> {
+    return this.withUser(tenant, user, async () => {
+      const userHex = uuidToHex(user);
+      const staged = pending.map((p) => ({ conversationHex: p.conversationHex, compute: this.applyEntries(tenant, user, p.conversationHex, p.entries) }));
+      const structural = pending.some((p) => p.entries.some((e) => e.membershipHex !== "" && e.membershipHex.includes(userHex)));
+      const last = pending.flatMap((p) => p.entries).reduce<InHandEntry | null>((a, e) => (a === null || e.seq > a.seq ? e : a), null);
+      return this.write(tenant, user, staged, { drivingEventId: last?.eventId ?? "", structural });
+    });
+  }
+
+  /**
+   * One row changed by the user: the records in hand are applied first, then `change` (which may
+   * move base: then the three-state update runs with those records in hand).
+   */
+  private action(tenantIn: string, userIn: string, conversationIn: string, name: string, structural: boolean,
+    change: (r: RowState, ctx: { inHand: InHandEntry[]; windowStart: number | null; userHex: string; tenant: Uuid; user: Uuid; hex: string }) => Promise<RowState | null> | RowState | null): Promise<ConversationRow> {
+    const tenant = parseUuid(tenantIn, "tenant");
+    const user = parseUuid(userIn, "user");
+    const conversation = parseUuid(conversationIn, "conversation");
+    const hex = uuidToHex(conversation);
+    const userHex = uuidToHex(user);
+    return this.withUser(tenant, user, async () => {
+      const inHand = this.takePending(tenant, user, hex).sort((a, b) => a.seq - b.seq);
+      let notVisible = false;
+      const out = await this.write(tenant, user, [{
+        conversationHex: hex,
+        prefsChange: true,
+        compute: async (cur, prefs) => {
+          // the records in hand cover (windowStart, head] only when they were added to the stored
+          // row; a recompute already counted everything (§3.2 (a) is then moot)
+          const windowStart = cur ? cur.headSeq : null;
+          const { row, recomputed } = await this.applyInHand(tenant, user, hex, inHand, cur, prefs);
+          if (!row) {
+            notVisible = true;
+            return null;
+          }
+          return change(row, { inHand: recomputed ? [] : inHand, windowStart: recomputed ? null : windowStart, userHex, tenant, user, hex });
+        },
+      }], { drivingEventId: `${name}:${newUuid()}`, structural }).catch((err: unknown) => {
+        if (inHand.length > 0) this.restorePending(tenant, user, hex, inHand);
+        throw err;
+      });
+      if (notVisible || !out || out.rows.length === 0) throw new PermissionDeniedError();
+      return out.rows[0]!;
+    });
+  }
+
+  /** Moves base to its new value with the three-state update (§3.2), recomputing for (c). */
+  private async rebase(r: RowState, ctx: { inHand: InHandEntry[]; windowStart: number | null; userHex: string; tenant: Uuid; user: Uuid; hex: string }, cause: string): Promise<RowState | null> {
+    if (moveBase(r, baseOf(r), ctx.inHand, ctx.windowStart, ctx.userHex)) return r;
+    return this.recompute(ctx.tenant, ctx.user, ctx.hex, prefsOf(r), r, cause);
+  }
+
+  /**
+   * The read position moved (ConversationService.markRead's hook). A read to a position before the
+   * head (another device, §3.4) is a recompute or a decrement, never a clear.
+   */
+  async readMoved(tenant: Uuid, conversation: Uuid, user: Uuid, readSeq: number): Promise<ConversationRow | null> {
+    try {
+      return await this.action(tenant, user, conversation, "read", false, (r, ctx) => {
+        r.read = Math.max(r.read, readSeq);
+        return this.rebase(r, ctx, "read");
+      });
+    } catch (err) {
+      if (err instanceof PermissionDeniedError) return null;
+      throw err;
+    }
+  }
+
+  /** Clear history (§7): hidden_before = the head; the conversation stays in the list, unread 0. */
+  clear(tenant: string, user: string, conversation: string): Promise<ConversationRow> {
+    return this.action(tenant, user, conversation, "clear", false, async (r, ctx) => {
+      const fresh = await this.recompute(ctx.tenant, ctx.user, ctx.hex, prefsOf(r), r, "clear");
+      if (!fresh) return null;
+      fresh.hidden = Math.max(fresh.hidden, fresh.headSeq);
+      return this.rebase(fresh, { ...ctx, inHand: [], windowStart: null }, "clear");
+    });
+  }
+
+  /** Delete (§7): deleted_before = the head; the conversation leaves the list until a newer message. */
+  delete(tenant: string, user: string, conversation: string): Promise<ConversationRow> {
+    return this.action(tenant, user, conversation, "delete", true, async (r, ctx) => {
+      const fresh = await this.recompute(ctx.tenant, ctx.user, ctx.hex, prefsOf(r), r, "delete");
+      if (!fresh) return null;
+      fresh.deleted = Math.max(fresh.deleted, fresh.headSeq, 1);
+      return this.rebase(fresh, { ...ctx, inHand: [], windowStart: null }, "delete");
+    });
+  }
+
+  pin(tenant: string, user: string, conversation: string, opts: { rank?: number } = {}): Promise<ConversationRow> {
+    const rank = opts.rank ?? 0;
+    if (!Number.isSafeInteger(rank) || rank < 0 || rank > 0xffffffff) throw new InvalidArgumentError("rank", "pin rank must be an integer from 0 to 4294967295");
+    return this.action(tenant, user, conversation, "pin", true, (r) => ({ ...r, pinRank: rank }));
+  }
+
+  unpin(tenant: string, user: string, conversation: string): Promise<ConversationRow> {
+    return this.action(tenant, user, conversation, "unpin", true, (r) => ({ ...r, pinRank: null }));
+  }
+
+  mute(tenant: string, user: string, conversation: string): Promise<ConversationRow> {
+    return this.action(tenant, user, conversation, "mute", false, (r) => ({ ...r, muted: true }));
+  }
+
+  unmute(tenant: string, user: string, conversation: string): Promise<ConversationRow> {
+    return this.action(tenant, user, conversation, "unmute", false, (r) => ({ ...r, muted: false }));
+  }
+
+  archive(tenant: string, user: string, conversation: string): Promise<ConversationRow> {
+    return this.action(tenant, user, conversation, "archive", true, (r) => ({ ...r, archived: true }));
+  }
+
+  unarchive(tenant: string, user: string, conversation: string): Promise<ConversationRow> {
+    return this.action(tenant, user, conversation, "unarchive", true, (r) => ({ ...r, archived: false }));
+  }
+
+  // ---- reconcile, rebuild, audit ----
+
+  /** Every conversation the user has a row, a choice, a projection entry or an authority row for. */
+  private async conversationsOf(tenant: Uuid, user: Uuid): Promise<string[]> {
+    const k = this.listKeys(tenant, user);
+    const pk = userKeys(this.keys, tenant, user);
+    const [res, registered] = await Promise.all([
+      this.store.clientFor(k.tag).multi().hkeys(k.rows).hkeys(k.prefs).zrange(pk.convs, "0", "-1").exec(),
+      this.authority.conversations(tenant, user),
+    ]);
+    const all = new Set<string>();
+    for (const [, v] of res ?? []) for (const c of v as string[]) all.add(c);
+    for (const r of registered) all.add(uuidToHex(r.conversation));
+    return [...all].sort();
+  }
+
+  /**
+   * Reconcile (§3.4: new device or login, checkpoint rollback replay): every row recomputed from
+   * the authority, the user's choices kept, the badge recomputed in full (§4) in the same step.
+   */
+  async reconcile(tenantIn: string, userIn: string): Promise<ReconcileResult> {
+    const tenant = parseUuid(tenantIn, "tenant");
+    const user = parseUuid(userIn, "user");
+    const [convs, before] = await Promise.all([this.conversationsOf(tenant, user), this.badgeIfStored(tenant, user)]);
+    return this.withUser(tenant, user, async () => {
+      const drift = { rows: 0, unread: 0, mentions: 0, badgeBefore: before };
+      const staged: Staged[] = convs.map((hex) => ({
+        conversationHex: hex,
+        compute: async (cur, prefs) => {
+          this.takePending(tenant, user, hex);
+          const r = await this.recompute(tenant, user, hex, prefs, cur, "reconcile");
+          if (r && cur && (r.unread !== cur.unread || r.mentions !== cur.mentions || r.lastActivityId !== cur.lastActivityId)) {
+            drift.rows++;
+            drift.unread += Math.abs(r.unread - cur.unread);
+            drift.mentions += Math.abs(r.mentions - cur.mentions);
+          }
+          if (r) r.headSeq = Math.max(r.headSeq, r.lastActivitySeq);
+          return r;
+        },
+      }));
+      const change = await this.write(tenant, user, staged, { drivingEventId: `reconcile:${newUuid()}`, structural: true, fullBadge: true });
+      const rows = (change?.rows ?? []).filter((r) => !r.deleted);
+      const badge = change?.badge ?? (await this.badge(tenant, user));
+      return { rows, badge, drift };
+    });
+  }
+
+  private async badgeIfStored(tenant: Uuid, user: Uuid): Promise<BadgeState | null> {
+    const k = this.listKeys(tenant, user);
+    const res = await this.store.clientFor(k.tag).multi().hgetall(k.badge).get(k.version).exec();
+    const b = (res?.[0]?.[1] ?? {}) as Record<string, string>;
+    if (b.total_unread === undefined) return null;
+    return { totalUnread: Number(b.total_unread), totalMention: Number(b.total_mention), mutedUnread: Number(b.muted_unread), version: Number((res?.[1]?.[1] as string | null) ?? 0) };
+  }
+
+  /** Drops the user's projection rows and badge (J-6 "delete every projection row"); keeps their choices and version. */
+  async wipeUser(tenantIn: string, userIn: string): Promise<void> {
+    const tenant = parseUuid(tenantIn, "tenant");
+    const user = parseUuid(userIn, "user");
+    const k = this.listKeys(tenant, user);
+    await this.withUser(tenant, user, () => this.store.clientFor(k.tag).multi().del(k.rows).del(k.badge).exec());
+  }
+
+  /** Rebuild (J-6): wipe the rows and badge, then reconcile from the authority, the history and the user's choices. */
+  async rebuild(tenant: string, user: string): Promise<ReconcileResult> {
+    await this.wipeUser(tenant, user);
+    return this.reconcile(tenant, user);
+  }
+
+  /**
+   * The unread audit (§3.4): rows with unread and no activity for `idleMs`, sampled at
+   * `sampleRate`, compared with the definition. Reports drift and sets unread_drift_ratio; it
+   * corrects nothing (reconcile does). Users are found with SCAN (an audit, not a serving path).
+   */
+  async audit(opts: { sampleRate?: number; idleMs?: number; random?: () => number; maxDrifts?: number } = {}): Promise<UnreadAuditReport> {
+    const sampleRate = opts.sampleRate ?? UNREAD_AUDIT_SAMPLE_RATE;
+    const idleMs = opts.idleMs ?? UNREAD_AUDIT_IDLE_MS;
+    if (!(sampleRate > 0 && sampleRate <= 1)) throw new InvalidArgumentError("sampleRate", "sample rate must be in (0, 1]");
+    if (!Number.isSafeInteger(idleMs) || idleMs < 0) throw new InvalidArgumentError("idleMs", "idle time must be an integer ≥ 0 (ms)");
+    const random = opts.random ?? Math.random;
+    const now = this.now();
+    const report: UnreadAuditReport = { sampleRate, idleMs, usersScanned: 0, candidates: 0, sampled: 0, drifted: 0, driftRatio: 0, drifts: [] };
+    const pattern = listRowsPattern(this.keys);
+    const re = /:clrows:([0-9a-f]{32}):([0-9a-f]{32})$/;
+    for (const client of this.store.dataNodes()) {
+      let cursor = "0";
+      do {
+        const [next, found] = await client.scan(cursor, "MATCH", pattern, "COUNT", 500);
+        cursor = next;
+        for (const key of found) {
+          const m = re.exec(key);
+          if (!m) continue;
+          const tenant = hexToUuid(m[1]!);
+          const user = hexToUuid(m[2]!);
+          report.usersScanned++;
+          const raw = await client.hgetall(key);
+          for (const [hex, v] of Object.entries(raw)) {
+            const r = decodeRow(v);
+            if (r.unread === 0 || now - r.lastActivityAt < idleMs) continue;
+            report.candidates++;
+            if (random() >= sampleRate) continue;
+            report.sampled++;
+            const def = await this.recompute(tenant, user, hex, prefsOf(r), r, "audit");
+            const defUnread = def?.unread ?? 0;
+            const defMentions = def?.mentions ?? 0;
+            if (defUnread !== r.unread || defMentions !== r.mentions) {
+              report.drifted++;
+              if (report.drifts.length < (opts.maxDrifts ?? 100)) {
+                report.drifts.push({ tenant, user, conversation: hexToUuid(hex), cachedUnread: r.unread, definitionalUnread: defUnread, cachedMentions: r.mentions, definitionalMentions: defMentions });
+              }
+            }
+          }
+        }
+      } while (cursor !== "0");
+    }
+    report.driftRatio = report.sampled === 0 ? 0 : report.drifted / report.sampled;
+    metrics.driftRatio.set(report.driftRatio);
+    return report;
+  }
+}

@@ -1,0 +1,67 @@
+--[[
+  The definitional row of one (user, conversation) from the authority (spec 002 §3.1, §3.3): the
+  bounded recompute of the three-state update (§3.2 (c)), of reconcile (§3.4), of the rebuild
+  (J-6) and of the unread audit. Reads only; the caller writes the row on the user's tag.
+    base   = max(read_seq, hidden_before, joined_at, deleted_before)
+    unread = |{ m : base < m.seq <= head.seq, m.sender != u, m.counts_unread }|
+    head   = the newest record the user may see: joined_at < seq, and seq < left_at after a leave
+  mentions: the counting messages of that range whose mention list (field 9) names u, with the
+  first one's seq. When head - base exceeds the cap (unread_precise_limit) unread = cap and
+  exact = 0, and mentions are counted over the newest `cap` records only.
+
+  KEYS[1] grpmembers  hash: user hex -> "joinedAt|leftAt|state"
+  KEYS[2] hist        zset: the conversation history
+  KEYS[3] readseq     hash: user hex -> read_conversation_seq
+
+  ARGV[1] user (32 hex)
+  ARGV[2] hidden_before_conversation_seq
+  ARGV[3] deleted_before_conversation_seq
+  ARGV[4] cap (unread_precise_limit, 200)
+
+  Returns {0, joinedAt, leftAt (-1), state, readSeq, headSeq, headMessageId ("" none),
+           headCreatedAt (0 none), unread, exact, mentions, mentionFirst (-1 none)}
+          {-5}  not visible: never a member, or no such group
+]]
+--- @include "includes/parseMember"
+--- @include "includes/histField"
+--- @include "includes/visibleBounds"
+
+local user = ARGV[1]
+local cap = tonumber(ARGV[4])
+local joinedAt, upper, leftAt, state = visibleBounds(KEYS[1], user)
+if not joinedAt then return {-5} end
+local readSeq = tonumber(redis.call("HGET", KEYS[3], user) or "0")
+local head = redis.call("ZREVRANGEBYSCORE", KEYS[2], upper, "(" .. joinedAt, "WITHSCORES", "LIMIT", 0, 1)
+local headSeq, headId, headAt = joinedAt, "", 0
+if #head > 0 then
+  headSeq = tonumber(head[2]); headId = histField(head[1], 2); headAt = tonumber(histField(head[1], 6))
+end
+local base = math.max(readSeq, joinedAt, tonumber(ARGV[2]), tonumber(ARGV[3]))
+local function mentions(field)
+  if not field or field == "" then return false end
+  local at = 1
+  while true do
+    local i = string.find(field, user, at, true)
+    if not i then return false end
+    if (i - 1) % 32 == 0 then return true end
+    at = i + 1
+  end
+end
+local unread, exact, mcount, mfirst = 0, 1, 0, -1
+local from = base
+if headSeq - base > cap then
+  unread, exact = cap, 0
+  from = headSeq - cap
+end
+if headSeq > base then
+  for _, e in ipairs(redis.call("ZRANGEBYSCORE", KEYS[2], "(" .. from, headSeq)) do
+    if histField(e, 3) ~= user and histField(e, 5) == "1" then
+      if exact == 1 then unread = unread + 1 end
+      if mentions(histField(e, 9)) then
+        mcount = mcount + 1
+        if mfirst < 0 then mfirst = tonumber(histField(e, 1)) end
+      end
+    end
+  end
+end
+return {0, joinedAt, leftAt or -1, state, readSeq, headSeq, headId, headAt, unread, exact, mcount, mfirst}

@@ -1,5 +1,6 @@
 import type * as grpc from "@grpc/grpc-js";
 import { AuditServiceClient, AuditServiceService } from "./gen/qim/admin/v1/audit.js";
+import { ConversationListServiceClient, ConversationListServiceService } from "./gen/qim/admin/v1/conversation_list.js";
 import { DispatchServiceClient, DispatchServiceService } from "./gen/qim/admin/v1/dispatch.js";
 import { DrillServiceClient, DrillServiceService } from "./gen/qim/admin/v1/drill.js";
 import { GroupServiceClient, GroupServiceService } from "./gen/qim/admin/v1/groups.js";
@@ -22,6 +23,7 @@ export const SERVICE_CATALOG = [
   { name: "qim.admin.v1.DispatchService", definition: DispatchServiceService, client: DispatchServiceClient, rename: { audit: "auditDispatch" } },
   { name: "qim.admin.v1.DrillService", definition: DrillServiceService, client: DrillServiceClient, rename: {} },
   { name: "qim.admin.v1.ObserveService", definition: ObserveServiceService, client: ObserveServiceClient, rename: {} },
+  { name: "qim.admin.v1.ConversationListService", definition: ConversationListServiceService, client: ConversationListServiceClient, rename: {} },
 ] as const satisfies readonly CatalogEntry[];
 
 export interface CatalogEntry {

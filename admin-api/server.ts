@@ -512,6 +512,7 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
       diagnostics?.stop();
       observer.close();
       audit.stopFollowers();
+      runtime.sessionView.closeWatchers();
       await denyList?.close();
       await new Promise<void>((resolve) => server.tryShutdown(() => resolve()));
       await runtime.stop();

@@ -1,6 +1,7 @@
 import type { Role } from "../auth.js";
 import type { AdminService } from "../rpc.js";
 import { auditService } from "./audit-log.js";
+import { conversationListService } from "./conversation-list.js";
 import { dispatchService } from "./dispatch.js";
 import { drillService } from "./drill.js";
 import { groupService } from "./groups.js";
@@ -21,6 +22,7 @@ export const SERVICES: readonly AdminService[] = [
   dispatchService,
   drillService,
   observeService,
+  conversationListService,
 ] as unknown as readonly AdminService[];
 
 /** Which roles may call which RPC, by full method path, from each RPC's declaration (for tests and tools; the server reads each declaration). */

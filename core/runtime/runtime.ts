@@ -7,6 +7,7 @@ import {
 } from "../projection/index.js";
 import type { RedisStore } from "../store/index.js";
 import { ConversationList, type ConversationListStackOptions } from "../conversation-list/index.js";
+import { SessionView, type SessionViewOptions } from "../session-view/index.js";
 
 /** The dispatch log's identity when none is configured. */
 export const DEFAULT_DISPATCH: DispatchIdentity = { clusterId: "qim", topicId: "dispatch", partitionCount: 8 };
@@ -43,6 +44,8 @@ export interface RuntimeOptions {
   projection?: ProjectionStackOptions;
   /** The conversation-list engine (spec 002 §3–§8): options of its state engine and compaction consumer. */
   conversationList?: ConversationListStackOptions;
+  /** The session view over it (spec 002 §5, §6): snapshot bounds, merge window. */
+  sessionView?: SessionViewOptions;
   relay?: Omit<RelayOptions, "onAppended">;
   /** The relay's sweep of every bucket every N ms; 0: no background relay (the owner drains it). */
   relayIntervalMs?: number;
@@ -65,6 +68,7 @@ export class EngineRuntime {
   readonly relay: OutboxRelay;
   readonly projection: ProjectionStack;
   readonly conversationList: ConversationList;
+  readonly sessionView: SessionView;
   readonly modules: readonly RuntimeModule[];
   private readonly ownsAuthority: boolean;
   private started: RuntimeModule[] = [];
@@ -92,6 +96,7 @@ export class EngineRuntime {
       { ...(opts.log ? { compactor: { log: opts.log } } : {}), ...opts.conversationList },
     );
     relayRef.list = this.conversationList;
+    this.sessionView = new SessionView(this.conversationList.service, opts.sessionView);
     this.modules = (opts.modules ?? []).map((make) => make(this));
   }
 
@@ -103,6 +108,7 @@ export class EngineRuntime {
   async start(): Promise<ProjectionStartReport> {
     const report = await this.projection.start();
     await this.conversationList.start();
+    this.sessionView.start();
     const interval = this.opts.relayIntervalMs ?? DEFAULT_RELAY_INTERVAL_MS;
     if (interval > 0) this.relay.start(interval);
     try {
@@ -122,6 +128,7 @@ export class EngineRuntime {
     for (const m of this.started.reverse()) await m.stop?.();
     this.started = [];
     await this.relay.stop();
+    this.sessionView.stop();
     await this.conversationList.stop();
     await (this.ownsAuthority ? this.projection.close() : this.projection.stop());
   }

@@ -13,12 +13,13 @@ export interface PageCursor extends SortKey {
 }
 
 const NO_ACTIVITY = new Uint8Array(16);
-const UUID_TEXT = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const HEX32 = /^[0-9a-f]{32}$/;
 
+/** last_activity_id as the rows hold it (32 lowercase hex of the message id; "" when none) to its 16 bytes. */
 function activityBytes(id: string): Uint8Array {
   if (id === "") return NO_ACTIVITY;
-  if (!UUID_TEXT.test(id)) throw new Error(`last_activity_id ${JSON.stringify(id)} is not a message id`);
-  return uuidToBytes(id as Uuid);
+  if (!HEX32.test(id)) throw new Error(`last_activity_id ${JSON.stringify(id)} is not a message id`);
+  return Buffer.from(id, "hex");
 }
 
 export function encodeCursor(c: PageCursor): string {
@@ -64,6 +65,6 @@ export function decodeCursor(text: string): PageCursor {
   if (revision === undefined || revision < 1n || revision > BigInt(Number.MAX_SAFE_INTEGER)) bad("no snapshot revision");
   if (zone !== ZONE.PINNED && zone !== ZONE.NORMAL) bad("no zone");
   if (activity?.length !== 16 || conversation?.length !== 16) bad("ids are not 16 bytes");
-  const lastActivityId = Buffer.from(activity).equals(NO_ACTIVITY) ? "" : bytesToUuid(activity);
+  const lastActivityId = Buffer.from(activity).equals(NO_ACTIVITY) ? "" : Buffer.from(activity).toString("hex");
   return { snapshotRevision: Number(revision), zone: zone as Zone, pinRank: zone === ZONE.PINNED ? pinRank : 0, lastActivityId, conversation: bytesToUuid(conversation) };
 }

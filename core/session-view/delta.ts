@@ -11,7 +11,7 @@
  */
 import type { Uuid } from "../base/index.js";
 import { metrics } from "./metrics.js";
-import type { BadgeState, ConversationChange, ConversationRow } from "./rows.js";
+import type { SessionBadge, SessionChange, SessionRow } from "./rows.js";
 
 /** `session_delta_merge_window` (spec 002 §5.1: 100–200 ms). */
 export const SESSION_DELTA_MERGE_WINDOW_MS = 150;
@@ -28,6 +28,8 @@ export interface SessionDeltaRow {
   pinRank: number | null;
   muted: boolean;
   archived: boolean;
+  hiddenBeforeSeq: number;
+  deletedBeforeSeq: number;
   /** Left the list (deleted, spec 002 §7): the client removes it. */
   deleted: boolean;
 }
@@ -56,14 +58,15 @@ export interface BadgeFrame {
 
 export type SessionFrame = SessionDeltaFrame | BadgeFrame;
 
-export function deltaRow(r: ConversationRow): SessionDeltaRow {
+export function deltaRow(r: SessionRow): SessionDeltaRow {
   return {
     conversation: r.conversation, lastActivityId: r.lastActivityId, headSeq: r.headSeq, unread: r.unread, unreadExact: r.unreadExact,
-    mentions: r.mentions, mentionFirstSeq: r.mentionFirstSeq, pinRank: r.pinRank, muted: r.muted, archived: r.archived, deleted: r.deleted,
+    mentions: r.mentions, mentionFirstSeq: r.mentionFirstSeq, pinRank: r.pinRank, muted: r.muted, archived: r.archived,
+    hiddenBeforeSeq: r.hiddenBeforeSeq, deletedBeforeSeq: r.deletedBeforeSeq, deleted: r.deleted,
   };
 }
 
-export function badgeFrame(tenant: Uuid, user: Uuid, badge: BadgeState, drivingEventId: string): BadgeFrame {
+export function badgeFrame(tenant: Uuid, user: Uuid, badge: SessionBadge, drivingEventId: string): BadgeFrame {
   return { kind: "badge", tenant, user, version: badge.version, previousVersion: 0, drivingEventId, totalUnread: badge.totalUnread, totalMention: badge.totalMention, mutedUnread: badge.mutedUnread };
 }
 
@@ -88,17 +91,20 @@ function ordered(p: Pending): SessionFrame[] {
  */
 export class SessionDeltaMerger {
   private readonly pending = new Map<string, Pending>();
-  private readonly watchers = new Map<string, Set<{ listener: Listener; sent: number }>>();
+  private readonly watchers = new Map<string, Set<{ listener: Listener; closed: () => void; sent: number }>>();
   private timer: NodeJS.Timeout | null = null;
 
   constructor(private readonly windowMs: number = SESSION_DELTA_MERGE_WINDOW_MS) {}
 
-  /** Sends `listener` every frame of the user from now on; returns the unsubscribe. */
-  watch(tenant: Uuid, user: Uuid, listener: Listener): () => void {
+  /**
+   * Sends `listener` every frame of the user from now on, until the unsubscribe it returns is
+   * called; `closed` runs when the merger closes every watch (a server shutting down).
+   */
+  watch(tenant: Uuid, user: Uuid, listener: Listener, closed: () => void = () => {}): () => void {
     const key = `${tenant}:${user}`;
     let set = this.watchers.get(key);
     if (!set) this.watchers.set(key, (set = new Set()));
-    const w = { listener, sent: 0 };
+    const w = { listener, closed, sent: 0 };
     set.add(w);
     return () => {
       set.delete(w);
@@ -118,7 +124,7 @@ export class SessionDeltaMerger {
   }
 
   /** Takes a change of the conversation-list engine into the window (overwrite by newer version). */
-  push(change: ConversationChange): void {
+  push(change: SessionChange): void {
     const key = `${change.tenant}:${change.user}`;
     if (!this.watchers.has(key)) return;
     let p = this.pending.get(key);
@@ -154,8 +160,16 @@ export class SessionDeltaMerger {
     }
   }
 
-  stop(): void {
+  /** Sends what the window holds, then ends every watch (their `closed`). */
+  closeAll(): void {
     this.flush();
+    const all = [...this.watchers.values()].flatMap((set) => [...set]);
     this.watchers.clear();
+    this.pending.clear();
+    for (const w of all) w.closed();
+  }
+
+  stop(): void {
+    this.closeAll();
   }
 }

@@ -4,7 +4,7 @@
  * conversation_id ASC. One key type and one comparison serve the sort and the keyset cursor, so
  * that "strictly after the cursor" is the same relation the snapshot is sorted by.
  */
-import type { ConversationRow } from "./rows.js";
+import type { SessionRow } from "./rows.js";
 
 export const ZONE = { PINNED: 1, NORMAL: 2 } as const;
 export type Zone = (typeof ZONE)[keyof typeof ZONE];
@@ -13,12 +13,12 @@ export interface SortKey {
   zone: Zone;
   /** Meaningful in the pinned zone only (0 in the normal zone). */
   pinRank: number;
-  /** UUID text of the latest activity, "" when none (sorts after every id). */
+  /** 32 hex of the latest activity's message id, "" when none (sorts after every id). */
   lastActivityId: string;
   conversation: string;
 }
 
-export function sortKey(row: Pick<ConversationRow, "pinRank" | "lastActivityId" | "conversation">): SortKey {
+export function sortKey(row: Pick<SessionRow, "pinRank" | "lastActivityId" | "conversation">): SortKey {
   return row.pinRank === null
     ? { zone: ZONE.NORMAL, pinRank: 0, lastActivityId: row.lastActivityId, conversation: row.conversation }
     : { zone: ZONE.PINNED, pinRank: row.pinRank, lastActivityId: row.lastActivityId, conversation: row.conversation };
@@ -32,6 +32,6 @@ export function compareKeys(a: SortKey, b: SortKey): number {
   return a.conversation < b.conversation ? -1 : a.conversation > b.conversation ? 1 : 0;
 }
 
-export function compareRows(a: ConversationRow, b: ConversationRow): number {
+export function compareRows(a: SessionRow, b: SessionRow): number {
   return compareKeys(sortKey(a), sortKey(b));
 }

@@ -1,17 +1,17 @@
 /**
- * What this module reads from the conversation-list engine (core/conversation-list, issue 12 part
- * 1): the per (user, conversation) rows, the per-user badge and its change feed. Declared here as
- * the narrow surface the snapshot, the deltas and the watch need, so that any engine with these
- * members serves them (the real ConversationListService does; tests of the pure parts build rows
- * by hand).
+ * What this module reads from the conversation-list engine (core/conversation-list): the per
+ * (user, conversation) rows, the per-user badge and its change feed. Declared here as the narrow
+ * structural surface the snapshot, the deltas and the watch need: ConversationListService has it
+ * (the runtime passes it in, so the compiler holds the two together), and the tests of the pure
+ * parts build rows by hand without the engine's other fields.
  */
 import type { Uuid } from "../base/index.js";
 
-export interface ConversationRow {
+export interface SessionRow {
   tenant: Uuid;
   user: Uuid;
   conversation: Uuid;
-  /** The message id (UUIDv7) of the latest visible activity, sortable as text; "" when none. */
+  /** 32 lowercase hex of the newest visible record's message id (a UUIDv7: sortable as text); "" when none. */
   lastActivityId: string;
   lastActivitySeq: number;
   headSeq: number;
@@ -29,18 +29,18 @@ export interface ConversationRow {
   version: number;
 }
 
-export interface BadgeState {
+export interface SessionBadge {
   totalUnread: number;
   totalMention: number;
   mutedUnread: number;
   version: number;
 }
 
-export interface ConversationChange {
+export interface SessionChange {
   tenant: Uuid;
   user: Uuid;
-  rows: ConversationRow[];
-  badge: BadgeState;
+  rows: SessionRow[];
+  badge: SessionBadge;
   /** The per-user projection version after the change. */
   version: number;
   drivingEventId: string;
@@ -50,7 +50,7 @@ export interface ConversationChange {
 
 /** The part of the conversation-list engine the session view reads. */
 export interface ConversationRowSource {
-  rows(tenant: string, user: string): Promise<ConversationRow[]>;
-  badge(tenant: string, user: string): Promise<BadgeState>;
-  onChange(listener: (change: ConversationChange) => void): () => void;
+  rows(tenant: string, user: string): Promise<SessionRow[]>;
+  badge(tenant: string, user: string): Promise<SessionBadge>;
+  onChange(listener: (change: SessionChange) => void): () => void;
 }

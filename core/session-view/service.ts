@@ -1,5 +1,4 @@
 import { parseUuid, type Uuid } from "../base/index.js";
-import type { RuntimeModule } from "../runtime/index.js";
 import { badgeFrame, SessionDeltaMerger, SESSION_DELTA_MERGE_WINDOW_MS, type SessionFrame } from "./delta.js";
 import type { ConversationRowSource } from "./rows.js";
 import { SnapshotCache, type SnapshotOptions, type SnapshotPage } from "./snapshot.js";
@@ -15,10 +14,10 @@ export interface SessionViewOptions {
 /**
  * The conversation list as clients see it (spec 002 §5, §6): pages of the in-memory snapshot and
  * the SESSION_DELTA stream of a user, both fed by one subscription to the conversation-list
- * engine's changes. A RuntimeModule: start subscribes, stop unsubscribes, flushes the window and
- * drops every snapshot.
+ * engine's changes. Built by the runtime over core/conversation-list: start subscribes, stop
+ * unsubscribes, flushes the window, ends every watch and drops every snapshot.
  */
-export class SessionView implements RuntimeModule {
+export class SessionView {
   readonly name = "session-view";
   readonly snapshots: SnapshotCache;
   readonly merger: SessionDeltaMerger;
@@ -47,6 +46,11 @@ export class SessionView implements RuntimeModule {
     this.snapshots.clear();
   }
 
+  /** Ends every watch (a server shutting down ends its streams before it stops the engine). */
+  closeWatchers(): void {
+    this.merger.closeAll();
+  }
+
   page(tenant: string, user: string, opts: { cursor?: string; limit?: number } = {}): Promise<SnapshotPage> {
     return this.snapshots.page(tenant, user, opts);
   }
@@ -55,10 +59,10 @@ export class SessionView implements RuntimeModule {
    * Streams the user's frames to `listener`: first the current badge (so a watcher knows where it
    * starts), then every delta and badge frame after the merge window. Returns the unsubscribe.
    */
-  async watch(tenantIn: string, userIn: string, listener: (frame: SessionFrame) => void): Promise<() => void> {
+  async watch(tenantIn: string, userIn: string, listener: (frame: SessionFrame) => void, closed?: () => void): Promise<() => void> {
     const tenant: Uuid = parseUuid(tenantIn, "tenant");
     const user: Uuid = parseUuid(userIn, "user");
-    const stop = this.merger.watch(tenant, user, listener);
+    const stop = this.merger.watch(tenant, user, listener, closed);
     try {
       const badge = await this.source.badge(tenant, user);
       this.merger.sendNow(tenant, user, listener, badgeFrame(tenant, user, badge, ""));

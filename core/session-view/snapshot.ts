@@ -17,7 +17,7 @@ import { InvalidArgumentError, parseUuid } from "../base/index.js";
 import { decodeCursor, encodeCursor, type PageCursor } from "./cursor.js";
 import { metrics } from "./metrics.js";
 import { compareKeys, compareRows, sortKey, type SortKey } from "./order.js";
-import type { ConversationChange, ConversationRow, ConversationRowSource } from "./rows.js";
+import type { SessionChange, SessionRow, ConversationRowSource } from "./rows.js";
 
 /** `snapshot_ttl` (spec 002 §6.1): 5 min, counted from the last page served. */
 export const SNAPSHOT_TTL_MS = 5 * 60_000;
@@ -40,7 +40,7 @@ export interface SnapshotOptions {
 }
 
 export interface SnapshotPage {
-  rows: ConversationRow[];
+  rows: SessionRow[];
   /** The cursor of the page after this one; null on the last page. */
   nextCursor: string | null;
   snapshotRevision: number;
@@ -56,14 +56,14 @@ export interface SnapshotPage {
 
 interface UserSnapshot {
   revision: number;
-  rows: ConversationRow[];
-  byConversation: Map<string, ConversationRow>;
+  rows: SessionRow[];
+  byConversation: Map<string, SessionRow>;
   truncated: boolean;
   usedAt: number;
 }
 
 /** Index of the first row whose key is strictly after `key`. */
-function firstAfter(rows: readonly ConversationRow[], key: SortKey): number {
+function firstAfter(rows: readonly SessionRow[], key: SortKey): number {
   let lo = 0;
   let hi = rows.length;
   while (lo < hi) {
@@ -82,7 +82,7 @@ export class SnapshotCache {
   private readonly now: () => number;
   /** In least-recently-used order (a use moves an entry to the end). */
   private readonly snapshots = new Map<string, UserSnapshot>();
-  private readonly loading = new Map<string, { promise: Promise<UserSnapshot>; changes: ConversationChange[] }>();
+  private readonly loading = new Map<string, { promise: Promise<UserSnapshot>; changes: SessionChange[] }>();
   private readonly revisions = new Map<string, number>();
   private rowsHeld = 0;
 
@@ -117,7 +117,7 @@ export class SnapshotCache {
   }
 
   /** Applies a change of the conversation-list engine to the user's snapshot, if one is held or loading. */
-  apply(change: ConversationChange): void {
+  apply(change: SessionChange): void {
     const key = `${change.tenant}:${change.user}`;
     const pending = this.loading.get(key);
     if (pending) pending.changes.push(change);
@@ -164,7 +164,7 @@ export class SnapshotCache {
    * leaves the list. Returns whether the order's structure changed (a structural change, or a row
    * whose zone or pin rank moved): then the caller issues a new revision.
    */
-  private applyRows(snap: UserSnapshot, change: ConversationChange): boolean {
+  private applyRows(snap: UserSnapshot, change: SessionChange): boolean {
     let structural = change.structural;
     for (const row of change.rows) {
       const held = snap.byConversation.get(row.conversation);
@@ -187,7 +187,7 @@ export class SnapshotCache {
     return structural;
   }
 
-  private indexOf(snap: UserSnapshot, row: ConversationRow): number {
+  private indexOf(snap: UserSnapshot, row: SessionRow): number {
     const i = firstAfter(snap.rows, sortKey(row)) - 1;
     if (snap.rows[i] !== row) throw new Error("snapshot out of order");
     return i;
@@ -213,7 +213,7 @@ export class SnapshotCache {
     if (held) this.drop(key, held);
     const inFlight = this.loading.get(key);
     if (inFlight) return inFlight.promise;
-    const entry = { promise: this.load(key, tenant, user), changes: [] as ConversationChange[] };
+    const entry = { promise: this.load(key, tenant, user), changes: [] as SessionChange[] };
     this.loading.set(key, entry);
     try {
       return await entry.promise;

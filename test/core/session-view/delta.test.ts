@@ -11,19 +11,19 @@ import { describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import { existsSync } from "node:fs";
 import { parseUuid, type Uuid } from "../../../core/index.js";
-import { SessionDeltaApplier, SessionDeltaMerger, type BadgeState, type ConversationChange, type ConversationRow, type SessionDeltaFrame, type SessionFrame } from "../../../core/session-view/index.js";
+import { SessionDeltaApplier, SessionDeltaMerger, type SessionBadge, type SessionChange, type SessionRow, type SessionDeltaFrame, type SessionFrame } from "../../../core/session-view/index.js";
 
 const tenant = parseUuid("00000000-0000-4000-8000-0000000000aa", "t");
 const user = parseUuid("00000000-0000-4000-8000-0000000000bb", "u");
 const conv = (n: number): Uuid => parseUuid(`00000000-0000-4000-8000-${n.toString(16).padStart(12, "0")}`, "c");
 
-function row(c: number, version: number, unread: number, mentions = 0): ConversationRow {
+function row(c: number, version: number, unread: number, mentions = 0): SessionRow {
   return {
     tenant, user, conversation: conv(c), lastActivityId: "", lastActivitySeq: version, headSeq: version, unread, unreadExact: true, mentions, mentionFirstSeq: mentions > 0 ? 1 : null,
     pinRank: null, muted: false, archived: false, hiddenBeforeSeq: 0, deletedBeforeSeq: 0, deleted: false, version,
   };
 }
-function change(rows: ConversationRow[], badge: Omit<BadgeState, "version">): ConversationChange {
+function change(rows: SessionRow[], badge: Omit<SessionBadge, "version">): SessionChange {
   const version = Math.max(...rows.map((r) => r.version));
   return { tenant, user, rows, badge: { ...badge, version }, version, drivingEventId: `ev-${version}`, structural: false };
 }
@@ -31,7 +31,7 @@ function frame(c: number, version: number, unread: number, previousVersion: numb
   const r = row(c, version, unread, mentions);
   return {
     kind: "delta", tenant, user, version, previousVersion, drivingEventId: `ev-${version}`,
-    row: { conversation: r.conversation, lastActivityId: "", headSeq: version, unread, unreadExact: true, mentions, mentionFirstSeq: r.mentionFirstSeq, pinRank: null, muted: false, archived: false, deleted: false },
+    row: { conversation: r.conversation, lastActivityId: "", headSeq: version, unread, unreadExact: true, mentions, mentionFirstSeq: r.mentionFirstSeq, pinRank: null, muted: false, archived: false, hiddenBeforeSeq: 0, deletedBeforeSeq: 0, deleted: false },
   };
 }
 

@@ -6,32 +6,32 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { InvalidArgumentError, parseUuid, type Uuid } from "../../../core/index.js";
-import { decodeCursor, encodeCursor, SnapshotCache, ZONE, type BadgeState, type ConversationChange, type ConversationRow } from "../../../core/session-view/index.js";
+import { decodeCursor, encodeCursor, SnapshotCache, ZONE, type SessionBadge, type SessionChange, type SessionRow } from "../../../core/session-view/index.js";
 
 const tenant = parseUuid("00000000-0000-4000-8000-0000000000aa", "t");
 const user = parseUuid("00000000-0000-4000-8000-0000000000bb", "u");
 /** Conversation ids whose text order is their letter order. */
 const conv = (n: number): Uuid => parseUuid(`00000000-0000-4000-8000-${n.toString(16).padStart(12, "0")}`, "c");
 /** Message ids whose text order is their number order. */
-const act = (n: number): string => `0190aaaa-0000-7000-8000-${n.toString(16).padStart(12, "0")}`;
+const act = (n: number): string => `0190aaaa000070008000${n.toString(16).padStart(12, "0")}`;
 
-function row(c: number, activity: number | null, pinRank: number | null, version = 1, extra: Partial<ConversationRow> = {}): ConversationRow {
+function row(c: number, activity: number | null, pinRank: number | null, version = 1, extra: Partial<SessionRow> = {}): SessionRow {
   return {
     tenant, user, conversation: conv(c), lastActivityId: activity === null ? "" : act(activity), lastActivitySeq: activity ?? 0, headSeq: activity ?? 0,
     unread: 0, unreadExact: true, mentions: 0, mentionFirstSeq: null, pinRank, muted: false, archived: false, hiddenBeforeSeq: 0, deletedBeforeSeq: 0, deleted: false, version, ...extra,
   };
 }
-const badge: BadgeState = { totalUnread: 0, totalMention: 0, mutedUnread: 0, version: 1 };
-const change = (rows: ConversationRow[], structural: boolean): ConversationChange => ({ tenant, user, rows, badge, version: Math.max(...rows.map((r) => r.version)), drivingEventId: "e", structural });
+const badge: SessionBadge = { totalUnread: 0, totalMention: 0, mutedUnread: 0, version: 1 };
+const change = (rows: SessionRow[], structural: boolean): SessionChange => ({ tenant, user, rows, badge, version: Math.max(...rows.map((r) => r.version)), drivingEventId: "e", structural });
 
 // A pinned rank 2; B, C pinned rank 1 (C newer); D, E normal with the same activity (D's id first); F older; G no activity.
 const A = 1, B = 2, C = 3, D = 4, E = 5, F = 6, G = 7;
-function rows(): ConversationRow[] {
+function rows(): SessionRow[] {
   return [row(A, 5, 2), row(B, 1, 1), row(C, 9, 1), row(D, 9, null), row(E, 9, null), row(F, 3, null), row(G, null, null)];
 }
-const names = (rs: readonly ConversationRow[]) => rs.map((r) => "?ABCDEFG"[Number.parseInt(r.conversation.slice(-12), 16)]).join("");
+const names = (rs: readonly SessionRow[]) => rs.map((r) => "?ABCDEFG"[Number.parseInt(r.conversation.slice(-12), 16)]).join("");
 
-function source(data: () => ConversationRow[]) {
+function source(data: () => SessionRow[]) {
   let loads = 0;
   return { rows: async () => (loads++, data()), get loads() { return loads; } };
 }

@@ -10,8 +10,8 @@ export const sampleRow: RowResult = {
   group, lastActivityId: "01a229547c1e7b3a9f002d5e8c1b4a6f", headConversationSeq: 7, unread: 2, unreadExact: true, mentions: 1, mentionFirstConversationSeq: 6,
   pinRank: 0, muted: false, archived: false, hiddenBeforeConversationSeq: 0, deletedBeforeConversationSeq: 0, deleted: false, version: 12,
 };
-const deleted: RowResult = { ...sampleRow, lastActivityId: null, unread: 0, mentions: 0, mentionFirstConversationSeq: null, pinRank: null, deletedBeforeConversationSeq: 7, deleted: true, version: 13 };
+export const deletedRow: RowResult = { ...sampleRow, lastActivityId: null, unread: 0, mentions: 0, mentionFirstConversationSeq: null, pinRank: null, deletedBeforeConversationSeq: 7, deleted: true, version: 13 };
 
-const of = (action: ActionName) => samplesOf<ResultOf<typeof ConversationClear>>({ user, group, action, row: sampleRow }, { user, group, action, row: deleted });
+const of = (action: ActionName) => samplesOf<ResultOf<typeof ConversationClear>>({ user, group, action, row: sampleRow }, { user, group, action, row: deletedRow });
 
 export const samples = Object.fromEntries((["clear", "delete", "pin", "unpin", "mute", "unmute", "archive", "unarchive"] as const).map((a) => [`conversation ${a}`, of(a)]));

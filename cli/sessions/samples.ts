@@ -2,7 +2,7 @@
 import type Sessions from "../commands/sessions.js";
 import type SessionsWatch from "../commands/sessions/watch.js";
 import { lineSamplesOf, samplesOf, type ResultOf } from "../contract.js";
-import { sampleRow } from "../conversation/samples.js";
+import { deletedRow, sampleRow } from "../conversation/samples.js";
 import { controlRecord, textRecord } from "../history/samples.js";
 
 const user = "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d";
@@ -26,5 +26,6 @@ export const samples = {
   "sessions watch": lineSamplesOf<ResultOf<typeof SessionsWatch>>(
     { kind: "badge", version: 12, previousVersion: 0, drivingEventId: null, row: null, badge: { totalUnread: 3, totalMention: 1, mutedUnread: 0, version: 12 } },
     { kind: "delta", version: 13, previousVersion: 12, drivingEventId: "5b0c1f9e3d4a4c2b9f1e8a7d6c5b4a39:8", row: sampleRow, badge: null },
+    { kind: "delta", version: 14, previousVersion: 13, drivingEventId: "delete", row: deletedRow, badge: null },
   ),
 };

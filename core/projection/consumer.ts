@@ -9,12 +9,21 @@ import { checkpointKey, userKeys, type UserKeys } from "./keys.js";
 import { advanceCheckpointScript, projectEntriesScript, type ProjectedEntry } from "./scripts.js";
 import { metrics } from "./metrics.js";
 import type { RedisStore } from "../store/index.js";
+import { decodeMembershipPayload, MEMBERSHIP_CUSTOM_TYPE, MembershipOp } from "../conversation/index.js";
 
 /** created_at (ms) of a history entry: field 6 of "seq|messageId|sender|kind|countsUnread|createdAt|…". */
 function entryCreatedAt(entry: string): number {
   let at = 0;
   for (let i = 0; i < 5; i++) at = entry.indexOf("|", at) + 1;
   return Number(entry.slice(at, entry.indexOf("|", at)));
+}
+
+/** The users a leave/remove CONTROL record takes out of the group (null for every other record). */
+function leavingUsers(record: DispatchRecord): Set<Uuid> | null {
+  const f = record.entry.split("|", 8);
+  if (f[3] !== "C" || f[6] !== MEMBERSHIP_CUSTOM_TYPE) return null;
+  const body = decodeMembershipPayload(new Uint8Array(Buffer.from(f[7] ?? "", "base64")));
+  return body.op === MembershipOp.JOIN ? null : new Set(body.users);
 }
 
 /** Entries per registration script call: bounds how long one call holds Redis. */
@@ -52,10 +61,14 @@ export class ProjectionWriter {
       const createdAt = entryCreatedAt(record.entry);
       const conversationHex = uuidToHex(record.conversation);
       const tenantHex = uuidToHex(record.tenant);
+      const leaving = leavingUsers(record);
       for (const user of record.recipients) {
         const u = this.userKeys(record.tenant, user);
         tags.push(u.keys.tag);
-        entries.push({ keys: u.keys, conversationHex, createdAt, pendingItem: encodeRegistrationHex(tenantHex, u.hex, conversationHex, "group", createdAt) });
+        // a user who leaves or is removed gets the event but may not see it (seq = left_at): it
+        // must not rank their conversation (issue 12); score 0 under ZADD GT changes nothing
+        const score = leaving?.has(user) ? 0 : createdAt;
+        entries.push({ keys: u.keys, conversationHex, createdAt: score, pendingItem: encodeRegistrationHex(tenantHex, u.hex, conversationHex, "group", createdAt) });
       }
     }
     const counts = await Promise.all(this.store.byTarget(tags).flatMap(({ client, idx }) => {

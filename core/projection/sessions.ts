@@ -102,8 +102,13 @@ export class SessionService {
     const rows = await this.authority.conversations(tenant, user);
     const p = this.store.clientFor(k.tag).multi();
     for (let i = 0; i < rows.length; i += 500) {
+      const slice = rows.slice(i, i + 500);
+      // the score is the newest activity the user may see (issue 12): first_seen_at would rank a
+      // user with more conversations than a page by when each first appeared, and page 1 would
+      // hold the wrong ones; first_seen_at stays only where the user sees no record at all
+      const heads = await this.conversations.conversationSummaries(tenant, user, slice.map((r) => r.conversation));
       const args: (string | number)[] = [];
-      for (const r of rows.slice(i, i + 500)) args.push(r.firstSeenAt, uuidToHex(r.conversation));
+      for (const [j, r] of slice.entries()) args.push(heads[j]?.head?.createdAt ?? r.firstSeenAt, uuidToHex(r.conversation));
       p.zadd(k.convs, "GT", ...(args as [number, string]));
     }
     // the mark only moves forward: a slower rebuild at an older epoch must not undo a newer one

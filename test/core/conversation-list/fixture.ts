@@ -15,6 +15,8 @@ export interface ListFixture {
   engine: EngineRuntime;
   /** The injected clock of the compaction window (ms). */
   clock: { now: number };
+  /** created_at of messages: one ms later for each message, so that activity order is exact. */
+  msgClock: { now: number };
   /** Relays every commit, then lets the list consumer read everything the log holds. */
   deliver: () => Promise<void>;
   /** deliver(), then moves the clock past the window and flushes. */
@@ -23,7 +25,7 @@ export interface ListFixture {
 }
 
 export function useList(kind: TopologyKind, opts: ConversationListStackOptions = {}): ListFixture {
-  const fx = { clock: { now: 1_000_000 } } as ListFixture;
+  const fx = { clock: { now: 1_000_000 }, msgClock: { now: 1_700_000_000_000 } } as ListFixture;
   before(async () => {
     fx.topology = await startTopology(kind);
     fx.store = new RedisStore(fx.topology.config);
@@ -34,6 +36,7 @@ export function useList(kind: TopologyKind, opts: ConversationListStackOptions =
       dispatch: { clusterId: "test", topicId: "dispatch", partitionCount: 4 },
       authority: new RedisHashAuthority(fx.store, new KeySpace(keyPrefix)),
       projection: { background: false },
+      conversation: { now: () => ++fx.msgClock.now },
       relayIntervalMs: 0,
       conversationList: { now: () => fx.clock.now, ...opts, compactor: { background: false, ...opts.compactor } },
     });

@@ -32,7 +32,7 @@ export interface ConversationChangeResult {
   row: RowResult;
 }
 
-export const ROLES_TEXT = "Needs the operator or admin role; audited with your certificate's name. Exit codes: 0 done (also when it already was: the row is printed as it is); 2 bad --group/--as; 3 the user has no such conversation; 5 server unreachable; 6 refused certificate or role.";
+export const ROLES_TEXT = "Needs the operator or admin role; audited with your certificate's name. Exit codes: 0 done (also when it already was: the row is printed as it is); 2 bad --group/--as; 5 server unreachable; 6 refused certificate or role, or the user has no such conversation (PERMISSION_DENIED: no right and no conversation look the same).";
 
 export abstract class ConversationActionCommand<T extends typeof Command> extends ConnectedCommand<T> {
   protected abstract readonly action: ActionName;

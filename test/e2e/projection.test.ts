@@ -19,7 +19,7 @@ import { checkpointKey, ucsDeadKey, ucsPendingKey } from "../../core/index.js";
 import { newUuid } from "../../core/index.js";
 import { parseUuid, type Uuid } from "../../core/index.js";
 
-describe("qimctl: session projection, dispatch audit and rebuild drill against the real server", { timeout: 180_000 }, () => {
+describe("qimctl: session projection, dispatch audit and rebuild drill against the real server", { timeout: 420_000 }, () => {
   let redis: RedisServer;
   let server: AdminServer;
   let dir: string;

@@ -389,11 +389,11 @@ function callRaw(client: grpc.Client, rpc: Rpc, body: Buffer): Promise<Answer> {
     let status: grpc.StatusObject | undefined;
     let ended = false;
     const settle = () => { if (status && ended) resolve({ code: status.code, details: status.details, messages }); };
-    // ObserveService.Watch and AuditService.FollowAudit stream until cancelled: the first message
+    // ObserveService.Watch, AuditService.FollowAudit and ConversationListService.WatchUser stream until cancelled: the first message
     // is the answer, and a stream still open and silent after OPEN_ENDED_QUIET_MS (a follow with
     // nothing to send yet) was accepted without an error — waiting for the deadline instead made
     // every FollowAudit case take DEADLINE_MS
-    const openEnded = /\/(Watch|FollowAudit)$/.test(rpc.path);
+    const openEnded = /\/(Watch|FollowAudit|WatchUser)$/.test(rpc.path);
     if (openEnded) {
       const quiet = setTimeout(() => {
         if (ended || status) return;

@@ -285,6 +285,14 @@ class Requests {
       out.push(["11-byte varint", () => Buffer.concat([tag(f.number, WT.VARINT), Buffer.from([0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01])])]);
       out.push(["sent twice: 1 then u64 max", () => Buffer.concat([varintField(f.number, 1n), varintField(f.number, U64_MAX)])]);
       out.push(["packed (as a length-delimited list)", () => lenField(f.number, Buffer.concat([varint(1n), varint(U64_MAX)]))]);
+    } else if (f.type === "TYPE_DOUBLE") {
+      const double = (v: number) => { const b = Buffer.alloc(8); b.writeDoubleLE(v); return Buffer.concat([tag(f.number, WT.I64), b]); };
+      for (const [label, v] of [["NaN", NaN], ["+Infinity", Infinity], ["-Infinity", -Infinity], ["-1", -1], ["-0", -0], ["0.5", 0.5], ["2", 2], ["1e308", 1e308], ["smallest subnormal", 5e-324]] as const) {
+        out.push([label, () => double(v)]);
+      }
+      out.push(["wrong wire type: varint", () => varintField(f.number, 1n)]);
+      out.push(["wrong wire type: string", () => lenField(f.number, Buffer.from("0.5"))]);
+      out.push(["wrong wire type: fixed32", () => fixedField(f.number, 4, rng)]);
     } else if (f.type === "TYPE_MESSAGE") {
       const t = this.typeOf(f);
       out.push(["empty message", () => lenField(f.number, Buffer.alloc(0))]);

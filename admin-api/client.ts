@@ -1,6 +1,12 @@
 import * as grpc from "@grpc/grpc-js";
 import { SERVICE_CATALOG } from "./catalog.js";
 import type { AuditServiceClient, FollowAuditRequest } from "./gen/qim/admin/v1/audit.js";
+import type { ConversationListServiceClient, WatchUserEvent, WatchUserRequest } from "./gen/qim/admin/v1/conversation_list.js";
+import type {
+  AuditUnreadRequest, AuditUnreadResponse, Badge, ChangeConversationRequest, ChangeConversationResponse, GetBadgeRequest, ListConversationsRequest, ListConversationsResponse,
+  ListEntry, ListRow, ReconcileBadgeRequest, ReconcileBadgeResponse, UnreadDrift,
+} from "./gen/qim/admin/v1/conversation_list.js";
+export { ConversationAction } from "./gen/qim/admin/v1/conversation_list.js";
 import type { DrillServiceClient } from "./gen/qim/admin/v1/drill.js";
 import type { ObserveServiceClient } from "./gen/qim/admin/v1/observe.js";
 
@@ -20,6 +26,10 @@ import type {
 } from "./gen/qim/admin/v1/projection.js";
 
 export type { ClusterNode, DrainResponse, GetOwnerResponse, ListNodesResponse };
+export type {
+  AuditUnreadRequest, AuditUnreadResponse, Badge, ChangeConversationRequest, ChangeConversationResponse, GetBadgeRequest, ListConversationsRequest, ListConversationsResponse,
+  ListEntry, ListRow, ReconcileBadgeRequest, ReconcileBadgeResponse, UnreadDrift, WatchUserEvent, WatchUserRequest,
+};
 export type {
   AuditEntry, AuditLine, BumpEpochRequest, ChangeMembersRequest, ConversationSummary, Counters, CreateGroupRequest, DispatchAuditRequest, DispatchAuditResponse,
   DrillDifference, DrillEvent, DrillProgress, DrillReport, DrillUser, EpochBump, EpochInfo, FollowAuditRequest, GetEpochRequest, GetGroupRequest,
@@ -124,6 +134,7 @@ export function connectAdmin(opts: ConnectionOptions) {
   const drill = clients.get("qim.admin.v1.DrillService") as DrillServiceClient;
   const observe = clients.get("qim.admin.v1.ObserveService") as ObserveServiceClient;
   const auditClient = clients.get("qim.admin.v1.AuditService") as AuditServiceClient;
+  const listClient = clients.get("qim.admin.v1.ConversationListService") as ConversationListServiceClient;
   /** An open-ended server stream: each message to `onData` until cancel(); no deadline. */
   const openEnded = <M>(stream: grpc.ClientReadableStream<M>, onData: (m: M) => void): WatchStream => {
     let cancelled = false;
@@ -205,6 +216,13 @@ export function connectAdmin(opts: ConnectionOptions) {
      */
     followAudit(r: FollowAuditRequest, onEntries: (entries: AuditEntry[]) => void): WatchStream {
       return openEnded(auditClient.followAudit(r, new grpc.Metadata(), {}), (m) => onEntries(m.entries));
+    },
+    /**
+     * A user's SESSION_DELTA and badge frames as they happen (the current badge first), each to
+     * `onEvent`, until cancel(). No deadline.
+     */
+    watchUser(r: WatchUserRequest, onEvent: (e: WatchUserEvent) => void): WatchStream {
+      return openEnded(listClient.watchUser(r, new grpc.Metadata(), {}), onEvent);
     },
     close(): void {
       for (const c of clients.values()) c.close();

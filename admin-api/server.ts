@@ -549,6 +549,7 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
       diagnostics?.stop();
       observer.close();
       audit.stopFollowers();
+      runtime.sessionView.closeWatchers();
       await denyList?.close();
       await new Promise<void>((resolve) => server.tryShutdown(() => resolve()));
       // the units are handed over first (runtime.stop), while peers can still reach us

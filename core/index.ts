@@ -13,3 +13,4 @@ export * from "./dispatch/index.js";
 export * from "./projection/index.js";
 export * from "./conversation-list/index.js";
 export * from "./runtime/index.js";
+export * from "./session-view/index.js";

@@ -24,7 +24,7 @@ import { parseUserList } from "../membership/user-file.js";
 import { sendResult } from "../message/results.js";
 import { epochBumpResult, epochResult, projectionStatusResult, type ProjectionStatusResult } from "../projection/results.js";
 import { progressBar, type ProgressLine } from "../progress.js";
-import { sessionsResult, type SessionsResult } from "../sessions/results.js";
+import { projectionListResult, type ProjectionListResult as SessionsResult } from "../sessions/results.js";
 import type { DemoStep } from "./results.js";
 
 /** The steps, in order (`dev-up` and, with --down, `dev-down` are the command's own). */
@@ -120,7 +120,7 @@ export async function runScenario(opts: ScenarioOptions): Promise<{ steps: DemoS
     sendResult(group, users[who], await client.sendMessage({ tenant, group, sender: users[who], text, clientMessageId: "", mentions: [] }));
   const history = async (who: Person) =>
     historyResult(world.groups.team, users[who], await client.readHistory({ tenant, group: world.groups.team, user: users[who], after: 0n, limit: 100 }));
-  const sessions = async (who: Person) => sessionsResult(users[who], await client.listConversationSummaries({ tenant, user: users[who], groups: [] }));
+  const sessions = async (who: Person) => projectionListResult(users[who], await client.listConversationSummaries({ tenant, user: users[who], groups: [] }));
 
   /** Polls GetStatus until every partition's lag is 0 and no registration is pending (bounded). */
   const settle = async (): Promise<{ status: ProjectionStatusResult; polls: number }> => {

@@ -1,22 +1,31 @@
-/** Contract samples of `sessions` (cli/contract.ts). */
+/** Contract samples of `sessions` and `sessions watch` (cli/contract.ts). */
 import type Sessions from "../commands/sessions.js";
-import { samplesOf, type ResultOf } from "../contract.js";
+import type SessionsWatch from "../commands/sessions/watch.js";
+import { lineSamplesOf, samplesOf, type ResultOf } from "../contract.js";
+import { deletedRow, sampleRow } from "../conversation/samples.js";
 import { controlRecord, textRecord } from "../history/samples.js";
+
+const user = "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d";
 
 export const samples = {
   sessions: samplesOf<ResultOf<typeof Sessions>>(
     {
-      user: "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d",
-      epoch: 3,
-      rebuilt: false,
-      total: 2,
-      hidden: 0,
+      user, snapshotRevision: 3, projectionComplete: true, nextCursor: "CAMQAiIQAaIpVHwee3qfAC1ejBtKbyoQWwwfnj1KTCufHop9bFtKOQ", total: 60,
       summaries: [
-        { group: "5b0c1f9e-3d4a-4c2b-9f1e-8a7d6c5b4a39", joinedAt: 1, leftAt: null, state: "ACTIVE", readConversationSeq: 0, head: textRecord, unread: 1, unreadExact: true },
-        { group: "7e6d5c4b-3a29-4180-9f7e-6d5c4b3a2918", joinedAt: 1, leftAt: null, state: "ACTIVE", readConversationSeq: 2, head: controlRecord, unread: 0, unreadExact: true },
-        { group: "6d5c4b3a-2918-4f7e-8d6c-5b4a39281706", joinedAt: 0, leftAt: 1, state: "REMOVED", readConversationSeq: 0, head: null, unread: 200, unreadExact: false },
+        { group: "5b0c1f9e-3d4a-4c2b-9f1e-8a7d6c5b4a39", joinedAt: 1, leftAt: null, state: "ACTIVE", readConversationSeq: 0, head: textRecord, unread: 1, unreadExact: true, mentions: 1, pinned: true, pinRank: 0, muted: false, archived: false },
+        { group: "7e6d5c4b-3a29-4180-9f7e-6d5c4b3a2918", joinedAt: 1, leftAt: null, state: "ACTIVE", readConversationSeq: 2, head: controlRecord, unread: 0, unreadExact: true, mentions: 0, pinned: false, pinRank: null, muted: true, archived: false },
+        { group: "6d5c4b3a-2918-4f7e-8d6c-5b4a39281706", joinedAt: null, leftAt: null, state: null, readConversationSeq: null, head: null, unread: 200, unreadExact: false, mentions: 0, pinned: false, pinRank: null, muted: false, archived: true },
       ],
     },
-    { user: "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d", epoch: null, rebuilt: null, total: null, hidden: null, summaries: [] },
+    {
+      user, snapshotRevision: null, projectionComplete: null, nextCursor: null, total: null,
+      summaries: [{ group: "6d5c4b3a-2918-4f7e-8d6c-5b4a39281706", joinedAt: 0, leftAt: 1, state: "REMOVED", readConversationSeq: 0, head: null, unread: 0, unreadExact: true, mentions: null, pinned: null, pinRank: null, muted: null, archived: null }],
+    },
+    { user, snapshotRevision: 1, projectionComplete: false, nextCursor: null, total: 0, summaries: [] },
+  ),
+  "sessions watch": lineSamplesOf<ResultOf<typeof SessionsWatch>>(
+    { kind: "badge", version: 12, previousVersion: 0, drivingEventId: null, row: null, badge: { totalUnread: 3, totalMention: 1, mutedUnread: 0, version: 12 } },
+    { kind: "delta", version: 13, previousVersion: 12, drivingEventId: "5b0c1f9e3d4a4c2b9f1e8a7d6c5b4a39:8", row: sampleRow, badge: null },
+    { kind: "delta", version: 14, previousVersion: 13, drivingEventId: "delete", row: deletedRow, badge: null },
   ),
 };

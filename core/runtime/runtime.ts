@@ -8,6 +8,7 @@ import {
 } from "../projection/index.js";
 import type { RedisStore } from "../store/index.js";
 import { ConversationList, type ConversationListStackOptions } from "../conversation-list/index.js";
+import { SessionView, type SessionViewOptions } from "../session-view/index.js";
 
 /** The dispatch log's identity when none is configured. */
 export const DEFAULT_DISPATCH: DispatchIdentity = { clusterId: "qim", topicId: "dispatch", partitionCount: 8 };
@@ -44,6 +45,8 @@ export interface RuntimeOptions {
   projection?: ProjectionStackOptions;
   /** The conversation-list engine (spec 002 §3–§8): options of its state engine and compaction consumer. */
   conversationList?: ConversationListStackOptions;
+  /** The session view over it (spec 002 §5, §6): snapshot bounds, merge window. */
+  sessionView?: SessionViewOptions;
   relay?: Omit<RelayOptions, "onAppended">;
   /** The relay's sweep of every bucket every N ms; 0: no background relay (the owner drains it). */
   relayIntervalMs?: number;
@@ -72,6 +75,7 @@ export class EngineRuntime {
   readonly relay: OutboxRelay;
   readonly projection: ProjectionStack;
   readonly conversationList: ConversationList;
+  readonly sessionView: SessionView;
   readonly modules: readonly RuntimeModule[];
   /** This node's membership of the engine cluster; null without `cluster` options. */
   readonly cluster: ClusterMembership | null;
@@ -108,6 +112,7 @@ export class EngineRuntime {
       { ...(opts.log ? { compactor: { log: opts.log } } : {}), ...opts.conversationList },
     );
     relayRef.list = this.conversationList;
+    this.sessionView = new SessionView(this.conversationList.service, opts.sessionView);
     // a unit just taken is worked on at once, not at the next sweep or poll
     cluster?.onChange((kind, unit, owned) => {
       if (!owned) return;
@@ -129,6 +134,7 @@ export class EngineRuntime {
     try {
       report = await this.projection.start();
       await this.conversationList.start();
+      this.sessionView.start();
     } catch (err) {
       await this.projection.stop();
       await this.cluster?.stop();
@@ -157,6 +163,7 @@ export class EngineRuntime {
     this.started = [];
     await this.cluster?.stop();
     await this.relay.stop();
+    this.sessionView.stop();
     await this.conversationList.stop();
     await (this.ownsAuthority ? this.projection.close() : this.projection.stop());
   }

@@ -64,6 +64,12 @@ const INVALID_INPUT: Record<string, { request: object; field: string } | "no fie
   "/qim.admin.v1.ClusterService/ListNodes": "no fields",
   "/qim.admin.v1.ClusterService/GetOwner": { request: { user: { tenant, user: "u" } }, field: "user.user" },
   "/qim.admin.v1.ClusterService/Drain": { request: { nodeId: " " }, field: "node_id" },
+  "/qim.admin.v1.ConversationListService/ListConversations": { request: { tenant, user: newUuid(), cursor: "%%" }, field: "cursor" },
+  "/qim.admin.v1.ConversationListService/WatchUser": { request: { tenant, user: "u" }, field: "user" },
+  "/qim.admin.v1.ConversationListService/GetBadge": { request: { tenant: "t", user: newUuid() }, field: "tenant" },
+  "/qim.admin.v1.ConversationListService/ReconcileBadge": { request: { tenant, user: "" }, field: "user" },
+  "/qim.admin.v1.ConversationListService/AuditUnread": { request: { sampleRate: 2 }, field: "sample_rate" },
+  "/qim.admin.v1.ConversationListService/ChangeConversation": { request: { tenant, user: newUuid(), group: newUuid(), action: 0 }, field: "action" },
 };
 
 /** Bytes that are no protobuf message: field 1 as a length-delimited value longer than the buffer. */

@@ -19,7 +19,7 @@ import { checkpointKey, ucsDeadKey, ucsPendingKey } from "../../core/index.js";
 import { newUuid } from "../../core/index.js";
 import { parseUuid, type Uuid } from "../../core/index.js";
 
-describe("qimctl: session projection, dispatch audit and rebuild drill against the real server", { timeout: 180_000 }, () => {
+describe("qimctl: session projection, dispatch audit and rebuild drill against the real server", { timeout: 420_000 }, () => {
   let redis: RedisServer;
   let server: AdminServer;
   let dir: string;
@@ -106,12 +106,18 @@ describe("qimctl: session projection, dispatch audit and rebuild drill against t
     assert.equal(status.failure, null);
     assert.deepEqual(status.pending, [{ instance: 0, depth: 0, deadLetters: 0 }]);
 
+    // the conversation list's rows follow the projection within its compaction window: poll, bounded
     for (const [user, gs] of expected) {
-      const s = ok(await run(["sessions", "--user", user], { context: ctx.viewer! }), `sessions ${user}`);
+      let s: any;
+      for (let i = 0; i < 200; i++) {
+        s = ok(await run(["sessions", "--user", user], { context: ctx.viewer! }), `sessions ${user}`);
+        if (s.total === gs.size) break;
+        await new Promise((r) => setTimeout(r, 100));
+      }
       assert.deepEqual(s.summaries.map((x: any) => x.group).sort(), [...gs].sort(), `sessions of ${user}`);
       assert.equal(s.total, gs.size);
-      assert.equal(s.hidden, 0);
-      assert.equal(typeof s.epoch, "number");
+      assert.equal(typeof s.snapshotRevision, "number");
+      assert.equal(s.projectionComplete, true);
     }
     const sa = ok(await run(["sessions", "--user", a], { context: ctx.viewer! }), "sessions a");
     assert.equal(sa.summaries.find((x: any) => x.group === g1).state, "REMOVED");
@@ -121,7 +127,7 @@ describe("qimctl: session projection, dispatch audit and rebuild drill against t
     assert.equal(page.total, 3);
     const text = await run(["sessions", "--user", a], { context: ctx.viewer!, json: false });
     assert.equal(text.code, 0, text.stderr);
-    assert.match(text.stdout, /3 conversation\(s\) in the projection at epoch \d+/);
+    assert.match(text.stdout, /3 conversation\(s\), snapshot revision \d+/);
     assert.ok(text.stdout.includes(g3));
   });
 
@@ -161,7 +167,6 @@ describe("qimctl: session projection, dispatch audit and rebuild drill against t
     assert.equal(again.code, 0, again.stderr);
     assert.match(again.stdout, /^Nothing to do: /);
     const sessions = ok(await run(["sessions", "--user", d], { context: ctx.viewer! }), "sessions d after bump");
-    assert.equal(sessions.rebuilt, true);
     assert.deepEqual(sessions.summaries.map((x: any) => x.group), [groups[1]]);
   });
 

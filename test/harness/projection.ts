@@ -26,7 +26,15 @@ export async function projectionSettled(server: AdminServer, outbox: Redis | (()
     // status could predate an append that the outbox read then saw done)
     left = await depth();
     last = await server.projection.status();
-    if (left === 0 && last.partitions.every((p) => p.lag === 0) && last.pendingPerInstance.every((p) => p.depth === 0)) return last;
+    if (left === 0 && last.partitions.every((p) => p.lag === 0) && last.pendingPerInstance.every((p) => p.depth === 0)) {
+      // the conversation list holds rows for up to its compaction window (5 s) before it writes
+      // them: read the log to its end and write what is held now, so that no flush of earlier
+      // work lands later, in the middle of whatever the test does next
+      const list = server.runtime.conversationList.compactor;
+      await list.poll();
+      await list.flush();
+      return last;
+    }
     await new Promise((r) => setTimeout(r, 25));
   }
   throw new Error(`the projection did not settle after ${attempts} polls: outbox ${left}, ${JSON.stringify(last)}`);

@@ -57,7 +57,7 @@ const STATUS_NAME = Object.fromEntries(Object.entries(grpc.status).filter(([, v]
 // ---------------------------------------------------------------------------------------------
 
 interface FieldDesc { name: string; number: number; label: string; type: string; typeName: string }
-interface MessageDesc { name: string; field: FieldDesc[] }
+interface MessageDesc { name: string; field: FieldDesc[]; nestedType?: MessageDesc[] }
 interface Rpc {
   path: string;
   responseStream: boolean;
@@ -81,7 +81,12 @@ function loadRpcs(): { rpcs: Rpc[]; types: Map<string, MessageDesc> } {
   const types = new Map<string, MessageDesc>();
   const rpcs: Rpc[] = [];
   for (const [name, entry] of Object.entries(def)) {
-    if (typeof entry.format === "string") { types.set(name, entry.type as MessageDesc); continue; }
+    if (typeof entry.format === "string") {
+      // a message declared inside another (GetOwnerRequest.UserRef) is only in its parent's descriptor
+      const add = (full: string, t: MessageDesc) => { types.set(full, t); for (const n of t.nestedType ?? []) add(`${full}.${n.name}`, n); };
+      add(name, entry.type as MessageDesc);
+      continue;
+    }
     for (const m of Object.values(entry) as { path: string; requestStream: boolean; responseStream: boolean; requestType: { type: MessageDesc }; responseDeserialize: (b: Buffer) => unknown }[]) {
       if (m.requestStream) throw new Error(`${m.path}: client-streaming RPCs are not fuzzed yet; extend fuzz.test.ts`);
       rpcs.push({ path: m.path, responseStream: m.responseStream, request: m.requestType.type, decodeResponse: m.responseDeserialize });
@@ -287,6 +292,14 @@ class Requests {
       out.push(["11-byte varint", () => Buffer.concat([tag(f.number, WT.VARINT), Buffer.from([0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01])])]);
       out.push(["sent twice: 1 then u64 max", () => Buffer.concat([varintField(f.number, 1n), varintField(f.number, U64_MAX)])]);
       out.push(["packed (as a length-delimited list)", () => lenField(f.number, Buffer.concat([varint(1n), varint(U64_MAX)]))]);
+    } else if (f.type === "TYPE_DOUBLE") {
+      const double = (v: number) => { const b = Buffer.alloc(8); b.writeDoubleLE(v); return Buffer.concat([tag(f.number, WT.I64), b]); };
+      for (const [label, v] of [["NaN", NaN], ["+Infinity", Infinity], ["-Infinity", -Infinity], ["-1", -1], ["-0", -0], ["0.5", 0.5], ["2", 2], ["1e308", 1e308], ["smallest subnormal", 5e-324]] as const) {
+        out.push([label, () => double(v)]);
+      }
+      out.push(["wrong wire type: varint", () => varintField(f.number, 1n)]);
+      out.push(["wrong wire type: string", () => lenField(f.number, Buffer.from("0.5"))]);
+      out.push(["wrong wire type: fixed32", () => fixedField(f.number, 4, rng)]);
     } else if (f.type === "TYPE_MESSAGE") {
       const t = this.typeOf(f);
       out.push(["empty message", () => lenField(f.number, Buffer.alloc(0))]);
@@ -396,7 +409,7 @@ function callRaw(client: grpc.Client, rpc: Rpc, body: Buffer): Promise<Answer> {
     let status: grpc.StatusObject | undefined;
     let ended = false;
     const settle = () => { if (status && ended) resolve({ code: status.code, details: status.details, messages }); };
-    // a stream declared endless (ObserveService.Watch, AuditService.FollowAudit: it runs until
+    // a stream declared endless (ObserveService.Watch, AuditService.FollowAudit, ConversationListService.WatchUser: it runs until
     // cancelled): the first message is the answer, and a stream still open and silent after
     // OPEN_ENDED_QUIET_MS (a follow with nothing to send yet) was accepted without an error —
     // waiting for the deadline instead made every FollowAudit case take DEADLINE_MS

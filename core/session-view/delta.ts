@@ -17,22 +17,7 @@ import type { SessionBadge, SessionChange, SessionRow } from "./rows.js";
 export const SESSION_DELTA_MERGE_WINDOW_MS = 150;
 
 /** The absolute state of one conversation in the user's list. */
-export interface SessionDeltaRow {
-  conversation: Uuid;
-  lastActivityId: string;
-  headSeq: number;
-  unread: number;
-  unreadExact: boolean;
-  mentions: number;
-  mentionFirstSeq: number | null;
-  pinRank: number | null;
-  muted: boolean;
-  archived: boolean;
-  hiddenBeforeSeq: number;
-  deletedBeforeSeq: number;
-  /** Left the list (deleted, spec 002 §7): the client removes it. */
-  deleted: boolean;
-}
+export type SessionDeltaRow = Omit<SessionRow, "tenant" | "user" | "lastActivitySeq" | "version">;
 
 export interface SessionDeltaFrame {
   kind: "delta";

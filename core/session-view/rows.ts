@@ -1,40 +1,19 @@
 /**
  * What this module reads from the conversation-list engine (core/conversation-list): the per
- * (user, conversation) rows, the per-user badge and its change feed. Declared here as the narrow
+ * (user, conversation) rows, the per-user badge and its change feed. Picked here as the narrow
  * structural surface the snapshot, the deltas and the watch need: ConversationListService has it
  * (the runtime passes it in, so the compiler holds the two together), and the tests of the pure
  * parts build rows by hand without the engine's other fields.
  */
 import type { Uuid } from "../base/index.js";
+import type { BadgeState, ConversationRow } from "../conversation-list/index.js";
 
-export interface SessionRow {
-  tenant: Uuid;
-  user: Uuid;
-  conversation: Uuid;
-  /** 32 lowercase hex of the newest visible record's message id (a UUIDv7: sortable as text); "" when none. */
-  lastActivityId: string;
-  lastActivitySeq: number;
-  headSeq: number;
-  unread: number;
-  unreadExact: boolean;
-  mentions: number;
-  mentionFirstSeq: number | null;
-  pinRank: number | null;
-  muted: boolean;
-  archived: boolean;
-  hiddenBeforeSeq: number;
-  deletedBeforeSeq: number;
-  deleted: boolean;
-  /** The per-user projection version of the change that last wrote this row. */
-  version: number;
-}
+/** The fields of the engine's row the snapshot, the deltas and the watch read (and tests build by hand). */
+export type SessionRow = Pick<ConversationRow,
+  "tenant" | "user" | "conversation" | "lastActivityId" | "lastActivitySeq" | "headSeq" | "unread" | "unreadExact" | "mentions"
+  | "mentionFirstSeq" | "pinRank" | "muted" | "archived" | "hiddenBeforeSeq" | "deletedBeforeSeq" | "deleted" | "version">;
 
-export interface SessionBadge {
-  totalUnread: number;
-  totalMention: number;
-  mutedUnread: number;
-  version: number;
-}
+export type SessionBadge = BadgeState;
 
 export interface SessionChange {
   tenant: Uuid;

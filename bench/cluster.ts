@@ -9,9 +9,12 @@
  *   3. kill -9 of one of 3 nodes, K times: the time from the kill (Redis TIME just before it) to
  *      every unit owned again by a live node, by the lease records' own `since` (Redis TIME).
  *      Median over the kills.
- * Usage: node dist/bench/cluster.js [--seconds S] [--concurrency C] [--kills K] [--json]
+ * Every node has a node certificate of its own, so that its NodeService runs and a commit on a
+ * bucket another node owns is kicked to that owner (the production set-up); `--no-node-rpc`
+ * starts them without one (`node.listen off`): such commits wait for the owner's sweep.
+ * Usage: node dist/bench/cluster.js [--seconds S] [--concurrency C] [--kills K] [--no-node-rpc] [--json]
  */
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { connectAdmin, type AdminClient } from "../admin-api/client.js";
@@ -19,6 +22,7 @@ import {
   COMMIT_BUCKET_COUNT, decodeHistoryEntry, KeySpace, newUuid, outboxKey, RedisStore, RedisStreamsDispatchLog, unitLeaseKey,
   type DispatchIdentity, type UnitKind, type Uuid,
 } from "../core/index.js";
+import { issueNodeCert } from "../certs/pki.js";
 import { writeTestPki, type TestPkiFiles } from "../test/certs/fixture.js";
 import { freePort, startRedis } from "../test/harness/redis.js";
 import { readWholeLog } from "../test/reliability/common.js";
@@ -33,6 +37,7 @@ const SECONDS = flag("--seconds", 10);
 const CONCURRENCY = flag("--concurrency", 24);
 const KILLS = flag("--kills", 3);
 const JSON_ONLY = args.includes("--json");
+const NODE_RPC = !args.includes("--no-node-rpc");
 const LEASE_TTL_MS = 3000;
 const HEARTBEAT_MS = 1000;
 const IDENTITY: DispatchIdentity = { clusterId: "qim", topicId: "dispatch", partitionCount: 8 };
@@ -59,10 +64,24 @@ const log = new RedisStreamsDispatchLog(store, keys, IDENTITY);
 const nodes: Node[] = [];
 for (let i = 1; i <= 3; i++) nodes.push({ id: `n${i}`, port: await freePort(), auditLog: path.join(dir, `n${i}`, "audit.log"), proc: null, client: null });
 
+/** The node's own certificate (role node, CN its id), issued by the bench's CA; the node service's flags. */
+function nodeRpcArgs(n: Node): string[] {
+  if (!NODE_RPC) return ["--node-listen", "off"];
+  const certDir = path.join(dir, "node-certs");
+  mkdirSync(certDir, { recursive: true });
+  const ca = { certPem: readFileSync(pki.ca.certPath, "utf8"), keyPem: readFileSync(pki.ca.keyPath, "utf8") };
+  const cert = issueNodeCert(ca, { nodeId: n.id, hosts: ["localhost", "127.0.0.1"] });
+  const certPath = path.join(certDir, `${n.id}.crt`);
+  const keyPath = path.join(certDir, `${n.id}.key`);
+  writeFileSync(certPath, cert.certPem);
+  writeFileSync(keyPath, cert.keyPem, { mode: 0o600 });
+  return ["--node-listen", "127.0.0.1:0", "--node-tls-cert", certPath, "--node-tls-key", keyPath];
+}
+
 async function start(n: Node): Promise<void> {
   n.proc = await startServerProcess({
     redisAddr: redis.addr, pki, auditLog: n.auditLog, port: n.port,
-    extraArgs: ["--node-id", n.id, "--cluster-lease-ttl", `${LEASE_TTL_MS}ms`, "--cluster-heartbeat-interval", `${HEARTBEAT_MS}ms`],
+    extraArgs: ["--node-id", n.id, "--cluster-lease-ttl", `${LEASE_TTL_MS}ms`, "--cluster-heartbeat-interval", `${HEARTBEAT_MS}ms`, ...nodeRpcArgs(n)],
   });
   n.client = connectAdmin({
     endpoint: n.proc.endpoint, caPem: readFileSync(pki.ca.certPath, "utf8"), certPem: readFileSync(pki.admin.certPath, "utf8"), keyPem: readFileSync(pki.admin.keyPath, "utf8"),
@@ -194,7 +213,7 @@ try {
 
   const result = {
     machine: { cpus: os.cpus().length, node: process.version },
-    settings: { seconds: SECONDS, concurrency: CONCURRENCY, leaseTtlMs: LEASE_TTL_MS, heartbeatIntervalMs: HEARTBEAT_MS },
+    settings: { seconds: SECONDS, concurrency: CONCURRENCY, leaseTtlMs: LEASE_TTL_MS, heartbeatIntervalMs: HEARTBEAT_MS, nodeRpc: NODE_RPC },
     throughput: { oneNodePerSecond: Math.round(one.perSecond), threeNodesPerSecond: Math.round(three.perSecond), ratio: Number((three.perSecond / one.perSecond).toFixed(2)) },
     dispatchLagMs: { oneNode: { p50: median(lagOne), p99: pct(lagOne, 0.99) }, threeNodes: { p50: median(lagThree), p99: pct(lagThree, 0.99) } },
     duplicates: { commits, duplicateAppends: duplicates, per10kCommits: Number(((duplicates / commits) * 10_000).toFixed(2)) },

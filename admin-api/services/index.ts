@@ -1,5 +1,5 @@
 import type { Role } from "../auth.js";
-import type { AdminService } from "../rpc.js";
+import type { AdminService, Rpc } from "../rpc.js";
 import { auditService } from "./audit-log.js";
 import { clusterService } from "./cluster.js";
 import { conversationListService } from "./conversation-list.js";
@@ -35,4 +35,14 @@ export const RPC_ROLES: Readonly<Record<string, readonly Role[]>> = Object.fromE
 /** RPCs that change state: audited whatever their outcome. */
 export const MUTATING: ReadonlySet<string> = new Set(
   SERVICES.flatMap((svc) => Object.entries(svc.rpcs).filter(([, rpc]) => rpc.mutates).map(([method]) => svc.definition[method]!.path)),
+);
+
+/**
+ * Paths of the server streams declared `endless` (a watch, a follow: they end only when the client
+ * cancels), for tools that call every RPC and must not wait for such a stream's end.
+ */
+export const ENDLESS_STREAMS: ReadonlySet<string> = new Set(
+  SERVICES.flatMap((svc) => Object.entries(svc.rpcs)
+    .filter(([, rpc]) => { const r = rpc as Rpc; return r.kind === "serverStream" && r.endless; })
+    .map(([method]) => svc.definition[method]!.path)),
 );

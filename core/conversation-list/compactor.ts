@@ -1,5 +1,6 @@
 import { uuidToHex, type KeySpace, type Uuid } from "../base/index.js";
 import { decodeMembershipPayload, MEMBERSHIP_CUSTOM_TYPE } from "../conversation/index.js";
+import { SOLO_GATE, type UnitGate } from "../cluster/index.js";
 import type { DispatchLog, DispatchRecord, LogPosition } from "../dispatch/index.js";
 import type { RedisStore } from "../store/index.js";
 import { listCheckpointKey } from "./keys.js";
@@ -28,6 +29,11 @@ export interface CompactorOptions {
   now?: () => number;
   log?: (line: string) => void;
   onError?: (err: unknown) => void;
+  /**
+   * Which dispatch partitions this process owns (core/cluster): a node reads only those, so N
+   * nodes do the list's work once, not N times. Default: every partition (no cluster).
+   */
+  gate?: UnitGate;
 }
 
 /** The fields a row needs from a dispatch record's history entry (conversation/history.ts layout). */
@@ -62,6 +68,11 @@ interface PartitionState {
   stored: string;
   /** The next record to read (ahead of `stored` by what is held in memory). */
   next: LogPosition;
+  /**
+   * Not owned when last polled: another node may have moved the checkpoint meanwhile, so once
+   * this node owns the partition again it continues from the stored checkpoint, not from `next`.
+   */
+  away?: boolean;
 }
 
 /**
@@ -86,6 +97,7 @@ export class ListCompactor {
   private pendingRows = 0;
   private windowStartedAt: number | null = null;
   private partitions: PartitionState[] = [];
+  private readonly gate: UnitGate;
   private timer: NodeJS.Timeout | undefined;
   private stopped = true;
   private running: Promise<unknown> = Promise.resolve();
@@ -105,6 +117,7 @@ export class ListCompactor {
     this.batchSize = opts.batchSize ?? 512;
     this.pollIntervalMs = opts.pollIntervalMs ?? 250;
     this.now = opts.now ?? Date.now;
+    this.gate = opts.gate ?? SOLO_GATE;
     list.takePending = (tenant, user, hex) => this.take(tenant, user, hex);
     list.restorePending = (tenant, user, hex, entries) => { for (const e of entries) this.hold(tenant, user, hex, e); };
   }
@@ -159,6 +172,21 @@ export class ListCompactor {
       let total = 0;
       for (let p = 0; p < this.partitions.length; p++) {
         const st = this.partitions[p]!;
+        if (!this.gate.owns("partition", p)) {
+          st.away = true;
+          continue;
+        }
+        if (st.away) {
+          st.away = false;
+          const key = this.checkpointKey(p);
+          const stored = (await this.store.clientForKey(key).get(key)) ?? "";
+          // what is held from before stays held (a record read twice is held once, and a row is
+          // only ever written forward); reading resumes where the last owner's flush left off
+          if (stored !== "" && stored !== st.stored) {
+            st.stored = stored;
+            st.next = parsePosition(stored);
+          }
+        }
         for (;;) {
           if (this.pendingRows >= this.maxPendingRows) return total;
           const { watermarks: w, entries } = await this.log.readFrom(p, st.next, this.batchSize);
@@ -171,6 +199,7 @@ export class ListCompactor {
           }
           for (const e of entries) this.ingest(e.record);
           total += entries.length;
+          metrics.consumedRecords.inc(entries.length);
           if (entries.length > 0) {
             const last = entries[entries.length - 1]!;
             st.next = { offset: last.offset + 1, id: last.id };

@@ -8,6 +8,11 @@ export const metrics = {
     help: "Persistent conversation-list row writes (one per (user, conversation) per flush or action; spec 002 §8 counts these per compaction window)",
     registers: [registry],
   }),
+  consumedRecords: new Counter({
+    name: "qim_conversation_list_consumed_records_total",
+    help: "Dispatch records the conversation-list consumer read (on a cluster node: of the partitions it owns)",
+    registers: [registry],
+  }),
   flushes: new Counter({
     name: "qim_conversation_list_flushes_total",
     help: "Compaction flushes of the conversation-list consumer, by reason (window, pending_limit, stop)",

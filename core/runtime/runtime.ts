@@ -109,7 +109,8 @@ export class EngineRuntime {
     relayRef.relay = this.relay;
     this.conversationList = new ConversationList(
       { store: this.store, keys: this.keys, conversations: this.conversations, log: this.dispatchLog, authority },
-      { ...(opts.log ? { compactor: { log: opts.log } } : {}), ...opts.conversationList },
+      // a cluster node reads only the partitions it owns (as the session projection does)
+      { ...opts.conversationList, compactor: { ...(opts.log ? { log: opts.log } : {}), ...(cluster ? { gate: cluster } : {}), ...opts.conversationList?.compactor } },
     );
     relayRef.list = this.conversationList;
     this.sessionView = new SessionView(this.conversationList.service, opts.sessionView);

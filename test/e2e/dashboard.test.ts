@@ -78,8 +78,9 @@ describe("qimctl dashboard against the real server", { timeout: 180_000 }, () =>
     const snaps = lines.map((l) => JSON.parse(l));
     const epoch = await e2e.server.projection.epoch.get();
     for (const s of snaps) {
-      assert.deepEqual(Object.keys(s), ["time", "timeMs", "startedAtMs", "rates", "counters", "projection", "audit"]);
+      assert.deepEqual(Object.keys(s), ["time", "timeMs", "startedAtMs", "rates", "counters", "projection", "audit", "nodes"]);
       assert.match(s.time, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+      assert.ok(Array.isArray(s.nodes), "the cluster's nodes (empty for a server that is not a node)");
       assert.equal(s.projection.epoch, epoch);
       assert.equal(s.projection.partitions.length, 8);
       for (const p of s.projection.partitions) for (const k of ["partition", "verdict", "checkpoint", "low", "high", "lag"]) assert.ok(k in p, k);

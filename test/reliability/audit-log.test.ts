@@ -22,8 +22,11 @@ import { after, before, describe, it } from "node:test";
 import * as grpc from "@grpc/grpc-js";
 import { loadSync, type MethodDefinition, type PackageDefinition } from "@grpc/proto-loader";
 import { AUDIT_ARGUMENTS_MAX_BYTES } from "../../admin-api/audit.js";
-import { MUTATING, RPC_ROLES } from "../../admin-api/services/index.js";
+import { ENDLESS_STREAMS, MUTATING, RPC_ROLES } from "../../admin-api/services/index.js";
 import { CLIENT_NAMES } from "../certs/fixture.js";
+
+/** How long an endless stream may stay silent before it counts as answered (as in the fuzz test). */
+const ENDLESS_QUIET_MS = 1500;
 import { ROOT, startE2eServer, type E2eServer } from "../e2e/qimctl.js";
 
 interface FieldDescriptor {
@@ -91,10 +94,15 @@ describe("the audit log only grows, by whole JSON lines, whatever any RPC is sen
     assert.ok(rpcs.size >= 15);
 
     // no request field anywhere is a file or a path: an argument never names something on disk
+    // a message declared inside another (GetOwnerRequest.UserRef) is only in its parent's descriptor
+    type MessageType = { name: string; field: FieldDescriptor[]; nestedType?: MessageType[] };
+    const types = new Map<string, MessageType>();
+    const addType = (full: string, t: MessageType) => { types.set(full, t); for (const n of t.nestedType ?? []) addType(`${full}.${n.name}`, n); };
+    for (const [k, v] of Object.entries(pkg)) if ((v as { type?: MessageType }).type?.field) addType(k, (v as { type: MessageType }).type);
     const messageFields = (typeName: string): FieldDescriptor[] => {
-      const def = Object.entries(pkg).find(([k]) => k === typeName || k.endsWith(`.${typeName}`))?.[1] as { type?: { field: FieldDescriptor[] } } | undefined;
-      assert.ok(def?.type, `message type ${typeName}`);
-      return def.type.field;
+      const t = types.get(typeName) ?? [...types.entries()].find(([k]) => k.endsWith(`.${typeName}`))?.[1];
+      assert.ok(t, `message type ${typeName}`);
+      return t.field;
     };
     for (const [p, m] of rpcs) {
       const names = m.requestType.type.field.flatMap((f) => [f.name, ...(f.type === "TYPE_MESSAGE" ? messageFields(f.typeName).map((n) => `${f.name}.${n.name}`) : [])]);
@@ -211,11 +219,14 @@ describe("the audit log only grows, by whole JSON lines, whatever any RPC is sen
       const done = (err: grpc.ServiceError | null) => resolve(err ? grpc.status[err.code] ?? String(err.code) : "OK");
       if (m.responseStream) {
         const stream = client.makeServerStreamRequest(rpc, serialize as (v: unknown) => Buffer, deserialize, request, metadata(), options);
-        // Watch and FollowAudit stream until cancelled: their first message is the answer (the cancel is ours, not a failure)
-        const openEnded = rpc.endsWith("/Watch") || rpc.endsWith("/FollowAudit");
+        // a stream declared endless (Watch, FollowAudit, WatchUser) runs until cancelled: its first
+        // message is the answer, and one still open and silent after ENDLESS_QUIET_MS (nothing to
+        // send yet) was accepted; the cancel is ours, not a failure
+        const openEnded = ENDLESS_STREAMS.has(rpc);
+        const quiet = openEnded ? setTimeout(() => stream.cancel(), ENDLESS_QUIET_MS) : undefined;
         stream.on("data", () => { if (openEnded) stream.cancel(); });
-        stream.on("error", (err: grpc.ServiceError) => done(openEnded && err.code === grpc.status.CANCELLED ? null : err));
-        stream.on("end", () => done(null));
+        stream.on("error", (err: grpc.ServiceError) => { clearTimeout(quiet); done(openEnded && err.code === grpc.status.CANCELLED ? null : err); });
+        stream.on("end", () => { clearTimeout(quiet); done(null); });
       } else {
         client.makeUnaryRequest(rpc, serialize as (v: unknown) => Buffer, deserialize, request, metadata(), options, (err) => done(err));
       }

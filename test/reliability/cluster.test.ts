@@ -347,6 +347,7 @@ for (const topology of ["single", "cluster"] as const) {
     it("steady load: each node does about a third of the relay and projection work; no duplicate append; drill and audit pass", async () => {
       const relay0 = await Promise.all(nodes.map((n) => metric(n, "qim_relay_dispatched_total")));
       const consumed0 = await Promise.all(nodes.map((n) => metric(n, "qim_session_projection_consumed_records_total")));
+      const listed0 = await Promise.all(nodes.map((n) => metric(n, "qim_conversation_list_consumed_records_total")));
       const watch = new CheckpointWatch();
       watch.start();
       const load = startLoad({ concurrency: 12 });
@@ -356,13 +357,20 @@ for (const topology of ["single", "cluster"] as const) {
       await watch.stop();
       const relay = (await Promise.all(nodes.map((n) => metric(n, "qim_relay_dispatched_total")))).map((v, i) => v - relay0[i]!);
       const consumed = (await Promise.all(nodes.map((n) => metric(n, "qim_session_projection_consumed_records_total")))).map((v, i) => v - consumed0[i]!);
+      const listed = (await Promise.all(nodes.map((n) => metric(n, "qim_conversation_list_consumed_records_total")))).map((v, i) => v - listed0[i]!);
       const h = await checkHistory();
       const share = (xs: number[]) => xs.map((x) => x / xs.reduce((a, b) => a + b, 0));
+      const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
       process.stderr.write(`steady (${topology}): ${acked.length} sends acknowledged, ${h.records} records; relay per node ${relay.join("/")}, consumed per node ${consumed.join("/")}\n`);
       assert.ok(acked.length > 100, `the load ran (${acked.length} sends)`);
       for (const [i, s] of share(relay).entries()) assert.ok(s >= 0.15 && s <= 0.55, `relay share of n${i + 1}: ${s.toFixed(2)} (${relay.join("/")})`);
       // 8 partitions over 3 nodes: 3/3/2 of them, so a share between about 1/4 and 3/8
       for (const [i, s] of share(consumed).entries()) assert.ok(s >= 0.1 && s <= 0.6, `projection share of n${i + 1}: ${s.toFixed(2)} (${consumed.join("/")})`);
+      // the conversation list's consumer reads only owned partitions too: the cluster reads each
+      // record about once (as the projection does), not once per node
+      process.stderr.write(`steady (${topology}): conversation list read per node ${listed.join("/")}\n`);
+      assert.ok(sum(listed) <= 1.5 * sum(consumed), `the conversation list read ${sum(listed)} records for ${sum(consumed)} consumed (${listed.join("/")})`);
+      assert.ok(sum(listed) >= sum(consumed) * 0.5, `the conversation list reads on the cluster too (${sum(listed)} for ${sum(consumed)})`);
       assert.equal(h.duplicates, 0, "no commit appended twice");
       assert.deepEqual(h.missing, []);
       assert.deepEqual(h.violations, []);

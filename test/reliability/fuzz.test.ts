@@ -30,8 +30,7 @@ import * as grpc from "@grpc/grpc-js";
 import { loadSync } from "@grpc/proto-loader";
 import { service as healthService } from "grpc-health-check";
 import type { AdminClient } from "../../admin-api/client.js";
-import type { Rpc as RpcDecl } from "../../admin-api/rpc.js";
-import { SERVICES } from "../../admin-api/services/index.js";
+import { ENDLESS_STREAMS } from "../../admin-api/services/index.js";
 import { SOAK } from "./common.js";
 import { startReliabilityServer, type ReliabilityServer } from "./server.js";
 
@@ -391,9 +390,7 @@ const UNDECODABLE: [string, Buffer][] = [
 interface Answer { code: grpc.status; details: string; messages: Buffer[] }
 
 /** Paths of the server streams that do not end by themselves, from each RPC's declaration. */
-const ENDLESS = new Set(SERVICES.flatMap((svc) => Object.entries(svc.rpcs)
-  .filter(([, rpc]) => { const r = rpc as RpcDecl; return r.kind === "serverStream" && r.endless; })
-  .map(([method]) => svc.definition[method]!.path)));
+const ENDLESS = ENDLESS_STREAMS;
 
 function callRaw(client: grpc.Client, rpc: Rpc, body: Buffer): Promise<Answer> {
   const identity = (b: Buffer) => b;

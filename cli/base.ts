@@ -18,7 +18,7 @@ import type { Config, Interfaces } from "@oclif/core";
 import { Command } from "@oclif/core/command";
 import { ExitError } from "@oclif/core/errors";
 import * as Flags from "@oclif/core/flags";
-import type { AdminClient } from "../admin-api/client.js";
+import type { AdminClient, WatchStream } from "../admin-api/client.js";
 import { confirmOrStop, mustConfirm, type Destructive } from "./confirm.js";
 import { resolveConnection, type Resolved, type ResolvedConnection } from "./context.js";
 import { classifyError, GRPC_STATUS, InterruptedError, needsCertificateProbe, UsageError, type Failure, type FailureContext } from "./exit-codes.js";
@@ -127,6 +127,29 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
   /** Plain, stable JSON (no colours), whatever the terminal. */
   override logJson(json: unknown): void {
     process.stdout.write(`${this.jsonLines ? JSON.stringify(json) : JSON.stringify(json, null, 2)}\n`);
+  }
+
+  /**
+   * Prints what an endless stream sends (audit tail --follow, sessions watch) until it ends: each
+   * event's lines, one JSON object per line with --output json. A reader that went away
+   * (`| head -n 3`) ends it quietly with exit 0; the stream's error is the command's (Ctrl+C:
+   * exit 130 through the usual path).
+   */
+  protected async printStream<E, L>(open: (onEvent: (event: E) => void) => WatchStream, linesOf: (event: E) => L[], text: (line: L) => string): Promise<never> {
+    const json = this.jsonEnabled();
+    await new Promise<void>((resolve, reject) => {
+      const stream = open((event) => {
+        for (const line of linesOf(event)) process.stdout.write(`${json ? JSON.stringify(line) : text(line)}\n`);
+      });
+      process.stdout.once("error", (err: NodeJS.ErrnoException) => {
+        stream.cancel();
+        if (err.code === "EPIPE") resolve();
+        else reject(err);
+      });
+      stream.ended.then(resolve, reject);
+    });
+    // the stream ended without an error (a reader that went away): exit 0 with nothing more to print
+    this.exit(0);
   }
 
   /** A diagnostic line on stderr (table mode only: JSON mode keeps stderr for the error object). */

@@ -38,23 +38,6 @@ Needs the viewer, operator or admin role. Exit codes: 0 ok; 2 bad --limit (check
 
   /** Prints entries as they arrive until the stream ends (Ctrl+C: base.ts exits 130). Returns nothing to print. */
   private async follow(client: Awaited<ReturnType<AuditTail["connect"]>>["client"], limit: number): Promise<never> {
-    const json = this.jsonEnabled();
-    await new Promise<void>((resolve, reject) => {
-      const stream = client.followAudit({ limit }, (entries) => {
-        for (const e of entries) {
-          const entry = auditEntryResult(e);
-          process.stdout.write(`${json ? JSON.stringify(entry) : auditLine(entry)}\n`);
-        }
-      });
-      // a reader that went away (`| head -n 3`) ends the follow quietly
-      process.stdout.once("error", (err: NodeJS.ErrnoException) => {
-        stream.cancel();
-        if (err.code === "EPIPE") resolve();
-        else reject(err);
-      });
-      stream.ended.then(resolve, reject);
-    });
-    // the stream ended without an error (a reader that went away): exit 0 with nothing more to print
-    this.exit(0);
+    return this.printStream((onEntries) => client.followAudit({ limit }, onEntries), (entries: Parameters<typeof auditEntryResult>[0][]) => entries.map(auditEntryResult), auditLine);
   }
 }

@@ -28,21 +28,6 @@ Any role. Exit codes: 0 the reader went away; 2 bad --user (checked before conne
     const user = uuid("--user", this.flags.user);
     const tenant = this.tenant();
     const { client } = await this.connect();
-    const json = this.jsonEnabled();
-    await new Promise<void>((resolve, reject) => {
-      const stream = client.watchUser({ tenant, user }, (e) => {
-        const line = watchLine(e);
-        process.stdout.write(`${json ? JSON.stringify(line) : watchText(line)}\n`);
-      });
-      // a reader that went away (`| head -n 3`) ends the watch quietly
-      process.stdout.once("error", (err: NodeJS.ErrnoException) => {
-        stream.cancel();
-        if (err.code === "EPIPE") resolve();
-        else reject(err);
-      });
-      stream.ended.then(resolve, reject);
-    });
-    // the stream ended without an error (a reader that went away): exit 0 with nothing more to print
-    this.exit(0);
+    return this.printStream((onEvent) => client.watchUser({ tenant, user }, onEvent), (e: Parameters<typeof watchLine>[0]) => [watchLine(e)], watchText);
   }
 }

@@ -61,8 +61,6 @@ export class NodeRouter {
   private readonly cache = new Map<string, { owner: UnitOwnerView; at: number }>();
   private readonly cacheMs: number;
   /** Kicks waiting for the end of this turn of the event loop, per owner address. */
-  private pendingKicks = new Map<string, { owner: UnitOwnerView; buckets: Set<number>; done: (() => void)[] }>();
-  private kickFlushScheduled = false;
 
   constructor(private readonly opts: NodeRouterOptions) {
     this.cacheMs = opts.ownerCacheMs ?? DEFAULT_OWNER_CACHE_MS;
@@ -138,28 +136,12 @@ export class NodeRouter {
 
   /**
    * The relay's kick forwarder (ClusterMembership.setKickForwarder): a commit on a bucket owned
-   * elsewhere is handed to that bucket's owner. Kicks of one turn of the event loop go to each
-   * owner as one Kick. Never rejects: a kick that fails is harmless (the owner's sweep relays the
-   * commit) and is counted in qim_relay_kicks_forward_failed_total.
+   * elsewhere is handed to that bucket's owner. The membership already gathers the kicks of one
+   * turn of the event loop per owner, so each call here is one Kick. Never rejects: a kick that
+   * fails is harmless (the owner's sweep relays the commit) and is counted in
+   * qim_relay_kicks_forward_failed_total.
    */
-  readonly forwardKick = (owner: UnitOwnerView, buckets: number[]): Promise<void> => new Promise<void>((resolve) => {
-    const key = owner.address ?? `node:${owner.nodeId ?? ""}`;
-    let batch = this.pendingKicks.get(key);
-    if (!batch) {
-      batch = { owner, buckets: new Set(), done: [] };
-      this.pendingKicks.set(key, batch);
-    }
-    for (const b of buckets) batch.buckets.add(b);
-    batch.done.push(resolve);
-    if (this.kickFlushScheduled) return;
-    this.kickFlushScheduled = true;
-    setImmediate(() => {
-      this.kickFlushScheduled = false;
-      const batches = [...this.pendingKicks.values()];
-      this.pendingKicks = new Map();
-      for (const b of batches) void this.sendKick(b.owner, [...b.buckets]).finally(() => b.done.forEach((d) => d()));
-    });
-  });
+  readonly forwardKick = (owner: UnitOwnerView, buckets: number[]): Promise<void> => this.sendKick(owner, buckets);
 
   /** One Kick to `owner`; on STALE_OWNER each bucket is re-resolved and the buckets re-sent once, grouped by their new owners. */
   private async sendKick(owner: UnitOwnerView, buckets: number[], retry = true): Promise<void> {

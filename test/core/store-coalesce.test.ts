@@ -45,6 +45,11 @@ describe("RedisStore write coalescing", { timeout: 60_000 }, () => {
       const replies = await new Promise<number[]>((resolve, reject) => {
         const out: Promise<number>[] = [];
         for (let i = 0; i < 3; i++) setTimeout(() => { out.push(client.rpush(key, String(i))); if (out.length === 3) Promise.all(out).then(resolve, reject); }, 0);
+        // the three were created across a millisecond boundary now and then (due at t+1 and t+2),
+        // and a loop iteration that began in between ran only the first: hold the thread until
+        // all three are due, so the next timers phase finds them all expired
+        const due = Date.now() + 5;
+        while (Date.now() < due) { /* spin */ }
       });
       // RPUSH answers the list's length after the push: 1, 2, 3 when they ran in the order written
       assert.deepEqual(replies, [1, 2, 3]);

@@ -1,0 +1,158 @@
+/**
+ * The CMD conversation sync (spec 001, issue 13): the contract between its parts, written before
+ * them so that the log, the pending buffer, the durable state, the sync/ack application and the
+ * surfaces (node RPC, HTTP, gRPC, CLI) are built against one set of types.
+ *
+ * Identities: a user is (tenant, user UUID) as everywhere in the engine; a CMD channel is
+ * (tenant, command channel id, channel type). Every operation on a channel is keyed by both the
+ * id and the type (spec 001: never by the id alone).
+ */
+import type { Fence } from "../cluster/index.js";
+import type { Uuid } from "../base/index.js";
+
+/** spec 001: a command channel id is `<source>____cmd`. */
+export const CMD_CHANNEL_SUFFIX = "____cmd";
+/** WuKongIM's channel types the engine names; any 1 … 255 is accepted, 0 never. */
+export const CHANNEL_TYPE_PERSON = 1;
+export const CHANNEL_TYPE_GROUP = 2;
+
+/** The channel of a CMD operation: `channelId` always carries the suffix (normaliseCommandChannel). */
+export interface CommandChannelKey {
+  channelId: string;
+  channelType: number;
+}
+
+/** A CMD message as committed (durable: seq ≥ 1) or delivered only (NoPersist: seq 0). */
+export interface CmdMessage {
+  tenant: Uuid;
+  channel: CommandChannelKey;
+  /** The channel's own sequence, from 1; 0 for NoPersist. */
+  messageSeq: number;
+  /** UUIDv7 of the message. */
+  messageId: Uuid;
+  /** The caller's idempotency key (WuKongIM client_msg_no); a repeat answers the first commit. */
+  clientMsgNo: string;
+  /** The sender, or null for a system command (the app server sending as nobody). */
+  from: Uuid | null;
+  /** Commit time, ms since the epoch (Redis TIME inside the commit script). */
+  timestampMs: number;
+  /** header.red_dot / header.sync_once of the legacy message. */
+  redDot: boolean;
+  syncOnce: boolean;
+  noPersist: boolean;
+  payload: Uint8Array;
+  /** The audience frozen at allocation: the explicit list, or the source group's active members then. */
+  recipients: Uuid[];
+}
+
+/**
+ * One CMD conversation update before it is flushed (spec 001 ConversationIntent): the seq and
+ * time of a message and the read seq each recipient starts from (the sender its own seq, every
+ * other recipient 0).
+ */
+export interface ConversationIntent {
+  tenant: Uuid;
+  channel: CommandChannelKey;
+  messageSeq: number;
+  activeAt: number;
+  /** user UUID → read seq; never empty, never a blank key, no value above messageSeq. */
+  userReadSeqs: Map<Uuid, number>;
+}
+
+/** What sync overlays for one user and channel (spec 001 PendingConversationView). */
+export interface PendingConversationView {
+  channel: CommandChannelKey;
+  /** The last seq that concerned this user (per-user, not the channel-wide maximum). */
+  lastMsgSeq: number;
+  /** The active time that concerned this user. */
+  activeAt: number;
+  readSeq: number;
+}
+
+/** Durable CMD conversation state per (tenant, user, channel) (spec 001 CMDConversationState). */
+export interface CmdConversationState {
+  tenant: Uuid;
+  user: Uuid;
+  channel: CommandChannelKey;
+  readSeq: number;
+  deletedToSeq: number;
+  activeAt: number;
+  updatedAt: number;
+}
+
+/** A read advance for an existing row (spec 001 CMDConversationReadPatch): monotonic. */
+export interface CmdReadPatch {
+  tenant: Uuid;
+  user: Uuid;
+  channel: CommandChannelKey;
+  readSeq: number;
+}
+
+/**
+ * Durable state (spec 001 StateStore). Every write is a monotonic max merge (read seq, active at)
+ * so that a replayed or repeated write never moves anything back, and carries the fence of the
+ * user's slot: refused (FencedError) when the slot's lease names someone else. A batch is all or
+ * nothing, so a batch holds the rows of one slot only (one Lua call on the slot's `{uNNN}` tag).
+ */
+export interface CmdStateStore {
+  listActive(tenant: Uuid, user: Uuid, limit: number): Promise<CmdConversationState[]>;
+  get(tenant: Uuid, user: Uuid, channel: CommandChannelKey): Promise<CmdConversationState | null>;
+  /** Advances read seq of rows that exist; a patch for a missing row is a no-op. */
+  advanceReadSeqs(patches: readonly CmdReadPatch[], fence: Fence): Promise<void>;
+  /** Creates or max-merges rows. */
+  upsertStates(states: readonly CmdConversationState[], fence: Fence): Promise<void>;
+}
+
+/** The owner-local pending buffer (spec 001 ConversationUpdater). */
+export interface CmdPendingBuffer {
+  /** Coalesces an intent whose users this node owns; false when the queue is full (dropped, counted). */
+  pushIntent(intent: ConversationIntent): boolean;
+  listPending(tenant: Uuid, user: Uuid, limit: number): PendingConversationView[];
+  /** Removes the user from the channel's pending update when throughSeq ≥ its last seq for the user. */
+  markSynced(tenant: Uuid, user: Uuid, channel: CommandChannelKey, throughSeq: number): void;
+  /** One bounded flush of what is pending; rejects with the first failed batch's error (that batch stays). */
+  flush(): Promise<CmdFlushReport>;
+}
+
+export interface CmdFlushReport {
+  rows: number;
+  batches: number;
+  failedBatches: number;
+}
+
+/** Reads a channel's durable CMD messages (the log): seq > afterSeq, ascending, at most limit. */
+export interface CmdMessageSource {
+  load(tenant: Uuid, channel: CommandChannelKey, afterSeq: number, limit: number): Promise<CmdMessage[]>;
+}
+
+/**
+ * Where an intent goes: grouped by the owner of each user's slot, the local group to the local
+ * buffer, the others over node RPC (admin-api/node), stale owner → re-resolve, retry once.
+ * Resolves true only when every group was accepted; never rejects (a failed side effect is
+ * logged and counted; the owner's recovery scan re-derives it).
+ */
+export interface CmdIntentRouter {
+  pushIntent(intent: ConversationIntent): Promise<boolean>;
+}
+
+/** One channel's record of a sync answer, kept per user for the ack (spec 001 sync records). */
+export interface CmdSyncRecord {
+  channel: CommandChannelKey;
+  /** The last message seq this sync returned on the channel. */
+  lastReturnedMsgSeq: number;
+}
+
+export interface CmdSyncResult {
+  messages: CmdMessage[];
+  /** The generation this sync recorded; an ack applies only the latest one. */
+  generation: number;
+}
+
+export interface CmdAckResult {
+  /** Durable rows advanced or created. */
+  advanced: number;
+  /** Pending entries cleared (best effort). */
+  cleared: number;
+  /** A clean-up failure after a durable write (a warning, the ack still succeeded). */
+  warning: string | null;
+}

@@ -156,3 +156,53 @@ export interface CmdAckResult {
   /** A clean-up failure after a durable write (a warning, the ack still succeeded). */
   warning: string | null;
 }
+
+/** A CMD send (engine API, `qimctl cmd send`, gRPC CmdService.Send). */
+export interface CmdSendRequest {
+  tenant: Uuid;
+  /** Normalised by adding the suffix once (`g1` → `g1____cmd`; `g1____cmd` stays). */
+  channelId: string;
+  channelType: number;
+  /** null: a system command. */
+  from: Uuid | null;
+  /**
+   * Request-scoped recipients; null: the source group's active members frozen at allocation
+   * (channel type 2 and a source that is a group id of the tenant).
+   */
+  to: Uuid[] | null;
+  noPersist: boolean;
+  payload: Uint8Array;
+  /** Idempotency key; generated when absent. */
+  clientMsgNo?: string;
+  redDot?: boolean;
+  syncOnce?: boolean;
+}
+
+export interface CmdSendResult {
+  message: CmdMessage;
+  /** This clientMsgNo was committed before: the first commit's message, nothing written. */
+  duplicate: boolean;
+  /** Every owner group of the intent accepted it (false: the owners' catch-up scan derives it). */
+  intentAccepted: boolean;
+}
+
+/**
+ * What the surfaces (admin-api: node RPC, HTTP /message/sync, gRPC CmdService, CLI) use of the CMD
+ * sync module on one node. The *Local operations serve users whose slot this node owns and throw
+ * StaleOwner (core/cmd-sync errors) otherwise: the surfaces route to the owner first.
+ */
+export interface CmdSyncApi {
+  send(req: CmdSendRequest): Promise<CmdSendResult>;
+  ownsUser(tenant: Uuid, user: Uuid): boolean;
+  /** Receiver side of a routed intent: all or nothing — "stale_owner" when any user's slot is not ours. */
+  acceptIntent(intent: ConversationIntent): "ok" | "stale_owner" | "dropped";
+  syncLocal(tenant: Uuid, user: Uuid, limit: number): Promise<CmdSyncResult>;
+  ackLocal(tenant: Uuid, user: Uuid, lastMessageSeq: number): Promise<CmdAckResult>;
+  pendingLocal(tenant: Uuid, user: Uuid, limit: number): PendingConversationView[];
+  stateOf(tenant: Uuid, user: Uuid, limit: number): Promise<CmdConversationState[]>;
+  flush(): Promise<CmdFlushReport>;
+  /** Installs the node-RPC router (admin-api/node); the default pushes to the local buffer only. */
+  setRouter(router: CmdIntentRouter): void;
+  /** The pending file renamed `.bad` at start-up, null when none. */
+  readonly badFile: string | null;
+}

@@ -287,6 +287,7 @@ export class AuditLog {
     const name = basename(this.path);
     const fail = (what: string, err: unknown) => {
       this.stats.rotationFailures++;
+      metrics.auditRotationFailures.inc();
       this.nextRotationAt = this.size + maxBytes;
       this.log(`audit log ${this.path}: rotation failed (${what}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); writing on in ${name}, next attempt after another ${maxBytes} bytes`);
     };
@@ -318,6 +319,7 @@ export class AuditLog {
     this.generation++;
     this.nextRotationAt = 0;
     this.stats.rotations++;
+    metrics.auditRotations.inc();
     await syncDir(dir).catch((err: unknown) => this.log(`audit log ${this.path}: fsync of ${dir} after a rotation failed: ${(err as Error).message}`));
     await old.close().catch(() => {});
   }

@@ -8,4 +8,14 @@ export const metrics = {
     help: "Audit records that could not be written and synced to the audit log (disk full, file size limit, I/O error); each mutating or refused call among them was answered INTERNAL",
     registers: [registry],
   }),
+  auditRotations: new Counter({
+    name: "qim_admin_audit_rotations_total",
+    help: "Size-based rotations of the audit log (FILE became FILE.1)",
+    registers: [registry],
+  }),
+  auditRotationFailures: new Counter({
+    name: "qim_admin_audit_rotation_failures_total",
+    help: "Audit log rotations that failed (the log writes on in FILE, nothing lost; the next attempt waits until it has grown by another max size): alert on any increase, the file now grows past its bound",
+    registers: [registry],
+  }),
 };

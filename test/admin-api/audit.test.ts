@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { createHash } from "node:crypto";
+import { registry } from "../../core/metrics/index.js";
 import { AUDIT_ARGUMENTS_MAX_BYTES, AUDIT_ARRAY_MAX, AUDIT_STRING_MAX, auditArguments, AuditLog, type AuditRecord } from "../../admin-api/audit.js";
 
 /** The files of a rotated log, oldest first (FILE.N … FILE.1, FILE), as this test reads them: names and request ids per file. */
@@ -222,16 +223,21 @@ describe("audit log", () => {
       await mkdir(`${file}.1`);
       await writeFile(join(`${file}.1`, "keep-me"), "x");
       const lines: string[] = [];
+      const counted = async (name: string) => (await registry.getSingleMetric(name)!.get()).values[0]?.value ?? 0;
+      const failuresBefore = await counted("qim_admin_audit_rotation_failures_total");
+      const rotationsBefore = await counted("qim_admin_audit_rotations_total");
       const log = await AuditLog.open(file, { rotation: { maxBytes: 1000, keep: 1 }, log: (l) => lines.push(l) });
       const perFile = Math.floor(1000 / lineBytes(10));
       for (let i = 0; i < perFile + 3; i++) await log.append(small(i));
       assert.equal(lines.length, 1, lines.join("\n"));
       assert.match(lines[0]!, /rotation failed \(moving the files: .*\); writing on in audit\.log, next attempt after another 1000 bytes/);
       assert.equal(log.stats.rotationFailures, 1);
+      assert.equal(await counted("qim_admin_audit_rotation_failures_total") - failuresBefore, 1, "the failure is on /metrics, for an alert");
       assert.equal((await rotatedFiles(file)).at(-1)!.ids.length, perFile + 3, "every record in audit.log");
       await rm(`${file}.1`, { recursive: true });
       for (let i = perFile + 3; i < 3 * perFile; i++) await log.append(small(i));
       assert.equal(log.stats.rotations, 1, "retried once the file grew by another maxBytes");
+      assert.equal(await counted("qim_admin_audit_rotations_total") - rotationsBefore, 1);
       const files = await rotatedFiles(file);
       assert.deepEqual(files.map((x) => x.name), ["audit.log.1", "audit.log"]);
       assert.deepEqual(files.flatMap((x) => x.ids), Array.from({ length: 3 * perFile }, (_, i) => `r${i}`));

@@ -57,7 +57,7 @@ describe("docs/monitoring alert rules", () => {
     assert.match(r.out, new RegExp(`SUCCESS: ${rules.length} rules found`));
     assert.deepEqual(rules.map((x) => x.alert), [
       "QimPartitionRefused", "QimPartitionNotOk", "QimCheckpointLagHigh", "QimProjectionEpochBumped",
-      "QimRegistrationFailing", "QimRegistrationDeadLetters", "QimAuditWriteFailing", "QimStoreUnreachable",
+      "QimRegistrationFailing", "QimRegistrationDeadLetters", "QimAuditWriteFailing", "QimAuditRotationFailing", "QimStoreUnreachable",
     ]);
   });
 

@@ -97,8 +97,8 @@ export interface CmdReadPatch {
 export interface CmdStateStore {
   listActive(tenant: Uuid, user: Uuid, limit: number): Promise<CmdConversationState[]>;
   get(tenant: Uuid, user: Uuid, channel: CommandChannelKey): Promise<CmdConversationState | null>;
-  /** Advances read seq of rows that exist; a patch for a missing row is a no-op. */
-  advanceReadSeqs(patches: readonly CmdReadPatch[], fence: Fence): Promise<void>;
+  /** Advances read seq of rows that exist; a patch for a missing row is a no-op. updatedAt: the ack's time (default now). */
+  advanceReadSeqs(patches: readonly CmdReadPatch[], fence: Fence, updatedAt?: number): Promise<void>;
   /** Creates or max-merges rows. */
   upsertStates(states: readonly CmdConversationState[], fence: Fence): Promise<void>;
 }

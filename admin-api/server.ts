@@ -7,6 +7,7 @@ import {
   EngineRuntime,
   InvalidArgumentError,
   parseHostPort,
+  parseUuid,
   ProjectionRefusedError,
   refusedVerdict,
   RedisStore,
@@ -23,6 +24,9 @@ import { failpointsArmed } from "../core/support/index.js";
 import { auditArguments, AuditLog, type AuditRecord, type AuditRotation } from "./audit.js";
 import { allowed, principalOf, type CallWithAuth, type Principal, type Role } from "./auth.js";
 import { DenyList } from "./deny-list.js";
+import { startCmdHttpServer, type CmdHttpServer } from "./cmd-http.js";
+import { cmdOf } from "./node/cmd-local.js";
+import { localCmdAccess, type CmdAccess } from "./node/cmd-router.js";
 import { openNodeService, type NodeService } from "./node/service.js";
 import { mapError, toServiceError, type MappedError } from "./errors.js";
 import { DIAGNOSTICS_ENV, startDiagnostics } from "./diagnostics.js";
@@ -96,6 +100,12 @@ export interface AdminServerOptions {
    */
   node?: { listen: string; advertise?: string; tls?: TlsFiles };
   /**
+   * The CMD sync HTTP API (admin-api/cmd-http.ts, the sync.listen setting): /message/sync and
+   * /message/syncack over TLS with the server's certificate (`tls`), service certificates only;
+   * `tenant` answers for requests that name none (sync.tenant).
+   */
+  sync?: { listen: string; tenant: string | null };
+  /**
    * One line per notable event. A start-up refused by the session projection logs one line per
    * partition ("session projection: partition N VERDICT: detail") and a last line saying so.
    */
@@ -116,6 +126,8 @@ export interface AdminServer {
   observer: Observer;
   /** This node's NodeService (null without one): its port, the address it registered, its router. */
   node: NodeService | null;
+  /** The CMD sync HTTP API (null without sync.listen): its port and https://host:port. */
+  sync: CmdHttpServer | null;
   /** Reads the deny list file again (SIGHUP); the previous list stays when it is malformed. No-op without one. */
   reloadDenyList(reason?: string): Promise<void>;
   close(): Promise<void>;
@@ -398,7 +410,8 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
 
   const cluster = runtime.cluster;
   const observer = new Observer(projection, audit, cluster ? () => cluster.nodes() : undefined);
-  const deps: ServerDeps = { runtime, audit, observer };
+  const cmdAccess = (): CmdAccess => nodeService?.cmd ?? localCmdAccess(cmdOf(runtime), runtime.cluster?.nodeId ?? "");
+  const deps: ServerDeps = { runtime, audit, observer, cmd: cmdAccess };
 
   /** A unary RPC's grpc-js handler: the pipeline around its declaration. */
   function unaryHandler(path: string, rpc: UnaryRpc): grpc.handleUnaryCall<unknown, unknown> {
@@ -468,6 +481,7 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
   let healthTimer: NodeJS.Timeout | undefined;
   let metricsServer: HttpServer | undefined;
   let metricsPort: number | null = null;
+  let syncServer: CmdHttpServer | null = null;
   let boundPort: number;
   const { host, port } = listenAddr(opts.listen, "listen");
   const m = opts.metricsListen ? listenAddr(opts.metricsListen, "metricsListen") : null;
@@ -491,6 +505,17 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
     boundPort = await new Promise<number>((resolve, reject) =>
       server.bindAsync(`${host.includes(":") ? `[${host}]` : host}:${port}`, credentials, (err, p) => (err ? reject(err) : resolve(p))));
 
+    if (opts.sync) {
+      const tenant = opts.sync.tenant === null ? null : parseUuid(opts.sync.tenant, "sync.tenant");
+      syncServer = await startCmdHttpServer({
+        listen: opts.sync.listen, insecureDev: insecure, tenant, access: cmdAccess, log,
+        ...(opts.tls ? { tls: opts.tls } : {}),
+        audit: (rec) => writeAudit(rec),
+        ...(denyList ? { revoked: (fp: string) => denyList!.has(fp) } : {}),
+      });
+      const started = syncServer;
+      opened.push({ what: "CMD sync HTTP API", close: () => started.close() });
+    }
     if (m) {
       metricsServer = createHttpServer((req, res) => {
         if (req.url !== "/metrics") { res.writeHead(404).end("not found\n"); return; }
@@ -530,6 +555,7 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
 
   const diagnostics = process.env[DIAGNOSTICS_ENV] === "1" ? await startDiagnostics(audit, log) : undefined;
 
+  if (syncServer) log(`CMD sync HTTP API on ${syncServer.url} (${insecure ? "INSECURE plain HTTP" : "TLS, service certificates only"})`);
   if (nodeService) log(`node ${runtime.cluster!.nodeId}: node service on ${nodeService.address} (${insecure ? "INSECURE plaintext" : "mTLS, node certificates only"})`);
   else if (runtime.cluster) log(`node ${runtime.cluster.nodeId}: no node service (no node certificate): commits on buckets other nodes own wait for their owner's sweep`);
   log(`qim admin server listening on ${host}:${boundPort} (${insecure ? "INSECURE plaintext" : "mTLS, client certificates required"})${metricsPort !== null ? `, metrics on http://${m!.host}:${metricsPort}/metrics` : ""}`);
@@ -543,6 +569,7 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
     projection,
     observer,
     node: nodeService,
+    sync: syncServer,
     reloadDenyList: (reason = "reload requested") => denyList ? denyList.reload(reason) : Promise.resolve(),
     async close() {
       if (healthTimer) clearTimeout(healthTimer);
@@ -552,6 +579,7 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
       runtime.sessionView.closeWatchers();
       await denyList?.close();
       await new Promise<void>((resolve) => server.tryShutdown(() => resolve()));
+      await syncServer?.close();
       // the units are handed over first (runtime.stop), while peers can still reach us
       await runtime.stop();
       await nodeService?.close();

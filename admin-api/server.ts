@@ -25,6 +25,7 @@ import { auditArguments, AuditLog, type AuditRecord, type AuditRotation } from "
 import { allowed, principalOf, type CallWithAuth, type Principal, type Role } from "./auth.js";
 import { DenyList } from "./deny-list.js";
 import { startCmdHttpServer, type CmdHttpServer } from "./cmd-http.js";
+import { publishCmdBadFile } from "./node/cmd-bad.js";
 import { cmdOf } from "./node/cmd-local.js";
 import { localCmdAccess, type CmdAccess } from "./node/cmd-router.js";
 import { openNodeService, type NodeService } from "./node/service.js";
@@ -324,6 +325,8 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
     // (BEYOND_HIGH); either way the runtime does not start, so the relay never appends to it.
     const report = await runtime.start();
     if (report.epochBumped) log(`session projection: started at epoch ${report.epoch} after a loss (see above)`);
+    const bad = await publishCmdBadFile(runtime);
+    if (bad) log(`WARNING: the CMD pending file did not decode and was renamed ${bad}: its updates were not restored (the owners' catch-up scan re-derives them); qimctl cluster nodes shows it`);
     audit = await AuditLog.open(opts.auditPath, { sync: opts.auditSync ?? true, rotation: opts.auditRotation ?? null, log });
     const auditLog = audit;
     opened.push({ what: "audit log", close: () => auditLog.close() });

@@ -111,6 +111,12 @@ describe("CmdSyncApp.sync", () => {
   });
 
   it("a user whose slot is not ours: CmdStaleOwnerError (CMD_STALE_OWNER) for sync and ack", async () => {
+    const released: Uuid[] = [];
+    const owned = setup();
+    const app2 = new CmdSyncApp({ states: owned.states, pending: owned.buffer, messages: owned.source, fenceOf: () => SOLO, releaseFence: (_t, u) => released.push(u), log: () => {} });
+    await app2.sync(owned.tenant, owned.user, 10);
+    await app2.ack(owned.tenant, owned.user, 1);
+    assert.deepEqual(released, [owned.user, owned.user], "the fence of each sync and ack is released");
     const { app, tenant, user } = setup({ owned: () => false });
     await assert.rejects(app.sync(tenant, user, 10), (e: unknown) => e instanceof CmdStaleOwnerError && e.code === "CMD_STALE_OWNER");
     await assert.rejects(app.ack(tenant, user, 1), CmdStaleOwnerError);

@@ -5,7 +5,7 @@
  */
 import { after, before } from "node:test";
 import {
-  KeySpace, newUuid, RedisCmdStateStore, RedisStore, slotOfUser, unitLeaseKey, type Fence, type Uuid,
+  callScript, KeySpace, newUuid, RedisCmdStateStore, RedisStore, slotOfUser, unitLeaseKey, type Fence, type Uuid,
 } from "../../../core/index.js";
 import { startTopology, type TestTopology, type TopologyKind } from "../../harness/redis.js";
 
@@ -53,10 +53,19 @@ export function usersInSlot(tenant: Uuid, n: number, slot = slotOfUser(tenant, n
   return out;
 }
 
-/** Another node takes the slot's lease (owner "node-b", token 7): writes fenced with SOLO are refused. */
-export async function takeLease(store: RedisStore, space: KeySpace, slot: number): Promise<void> {
+/**
+ * Another node takes the slot's lease as a cluster node does (the acquireUnit script, from no
+ * owner): writes fenced with SOLO are refused from then on. Returns node-b's fence.
+ */
+export async function takeLease(store: RedisStore, space: KeySpace, slot: number): Promise<Fence> {
   const key = unitLeaseKey(space, "slot", slot);
-  await store.clientForKey(key).hset(key, "owner", "node-b", "token", "7", "since", "1");
+  const reply = await callScript(store.clientForKey(key), "acquireUnit", [key], ["", "0", "node-b"]);
+  if (Number(reply[0]) !== 0) {
+    // node-b holds it already (two users of one slot): its fence as it stands
+    if (String(reply[1]) === "node-b") return { owner: "node-b", token: Number(reply[2]) };
+    throw new Error(`acquireUnit refused: ${JSON.stringify(reply)}`);
+  }
+  return { owner: "node-b", token: Number(reply[1]) };
 }
 
 export async function releaseLease(store: RedisStore, space: KeySpace, slot: number): Promise<void> {

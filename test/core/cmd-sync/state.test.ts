@@ -80,7 +80,7 @@ for (const kind of ["single", "cluster"] as const) {
       const [a, b] = usersInSlot(tenant, 2);
       const slot = slotOfUser(tenant, a!);
       await states.upsertStates([row(tenant, a!, "g1____cmd", 1, 100)], SOLO);
-      await takeLease(fx.store, space, slot);
+      const nodeB = await takeLease(fx.store, space, slot);
       const k = cmdStateKeys(space, slot);
       const client = fx.store.clientForKey(k.state);
       const before = await dumpKeys(client, [k.state, k.index]);
@@ -89,7 +89,8 @@ for (const kind of ["single", "cluster"] as const) {
       await assert.rejects(states.advanceReadSeqs([{ tenant, user: a!, channel: ch("g1____cmd"), readSeq: 9 }], SOLO), CmdFencedError);
       assert.equal(await dumpKeys(client, [k.state, k.index]), before);
       // the lease's own owner and token are accepted
-      await states.upsertStates([row(tenant, a!, "g1____cmd", 9, 900)], { owner: "node-b", token: 7 });
+      await assert.rejects(states.upsertStates([row(tenant, a!, "g1____cmd", 9, 900)], { owner: "node-b", token: nodeB.token - 1 }), CmdFencedError, "an older token of the owner");
+      await states.upsertStates([row(tenant, a!, "g1____cmd", 9, 900)], nodeB);
       assert.equal((await states.get(tenant, a!, ch("g1____cmd")))!.readSeq, 9);
     });
 

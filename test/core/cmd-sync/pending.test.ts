@@ -244,6 +244,24 @@ describe("CmdPendingUpdater", () => {
     assert.equal(pending.oldestPendingAt(slotOfUser(t, a)), null);
   });
 
+  it("start() runs the ticker: an entry reaches the durable state without an explicit flush; stop() leaves nothing pending", async () => {
+    const t = newUuid();
+    const u = newUuid();
+    const { pending, realStates: states } = updater({ flushIntervalMs: 10 });
+    await pending.start();
+    pending.pushIntent(intent(t, "g1____cmd", 3, 30, [[u, 1]]));
+    let row = null;
+    for (let i = 0; i < 1000 && row === null; i++) {
+      await new Promise((r) => setTimeout(r, 10));
+      row = await states.get(t, u, ch("g1____cmd"));
+    }
+    assert.equal(row?.readSeq, 1, "the ticker flushed the entry");
+    pending.pushIntent(intent(t, "g1____cmd", 4, 40, [[u, 0]]));
+    await pending.stop();
+    assert.equal(pending.size(), 0);
+    assert.equal((await states.get(t, u, ch("g1____cmd")))!.activeAt, 40, "stop's last flush wrote the newest entry");
+  });
+
   it("shards: FNV-32a vectors, and the shard of (id, type) is FNV-32a(id ‖ type byte) mod 16", () => {
     assert.equal(fnv32a(new Uint8Array()), 0x811c9dc5);
     assert.equal(fnv32a(Buffer.from("a")), 0xe40c292c);

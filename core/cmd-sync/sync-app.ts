@@ -14,7 +14,7 @@
  */
 import type { Uuid } from "../base/index.js";
 import type { Fence } from "../cluster/index.js";
-import { channelKeyText, isCommandChannel, stripCommandSuffix } from "./channel.js";
+import { channelKeyText, isCommandChannel } from "./channel.js";
 import { CmdStaleOwnerError } from "./errors.js";
 import { cmdMetrics } from "./metrics.js";
 import type {
@@ -178,8 +178,10 @@ export class CmdSyncApp {
   /**
    * The user's unread CMD messages, at most `limit` (normaliseLimit) over all channels, each
    * channel's run ascending from its effective read seq + 1; messages are ordered by time (a
-   * channel's own order is kept) and their channel id has one suffix stripped (the legacy form:
-   * `g1____cmd` is answered as `g1`). Records what it answered as the user's latest generation.
+   * channel's own order is kept). Their channel id keeps its suffix, as CmdMessage says: the legacy
+   * surface (HTTP /message/sync) strips exactly one (stripCommandSuffix: `g1____cmd` → `g1`,
+   * `nested____cmd____cmd` → `nested____cmd`). Records what it answered as the user's latest
+   * generation.
    */
   async sync(tenant: Uuid, user: Uuid, limit: number): Promise<CmdSyncResult> {
     return this.fenced(tenant, user, () => this.syncOwned(tenant, user, limit), "syncs");
@@ -226,7 +228,7 @@ export class CmdSyncApp {
       picked.sort((a, b) => a.at - b.at || a.channel.channelType - b.channel.channelType
         || (a.channel.channelId < b.channel.channelId ? -1 : a.channel.channelId > b.channel.channelId ? 1 : 0)
         || a.msg.messageSeq - b.msg.messageSeq);
-      const messages = picked.map(({ msg }) => ({ ...msg, channel: { channelId: stripCommandSuffix(msg.channel.channelId), channelType: msg.channel.channelType } }));
+      const messages = picked.map(({ msg }) => msg);
       const generation = this.records.replace(tenant, user, records);
       cmdMetrics.syncs.inc({ outcome: "ok" });
       cmdMetrics.syncMessages.inc(messages.length);

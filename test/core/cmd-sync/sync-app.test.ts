@@ -6,7 +6,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import {
-  CmdFencedError, CmdPendingUpdater, CmdStaleOwnerError, CmdSyncApp, CmdSyncRecords, newUuid, slotOfUser,
+  CmdFencedError, CmdPendingUpdater, CmdStaleOwnerError, CmdSyncApp, CmdSyncRecords, newUuid, slotOfUser, stripCommandSuffix,
   type CmdMessage, type CmdMessageSource, type CmdPendingBuffer, type CommandChannelKey, type Uuid,
 } from "../../../core/index.js";
 import { releaseLease, SOLO, takeLease, useCmdRedis } from "./fixture.js";
@@ -61,26 +61,28 @@ describe("CmdSyncApp.sync", () => {
     // limit 2: g2 first (active 200) answers 6, g1 gets what is left (1) and answers 4; e is not loaded
     const r = await app.sync(tenant, user, 2);
     assert.deepEqual(source.calls, ["g2____cmd from 6 limit 2", "g1____cmd from 4 limit 1"]);
-    assert.deepEqual(r.messages.map((m) => `${m.channel.channelId}#${m.messageSeq}`), ["g2#6", "g1#4"]);
+    assert.deepEqual(r.messages.map((m) => `${m.channel.channelId}#${m.messageSeq}`), ["g2____cmd#6", "g1____cmd#4"]);
     assert.deepEqual(records.peek(tenant, user)!.records.map((x) => `${x.channel.channelId}:${x.lastReturnedMsgSeq}`), ["g2____cmd:6", "g1____cmd:4"]);
     // with room, every candidate is asked from its effective read + 1: g2 from 6, g1 from 4, e from 10
     source.calls.length = 0;
     const all = await app.sync(tenant, user, 10);
     assert.deepEqual(source.calls, ["g2____cmd from 6 limit 10", "g1____cmd from 4 limit 9", "e____cmd from 10 limit 7"]);
     // by time, each channel's own order kept: g1#5 (ts 10) is after g1#4 (ts 20) in its channel
-    assert.deepEqual(all.messages.map((m) => `${m.channel.channelId}#${m.messageSeq}`), ["g2#6", "g1#4", "g1#5"]);
+    assert.deepEqual(all.messages.map((m) => `${m.channel.channelId}#${m.messageSeq}`), ["g2____cmd#6", "g1____cmd#4", "g1____cmd#5"]);
     assert.ok(all.generation > r.generation);
     assert.deepEqual(records.peek(tenant, user)!.records.map((x) => `${x.channel.channelId}:${x.lastReturnedMsgSeq}`), ["g2____cmd:6", "g1____cmd:5"], "no record for e: nothing new");
   });
 
-  it("merges the pending overlay: pending-only channels are loaded, `nested____cmd____cmd` is answered as `nested____cmd`", async () => {
+  it("merges the pending overlay: pending-only channels are loaded; ids keep their suffix (`nested____cmd____cmd` strips once to `nested____cmd`)", async () => {
     const { buffer, source, app, tenant, user } = setup();
     buffer.pushIntent({ tenant, channel: ch("g1____cmd"), messageSeq: 1, activeAt: 10, userReadSeqs: new Map([[user, 0]]) });
     buffer.pushIntent({ tenant, channel: ch("nested____cmd____cmd"), messageSeq: 2, activeAt: 20, userReadSeqs: new Map([[user, 0]]) });
     source.add("g1____cmd", 1, 20);
     source.add("nested____cmd____cmd", 2, 21);
     const r = await app.sync(tenant, user, 10);
-    assert.deepEqual(r.messages.map((m) => [m.channel.channelId, m.messageSeq]), [["g1", 1], ["nested____cmd", 2]]);
+    assert.deepEqual(r.messages.map((m) => [m.channel.channelId, m.messageSeq]), [["g1____cmd", 1], ["nested____cmd____cmd", 2]]);
+    // what the legacy surface answers (it strips exactly one suffix)
+    assert.deepEqual(r.messages.map((m) => stripCommandSuffix(m.channel.channelId)), ["g1", "nested____cmd"]);
     assert.deepEqual(source.calls, ["nested____cmd____cmd from 1 limit 10", "g1____cmd from 1 limit 9"]);
   });
 

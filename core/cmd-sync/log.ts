@@ -6,8 +6,9 @@ import { parseMemberValue } from "../conversation/index.js";
 import type { RedisStore } from "../store/index.js";
 import { cmdChannelKeys, sourceGroupOf, type CmdChannelKeys } from "./log-keys.js";
 import { logMetrics } from "./log-metrics.js";
+import { parseChannelType, parseCommandChannelId } from "./channel.js";
 import { commitCmdScript } from "./log-scripts.js";
-import { CMD_CHANNEL_SUFFIX, type CmdMessage, type CmdMessageSource, type CmdSendRequest, type CommandChannelKey } from "./types.js";
+import { type CmdMessage, type CmdMessageSource, type CmdSendRequest, type CommandChannelKey } from "./types.js";
 
 /**
  * The most recipients one CMD message may have (its frozen audience, explicit or the group's
@@ -68,19 +69,6 @@ export function decodeCmdEntry(tenant: Uuid, channel: CommandChannelKey, entry: 
   };
 }
 
-/** Local copies of the channel rules until channel.ts lands (CMD_CHANNEL_ID_MAX_BYTES 128). */
-function parseChannelTypeLocal(n: unknown, field: string): number {
-  if (typeof n !== "number" || !Number.isInteger(n) || n < 1 || n > 255) throw new InvalidArgumentError(field, `${field} must be an integer from 1 to 255`);
-  return n;
-}
-function parseCommandChannelIdLocal(text: unknown, field: string): string {
-  if (typeof text !== "string" || text === "") throw new InvalidArgumentError(field, `${field} must be a non-empty channel id`);
-  if (!/^[\x20-\x7e]+$/.test(text) || text.includes("|")) throw new InvalidArgumentError(field, `${field} must be printable ASCII without '|'`);
-  const id = text.endsWith(CMD_CHANNEL_SUFFIX) ? text : text + CMD_CHANNEL_SUFFIX;
-  if (id.length > 128) throw new InvalidArgumentError(field, `${field} is at most 128 bytes with its suffix`);
-  return id;
-}
-
 /**
  * The durable CMD log (docs/cmd-sync-log.md): per channel a seq from 1, a history entry per message
  * with the audience frozen at allocation, idempotency by client_msg_no, and the bucket's
@@ -107,7 +95,7 @@ export class CmdLog implements CmdMessageSource {
   /** Validates everything before any write; throws InvalidArgumentError naming the field, NotFoundError for a missing source group. */
   async commit(req: CmdSendRequest): Promise<{ message: CmdMessage; duplicate: boolean }> {
     const tenant = parseUuid(req.tenant, "tenant");
-    const channel: CommandChannelKey = { channelType: parseChannelTypeLocal(req.channelType, "channelType"), channelId: parseCommandChannelIdLocal(req.channelId, "channelId") };
+    const channel: CommandChannelKey = { channelType: parseChannelType(req.channelType, "channelType"), channelId: parseCommandChannelId(req.channelId, "channelId") };
     const from = req.from === null || req.from === undefined ? null : parseUuid(req.from, "from");
     if (!(req.payload instanceof Uint8Array)) throw new InvalidArgumentError("payload", "payload must be bytes");
     if (req.payload.length > this.maxPayloadBytes) throw new InvalidArgumentError("payload", `payload is ${req.payload.length} bytes; the limit is ${this.maxPayloadBytes}`);

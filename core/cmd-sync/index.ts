@@ -29,7 +29,7 @@ export {
 } from "./sync-app.js";
 // log (helper B): the durable CMD log, the catch-up scan and recovery, the CmdSync module (runtime.cmd)
 export {
-  CMD_CLIENT_MSG_NO_MAX_CHARS, CMD_MAX_PAYLOAD_BYTES, CMD_MAX_RECIPIENTS, CMD_RECENT_RETENTION_MS, CmdLog, decodeCmdEntry, type CmdLogOptions,
+  CMD_CLIENT_MSG_NO_MAX_CHARS, CMD_LOAD_PAGE, CMD_MAX_PAYLOAD_BYTES, CMD_MAX_RECIPIENTS, CMD_RECENT_RETENTION_MS, CmdLog, decodeCmdEntry, type CmdLogOptions,
 } from "./log.js";
 export { cmdChannelBucket, cmdChannelKeys, cmdFlushPointKey, cmdRecentKey, sourceGroupOf, type CmdChannelKeys } from "./log-keys.js";
 export { logMetrics as cmdLogMetrics } from "./log-metrics.js";

@@ -48,6 +48,20 @@ function splitRecipients(concat: string): Uuid[] {
   return out;
 }
 
+/** Entries a filtered load reads per call (a user's messages may be sparse in a shared channel). */
+export const CMD_LOAD_PAGE = 256;
+
+/** Whether an entry's recipients (field 7: 32-hex ids concatenated) name the user, without decoding the entry. */
+function entryNames(entry: string, userHex: string): boolean {
+  let start = 0;
+  for (let i = 0; i < 6; i++) start = entry.indexOf("|", start) + 1;
+  const end = entry.indexOf("|", start);
+  for (let at = entry.indexOf(userHex, start); at !== -1 && at < end; at = entry.indexOf(userHex, at + 1)) {
+    if ((at - start) % 32 === 0) return true;
+  }
+  return false;
+}
+
 /** Decodes one cmdhist member (lua/cmd-sync/commitCmd-5.lua's entry). */
 export function decodeCmdEntry(tenant: Uuid, channel: CommandChannelKey, entry: string): CmdMessage {
   const f = entry.split("|");
@@ -159,12 +173,32 @@ export class CmdLog implements CmdMessageSource {
     return active;
   }
 
-  /** The channel's durable messages with seq > afterSeq, ascending, at most `limit`. */
-  async load(tenant: Uuid, channel: CommandChannelKey, afterSeq: number, limit: number): Promise<CmdMessage[]> {
+  /**
+   * The channel's durable messages with seq > afterSeq, ascending, at most `limit`; with `forUser`
+   * only those whose frozen recipients include the user, read forward page by page (of at least
+   * CMD_LOAD_PAGE entries) until `limit` of them or the end of the channel.
+   */
+  async load(tenant: Uuid, channel: CommandChannelKey, afterSeq: number, limit: number, forUser?: Uuid): Promise<CmdMessage[]> {
     if (limit <= 0) return [];
     const k = this.channelKeys(tenant, channel);
-    const entries = await this.store.clientFor(k.tag).zrangebyscore(k.hist, `(${afterSeq}`, "+inf", "LIMIT", 0, limit);
-    return entries.map((e) => decodeCmdEntry(tenant, channel, e));
+    const client = this.store.clientFor(k.tag);
+    if (forUser === undefined) {
+      const entries = await client.zrangebyscore(k.hist, `(${afterSeq}`, "+inf", "LIMIT", 0, limit);
+      return entries.map((e) => decodeCmdEntry(tenant, channel, e));
+    }
+    const hex = uuidToHex(forUser);
+    const page = Math.max(limit, CMD_LOAD_PAGE);
+    const out: CmdMessage[] = [];
+    for (let after = afterSeq; out.length < limit;) {
+      const entries = await client.zrangebyscore(k.hist, `(${after}`, "+inf", "LIMIT", 0, page);
+      for (const e of entries) {
+        if (entryNames(e, hex)) out.push(decodeCmdEntry(tenant, channel, e));
+        if (out.length === limit) break;
+      }
+      if (entries.length < page) break;
+      after = Number(entries[entries.length - 1]!.slice(0, entries[entries.length - 1]!.indexOf("|")));
+    }
+    return out;
   }
 
   /** The channel's last allocated seq (0 before the first durable message). */

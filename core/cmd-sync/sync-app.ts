@@ -190,7 +190,7 @@ export class CmdSyncApp {
       const picked: { msg: CmdMessage; at: number; channel: CommandChannelKey }[] = [];
       for (const c of candidates) {
         if (remaining <= 0 || records.length >= this.records.maxPerUser) break;
-        const msgs = (await this.o.messages.load(tenant, c.channel, c.readSeq, remaining)).filter((m) => m.messageSeq > c.readSeq).slice(0, remaining);
+        const msgs = (await this.o.messages.load(tenant, c.channel, c.readSeq, remaining, user)).filter((m) => m.messageSeq > c.readSeq).slice(0, remaining);
         if (msgs.length === 0) continue;
         let at = 0;
         let last = 0;

@@ -84,6 +84,24 @@ describe("CmdSync (runtime.cmd) on one Redis", { timeout: 180_000 }, () => {
     assert.deepEqual(rows.map((r) => [r.channel.channelId, r.readSeq]).sort(), [[`${g.group}____cmd`, 4], ["direct____cmd", 1]].sort());
   });
 
+  test("a user is answered only the messages sent to it: a member added later from the next seq on (#527), no other audience's request-scoped message", async () => {
+    const tenant = newUuid();
+    const [owner, a, late] = [newUuid(), newUuid(), newUuid()];
+    const g = await rt.conversations.createGroup({ tenant, owner, members: [owner, a] });
+    const send = (over: object) => rt.cmd.send({ tenant, channelId: g.group, channelType: 2, from: null, to: null, noPersist: false, payload: bytes("x"), ...over });
+    await send({});
+    await rt.conversations.addMembers({ tenant, group: g.group, users: [late] });
+    await send({});
+    await send({ to: [a] });
+    await send({});
+    // by hand: seq 1 → owner, a; seq 2 → owner, a, late; seq 3 → a; seq 4 → owner, a, late
+    assert.deepEqual((await drain(rt, tenant, late, 1)).map((m) => m.messageSeq), [2, 4]);
+    assert.deepEqual((await drain(rt, tenant, owner, 1)).map((m) => m.messageSeq), [1, 2, 4]);
+    assert.deepEqual((await drain(rt, tenant, a, 2)).map((m) => m.messageSeq), [1, 2, 3, 4]);
+    for (let i = 0; i < 300; i++) await rt.cmd.send({ tenant, channelId: "shared", channelType: 1, from: null, to: [i === 150 ? late : owner], noPersist: false, payload: bytes("s") });
+    assert.deepEqual((await drain(rt, tenant, late, 5)).map((m) => m.messageSeq), [151], "found past 150 messages of another audience");
+  });
+
   test("NoPersist: delivered only — no pending entry, nothing to sync", async () => {
     const tenant = newUuid();
     const a = newUuid();

@@ -199,6 +199,18 @@ for (const kind of ["single", "cluster"] as const) {
       assert.deepEqual(await seqs(2, 0), []);
       assert.deepEqual((await log.load(tenant, ch, 4, 1)).map((m) => Buffer.from(m.payload).toString()), ["m5"]);
       assert.equal(await log.lastSeq(tenant, ch), 7);
+      // filtered by recipient: b gets seq 9 and 12 only; pages of CMD_LOAD_PAGE read past the others
+      const b = newUuid();
+      await log.commit(req(tenant, { channelId: "pages", to: [a] }));
+      await log.commit(req(tenant, { channelId: "pages", to: [a, b] }));
+      for (let i = 0; i < 2; i++) await log.commit(req(tenant, { channelId: "pages", to: [a] }));
+      await log.commit(req(tenant, { channelId: "pages", to: [b] }));
+      const forB = async (after: number, limit: number) => (await log.load(tenant, ch, after, limit, b)).map((m) => m.messageSeq);
+      assert.deepEqual(await forB(0, 10), [9, 12]);
+      assert.deepEqual(await forB(0, 1), [9]);
+      assert.deepEqual(await forB(9, 10), [12]);
+      assert.deepEqual(await forB(12, 10), []);
+      assert.deepEqual((await log.load(tenant, ch, 0, 20, a)).map((m) => m.messageSeq), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
     });
 
     test("the recent-commit index drops entries older than its retention at the next commit in the bucket", async () => {

@@ -137,11 +137,16 @@ export class CmdCatchUp {
    */
   async start(): Promise<void> {
     if (this.started) return;
+    await this.prime();
+    await this.round();
+    this.started = true;
+    this.schedule();
+  }
+
+  /** Sets the cursors only (no round, no interval): the caller runs round() itself (tests). */
+  async prime(): Promise<void> {
     const from = await this.startFor(this.o.ownedSlots());
     for (let b = 0; b < COMMIT_BUCKET_COUNT; b++) this.cursors[b] = { at: from, seen: new Set() };
-    this.started = true;
-    await this.round();
-    this.schedule();
   }
 
   private schedule(): void {

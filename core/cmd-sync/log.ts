@@ -6,8 +6,9 @@ import { parseMemberValue } from "../conversation/index.js";
 import type { RedisStore } from "../store/index.js";
 import { cmdChannelKeys, sourceGroupOf, type CmdChannelKeys } from "./log-keys.js";
 import { logMetrics } from "./log-metrics.js";
+import { parseChannelType, parseCommandChannelId } from "./channel.js";
 import { commitCmdScript } from "./log-scripts.js";
-import { CMD_CHANNEL_SUFFIX, type CmdMessage, type CmdMessageSource, type CmdSendRequest, type CommandChannelKey } from "./types.js";
+import { type CmdMessage, type CmdMessageSource, type CmdSendRequest, type CommandChannelKey } from "./types.js";
 
 /**
  * The most recipients one CMD message may have (its frozen audience, explicit or the group's
@@ -47,6 +48,20 @@ function splitRecipients(concat: string): Uuid[] {
   return out;
 }
 
+/** Entries a filtered load reads per call (a user's messages may be sparse in a shared channel). */
+export const CMD_LOAD_PAGE = 256;
+
+/** Whether an entry's recipients (field 7: 32-hex ids concatenated) name the user, without decoding the entry. */
+function entryNames(entry: string, userHex: string): boolean {
+  let start = 0;
+  for (let i = 0; i < 6; i++) start = entry.indexOf("|", start) + 1;
+  const end = entry.indexOf("|", start);
+  for (let at = entry.indexOf(userHex, start); at !== -1 && at < end; at = entry.indexOf(userHex, at + 1)) {
+    if ((at - start) % 32 === 0) return true;
+  }
+  return false;
+}
+
 /** Decodes one cmdhist member (lua/cmd-sync/commitCmd-5.lua's entry). */
 export function decodeCmdEntry(tenant: Uuid, channel: CommandChannelKey, entry: string): CmdMessage {
   const f = entry.split("|");
@@ -66,19 +81,6 @@ export function decodeCmdEntry(tenant: Uuid, channel: CommandChannelKey, entry: 
     payload: new Uint8Array(Buffer.from(f[7]!, "base64")),
     recipients: splitRecipients(f[6]!),
   };
-}
-
-/** Local copies of the channel rules until channel.ts lands (CMD_CHANNEL_ID_MAX_BYTES 128). */
-function parseChannelTypeLocal(n: unknown, field: string): number {
-  if (typeof n !== "number" || !Number.isInteger(n) || n < 1 || n > 255) throw new InvalidArgumentError(field, `${field} must be an integer from 1 to 255`);
-  return n;
-}
-function parseCommandChannelIdLocal(text: unknown, field: string): string {
-  if (typeof text !== "string" || text === "") throw new InvalidArgumentError(field, `${field} must be a non-empty channel id`);
-  if (!/^[\x20-\x7e]+$/.test(text) || text.includes("|")) throw new InvalidArgumentError(field, `${field} must be printable ASCII without '|'`);
-  const id = text.endsWith(CMD_CHANNEL_SUFFIX) ? text : text + CMD_CHANNEL_SUFFIX;
-  if (id.length > 128) throw new InvalidArgumentError(field, `${field} is at most 128 bytes with its suffix`);
-  return id;
 }
 
 /**
@@ -107,7 +109,7 @@ export class CmdLog implements CmdMessageSource {
   /** Validates everything before any write; throws InvalidArgumentError naming the field, NotFoundError for a missing source group. */
   async commit(req: CmdSendRequest): Promise<{ message: CmdMessage; duplicate: boolean }> {
     const tenant = parseUuid(req.tenant, "tenant");
-    const channel: CommandChannelKey = { channelType: parseChannelTypeLocal(req.channelType, "channelType"), channelId: parseCommandChannelIdLocal(req.channelId, "channelId") };
+    const channel: CommandChannelKey = { channelType: parseChannelType(req.channelType, "channelType"), channelId: parseCommandChannelId(req.channelId, "channelId") };
     const from = req.from === null || req.from === undefined ? null : parseUuid(req.from, "from");
     if (!(req.payload instanceof Uint8Array)) throw new InvalidArgumentError("payload", "payload must be bytes");
     if (req.payload.length > this.maxPayloadBytes) throw new InvalidArgumentError("payload", `payload is ${req.payload.length} bytes; the limit is ${this.maxPayloadBytes}`);
@@ -171,12 +173,32 @@ export class CmdLog implements CmdMessageSource {
     return active;
   }
 
-  /** The channel's durable messages with seq > afterSeq, ascending, at most `limit`. */
-  async load(tenant: Uuid, channel: CommandChannelKey, afterSeq: number, limit: number): Promise<CmdMessage[]> {
+  /**
+   * The channel's durable messages with seq > afterSeq, ascending, at most `limit`; with `forUser`
+   * only those whose frozen recipients include the user, read forward page by page (of at least
+   * CMD_LOAD_PAGE entries) until `limit` of them or the end of the channel.
+   */
+  async load(tenant: Uuid, channel: CommandChannelKey, afterSeq: number, limit: number, forUser?: Uuid): Promise<CmdMessage[]> {
     if (limit <= 0) return [];
     const k = this.channelKeys(tenant, channel);
-    const entries = await this.store.clientFor(k.tag).zrangebyscore(k.hist, `(${afterSeq}`, "+inf", "LIMIT", 0, limit);
-    return entries.map((e) => decodeCmdEntry(tenant, channel, e));
+    const client = this.store.clientFor(k.tag);
+    if (forUser === undefined) {
+      const entries = await client.zrangebyscore(k.hist, `(${afterSeq}`, "+inf", "LIMIT", 0, limit);
+      return entries.map((e) => decodeCmdEntry(tenant, channel, e));
+    }
+    const hex = uuidToHex(forUser);
+    const page = Math.max(limit, CMD_LOAD_PAGE);
+    const out: CmdMessage[] = [];
+    for (let after = afterSeq; out.length < limit;) {
+      const entries = await client.zrangebyscore(k.hist, `(${after}`, "+inf", "LIMIT", 0, page);
+      for (const e of entries) {
+        if (entryNames(e, hex)) out.push(decodeCmdEntry(tenant, channel, e));
+        if (out.length === limit) break;
+      }
+      if (entries.length < page) break;
+      after = Number(entries[entries.length - 1]!.slice(0, entries[entries.length - 1]!.indexOf("|")));
+    }
+    return out;
   }
 
   /** The channel's last allocated seq (0 before the first durable message). */

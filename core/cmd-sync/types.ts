@@ -120,9 +120,14 @@ export interface CmdFlushReport {
   failedBatches: number;
 }
 
-/** Reads a channel's durable CMD messages (the log): seq > afterSeq, ascending, at most limit. */
+/**
+ * Reads a channel's durable CMD messages (the log): seq > afterSeq, ascending, at most limit. With
+ * `forUser`, only the messages whose frozen recipients include that user: one channel carries
+ * messages to different audiences (request-scoped sends; a group's members change), and a user
+ * must never be answered a message it was not sent (a member added later starts at the next seq).
+ */
 export interface CmdMessageSource {
-  load(tenant: Uuid, channel: CommandChannelKey, afterSeq: number, limit: number): Promise<CmdMessage[]>;
+  load(tenant: Uuid, channel: CommandChannelKey, afterSeq: number, limit: number, forUser?: Uuid): Promise<CmdMessage[]>;
 }
 
 /**

@@ -13,6 +13,7 @@ import {
   RedisStore,
   registry,
   type CassandraAuthorityOptions,
+  type CmdSyncOptions,
   type ClusterOptions,
   type ConversationOptions,
   type ConversationService,
@@ -106,6 +107,8 @@ export interface AdminServerOptions {
    * `tenant` answers for requests that name none (sync.tenant).
    */
   sync?: { listen: string; tenant: string | null };
+  /** CMD sync's options (core/cmd-sync CmdSyncOptions): the daemon gives its data_dir for the pending file. */
+  cmd?: CmdSyncOptions;
   /**
    * One line per notable event. A start-up refused by the session projection logs one line per
    * partition ("session projection: partition N VERDICT: detail") and a last line saying so.
@@ -312,6 +315,7 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
       relay: { onError: (err) => log(`relay: ${(err as Error).message}`) },
       ...(opts.relayIntervalMs !== undefined ? { relayIntervalMs: opts.relayIntervalMs } : {}),
       ...(opts.cluster ? { cluster: { ...opts.cluster, address: nodeService?.address ?? opts.cluster.address } } : {}),
+      ...(opts.cmd ? { cmd: opts.cmd } : {}),
       log,
     });
     // the handlers and the relay's kick forwarder, before the node takes its first units

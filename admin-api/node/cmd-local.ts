@@ -66,9 +66,9 @@ export function cmdOf(runtime: EngineRuntime): CmdSyncApi {
   return cmd;
 }
 
-/** runtime.cmd, or null when the engine was built without it. */
+/** runtime.cmd, or null when the engine was built without it (a runtime stand-in of a test). */
 export function maybeCmdOf(runtime: EngineRuntime): CmdSyncApi | null {
-  return (runtime as unknown as { cmd?: CmdSyncApi }).cmd ?? null;
+  return (runtime.cmd as CmdSyncApi | undefined) ?? null;
 }
 
 /** Whether an error is the CMD module's "the user's slot is owned by another node". */

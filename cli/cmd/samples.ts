@@ -15,13 +15,16 @@ const message = {
   payloadBase64: "cmVsb2Fk", text: "reload", recipients: ["0d7e2c4a-1b3f-4e5d-8c9a-7b6f5e4d3c2b", "1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f"],
 };
 
+/** A system command (no sender) with a binary payload. */
+const systemMessage = { ...message, messageSeq: 10, from: null, text: null, payloadBase64: "//4A", clientMsgNo: "0a1b2c3d" };
+
 export const samples = {
   "cmd send": samplesOf<ResultOf<typeof CmdSend>>(
     { tenant: who.tenant, message, duplicate: false, intentAccepted: true },
-    { tenant: who.tenant, message: { ...message, messageSeq: 0, from: null, noPersist: true, text: null, payloadBase64: "AAECAw==", recipients: [] }, duplicate: true, intentAccepted: false },
+    { tenant: who.tenant, message: { ...systemMessage, messageSeq: 0, noPersist: true, recipients: [] }, duplicate: true, intentAccepted: false },
   ),
   "cmd sync": samplesOf<ResultOf<typeof CmdSync>>(
-    { ...who, messages: [message], generation: 3, servedBy: "node-1" },
+    { ...who, messages: [message, systemMessage], generation: 3, servedBy: "node-1" },
     { ...who, messages: [], generation: 4, servedBy: null },
   ),
   "cmd ack": samplesOf<ResultOf<typeof CmdAck>>(

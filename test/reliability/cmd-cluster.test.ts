@@ -62,13 +62,26 @@ describe("CMD sync on 3 server processes: sends while a node drains, then every 
 
   const live = () => nodes.filter((n) => n.client !== null);
 
+  /** The sum of a counter's samples on every node whose labels include `labels` (each node's own /metrics). */
+  async function counter(name: string, labels: Record<string, string>): Promise<number> {
+    let sum = 0;
+    for (const n of nodes) {
+      const text = await (await fetch(n.proc!.metricsUrl!)).text();
+      for (const line of text.split("\n")) {
+        if (!line.startsWith(`${name}{`)) continue;
+        if (Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`))) sum += Number(line.slice(line.lastIndexOf(" ") + 1));
+      }
+    }
+    return sum;
+  }
+
   before(async () => {
     dir = mkdtempSync(path.join(os.tmpdir(), "qim-cmd-cluster-"));
     pki = await writeTestPki(dir);
     redis = await startRedis();
     for (const n of nodes) {
       n.proc = await startServerProcess({
-        redisAddr: redis.addr, pki, auditLog: path.join(dir, `${n.id}.audit.log`),
+        redisAddr: redis.addr, pki, auditLog: path.join(dir, `${n.id}.audit.log`), metricsListen: "127.0.0.1:0",
         extraArgs: [
           "--node-id", n.id, "--data-dir", path.join(dir, n.id),
           "--cluster-lease-ttl", `${LEASE_TTL_MS}ms`, "--cluster-heartbeat-interval", `${HEARTBEAT_MS}ms`,
@@ -114,7 +127,12 @@ describe("CMD sync on 3 server processes: sends while a node drains, then every 
         return await f(n.client!);
       } catch (err) {
         const code = errorCode(err);
-        if (code !== undefined && code !== "UNAVAILABLE" && code !== "STALE_OWNER" && code !== "CMD_STALE_OWNER") throw err;
+        if (code !== undefined && code !== "UNAVAILABLE" && code !== "STALE_OWNER" && code !== "CMD_STALE_OWNER") {
+          // the servers' own account of a failure, for whoever reads the failed test
+          const id = /request ([0-9a-f-]{36})/.exec(String((err as Error).message))?.[1];
+          const lines = nodes.flatMap((x) => (x.proc?.log() ?? "").split("\n").filter((l) => id !== undefined && l.includes(id)).map((l) => `${x.id}: ${l}`));
+          throw new Error(`${(err as Error).message}\n${lines.join("\n")}`, { cause: err });
+        }
         lastErr = err;
         await sleep(200);
       }
@@ -193,6 +211,11 @@ describe("CMD sync on 3 server processes: sends while a node drains, then every 
       round++;
       await sleep(1000);
     }
+
+    // the node RPC carried the work: intents pushed to their owners, syncs and acks served by the owner for another node
+    assert.ok(await counter("qim_node_rpc_served_total", { rpc: "PushIntents", status: "OK" }) > 0, "intents were pushed to their owners");
+    assert.ok(await counter("qim_node_rpc_calls_total", { rpc: "CmdSync", target: "remote", status: "OK" }) > 0, "syncs were routed to the owner");
+    assert.ok(await counter("qim_node_rpc_calls_total", { rpc: "CmdAck", target: "remote", status: "OK" }) > 0, "acks were routed to the owner");
 
     for (const u of users) {
       const got = received.get(u)!;

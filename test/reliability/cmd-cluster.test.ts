@@ -12,7 +12,7 @@
  * receive is exactly the messages of its channels.
  */
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -59,6 +59,7 @@ describe("CMD sync on 3 server processes: sends while a node drains, then every 
     audience: Array.from({ length: AUDIENCE }, (_, k) => users[(c * 3 + k) % USERS]!),
   }));
   const sent: Sent[] = [];
+  let badDir = "";
 
   const live = () => nodes.filter((n) => n.client !== null);
 
@@ -79,6 +80,10 @@ describe("CMD sync on 3 server processes: sends while a node drains, then every 
     dir = mkdtempSync(path.join(os.tmpdir(), "qim-cmd-cluster-"));
     pki = await writeTestPki(dir);
     redis = await startRedis();
+    // node 3 finds a pending file that does not decode: it must start, rename it .bad and say so in cluster nodes
+    badDir = path.join(dir, nodes[2]!.id, "conversationv2");
+    mkdirSync(badDir, { recursive: true });
+    writeFileSync(path.join(badDir, "cmd_conversation_updates.json"), "{ this is not a pending file");
     for (const n of nodes) {
       n.proc = await startServerProcess({
         redisAddr: redis.addr, pki, auditLog: path.join(dir, `${n.id}.audit.log`), metricsListen: "127.0.0.1:0",
@@ -150,6 +155,14 @@ describe("CMD sync on 3 server processes: sends while a node drains, then every 
     assert.ok(r.message, "a send answers its message");
     sent.push({ channelId: r.message.channelId, seq: Number(r.message.messageSeq), recipients: [...ch.audience] });
   }
+
+  it("a node whose pending file does not decode starts, renames it .bad, and cluster nodes names it", async () => {
+    const bad = path.join(badDir, "cmd_conversation_updates.json.bad");
+    assert.ok(existsSync(bad), "the undecodable file was renamed .bad");
+    const listed = await nodes[0]!.client!.listNodes({});
+    const byId = new Map(listed.nodes.map((n) => [n.nodeId, n.cmdBadFile]));
+    assert.deepEqual(nodes.map((n) => byId.get(n.id)), ["", "", path.resolve(bad)]);
+  });
 
   it("moves slots while sending; every recipient then receives each of its messages exactly once", async () => {
     await waitSpread(nodes.map((n) => n.id));

@@ -33,6 +33,8 @@ export interface CmdPendingOptions {
   slotOf: (tenant: Uuid, user: Uuid) => number;
   /** null: the slot is not ours any more → its entries are dropped, not flushed. */
   fenceOf: (slot: number) => Fence | null;
+  /** Called once the slot's batches of a flush are done, after a non-null fenceOf (a gate's leave()). */
+  releaseFence?: (slot: number) => void;
   /** CMD_FLUSH_INTERVAL_MS; 0: no ticker (the caller flushes). */
   flushIntervalMs?: number;
   flushBatchSize?: number;
@@ -330,6 +332,33 @@ export class CmdPendingUpdater implements CmdPendingBuffer {
         this.dropSlot(slot);
         continue;
       }
+      try {
+        await this.flushSlot(snaps, fence, report, (err) => { firstError ??= err; });
+      } finally {
+        this.opts.releaseFence?.(slot);
+      }
+    }
+    if (firstError !== null) {
+      cmdMetrics.flushes.inc({ outcome: "failed" });
+      throw firstError;
+    }
+    cmdMetrics.flushes.inc({ outcome: "ok" });
+    if (this.restoredDirty && this.opts.dataDir !== null) {
+      try {
+        const what = await savePendingFile(this.opts.dataDir, this.snapshotFile());
+        cmdMetrics.pendingFile.inc({ event: what });
+        this.restoredDirty = this.entries > 0;
+      } catch (err) {
+        cmdMetrics.pendingFile.inc({ event: "save_failed" });
+        this.log(`rewriting the restored pending file failed (kept as it was): ${(err as Error).message}`);
+      }
+    }
+    return report;
+  }
+
+  /** The slot's batches, in order; a failed batch stays pending (its error goes to onError). */
+  private async flushSlot(snaps: Snap[], fence: Fence, report: CmdFlushReport, onError: (err: unknown) => void): Promise<void> {
+    {
       for (let i = 0; i < snaps.length; i += this.batchSize) {
         const batch = snaps.slice(i, i + this.batchSize);
         const updatedAt = this.now();
@@ -343,7 +372,7 @@ export class CmdPendingUpdater implements CmdPendingBuffer {
         } catch (err) {
           report.failedBatches++;
           cmdMetrics.flushFailures.inc();
-          firstError ??= err;
+          onError(err);
           continue;
         }
         report.rows += batch.length;
@@ -354,17 +383,6 @@ export class CmdPendingUpdater implements CmdPendingBuffer {
         }
       }
     }
-    if (firstError !== null) {
-      cmdMetrics.flushes.inc({ outcome: "failed" });
-      throw firstError;
-    }
-    cmdMetrics.flushes.inc({ outcome: "ok" });
-    if (this.restoredDirty && this.opts.dataDir !== null) {
-      const what = await savePendingFile(this.opts.dataDir, this.snapshotFile());
-      cmdMetrics.pendingFile.inc({ event: what });
-      this.restoredDirty = this.entries > 0;
-    }
-    return report;
   }
 
   private snapshotFile(): PendingFileUpdate[] {

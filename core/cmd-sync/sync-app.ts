@@ -14,7 +14,7 @@
  */
 import type { Uuid } from "../base/index.js";
 import type { Fence } from "../cluster/index.js";
-import { channelKeyText, isCommandChannel, stripCommandSuffix } from "./channel.js";
+import { channelKeyText, isCommandChannel } from "./channel.js";
 import { CmdStaleOwnerError } from "./errors.js";
 import { cmdMetrics } from "./metrics.js";
 import type {
@@ -101,6 +101,8 @@ export interface CmdSyncAppOptions {
   messages: CmdMessageSource;
   /** The fence of the user's slot, null when this node does not own it (→ CmdStaleOwnerError). */
   fenceOf: (tenant: Uuid, user: Uuid) => Fence | null;
+  /** Called when a sync or ack that got a fence is done (a gate's leave()). */
+  releaseFence?: (tenant: Uuid, user: Uuid) => void;
   now?: () => number;
   recordTtlMs?: number;
   maxUsers?: number;
@@ -176,12 +178,33 @@ export class CmdSyncApp {
   /**
    * The user's unread CMD messages, at most `limit` (normaliseLimit) over all channels, each
    * channel's run ascending from its effective read seq + 1; messages are ordered by time (a
-   * channel's own order is kept) and their channel id has one suffix stripped (the legacy form:
-   * `g1____cmd` is answered as `g1`). Records what it answered as the user's latest generation.
+   * channel's own order is kept). Their channel id keeps its suffix, as CmdMessage says: the legacy
+   * surface (HTTP /message/sync) strips exactly one (stripCommandSuffix: `g1____cmd` → `g1`,
+   * `nested____cmd____cmd` → `nested____cmd`). Records what it answered as the user's latest
+   * generation.
    */
   async sync(tenant: Uuid, user: Uuid, limit: number): Promise<CmdSyncResult> {
+    return this.fenced(tenant, user, () => this.syncOwned(tenant, user, limit), "syncs");
+  }
+
+  /** Runs `body` holding the user's fence (CmdStaleOwnerError without one), releasing it after. */
+  private async fenced<T>(tenant: Uuid, user: Uuid, body: (fence: Fence) => Promise<T>, counter: "syncs" | "acks"): Promise<T> {
+    let fence: Fence;
     try {
-      this.fence(tenant, user);
+      fence = this.fence(tenant, user);
+    } catch (err) {
+      cmdMetrics[counter].inc({ outcome: "error" });
+      throw err;
+    }
+    try {
+      return await body(fence);
+    } finally {
+      this.o.releaseFence?.(tenant, user);
+    }
+  }
+
+  private async syncOwned(tenant: Uuid, user: Uuid, limit: number): Promise<CmdSyncResult> {
+    try {
       const lim = this.normaliseLimit(limit);
       const states = await this.o.states.listActive(tenant, user, CMD_SYNC_ACTIVE_SCAN_LIMIT);
       const candidates = mergeCandidates(states, this.o.pending.listPending(tenant, user, CMD_SYNC_ACTIVE_SCAN_LIMIT));
@@ -205,7 +228,7 @@ export class CmdSyncApp {
       picked.sort((a, b) => a.at - b.at || a.channel.channelType - b.channel.channelType
         || (a.channel.channelId < b.channel.channelId ? -1 : a.channel.channelId > b.channel.channelId ? 1 : 0)
         || a.msg.messageSeq - b.msg.messageSeq);
-      const messages = picked.map(({ msg }) => ({ ...msg, channel: { channelId: stripCommandSuffix(msg.channel.channelId), channelType: msg.channel.channelType } }));
+      const messages = picked.map(({ msg }) => msg);
       const generation = this.records.replace(tenant, user, records);
       cmdMetrics.syncs.inc({ outcome: "ok" });
       cmdMetrics.syncMessages.inc(messages.length);
@@ -224,8 +247,11 @@ export class CmdSyncApp {
    */
   async ack(tenant: Uuid, user: Uuid, lastMessageSeq: number): Promise<CmdAckResult> {
     void lastMessageSeq;
+    return this.fenced(tenant, user, (fence) => this.ackOwned(tenant, user, fence), "acks");
+  }
+
+  private async ackOwned(tenant: Uuid, user: Uuid, fence: Fence): Promise<CmdAckResult> {
     try {
-      const fence = this.fence(tenant, user);
       const latest = this.records.peek(tenant, user);
       const empty: CmdAckResult = { advanced: 0, cleared: 0, warning: null };
       if (!latest) {

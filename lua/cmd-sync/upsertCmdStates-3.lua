@@ -1,7 +1,8 @@
 --[[
   Creates or max-merges durable CMD conversation states of one user slot (spec 001
   UpsertCMDConversationStates), all or nothing: read seq, deleted-to seq, active at and updated at
-  only ever grow, so a replayed or repeated batch, or an old one after a newer, changes nothing.
+  only ever grow, and a row none of whose first three would grow is not written at all, so a
+  replayed or repeated batch, or an old one after a newer, changes nothing (updated at included).
 
   KEYS[1] cmdstate   hash  `tenantHex:userHex|type|channelId` → `read|deletedTo|activeAt|updatedAt`
   KEYS[2] cmdactive  zset  the (activeAt DESC, type, id) index, members from cmdActiveMember
@@ -23,9 +24,12 @@ for i = 3, #ARGV, 7 do
   local field = ref .. "|" .. ctype .. "|" .. id
   local old = redis.call("HGET", KEYS[1], field)
   local r, d, a, u = ARGV[i + 3], ARGV[i + 4], ARGV[i + 5], ARGV[i + 6]
+  local write = true
   if old then
     local orr, od, oa, ou = cmdParseState(old)
     r, d, a, u = cmdMax(orr, r), cmdMax(od, d), cmdMax(oa, a), cmdMax(ou, u)
+    -- nothing to merge: the row stays as it is, its updated at included (a replay is a no-op)
+    write = r ~= orr or d ~= od or a ~= oa
     if a ~= oa then
       redis.call("ZREM", KEYS[2], cmdActiveMember(ref, ctype, id, oa))
       redis.call("ZADD", KEYS[2], 0, cmdActiveMember(ref, ctype, id, a))
@@ -33,9 +37,8 @@ for i = 3, #ARGV, 7 do
   else
     redis.call("ZADD", KEYS[2], 0, cmdActiveMember(ref, ctype, id, a))
   end
-  local v = r .. "|" .. d .. "|" .. a .. "|" .. u
-  if v ~= old then
-    redis.call("HSET", KEYS[1], field, v)
+  if write then
+    redis.call("HSET", KEYS[1], field, r .. "|" .. d .. "|" .. a .. "|" .. u)
     changed = changed + 1
   end
 end

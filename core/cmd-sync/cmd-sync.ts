@@ -60,7 +60,9 @@ export class CmdSync implements CmdSyncApi {
     this.log = new CmdLog(deps.store, deps.keys, opts.log);
     this.states = new RedisCmdStateStore(deps.store, deps.keys);
     this.pending = new CmdPendingUpdater({
-      store: this.states, dataDir: opts.dataDir ?? null, slotOf: slotOfUser, fenceOf: (slot) => this.fenceOfSlot(slot),
+      // a flush enters the slot's gate, so that the slot is handed over only once the flush's writes on it are done
+      store: this.states, dataDir: opts.dataDir ?? null, slotOf: slotOfUser,
+      fenceOf: (slot) => (deps.cluster ? deps.cluster.enter("slot", slot) : SOLO_FENCE), releaseFence: (slot) => deps.cluster?.leave("slot", slot),
       ...(opts.flushIntervalMs !== undefined ? { flushIntervalMs: opts.flushIntervalMs } : {}),
       ...(opts.flushBatchSize !== undefined ? { flushBatchSize: opts.flushBatchSize } : {}),
       ...(opts.maxPending !== undefined ? { maxPending: opts.maxPending } : {}),

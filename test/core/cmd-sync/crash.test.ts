@@ -138,13 +138,13 @@ test("kill -9 of an owner under CMD load: after recovery every recipient's sync 
         const g = groups[(i / 2) % GROUPS]!;
         req = { tenant, channelId: g.group, channelType: 2, from: null, to: null, payloadB64: Buffer.from(`g${i}`).toString("base64"), clientMsgNo: `c-${i}` };
         recipients = g.members;
-        channelText = `2|${g.group}`;
+        channelText = `2|${g.group}____cmd`;
       } else {
         const to = [...new Set(Array.from({ length: 1 + rnd(8) }, () => users[rnd(USERS)]!))];
         const ch = `rs-${rnd(6)}`;
         req = { tenant, channelId: ch, channelType: 1, from: null, to, payloadB64: Buffer.from(`r${i}`).toString("base64"), clientMsgNo: `c-${i}` };
         recipients = to;
-        channelText = `1|${ch}`;
+        channelText = `1|${ch}____cmd`;
       }
       for (let attempt = 0; ; attempt++) {
         const live = procs.filter((p) => p.alive);

@@ -25,6 +25,8 @@ export interface CmdSyncOptions {
   catchUpIntervalMs?: number;
   scanOverlapMs?: number;
   flushPointIntervalMs?: number;
+  /** CMD_FLUSH_POINT_IDLE_MS: how often a slot nothing was pushed for gets a new flush point. */
+  flushPointIdleMs?: number;
   log?: CmdLogOptions;
   sync?: Omit<CmdSyncAppOptions, "states" | "pending" | "messages" | "fenceOf" | "log">;
 }
@@ -80,6 +82,7 @@ export class CmdSync implements CmdSyncApi {
       ...(opts.catchUpIntervalMs ? { intervalMs: opts.catchUpIntervalMs } : {}),
       ...(opts.scanOverlapMs !== undefined ? { overlapMs: opts.scanOverlapMs } : {}),
       ...(opts.flushPointIntervalMs !== undefined ? { flushPointIntervalMs: opts.flushPointIntervalMs } : {}),
+      ...(opts.flushPointIdleMs !== undefined ? { flushPointIdleMs: opts.flushPointIdleMs } : {}),
       say,
     });
     this.router = { pushIntent: async (intent) => this.pushOwned(intent) };

@@ -29,7 +29,7 @@ describe("CMD catch-up scan on one Redis", { timeout: 180_000 }, () => {
     await redis?.stop();
   });
 
-  function setup(opts: { owned?: (slot: number) => boolean; maxPending?: number; pageSize?: number } = {}) {
+  function setup(opts: { owned?: (slot: number) => boolean; maxPending?: number; pageSize?: number; idleMs?: number } = {}) {
     const keys = new KeySpace(`cu${newUuid().slice(0, 8)}`);
     const log = new CmdLog(store, keys);
     const states = new RedisCmdStateStore(store, keys);
@@ -47,7 +47,7 @@ describe("CMD catch-up scan on one Redis", { timeout: 180_000 }, () => {
     };
     const scan = new CmdCatchUp({
       store, keys, log, pending: recording, buildIntent: (m) => buildConversationIntent(m), ownsSlot: owned, fenceOf: (s) => (owned(s) ? SOLO : null),
-      ownedSlots: () => Array.from({ length: 256 }, (_, s) => s).filter(owned), pageSize: opts.pageSize ?? 500, flushPointIntervalMs: 0, say: () => {},
+      ownedSlots: () => Array.from({ length: 256 }, (_, s) => s).filter(owned), pageSize: opts.pageSize ?? 500, flushPointIntervalMs: 0, flushPointIdleMs: opts.idleMs ?? 0, say: () => {},
     });
     return { keys, log, states, pending, pushed, scan };
   }
@@ -112,6 +112,23 @@ describe("CMD catch-up scan on one Redis", { timeout: 180_000 }, () => {
     await client.del(unitLeaseKey(keys, "slot", slot));
     await scan.round();
     assert.equal(Number(await client.get(key)), first + 10_000_000, "never lowered");
+  });
+
+  test("an idle slot's flush point is not rewritten every interval; a slot the scan pushed for is", async () => {
+    const { keys, log, scan } = setup({ idleMs: 3_600_000 });
+    await scan.prime();
+    await scan.round();
+    const tenant = newUuid();
+    const u = newUuid();
+    const busy = slotOfUser(tenant, u);
+    const idle = (busy + 1) % 256;
+    const fp = async (s: number) => Number(await store.clientFor(userTag(s)).get(cmdFlushPointKey(keys, s)));
+    const [busy0, idle0] = [await fp(busy), await fp(idle)];
+    await new Promise((r) => setTimeout(r, 30));
+    await send(log, tenant, "busy", [u]);
+    await scan.round();
+    assert.equal(await fp(idle), idle0, "idle: unchanged");
+    assert.ok(await fp(busy) > busy0, "pushed for: raised");
   });
 
   test("a slot taken over is rebuilt from its flush point, for that slot's users only", async () => {

@@ -17,6 +17,12 @@ export const CMD_CATCHUP_INTERVAL_MS = 1000;
 export const CMD_SCAN_OVERLAP_MS = 5000;
 /** The most often a slot's flush point is written (a fenced write per owned slot). */
 export const CMD_FLUSH_POINT_INTERVAL_MS = 5000;
+/**
+ * A slot the scan pushed nothing for since its last flush point gets a new one only this often:
+ * an older flush point is always safe (a recovery only reads more of the index), and idle slots
+ * then cost no writes (256 fenced writes every few seconds for nothing otherwise).
+ */
+export const CMD_FLUSH_POINT_IDLE_MS = 10 * 60_000;
 /** Recent-commit entries read per bucket per call. */
 export const CMD_SCAN_PAGE = 500;
 
@@ -42,6 +48,7 @@ export interface CatchUpOptions {
   intervalMs?: number;
   overlapMs?: number;
   flushPointIntervalMs?: number;
+  flushPointIdleMs?: number;
   pageSize?: number;
   say?: (line: string) => void;
 }
@@ -83,9 +90,12 @@ export class CmdCatchUp {
   private readonly intervalMs: number;
   private readonly overlapMs: number;
   private readonly flushPointIntervalMs: number;
+  private readonly flushPointIdleMs: number;
   private readonly pageSize: number;
   private readonly cursors: Cursor[] = [];
   private readonly written = new Map<number, number>();
+  /** Slots the scan pushed intents for since their last flush point. */
+  private readonly dirty = new Set<number>();
   /** Slots taken over whose recovery has not completed: their flush point is not written meanwhile. */
   private readonly recovering = new Set<number>();
   private readonly toRecover = new Set<number>();
@@ -100,6 +110,7 @@ export class CmdCatchUp {
     this.intervalMs = o.intervalMs ?? CMD_CATCHUP_INTERVAL_MS;
     this.overlapMs = o.overlapMs ?? CMD_SCAN_OVERLAP_MS;
     this.flushPointIntervalMs = o.flushPointIntervalMs ?? CMD_FLUSH_POINT_INTERVAL_MS;
+    this.flushPointIdleMs = o.flushPointIdleMs ?? CMD_FLUSH_POINT_IDLE_MS;
     this.pageSize = o.pageSize ?? CMD_SCAN_PAGE;
   }
 
@@ -174,6 +185,7 @@ export class CmdCatchUp {
     this.recovering.delete(slot);
     this.toRecover.delete(slot);
     this.written.delete(slot);
+    this.dirty.delete(slot);
   }
 
   /** Slots whose recovery is not complete (status). */
@@ -286,6 +298,7 @@ export class CmdCatchUp {
     }
     if (mine.size === 0) return true;
     if (!this.o.pending.pushIntent({ ...intent, userReadSeqs: mine })) return false;
+    for (const user of mine.keys()) this.dirty.add(slotOfUser(intent.tenant, user));
     logMetrics.scanPushed.inc({ path });
     return true;
   }
@@ -304,14 +317,18 @@ export class CmdCatchUp {
     await Promise.all(slots.map(async (slot) => {
       const oldest = this.o.pending.oldestPendingAt(slot);
       const at = Math.min(scanned, oldest ?? Infinity) - this.overlapMs;
-      if (at <= (this.written.get(slot) ?? -Infinity)) return;
+      const last = this.written.get(slot) ?? -Infinity;
+      if (at <= last || (!this.dirty.has(slot) && at - last < this.flushPointIdleMs)) return;
       const fence = this.o.fenceOf(slot);
       if (!fence) return;
       const r = await raiseCmdFlushPointScript.run(this.o.store.clientFor(userTag(slot)), {
         flushpt: cmdFlushPointKey(this.o.keys, slot), lease: unitLeaseKey(this.o.keys, "slot", slot),
       }, { owner: fence.owner, token: fence.token, at });
       logMetrics.flushPointWrites.inc({ result: r.status === "OK" ? "ok" : "fenced" });
-      if (r.status === "OK") this.written.set(slot, r.stored);
+      if (r.status === "OK") {
+        this.written.set(slot, r.stored);
+        this.dirty.delete(slot);
+      }
     }));
   }
 }

@@ -25,6 +25,8 @@ export interface CmdSyncOptions {
   catchUpIntervalMs?: number;
   scanOverlapMs?: number;
   flushPointIntervalMs?: number;
+  /** CMD_FLUSH_POINT_IDLE_MS: how often a slot nothing was pushed for gets a new flush point. */
+  flushPointIdleMs?: number;
   log?: CmdLogOptions;
   sync?: Omit<CmdSyncAppOptions, "states" | "pending" | "messages" | "fenceOf" | "log">;
 }
@@ -60,7 +62,9 @@ export class CmdSync implements CmdSyncApi {
     this.log = new CmdLog(deps.store, deps.keys, opts.log);
     this.states = new RedisCmdStateStore(deps.store, deps.keys);
     this.pending = new CmdPendingUpdater({
-      store: this.states, dataDir: opts.dataDir ?? null, slotOf: slotOfUser, fenceOf: (slot) => this.fenceOfSlot(slot),
+      // a flush enters the slot's gate, so that the slot is handed over only once the flush's writes on it are done
+      store: this.states, dataDir: opts.dataDir ?? null, slotOf: slotOfUser,
+      fenceOf: (slot) => (deps.cluster ? deps.cluster.enter("slot", slot) : SOLO_FENCE), releaseFence: (slot) => deps.cluster?.leave("slot", slot),
       ...(opts.flushIntervalMs !== undefined ? { flushIntervalMs: opts.flushIntervalMs } : {}),
       ...(opts.flushBatchSize !== undefined ? { flushBatchSize: opts.flushBatchSize } : {}),
       ...(opts.maxPending !== undefined ? { maxPending: opts.maxPending } : {}),
@@ -78,6 +82,7 @@ export class CmdSync implements CmdSyncApi {
       ...(opts.catchUpIntervalMs ? { intervalMs: opts.catchUpIntervalMs } : {}),
       ...(opts.scanOverlapMs !== undefined ? { overlapMs: opts.scanOverlapMs } : {}),
       ...(opts.flushPointIntervalMs !== undefined ? { flushPointIntervalMs: opts.flushPointIntervalMs } : {}),
+      ...(opts.flushPointIdleMs !== undefined ? { flushPointIdleMs: opts.flushPointIdleMs } : {}),
       say,
     });
     this.router = { pushIntent: async (intent) => this.pushOwned(intent) };

@@ -34,6 +34,6 @@ export {
 export { cmdChannelBucket, cmdChannelKeys, cmdFlushPointKey, cmdRecentKey, sourceGroupOf, type CmdChannelKeys } from "./log-keys.js";
 export { logMetrics as cmdLogMetrics } from "./log-metrics.js";
 export {
-  CMD_CATCHUP_INTERVAL_MS, CMD_FLUSH_POINT_INTERVAL_MS, CMD_SCAN_OVERLAP_MS, CMD_SCAN_PAGE, CmdCatchUp, type CatchUpOptions, type CatchUpPending,
+  CMD_CATCHUP_INTERVAL_MS, CMD_FLUSH_POINT_IDLE_MS, CMD_FLUSH_POINT_INTERVAL_MS, CMD_SCAN_OVERLAP_MS, CMD_SCAN_PAGE, CmdCatchUp, type CatchUpOptions, type CatchUpPending,
 } from "./catchup.js";
 export { CmdSync, type CmdSyncDeps, type CmdSyncOptions } from "./cmd-sync.js";

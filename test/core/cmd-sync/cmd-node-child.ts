@@ -21,7 +21,8 @@ const rt = new EngineRuntime({
   conversationList: { compactor: { background: false } },
   cluster: { nodeId: cfg.nodeId, address: "", version: "test", leaseTtlMs: cfg.leaseTtlMs, heartbeatIntervalMs: cfg.heartbeatMs },
   // no flush ticker: the buffer is flushed only at the flush points, so a SIGKILL surely loses unflushed entries
-  cmd: { dataDir: cfg.dataDir, flushIntervalMs: 0, catchUpIntervalMs: cfg.catchUpMs, flushPointIntervalMs: cfg.flushPointMs },
+  // every flush point written each interval (also of idle slots), so the test can watch them pass the kill
+  cmd: { dataDir: cfg.dataDir, flushIntervalMs: 0, catchUpIntervalMs: cfg.catchUpMs, flushPointIntervalMs: cfg.flushPointMs, flushPointIdleMs: 0 },
   log: (line) => process.stderr.write(`log: ${line}\n`),
 });
 await rt.start();

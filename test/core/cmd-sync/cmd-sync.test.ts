@@ -74,7 +74,7 @@ describe("CmdSync (runtime.cmd) on one Redis", { timeout: 180_000 }, () => {
     assert.deepEqual(rt.cmd.pendingLocal(tenant, owner, 0).map((v) => v.readSeq), [4], "the sender starts from its own seq");
 
     const gotA = await drain(rt, tenant, a);
-    assert.deepEqual(gotA.map((m) => `${m.channel.channelId}#${m.messageSeq}`).sort(), [...sent.map((m) => `${g.group}#${m.messageSeq}`), "direct#1"].sort());
+    assert.deepEqual(gotA.map((m) => `${m.channel.channelId}#${m.messageSeq}`).sort(), [...sent.map((m) => `${g.group}____cmd#${m.messageSeq}`), "direct____cmd#1"].sort());
     assert.deepEqual((await drain(rt, tenant, b)).map((m) => m.messageSeq), [1, 2, 3, 4]);
     assert.deepEqual(await drain(rt, tenant, owner), [], "the sender's own messages are read");
     assert.deepEqual(rt.cmd.pendingLocal(tenant, a, 0), [], "the ack cleared the pending entries");

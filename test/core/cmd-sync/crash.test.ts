@@ -138,13 +138,13 @@ test("kill -9 of an owner under CMD load: after recovery every recipient's sync 
         const g = groups[(i / 2) % GROUPS]!;
         req = { tenant, channelId: g.group, channelType: 2, from: null, to: null, payloadB64: Buffer.from(`g${i}`).toString("base64"), clientMsgNo: `c-${i}` };
         recipients = g.members;
-        channelText = `2|${g.group}`;
+        channelText = `2|${g.group}____cmd`;
       } else {
         const to = [...new Set(Array.from({ length: 1 + rnd(8) }, () => users[rnd(USERS)]!))];
         const ch = `rs-${rnd(6)}`;
         req = { tenant, channelId: ch, channelType: 1, from: null, to, payloadB64: Buffer.from(`r${i}`).toString("base64"), clientMsgNo: `c-${i}` };
         recipients = to;
-        channelText = `1|${ch}`;
+        channelText = `1|${ch}____cmd`;
       }
       for (let attempt = 0; ; attempt++) {
         const live = procs.filter((p) => p.alive);
@@ -175,11 +175,16 @@ test("kill -9 of an owner under CMD load: after recovery every recipient's sync 
         await sendOne(i);
         if (acked >= KILL_AFTER && killing === null) {
           const n1 = procs[0]!;
-          killing = n1.request("status").then((s) => {
-            pendingAtKill = s.pending ?? -1;
+          // killed at a moment it holds unflushed entries (it flushes only at its flush points)
+          killing = (async () => {
+            for (let tries = 0; tries < 50; tries++) {
+              pendingAtKill = (await n1.request("status")).pending ?? -1;
+              if (pendingAtKill > 0) break;
+              await sleep(20);
+            }
             n1.child.kill("SIGKILL");
             return n1.exited;
-          });
+          })();
         }
       }
     }));
@@ -194,7 +199,7 @@ test("kill -9 of an owner under CMD load: after recovery every recipient's sync 
       const fps = await Promise.all(Array.from({ length: SLOT_COUNT }, async (_, s) => Number((await store.clientFor(`{u${String(s).padStart(3, "0")}}`).get(cmdFlushPointKey(keys, s))) ?? 0)));
       const statuses = await Promise.all(procs.slice(1).map((p) => p.request("status")));
       if (fps.every((f) => f > killedAt) && statuses.every((s) => s.recovering === 0)) break;
-      if (i > 240) assert.fail(`flush points not past the kill: ${fps.filter((f) => f <= killedAt).length} slots behind; recovering ${statuses.map((s) => s.recovering).join("/")}`);
+      if (i > 480) assert.fail(`flush points not past the kill: ${fps.filter((f) => f <= killedAt).length} slots behind; recovering ${statuses.map((s) => s.recovering).join("/")}`);
       await sleep(250);
     }
     for (const p of procs.slice(1)) {
@@ -210,7 +215,11 @@ test("kill -9 of an owner under CMD load: after recovery every recipient's sync 
       cmd: { flushIntervalMs: 0, catchUpIntervalMs: 0 }, log: () => {},
     });
     await checker.start();
-    assert.equal(checker.cluster!.ownedUnits("slot").length, SLOT_COUNT);
+    // on this loaded machine a first tick that takes 3 × 256 leases can outlast the trust window: tick until it holds them
+    for (let i = 0; checker.cluster!.ownedUnits("slot").length < SLOT_COUNT; i++) {
+      if (i > 60) assert.fail(`the checker holds ${checker.cluster!.ownedUnits("slot").length} of ${SLOT_COUNT} slots`);
+      await checker.cluster!.tick();
+    }
     await checker.cmd.catchUp.round();
     let deliveries = 0;
     const problems: string[] = [];

@@ -7,15 +7,20 @@ export type CallWithAuth = { getAuthContext: ServerUnaryCall<unknown, unknown>["
 /**
  * The roles a certificate's OU may name. `node` is an engine server calling another node's
  * NodeService (admin-api/node/): no admin RPC declares it, and the node service admits nothing else.
+ * `service` is an application server calling the CMD sync HTTP API (/message/sync, /message/syncack,
+ * admin-api/cmd-http.ts): no admin RPC declares it either, and that API admits nothing else.
  */
-export const ROLES = ["admin", "operator", "viewer", "drill", "node"] as const;
+export const ROLES = ["admin", "operator", "viewer", "drill", "node", "service"] as const;
 export type Role = (typeof ROLES)[number];
 
-/** The roles of people and tools that call the admin API: every role but `node`. */
+/** The roles of people and tools that call the admin API: every role but `node` and `service`. */
 export const OPERATOR_ROLES = ["admin", "operator", "viewer", "drill"] as const satisfies readonly Role[];
 
 /** The one role the node service admits (node-to-node RPC). */
 export const NODE_ROLE = "node" as const satisfies Role;
+
+/** The one role the CMD sync HTTP API admits (application servers, spec 001 /message/sync). */
+export const SERVICE_ROLE = "service" as const satisfies Role;
 
 export interface Principal {
   name: string;

@@ -1,6 +1,7 @@
 import type * as grpc from "@grpc/grpc-js";
 import { AuditServiceClient, AuditServiceService } from "./gen/qim/admin/v1/audit.js";
 import { ClusterServiceClient, ClusterServiceService } from "./gen/qim/admin/v1/cluster.js";
+import { CmdServiceClient, CmdServiceService } from "./gen/qim/admin/v1/cmd.js";
 import { ConversationListServiceClient, ConversationListServiceService } from "./gen/qim/admin/v1/conversation_list.js";
 import { DispatchServiceClient, DispatchServiceService } from "./gen/qim/admin/v1/dispatch.js";
 import { DrillServiceClient, DrillServiceService } from "./gen/qim/admin/v1/drill.js";
@@ -26,6 +27,7 @@ export const SERVICE_CATALOG = [
   { name: "qim.admin.v1.ObserveService", definition: ObserveServiceService, client: ObserveServiceClient, rename: {} },
   { name: "qim.admin.v1.ClusterService", definition: ClusterServiceService, client: ClusterServiceClient, rename: { drain: "drainNode", getOwner: "getUnitOwner" } },
   { name: "qim.admin.v1.ConversationListService", definition: ConversationListServiceService, client: ConversationListServiceClient, rename: {} },
+  { name: "qim.admin.v1.CmdService", definition: CmdServiceService, client: CmdServiceClient, rename: { send: "cmdSend", sync: "cmdSync", ack: "cmdAck", getPending: "getCmdPending", getState: "getCmdState", getOwner: "getCmdOwner", flush: "cmdFlush" } },
 ] as const satisfies readonly CatalogEntry[];
 
 export interface CatalogEntry {

@@ -27,6 +27,9 @@ import type {
 
 export type { ClusterNode, DrainResponse, GetOwnerResponse, ListNodesResponse };
 export type {
+  CmdFlushResponse, CmdMessage, CmdOwnerResponse, CmdPendingResponse, CmdSendResponse, CmdStateResponse, CmdUserAckResponse, CmdUserSyncResponse,
+} from "./gen/qim/admin/v1/cmd.js";
+export type {
   AuditUnreadRequest, AuditUnreadResponse, Badge, ChangeConversationRequest, ChangeConversationResponse, GetBadgeRequest, ListConversationsRequest, ListConversationsResponse,
   ListEntry, ListRow, ReconcileBadgeRequest, ReconcileBadgeResponse, UnreadDrift, WatchUserEvent, WatchUserRequest,
 };

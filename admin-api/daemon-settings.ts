@@ -62,6 +62,9 @@ export interface DaemonSettings {
   nodeTlsCert?: string;
   nodeTlsKey?: string;
   nodeTlsCa?: string;
+  /** The CMD sync HTTP API's listener (null: off) and the tenant of a request that names none. */
+  syncListen: string | null;
+  syncTenant?: string;
   /** The server's state files (node-id); the audit log's directory unless set. */
   dataDir: string;
   /** The node id in the engine cluster; unset: the one kept in <dataDir>/node-id (generated once). */
@@ -108,6 +111,8 @@ export function toDaemonSettings(r: ResolvedSettings): DaemonSettings {
     ...opt("nodeTlsCert", "node.tls.cert"),
     ...opt("nodeTlsKey", "node.tls.key"),
     ...opt("nodeTlsCa", "node.tls.ca"),
+    syncListen: v<string | null>("sync.listen") ?? null,
+    ...opt("syncTenant", "sync.tenant"),
     dataDir: v<string>("data_dir") ?? dirname(v<string>("audit.log")!),
     clusterLeaseTtlMs: v<number>("cluster.lease_ttl")!,
     clusterHeartbeatIntervalMs: v<number>("cluster.heartbeat_interval")!,

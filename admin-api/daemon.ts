@@ -105,6 +105,9 @@ export async function runDaemon(s: DaemonSettings): Promise<AdminServer> {
     // every engine server is a node of the cluster; the node RPC address comes with node.listen
     cluster: { nodeId: await nodeIdOf(s), address: "", version: packageVersion(), leaseTtlMs: s.clusterLeaseTtlMs, heartbeatIntervalMs: s.clusterHeartbeatIntervalMs },
     ...(node ? { node } : {}),
+    // the CMD pending buffer is saved at a graceful stop to <data_dir>/conversationv2/
+    cmd: { dataDir: s.dataDir },
+    ...(s.syncListen !== null ? { sync: { listen: s.syncListen, tenant: s.syncTenant ?? null } } : {}),
     ...(cassandra ? { cassandra } : {}),
     ...(s.insecureDev ? {} : { tls: { caPem: await readFile(s.tlsCa!), certPem: await readFile(s.tlsCert!), keyPem: await readFile(s.tlsKey!) } }),
   });

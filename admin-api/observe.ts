@@ -115,7 +115,7 @@ export class Observer {
       counters,
       projection: projectionStatusOut(status),
       audit: audit.map((e) => ({ time: e.time, principal: e.principal, rpc: e.rpc, result: e.result })),
-      nodes: nodes.map(clusterNodeOut),
+      nodes: nodes.map((n) => clusterNodeOut(n)),
     };
   }
 

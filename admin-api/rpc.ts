@@ -3,6 +3,7 @@ import type { EngineRuntime } from "../core/index.js";
 import type { AuditLog } from "./audit.js";
 import { OPERATOR_ROLES, type Principal, type Role } from "./auth.js";
 import type { MappedError } from "./errors.js";
+import type { CmdAccess } from "./node/cmd-router.js";
 import type { Observer } from "./observe.js";
 
 /**
@@ -18,6 +19,8 @@ export interface ServerDeps {
   runtime: EngineRuntime;
   audit: AuditLog;
   observer: Observer;
+  /** CMD sync at the owner of each user's slot (the node service's router in a cluster, else this node); throws without the CMD module. */
+  cmd(): CmdAccess;
 }
 
 export interface CallContext {

@@ -7,11 +7,13 @@ import {
   EngineRuntime,
   InvalidArgumentError,
   parseHostPort,
+  parseUuid,
   ProjectionRefusedError,
   refusedVerdict,
   RedisStore,
   registry,
   type CassandraAuthorityOptions,
+  type CmdSyncOptions,
   type ClusterOptions,
   type ConversationOptions,
   type ConversationService,
@@ -23,6 +25,10 @@ import { failpointsArmed } from "../core/support/index.js";
 import { auditArguments, AuditLog, type AuditRecord, type AuditRotation } from "./audit.js";
 import { allowed, principalOf, type CallWithAuth, type Principal, type Role } from "./auth.js";
 import { DenyList } from "./deny-list.js";
+import { startCmdHttpServer, type CmdHttpServer } from "./cmd-http.js";
+import { publishCmdBadFile } from "./node/cmd-bad.js";
+import { cmdOf } from "./node/cmd-local.js";
+import { localCmdAccess, type CmdAccess } from "./node/cmd-router.js";
 import { openNodeService, type NodeService } from "./node/service.js";
 import { mapError, toServiceError, type MappedError } from "./errors.js";
 import { DIAGNOSTICS_ENV, startDiagnostics } from "./diagnostics.js";
@@ -96,6 +102,14 @@ export interface AdminServerOptions {
    */
   node?: { listen: string; advertise?: string; tls?: TlsFiles };
   /**
+   * The CMD sync HTTP API (admin-api/cmd-http.ts, the sync.listen setting): /message/sync and
+   * /message/syncack over TLS with the server's certificate (`tls`), service certificates only;
+   * `tenant` answers for requests that name none (sync.tenant).
+   */
+  sync?: { listen: string; tenant: string | null };
+  /** CMD sync's options (core/cmd-sync CmdSyncOptions): the daemon gives its data_dir for the pending file. */
+  cmd?: CmdSyncOptions;
+  /**
    * One line per notable event. A start-up refused by the session projection logs one line per
    * partition ("session projection: partition N VERDICT: detail") and a last line saying so.
    */
@@ -116,6 +130,8 @@ export interface AdminServer {
   observer: Observer;
   /** This node's NodeService (null without one): its port, the address it registered, its router. */
   node: NodeService | null;
+  /** The CMD sync HTTP API (null without sync.listen): its port and https://host:port. */
+  sync: CmdHttpServer | null;
   /** Reads the deny list file again (SIGHUP); the previous list stays when it is malformed. No-op without one. */
   reloadDenyList(reason?: string): Promise<void>;
   close(): Promise<void>;
@@ -299,6 +315,7 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
       relay: { onError: (err) => log(`relay: ${(err as Error).message}`) },
       ...(opts.relayIntervalMs !== undefined ? { relayIntervalMs: opts.relayIntervalMs } : {}),
       ...(opts.cluster ? { cluster: { ...opts.cluster, address: nodeService?.address ?? opts.cluster.address } } : {}),
+      ...(opts.cmd ? { cmd: opts.cmd } : {}),
       log,
     });
     // the handlers and the relay's kick forwarder, before the node takes its first units
@@ -312,6 +329,8 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
     // (BEYOND_HIGH); either way the runtime does not start, so the relay never appends to it.
     const report = await runtime.start();
     if (report.epochBumped) log(`session projection: started at epoch ${report.epoch} after a loss (see above)`);
+    const bad = await publishCmdBadFile(runtime);
+    if (bad) log(`WARNING: the CMD pending file did not decode and was renamed ${bad}: its updates were not restored (the owners' catch-up scan re-derives them); qimctl cluster nodes shows it`);
     audit = await AuditLog.open(opts.auditPath, { sync: opts.auditSync ?? true, rotation: opts.auditRotation ?? null, log });
     const auditLog = audit;
     opened.push({ what: "audit log", close: () => auditLog.close() });
@@ -398,7 +417,8 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
 
   const cluster = runtime.cluster;
   const observer = new Observer(projection, audit, cluster ? () => cluster.nodes() : undefined);
-  const deps: ServerDeps = { runtime, audit, observer };
+  const cmdAccess = (): CmdAccess => nodeService?.cmd ?? localCmdAccess(cmdOf(runtime), runtime.cluster?.nodeId ?? "");
+  const deps: ServerDeps = { runtime, audit, observer, cmd: cmdAccess };
 
   /** A unary RPC's grpc-js handler: the pipeline around its declaration. */
   function unaryHandler(path: string, rpc: UnaryRpc): grpc.handleUnaryCall<unknown, unknown> {
@@ -468,6 +488,7 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
   let healthTimer: NodeJS.Timeout | undefined;
   let metricsServer: HttpServer | undefined;
   let metricsPort: number | null = null;
+  let syncServer: CmdHttpServer | null = null;
   let boundPort: number;
   const { host, port } = listenAddr(opts.listen, "listen");
   const m = opts.metricsListen ? listenAddr(opts.metricsListen, "metricsListen") : null;
@@ -491,6 +512,17 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
     boundPort = await new Promise<number>((resolve, reject) =>
       server.bindAsync(`${host.includes(":") ? `[${host}]` : host}:${port}`, credentials, (err, p) => (err ? reject(err) : resolve(p))));
 
+    if (opts.sync) {
+      const tenant = opts.sync.tenant === null ? null : parseUuid(opts.sync.tenant, "sync.tenant");
+      syncServer = await startCmdHttpServer({
+        listen: opts.sync.listen, insecureDev: insecure, tenant, access: cmdAccess, log,
+        ...(opts.tls ? { tls: opts.tls } : {}),
+        audit: (rec) => writeAudit(rec),
+        ...(denyList ? { revoked: (fp: string) => denyList!.has(fp) } : {}),
+      });
+      const started = syncServer;
+      opened.push({ what: "CMD sync HTTP API", close: () => started.close() });
+    }
     if (m) {
       metricsServer = createHttpServer((req, res) => {
         if (req.url !== "/metrics") { res.writeHead(404).end("not found\n"); return; }
@@ -530,6 +562,7 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
 
   const diagnostics = process.env[DIAGNOSTICS_ENV] === "1" ? await startDiagnostics(audit, log) : undefined;
 
+  if (syncServer) log(`CMD sync HTTP API on ${syncServer.url} (${insecure ? "INSECURE plain HTTP" : "TLS, service certificates only"})`);
   if (nodeService) log(`node ${runtime.cluster!.nodeId}: node service on ${nodeService.address} (${insecure ? "INSECURE plaintext" : "mTLS, node certificates only"})`);
   else if (runtime.cluster) log(`node ${runtime.cluster.nodeId}: no node service (no node certificate): commits on buckets other nodes own wait for their owner's sweep`);
   log(`qim admin server listening on ${host}:${boundPort} (${insecure ? "INSECURE plaintext" : "mTLS, client certificates required"})${metricsPort !== null ? `, metrics on http://${m!.host}:${metricsPort}/metrics` : ""}`);
@@ -543,6 +576,7 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
     projection,
     observer,
     node: nodeService,
+    sync: syncServer,
     reloadDenyList: (reason = "reload requested") => denyList ? denyList.reload(reason) : Promise.resolve(),
     async close() {
       if (healthTimer) clearTimeout(healthTimer);
@@ -552,6 +586,7 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
       runtime.sessionView.closeWatchers();
       await denyList?.close();
       await new Promise<void>((resolve) => server.tryShutdown(() => resolve()));
+      await syncServer?.close();
       // the units are handed over first (runtime.stop), while peers can still reach us
       await runtime.stop();
       await nodeService?.close();

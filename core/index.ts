@@ -14,3 +14,4 @@ export * from "./projection/index.js";
 export * from "./conversation-list/index.js";
 export * from "./runtime/index.js";
 export * from "./session-view/index.js";
+export * from "./cmd-sync/index.js";

@@ -6,11 +6,30 @@
  * router calls either the same way.
  */
 import * as grpc from "@grpc/grpc-js";
-import { NodeServiceClient, type DescribeUserRequest, type DescribeUserResponse, type KickRequest, type KickResponse } from "../gen/qim/node/v1/node.js";
+import {
+  NodeServiceClient,
+  type CmdAckRequest,
+  type CmdAckResponse,
+  type CmdFlushRequest,
+  type CmdFlushResponse,
+  type CmdPendingRequest,
+  type CmdPendingResponse,
+  type CmdSyncRequest,
+  type CmdSyncResponse,
+  type DescribeUserRequest,
+  type DescribeUserResponse,
+  type KickRequest,
+  type KickResponse,
+  type PushIntentsRequest,
+  type PushIntentsResponse,
+} from "../gen/qim/node/v1/node.js";
 import type { NodeHandlers } from "./local.js";
 
 /** How long one node call may take before the caller gives up on it (a kick is an optimisation; a lookup is on a request's path). */
 export const NODE_RPC_DEADLINE_MS = 2000;
+
+/** The largest answer a peer may send (a CmdSync of many messages), 64 MiB. */
+export const NODE_RPC_MAX_ANSWER_BYTES = 64 * 1024 * 1024;
 
 /** A node RPC that failed in transport or was refused by gRPC (not a NodeStatus answer). */
 export class NodeCallError extends Error {
@@ -41,13 +60,14 @@ export class NodePeers {
   private client(address: string): NodeServiceClient {
     let c = this.clients.get(address);
     if (!c) {
-      c = new NodeServiceClient(address, this.credentials);
+      // a CMD sync answer carries up to CMD_SYNC_MAX_LIMIT messages with their payloads
+      c = new NodeServiceClient(address, this.credentials, { "grpc.max_receive_message_length": NODE_RPC_MAX_ANSWER_BYTES });
       this.clients.set(address, c);
     }
     return c;
   }
 
-  private unary<Req, Res>(address: string, method: "kick" | "describeUser", req: Req): Promise<Res> {
+  private unary<Req, Res>(address: string, method: "kick" | "describeUser" | "pushIntents" | "cmdSync" | "cmdAck" | "cmdPending" | "cmdFlush", req: Req): Promise<Res> {
     const client = this.client(address) as unknown as Record<string, (r: Req, md: grpc.Metadata, o: grpc.CallOptions, cb: (e: grpc.ServiceError | null, r?: Res) => void) => void>;
     return new Promise<Res>((resolve, reject) => {
       client[method]!.call(this.client(address), req, new grpc.Metadata(), { deadline: Date.now() + this.deadlineMs }, (err, res) => {
@@ -62,6 +82,11 @@ export class NodePeers {
     return {
       kick: (req: KickRequest) => this.unary<KickRequest, KickResponse>(address, "kick", req),
       describeUser: (req: DescribeUserRequest) => this.unary<DescribeUserRequest, DescribeUserResponse>(address, "describeUser", req),
+      pushIntents: (req: PushIntentsRequest) => this.unary<PushIntentsRequest, PushIntentsResponse>(address, "pushIntents", req),
+      cmdSync: (req: CmdSyncRequest) => this.unary<CmdSyncRequest, CmdSyncResponse>(address, "cmdSync", req),
+      cmdAck: (req: CmdAckRequest) => this.unary<CmdAckRequest, CmdAckResponse>(address, "cmdAck", req),
+      cmdPending: (req: CmdPendingRequest) => this.unary<CmdPendingRequest, CmdPendingResponse>(address, "cmdPending", req),
+      cmdFlush: (req: CmdFlushRequest) => this.unary<CmdFlushRequest, CmdFlushResponse>(address, "cmdFlush", req),
     };
   }
 

@@ -16,12 +16,13 @@ import {
   type KickResponse,
   type UnitOwner,
 } from "../gen/qim/node/v1/node.js";
+import { cmdOf, localCmdNode, type CmdNodeHandlers } from "./cmd-local.js";
 import type { OwnershipView, UnitKind, UnitOwnerView } from "./ownership.js";
 
 /** Buckets one Kick may name: every relay bucket at most once. */
 export const MAX_KICK_BUCKETS = RELAY_BUCKET_COUNT;
 
-export interface NodeHandlers {
+export interface NodeHandlers extends CmdNodeHandlers {
   kick(req: KickRequest): Promise<KickResponse>;
   describeUser(req: DescribeUserRequest): Promise<DescribeUserResponse>;
 }
@@ -45,6 +46,7 @@ export type SlotOf = (tenant: Uuid, user: Uuid) => number;
 export function localNode(runtime: EngineRuntime, ownership: OwnershipView, slotOf: SlotOf, address: string): NodeHandlers {
   const staleOwners = async (kind: UnitKind, units: number[]) => Promise.all(units.map(async (u) => ownerOut(await ownership.ownerOf(kind, u))));
   return {
+    ...localCmdNode(() => cmdOf(runtime), ownership, slotOf, address),
     async kick(req) {
       const buckets = [...new Set(req.buckets)];
       if (buckets.length === 0) return rejectedKick("buckets: name at least one relay bucket");

@@ -11,7 +11,15 @@
  * registry per call; a STALE_OWNER or a failed call drops the entry — a moved unit costs one hop.
  */
 import { InvalidArgumentError, QimError, UnavailableError } from "../../core/index.js";
-import { NodeStatus, type DescribeUserResponse, type KickResponse, type UnitOwner } from "../gen/qim/node/v1/node.js";
+import {
+  NodeStatus,
+  type CmdAckResponse,
+  type CmdPendingResponse,
+  type CmdSyncResponse,
+  type DescribeUserResponse,
+  type KickResponse,
+  type UnitOwner,
+} from "../gen/qim/node/v1/node.js";
 import { NodeCallError, type NodePeers } from "./client.js";
 import type { NodeHandlers } from "./local.js";
 import { nodeMetrics } from "./metrics.js";
@@ -132,6 +140,29 @@ export class NodeRouter {
   describeUser(tenant: string, user: string, slot: number): Promise<RouteResult<DescribeUserResponse>> {
     const req = { tenant, user, fromNodeId: this.opts.ownership.nodeId };
     return this.route("DescribeUser", "slot", slot, (h) => h.describeUser(req), (res) => hintOut(res.owner));
+  }
+
+  /** NodeService.CmdSync at the owner of the user's slot (spec 001: the owner serves the user's CMD sync). */
+  cmdSync(tenant: string, user: string, slot: number, limit: number): Promise<RouteResult<CmdSyncResponse>> {
+    const req = { tenant, user, limit, fromNodeId: this.opts.ownership.nodeId };
+    return this.route("CmdSync", "slot", slot, (h) => h.cmdSync(req), (res) => hintOut(res.owner));
+  }
+
+  /** NodeService.CmdAck at the owner of the user's slot. */
+  cmdAck(tenant: string, user: string, slot: number, lastMessageSeq: number): Promise<RouteResult<CmdAckResponse>> {
+    const req = { tenant, user, lastMessageSeq: BigInt(lastMessageSeq), fromNodeId: this.opts.ownership.nodeId };
+    return this.route("CmdAck", "slot", slot, (h) => h.cmdAck(req), (res) => hintOut(res.owner));
+  }
+
+  /** NodeService.CmdPending at the owner of the user's slot. */
+  cmdPending(tenant: string, user: string, slot: number, limit: number): Promise<RouteResult<CmdPendingResponse>> {
+    const req = { tenant, user, limit, fromNodeId: this.opts.ownership.nodeId };
+    return this.route("CmdPending", "slot", slot, (h) => h.cmdPending(req), (res) => hintOut(res.owner));
+  }
+
+  /** The handlers of a node by its registered owner view: this node's own in process, a peer's over the network. */
+  handlersFor(owner: UnitOwnerView): { handlers: NodeHandlers; local: boolean; target: string } {
+    return this.handlersOf(owner);
   }
 
   /**

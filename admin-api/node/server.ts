@@ -65,6 +65,11 @@ export async function startNodeServer(opts: NodeServerOptions): Promise<NodeServ
   server.addService(NodeServiceService, {
     kick: handler("Kick", (req) => opts.handlers.kick(req)),
     describeUser: handler("DescribeUser", (req) => opts.handlers.describeUser(req)),
+    pushIntents: handler("PushIntents", (req) => opts.handlers.pushIntents(req)),
+    cmdSync: handler("CmdSync", (req) => opts.handlers.cmdSync(req)),
+    cmdAck: handler("CmdAck", (req) => opts.handlers.cmdAck(req)),
+    cmdPending: handler("CmdPending", (req) => opts.handlers.cmdPending(req)),
+    cmdFlush: handler("CmdFlush", (req) => opts.handlers.cmdFlush(req)),
   });
   const credentials = insecure
     ? grpc.ServerCredentials.createInsecure()

@@ -10,6 +10,8 @@ import { parseHostPort, slotOfUser, type EngineRuntime } from "../../core/index.
 import { isLoopbackHost } from "../settings/resolve.js";
 import { NodeStatus } from "../gen/qim/node/v1/node.js";
 import { NodePeers } from "./client.js";
+import { maybeCmdOf } from "./cmd-local.js";
+import { CmdRouter } from "./cmd-router.js";
 import { localNode, type NodeHandlers } from "./local.js";
 import { NodeRouter } from "./router.js";
 import { startNodeServer } from "./server.js";
@@ -32,6 +34,8 @@ export interface NodeService {
   address: string;
   /** Set by attach(). */
   router: NodeRouter | null;
+  /** Set by attach(): the CMD sync intent router (installed with runtime.cmd.setRouter) and the surfaces' access at the owner. */
+  cmd: CmdRouter | null;
   attach(runtime: EngineRuntime): NodeRouter;
   close(): Promise<void>;
 }
@@ -55,6 +59,11 @@ export async function openNodeService(opts: NodeServiceOptions): Promise<NodeSer
     handlers: {
       kick: (req) => handlers ? handlers.kick(req) : Promise.resolve({ status: NodeStatus.NODE_STATUS_STALE_OWNER, kicked: [], owners: [], detail: notYet }),
       describeUser: (req) => handlers ? handlers.describeUser(req) : Promise.resolve({ status: NodeStatus.NODE_STATUS_STALE_OWNER, slot: 0, conversations: 0, detail: notYet }),
+      pushIntents: (req) => handlers ? handlers.pushIntents(req) : Promise.resolve({ status: NodeStatus.NODE_STATUS_STALE_OWNER, accepted: 0, dropped: 0, owners: [], detail: notYet }),
+      cmdSync: (req) => handlers ? handlers.cmdSync(req) : Promise.resolve({ status: NodeStatus.NODE_STATUS_STALE_OWNER, messages: [], generation: 0n, detail: notYet }),
+      cmdAck: (req) => handlers ? handlers.cmdAck(req) : Promise.resolve({ status: NodeStatus.NODE_STATUS_STALE_OWNER, advanced: 0, cleared: 0, warning: "", detail: notYet }),
+      cmdPending: (req) => handlers ? handlers.cmdPending(req) : Promise.resolve({ status: NodeStatus.NODE_STATUS_STALE_OWNER, views: [], detail: notYet }),
+      cmdFlush: (req) => handlers ? handlers.cmdFlush(req) : Promise.resolve({ status: NodeStatus.NODE_STATUS_REJECTED, nodeId: "", rows: 0, batches: 0, failedBatches: 0, detail: notYet }),
     },
   });
   const address = advertisedAddress(opts.listen, server.port, opts.advertise);
@@ -63,6 +72,7 @@ export async function openNodeService(opts: NodeServiceOptions): Promise<NodeSer
     port: server.port,
     address,
     router: null,
+    cmd: null,
     attach(runtime) {
       const cluster = runtime.cluster;
       if (!cluster) throw new Error("the node service needs a runtime with cluster options");
@@ -71,6 +81,13 @@ export async function openNodeService(opts: NodeServiceOptions): Promise<NodeSer
       const router = new NodeRouter({ ownership: cluster, local, peers });
       cluster.setKickForwarder(router.forwardKick);
       svc.router = router;
+      // CMD intents of users owned elsewhere go to their owners' PushIntents from now on
+      const api = maybeCmdOf(runtime);
+      if (api) {
+        const cmd = new CmdRouter({ api, ownership: cluster, router, slotOf: slotOfUser, nodes: () => cluster.nodes(), ...(opts.log ? { log: opts.log } : {}) });
+        api.setRouter(cmd);
+        svc.cmd = cmd;
+      }
       return router;
     },
     async close() {

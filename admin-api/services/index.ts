@@ -2,6 +2,7 @@ import type { Role } from "../auth.js";
 import type { AdminService, Rpc } from "../rpc.js";
 import { auditService } from "./audit-log.js";
 import { clusterService } from "./cluster.js";
+import { cmdService } from "./cmd.js";
 import { conversationListService } from "./conversation-list.js";
 import { dispatchService } from "./dispatch.js";
 import { drillService } from "./drill.js";
@@ -25,6 +26,7 @@ export const SERVICES: readonly AdminService[] = [
   observeService,
   clusterService,
   conversationListService,
+  cmdService,
 ] as unknown as readonly AdminService[];
 
 /** Which roles may call which RPC, by full method path, from each RPC's declaration (for tests and tools; the server reads each declaration). */

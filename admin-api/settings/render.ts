@@ -90,6 +90,7 @@ const KIND_TEXT: Record<SettingSpec["kind"], string> = {
   file: "file path (must be readable)",
   secret: "password (never a flag)",
   enum: "one of",
+  uuid: "UUID",
 };
 
 /** docs/config-reference.md, generated from the schema the server validates with. */

@@ -162,6 +162,11 @@ export function parseValue(spec: SettingSpec, raw: unknown): unknown {
       if (typeof raw !== "string" || raw.trim() === "") throw new Error(`expected ${spec.kind === "secret" ? "the password as" : "a non-empty"} text`);
       return spec.kind === "secret" ? raw : raw.trim();
     }
+    case "uuid": {
+      const t = text("a UUID").toLowerCase();
+      if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(t)) throw new Error(`expected a UUID (8-4-4-4-12 hex digits), got ${JSON.stringify(t.slice(0, 60))}`);
+      return t;
+    }
     case "file": {
       const f = text("a file path");
       if (f === "") throw new Error("expected a file path");
@@ -288,6 +293,11 @@ function checkCombinations(r: ResolvedSettings): void {
     if (!isLoopbackHost(listen.host) && !get<boolean>("insecure_dev_allow_non_loopback")) {
       fail("listen", `--insecure-dev serves plaintext and makes every caller an admin: it listens only on a loopback address (127.0.0.1, ::1, localhost), not ${listen.host}. Use mTLS (--tls-ca, --tls-cert, --tls-key); to expose an insecure server anyway, add --insecure-dev-allow-non-loopback`);
     }
+    const sync = get<string | null>("sync.listen");
+    const syncHost = sync === null || sync === undefined ? null : parseHostPort(sync, { allowPortZero: true })!.host;
+    if (syncHost !== null && !isLoopbackHost(syncHost) && !get<boolean>("insecure_dev_allow_non_loopback")) {
+      fail("sync.listen", `--insecure-dev makes the CMD sync HTTP API plain HTTP without client certificates, so it listens only on a loopback address, not ${syncHost}; use mTLS, or add --insecure-dev-allow-non-loopback`);
+    }
     const node = get<string | null>("node.listen");
     const nodeHost = node === null ? null : parseHostPort(node, { allowPortZero: true })!.host;
     if (nodeHost !== null && !isLoopbackHost(nodeHost) && !get<boolean>("insecure_dev_allow_non_loopback")) {
@@ -299,6 +309,7 @@ function checkCombinations(r: ResolvedSettings): void {
     }
   }
   if (has("node.tls.cert") !== has("node.tls.key")) fail(has("node.tls.cert") ? "node.tls.cert" : "node.tls.key", "a node certificate needs both node.tls.cert and node.tls.key");
+  if ((get<string | null>("sync.listen") ?? null) === null && has("sync.tenant")) fail("sync.tenant", "has no use with sync.listen off");
   if (get<string | null>("node.listen") === null) {
     for (const key of ["node.advertise", "node.tls.cert", "node.tls.key", "node.tls.ca"]) if (has(key)) fail(key, "has no use with node.listen off");
   }

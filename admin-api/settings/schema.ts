@@ -17,9 +17,10 @@ export type SettingKind =
   | "path" // a file that may not exist yet (written by the server)
   | "file" // a file that must be readable at start-up
   | "secret" // a password: config file or environment only, never a flag, never printed
-  | "enum";
+  | "enum"
+  | "uuid"; // canonical UUID text
 
-export type SettingSection = "server" | "audit" | "redis" | "dispatch" | "cluster" | "cassandra";
+export type SettingSection = "server" | "audit" | "redis" | "dispatch" | "cluster" | "sync" | "cassandra";
 
 export interface SettingSpec {
   /** Dotted path in the config file, e.g. redis.tls.ca. */
@@ -54,6 +55,8 @@ export const DAEMON_DEFAULTS = {
   dispatchRetention: "1d",
   /** The node service: loopback, a port the OS chooses (the registry records the bound one). */
   nodeListen: "127.0.0.1:0",
+  /** The CMD sync HTTP API: off unless asked for (an application server's endpoint, not an operator's). */
+  syncListen: "off",
   /** core/cluster DEFAULT_LEASE_TTL_MS and DEFAULT_HEARTBEAT_INTERVAL_MS (this file imports no engine code; test/admin-api/settings.test.ts holds them equal). */
   clusterLeaseTtl: "5s",
   clusterHeartbeatInterval: "1s",
@@ -127,6 +130,10 @@ export const SETTINGS: readonly SettingSpec[] = [
     { key: "node.tls.cert", kind: "file", description: "the node certificate (PEM; qimctl certs issue --role node): presented by the node service and to peers" },
     { key: "node.tls.key", kind: "file", description: "the node certificate's private key (PEM)" },
     { key: "node.tls.ca", kind: "file", description: "CA certificate (PEM) peers' node certificates chain to (default: tls.ca, the admin CA)" },
+  ]),
+  ...section("sync", [
+    { key: "sync.listen", kind: "address-or-off", default: DAEMON_DEFAULTS.syncListen, description: "the CMD sync HTTP API (POST /message/sync and /message/syncack, WuKongIM's JSON, docs/cmd-sync.md) address host:port, over TLS with the admin certificate; only client certificates of role service (qimctl certs issue --role service) may call it; port 0: one the OS chooses; off: no HTTP API" },
+    { key: "sync.tenant", kind: "uuid", description: "the tenant of a /message/sync or /message/syncack request that names none (its \"tenant\" field); unset: every request must name its tenant" },
   ]),
   ...section("cassandra", [
     { key: "cassandra.contact_points", kind: "addresses", description: "Cassandra host[:port] list: the conversation-set authority (unset: the Redis-hash development fallback)" },

@@ -19,6 +19,8 @@ export interface NodeResult {
   alive: boolean;
   draining: boolean;
   owned: OwnedResult;
+  /** Its CMD pending file that did not decode at start-up, renamed .bad; null when none. */
+  cmdBadFile: string | null;
 }
 
 export interface NodesResult {
@@ -33,7 +35,7 @@ export function nodesResult(r: ListNodesResponse): NodesResult {
   return {
     nodes: r.nodes.map((n) => ({
       nodeId: n.nodeId, address: n.address, version: n.version, startedAtMs: u64(n.startedAtMs), heartbeatAgeMs: u64(n.heartbeatAgeMs),
-      alive: n.alive, draining: n.draining, owned: ownedResult(n.owned),
+      alive: n.alive, draining: n.draining, owned: ownedResult(n.owned), cmdBadFile: nonEmpty(n.cmdBadFile),
     })),
     answeredBy: r.answeredBy,
   };

@@ -10,7 +10,8 @@ export function nodesText(out: NodesResult): string {
       n.nodeId + (n.nodeId === out.answeredBy ? " *" : ""), n.address, n.version, new Date(n.startedAtMs).toISOString(), `${formatDuration(n.heartbeatAgeMs)} ago`,
       !n.alive ? "DEAD" : n.draining ? "draining" : "alive", n.owned.relayBuckets, n.owned.partitions, n.owned.slots,
     ]),
-  ) + "\n(* the node that answered)";
+  ) + "\n(* the node that answered)"
+    + out.nodes.filter((n) => n.cmdBadFile).map((n) => `\nwarning: node ${n.nodeId}: its CMD pending file did not decode at start-up and was renamed ${n.cmdBadFile} (see docs/cmd-sync.md ".bad")`).join("");
 }
 
 const unitName = (o: OwnerResult) => (o.kind === "relay" ? `relay bucket ${o.unit}` : o.kind === "partition" ? `partition ${o.unit}` : `slot ${o.unit}`);

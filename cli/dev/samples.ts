@@ -29,6 +29,8 @@ const up: ResultOf<typeof DevUp> = {
     { nodeId: "dev-2", pid: 9471, port: 45311, metricsPort: 33755, metricsUrl: "http://127.0.0.1:33755/metrics", log: "/home/alice/qim/.qim/dev/server-2.log", auditLog: "/home/alice/qim/.qim/dev/audit-2.log" },
   ],
   pki: { dir: "/home/alice/qim/.qim/dev/pki", ca: "/home/alice/qim/.qim/dev/pki/ca.crt", cert: "/home/alice/qim/.qim/dev/pki/admin.crt", key: "/home/alice/qim/.qim/dev/pki/admin.key" },
+  syncUrl: "https://127.0.0.1:40215",
+  service: { cert: "/home/alice/qim/.qim/dev/pki/service.crt", key: "/home/alice/qim/.qim/dev/pki/service.key" },
   context: "/home/alice/qim/.qim/dev/context.json",
   namedContext: { config: "/home/alice/.config/qimctl/config.json", name: "dev", written: true, current: "dev", note: null },
   status: "started",
@@ -46,6 +48,7 @@ const status: ResultOf<typeof DevStatus> = {
   redisAccess: up.redisAccess,
   server: { pid: 9467, port: 45307, alive: true, answering: true },
   nodes: [{ nodeId: "dev-1", pid: 9467, port: 45307, alive: true, answering: true }, { nodeId: "dev-2", pid: 9471, port: 45311, alive: true, answering: true }],
+  syncUrl: "https://127.0.0.1:40215",
   context: "/home/alice/qim/.qim/dev/context.json",
   strays: [],
 };
@@ -62,7 +65,7 @@ export const samples = {
   "dev status": samplesOf<ResultOf<typeof DevStatus>>(
     status,
     { ...status, redisAccess: secureAccess },
-    { dataDir: "/home/alice/qim/.qim/dev", state: "partial", endpoint: null, tenant: null, authority: null, startedAt: null, redis: null, redisAccess: null, server: null, nodes: [], context: null, strays: [9470] },
+    { dataDir: "/home/alice/qim/.qim/dev", state: "partial", endpoint: null, tenant: null, authority: null, startedAt: null, redis: null, redisAccess: null, server: null, nodes: [], syncUrl: null, context: null, strays: [9470] },
   ),
   "dev down": samplesOf<ResultOf<typeof DevDown>>(
     {

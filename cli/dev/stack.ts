@@ -80,6 +80,9 @@ export interface DevPaths {
   serverKey: string;
   adminCert: string;
   adminKey: string;
+  /** The application server's certificate for the CMD sync HTTP API (CN=dev-app, OU=service). */
+  serviceCert: string;
+  serviceKey: string;
   redisCert: string;
   redisKey: string;
   redisDir: string;
@@ -107,6 +110,8 @@ export function devPaths(dataDir: string): DevPaths {
     serverKey: path.join(pki, "server.key"),
     adminCert: path.join(pki, "admin.crt"),
     adminKey: path.join(pki, "admin.key"),
+    serviceCert: path.join(pki, "service.crt"),
+    serviceKey: path.join(pki, "service.key"),
     redisCert: path.join(pki, "redis.crt"),
     redisKey: path.join(pki, "redis.key"),
     redisDir: path.join(d, "redis"),
@@ -182,6 +187,13 @@ export interface DevState {
   /** Every engine server of the stack (dev up --nodes N), node 1 first; `server` is node 1. */
   nodes: DevNodeState[];
   pki: { dir: string; ca: string; cert: string; key: string };
+  /**
+   * The CMD sync HTTP API of node 1 (POST /message/sync, /message/syncack): https://127.0.0.1:P, over
+   * TLS with the dev CA; only the service certificate (`service`: CN=dev-app, OU=service) may call it.
+   * Absent in the state of a stack started before it existed.
+   */
+  syncUrl?: string;
+  service?: { cert: string; key: string };
   /** The context file in the data dir. */
   context: string;
   /** The named context dev up keeps for this stack (dev, or demo for the demo) in the config file. */
@@ -603,10 +615,11 @@ async function ensurePki(p: DevPaths, opts: { redis: boolean; nodes: number }): 
   const caOk = usable(p.caCert, p.caKey);
   const serverOk = caOk && usable(p.serverCert, p.serverKey, p.caCert);
   const adminOk = caOk && usable(p.adminCert, p.adminKey, p.caCert);
+  const serviceOk = caOk && usable(p.serviceCert, p.serviceKey, p.caCert);
   const redisOk = !opts.redis || (caOk && usable(p.redisCert, p.redisKey, p.caCert));
   const nodes = Array.from({ length: opts.nodes }, (_, i) => devNodeFiles(p, i + 1));
   const nodesMissing = nodes.filter((n) => !caOk || !usable(n.cert, n.key, p.caCert));
-  if (caOk && serverOk && adminOk && redisOk && nodesMissing.length === 0) return { created: [] };
+  if (caOk && serverOk && adminOk && serviceOk && redisOk && nodesMissing.length === 0) return { created: [] };
   const { createCa, issueClientCert, issueNodeCert, issueServerCert } = await import("../../certs/pki.js");
   const created: string[] = [];
   let ca: { certPem: string; keyPem: string };
@@ -625,6 +638,10 @@ async function ensurePki(p: DevPaths, opts: { redis: boolean; nodes: number }): 
   if (!adminOk) {
     await writeCertificate(issueClientCert(ca, { name: "dev-admin", role: "admin" }), p.adminCert, p.adminKey, "admin", true);
     created.push("admin client certificate (CN=dev-admin, OU=admin)");
+  }
+  if (!serviceOk) {
+    await writeCertificate(issueClientCert(ca, { name: "dev-app", role: "service" }), p.serviceCert, p.serviceKey, "service", true);
+    created.push("service client certificate for the CMD sync HTTP API (CN=dev-app, OU=service)");
   }
   if (!redisOk) {
     await writeCertificate(issueServerCert(ca, { hosts: ["localhost", "127.0.0.1"] }), p.redisCert, p.redisKey, null, true);
@@ -717,6 +734,7 @@ function cassandraConfigured(env: NodeJS.ProcessEnv): string | null {
 
 async function startServer(
   p: DevPaths, redis: DevRedisAccess, redisPort: number, port: number, metricsPort: number, env: NodeJS.ProcessEnv, node: DevNodeFiles,
+  sync: { port: number; tenant: string } | null = null,
 ): Promise<{ started: Started } | { failed: "address-in-use" | "exited" | "no-answer"; tail: string; detail: string }> {
   const from = sizeOf(node.log);
   const redisArgs = serverRedisArgs(redis, redisPort);
@@ -737,6 +755,8 @@ async function startServer(
     "--node-listen", `${LOOPBACK}:0`,
     "--node-tls-cert", node.cert,
     "--node-tls-key", node.key,
+    // the CMD sync HTTP API (node 1 only): application servers' /message/sync with the dev tenant
+    ...(sync ? ["--sync-listen", `${LOOPBACK}:${sync.port}`, "--sync-tenant", sync.tenant] : []),
   ], p.dataDir, node.log, serverEnv(env, redis));
   const tls = adminTls(p);
   const attempts = cassandraConfigured(env) ? SERVER_READY_ATTEMPTS_CASSANDRA : SERVER_READY_ATTEMPTS;
@@ -917,6 +937,7 @@ export async function devUp(opts: DevUpOptions): Promise<DevUpResult> {
     const access = redisAccess(p, secure, redis.port);
     let server: Started | undefined;
     let metricsPort = 0;
+    let syncPort = 0;
     const others: Started[] = [];
     const nodes: DevNodeState[] = [];
     try {
@@ -925,7 +946,8 @@ export async function devUp(opts: DevUpOptions): Promise<DevUpResult> {
       for (let attempt = 0; ; attempt++) {
         const listenPort = port ?? (await freePort());
         metricsPort = await freePort();
-        const r = await startServer(p, access, redis.port, listenPort, metricsPort, env, devNodeFiles(p, 1));
+        syncPort = await freePort();
+        const r = await startServer(p, access, redis.port, listenPort, metricsPort, env, devNodeFiles(p, 1), { port: syncPort, tenant });
         if ("started" in r) {
           server = r.started;
           port = listenPort;
@@ -975,6 +997,8 @@ export async function devUp(opts: DevUpOptions): Promise<DevUpResult> {
         server: { pid: server.pid, port: port!, listen: `${LOOPBACK}:${port}`, metricsPort, metricsUrl: `http://${LOOPBACK}:${metricsPort}/metrics`, log: p.serverLog, auditLog: p.auditLog },
         nodes,
         pki: { dir: p.pkiDir, ca: p.caCert, cert: p.adminCert, key: p.adminKey },
+        syncUrl: `https://${LOOPBACK}:${syncPort}`,
+        service: { cert: p.serviceCert, key: p.serviceKey },
         context: p.contextFile,
         namedContext,
       };
@@ -1013,6 +1037,8 @@ export interface DevStatusResult {
   server: ProcessProbe | null;
   /** Every engine server (node) of the stack with its pid and node id; empty when down. */
   nodes: NodeProbe[];
+  /** The CMD sync HTTP API (https://127.0.0.1:P; service certificates only), null when down or not started by this dev up. */
+  syncUrl: string | null;
   context: string | null;
   /** Processes of this data dir that no state file records (e.g. after the state was deleted by hand). */
   strays: number[];
@@ -1024,7 +1050,7 @@ export async function devStatus(dataDir: string): Promise<DevStatusResult> {
   const running = stackProcesses(p);
   if (!s) {
     const strays = [...running.server, ...running.redis];
-    return { dataDir: p.dataDir, state: strays.length > 0 ? "partial" : "down", endpoint: null, tenant: null, authority: null, startedAt: null, redis: null, redisAccess: null, server: null, nodes: [], context: null, strays };
+    return { dataDir: p.dataDir, state: strays.length > 0 ? "partial" : "down", endpoint: null, tenant: null, authority: null, startedAt: null, redis: null, redisAccess: null, server: null, nodes: [], syncUrl: null, context: null, strays };
   }
   const now = await probe(p, s);
   const known = new Set([s.redis.pid, ...now.nodes.map((n) => n.pid)]);
@@ -1041,6 +1067,7 @@ export async function devStatus(dataDir: string): Promise<DevStatusResult> {
     redisAccess: s.redisAccess,
     server: now.server,
     nodes: now.nodes,
+    syncUrl: s.syncUrl ?? null,
     context: s.context,
     strays,
   };

@@ -38,6 +38,7 @@ export function upLines(r: DevUpResult, defaultDir: string, opts: { nextSteps?: 
       ["server", `pid ${r.server.pid}, log ${shown(r.server.log)}, audit log ${shown(r.server.auditLog)}, metrics ${r.server.metricsUrl}`],
       // one node adds no line: the text stays as it was before --nodes
       ...(r.nodes.length > 1 ? r.nodes.map((n) => [`node ${n.nodeId}`, `pid ${n.pid}, admin localhost:${n.port}, log ${shown(n.log)}, metrics ${n.metricsUrl}`] as const) : []),
+      ...(r.syncUrl && r.service ? [["cmd sync http", `${r.syncUrl}/message/sync (service certificate ${shown(r.service.cert)}, CN=dev-app, role service)`] as const] : []),
       ["context", contextLine(r)],
     ]).replace(/^/gm, "  "),
     `  ${authorityLine(r)}`,
@@ -100,6 +101,7 @@ export function statusLines(r: DevStatusResult, defaultDir: string): string {
       ["authority", r.authority],
       ["started at", r.startedAt],
       ["context", r.context ? shown(r.context) : null],
+      ...(r.syncUrl ? [["cmd sync http", r.syncUrl] as const] : []),
       // a plaintext Redis adds no line: the text stays as it was before --secure-redis
       ...(r.redisAccess?.secure ? [["redis access", secureLine(r.redisAccess)] as const] : []),
     ]).replace(/^/gm, "  "),

@@ -97,8 +97,8 @@ export interface CmdReadPatch {
 export interface CmdStateStore {
   listActive(tenant: Uuid, user: Uuid, limit: number): Promise<CmdConversationState[]>;
   get(tenant: Uuid, user: Uuid, channel: CommandChannelKey): Promise<CmdConversationState | null>;
-  /** Advances read seq of rows that exist; a patch for a missing row is a no-op. */
-  advanceReadSeqs(patches: readonly CmdReadPatch[], fence: Fence): Promise<void>;
+  /** Advances read seq of rows that exist; a patch for a missing row is a no-op. updatedAt: the ack's time (default now). */
+  advanceReadSeqs(patches: readonly CmdReadPatch[], fence: Fence, updatedAt?: number): Promise<void>;
   /** Creates or max-merges rows. */
   upsertStates(states: readonly CmdConversationState[], fence: Fence): Promise<void>;
 }
@@ -120,9 +120,14 @@ export interface CmdFlushReport {
   failedBatches: number;
 }
 
-/** Reads a channel's durable CMD messages (the log): seq > afterSeq, ascending, at most limit. */
+/**
+ * Reads a channel's durable CMD messages (the log): seq > afterSeq, ascending, at most limit. With
+ * `forUser`, only the messages whose frozen recipients include that user: one channel carries
+ * messages to different audiences (request-scoped sends; a group's members change), and a user
+ * must never be answered a message it was not sent (a member added later starts at the next seq).
+ */
 export interface CmdMessageSource {
-  load(tenant: Uuid, channel: CommandChannelKey, afterSeq: number, limit: number): Promise<CmdMessage[]>;
+  load(tenant: Uuid, channel: CommandChannelKey, afterSeq: number, limit: number, forUser?: Uuid): Promise<CmdMessage[]>;
 }
 
 /**

@@ -18,6 +18,8 @@ export const ERROR_CODES = {
   MEMBERSHIP_CHANGED: { grpc: "ABORTED", exit: "CONFLICT" },
   UNAVAILABLE: { grpc: "UNAVAILABLE", exit: "CONNECTION" },
   STALE_OWNER: { grpc: "UNAVAILABLE", exit: "CONNECTION" },
+  /** CMD sync (core/cmd-sync): the user's slot is owned by another node (retry at the owner). */
+  CMD_STALE_OWNER: { grpc: "UNAVAILABLE", exit: "CONNECTION" },
   UNIMPLEMENTED: { grpc: "UNIMPLEMENTED", exit: "CONFLICT" },
   INTERNAL: { grpc: "INTERNAL", exit: "INTERNAL" },
 } as const satisfies Record<string, { grpc: GrpcStatusName; exit: ExitClass }>;

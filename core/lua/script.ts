@@ -31,6 +31,8 @@ export const LUA_STATUS = {
   LEASE_MOVED: -11,
   /** A compare-and-set on conversation-list rows that found a row other than the one read (core/conversation-list). */
   ROW_MOVED: -12,
+  /** A CMD message whose audience exceeds CMD_MAX_RECIPIENTS (core/cmd-sync). */
+  CMD_TOO_MANY_RECIPIENTS: -13,
 } as const;
 export type LuaStatusName = keyof typeof LUA_STATUS;
 

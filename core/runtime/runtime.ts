@@ -9,6 +9,7 @@ import {
 import type { RedisStore } from "../store/index.js";
 import { ConversationList, type ConversationListStackOptions } from "../conversation-list/index.js";
 import { SessionView, type SessionViewOptions } from "../session-view/index.js";
+import { CmdSync, type CmdSyncOptions } from "../cmd-sync/index.js";
 
 /** The dispatch log's identity when none is configured. */
 export const DEFAULT_DISPATCH: DispatchIdentity = { clusterId: "qim", topicId: "dispatch", partitionCount: 8 };
@@ -56,6 +57,8 @@ export interface RuntimeOptions {
    * Without it the runtime owns everything and writes with token 0.
    */
   cluster?: ClusterOptions;
+  /** CMD conversation sync (spec 001): the pending file's folder, flush and catch-up intervals (docs/cmd-sync-log.md). */
+  cmd?: CmdSyncOptions;
   /** Subsystems built on the engine, in start order. */
   modules?: readonly RuntimeModuleFactory[];
   log?: (line: string) => void;
@@ -76,6 +79,8 @@ export class EngineRuntime {
   readonly projection: ProjectionStack;
   readonly conversationList: ConversationList;
   readonly sessionView: SessionView;
+  /** CMD conversation sync (core/cmd-sync): the log, the owner-local pending buffer, sync/ack, the catch-up scan. */
+  readonly cmd: CmdSync;
   readonly modules: readonly RuntimeModule[];
   /** This node's membership of the engine cluster; null without `cluster` options. */
   readonly cluster: ClusterMembership | null;
@@ -114,6 +119,7 @@ export class EngineRuntime {
     );
     relayRef.list = this.conversationList;
     this.sessionView = new SessionView(this.conversationList.service, opts.sessionView);
+    this.cmd = new CmdSync({ store: this.store, keys: this.keys, cluster, ...(opts.log ? { log: opts.log } : {}) }, opts.cmd);
     // a unit just taken is worked on at once, not at the next sweep or poll
     cluster?.onChange((kind, unit, owned) => {
       if (!owned) return;
@@ -136,6 +142,7 @@ export class EngineRuntime {
       report = await this.projection.start();
       await this.conversationList.start();
       this.sessionView.start();
+      await this.cmd.start();
     } catch (err) {
       await this.projection.stop();
       await this.cluster?.stop();
@@ -162,6 +169,8 @@ export class EngineRuntime {
   async stop(): Promise<void> {
     for (const m of this.started.reverse()) await m.stop?.();
     this.started = [];
+    // the buffer's last flush needs the slots' fences: before the cluster hands them over
+    await this.cmd.stop();
     await this.cluster?.stop();
     await this.relay.stop();
     this.sessionView.stop();

@@ -70,6 +70,13 @@ const INVALID_INPUT: Record<string, { request: object; field: string } | "no fie
   "/qim.admin.v1.ConversationListService/ReconcileBadge": { request: { tenant, user: "" }, field: "user" },
   "/qim.admin.v1.ConversationListService/AuditUnread": { request: { sampleRate: 2 }, field: "sample_rate" },
   "/qim.admin.v1.ConversationListService/ChangeConversation": { request: { tenant, user: newUuid(), group: newUuid(), action: 0 }, field: "action" },
+  "/qim.admin.v1.CmdService/Send": { request: { tenant, channelId: "g1", channelType: 256, payload: Buffer.from("x") }, field: "channel_type" },
+  "/qim.admin.v1.CmdService/Sync": { request: { tenant, user: "u" }, field: "user" },
+  "/qim.admin.v1.CmdService/Ack": { request: { tenant, user: newUuid(), lastMessageSeq: 0 }, field: "last_message_seq" },
+  "/qim.admin.v1.CmdService/GetPending": { request: { tenant: "t", user: newUuid() }, field: "tenant" },
+  "/qim.admin.v1.CmdService/GetState": { request: { tenant, user: "" }, field: "user" },
+  "/qim.admin.v1.CmdService/GetOwner": { request: { tenant, user: "u" }, field: "user" },
+  "/qim.admin.v1.CmdService/Flush": { request: { nodeId: "not a node id" }, field: "node_id" },
 };
 
 /** Bytes that are no protobuf message: field 1 as a length-delimited value longer than the buffer. */

@@ -5,7 +5,7 @@
  * context is never the developer's.
  */
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -86,6 +86,16 @@ describe("qimctl dev up|status|down with real processes", { timeout: 300_000 }, 
     assert.equal(status.state, "up");
     assert.deepEqual(status.redis, { pid: first.redis.pid, port: first.redis.port, alive: true, answering: true });
     assert.deepEqual(status.server, { pid: first.server.pid, port: first.server.port, alive: true, answering: true });
+
+    // the CMD sync HTTP API: syncUrl answers the service certificate dev up wrote, refuses the admin one
+    assert.match(status.syncUrl, /^https:\/\/127\.0\.0\.1:\d+$/);
+    assert.equal(status.syncUrl, first.syncUrl);
+    const curl = (who: "service" | "admin") => (execFileSync as typeof import("node:child_process").execFileSync)("curl", [
+      "-sS", "--max-time", "20", "--cacert", path.join(dir, "pki", "ca.crt"), "--cert", path.join(dir, "pki", `${who}.crt`), "--key", path.join(dir, "pki", `${who}.key`),
+      "-d", JSON.stringify({ uid: "33333333-3333-4333-8333-333333333333", limit: 10 }), "-w", "\n%{http_code}", `${status.syncUrl}/message/sync`,
+    ], { encoding: "utf8" });
+    assert.equal(curl("service"), "[]\n200", "a user with nothing to sync: an empty array (the dev tenant is sync.tenant)");
+    assert.match(curl("admin"), /"status":403\}\n403$/);
 
     // plain commands through the written contexts: --context <dir>/context.json, --context dev, then the current one
     const group = ok(await qimctl(["group", "create", "--owner", "11111111-1111-4111-8111-111111111111", "--member", "22222222-2222-4222-8222-222222222222", "--context", path.join(dir, "context.json")], { env }), "group create");

@@ -38,6 +38,11 @@ const EXPECTED_KEYS: Record<string, number | "n"> = {
   recomputeUnread: 3,
   applyRows: 4,
   advanceListCheckpoint: 1,
+  upsertCmdStates: 3, advanceCmdStateReads: 2,
+  // CMD log (core/cmd-sync/log-scripts.ts)
+  commitCmd: 5,
+  scanCmdRecent: 1,
+  raiseCmdFlushPoint: 2,
 };
 const SCRIPT_NAMES = Object.keys(EXPECTED_KEYS);
 
@@ -48,6 +53,8 @@ const MODULE_OF: Record<string, string> = {
   popRegistered: "projection", deadLetterRegistration: "projection", advanceCheckpoint: "projection", bumpEpoch: "projection", raiseEpochMark: "projection",
   releaseLock: "projection", heartbeat: "cluster", acquireUnit: "cluster", releaseUnit: "cluster",
   recomputeUnread: "conversation-list", applyRows: "conversation-list", advanceListCheckpoint: "conversation-list",
+  upsertCmdStates: "cmd-sync", advanceCmdStateReads: "cmd-sync",
+  commitCmd: "cmd-sync", scanCmdRecent: "cmd-sync", raiseCmdFlushPoint: "cmd-sync",
 };
 
 const tempDirs: string[] = [];

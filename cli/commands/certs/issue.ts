@@ -10,7 +10,7 @@ import { updateConfig, writeAtomically } from "../../context/config.js";
 import { UsageError } from "../../exit-codes.js";
 import { endpoint as checkEndpoint, uuid } from "../../validate.js";
 
-const ROLES = ["admin", "operator", "viewer", "drill", "node"] as const;
+const ROLES = ["admin", "operator", "viewer", "drill", "node", "service"] as const;
 /** The SANs of a node certificate when no --host is given: a node on this machine (dev up --nodes N). */
 const DEFAULT_NODE_HOSTS = ["localhost", "127.0.0.1"] as const;
 
@@ -19,6 +19,8 @@ export default class CertsIssue extends BaseCommand<typeof CertsIssue> {
   static override description = `Signs a client certificate with the CA in --dir (or --ca-cert/--ca-key). The admin API reads the principal from it: subject CN = --name, OU = --role. Roles: admin (everything), operator (groups and membership changes, audit), viewer (read only), drill (read, and send messages as a user). Writes <name>.crt and <name>.key (mode 0600); prints subject, role, expiry and SHA-256 fingerprint (the audit log records the same fingerprint).
 
 --role node issues a node certificate instead: an engine server's identity towards the other nodes of its cluster (node-to-node RPC, docs/operator-guide.md "Cluster"). CN = --name (the node id), OU = node, usable as a server AND a client certificate (extKeyUsage serverAuth and clientAuth), with every --host (default localhost, 127.0.0.1) as a subjectAltName: the addresses peers reach its node.listen on. A node certificate may call only the node service, never an admin RPC; give it to the server as node.tls.cert/node.tls.key.
+
+--role service issues a client certificate (OU = service) for an application server that calls the CMD sync HTTP API (POST /message/sync and /message/syncack on sync.listen, docs/cmd-sync.md). It may call only that API, never an admin RPC, and no operator certificate may call that API.
 
 --write-context also writes a qimctl context pointing at the CA, this certificate and key, with --endpoint and --tenant, so that the next qimctl command just works: the named context --name (or --context NAME) in $XDG_CONFIG_HOME/qimctl/config.json, made the current context (see qimctl context list); or, when --context is a path (it has a / or ends in .json), a context file there.`;
   static override examples = [
@@ -31,10 +33,14 @@ export default class CertsIssue extends BaseCommand<typeof CertsIssue> {
       description: "A node certificate for node-2, reached by its peers at qim-2.internal or 10.0.4.18",
       command: "<%= config.bin %> <%= command.id %> --role node --name node-2 --host qim-2.internal --host 10.0.4.18",
     },
+    {
+      description: "A certificate for the application server \"app-1\" that calls /message/sync and /message/syncack",
+      command: "<%= config.bin %> <%= command.id %> --role service --name app-1",
+    },
   ];
   static override flags = {
     name: Flags.string({ char: "n", required: true, description: "the principal's name (subject CN), e.g. alice or ci-bot" }),
-    role: Flags.option({ char: "r", options: ROLES, required: true, description: "the role (subject OU); node: a node certificate (server and client) for node-to-node RPC" })(),
+    role: Flags.option({ char: "r", options: ROLES, required: true, description: "the role (subject OU); node: a node certificate (server and client) for node-to-node RPC; service: an application server's certificate for the CMD sync HTTP API" })(),
     host: Flags.string({ char: "h", multiple: true, delimiter: ",", description: `--role node only: DNS name or IP address peers reach the node at (its subjectAltName); repeat or separate with commas (default ${DEFAULT_NODE_HOSTS.join(",")})` }),
     days: Flags.integer({ default: 365, description: "validity in days" }),
     dir: pkiDirFlag,
@@ -52,6 +58,7 @@ export default class CertsIssue extends BaseCommand<typeof CertsIssue> {
     const { dir, name, role } = this.flags;
     if (role !== "node" && this.flags.host !== undefined) throw new UsageError("--host", "--host names a node certificate's addresses: it needs --role node (a client certificate has no subjectAltName)");
     if (role === "node" && this.flags["write-context"]) throw new UsageError("--write-context", "a node certificate cannot call the admin API, so a context with it would not work: issue an operator certificate for the CLI");
+    if (role === "service" && this.flags["write-context"]) throw new UsageError("--write-context", "a service certificate calls only the CMD sync HTTP API, not the admin API, so a context with it would not work: issue an operator certificate for the CLI");
     const hosts = role === "node" ? (this.flags.host ?? [...DEFAULT_NODE_HOSTS]).map((h) => h.trim()).filter((h) => h !== "") : [];
     if (role === "node" && hosts.length === 0) throw new UsageError("--host", "give at least one host name or IP address");
     const tenant = this.flags.tenant === undefined ? undefined : uuid("--tenant", this.flags.tenant);

@@ -1,0 +1,255 @@
+/**
+ * The CMD sync HTTP API (spec 001, issue 13) for application servers: WuKongIM's legacy
+ * `POST /message/sync` and `POST /message/syncack`, with its JSON exactly — request
+ * `{uid, message_seq, limit}` (message_seq accepted, not used to select: the server keeps each
+ * user's place), an array of legacy messages in answer; `{uid, last_message_seq}` →
+ * `{"status":200}`; every error an HTTP 400 `{"msg": …, "status": 400}` as WuKongIM's
+ * wkhttp.ResponseError answers, with its validation messages (数据格式有误！, uid不能为空！,
+ * limit不能为负数！, last_message_seq不能为空！).
+ *
+ * What is ours: TLS with client certificates from the admin PKI, and only the role `service`
+ * (qimctl certs issue --role service) may call — an operator's certificate is refused 403, as a
+ * service certificate is by every admin RPC. A user is (tenant, uid): the request's `tenant`, else
+ * the server's sync.tenant. Each request is served at the owner of the user's slot (CmdAccess: one
+ * hop over the node service after a move). Both paths move state (a sync records the generation
+ * an ack applies), so both are audited like admin mutations, refusals too.
+ */
+import { randomUUID } from "node:crypto";
+import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { createServer as createHttpsServer } from "node:https";
+import type { TLSSocket } from "node:tls";
+import { InvalidArgumentError, parseHostPort, parseUuid, QimError, stripCommandSuffix, uuidToHex, type CmdMessage, type Uuid } from "../core/index.js";
+import type { AuditRecord } from "./audit.js";
+import { SERVICE_ROLE } from "./auth.js";
+import { cmdSurfaceMetrics } from "./node/cmd-metrics.js";
+import { syncLimit } from "./node/cmd-local.js";
+import type { CmdAccess } from "./node/cmd-router.js";
+
+/** The largest request body read (a sync or ack request is a few dozen bytes). */
+export const CMD_HTTP_MAX_BODY_BYTES = 64 * 1024;
+export const SYNC_PATH = "/message/sync";
+export const SYNC_ACK_PATH = "/message/syncack";
+
+/** WuKongIM's validation messages (internal/api/message.go, internalv2/access/api message_sync.go). */
+export const WK_MESSAGES = {
+  badJson: "数据格式有误！",
+  noUid: "uid不能为空！",
+  negativeLimit: "limit不能为负数！",
+  noLastSeq: "last_message_seq不能为空！",
+} as const;
+
+export interface CmdHttpOptions {
+  /** host:port; port 0: one the OS chooses. */
+  listen: string;
+  /** The server certificate and key, and the CA client certificates must chain to (the admin PKI). Required unless insecureDev. */
+  tls?: { caPem: string | Buffer; certPem: string | Buffer; keyPem: string | Buffer };
+  /** Plain HTTP, every caller admitted (--insecure-dev, loopback only). */
+  insecureDev?: boolean;
+  /** sync.tenant: the tenant of a request that names none; null: each request names its own. */
+  tenant: Uuid | null;
+  access: () => CmdAccess;
+  /** Writes one audit record (the admin API's log); resolves once it is durable. */
+  audit: (rec: Omit<AuditRecord, "time">) => Promise<void>;
+  /** Whether a certificate's SHA-256 fingerprint is on the deny list. */
+  revoked?: (fingerprint: string) => boolean;
+  log?: (line: string) => void;
+}
+
+export interface CmdHttpServer {
+  port: number;
+  /** https://host:port (http:// with insecureDev). */
+  url: string;
+  close(): Promise<void>;
+}
+
+/** An answer other than 200: WuKongIM's error shape. */
+class HttpRefusal extends Error {
+  constructor(readonly status: number, message: string) {
+    super(message);
+  }
+}
+
+/**
+ * The legacy message id (WuKongIM's int64 message_id): the first 63 bits of the UUIDv7 — its
+ * millisecond time and the first random bits — so that ids grow with time like WuKongIM's;
+ * message_idstr is the same number as text, as WuKongIM writes it.
+ */
+export function legacyMessageId(messageId: Uuid): bigint {
+  return BigInt(`0x${uuidToHex(messageId).slice(0, 16)}`) >> 1n;
+}
+
+/** One message as WuKongIM's MessageResp (JSON text: message_id is an int64 beyond a double's precision). */
+export function legacyMessageJson(m: CmdMessage): string {
+  const id = legacyMessageId(m.messageId);
+  const body = {
+    header: { no_persist: m.noPersist ? 1 : 0, red_dot: m.redDot ? 1 : 0, sync_once: m.syncOnce ? 1 : 0 },
+    setting: 0,
+    message_id: "@ID@",
+    message_idstr: id.toString(),
+    client_msg_no: m.clientMsgNo,
+    message_seq: m.messageSeq,
+    from_uid: m.from ?? "",
+    channel_id: stripCommandSuffix(m.channel.channelId),
+    channel_type: m.channel.channelType,
+    expire: 0,
+    timestamp: Math.floor(m.timestampMs / 1000),
+    payload: Buffer.from(m.payload).toString("base64"),
+  };
+  return JSON.stringify(body).replace('"message_id":"@ID@"', `"message_id":${id.toString()}`);
+}
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on("data", (c: Buffer) => {
+      size += c.length;
+      if (size > CMD_HTTP_MAX_BODY_BYTES) {
+        reject(new HttpRefusal(413, `request body over ${CMD_HTTP_MAX_BODY_BYTES} bytes`));
+        req.destroy();
+        return;
+      }
+      chunks.push(c);
+    });
+    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
+    req.on("error", reject);
+  });
+}
+
+/** The JSON object of a request, or WuKongIM's "数据格式有误！". */
+function jsonObject(text: string): Record<string, unknown> {
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch {
+    throw new HttpRefusal(400, WK_MESSAGES.badJson);
+  }
+  if (v === null || typeof v !== "object" || Array.isArray(v)) throw new HttpRefusal(400, WK_MESSAGES.badJson);
+  return v as Record<string, unknown>;
+}
+
+/** A JSON integer field (absent: undefined); a string, fraction or other type is 数据格式有误！ as Go's binding refuses it. */
+function intField(body: Record<string, unknown>, name: string): number | undefined {
+  const v = body[name];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== "number" || !Number.isSafeInteger(v)) throw new HttpRefusal(400, WK_MESSAGES.badJson);
+  return v;
+}
+
+function stringField(body: Record<string, unknown>, name: string): string {
+  const v = body[name];
+  if (v === undefined || v === null) return "";
+  if (typeof v !== "string") throw new HttpRefusal(400, WK_MESSAGES.badJson);
+  return v;
+}
+
+export async function startCmdHttpServer(opts: CmdHttpOptions): Promise<CmdHttpServer> {
+  const insecure = opts.insecureDev === true;
+  if (!insecure && !opts.tls) throw new InvalidArgumentError("sync.listen", "the CMD sync HTTP API needs TLS (the admin server's certificate and CA) unless --insecure-dev");
+  const hp = parseHostPort(opts.listen, { allowPortZero: true });
+  if (!hp) throw new InvalidArgumentError("sync.listen", `sync.listen must be host:port, got "${opts.listen}"`);
+  const log = opts.log ?? (() => undefined);
+
+  /** The user of a request: (tenant, uid) as UUIDs. */
+  function userOf(body: Record<string, unknown>): { tenant: Uuid; user: Uuid } {
+    const uid = stringField(body, "uid").trim();
+    if (uid === "") throw new HttpRefusal(400, WK_MESSAGES.noUid);
+    const tenantText = stringField(body, "tenant").trim();
+    if (tenantText === "" && opts.tenant === null) throw new HttpRefusal(400, "tenant不能为空！ (name the tenant in the request's \"tenant\" field, or set sync.tenant on the server)");
+    let tenant: Uuid;
+    let user: Uuid;
+    try {
+      tenant = tenantText === "" ? opts.tenant! : parseUuid(tenantText, "tenant");
+      user = parseUuid(uid, "uid");
+    } catch (err) {
+      throw new HttpRefusal(400, (err as Error).message);
+    }
+    return { tenant, user };
+  }
+
+  async function sync(body: Record<string, unknown>): Promise<{ json: string; detail: string }> {
+    const { tenant, user } = userOf(body);
+    intField(body, "message_seq"); // accepted, not used to select (the server keeps the user's place)
+    const limit = intField(body, "limit") ?? 0;
+    if (limit < 0) throw new HttpRefusal(400, WK_MESSAGES.negativeLimit);
+    const r = await opts.access().sync(tenant, user, syncLimit(limit));
+    return { json: `[${r.messages.map(legacyMessageJson).join(",")}]`, detail: `${r.messages.length} message(s), generation ${r.generation}${r.servedBy ? ` at node ${r.servedBy}` : ""}` };
+  }
+
+  async function syncAck(body: Record<string, unknown>): Promise<{ json: string; detail: string }> {
+    const { tenant, user } = userOf(body);
+    const last = intField(body, "last_message_seq") ?? 0;
+    if (last === 0) throw new HttpRefusal(400, WK_MESSAGES.noLastSeq);
+    if (last < 0) throw new HttpRefusal(400, WK_MESSAGES.badJson);
+    const r = await opts.access().ack(tenant, user, last);
+    return { json: JSON.stringify({ status: 200 }), detail: `${r.advanced} row(s) advanced, ${r.cleared} pending cleared${r.warning ? `; warning: ${r.warning}` : ""}${r.servedBy ? ` at node ${r.servedBy}` : ""}` };
+  }
+
+  const handle = (req: IncomingMessage, res: ServerResponse) => {
+    const requestId = randomUUID();
+    const started = process.hrtime.bigint();
+    const path = (req.url ?? "").split("?")[0]!;
+    const cert = insecure ? null : (req.socket as TLSSocket).getPeerCertificate?.();
+    const name = insecure ? "insecure-dev" : (Array.isArray(cert?.subject?.CN) ? cert!.subject.CN[0] : cert?.subject?.CN) ?? "";
+    const ouRaw = insecure ? SERVICE_ROLE : cert?.subject?.OU;
+    const role = (Array.isArray(ouRaw) ? ouRaw[0] : ouRaw) ?? "";
+    const fingerprint = cert?.fingerprint256 ?? "";
+    let argumentsOf: unknown = {};
+    const answer = (status: number, json: string) => {
+      cmdSurfaceMetrics.httpRequests.inc({ path: path === SYNC_PATH || path === SYNC_ACK_PATH ? path : "other", status: String(status) });
+      res.writeHead(status, { "content-type": "application/json; charset=utf-8", "x-qim-request-id": requestId }).end(json);
+    };
+    const record = (result: string, detail: string) => opts.audit({
+      principal: name, role, rpc: `POST ${path}`, arguments: argumentsOf, result, detail,
+      durationMs: Number(process.hrtime.bigint() - started) / 1e6, requestId, fingerprint,
+    });
+    (async () => {
+      if (path !== SYNC_PATH && path !== SYNC_ACK_PATH) return answer(404, JSON.stringify({ msg: `no such path: ${path.slice(0, 100)} (this port serves ${SYNC_PATH} and ${SYNC_ACK_PATH})`, status: 404 }));
+      if (req.method !== "POST") return answer(405, JSON.stringify({ msg: `${path} takes POST`, status: 405 }));
+      if (!insecure && fingerprint && opts.revoked?.(fingerprint)) {
+        await record("PERMISSION_DENIED", `certificate revoked: ${fingerprint} is on the deny list`);
+        return answer(403, JSON.stringify({ msg: `permission denied: certificate revoked (SHA-256 ${fingerprint} of ${name} is on the server's deny list)`, status: 403 }));
+      }
+      if (role !== SERVICE_ROLE) {
+        const why = `role ${role || "none"} may not call ${path}: only service certificates (qimctl certs issue --role service) may`;
+        await record("PERMISSION_DENIED", why);
+        return answer(403, JSON.stringify({ msg: `permission denied: ${why}`, status: 403 }));
+      }
+      try {
+        const body = jsonObject(await readBody(req));
+        argumentsOf = { uid: body.uid, tenant: body.tenant, limit: body.limit, message_seq: body.message_seq, last_message_seq: body.last_message_seq };
+        const out = path === SYNC_PATH ? await sync(body) : await syncAck(body);
+        await record("OK", out.detail);
+        answer(200, out.json);
+      } catch (err) {
+        const status = err instanceof HttpRefusal ? err.status : 400;
+        const msg = err instanceof HttpRefusal || err instanceof QimError ? err.message : `internal error (request ${requestId}); see the server log`;
+        if (!(err instanceof HttpRefusal) && !(err instanceof QimError)) log(`request ${requestId} POST ${path} failed: ${err instanceof Error ? err.stack ?? err.message : String(err)}`);
+        await record(err instanceof QimError ? err.code : err instanceof HttpRefusal ? "INVALID_ARGUMENT" : "INTERNAL", msg);
+        // WuKongIM answers every handler error 400 {"msg", "status": 400} (wkhttp ResponseError)
+        answer(status, JSON.stringify({ msg, status }));
+      }
+    })().catch((err: unknown) => {
+      log(`request ${requestId} POST ${path}: audit log write failed: ${err instanceof Error ? err.message : String(err)}`);
+      if (!res.headersSent) answer(500, JSON.stringify({ msg: `audit log unavailable (request ${requestId})`, status: 500 }));
+    });
+  };
+
+  const server: Server = insecure
+    ? createHttpServer(handle)
+    : createHttpsServer({ ca: opts.tls!.caPem, cert: opts.tls!.certPem, key: opts.tls!.keyPem, requestCert: true, rejectUnauthorized: true }, handle);
+  server.keepAliveTimeout = 5000;
+  const port = await new Promise<number>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(hp.port, hp.host, () => resolve((server.address() as { port: number }).port));
+  });
+  const host = hp.host.includes(":") ? `[${hp.host}]` : hp.host;
+  return {
+    port,
+    url: `${insecure ? "http" : "https"}://${host}:${port}`,
+    close: () => new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      server.closeAllConnections();
+    }),
+  };
+}

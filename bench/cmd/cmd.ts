@@ -1,0 +1,119 @@
+/**
+ * bench/cmd — the CMD sync core on one private redis-server, each figure next to a baseline taken
+ * in the same run:
+ *   1. intents/s into the pending buffer (CmdPendingUpdater.pushIntent: validation, coalescing,
+ *      the per-user and per-slot indexes), INTENTS intents of 1–3 users over CHANNELS channels,
+ *      against a bare Map.set per (channel, user) of the same intents (the floor of any buffer);
+ *   2. flushed rows/s: ROWS pending (user, channel) entries flushed through RedisCmdStateStore
+ *      (batches of 500 of one slot, one fenced max-merge Lua call each, awaited one after another)
+ *      against a raw pipelined HSET of the same fields and values into the same slot hashes
+ *      (500 a pipeline, as many pipelines in flight as the flush has batches: none — awaited one
+ *      after another too), i.e. what the Lua merge, the index and the fence cost over a blind write.
+ * Rounds alternate the paths; medians are printed. Wall-clock figures move between machines; the
+ * ratios of one run do not.
+ * Usage: node dist/bench/cmd/cmd.js [--rounds R] [--intents N] [--rows N] [--json]
+ */
+import {
+  cmdStateField, cmdStateKeys, CmdPendingUpdater, KeySpace, newUuid, RedisCmdStateStore, RedisStore, slotOfUser, type ConversationIntent, type Uuid,
+} from "../../core/index.js";
+import { startRedis } from "../../test/harness/redis.js";
+
+const args = process.argv.slice(2);
+const flag = (name: string, dflt: number) => {
+  const i = args.indexOf(name);
+  return i >= 0 ? Number(args[i + 1]) : dflt;
+};
+const JSON_ONLY = args.includes("--json");
+const ROUNDS = flag("--rounds", 3);
+const INTENTS = flag("--intents", 200_000);
+const ROWS = flag("--rows", 50_000);
+const CHANNELS = 1000;
+const say = (line: string) => { if (!JSON_ONLY) console.log(line); };
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const r2 = (x: number) => +x.toFixed(2);
+const SOLO = { owner: "", token: 0 };
+const seconds = (t0: bigint) => Number(process.hrtime.bigint() - t0) / 1e9;
+
+const redis = await startRedis();
+const store = new RedisStore({ kind: "instances", addrs: [redis.addr] });
+try {
+  const tenant = newUuid();
+  const users: Uuid[] = Array.from({ length: 5000 }, () => newUuid());
+  const intents: ConversationIntent[] = Array.from({ length: INTENTS }, (_, i) => {
+    const n = 1 + (i % 3);
+    const m = new Map<Uuid, number>();
+    for (let k = 0; k < n; k++) m.set(users[(i * 7 + k * 13) % users.length]!, 0);
+    return { tenant, channel: { channelId: `g${i % CHANNELS}____cmd`, channelType: 2 }, messageSeq: 1 + Math.floor(i / CHANNELS), activeAt: 1_700_000_000_000 + i, userReadSeqs: m };
+  });
+
+  const push: number[] = [];
+  const floor: number[] = [];
+  const flushRate: number[] = [];
+  const rawRate: number[] = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    // 1. pushIntent
+    const space = new KeySpace(`bc${newUuid().slice(0, 6)}`);
+    const states = new RedisCmdStateStore(store, space);
+    const buffer = new CmdPendingUpdater({ store: states, dataDir: null, slotOf: slotOfUser, fenceOf: () => SOLO, flushIntervalMs: 0, maxPending: 10_000_000, log: () => {} });
+    let t0 = process.hrtime.bigint();
+    for (const i of intents) buffer.pushIntent(i);
+    push.push(INTENTS / seconds(t0));
+    const bare = new Map<string, number>();
+    t0 = process.hrtime.bigint();
+    for (const i of intents) for (const [u, r] of i.userReadSeqs) {
+      const k = `${i.channel.channelType}|${i.channel.channelId}|${u}`;
+      bare.set(k, Math.max(bare.get(k) ?? 0, r));
+    }
+    floor.push(INTENTS / seconds(t0));
+
+    // 2. flush ROWS entries (a fresh buffer of exactly ROWS distinct (user, channel) entries)
+    const space2 = new KeySpace(`bf${newUuid().slice(0, 6)}`);
+    const states2 = new RedisCmdStateStore(store, space2);
+    const flusher = new CmdPendingUpdater({ store: states2, dataDir: null, slotOf: slotOfUser, fenceOf: () => SOLO, flushIntervalMs: 0, maxPending: 10_000_000, log: () => {} });
+    const rows: { user: Uuid; channelId: string; activeAt: number }[] = [];
+    for (let k = 0; k < ROWS; k++) {
+      const user = users[k % users.length]!;
+      const channelId = `c${Math.floor(k / users.length)}____cmd`;
+      rows.push({ user, channelId, activeAt: 1_700_000_000_000 + k });
+      flusher.pushIntent({ tenant, channel: { channelId, channelType: 2 }, messageSeq: 1, activeAt: 1_700_000_000_000 + k, userReadSeqs: new Map([[user, 0]]) });
+    }
+    t0 = process.hrtime.bigint();
+    const report = await flusher.flush();
+    const flushS = seconds(t0);
+    if (report.rows !== ROWS || flusher.size() !== 0) throw new Error(`flush wrote ${report.rows} of ${ROWS}`);
+    flushRate.push(ROWS / flushS);
+
+    // raw: the same fields and values, HSET pipelined 500 a pipeline per slot hash, one pipeline at a time
+    const space3 = new KeySpace(`br${newUuid().slice(0, 6)}`);
+    const bySlot = new Map<number, { key: string; field: string; value: string }[]>();
+    for (const r of rows) {
+      const slot = slotOfUser(tenant, r.user);
+      const list = bySlot.get(slot) ?? [];
+      list.push({ key: cmdStateKeys(space3, slot).state, field: cmdStateField(tenant, r.user, { channelId: r.channelId, channelType: 2 }), value: `0|0|${r.activeAt}|1` });
+      bySlot.set(slot, list);
+    }
+    t0 = process.hrtime.bigint();
+    for (const list of bySlot.values()) {
+      for (let k = 0; k < list.length; k += 500) {
+        const p = store.clientForKey(list[0]!.key).pipeline();
+        for (const w of list.slice(k, k + 500)) p.hset(w.key, w.field, w.value);
+        await p.exec();
+      }
+    }
+    rawRate.push(ROWS / seconds(t0));
+    say(`round ${round + 1}: push ${Math.round(push.at(-1)!)} intents/s (bare map ${Math.round(floor.at(-1)!)}), flush ${Math.round(flushRate.at(-1)!)} rows/s in ${report.batches} batches (raw HSET ${Math.round(rawRate.at(-1)!)} rows/s)`);
+  }
+  const out = {
+    intents: INTENTS, rows: ROWS, rounds: ROUNDS,
+    pushIntentsPerSec: Math.round(median(push)), bareMapIntentsPerSec: Math.round(median(floor)), pushVsBareMap: r2(median(push) / median(floor)),
+    flushRowsPerSec: Math.round(median(flushRate)), rawHsetRowsPerSec: Math.round(median(rawRate)), flushVsRawHset: r2(median(flushRate) / median(rawRate)),
+  };
+  if (JSON_ONLY) console.log(JSON.stringify(out));
+  else {
+    say(`pending buffer: ${out.pushIntentsPerSec} intents/s (${out.pushVsBareMap}× a bare Map of the same entries)`);
+    say(`durable flush: ${out.flushRowsPerSec} rows/s (${out.flushVsRawHset}× a raw pipelined HSET of the same rows)`);
+  }
+} finally {
+  await store.close();
+  await redis.stop();
+}

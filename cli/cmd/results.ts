@@ -1,0 +1,153 @@
+/** The JSON results of the `cmd` commands (docs/operator-guide.md "CMD sync", docs/cmd-sync.md). */
+import type {
+  CmdFlushResponse, CmdMessage, CmdOwnerResponse, CmdPendingResponse, CmdSendResponse, CmdStateResponse, CmdUserAckResponse, CmdUserSyncResponse,
+} from "../../admin-api/client.js";
+import { nonEmpty, u64 } from "../format.js";
+
+export interface CmdUser {
+  tenant: string;
+  user: string;
+}
+
+export interface CmdMessageResult {
+  /** As stored: with the ____cmd suffix. */
+  channelId: string;
+  channelType: number;
+  /** 0 for a no-persist message. */
+  messageSeq: number;
+  messageId: string;
+  clientMsgNo: string;
+  /** null: a system command. */
+  from: string | null;
+  timestampMs: number;
+  redDot: boolean;
+  syncOnce: boolean;
+  noPersist: boolean;
+  payloadBase64: string;
+  /** The payload as text when it is valid UTF-8, else null. */
+  text: string | null;
+  recipients: string[];
+}
+
+const utf8 = new TextDecoder("utf-8", { fatal: true });
+
+export function cmdMessageResult(m: CmdMessage): CmdMessageResult {
+  let text: string | null;
+  try {
+    text = utf8.decode(m.payload);
+  } catch {
+    text = null;
+  }
+  return {
+    channelId: m.channelId, channelType: m.channelType, messageSeq: u64(m.messageSeq), messageId: m.messageId, clientMsgNo: m.clientMsgNo,
+    from: nonEmpty(m.from), timestampMs: u64(m.timestampMs), redDot: m.redDot, syncOnce: m.syncOnce, noPersist: m.noPersist,
+    payloadBase64: Buffer.from(m.payload).toString("base64"), text, recipients: [...m.recipients],
+  };
+}
+
+export interface CmdSendResult {
+  tenant: string;
+  message: CmdMessageResult;
+  duplicate: boolean;
+  /** Every owner of a recipient took the intent at once (false: their catch-up scan derives it). */
+  intentAccepted: boolean;
+}
+
+export function cmdSendResult(tenant: string, r: CmdSendResponse): CmdSendResult {
+  if (!r.message) throw new Error("the server answered a send without its message");
+  return { tenant, message: cmdMessageResult(r.message), duplicate: r.duplicate, intentAccepted: r.intentAccepted };
+}
+
+export interface CmdSyncResult extends CmdUser {
+  messages: CmdMessageResult[];
+  /** The generation this sync recorded: `cmd ack` applies the latest one. */
+  generation: number;
+  /** The node that served it (the owner of the user's slot); null outside a cluster. */
+  servedBy: string | null;
+}
+
+export function cmdSyncResult(who: CmdUser, r: CmdUserSyncResponse): CmdSyncResult {
+  return { ...who, messages: r.messages.map(cmdMessageResult), generation: u64(r.generation), servedBy: nonEmpty(r.servedBy) };
+}
+
+export interface CmdAckResult extends CmdUser {
+  lastMessageSeq: number;
+  /** Durable rows advanced or created. */
+  advanced: number;
+  /** Pending entries cleared. */
+  cleared: number;
+  /** A clean-up failure after the durable write (the ack still succeeded), else null. */
+  warning: string | null;
+  servedBy: string | null;
+}
+
+export function cmdAckResult(who: CmdUser, lastMessageSeq: number, r: CmdUserAckResponse): CmdAckResult {
+  return { ...who, lastMessageSeq, advanced: r.advanced, cleared: r.cleared, warning: nonEmpty(r.warning), servedBy: nonEmpty(r.servedBy) };
+}
+
+export interface CmdPendingEntryResult {
+  channelId: string;
+  channelType: number;
+  lastMsgSeq: number;
+  activeAtMs: number;
+  readSeq: number;
+}
+
+export interface CmdPendingResult extends CmdUser {
+  entries: CmdPendingEntryResult[];
+  servedBy: string | null;
+}
+
+export function cmdPendingResult(who: CmdUser, r: CmdPendingResponse): CmdPendingResult {
+  return {
+    ...who, servedBy: nonEmpty(r.servedBy),
+    entries: r.entries.map((e) => ({ channelId: e.channelId, channelType: e.channelType, lastMsgSeq: u64(e.lastMsgSeq), activeAtMs: u64(e.activeAtMs), readSeq: u64(e.readSeq) })),
+  };
+}
+
+export interface CmdStateRowResult {
+  channelId: string;
+  channelType: number;
+  readSeq: number;
+  deletedToSeq: number;
+  activeAtMs: number;
+  updatedAtMs: number;
+}
+
+export interface CmdStateResult extends CmdUser {
+  rows: CmdStateRowResult[];
+}
+
+export function cmdStateResult(who: CmdUser, r: CmdStateResponse): CmdStateResult {
+  return {
+    ...who,
+    rows: r.rows.map((x) => ({ channelId: x.channelId, channelType: x.channelType, readSeq: u64(x.readSeq), deletedToSeq: u64(x.deletedToSeq), activeAtMs: u64(x.activeAtMs), updatedAtMs: u64(x.updatedAtMs) })),
+  };
+}
+
+export interface CmdOwnerResult extends CmdUser {
+  slot: number;
+  /** null: no live owner right now, or the server is not a cluster node. */
+  nodeId: string | null;
+  address: string | null;
+  token: number;
+  alive: boolean;
+  /** false: the server is not a node of an engine cluster and serves every user itself. */
+  clustered: boolean;
+}
+
+export function cmdOwnerResult(who: CmdUser, r: CmdOwnerResponse): CmdOwnerResult {
+  return { ...who, slot: r.slot, nodeId: nonEmpty(r.nodeId), address: nonEmpty(r.address), token: u64(r.token), alive: r.alive, clustered: r.clustered };
+}
+
+export interface CmdFlushResult {
+  /** The node whose buffer was flushed (empty outside a cluster). */
+  nodeId: string;
+  rows: number;
+  batches: number;
+  failedBatches: number;
+}
+
+export function cmdFlushResult(r: CmdFlushResponse): CmdFlushResult {
+  return { nodeId: r.nodeId, rows: r.rows, batches: r.batches, failedBatches: r.failedBatches };
+}

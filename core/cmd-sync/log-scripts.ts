@@ -1,0 +1,58 @@
+import { InternalError } from "../base/index.js";
+import { defineScript, luaStatus } from "../lua/index.js";
+
+/** The CMD log's scripts (lua/cmd-sync/*Cmd*.lua), each declared once. */
+
+export type CommitCmdReply =
+  | { status: "OK"; seq: number; timestampMs: number; recipientsHex: string }
+  | { status: "DUPLICATE"; seq: number; entry: string }
+  | { status: "GROUP_NOT_FOUND" }
+  | { status: "CMD_TOO_MANY_RECIPIENTS"; count: number };
+
+export const commitCmdScript = defineScript({
+  name: "commitCmd",
+  keys: ["seq", "hist", "idem", "recent", "grpmembers"],
+  args: (a: {
+    groupSourced: boolean; clientMsgNo: string; messageIdHex: string; flags: number; fromHex: string; clientMsgNoB64: string;
+    payloadB64: string; recentRef: string; retentionMs: number; maxRecipients: number; recipientsHex: string;
+  }) => [
+    a.groupSourced ? "g" : "r", a.clientMsgNo, a.messageIdHex, a.flags, a.fromHex, a.clientMsgNoB64, a.payloadB64, a.recentRef, a.retentionMs,
+    a.maxRecipients, a.groupSourced ? "" : a.recipientsHex,
+  ],
+  reply: (r): CommitCmdReply => {
+    const status = luaStatus(r);
+    switch (status) {
+      case "OK": return { status, seq: Number(r[1]), timestampMs: Number(r[2]), recipientsHex: String(r[3] ?? "") };
+      case "DUPLICATE": return { status, seq: Number(r[1]), entry: String(r[2] ?? "") };
+      case "GROUP_NOT_FOUND": return { status };
+      case "CMD_TOO_MANY_RECIPIENTS": return { status, count: Number(r[1]) };
+      default: throw new InternalError(`commitCmd: unexpected status ${status}`);
+    }
+  },
+});
+
+export type RaiseFlushPointReply = { status: "OK"; stored: number } | { status: "FENCED" };
+
+export const raiseCmdFlushPointScript = defineScript({
+  name: "raiseCmdFlushPoint",
+  keys: ["flushpt", "lease"],
+  args: (a: { owner: string; token: number; at: number }) => [a.owner, a.token, a.at],
+  reply: (r): RaiseFlushPointReply => (luaStatus(r) === "OK" ? { status: "OK", stored: Number(r[1]) } : { status: "FENCED" }),
+});
+
+export interface RecentPage {
+  /** The instance's clock when the page was read (ms). */
+  nowMs: number;
+  entries: { member: string; score: number }[];
+}
+
+export const scanCmdRecentScript = defineScript({
+  name: "scanCmdRecent",
+  keys: ["recent"],
+  args: (a: { min: number; limit: number }) => [a.min, a.limit],
+  reply: (r): RecentPage => {
+    const entries: RecentPage["entries"] = [];
+    for (let i = 1; i + 1 < r.length; i += 2) entries.push({ member: String(r[i]), score: Number(r[i + 1]) });
+    return { nowMs: Number(r[0]), entries };
+  },
+});

@@ -1,0 +1,109 @@
+/**
+ * The durable CMD conversation state on Redis (spec 001 StateStore), per user slot on the slot's
+ * `{uNNN}` tag (keys.ts). Writes are Lua: fenced by the slot's lease and max merges, a batch all
+ * or nothing, so a batch holds rows of one slot (the pending flush batches per slot; an ack
+ * writes one user's rows).
+ */
+import { InvalidArgumentError, type KeySpace, type Uuid } from "../base/index.js";
+import { slotOfUser, type Fence } from "../cluster/index.js";
+import type { RedisStore } from "../store/index.js";
+import { isValidCommandChannelId } from "./channel.js";
+import { CmdFencedError } from "./errors.js";
+import { cmdStateField, cmdStateKeys, cmdUserRef, type CmdStateKeys } from "./keys.js";
+import { advanceCmdStateReadsScript, upsertCmdStatesScript } from "./scripts.js";
+import type { CmdConversationState, CmdReadPatch, CmdStateStore, CommandChannelKey } from "./types.js";
+
+function parseValue(v: string): { readSeq: number; deletedToSeq: number; activeAt: number; updatedAt: number } {
+  const [r, d, a, u] = v.split("|").map(Number);
+  return { readSeq: r!, deletedToSeq: d!, activeAt: a!, updatedAt: u! };
+}
+
+const nonNegative = (n: number) => Number.isSafeInteger(n) && n >= 0;
+
+function checkChannel(c: CommandChannelKey): void {
+  if (!Number.isInteger(c.channelType) || c.channelType < 1 || c.channelType > 255) throw new InvalidArgumentError("channelType", `channel type must be 1…255, got ${c.channelType}`);
+  if (!isValidCommandChannelId(c.channelId)) throw new InvalidArgumentError("channelId", `not a command channel id: ${JSON.stringify(c.channelId)}`);
+}
+
+/** The one slot of a batch's users; InvalidArgumentError when they span slots. */
+function oneSlot(rows: readonly { tenant: Uuid; user: Uuid }[]): number {
+  let slot: number | null = null;
+  for (const r of rows) {
+    const s = slotOfUser(r.tenant, r.user);
+    if (slot !== null && s !== slot) throw new InvalidArgumentError("states", `a CMD state batch holds the rows of one slot; it has slots ${slot} and ${s}`);
+    slot = s;
+  }
+  return slot!;
+}
+
+export class RedisCmdStateStore implements CmdStateStore {
+  constructor(private readonly store: RedisStore, private readonly keys: KeySpace) {}
+
+  private slotKeys(slot: number): CmdStateKeys {
+    return cmdStateKeys(this.keys, slot);
+  }
+
+  async listActive(tenant: Uuid, user: Uuid, limit: number): Promise<CmdConversationState[]> {
+    if (!Number.isSafeInteger(limit) || limit <= 0) return [];
+    const k = this.slotKeys(slotOfUser(tenant, user));
+    const client = this.store.clientForKey(k.index);
+    const ref = cmdUserRef(tenant, user);
+    const members = await client.zrangebylex(k.index, `[${ref}|`, `[${ref}|\xff`, "LIMIT", 0, limit);
+    if (members.length === 0) return [];
+    const channels = members.map((m) => {
+      const parts = m.split("|");
+      return { channelType: Number(parts[2]), channelId: parts.slice(3).join("|") };
+    });
+    const values = await client.hmget(k.state, ...channels.map((c) => cmdStateField(tenant, user, c)));
+    const out: CmdConversationState[] = [];
+    channels.forEach((channel, i) => {
+      const v = values[i];
+      if (v == null) return;
+      out.push({ tenant, user, channel, ...parseValue(v) });
+    });
+    return out;
+  }
+
+  async get(tenant: Uuid, user: Uuid, channel: CommandChannelKey): Promise<CmdConversationState | null> {
+    const k = this.slotKeys(slotOfUser(tenant, user));
+    const v = await this.store.clientForKey(k.state).hget(k.state, cmdStateField(tenant, user, channel));
+    return v == null ? null : { tenant, user, channel: { channelId: channel.channelId, channelType: channel.channelType }, ...parseValue(v) };
+  }
+
+  async advanceReadSeqs(patches: readonly CmdReadPatch[], fence: Fence, updatedAt: number = Date.now()): Promise<void> {
+    if (patches.length === 0) return;
+    for (const p of patches) {
+      checkChannel(p.channel);
+      if (!nonNegative(p.readSeq)) throw new InvalidArgumentError("readSeq", `read seq must be ≥ 0, got ${p.readSeq}`);
+    }
+    const slot = oneSlot(patches);
+    const k = this.slotKeys(slot);
+    const reply = await advanceCmdStateReadsScript.run(this.store.clientForKey(k.state), k, {
+      owner: fence.owner,
+      token: fence.token,
+      rows: patches.map((p) => ({ userRef: cmdUserRef(p.tenant, p.user), channelType: p.channel.channelType, channelId: p.channel.channelId, readSeq: p.readSeq, updatedAt })),
+    });
+    if (reply.fenced) throw new CmdFencedError(slot);
+  }
+
+  async upsertStates(states: readonly CmdConversationState[], fence: Fence): Promise<void> {
+    if (states.length === 0) return;
+    for (const s of states) {
+      checkChannel(s.channel);
+      for (const f of ["readSeq", "deletedToSeq", "activeAt", "updatedAt"] as const) {
+        if (!nonNegative(s[f])) throw new InvalidArgumentError(f, `${f} must be ≥ 0, got ${s[f]}`);
+      }
+    }
+    const slot = oneSlot(states);
+    const k = this.slotKeys(slot);
+    const reply = await upsertCmdStatesScript.run(this.store.clientForKey(k.state), k, {
+      owner: fence.owner,
+      token: fence.token,
+      rows: states.map((s) => ({
+        userRef: cmdUserRef(s.tenant, s.user), channelType: s.channel.channelType, channelId: s.channel.channelId,
+        readSeq: s.readSeq, deletedToSeq: s.deletedToSeq, activeAt: s.activeAt, updatedAt: s.updatedAt,
+      })),
+    });
+    if (reply.fenced) throw new CmdFencedError(slot);
+  }
+}

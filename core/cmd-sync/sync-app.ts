@@ -1,0 +1,303 @@
+/**
+ * The CMD sync and ack application (spec 001 cmdsync.App): sync merges the user's durable states
+ * with the owner-local pending overlay, decides the candidate order and the global limit before
+ * loading messages, and records per user what it returned (the latest generation only); ack
+ * advances the durable read seqs of the latest record, creates rows for pending-only channels
+ * (active at = the pending time, not the ack time) and only then clears the pending entries.
+ *
+ * One refinement over WuKongIM's code (which loads every candidate with the whole limit, sorts all
+ * messages by timestamp and cuts the list, so that a channel may be answered seq 5 without seq 4
+ * and the ack then skips 4): candidates are loaded in order, each with what is left of the limit,
+ * so every channel's answer is a contiguous run from its read seq + 1 and the ack's read seq never
+ * jumps a message. Loading stops once the limit (or CMD_SYNC_RECORD_MAX_PER_USER channels) is
+ * reached: a channel not loaded stays unread for the next sync.
+ */
+import type { Uuid } from "../base/index.js";
+import type { Fence } from "../cluster/index.js";
+import { channelKeyText, isCommandChannel } from "./channel.js";
+import { CmdStaleOwnerError } from "./errors.js";
+import { cmdMetrics } from "./metrics.js";
+import type {
+  CmdAckResult, CmdConversationState, CmdMessage, CmdMessageSource, CmdPendingBuffer, CmdReadPatch, CmdStateStore, CmdSyncRecord, CmdSyncResult,
+  CommandChannelKey, PendingConversationView,
+} from "./types.js";
+
+/** spec 001 defaults (WuKongIM records.go / app.go). */
+export const CMD_SYNC_RECORD_TTL_MS = 5 * 60_000;
+export const CMD_SYNC_RECORD_MAX_USERS = 4096;
+export const CMD_SYNC_RECORD_MAX_PER_USER = 2048;
+export const CMD_SYNC_DEFAULT_LIMIT = 200;
+export const CMD_SYNC_MAX_LIMIT = 10_000;
+/** How many durable and pending channels of a user a sync considers (WuKongIM defaultActiveScanLimit). */
+export const CMD_SYNC_ACTIVE_SCAN_LIMIT = 2000;
+
+/** A sync record with where its pending overlay came from (for the ack of a pending-only channel). */
+export interface CmdSyncRecordEntry extends CmdSyncRecord {
+  pending: boolean;
+  pendingActiveAt: number;
+}
+
+interface UserRecords {
+  generation: number;
+  at: number;
+  records: CmdSyncRecordEntry[];
+}
+
+/**
+ * The per-user records of the latest sync: kept CMD_SYNC_RECORD_TTL_MS, at most
+ * CMD_SYNC_RECORD_MAX_USERS users (the least recently synced is forgotten first) and
+ * CMD_SYNC_RECORD_MAX_PER_USER records a user. In memory on the user's owner: a lost record only
+ * means the client's next sync answers the same messages again.
+ */
+export class CmdSyncRecords {
+  private readonly byUser = new Map<string, UserRecords>();
+  private generation = 0;
+  readonly ttlMs: number;
+  readonly maxUsers: number;
+  readonly maxPerUser: number;
+
+  constructor(private readonly now: () => number = Date.now, opts: { ttlMs?: number; maxUsers?: number; maxPerUser?: number } = {}) {
+    this.ttlMs = opts.ttlMs ?? CMD_SYNC_RECORD_TTL_MS;
+    this.maxUsers = opts.maxUsers ?? CMD_SYNC_RECORD_MAX_USERS;
+    this.maxPerUser = opts.maxPerUser ?? CMD_SYNC_RECORD_MAX_PER_USER;
+  }
+
+  /** Records a sync's answer as the user's latest generation; returns the generation. */
+  replace(tenant: Uuid, user: Uuid, records: readonly CmdSyncRecordEntry[]): number {
+    const k = `${tenant}:${user}`;
+    this.byUser.delete(k);
+    const generation = ++this.generation;
+    this.byUser.set(k, { generation, at: this.now(), records: records.slice(0, this.maxPerUser) });
+    while (this.byUser.size > this.maxUsers) this.byUser.delete(this.byUser.keys().next().value!);
+    return generation;
+  }
+
+  /** The latest generation of the user, null when none or expired. */
+  peek(tenant: Uuid, user: Uuid): { generation: number; records: readonly CmdSyncRecordEntry[] } | null {
+    const k = `${tenant}:${user}`;
+    const r = this.byUser.get(k);
+    if (!r) return null;
+    if (this.now() - r.at > this.ttlMs) {
+      this.byUser.delete(k);
+      return null;
+    }
+    return { generation: r.generation, records: r.records };
+  }
+
+  /** Forgets the user's records if they are still that generation (a newer sync keeps its own). */
+  deleteIfGeneration(tenant: Uuid, user: Uuid, generation: number): void {
+    const k = `${tenant}:${user}`;
+    if (this.byUser.get(k)?.generation === generation) this.byUser.delete(k);
+  }
+
+  size(): number {
+    return this.byUser.size;
+  }
+}
+
+export interface CmdSyncAppOptions {
+  states: CmdStateStore;
+  pending: CmdPendingBuffer;
+  messages: CmdMessageSource;
+  /** The fence of the user's slot, null when this node does not own it (→ CmdStaleOwnerError). */
+  fenceOf: (tenant: Uuid, user: Uuid) => Fence | null;
+  /** Called when a sync or ack that got a fence is done (a gate's leave()). */
+  releaseFence?: (tenant: Uuid, user: Uuid) => void;
+  now?: () => number;
+  recordTtlMs?: number;
+  maxUsers?: number;
+  maxRecordsPerUser?: number;
+  defaultLimit?: number;
+  maxLimit?: number;
+  /** The records cache (default: a new one from the options above). */
+  records?: CmdSyncRecords;
+  log?: (line: string) => void;
+}
+
+interface Candidate {
+  channel: CommandChannelKey;
+  readSeq: number;
+  activeAt: number;
+  pending: boolean;
+  pendingActiveAt: number;
+}
+
+function compareCandidates(a: Candidate, b: Candidate): number {
+  return b.activeAt - a.activeAt || a.channel.channelType - b.channel.channelType
+    || (a.channel.channelId < b.channel.channelId ? -1 : a.channel.channelId > b.channel.channelId ? 1 : 0);
+}
+
+/** Durable states and pending views as sync candidates: read = max(read, deleted-to, pending read). */
+export function mergeCandidates(states: readonly CmdConversationState[], pending: readonly PendingConversationView[]): Candidate[] {
+  const byKey = new Map<string, Candidate>();
+  for (const s of states) {
+    byKey.set(channelKeyText(s.channel), { channel: s.channel, readSeq: Math.max(s.readSeq, s.deletedToSeq), activeAt: s.activeAt, pending: false, pendingActiveAt: 0 });
+  }
+  for (const v of pending) {
+    const k = channelKeyText(v.channel);
+    const c = byKey.get(k);
+    if (c) {
+      c.readSeq = Math.max(c.readSeq, v.readSeq);
+      c.activeAt = Math.max(c.activeAt, v.activeAt);
+      c.pending = true;
+      c.pendingActiveAt = Math.max(c.pendingActiveAt, v.activeAt);
+    } else {
+      byKey.set(k, { channel: v.channel, readSeq: v.readSeq, activeAt: v.activeAt, pending: true, pendingActiveAt: v.activeAt });
+    }
+  }
+  return [...byKey.values()].sort(compareCandidates);
+}
+
+export class CmdSyncApp {
+  readonly records: CmdSyncRecords;
+  private readonly now: () => number;
+  private readonly defaultLimit: number;
+  private readonly maxLimit: number;
+  private readonly log: (line: string) => void;
+
+  constructor(private readonly o: CmdSyncAppOptions) {
+    this.now = o.now ?? Date.now;
+    this.maxLimit = o.maxLimit ?? CMD_SYNC_MAX_LIMIT;
+    this.defaultLimit = Math.min(o.defaultLimit ?? CMD_SYNC_DEFAULT_LIMIT, this.maxLimit);
+    this.records = o.records ?? new CmdSyncRecords(this.now, { ttlMs: o.recordTtlMs, maxUsers: o.maxUsers, maxPerUser: o.maxRecordsPerUser });
+    this.log = o.log ?? ((line) => process.stderr.write(`cmd-sync: ${line}\n`));
+  }
+
+  /** ≤ 0 or not an integer: the default; above the maximum: the maximum. */
+  normaliseLimit(limit: number): number {
+    if (!Number.isSafeInteger(limit) || limit <= 0) return this.defaultLimit;
+    return Math.min(limit, this.maxLimit);
+  }
+
+  private fence(tenant: Uuid, user: Uuid): Fence {
+    const f = this.o.fenceOf(tenant, user);
+    if (f === null) throw new CmdStaleOwnerError(undefined, { tenant, user });
+    return f;
+  }
+
+  /**
+   * The user's unread CMD messages, at most `limit` (normaliseLimit) over all channels, each
+   * channel's run ascending from its effective read seq + 1; messages are ordered by time (a
+   * channel's own order is kept). Their channel id keeps its suffix, as CmdMessage says: the legacy
+   * surface (HTTP /message/sync) strips exactly one (stripCommandSuffix: `g1____cmd` → `g1`,
+   * `nested____cmd____cmd` → `nested____cmd`). Records what it answered as the user's latest
+   * generation.
+   */
+  async sync(tenant: Uuid, user: Uuid, limit: number): Promise<CmdSyncResult> {
+    return this.fenced(tenant, user, () => this.syncOwned(tenant, user, limit), "syncs");
+  }
+
+  /** Runs `body` holding the user's fence (CmdStaleOwnerError without one), releasing it after. */
+  private async fenced<T>(tenant: Uuid, user: Uuid, body: (fence: Fence) => Promise<T>, counter: "syncs" | "acks"): Promise<T> {
+    let fence: Fence;
+    try {
+      fence = this.fence(tenant, user);
+    } catch (err) {
+      cmdMetrics[counter].inc({ outcome: "error" });
+      throw err;
+    }
+    try {
+      return await body(fence);
+    } finally {
+      this.o.releaseFence?.(tenant, user);
+    }
+  }
+
+  private async syncOwned(tenant: Uuid, user: Uuid, limit: number): Promise<CmdSyncResult> {
+    try {
+      const lim = this.normaliseLimit(limit);
+      const states = await this.o.states.listActive(tenant, user, CMD_SYNC_ACTIVE_SCAN_LIMIT);
+      const candidates = mergeCandidates(states, this.o.pending.listPending(tenant, user, CMD_SYNC_ACTIVE_SCAN_LIMIT));
+      let remaining = lim;
+      const records: CmdSyncRecordEntry[] = [];
+      const picked: { msg: CmdMessage; at: number; channel: CommandChannelKey }[] = [];
+      for (const c of candidates) {
+        if (remaining <= 0 || records.length >= this.records.maxPerUser) break;
+        const msgs = (await this.o.messages.load(tenant, c.channel, c.readSeq, remaining, user)).filter((m) => m.messageSeq > c.readSeq).slice(0, remaining);
+        if (msgs.length === 0) continue;
+        let at = 0;
+        let last = 0;
+        for (const m of msgs) {
+          at = Math.max(at, m.timestampMs);
+          last = Math.max(last, m.messageSeq);
+          picked.push({ msg: m, at, channel: c.channel });
+        }
+        records.push({ channel: c.channel, lastReturnedMsgSeq: last, pending: c.pending, pendingActiveAt: c.pendingActiveAt });
+        remaining -= msgs.length;
+      }
+      picked.sort((a, b) => a.at - b.at || a.channel.channelType - b.channel.channelType
+        || (a.channel.channelId < b.channel.channelId ? -1 : a.channel.channelId > b.channel.channelId ? 1 : 0)
+        || a.msg.messageSeq - b.msg.messageSeq);
+      const messages = picked.map(({ msg }) => msg);
+      const generation = this.records.replace(tenant, user, records);
+      cmdMetrics.syncs.inc({ outcome: "ok" });
+      cmdMetrics.syncMessages.inc(messages.length);
+      return { messages, generation };
+    } catch (err) {
+      cmdMetrics.syncs.inc({ outcome: "error" });
+      throw err;
+    }
+  }
+
+  /**
+   * Applies the user's latest sync record (lastMessageSeq is accepted for compatibility and never
+   * selects anything): advances the durable read seqs, upserts rows for pending-backed channels
+   * (pending time as active at), then clears those pending entries (best effort: a failure is the
+   * warning of a successful ack). A failed durable write rejects and keeps the record.
+   */
+  async ack(tenant: Uuid, user: Uuid, lastMessageSeq: number): Promise<CmdAckResult> {
+    void lastMessageSeq;
+    return this.fenced(tenant, user, (fence) => this.ackOwned(tenant, user, fence), "acks");
+  }
+
+  private async ackOwned(tenant: Uuid, user: Uuid, fence: Fence): Promise<CmdAckResult> {
+    try {
+      const latest = this.records.peek(tenant, user);
+      const empty: CmdAckResult = { advanced: 0, cleared: 0, warning: null };
+      if (!latest) {
+        cmdMetrics.acks.inc({ outcome: "empty" });
+        return empty;
+      }
+      const valid = latest.records.filter((r) => r.lastReturnedMsgSeq > 0 && isCommandChannel(r.channel.channelId));
+      if (valid.length === 0) {
+        this.records.deleteIfGeneration(tenant, user, latest.generation);
+        cmdMetrics.acks.inc({ outcome: "empty" });
+        return empty;
+      }
+      const updatedAt = this.now();
+      const patches: CmdReadPatch[] = valid.map((r) => ({ tenant, user, channel: r.channel, readSeq: r.lastReturnedMsgSeq }));
+      await this.o.states.advanceReadSeqs(patches, fence, updatedAt);
+
+      const views = new Map(this.o.pending.listPending(tenant, user, CMD_SYNC_ACTIVE_SCAN_LIMIT).map((v) => [channelKeyText(v.channel), v]));
+      const backed: { record: CmdSyncRecordEntry; activeAt: number }[] = [];
+      for (const r of valid) {
+        const view = views.get(channelKeyText(r.channel));
+        if (r.pending) backed.push({ record: r, activeAt: Math.max(r.pendingActiveAt, view?.activeAt ?? 0) });
+        else if (view) backed.push({ record: r, activeAt: view.activeAt });
+      }
+      if (backed.length > 0) {
+        await this.o.states.upsertStates(backed.map(({ record, activeAt }) => ({
+          tenant, user, channel: record.channel, readSeq: record.lastReturnedMsgSeq, deletedToSeq: 0, activeAt, updatedAt,
+        })), fence);
+      }
+      let cleared = 0;
+      const failures: string[] = [];
+      for (const { record } of backed) {
+        try {
+          this.o.pending.markSynced(tenant, user, record.channel, record.lastReturnedMsgSeq);
+          cleared++;
+        } catch (err) {
+          failures.push(`${channelKeyText(record.channel)}: ${(err as Error).message}`);
+        }
+      }
+      this.records.deleteIfGeneration(tenant, user, latest.generation);
+      const warning = failures.length > 0 ? `read progress is durable; clearing the pending entries failed (${failures.join("; ")})` : null;
+      if (warning) this.log(`ack of ${user}: ${warning}`);
+      cmdMetrics.acks.inc({ outcome: warning ? "warning" : "ok" });
+      return { advanced: valid.length, cleared, warning };
+    } catch (err) {
+      cmdMetrics.acks.inc({ outcome: "error" });
+      throw err;
+    }
+  }
+}

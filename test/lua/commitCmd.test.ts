@@ -1,0 +1,62 @@
+/**
+ * lua/cmd-sync/commitCmd-5.lua called raw (its header's KEYS and ARGV): the replies of every
+ * outcome and what each writes, read back straight from Redis. The typed path is covered by
+ * test/core/cmd-sync/log.test.ts.
+ */
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { callScript, KeySpace } from "../../core/index.js";
+import { dumpKeys } from "../harness/dump.js";
+import { hexId, hexIds, keyPrefix, useRedis } from "./helpers.js";
+
+const fx = useRedis();
+
+function channel() {
+  const ks = new KeySpace(keyPrefix());
+  const k = (name: string) => ks.key("{b042}", name, "t:1:c____cmd");
+  return { seq: k("cmdseq"), hist: k("cmdhist"), idem: k("cmdidem"), recent: ks.key("{b042}", "cmdrecent"), members: ks.key("{b042}", "grpmembers", "t:g") };
+}
+
+const argv = (mode: "g" | "r", cmno: string, recipients: string, max = 10) => [mode, cmno, "mid", 3, "", "Y21ubw==", "cGF5", "tt|1|c____cmd|", 86_400_000, max, recipients];
+
+test("commitCmd: request-scoped commit, then a duplicate that writes nothing", async () => {
+  const k = channel();
+  const client = fx.store.clientFor("{b042}");
+  const rcpt = hexIds(2);
+  const keys = [k.seq, k.hist, k.idem, k.recent, k.hist];
+  const r1 = await callScript(client, "commitCmd", keys, argv("r", "m1", rcpt.join("")));
+  assert.equal(r1[0], 0);
+  assert.equal(r1[1], 1);
+  assert.equal(r1[3], rcpt.join(""));
+  const ms = Number(r1[2]);
+  const entries = await client.zrange(k.hist, "0", "-1", "WITHSCORES");
+  assert.deepEqual(entries, [`1|mid|${ms}|3||Y21ubw==|${rcpt.join("")}|cGF5`, "1"]);
+  assert.deepEqual(await client.zrange(k.recent, "0", "-1", "WITHSCORES"), ["tt|1|c____cmd|1", String(ms)]);
+  assert.equal(await client.hget(k.idem, "m1"), "1");
+  const before = await dumpKeys(client, [k.seq, k.hist, k.idem, k.recent]);
+  const dup = await callScript(client, "commitCmd", keys, argv("r", "m1", hexId()));
+  assert.deepEqual(dup, [1, 1, entries[0]]);
+  assert.equal(await dumpKeys(client, [k.seq, k.hist, k.idem, k.recent]), before);
+});
+
+test("commitCmd: group-sourced freezes the active members; no group and too many members write nothing", async () => {
+  const k = channel();
+  const client = fx.store.clientFor("{b042}");
+  const keys = [k.seq, k.hist, k.idem, k.recent, k.members];
+  assert.deepEqual(await callScript(client, "commitCmd", keys, argv("g", "x", "")), [-3]);
+  const [a, b, c] = hexIds(3);
+  await client.hset(k.members, a!, "0||A", b!, "0|5|L", c!, "4||A");
+  assert.deepEqual(await callScript(client, "commitCmd", keys, argv("g", "y", "", 1)), [-13, 2]);
+  assert.equal(await client.exists(k.seq, k.hist, k.idem, k.recent), 0, "nothing written by the refusals");
+  const r = await callScript(client, "commitCmd", keys, argv("g", "z", ""));
+  assert.deepEqual([r[0], r[1], r[3]], [0, 1, [a, c].sort().join("")]);
+});
+
+test("commitCmd: the recent index is trimmed by age at each commit", async () => {
+  const k = channel();
+  const client = fx.store.clientFor("{b042}");
+  await client.zadd(k.recent, 5, "ancient");
+  await callScript(client, "commitCmd", [k.seq, k.hist, k.idem, k.recent, k.hist], argv("r", "t1", hexId()));
+  assert.equal(await client.zscore(k.recent, "ancient"), null);
+  assert.equal(await client.zcard(k.recent), 1);
+});

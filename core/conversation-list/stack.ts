@@ -1,7 +1,7 @@
 import type { KeySpace } from "../base/index.js";
 import type { ConversationService } from "../conversation/index.js";
 import type { DispatchLog } from "../dispatch/index.js";
-import type { ConversationStateAuthority } from "../projection/index.js";
+import type { ConversationStateAuthority, DrillCheck } from "../projection/index.js";
 import type { RedisStore } from "../store/index.js";
 import { ListCompactor, type CompactorOptions } from "./compactor.js";
 import { ConversationListService, type ConversationListOptions } from "./service.js";
@@ -30,6 +30,17 @@ export class ConversationList {
 
   start(): Promise<void> {
     return this.compactor.start();
+  }
+
+  /**
+   * The rebuild drill's comparator (core/projection drill `compare`): writes what this node's
+   * consumer holds first (a row compared before its window flushed would read as drift), then
+   * compares the user's cached rows and badge with the definition.
+   */
+  async drillCheck(tenant: string, user: string): Promise<DrillCheck> {
+    await this.compactor.poll();
+    await this.compactor.flush();
+    return this.service.drillCheck(tenant, user);
   }
 
   /** Stops the consumer after its final flush. */

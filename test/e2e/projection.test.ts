@@ -298,7 +298,7 @@ describe("qimctl: session projection, dispatch audit and rebuild drill against t
       const listText = await run(["drill", "rebuild", "--user", c, "--report", path.join(dir, "drill-c2.json"), "--yes"], { context: ctx.drill!, json: false });
       assert.equal(listText.code, 4, listText.stderr);
       assert.match(listText.stdout, new RegExp(`${c} +${g3} +listUnread +9 +1`));
-      assert.match(listText.stdout, /conversation list +1 rows compared with the definition \(unread, mentions, badge\): 1 mismatch\(es\)/);
+      assert.match(listText.stdout, /conversation list: +1 rows compared with the definition \(unread, mentions, badge\): 1 mismatch\(es\)/);
     } finally {
       await store.clientFor(lk.tag).hset(lk.rows, g3hex, rawRow);
       await store.close();

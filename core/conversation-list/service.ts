@@ -123,7 +123,11 @@ export class ConversationListService {
     this.now = opts.now ?? Date.now;
   }
 
-  /** Every change after it is durable: absolute rows + badge with the version and driving event. Returns the unsubscribe. */
+  /**
+   * Every change: after it is durable (a write), or live (publishLive: stored rows + held records,
+   * written at the window's flush). Absolute rows + badge with the version and driving event.
+   * Returns the unsubscribe.
+   */
   onChange(listener: (change: ListChange) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
@@ -278,7 +282,7 @@ export class ConversationListService {
       try {
         l(change);
       } catch {
-        // a listener's failure is its own; the write is durable
+        // a listener's failure is its own (the change is durable, or will be at the flush)
       }
     }
   }

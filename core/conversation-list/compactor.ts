@@ -93,7 +93,7 @@ interface PartitionState {
  * in hand for their row.
  */
 export class ListCompactor {
-  private readonly windowMs: number;
+  readonly windowMs: number;
   private readonly maxPendingRows: number;
   private readonly batchSize: number;
   private readonly pollIntervalMs: number;
@@ -397,6 +397,21 @@ export class ListCompactor {
         st.stored = moved ? to : ((await this.store.clientForKey(key).get(key)) ?? "");
       }
     });
+  }
+
+  /**
+   * Partitions whose stored list checkpoint (written by whichever node consumes the partition)
+   * is behind the log's high watermark: records not yet written to rows by anyone.
+   */
+  async lagging(): Promise<number[]> {
+    const behind: number[] = [];
+    for (let p = 0; p < this.log.identity.partitionCount; p++) {
+      const key = this.checkpointKey(p);
+      const [stored, w] = await Promise.all([this.store.clientForKey(key).get(key), this.log.watermarks(p)]);
+      const offset = stored ? parsePosition(stored).offset : w.low;
+      if (offset < w.high) behind.push(p);
+    }
+    return behind;
   }
 
   /** The stored checkpoint offsets (tests: the consumer never passes the log's high watermark). */

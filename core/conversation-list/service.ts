@@ -538,12 +538,15 @@ export class ConversationListService {
       const staged: Staged[] = convs.map((hex) => ({
         conversationHex: hex,
         compute: async (cur, prefs) => {
-          this.takePending(tenant, user, hex);
+          const held = this.takePending(tenant, user, hex);
           const r = await this.recompute(tenant, user, hex, prefs, cur, "reconcile");
-          if (r && cur && (r.unread !== cur.unread || r.mentions !== cur.mentions || r.lastActivityId !== cur.lastActivityId)) {
+          // drift is what the live view (stored row + records held for the window) got wrong, not
+          // the window's lag; a held change of the user's own membership is no drift either
+          const seen = cur ? liveRow(cur, held, uuidToHex(user)) : null;
+          if (r && seen && (r.unread !== seen.unread || r.mentions !== seen.mentions || r.lastActivityId !== seen.lastActivityId)) {
             drift.rows++;
-            drift.unread += Math.abs(r.unread - cur.unread);
-            drift.mentions += Math.abs(r.mentions - cur.mentions);
+            drift.unread += Math.abs(r.unread - seen.unread);
+            drift.mentions += Math.abs(r.mentions - seen.mentions);
           }
           if (r) r.headSeq = Math.max(r.headSeq, r.lastActivitySeq);
           return r;

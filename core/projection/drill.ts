@@ -26,9 +26,9 @@ export interface DrillOptions {
   reason?: string;
   onProgress?: (p: DrillProgress) => void;
   /**
-   * A check of a module built above the projection, run for every user after the rebuild (the
-   * conversation list: its cached unread, mentions and badge against the definition). The
-   * projection cannot import those modules; whoever runs the drill passes it in.
+   * A check of a module built above the projection, run after the rebuild (the conversation
+   * list: its cached unread, mentions and badge against the definition). The projection cannot
+   * import those modules; whoever runs the drill passes it in.
    */
   compare?: DrillComparator;
 }
@@ -39,7 +39,11 @@ export interface DrillCheck {
   differences: DrillDifference[];
 }
 
-export type DrillComparator = (u: DrillUser) => Promise<DrillCheck>;
+export interface DrillComparator {
+  /** Once before the users are compared: bring the module's state up to what the log holds (every node's, in a cluster). */
+  settle(): Promise<void>;
+  check(u: DrillUser): Promise<DrillCheck>;
+}
 
 export type DrillPhase = "prepare" | "record" | "wipe" | "bump" | "rebuild" | "compare" | "done";
 
@@ -268,8 +272,10 @@ export class RebuildDrill {
     }
     let listRowsCompared = 0;
     if (opts.compare) {
+      progress("compare", 0, users.length, "waiting until the conversation list has written what the log holds");
+      await opts.compare.settle();
       for (const [i, u] of users.entries()) {
-        const check = await opts.compare(u);
+        const check = await opts.compare.check(u);
         listRowsCompared += check.compared;
         differences.push(...check.differences);
         progress("compare", i + 1, users.length, `compared the conversation list of ${u.user}`);

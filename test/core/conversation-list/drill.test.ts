@@ -14,7 +14,7 @@ for (const kind of LIST_TOPOLOGIES) {
     const fx = useList(kind);
 
     function drill(users: { tenant: Uuid; user: Uuid }[]): Promise<DrillReport> {
-      return fx.engine.projection.drill.run({ users, wipe: "projection", by: "test", compare: (u) => fx.engine.conversationList.drillCheck(u.tenant, u.user) });
+      return fx.engine.projection.drill.run({ users, wipe: "projection", by: "test", compare: fx.engine.conversationList.drillComparator });
     }
 
     test("drill: a clean list compares with zero mismatches; a corrupted row's unread and a corrupted badge are reported", async () => {

@@ -155,6 +155,7 @@ export function drillReportOut(r: CoreDrillReport): DrillReport {
     usersRebuilt: r.usersRebuilt,
     authority: r.authority,
     checkedUsers: r.checkedUsers.map((u) => ({ tenant: u.tenant, user: u.user, conversationsBefore: u.conversationsBefore, conversationsAfter: u.conversationsAfter, rebuilt: u.rebuilt })),
+    listRowsCompared: r.listRowsCompared,
     differences: r.differences.map((d) => ({
       tenant: d.tenant, user: d.user, conversation: d.conversation, field: d.field,
       beforeJson: JSON.stringify(d.before), afterJson: JSON.stringify(d.after),

@@ -22,6 +22,8 @@ export const drillService = defineService(catalogEntry("qim.admin.v1.DrillServic
         wipe: wipe as DrillWipe,
         by: principal.name,
         ...(reason ? { reason } : {}),
+        // the conversation list's cache, mentions and badge against the definition (projection cannot import it)
+        compare: deps.runtime.conversationList.drillComparator,
         onProgress: (pr) => send({ event: { $case: "progress" as const, progress: drillProgressOut(pr) } }),
       });
       return { last: { event: { $case: "report" as const, report: drillReportOut(report) } }, detail: describeDrill(report) };

@@ -11,7 +11,8 @@ import { randomUUID } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import type { AdminClient } from "../../admin-api/client.js";
+import { ConversationAction, type AdminClient } from "../../admin-api/client.js";
+import { nodesResult } from "../cluster/results.js";
 import { sleep } from "../dev/process.js";
 import { dispatchAuditResult } from "../dispatch/results.js";
 import { drillReportResult } from "../drill/results.js";
@@ -24,7 +25,7 @@ import { parseUserList } from "../membership/user-file.js";
 import { sendResult } from "../message/results.js";
 import { epochBumpResult, epochResult, projectionStatusResult, type ProjectionStatusResult } from "../projection/results.js";
 import { progressBar, type ProgressLine } from "../progress.js";
-import { projectionListResult, type ProjectionListResult as SessionsResult } from "../sessions/results.js";
+import { groupsResult, pageResult, projectionListResult, type ProjectionListResult as SessionsResult } from "../sessions/results.js";
 import type { DemoStep } from "./results.js";
 
 /** The steps, in order (`dev-up` and, with --down, `dev-down` are the command's own). */
@@ -35,9 +36,11 @@ export const DEMO_STEPS = [
   "remove-member",
   "history-boundaries",
   "conversation-summaries",
+  "user-sessions",
   "bump-epoch",
   "rebuild-drill",
   "dispatch-audit",
+  "cluster-nodes",
   "bulk-add",
 ] as const;
 
@@ -252,6 +255,32 @@ export async function runScenario(opts: ScenarioOptions): Promise<{ steps: DemoS
     };
   });
 
+  await step("user-sessions", "alice's conversation list: unread, and a pinned conversation", async () => {
+    // alice pins side, as support would with qimctl conversation pin --group side --as alice
+    const pinned = await client.changeConversation({ tenant, user: users.alice, group: world.groups.side, action: ConversationAction.CONVERSATION_ACTION_PIN, pinRank: 0 });
+    check(pinned.row?.pinRank === 0, `side should be pinned at rank 0 for alice; pin rank ${pinned.row?.pinRank}`);
+    // qimctl sessions --user alice: the conversation-list engine's snapshot page
+    const page = pageResult(users.alice, await client.listConversations({ tenant, user: users.alice, limit: 0, cursor: "" }));
+    const order = page.summaries.map((x) => (x.group === world.groups.team ? "team" : x.group === world.groups.side ? "side" : x.group));
+    check(order.join(",") === "side,team", `the pinned zone comes first: expected side then team (team has the newer activity), got ${order.join(", ")}`);
+    const [side, team] = page.summaries as [typeof page.summaries[0], typeof page.summaries[0]];
+    check(side.pinned === true && team.pinned === false, `side should be pinned and team not; pinned ${side.pinned}, ${team.pinned}`);
+    // by hand: bob's "lunch at noon?" is the only message in side and alice has not read it
+    check(side.unread === 1 && side.unreadExact, `alice's side should have 1 unread (bob's message), has ${side.unread}`);
+    // the cached unread equals the definitional one, read from the group directly (qimctl sessions --user alice --group team)
+    const def = groupsResult(users.alice, await client.listConversationSummaries({ tenant, user: users.alice, groups: [world.groups.team] })).summaries[0]!;
+    check(team.unread === def.unread, `alice's cached unread in team (${team.unread}) should equal the definition (${def.unread})`);
+    const badge = await client.getBadge({ tenant, user: users.alice });
+    check(badge.totalUnread === side.unread + team.unread, `alice's badge should be the sum of her rows, ${side.unread + team.unread}; is ${badge.totalUnread}`);
+    return {
+      details: { page, badge: { totalUnread: badge.totalUnread, totalMention: badge.totalMention } },
+      lines: [
+        `qimctl sessions --user alice (snapshot revision ${page.snapshotRevision}): side (pinned, unread ${side.unread}), team (unread ${team.unread}, head seq ${team.head?.conversationSeq ?? "-"}); badge total_unread ${badge.totalUnread}.`,
+        "Pinned conversations come first whatever their activity; unread is kept per conversation by the conversation-list engine and equals the definition (checked against the group itself).",
+      ],
+    };
+  });
+
   await step("bump-epoch", "Bump the projection epoch", async () => {
     const before = epochResult(await client.getEpoch({ limit: 1 }));
     const bump = epochBumpResult(await client.bumpEpoch({ reason: "demo" }));
@@ -296,6 +325,23 @@ export async function runScenario(opts: ScenarioOptions): Promise<{ steps: DemoS
       lines: [
         `All ${audit.partitions.length} partitions OK: every checkpoint is inside the log's retention window, no record left it unprojected.`,
         "qimctl dispatch audit exits 4 when a partition is not OK: run it in monitoring and CI.",
+      ],
+    };
+  });
+
+  await step("cluster-nodes", "The engine's nodes and what each owns", async () => {
+    // qimctl cluster nodes: every engine server is a node; the live ones own every unit between them
+    const nodes = nodesResult(await client.listNodes({}));
+    const live = nodes.nodes.filter((n) => n.alive && !n.draining);
+    check(live.length >= 1 && live.some((n) => n.nodeId === nodes.answeredBy), `the node that answered (${nodes.answeredBy}) should be listed alive`);
+    const relay = live.reduce((s, n) => s + n.owned.relayBuckets, 0);
+    const slots = live.reduce((s, n) => s + n.owned.slots, 0);
+    check(relay === 256 && slots === 256, `the live nodes should own all 256 relay buckets and 256 user slots between them; own ${relay} and ${slots}`);
+    return {
+      details: { nodes },
+      lines: [
+        ...live.map((n) => `${n.nodeId}${n.nodeId === nodes.answeredBy ? " (answered)" : ""}: ${n.owned.relayBuckets} relay buckets, ${n.owned.partitions} dispatch partitions, ${n.owned.slots} user slots; heartbeat ${n.heartbeatAgeMs} ms ago.`),
+        "A node that stops heartbeating loses its units to the live nodes after the lease; qimctl cluster drain hands them over first.",
       ],
     };
   });

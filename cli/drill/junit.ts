@@ -4,6 +4,15 @@ import type { DrillDifferenceResult, DrillRunResult } from "./results.js";
 
 /** A difference in words: before the wipe is what was expected, after the rebuild what came back. */
 function failureOf(d: DrillDifferenceResult): { type: string; message: string; text: string } {
+  if (d.field.startsWith("list") || d.field.startsWith("badge")) {
+    // the conversation list's check: the definition is what was expected, the cache what was found
+    const where = d.conversation === "" ? "badge" : `conversation ${d.conversation}`;
+    return {
+      type: d.field,
+      message: `${where}: ${d.field} expected ${JSON.stringify(d.after)} (definition), cached ${JSON.stringify(d.before)}`,
+      text: `tenant ${d.tenant}\nuser ${d.user}\n${where}\nfield ${d.field}\nexpected (the definitional value): ${JSON.stringify(d.after)}\nactual (the conversation list's cache): ${JSON.stringify(d.before)}\nqimctl badge reconcile --user ${d.user} corrects it.`,
+    };
+  }
   const expected = JSON.stringify(d.before);
   const actual = JSON.stringify(d.after);
   const why = d.field !== "presence" ? ""

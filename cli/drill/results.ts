@@ -14,7 +14,12 @@ export interface DrillDifferenceResult {
   tenant: string;
   user: string;
   conversation: string;
-  /** presence, unread, unreadExact, headConversationSeq or lastActivityId. */
+  /**
+   * presence, unread, unreadExact, headConversationSeq or lastActivityId (before the wipe → after
+   * the rebuild); listPresence, listUnread, listUnreadExact, listMentions (the conversation list's
+   * cached value → the definitional one); badgeTotalUnread, badgeTotalMention, badgeMutedUnread
+   * (the stored badge → the sums over the definition; conversation "").
+   */
   field: string;
   before: DrillValue;
   after: DrillValue;
@@ -51,6 +56,8 @@ export interface DrillReportResult {
   authority: string;
   /** Every user checked, in the order they were checked (`--junit` writes one test case each). */
   checkedUsers: DrillUserResult[];
+  /** Conversation-list rows compared with the definition (cached unread, mentions, badge). */
+  listRowsCompared: number;
   differences: DrillDifferenceResult[];
   ok: boolean;
 }
@@ -86,6 +93,7 @@ export function drillReportResult(r: DrillReport): DrillReportResult {
     usersRebuilt: r.usersRebuilt,
     authority: r.authority,
     checkedUsers: r.checkedUsers.map((u) => ({ tenant: u.tenant, user: u.user, conversationsBefore: u.conversationsBefore, conversationsAfter: u.conversationsAfter, rebuilt: u.rebuilt })),
+    listRowsCompared: r.listRowsCompared,
     differences: r.differences.map((d) => ({ tenant: d.tenant, user: d.user, conversation: d.conversation, field: d.field, before: drillValue(d.beforeJson), after: drillValue(d.afterJson) })),
     ok: r.ok,
   };

@@ -12,6 +12,7 @@ export function drillText(r: DrillRunResult, junitPath?: string): string {
       ["wiped", r.scope],
       ["epoch", `${r.epochBefore} -> ${r.epochAfter}`],
       ["users rebuilt", r.usersRebuilt],
+      ["conversation list", `${r.listRowsCompared} rows compared with the definition (unread, mentions, badge): ${r.differences.filter((d) => d.field.startsWith("list") || d.field.startsWith("badge")).length} mismatch(es)`],
       ["registrations flushed", r.registrationsFlushed],
       ["authority", r.authority],
       ["report", r.reportPath],

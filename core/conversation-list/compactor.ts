@@ -60,7 +60,8 @@ export function inHandEntry(record: DispatchRecord): InHandEntry {
 interface UserPending {
   tenant: Uuid;
   user: Uuid;
-  rows: Map<string, { entries: InHandEntry[]; seqs: Set<number> }>;
+  /** Per conversation hex: the records held, and per seq whether the log read has reached it (false: only the low-latency hand-off). */
+  rows: Map<string, { entries: InHandEntry[]; seqs: Map<number, boolean> }>;
 }
 
 interface PartitionState {
@@ -83,17 +84,30 @@ interface PartitionState {
  * its checkpoints past the records it wrote. A crash before that replays them: rows already
  * written see them as not newer and recompute (no double count), the others add them.
  *
- * The order of the list stays fresh on the low-latency path of the session projection (`convs`,
- * ZADD GT per record); rows here lag by at most one window, actions (read, clear, …) write at once
- * together with the records in hand for their row.
+ * The low-latency path: the relay hands each appended batch to `lowLatency` too; its records are
+ * held like the log's (one per seq) and, for a user someone looks at, published at once as the
+ * live rows and badge (ConversationListService.publishLive: stored row + held records, in memory).
+ * Reads of the list are that live view. The stored rows still move only at the flush. A record the
+ * flush wrote before the log read reached it is remembered (`ahead`, two windows) so that the log
+ * read does not hold it again. Actions (read, clear, …) write at once together with the records
+ * in hand for their row.
  */
 export class ListCompactor {
-  private readonly windowMs: number;
+  readonly windowMs: number;
   private readonly maxPendingRows: number;
   private readonly batchSize: number;
   private readonly pollIntervalMs: number;
   private readonly now: () => number;
   private readonly pending = new Map<string, UserPending>();
+  /** Users the running flush took and has not written yet: still part of the live view. */
+  private readonly inFlight = new Map<string, UserPending>();
+  /**
+   * Seqs per (user, conversation) written before the log read reached them (low-latency
+   * records): the log read skips them once. Two generations, rotated at each flush: what the
+   * log read has not reached by then is read again and recomputed (correct, only dearer).
+   */
+  private ahead = new Map<string, Set<number>>();
+  private aheadOld = new Map<string, Set<number>>();
   private pendingRows = 0;
   private windowStartedAt: number | null = null;
   private partitions: PartitionState[] = [];
@@ -119,7 +133,13 @@ export class ListCompactor {
     this.now = opts.now ?? Date.now;
     this.gate = opts.gate ?? SOLO_GATE;
     list.takePending = (tenant, user, hex) => this.take(tenant, user, hex);
-    list.restorePending = (tenant, user, hex, entries) => { for (const e of entries) this.hold(tenant, user, hex, e); };
+    list.restorePending = (tenant, user, hex, entries) => {
+      for (const e of entries) {
+        this.ahead.get(tenant + user + hex)?.delete(e.seq);
+        this.hold(tenant, user, hex, e, true);
+      }
+    };
+    list.heldOf = (tenant, user) => this.heldOf(tenant, user);
   }
 
   private checkpointKey(partition: number): string {
@@ -165,8 +185,39 @@ export class ListCompactor {
     return { rows: this.pendingRows, users: this.pending.size };
   }
 
+  /**
+   * The relay's low-latency hand-off (runtime: onAppended): records of the partitions this node
+   * owns are held at once, and the users someone looks at get their live rows published.
+   */
+  lowLatency(records: readonly DispatchRecord[]): void {
+    if (this.stopped) return;
+    const touched = new Map<string, { tenant: Uuid; user: Uuid; hexes: Set<string> }>();
+    for (const r of records) {
+      if (!this.gate.owns("partition", this.log.partitionOf(r.tenant, r.conversation))) continue;
+      metrics.lowLatencyRecords.inc();
+      this.ingest(r, false, touched);
+    }
+    this.publish(touched);
+  }
+
+  private publish(touched: Map<string, { tenant: Uuid; user: Uuid; hexes: Set<string> }>): void {
+    for (const t of touched.values()) {
+      this.list.publishLive(t.tenant, t.user, [...t.hexes]).catch((err: unknown) => this.opts.onError?.(err));
+    }
+  }
+
+  /** The records held for a user and not yet written (pending or in the running flush): the live view's input. */
+  heldOf(tenant: Uuid, user: Uuid): Map<string, InHandEntry[]> {
+    const out = new Map<string, InHandEntry[]>();
+    for (const u of [this.inFlight.get(tenant + user), this.pending.get(tenant + user)]) {
+      for (const [hex, r] of u?.rows ?? []) out.set(hex, [...(out.get(hex) ?? []), ...r.entries]);
+    }
+    return out;
+  }
+
   /** Reads every partition up to its high watermark (the log's materialised end); returns records read. */
   poll(): Promise<number> {
+    const touched = new Map<string, { tenant: Uuid; user: Uuid; hexes: Set<string> }>();
     return this.exclusive(async () => {
       if (this.partitions.length === 0) await this.loadUnlocked();
       let total = 0;
@@ -197,7 +248,7 @@ export class ListCompactor {
             st.next = w.lowPosition;
             continue;
           }
-          for (const e of entries) this.ingest(e.record);
+          for (const e of entries) this.ingest(e.record, true, touched);
           total += entries.length;
           metrics.consumedRecords.inc(entries.length);
           if (entries.length > 0) {
@@ -208,7 +259,7 @@ export class ListCompactor {
         }
       }
       return total;
-    });
+    }).finally(() => this.publish(touched));
   }
 
   private async loadUnlocked(): Promise<void> {
@@ -220,14 +271,30 @@ export class ListCompactor {
     }
   }
 
-  private ingest(record: DispatchRecord): void {
+  private ingest(record: DispatchRecord, fromLog: boolean, touched: Map<string, { tenant: Uuid; user: Uuid; hexes: Set<string> }>): void {
     const e = inHandEntry(record);
     const hex = uuidToHex(record.conversation);
-    for (const user of record.recipients) this.hold(record.tenant, user, hex, e);
+    for (const user of record.recipients) {
+      if (!this.hold(record.tenant, user, hex, e, fromLog)) continue;
+      const id = record.tenant + user;
+      let t = touched.get(id);
+      if (!t) touched.set(id, (t = { tenant: record.tenant, user, hexes: new Set() }));
+      t.hexes.add(hex);
+    }
   }
 
-  private hold(tenant: Uuid, user: Uuid, hex: string, e: InHandEntry): void {
+  /** Holds a record for a row; false when it was held (or written ahead) already. */
+  private hold(tenant: Uuid, user: Uuid, hex: string, e: InHandEntry, fromLog: boolean): boolean {
     const id = tenant + user;
+    if (fromLog) {
+      for (const gen of [this.ahead, this.aheadOld]) {
+        const seqs = gen.get(id + hex);
+        if (seqs?.delete(e.seq)) {
+          if (seqs.size === 0) gen.delete(id + hex);
+          return false;
+        }
+      }
+    }
     let u = this.pending.get(id);
     if (!u) {
       u = { tenant, user, rows: new Map() };
@@ -235,15 +302,31 @@ export class ListCompactor {
     }
     let r = u.rows.get(hex);
     if (!r) {
-      r = { entries: [], seqs: new Set() };
+      r = { entries: [], seqs: new Map() };
       u.rows.set(hex, r);
       this.pendingRows++;
     }
-    // one delivery of a record per window: the durable log repeats what a replay re-reads
-    if (r.seqs.has(e.seq)) return;
-    r.seqs.add(e.seq);
+    // one delivery of a record per window: the durable log repeats what a replay re-reads, and
+    // the low-latency hand-off and the log read both bring each record
+    const seen = r.seqs.get(e.seq);
+    if (seen !== undefined) {
+      if (fromLog && !seen) r.seqs.set(e.seq, true);
+      return false;
+    }
+    r.seqs.set(e.seq, fromLog);
     r.entries.push(e);
     this.windowStartedAt ??= this.now();
+    return true;
+  }
+
+  /** Remembers the seqs of a row written before the log read reached them. */
+  private wroteAhead(id: string, hex: string, seqs: Map<number, boolean>): void {
+    for (const [seq, fromLog] of seqs) {
+      if (fromLog) continue;
+      let set = this.ahead.get(id + hex);
+      if (!set) this.ahead.set(id + hex, (set = new Set()));
+      set.add(seq);
+    }
   }
 
   private take(tenant: Uuid, user: Uuid, hex: string): InHandEntry[] {
@@ -253,6 +336,7 @@ export class ListCompactor {
     u.rows.delete(hex);
     this.pendingRows--;
     if (u.rows.size === 0) this.pending.delete(tenant + user);
+    this.wroteAhead(tenant + user, hex, r.seqs);
     return r.entries;
   }
 
@@ -280,19 +364,25 @@ export class ListCompactor {
    */
   flush(reason: "window" | "pending_limit" | "stop" = "window"): Promise<void> {
     return this.exclusive(async () => {
-      const users = [...this.pending.values()];
+      const users = [...this.pending.entries()];
+      for (const [id, u] of users) this.inFlight.set(id, u);
       this.pending.clear();
       this.pendingRows = 0;
       this.windowStartedAt = null;
+      this.aheadOld = this.ahead;
+      this.ahead = new Map();
       const targets = this.partitions.map((p) => positionText(p.next));
       let failed: unknown;
-      for (const u of users) {
+      for (const [id, u] of users) {
         const rows: PendingRow[] = [...u.rows.entries()].map(([conversationHex, r]) => ({ conversationHex, entries: r.entries }));
         try {
           await this.list.flushUser(u.tenant, u.user, rows);
+          for (const [hex, r] of u.rows) this.wroteAhead(id, hex, r.seqs);
         } catch (err) {
           failed ??= err;
-          for (const r of rows) for (const e of r.entries) this.hold(u.tenant, u.user, r.conversationHex, e);
+          for (const [hex, r] of u.rows) for (const e of r.entries) this.hold(u.tenant, u.user, hex, e, r.seqs.get(e.seq) ?? true);
+        } finally {
+          this.inFlight.delete(id);
         }
       }
       this.flushes++;
@@ -307,6 +397,21 @@ export class ListCompactor {
         st.stored = moved ? to : ((await this.store.clientForKey(key).get(key)) ?? "");
       }
     });
+  }
+
+  /**
+   * Partitions whose stored list checkpoint (written by whichever node consumes the partition)
+   * is behind the log's high watermark: records not yet written to rows by anyone.
+   */
+  async lagging(): Promise<number[]> {
+    const behind: number[] = [];
+    for (let p = 0; p < this.log.identity.partitionCount; p++) {
+      const key = this.checkpointKey(p);
+      const [stored, w] = await Promise.all([this.store.clientForKey(key).get(key), this.log.watermarks(p)]);
+      const offset = stored ? parsePosition(stored).offset : w.low;
+      if (offset < w.high) behind.push(p);
+    }
+    return behind;
   }
 
   /** The stored checkpoint offsets (tests: the consumer never passes the log's high watermark). */

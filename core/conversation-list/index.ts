@@ -16,4 +16,4 @@ export {
   ConversationListService, UNREAD_AUDIT_IDLE_MS, UNREAD_AUDIT_SAMPLE_RATE, type ConversationListOptions, type ListChange, type ReconcileResult,
   type UnreadAuditDrift, type UnreadAuditReport,
 } from "./service.js";
-export { ConversationList, type ConversationListDeps, type ConversationListStackOptions } from "./stack.js";
+export { ConversationList, DRILL_LIST_SETTLE_WINDOWS, type ConversationListDeps, type ConversationListStackOptions } from "./stack.js";

@@ -8,6 +8,16 @@ export const metrics = {
     help: "Persistent conversation-list row writes (one per (user, conversation) per flush or action; spec 002 §8 counts these per compaction window)",
     registers: [registry],
   }),
+  liveChanges: new Counter({
+    name: "qim_conversation_list_live_changes_total",
+    help: "Changes published on the low-latency path before their rows are stored (live rows and badge of a user someone looks at; written at the window's flush)",
+    registers: [registry],
+  }),
+  lowLatencyRecords: new Counter({
+    name: "qim_conversation_list_low_latency_records_total",
+    help: "Dispatch records the conversation-list consumer took from the relay's low-latency hand-off (before its log read reached them)",
+    registers: [registry],
+  }),
   consumedRecords: new Counter({
     name: "qim_conversation_list_consumed_records_total",
     help: "Dispatch records the conversation-list consumer read (on a cluster node: of the partitions it owns)",

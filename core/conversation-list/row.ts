@@ -263,3 +263,30 @@ export interface BadgeState {
   /** The per-user projection version the badge is at. */
   version: number;
 }
+
+/** What a row adds to the badge (§4; the same rule as applyRows-4.lua's contrib). */
+export function contribution(r: RowState | null, includeMuted: boolean): Omit<BadgeState, "version"> {
+  if (!r || isDeleted(r)) return { totalUnread: 0, totalMention: 0, mutedUnread: 0 };
+  const active = r.state === "A";
+  return {
+    totalUnread: active && !r.archived && (!r.muted || includeMuted) ? r.unread : 0,
+    totalMention: active ? r.mentions : 0,
+    mutedUnread: r.muted ? r.unread : 0,
+  };
+}
+
+/**
+ * The live view of a stored row (docs/conversation-list.md, "the low-latency path"): the held
+ * records newer than everything the row has taken, applied in memory. A record at or below its
+ * head is already in it or late: the flush recomputes it. Returns null when a held record moves
+ * the user's own membership (only a recompute knows the row then).
+ */
+export function liveRow(stored: RowState, held: readonly InHandEntry[], userHex: string): RowState | null {
+  const r = { ...stored };
+  for (const e of [...held].sort((a, b) => a.seq - b.seq)) {
+    if (e.membershipHex !== "" && namesUser(e.membershipHex, userHex)) return null;
+    if (e.seq <= r.headSeq) continue;
+    applyEntry(r, e, userHex);
+  }
+  return r;
+}

@@ -2,12 +2,12 @@ import {
   hexToUuid, InvalidArgumentError, newUuid, parseUuid, PermissionDeniedError, uuidToHex, type KeySpace, type Uuid,
 } from "../base/index.js";
 import type { ConversationService } from "../conversation/index.js";
-import { userKeys, type ConversationStateAuthority } from "../projection/index.js";
+import { userKeys, type ConversationStateAuthority, type DrillCheck, type DrillDifference } from "../projection/index.js";
 import type { RedisStore } from "../store/index.js";
 import { listKeys, listRowsPattern, type ListKeys } from "./keys.js";
 import { metrics } from "./metrics.js";
 import {
-  applyEntry, baseOf, decodePrefs, decodeRow, encodePrefs, encodeRowCore, isDeleted, moveBase, prefsOf, rowFromRecompute, toConversationRow,
+  applyEntry, baseOf, contribution, decodePrefs, decodeRow, encodePrefs, encodeRowCore, isDeleted, liveRow, moveBase, prefsOf, rowFromRecompute, toConversationRow,
   UNREAD_PRECISE_LIMIT, type BadgeState, type ConversationRow, type InHandEntry, type RowPrefs, type RowState,
 } from "./row.js";
 import { applyRowsScript, recomputeUnreadScript, type RowWrite } from "./scripts.js";
@@ -101,6 +101,15 @@ export class ConversationListService {
   takePending: (tenant: Uuid, user: Uuid, conversationHex: string) => InHandEntry[] = () => [];
   /** Gives taken entries back when the write that took them failed (else the checkpoint could pass them unwritten). */
   restorePending: (tenant: Uuid, user: Uuid, conversationHex: string, entries: InHandEntry[]) => void = () => {};
+  /** The records the consumer holds for a user and has not written yet: conversation hex → records (set by the consumer). */
+  heldOf: (tenant: Uuid, user: Uuid) => ReadonlyMap<string, readonly InHandEntry[]> = () => new Map();
+  private liveInterest: ((tenant: Uuid, user: Uuid) => boolean) | null = null;
+  /**
+   * Per user: the highest version given to a live frame (never stored). Every stored write of
+   * this process stamps a version above it, so a reader ordering by version never takes a
+   * stored row over the live one it saw later. Dropped once a stored version passed it.
+   */
+  private readonly liveVersions = new Map<string, number>();
 
   constructor(
     private readonly store: RedisStore,
@@ -114,7 +123,11 @@ export class ConversationListService {
     this.now = opts.now ?? Date.now;
   }
 
-  /** Every change after it is durable: absolute rows + badge with the version and driving event. Returns the unsubscribe. */
+  /**
+   * Every change: after it is durable (a write), or live (publishLive: stored rows + held records,
+   * written at the window's flush). Absolute rows + badge with the version and driving event.
+   * Returns the unsubscribe.
+   */
   onChange(listener: (change: ListChange) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
@@ -137,32 +150,141 @@ export class ConversationListService {
 
   // ---- reads ----
 
+  // Reads are the live view: the stored rows with the records the compaction window holds applied
+  // in memory (docs/conversation-list.md, "the low-latency path"), so a page or a badge read right
+  // after a send shows it, while the stored row is written once per window.
+
   async rows(tenantIn: string, userIn: string): Promise<ConversationRow[]> {
     const tenant = parseUuid(tenantIn, "tenant");
     const user = parseUuid(userIn, "user");
-    const k = this.listKeys(tenant, user);
-    const raw = await this.store.clientFor(k.tag).hgetall(k.rows);
-    return Object.entries(raw).map(([c, v]) => toConversationRow(tenant, user, c, decodeRow(v)));
+    const v = await this.view(tenant, user, null);
+    return [...v.rows.entries()].filter(([, r]) => !isDeleted(r)).map(([c, r]) => toConversationRow(tenant, user, c, r));
   }
 
   async row(tenantIn: string, userIn: string, conversationIn: string): Promise<ConversationRow | null> {
     const tenant = parseUuid(tenantIn, "tenant");
     const user = parseUuid(userIn, "user");
-    const conversation = parseUuid(conversationIn, "conversation");
-    const k = this.listKeys(tenant, user);
-    const raw = await this.store.clientFor(k.tag).hget(k.rows, uuidToHex(conversation));
-    return raw === null ? null : toConversationRow(tenant, user, uuidToHex(conversation), decodeRow(raw));
+    const hex = uuidToHex(parseUuid(conversationIn, "conversation"));
+    const v = await this.view(tenant, user, [hex]);
+    const r = v.rows.get(hex);
+    return r && !isDeleted(r) ? toConversationRow(tenant, user, hex, r) : null;
   }
 
   async badge(tenantIn: string, userIn: string): Promise<BadgeState> {
     const tenant = parseUuid(tenantIn, "tenant");
     const user = parseUuid(userIn, "user");
+    const v = await this.view(tenant, user, []);
+    if (v.badge === null) return { ...this.sums(await this.rows(tenant, user), tenant), version: v.version };
+    return { ...v.badge, version: v.version };
+  }
+
+  /**
+   * The live view of a user: the stored rows of `hexes` (null: all) and of every held row, the
+   * held rows with their records applied (liveRow; a new row or a membership change is a bounded
+   * recompute, a read), and the stored badge moved by the held rows' change of contribution
+   * (null when no badge is stored). `version` is the stored version or the last live one.
+   */
+  private async view(tenant: Uuid, user: Uuid, hexes: readonly string[] | null): Promise<{
+    stored: Map<string, RowState | null>; rows: Map<string, RowState>; badge: Omit<BadgeState, "version"> | null; version: number;
+  }> {
     const k = this.listKeys(tenant, user);
-    const res = await this.store.clientFor(k.tag).multi().hgetall(k.badge).get(k.version).exec();
+    const held = this.heldOf(tenant, user);
+    const wanted = hexes === null ? null : [...new Set([...hexes, ...held.keys()])];
+    const heldHexes = [...held.keys()];
+    const m = this.store.clientFor(k.tag).multi().hgetall(k.badge).get(k.version);
+    if (wanted === null) m.hgetall(k.rows);
+    else if (wanted.length > 0) m.hmget(k.rows, ...wanted);
+    if (heldHexes.length > 0) m.hmget(k.prefs, ...heldHexes);
+    const res = await m.exec();
     const b = (res?.[0]?.[1] ?? {}) as Record<string, string>;
-    const version = Number((res?.[1]?.[1] as string | null) ?? 0);
-    if (b.total_unread === undefined) return { ...this.sums(await this.rows(tenant, user), tenant), version };
-    return { totalUnread: Number(b.total_unread), totalMention: Number(b.total_mention), mutedUnread: Number(b.muted_unread), version };
+    const version = Math.max(Number((res?.[1]?.[1] as string | null) ?? 0), this.liveVersions.get(tenant + user) ?? 0);
+    const stored = new Map<string, RowState | null>();
+    if (wanted === null) {
+      for (const [c, raw] of Object.entries((res?.[2]?.[1] ?? {}) as Record<string, string>)) stored.set(c, decodeRow(raw));
+    } else if (wanted.length > 0) {
+      const raws = (res?.[2]?.[1] ?? []) as (string | null)[];
+      wanted.forEach((c, i) => stored.set(c, raws[i] ? decodeRow(raws[i]!) : null));
+    }
+    const prefsRaw = heldHexes.length > 0 ? ((res?.at(-1)?.[1] ?? []) as (string | null)[]) : [];
+    const rows = new Map<string, RowState>();
+    for (const [c, r] of stored) if (r) rows.set(c, r);
+    const includeMuted = this.includeMuted(tenant);
+    const badge = b.total_unread === undefined ? null
+      : { totalUnread: Number(b.total_unread), totalMention: Number(b.total_mention), mutedUnread: Number(b.muted_unread) };
+    const userHex = uuidToHex(user);
+    for (const [i, c] of heldHexes.entries()) {
+      const before = stored.get(c) ?? null;
+      const live = (before ? liveRow(before, held.get(c)!, userHex) : null)
+        ?? (await this.recompute(tenant, user, c, before ? prefsOf(before) : decodePrefs(prefsRaw[i]), before, "live"));
+      if (!live) continue;
+      if (before) live.headSeq = Math.max(live.headSeq, before.headSeq);
+      rows.set(c, live);
+      if (badge) {
+        const o = contribution(before, includeMuted);
+        const n = contribution(live, includeMuted);
+        badge.totalUnread += n.totalUnread - o.totalUnread;
+        badge.totalMention += n.totalMention - o.totalMention;
+        badge.mutedUnread += n.mutedUnread - o.mutedUnread;
+      }
+    }
+    return { stored, rows, badge, version };
+  }
+
+  /** Set by the session view: whether someone in this process looks at the user's list live (a held snapshot, a watch). */
+  setLiveInterest(fn: ((tenant: Uuid, user: Uuid) => boolean) | null): void {
+    this.liveInterest = fn;
+  }
+
+  private wantsLive(tenant: Uuid, user: Uuid): boolean {
+    return this.listeners.size > 0 && (this.liveInterest?.(tenant, user) ?? false);
+  }
+
+  /**
+   * The low-latency path (the consumer calls it when records for `touched` rows arrived): when
+   * someone looks at the user live, the live rows that changed and the live badge are published
+   * as a change at once, with a version above the stored one and every earlier live one. Nothing
+   * is written: the rows are stored at the window's flush.
+   */
+  publishLive(tenant: Uuid, user: Uuid, touched: readonly string[]): Promise<ListChange | null> {
+    if (!this.wantsLive(tenant, user)) return Promise.resolve(null);
+    return this.withUser(tenant, user, async () => {
+      const v = await this.view(tenant, user, touched);
+      const held = this.heldOf(tenant, user);
+      const changed: [string, RowState][] = [];
+      let structural = false;
+      let driving: InHandEntry | null = null;
+      for (const c of touched) {
+        const live = v.rows.get(c);
+        const before = v.stored.get(c) ?? null;
+        if (!live || (before && encodeRowCore(before) === encodeRowCore(live))) continue;
+        changed.push([c, live]);
+        if (before && (before.state !== live.state || isDeleted(live))) structural = true;
+        for (const e of held.get(c) ?? []) if (driving === null || e.seq > driving.seq) driving = e;
+      }
+      if (changed.length === 0) return null;
+      const version = v.version + 1;
+      this.liveVersions.set(tenant + user, version);
+      const drivingEventId = driving?.eventId ?? "";
+      const badge = v.badge ?? this.sums([...v.rows.entries()].map(([c, r]) => toConversationRow(tenant, user, c, r)), tenant);
+      const change: ListChange = {
+        tenant, user,
+        rows: changed.map(([c, r]) => toConversationRow(tenant, user, c, { ...r, version, drivingEventId })),
+        badge: { ...badge, version }, version, drivingEventId, structural,
+      };
+      metrics.liveChanges.inc();
+      this.emit(change);
+      return change;
+    });
+  }
+
+  private emit(change: ListChange): void {
+    for (const l of this.listeners) {
+      try {
+        l(change);
+      } catch {
+        // a listener's failure is its own (the change is durable, or will be at the flush)
+      }
+    }
   }
 
   /** The badge sums of §4 over rows (what the maintained badge must equal). */
@@ -218,28 +340,34 @@ export class ConversationListService {
         hexes.push(s.conversationHex);
       }
       if (writes.length === 0 && !meta.fullBadge) return null;
-      const reply = await applyRowsScript.run(client, k, { includeMuted: this.includeMuted(tenant), drivingEventId: meta.drivingEventId, fullBadge: meta.fullBadge === true, writes });
+      const floor = this.liveVersions.get(tenant + user) ?? 0;
+      const reply = await applyRowsScript.run(client, k, { includeMuted: this.includeMuted(tenant), drivingEventId: meta.drivingEventId, fullBadge: meta.fullBadge === true, minVersion: floor + 1, writes });
       if (reply.status === "ROW_MOVED") {
         metrics.conflicts.inc();
         if (attempt >= 20) throw new Error(`conversation list: rows of ${user} kept moving under ${attempt} attempts`);
         continue;
       }
       metrics.rowWrites.inc(writes.length);
+      if (this.liveVersions.get(tenant + user) === floor) this.liveVersions.delete(tenant + user);
+      let badge: Omit<BadgeState, "version"> = { totalUnread: reply.totalUnread, totalMention: reply.totalMention, mutedUnread: reply.mutedUnread };
+      if (this.wantsLive(tenant, user) && this.heldOf(tenant, user).size > 0) {
+        // records arrived for rows this write did not take: what a live reader sees includes them
+        const v = await this.view(tenant, user, hexes);
+        for (const [i, h] of hexes.entries()) {
+          const live = v.rows.get(h);
+          if (live && !isDeleted(rows[i]!)) rows[i] = live;
+        }
+        badge = v.badge ?? badge;
+      }
       const change: ListChange = {
         tenant, user,
         rows: rows.map((r, i) => toConversationRow(tenant, user, hexes[i]!, { ...r, version: reply.version, drivingEventId: meta.drivingEventId })),
-        badge: { totalUnread: reply.totalUnread, totalMention: reply.totalMention, mutedUnread: reply.mutedUnread, version: reply.version },
+        badge: { ...badge, version: reply.version },
         version: reply.version,
         drivingEventId: meta.drivingEventId,
         structural: meta.structural,
       };
-      for (const l of this.listeners) {
-        try {
-          l(change);
-        } catch {
-          // a listener's failure is its own; the write is durable
-        }
-      }
+      this.emit(change);
       return change;
     }
   }
@@ -410,12 +538,15 @@ export class ConversationListService {
       const staged: Staged[] = convs.map((hex) => ({
         conversationHex: hex,
         compute: async (cur, prefs) => {
-          this.takePending(tenant, user, hex);
+          const held = this.takePending(tenant, user, hex);
           const r = await this.recompute(tenant, user, hex, prefs, cur, "reconcile");
-          if (r && cur && (r.unread !== cur.unread || r.mentions !== cur.mentions || r.lastActivityId !== cur.lastActivityId)) {
+          // drift is what the live view (stored row + records held for the window) got wrong, not
+          // the window's lag; a held change of the user's own membership is no drift either
+          const seen = cur ? liveRow(cur, held, uuidToHex(user)) : null;
+          if (r && seen && (r.unread !== seen.unread || r.mentions !== seen.mentions || r.lastActivityId !== seen.lastActivityId)) {
             drift.rows++;
-            drift.unread += Math.abs(r.unread - cur.unread);
-            drift.mentions += Math.abs(r.mentions - cur.mentions);
+            drift.unread += Math.abs(r.unread - seen.unread);
+            drift.mentions += Math.abs(r.mentions - seen.mentions);
           }
           if (r) r.headSeq = Math.max(r.headSeq, r.lastActivitySeq);
           return r;
@@ -434,6 +565,55 @@ export class ConversationListService {
     const b = (res?.[0]?.[1] ?? {}) as Record<string, string>;
     if (b.total_unread === undefined) return null;
     return { totalUnread: Number(b.total_unread), totalMention: Number(b.total_mention), mutedUnread: Number(b.muted_unread), version: Number((res?.[1]?.[1] as string | null) ?? 0) };
+  }
+
+  /**
+   * The rebuild drill's check of the list (the drill's `compare`, core/projection/drill.ts): every
+   * conversation of the user, the cached unread, unreadExact and mentions against the definition
+   * (a bounded recompute: read only), a conversation listed by one and not the other, and the
+   * stored badge against the §4 sums over the definitional rows. Mentions are compared only where
+   * both counts are exact (beyond unread_precise_limit the definition counts the newest 200).
+   * Corrects nothing (reconcile does).
+   */
+  async drillCheck(tenantIn: string, userIn: string): Promise<DrillCheck> {
+    const tenant = parseUuid(tenantIn, "tenant");
+    const user = parseUuid(userIn, "user");
+    const k = this.listKeys(tenant, user);
+    const [convs, res] = await Promise.all([
+      this.conversationsOf(tenant, user),
+      this.store.clientFor(k.tag).multi().hgetall(k.rows).hgetall(k.prefs).hgetall(k.badge).exec(),
+    ]);
+    const rowsRaw = (res?.[0]?.[1] ?? {}) as Record<string, string>;
+    const prefsRaw = (res?.[1]?.[1] ?? {}) as Record<string, string>;
+    const badgeRaw = (res?.[2]?.[1] ?? {}) as Record<string, string>;
+    const differences: DrillDifference[] = [];
+    const definitional: ConversationRow[] = [];
+    let compared = 0;
+    for (const hex of convs) {
+      const cur = rowsRaw[hex] ? decodeRow(rowsRaw[hex]) : null;
+      const def = await this.recompute(tenant, user, hex, cur ? prefsOf(cur) : decodePrefs(prefsRaw[hex]), cur, "drill");
+      const listed = def !== null && !isDeleted(def);
+      if (listed) definitional.push(toConversationRow(tenant, user, hex, def));
+      if (!cur && !listed) continue;
+      compared++;
+      const base = { tenant, user, conversation: hexToUuid(hex) };
+      if (!cur || !listed) {
+        differences.push({ ...base, field: "listPresence", before: cur !== null, after: listed });
+        continue;
+      }
+      if (cur.unread !== def.unread) differences.push({ ...base, field: "listUnread", before: cur.unread, after: def.unread });
+      if (cur.unreadExact !== def.unreadExact) differences.push({ ...base, field: "listUnreadExact", before: cur.unreadExact, after: def.unreadExact });
+      if (cur.unreadExact && def.unreadExact && cur.mentions !== def.mentions) differences.push({ ...base, field: "listMentions", before: cur.mentions, after: def.mentions });
+    }
+    if (badgeRaw.total_unread !== undefined) {
+      const sums = this.sums(definitional, tenant);
+      const stored = { totalUnread: Number(badgeRaw.total_unread), totalMention: Number(badgeRaw.total_mention), mutedUnread: Number(badgeRaw.muted_unread) };
+      const fields = [["badgeTotalUnread", "totalUnread"], ["badgeTotalMention", "totalMention"], ["badgeMutedUnread", "mutedUnread"]] as const;
+      for (const [field, key] of fields) {
+        if (stored[key] !== sums[key]) differences.push({ tenant, user, conversation: "", field, before: stored[key], after: sums[key] });
+      }
+    }
+    return { compared, differences };
   }
 
   /** Drops the user's projection rows and badge (J-6 "delete every projection row"); keeps their choices and version. */

@@ -1,7 +1,7 @@
 import type { KeySpace } from "../base/index.js";
 import type { ConversationService } from "../conversation/index.js";
 import type { DispatchLog } from "../dispatch/index.js";
-import type { ConversationStateAuthority } from "../projection/index.js";
+import type { ConversationStateAuthority, DrillComparator } from "../projection/index.js";
 import type { RedisStore } from "../store/index.js";
 import { ListCompactor, type CompactorOptions } from "./compactor.js";
 import { ConversationListService, type ConversationListOptions } from "./service.js";
@@ -18,6 +18,9 @@ export interface ConversationListStackOptions extends ConversationListOptions {
   compactor?: CompactorOptions;
 }
 
+/** How many compaction windows a drill waits at most for every node's list consumer to write what the log holds. */
+export const DRILL_LIST_SETTLE_WINDOWS = 3;
+
 /** The conversation list as one unit: the state engine and its compaction consumer, started and stopped together. */
 export class ConversationList {
   readonly service: ConversationListService;
@@ -31,6 +34,27 @@ export class ConversationList {
   start(): Promise<void> {
     return this.compactor.start();
   }
+
+  /**
+   * The rebuild drill's comparator (core/projection drill `compare`). `settle` writes what this
+   * node's consumer holds, then waits until every partition's list checkpoint — whichever node
+   * owns it — has reached the log's high watermark (a row compared before its window flushed
+   * would read as drift), at most DRILL_LIST_SETTLE_WINDOWS windows; `check` compares one user's
+   * cached rows and badge with the definition.
+   */
+  readonly drillComparator: DrillComparator = {
+    settle: async () => {
+      const windowMs = this.compactor.windowMs;
+      const deadline = Date.now() + DRILL_LIST_SETTLE_WINDOWS * windowMs;
+      for (;;) {
+        await this.compactor.poll();
+        await this.compactor.flush();
+        if ((await this.compactor.lagging()).length === 0 || Date.now() > deadline) return;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    },
+    check: (u) => this.service.drillCheck(u.tenant, u.user),
+  };
 
   /** Stops the consumer after its final flush. */
   stop(): Promise<void> {

@@ -25,9 +25,27 @@ export interface DrillOptions {
   by: string;
   reason?: string;
   onProgress?: (p: DrillProgress) => void;
+  /**
+   * A check of a module built above the projection, run after the rebuild (the conversation
+   * list: its cached unread, mentions and badge against the definition). The projection cannot
+   * import those modules; whoever runs the drill passes it in.
+   */
+  compare?: DrillComparator;
 }
 
-export type DrillPhase = "prepare" | "record" | "wipe" | "bump" | "rebuild" | "done";
+/** What a DrillComparator found for one user: rows it compared and the fields that differ. */
+export interface DrillCheck {
+  compared: number;
+  differences: DrillDifference[];
+}
+
+export interface DrillComparator {
+  /** Once before the users are compared: bring the module's state up to what the log holds (every node's, in a cluster). */
+  settle(): Promise<void>;
+  check(u: DrillUser): Promise<DrillCheck>;
+}
+
+export type DrillPhase = "prepare" | "record" | "wipe" | "bump" | "rebuild" | "compare" | "done";
 
 export interface DrillProgress {
   phase: DrillPhase;
@@ -36,13 +54,19 @@ export interface DrillProgress {
   message: string;
 }
 
-/** One field that differs between before and after, for one user and conversation. */
+/**
+ * One field that differs, for one user and conversation. The projection's fields compare before
+ * the wipe with after the rebuild; the conversation list's (`list*`, `badge*`, from the
+ * comparator) compare the cached value (before) with the definitional one (after); a badge
+ * field has no conversation ("").
+ */
 export interface DrillDifference {
   tenant: Uuid;
   user: Uuid;
-  conversation: Uuid;
+  conversation: Uuid | "";
   /** presence: in the set before and not after (before true) or the reverse. */
-  field: "presence" | "unread" | "unreadExact" | "headConversationSeq" | "lastActivityId";
+  field: "presence" | "unread" | "unreadExact" | "headConversationSeq" | "lastActivityId"
+    | "listPresence" | "listUnread" | "listUnreadExact" | "listMentions" | "badgeTotalUnread" | "badgeTotalMention" | "badgeMutedUnread";
   before: string | number | boolean | null;
   after: string | number | boolean | null;
 }
@@ -75,6 +99,8 @@ export interface DrillReport {
   authority: string;
   /** Every user checked, in the order they were checked (a CI report has one test case each). */
   checkedUsers: DrillUserResult[];
+  /** Conversation-list rows the comparator checked against the definition (0 without one). */
+  listRowsCompared: number;
   differences: DrillDifference[];
   ok: boolean;
 }
@@ -244,6 +270,17 @@ export class RebuildDrill {
       differences.push(...compare(u, was, after));
       progress("rebuild", i + 1, users.length, `rebuilt and compared ${u.user}`);
     }
+    let listRowsCompared = 0;
+    if (opts.compare) {
+      progress("compare", 0, users.length, "waiting until the conversation list has written what the log holds");
+      await opts.compare.settle();
+      for (const [i, u] of users.entries()) {
+        const check = await opts.compare.check(u);
+        listRowsCompared += check.compared;
+        differences.push(...check.differences);
+        progress("compare", i + 1, users.length, `compared the conversation list of ${u.user}`);
+      }
+    }
     const epochAfter = await this.sessions.epoch.get();
     progress("done", users.length, users.length, differences.length === 0 ? "no difference" : `${differences.length} differences`);
     return {
@@ -261,6 +298,7 @@ export class RebuildDrill {
       usersRebuilt,
       authority: this.sessions.authority.describe(),
       checkedUsers,
+      listRowsCompared,
       differences,
       ok: differences.length === 0,
     };

@@ -1,7 +1,7 @@
 import { KeySpace } from "../base/index.js";
 import { ClusterMembership, type ClusterOptions } from "../cluster/index.js";
 import { ConversationService, type ConversationOptions } from "../conversation/index.js";
-import { OutboxRelay, RedisStreamsDispatchLog, type DispatchIdentity, type RelayOptions } from "../dispatch/index.js";
+import { OutboxRelay, RedisStreamsDispatchLog, type DispatchIdentity, type DispatchRecord, type RelayOptions } from "../dispatch/index.js";
 import {
   authorityFromEnv, CassandraAuthority, DEFAULT_RETENTION_MS, ProjectionStack, type CassandraAuthorityOptions, type ConversationStateAuthority,
   type ProjectionStackOptions, type ProjectionStartReport,
@@ -110,7 +110,13 @@ export class EngineRuntime {
       { store: this.store, keys: this.keys, conversations: this.conversations, log: this.dispatchLog, authority },
       { retentionMs: DEFAULT_RETENTION_MS, ...(opts.log ? { log: opts.log } : {}), ...opts.projection, ...(cluster ? { gate: cluster } : {}) },
     );
-    this.relay = new OutboxRelay(this.store, this.keys, this.dispatchLog, { ...opts.relay, onAppended: this.projection.lowLatency, ...(cluster ? { gate: cluster } : {}) });
+    // both low-latency paths get each appended batch: the session projection's `convs` and the
+    // conversation list's live rows (docs/conversation-list.md, "the low-latency path")
+    const onAppended = async (records: DispatchRecord[]): Promise<void> => {
+      relayRef.list?.compactor.lowLatency(records);
+      await this.projection.lowLatency(records);
+    };
+    this.relay = new OutboxRelay(this.store, this.keys, this.dispatchLog, { ...opts.relay, onAppended, ...(cluster ? { gate: cluster } : {}) });
     relayRef.relay = this.relay;
     this.conversationList = new ConversationList(
       { store: this.store, keys: this.keys, conversations: this.conversations, log: this.dispatchLog, authority },

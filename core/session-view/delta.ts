@@ -100,6 +100,11 @@ export class SessionDeltaMerger {
     };
   }
 
+  /** Whether anyone watches the user. */
+  watching(tenant: Uuid, user: Uuid): boolean {
+    return this.watchers.has(`${tenant}:${user}`);
+  }
+
   /** Sends one frame to one watcher at once, outside the window (a watch's first badge). */
   sendNow(tenant: Uuid, user: Uuid, listener: Listener, frame: SessionFrame): void {
     const w = [...(this.watchers.get(`${tenant}:${user}`) ?? [])].find((x) => x.listener === listener);

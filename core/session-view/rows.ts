@@ -32,4 +32,9 @@ export interface ConversationRowSource {
   rows(tenant: string, user: string): Promise<SessionRow[]>;
   badge(tenant: string, user: string): Promise<SessionBadge>;
   onChange(listener: (change: SessionChange) => void): () => void;
+  /**
+   * Tells the engine which users someone in this process looks at live (a held snapshot, a
+   * watch): their changes are published on the low-latency path before the rows are stored.
+   */
+  setLiveInterest?(interested: ((tenant: Uuid, user: Uuid) => boolean) | null): void;
 }

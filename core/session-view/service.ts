@@ -34,12 +34,14 @@ export class SessionView {
       this.snapshots.apply(change);
       this.merger.push(change);
     });
+    this.source.setLiveInterest?.((tenant, user) => this.snapshots.holds(tenant, user) || this.merger.watching(tenant, user));
     this.sweep ??= setInterval(() => this.snapshots.evict(), SNAPSHOT_SWEEP_INTERVAL_MS).unref();
   }
 
   stop(): void {
     this.unsubscribe?.();
     this.unsubscribe = null;
+    this.source.setLiveInterest?.(null);
     if (this.sweep) clearInterval(this.sweep);
     this.sweep = null;
     this.merger.stop();

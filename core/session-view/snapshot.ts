@@ -111,6 +111,12 @@ export class SnapshotCache {
     return { rows, nextCursor, snapshotRevision: snap.revision, projectionComplete: !stale && !snap.truncated, total: snap.rows.length };
   }
 
+  /** Whether a snapshot of the user is held or loading (then its changes are wanted live). */
+  holds(tenant: string, user: string): boolean {
+    const key = `${tenant}:${user}`;
+    return this.snapshots.has(key) || this.loading.has(key);
+  }
+
   /** The current revision of a user's snapshot, or null when none is held. */
   revisionOf(tenant: string, user: string): number | null {
     return this.snapshots.get(`${tenant}:${user}`)?.revision ?? null;

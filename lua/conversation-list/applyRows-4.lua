@@ -20,7 +20,10 @@
   ARGV[1] include_muted (1/0), the tenant's policy
   ARGV[2] driving_event_id
   ARGV[3] 1: recompute the badge from every row after writing (reconcile, §4 "每次 reconcile 后强制全量重算")
-  ARGV[4..] per row, 5 items: conversation hex, expected current row ("" = absent),
+  ARGV[4] the lowest version to stamp: the versions this process already gave live frames of
+          the user (low-latency path, docs/conversation-list.md) were never stored, so the next
+          stored one must be above them
+  ARGV[5..] per row, 5 items: conversation hex, expected current row ("" = absent),
             new row without its last two fields ("" = drop the row), keep (1 = store it, 0 = drop),
             prefs value ("" = unchanged)
 
@@ -41,17 +44,22 @@ local function contrib(row)
   return u, m, mu
 end
 
-local n = (#ARGV - 3) / 5
+local n = (#ARGV - 4) / 5
 for i = 1, n do
-  local a = 3 + (i - 1) * 5
+  local a = 4 + (i - 1) * 5
   local cur = redis.call("HGET", KEYS[1], ARGV[a + 1]) or ""
   if cur ~= ARGV[a + 2] then return {-12, i} end
 end
 local version = redis.call("INCR", KEYS[4])
+local floor = tonumber(ARGV[4]) or 0
+if version < floor then
+  version = floor
+  redis.call("SET", KEYS[4], version)
+end
 local fresh = redis.call("EXISTS", KEYS[2]) == 0 or ARGV[3] == "1"
 local du, dm, dmu = 0, 0, 0
 for i = 1, n do
-  local a = 3 + (i - 1) * 5
+  local a = 4 + (i - 1) * 5
   local conv, old, new, keep, prefs = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5]
   local ou, om, omu = contrib(old)
   local stored = ""

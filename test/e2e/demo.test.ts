@@ -15,7 +15,7 @@ import { alive, filesHolding, killMentioning, ok, processesMentioning, qimctl } 
 
 const STEPS = [
   "dev-up", "create-group", "send-messages", "add-member", "remove-member", "history-boundaries",
-  "conversation-summaries", "bump-epoch", "rebuild-drill", "dispatch-audit", "bulk-add",
+  "conversation-summaries", "user-sessions", "bump-epoch", "rebuild-drill", "dispatch-audit", "cluster-nodes", "bulk-add",
 ];
 
 describe("qimctl demo in a clean directory", { timeout: 300_000 }, () => {
@@ -39,7 +39,7 @@ describe("qimctl demo in a clean directory", { timeout: 300_000 }, () => {
     // table mode, the default data dir (.qim/demo, relative to the working directory)
     const first = await qimctl(["demo"], { env, cwd: tmp, json: false });
     assert.equal(first.code, 0, `${first.stdout}\n${first.stderr}`);
-    for (const line of [/^== Create two groups$/m, /dave +sees seq 4–7 +earliest available 4/, /carol +sees seq 1–5 .*REMOVED \(leftAt 6\)/, /^== Summary$/m, /^All 11 steps OK\.$/m, /^ {5}batch 3\/3: added 500 user\(s\) as event seq 3 \(0 already members\); version 4, 2501 members$/m, /Stop it with: qimctl dev down --data-dir \.qim\/demo$/m]) {
+    for (const line of [/^== Create two groups$/m, /dave +sees seq 4–7 +earliest available 4/, /carol +sees seq 1–5 .*REMOVED \(leftAt 6\)/, /^== Summary$/m, /^All 13 steps OK\.$/m, /^ {5}batch 3\/3: added 500 user\(s\) as event seq 3 \(0 already members\); version 4, 2501 members$/m, /Stop it with: qimctl dev down --data-dir \.qim\/demo$/m]) {
       assert.match(first.stdout, line);
     }
     assert.match(first.stdout, /conversation-set authority: redis-hash \(development fallback/);
@@ -85,6 +85,10 @@ describe("qimctl demo in a clean directory", { timeout: 300_000 }, () => {
     assert.equal(step("rebuild-drill").report.ok, true);
     assert.equal(step("rebuild-drill").report.users, 4);
     assert.ok(step("dispatch-audit").audit.partitions.every((p: any) => p.verdict === "OK"));
+    // alice's page: side pinned first, its unread 1 by hand (bob's one message, unread by alice)
+    assert.deepEqual(step("user-sessions").page.summaries.map((x: any) => [x.pinned, x.unread > 0]), [[true, true], [false, true]]);
+    assert.equal(step("user-sessions").page.summaries[0].unread, 1);
+    assert.equal(step("cluster-nodes").nodes.nodes.filter((n: any) => n.alive).length, 1, "the demo's stack runs one node");
     // the bulk add: 2,500 users in batches of 1,000, one event each, as `membership add --from-file` prints them
     const bulk = step("bulk-add");
     assert.equal(outputMismatch(["membership", "add", "--from-file", "f"], `${[...bulk.batches, bulk.summary, bulk.rerun].map((l: unknown) => JSON.stringify(l)).join("\n")}\n`), undefined);

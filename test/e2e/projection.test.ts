@@ -10,7 +10,7 @@ import os from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { AdminServer } from "../../admin-api/server.js";
-import { RedisHashAuthority, RedisStore } from "../../core/index.js";
+import { listKeys, RedisHashAuthority, RedisStore, uuidToHex } from "../../core/index.js";
 import { CLIENT_NAMES, type TestPkiFiles, type TestPkiName } from "../certs/fixture.js";
 import { parseJUnit } from "../harness/junit.js";
 import type { RedisServer } from "../harness/redis.js";
@@ -184,6 +184,8 @@ describe("qimctl: session projection, dispatch audit and rebuild drill against t
     assert.equal(drill.epochAfter, drill.epochBefore + 1);
     assert.equal(drill.wipe, "projection");
     assert.deepEqual(drill.differences, []);
+    // the conversation list was compared too: one row per conversation each user has (a removed user keeps it)
+    assert.equal(drill.listRowsCompared, [...expected.values()].reduce((n, s) => n + s.size, 0));
     assert.equal(drill.reportPath, reportFile);
     const { reportPath: _p, ...report } = drill;
     assert.deepEqual(JSON.parse(readFileSync(reportFile, "utf8")), report, "the report file is the report");
@@ -276,6 +278,31 @@ describe("qimctl: session projection, dispatch audit and rebuild drill against t
     assert.match(tableRun.stdout, new RegExp(`${b} +${g3} +presence +true +false`));
     assert.match(tableRun.stderr, new RegExp(`^Error: drill .*user ${b} conversation ${g3} presence`));
     assert.equal(JSON.parse(readFileSync(path.join(dir, "drill-b.json"), "utf8")).differences[0].conversation, g3);
+
+    // the drill also compares the conversation list: c's cached unread of g3 corrupted (by hand the
+    // definition is 1: "a in g3" is the only message from someone else after c joined)
+    const store = new RedisStore({ kind: "instances", addrs: [redis.addr] });
+    const lk = listKeys(server.runtime.keys, tenant, c);
+    const g3hex = uuidToHex(parseUuid(g3, "g3"));
+    const rawRow = (await store.clientFor(lk.tag).hget(lk.rows, g3hex))!;
+    const fields = rawRow.split("|");
+    assert.equal(fields[12], "1", "the stored unread of c in g3 before the corruption");
+    fields[12] = "9";
+    await store.clientFor(lk.tag).hset(lk.rows, g3hex, fields.join("|"));
+    try {
+      const listRun = await run(["drill", "rebuild", "--user", c, "--report", path.join(dir, "drill-c.json"), "--yes"], { context: ctx.drill! });
+      assert.equal(listRun.code, 4, listRun.stderr);
+      const listReport = JSON.parse(listRun.stdout);
+      assert.deepEqual(listReport.differences.map((x: any) => [x.user, x.conversation, x.field, x.before, x.after]), [[c, g3, "listUnread", 9, 1]]);
+      assert.equal(listReport.listRowsCompared, 1, "c has one conversation");
+      const listText = await run(["drill", "rebuild", "--user", c, "--report", path.join(dir, "drill-c2.json"), "--yes"], { context: ctx.drill!, json: false });
+      assert.equal(listText.code, 4, listText.stderr);
+      assert.match(listText.stdout, new RegExp(`${c} +${g3} +listUnread +9 +1`));
+      assert.match(listText.stdout, /conversation list: +1 rows compared with the definition \(unread, mentions, badge\): 1 mismatch\(es\)/);
+    } finally {
+      await store.clientFor(lk.tag).hset(lk.rows, g3hex, rawRow);
+      await store.close();
+    }
 
     // every partition is still OK afterwards
     await settled();

@@ -15,6 +15,7 @@ import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { TestPkiName } from "../certs/fixture.js";
 import { outputMismatch } from "../cli/contract.js";
+import { listKeys, parseUuid, RedisStore, uuidToHex } from "../../core/index.js";
 import { baseEnv, failed, ok, QIMCTL, ROOT, run, startE2eServer, type E2eServer } from "./qimctl.js";
 
 describe("qimctl sessions, sessions watch, badge, unread audit, conversation against the real server", { timeout: 300_000 }, () => {
@@ -141,6 +142,33 @@ describe("qimctl sessions, sessions watch, badge, unread audit, conversation aga
     assert.equal(audit.drifted, 0);
     assert.equal(audit.sampleRate, 1);
     assert.equal(failed(await run(["unread", "audit", "--sample-rate", "1.5"], { context: ctx.viewer! }), 2, "bad rate").field, "--sample-rate");
+
+    // drift: the user's row of a made idle for 48 h with a cached unread of 5 (by hand the definition is 2)
+    const store = new RedisStore({ kind: "instances", addrs: [e2e.redis.addr] });
+    const lk = listKeys(e2e.server.runtime.keys, parseUuid(tenant, "tenant"), parseUuid(user, "user"));
+    const aHex = uuidToHex(parseUuid(a, "a"));
+    const rawRow = (await store.clientFor(lk.tag).hget(lk.rows, aHex))!;
+    const f = rawRow.split("|");
+    assert.equal(f[12], "2");
+    f[12] = "5";
+    f[17] = String(Date.now() - 48 * 3_600_000);
+    await store.clientFor(lk.tag).hset(lk.rows, aHex, f.join("|"));
+    try {
+      const drift = await run(["unread", "audit", "--sample-rate", "1"], { context: ctx.viewer! });
+      assert.equal(drift.code, 4, drift.stderr);
+      const report = JSON.parse(drift.stdout);
+      assert.deepEqual([report.drifted, report.sampled], [1, 1]);
+      assert.deepEqual(report.drifts.map((d: any) => [d.user, d.group, d.cachedUnread, d.definitionalUnread]), [[user, a, 5, 2]]);
+      assert.equal(JSON.parse(drift.stderr).error.code, "UNREAD_DRIFT");
+      const text = await run(["unread", "audit", "--sample-rate", "1"], { context: ctx.viewer!, json: false });
+      assert.equal(text.code, 4);
+      assert.match(text.stdout, /1 drifted/);
+      assert.match(text.stdout, new RegExp(`${user} +${a} +5 +2`));
+      assert.match(text.stderr, /^Error: unread audit: 1 of 1 sampled row\(s\) drifted/);
+    } finally {
+      await store.clientFor(lk.tag).hset(lk.rows, aHex, rawRow);
+      await store.close();
+    }
 
     assert.equal(ok(await run(["conversation", "mute", "--group", b, "--as", user], { context: ctx.operator! }), "mute").row.muted, true);
     const muted = ok(await run(["badge", "show", "--user", user], { context: ctx.viewer! }), "badge after mute");

@@ -7,7 +7,7 @@ import { after, before } from "node:test";
 import {
   EngineRuntime, KeySpace, newUuid, RedisHashAuthority, RedisStore, type ConversationListStackOptions, type Uuid,
 } from "../../../core/index.js";
-import { startTopology, type TestTopology, type TopologyKind } from "../../harness/redis.js";
+import { ALL_TOPOLOGIES, startTopology, type TestTopology, type TopologyKind } from "../../harness/redis.js";
 
 export interface ListFixture {
   topology: TestTopology;
@@ -60,3 +60,9 @@ export function useList(kind: TopologyKind, opts: ConversationListStackOptions =
   });
   return fx;
 }
+
+/**
+ * The topologies the list's core suites run on: one redis-server, and a Redis Cluster (every
+ * key of a script on one slot, SCAN over every master). QIM_TEST_TOPOLOGIES narrows it.
+ */
+export const LIST_TOPOLOGIES: TopologyKind[] = ALL_TOPOLOGIES.filter((k) => k === "single" || k === "cluster");

@@ -22,6 +22,7 @@ import { batchesOf, runBulk } from "../membership/bulk.js";
 import { membershipChangeResult } from "../membership/results.js";
 import { bulkBatchText } from "../membership/text.js";
 import { parseUserList } from "../membership/user-file.js";
+import { cmdAckResult, cmdSendResult, cmdSyncResult } from "../cmd/results.js";
 import { sendResult } from "../message/results.js";
 import { epochBumpResult, epochResult, projectionStatusResult, type ProjectionStatusResult } from "../projection/results.js";
 import { progressBar, type ProgressLine } from "../progress.js";
@@ -41,6 +42,7 @@ export const DEMO_STEPS = [
   "rebuild-drill",
   "dispatch-audit",
   "cluster-nodes",
+  "cmd-sync",
   "bulk-add",
 ] as const;
 
@@ -342,6 +344,39 @@ export async function runScenario(opts: ScenarioOptions): Promise<{ steps: DemoS
       lines: [
         ...live.map((n) => `${n.nodeId}${n.nodeId === nodes.answeredBy ? " (answered)" : ""}: ${n.owned.relayBuckets} relay buckets, ${n.owned.partitions} dispatch partitions, ${n.owned.slots} user slots; heartbeat ${n.heartbeatAgeMs} ms ago.`),
         "A node that stops heartbeating loses its units to the live nodes after the lease; qimctl cluster drain hands them over first.",
+      ],
+    };
+  });
+
+  await step("cmd-sync", "System commands (CMD) and their offline sync", async () => {
+    // qimctl cmd send --channel TEAM (type 2, no --to): the group's active members at that moment,
+    // frozen (alice, bob, dave; carol was removed); then a command to bob alone
+    const text = (t: string) => Buffer.from(t, "utf8");
+    const toTeam = cmdSendResult(tenant, await client.cmdSend({
+      tenant, channelId: world.groups.team, channelType: 2, from: "", to: [], noPersist: false, payload: text("refresh-settings"), clientMsgNo: "", redDot: false, syncOnce: false,
+    }));
+    const expected = [users.alice, users.bob, users.dave].sort();
+    check(JSON.stringify([...toTeam.message.recipients].sort()) === JSON.stringify(expected), `the command to team should reach its 3 active members (not carol), reached ${toTeam.message.recipients.map(name).join(", ")}`);
+    check(toTeam.message.messageSeq === 1 && toTeam.message.channelId === `${world.groups.team}____cmd`, `the channel's first command should take seq 1 on ${world.groups.team}____cmd, took ${toTeam.message.messageSeq} on ${toTeam.message.channelId}`);
+    const toBob = cmdSendResult(tenant, await client.cmdSend({
+      tenant, channelId: `ops-${users.bob}`, channelType: 1, from: "", to: [users.bob], noPersist: false, payload: text("rotate-token"), clientMsgNo: "", redDot: true, syncOnce: false,
+    }));
+    // qimctl cmd sync --user bob: both commands; carol: none; after cmd ack, bob's next sync: none
+    const bob1 = cmdSyncResult({ tenant, user: users.bob }, await client.cmdSync({ tenant, user: users.bob, limit: 0 }));
+    const got = bob1.messages.map((m) => `${m.channelId}#${m.messageSeq}:${m.text}`).sort();
+    const want = [`${toTeam.message.channelId}#1:refresh-settings`, `${toBob.message.channelId}#1:rotate-token`].sort();
+    check(JSON.stringify(got) === JSON.stringify(want), `bob's sync should answer the two commands, answered ${JSON.stringify(got)}`);
+    const carol = cmdSyncResult({ tenant, user: users.carol }, await client.cmdSync({ tenant, user: users.carol, limit: 0 }));
+    check(carol.messages.length === 0, `carol left team before the command: her sync should be empty, answered ${carol.messages.length}`);
+    const ack = cmdAckResult({ tenant, user: users.bob }, 1, await client.cmdAck({ tenant, user: users.bob, lastMessageSeq: 1n }));
+    const bob2 = cmdSyncResult({ tenant, user: users.bob }, await client.cmdSync({ tenant, user: users.bob, limit: 0 }));
+    check(bob2.messages.length === 0, `after the ack, bob's next sync should be empty, answered ${bob2.messages.length}`);
+    return {
+      details: { sent: [toTeam, toBob], bobSync: bob1, carolSync: carol, bobAck: ack, bobSyncAfterAck: bob2 },
+      lines: [
+        `A command to team (${toTeam.message.channelId}, seq 1) reached its members at that moment: ${toTeam.message.recipients.map(name).sort().join(", ")}; carol, removed before it, did not.`,
+        `bob's sync answered ${bob1.messages.length} commands (team's and one sent to him alone); after his ack (${ack.advanced} channels advanced) his next sync answered none.`,
+        "Application servers use the same sync over HTTP (POST /message/sync, /message/syncack; dev status names syncUrl).",
       ],
     };
   });

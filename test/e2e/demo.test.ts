@@ -15,7 +15,7 @@ import { alive, filesHolding, killMentioning, ok, processesMentioning, qimctl } 
 
 const STEPS = [
   "dev-up", "create-group", "send-messages", "add-member", "remove-member", "history-boundaries",
-  "conversation-summaries", "user-sessions", "bump-epoch", "rebuild-drill", "dispatch-audit", "cluster-nodes", "bulk-add",
+  "conversation-summaries", "user-sessions", "bump-epoch", "rebuild-drill", "dispatch-audit", "cluster-nodes", "cmd-sync", "bulk-add",
 ];
 
 describe("qimctl demo in a clean directory", { timeout: 300_000 }, () => {
@@ -39,7 +39,7 @@ describe("qimctl demo in a clean directory", { timeout: 300_000 }, () => {
     // table mode, the default data dir (.qim/demo, relative to the working directory)
     const first = await qimctl(["demo"], { env, cwd: tmp, json: false });
     assert.equal(first.code, 0, `${first.stdout}\n${first.stderr}`);
-    for (const line of [/^== Create two groups$/m, /dave +sees seq 4–7 +earliest available 4/, /carol +sees seq 1–5 .*REMOVED \(leftAt 6\)/, /^== Summary$/m, /^All 13 steps OK\.$/m, /^ {5}batch 3\/3: added 500 user\(s\) as event seq 3 \(0 already members\); version 4, 2501 members$/m, /Stop it with: qimctl dev down --data-dir \.qim\/demo$/m]) {
+    for (const line of [/^== Create two groups$/m, /dave +sees seq 4–7 +earliest available 4/, /carol +sees seq 1–5 .*REMOVED \(leftAt 6\)/, /^== Summary$/m, /^All 14 steps OK\.$/m, /^ {5}batch 3\/3: added 500 user\(s\) as event seq 3 \(0 already members\); version 4, 2501 members$/m, /Stop it with: qimctl dev down --data-dir \.qim\/demo$/m]) {
       assert.match(first.stdout, line);
     }
     assert.match(first.stdout, /conversation-set authority: redis-hash \(development fallback/);

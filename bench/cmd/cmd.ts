@@ -8,13 +8,19 @@
  *      (batches of 500 of one slot, one fenced max-merge Lua call each, awaited one after another)
  *      against a raw pipelined HSET of the same fields and values into the same slot hashes
  *      (500 a pipeline, as many pipelines in flight as the flush has batches: none — awaited one
- *      after another too), i.e. what the Lua merge, the index and the fence cost over a blind write.
+ *      after another too), i.e. what the Lua merge, the index and the fence cost over a blind write;
+ *   3. sync latency for a user with SYNC_CHANNELS (200) active CMD channels, each holding one command
+ *      for the user past its read seq (half flushed to durable state, half still pending), through
+ *      a whole runtime's CmdSync.syncLocal (durable + pending merge, order and limit, recipient
+ *      filter, the generation's records), against a raw pipelined read of the same 200 channels'
+ *      history entries (one ZRANGEBYSCORE each, one round trip): the floor of loading them.
  * Rounds alternate the paths; medians are printed. Wall-clock figures move between machines; the
  * ratios of one run do not.
  * Usage: node dist/bench/cmd/cmd.js [--rounds R] [--intents N] [--rows N] [--json]
  */
 import {
-  cmdStateField, cmdStateKeys, CmdPendingUpdater, KeySpace, newUuid, RedisCmdStateStore, RedisStore, slotOfUser, type ConversationIntent, type Uuid,
+  cmdChannelKeys, cmdStateField, cmdStateKeys, CmdPendingUpdater, EngineRuntime, KeySpace, newUuid, RedisCmdStateStore, RedisHashAuthority, RedisStore, slotOfUser,
+  type ConversationIntent, type Uuid,
 } from "../../core/index.js";
 import { startRedis } from "../../test/harness/redis.js";
 
@@ -28,6 +34,9 @@ const ROUNDS = flag("--rounds", 3);
 const INTENTS = flag("--intents", 200_000);
 const ROWS = flag("--rows", 50_000);
 const CHANNELS = 1000;
+const SYNC_CHANNELS = 200;
+const SYNCS = flag("--syncs", 200);
+const quantile = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))]!;
 const say = (line: string) => { if (!JSON_ONLY) console.log(line); };
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const r2 = (x: number) => +x.toFixed(2);
@@ -103,7 +112,50 @@ try {
     rawRate.push(ROWS / seconds(t0));
     say(`round ${round + 1}: push ${Math.round(push.at(-1)!)} intents/s (bare map ${Math.round(floor.at(-1)!)}), flush ${Math.round(flushRate.at(-1)!)} rows/s in ${report.batches} batches (raw HSET ${Math.round(rawRate.at(-1)!)} rows/s)`);
   }
+  // 3. sync latency, 200 active channels
+  const syncPrefix = `bs${newUuid().slice(0, 6)}`;
+  const rt = new EngineRuntime({
+    store, keyPrefix: syncPrefix, dispatch: { clusterId: "bench", topicId: "dispatch", partitionCount: 2 },
+    authority: new RedisHashAuthority(store, new KeySpace(syncPrefix)), projection: { background: false }, relayIntervalMs: 0,
+    conversationList: { compactor: { background: false } }, cmd: { catchUpIntervalMs: 0, flushIntervalMs: 0 }, log: () => {},
+  });
+  await rt.start();
+  const syncLat: number[] = [];
+  const rawLat: number[] = [];
+  let answered = 0;
+  try {
+    const user = newUuid();
+    const channels: string[] = [];
+    for (let c = 0; c < SYNC_CHANNELS; c++) {
+      const channelId = `bench-${c}____cmd`;
+      channels.push(channelId);
+      await rt.cmd.send({ tenant, channelId, channelType: 1, from: null, to: [user], noPersist: false, payload: Buffer.from(`cmd ${c}`) });
+      if (c === SYNC_CHANNELS / 2 - 1) await rt.cmd.flush(); // the first half durable, the rest pending
+    }
+    const keys = channels.map((channelId) => cmdChannelKeys(rt.keys, tenant, { channelId, channelType: 1 }).hist);
+    for (let i = 0; i < SYNCS; i++) {
+      let t0 = process.hrtime.bigint();
+      const r = await rt.cmd.syncLocal(tenant, user, 1000);
+      syncLat.push(Number(process.hrtime.bigint() - t0) / 1e6);
+      answered = r.messages.length;
+      if (answered !== SYNC_CHANNELS) throw new Error(`sync answered ${answered} of ${SYNC_CHANNELS} commands`);
+      t0 = process.hrtime.bigint();
+      const p = store.clientForKey(keys[0]!).pipeline();
+      for (const k of keys) store.clientForKey(k) === store.clientForKey(keys[0]!) ? p.zrangebyscore(k, 1, "+inf") : null;
+      const got = await p.exec();
+      rawLat.push(Number(process.hrtime.bigint() - t0) / 1e6);
+      if (!got || got.length !== SYNC_CHANNELS) throw new Error("the raw read missed channels");
+    }
+  } finally {
+    await rt.stop();
+  }
+  const syncOut = {
+    syncChannels: SYNC_CHANNELS, syncs: SYNCS, syncMessages: answered,
+    syncP50Ms: r2(median(syncLat)), syncP99Ms: r2(quantile(syncLat, 0.99)), rawReadP50Ms: r2(median(rawLat)), rawReadP99Ms: r2(quantile(rawLat, 0.99)),
+    syncVsRawRead: r2(median(syncLat) / median(rawLat)),
+  };
   const out = {
+    ...syncOut,
     intents: INTENTS, rows: ROWS, rounds: ROUNDS,
     pushIntentsPerSec: Math.round(median(push)), bareMapIntentsPerSec: Math.round(median(floor)), pushVsBareMap: r2(median(push) / median(floor)),
     flushRowsPerSec: Math.round(median(flushRate)), rawHsetRowsPerSec: Math.round(median(rawRate)), flushVsRawHset: r2(median(flushRate) / median(rawRate)),
@@ -112,6 +164,7 @@ try {
   else {
     say(`pending buffer: ${out.pushIntentsPerSec} intents/s (${out.pushVsBareMap}× a bare Map of the same entries)`);
     say(`durable flush: ${out.flushRowsPerSec} rows/s (${out.flushVsRawHset}× a raw pipelined HSET of the same rows)`);
+    say(`sync of a user with ${out.syncChannels} active CMD channels (${out.syncMessages} commands): p50 ${out.syncP50Ms} ms, p99 ${out.syncP99Ms} ms (${out.syncVsRawRead}× a raw pipelined read of the same histories: p50 ${out.rawReadP50Ms} ms)`);
   }
 } finally {
   await store.close();

@@ -148,6 +148,9 @@ export function mergeCandidates(states: readonly CmdConversationState[], pending
   return [...byKey.values()].sort(compareCandidates);
 }
 
+/** How many sync candidates are loaded at once (one round trip per wave; more only over-reads channels a full limit leaves unused). */
+export const CMD_SYNC_LOAD_WAVE = 32;
+
 export class CmdSyncApp {
   readonly records: CmdSyncRecords;
   private readonly now: () => number;
@@ -211,9 +214,23 @@ export class CmdSyncApp {
       let remaining = lim;
       const records: CmdSyncRecordEntry[] = [];
       const picked: { msg: CmdMessage; at: number; channel: CommandChannelKey }[] = [];
-      for (const c of candidates) {
+      // Candidates are loaded a wave at a time, concurrently, each with what was left of the limit
+      // when the wave began, then taken in order with what is left at each: the same answer as
+      // loading one after another (each channel's first `left` messages are a prefix of what was
+      // loaded), in one round trip per wave instead of one per channel (200 channels: 12× → see
+      // bench/cmd).
+      let waveStart = 0;
+      let wave: CmdMessage[][] = [];
+      for (let i = 0; i < candidates.length; i++) {
+        const c = candidates[i]!;
         if (remaining <= 0 || records.length >= this.records.maxPerUser) break;
-        const msgs = (await this.o.messages.load(tenant, c.channel, c.readSeq, remaining, user)).filter((m) => m.messageSeq > c.readSeq).slice(0, remaining);
+        if (i === waveStart + wave.length) {
+          waveStart = i;
+          const next = candidates.slice(i, i + CMD_SYNC_LOAD_WAVE);
+          const limitNow = remaining;
+          wave = await Promise.all(next.map((n) => this.o.messages.load(tenant, n.channel, n.readSeq, limitNow, user)));
+        }
+        const msgs = wave[i - waveStart]!.filter((m) => m.messageSeq > c.readSeq).slice(0, remaining);
         if (msgs.length === 0) continue;
         let at = 0;
         let last = 0;

@@ -58,19 +58,42 @@ describe("CmdSyncApp.sync", () => {
     source.add("g1____cmd", 4, 20);
     source.add("g1____cmd", 5, 10);
     source.add("g2____cmd", 6, 15);
-    // limit 2: g2 first (active 200) answers 6, g1 gets what is left (1) and answers 4; e is not loaded
+    // limit 2: g2 first (active 200) answers 6, g1 gets what is left (1) and answers 4, e nothing.
+    // The candidates of one wave are loaded at once, each with the limit left when the wave began
+    // (2), from its effective read + 1 — the notes' "loads g2 from 6, g1 from 4, e from 10" — and
+    // then taken in order with what is left at each, so the answer is that of loading one by one.
     const r = await app.sync(tenant, user, 2);
-    assert.deepEqual(source.calls, ["g2____cmd from 6 limit 2", "g1____cmd from 4 limit 1"]);
+    assert.deepEqual(source.calls, ["g2____cmd from 6 limit 2", "g1____cmd from 4 limit 2", "e____cmd from 10 limit 2"]);
     assert.deepEqual(r.messages.map((m) => `${m.channel.channelId}#${m.messageSeq}`), ["g2____cmd#6", "g1____cmd#4"]);
     assert.deepEqual(records.peek(tenant, user)!.records.map((x) => `${x.channel.channelId}:${x.lastReturnedMsgSeq}`), ["g2____cmd:6", "g1____cmd:4"]);
     // with room, every candidate is asked from its effective read + 1: g2 from 6, g1 from 4, e from 10
     source.calls.length = 0;
     const all = await app.sync(tenant, user, 10);
-    assert.deepEqual(source.calls, ["g2____cmd from 6 limit 10", "g1____cmd from 4 limit 9", "e____cmd from 10 limit 7"]);
+    assert.deepEqual(source.calls, ["g2____cmd from 6 limit 10", "g1____cmd from 4 limit 10", "e____cmd from 10 limit 10"]);
     // by time, each channel's own order kept: g1#5 (ts 10) is after g1#4 (ts 20) in its channel
     assert.deepEqual(all.messages.map((m) => `${m.channel.channelId}#${m.messageSeq}`), ["g2____cmd#6", "g1____cmd#4", "g1____cmd#5"]);
     assert.ok(all.generation > r.generation);
     assert.deepEqual(records.peek(tenant, user)!.records.map((x) => `${x.channel.channelId}:${x.lastReturnedMsgSeq}`), ["g2____cmd:6", "g1____cmd:5"], "no record for e: nothing new");
+  });
+
+  it("40 candidates (two load waves), 2 new messages each, limit 45: the 22 newest channels answer both, the 23rd its first, the rest nothing — each an unbroken run", async () => {
+    const { states, source, app, tenant, user, records } = setup();
+    const names = Array.from({ length: 40 }, (_, i) => `w${String(i).padStart(2, "0")}____cmd`);
+    // w00 is the most recently active: candidates in the order w00, w01, … w39
+    await states.upsertStates(names.map((n, i) => seed(tenant, user, n, 0, 10_000 - i)), SOLO);
+    names.forEach((n, i) => { source.add(n, 1, 100 + i); source.add(n, 2, 100 + i); });
+    const r = await app.sync(tenant, user, 45);
+    const expected = [...names.slice(0, 22).flatMap((n) => [`${n}#1`, `${n}#2`]), `${names[22]}#1`];
+    assert.deepEqual(r.messages.map((m) => `${m.channel.channelId}#${m.messageSeq}`).sort(), expected.sort());
+    assert.deepEqual(records.peek(tenant, user)!.records.map((x) => `${x.channel.channelId}:${x.lastReturnedMsgSeq}`),
+      [...names.slice(0, 22).map((n) => `${n}:2`), `${names[22]}:1`]);
+    // the second wave (candidates 33 … 40) is never loaded: the limit was used up inside the first
+    assert.equal(source.calls.length, 32);
+    // with room for all: both waves loaded (32 + 8 calls), every channel's two messages answered
+    source.calls.length = 0;
+    const all = await app.sync(tenant, user, 100);
+    assert.equal(source.calls.length, 40);
+    assert.equal(all.messages.length, 80);
   });
 
   it("merges the pending overlay: pending-only channels are loaded; ids keep their suffix (`nested____cmd____cmd` strips once to `nested____cmd`)", async () => {
@@ -83,7 +106,7 @@ describe("CmdSyncApp.sync", () => {
     assert.deepEqual(r.messages.map((m) => [m.channel.channelId, m.messageSeq]), [["g1____cmd", 1], ["nested____cmd____cmd", 2]]);
     // what the legacy surface answers (it strips exactly one suffix)
     assert.deepEqual(r.messages.map((m) => stripCommandSuffix(m.channel.channelId)), ["g1", "nested____cmd"]);
-    assert.deepEqual(source.calls, ["nested____cmd____cmd from 1 limit 10", "g1____cmd from 1 limit 9"]);
+    assert.deepEqual(source.calls, ["nested____cmd____cmd from 1 limit 10", "g1____cmd from 1 limit 10"]);
   });
 
   it("effective read = max(persisted 5, pending 0) → from 6; a pending 0 only activates (moves the channel to the front)", async () => {

@@ -9,25 +9,15 @@ import { it } from "node:test";
 import assert from "node:assert/strict";
 import { CmdPendingUpdater, newUuid, slotOfUser, type Uuid } from "../../../core/index.js";
 import { SOLO, useCmdRedis } from "./fixture.js";
+import { mulberry32 } from "../../harness/random.js";
 
 const fx = useCmdRedis("single");
 
-/** mulberry32: a small seeded PRNG, so a failure replays. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface M { read: number; last: number; active: number }
 
 it("random history (seed 20261201): listPending and the durable rows equal the model's", async () => {
-  const rnd = prng(20261201);
+  const rnd = mulberry32(20261201);
   const pick = <T>(xs: readonly T[]) => xs[Math.floor(rnd() * xs.length)]!;
   const { states } = fx.fresh();
   const tenant = newUuid();

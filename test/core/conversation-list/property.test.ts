@@ -9,20 +9,11 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { newUuid, type Uuid } from "../../../core/index.js";
 import { LIST_TOPOLOGIES, useList } from "./fixture.js";
+import { mulberry32 } from "../../harness/random.js";
 
 const SEED = Number(process.env.QIM_PROPERTY_SEED ?? 20261201);
 const STEPS = Number(process.env.QIM_PROPERTY_STEPS ?? 160);
 
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface Msg { seq: number; sender: Uuid; normal: boolean; mentions: Set<Uuid> }
 interface Member { joinedAt: number; leftAt: number | null; state: "ACTIVE" | "LEFT" | "REMOVED" }

@@ -15,6 +15,7 @@
  */
 import {
   encodeIntent,
+  FailedPreconditionError,
   parseUuid,
   splitIntentByOwner,
   UnavailableError,
@@ -61,7 +62,8 @@ export function localCmdAccess(api: CmdSyncApi, nodeId: string): CmdAccess {
       return { views: api.pendingLocal(tenant, user, syncLimit(limit)), servedBy: nodeId };
     },
     async flush(target) {
-      if (target !== null && target !== nodeId) throw new UnavailableError(`this server cannot reach node ${target}: it has no node service (node.listen with a node certificate)`);
+      // not a transient failure (retrying changes nothing): this server has no way to reach another node
+      if (target !== null && target !== nodeId) throw new FailedPreconditionError(`this server cannot reach node ${target}: it has no node service (node.listen with a node certificate); ask that node's own admin API, or name this node (${nodeId || "no node id"})`);
       return { ...(await api.flush()), nodeId };
     },
   };

@@ -163,7 +163,8 @@ export class CmdCatchUp {
   private schedule(): void {
     if (!this.started) return;
     this.timer = setTimeout(() => {
-      this.running = this.round()
+      // after a settle() in progress, never beside it
+      this.running = this.running.then(() => this.round())
         .catch((err: unknown) => { logMetrics.scanFailures.inc({ what: "round" }); this.say(`catch-up round failed: ${(err as Error).message}`); })
         .finally(() => this.schedule());
     }, this.intervalMs);
@@ -173,6 +174,21 @@ export class CmdCatchUp {
     this.started = false;
     if (this.timer) clearTimeout(this.timer);
     await this.running;
+  }
+
+  /**
+   * One round now, then the buffer's flush and the flush points of the slots that changed, after
+   * any round in progress (never beside one): afterwards no background write of earlier work is
+   * due (tests that check "nothing written", tools). Rejects with the round's or flush's error.
+   */
+  settle(): Promise<void> {
+    const next = this.running.then(async () => {
+      await this.round();
+      this.lastFlushPointAt = performance.now();
+      await this.writeFlushPoints();
+    });
+    this.running = next.catch(() => {});
+    return next;
   }
 
   /** A slot was taken: its pending view is rebuilt from its flush point on the next round. */

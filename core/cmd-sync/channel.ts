@@ -33,7 +33,7 @@ export function isCommandChannel(id: string): boolean {
 export function parseChannelType(n: unknown, field: string): number {
   const v = typeof n === "string" && /^\d+$/.test(n.trim()) ? Number(n.trim()) : n;
   if (typeof v !== "number" || !Number.isInteger(v) || v < CMD_CHANNEL_TYPE_MIN || v > CMD_CHANNEL_TYPE_MAX) {
-    throw new InvalidArgumentError(field, `${field} must be a channel type ${CMD_CHANNEL_TYPE_MIN}…${CMD_CHANNEL_TYPE_MAX}, got ${JSON.stringify(n)}`);
+    throw new InvalidArgumentError(field, `${field} must be a channel type ${CMD_CHANNEL_TYPE_MIN}…${CMD_CHANNEL_TYPE_MAX}, got ${JSON.stringify(n)?.slice(0, 64)}`);
   }
   return v;
 }
@@ -45,7 +45,7 @@ export function parseChannelType(n: unknown, field: string): number {
  */
 export function parseCommandChannelId(text: unknown, field: string): string {
   if (typeof text !== "string" || text.length === 0) throw new InvalidArgumentError(field, `${field} must be a non-empty channel id`);
-  if (!ID_RE.test(text)) throw new InvalidArgumentError(field, `${field} must be printable ASCII without spaces or '|', got ${JSON.stringify(text)}`);
+  if (!ID_RE.test(text)) throw new InvalidArgumentError(field, `${field} must be printable ASCII without spaces or '|', got ${JSON.stringify(text.slice(0, 64))}${text.length > 64 ? ` (${text.length} characters)` : ""}`);
   const id = normaliseCommandChannel(text);
   if (!isCommandChannel(id)) throw new InvalidArgumentError(field, `${field} needs a source before ${CMD_CHANNEL_SUFFIX}`);
   if (id.length > CMD_CHANNEL_ID_MAX_BYTES) {

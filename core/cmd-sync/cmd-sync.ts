@@ -199,6 +199,15 @@ export class CmdSync implements CmdSyncApi {
     return this.pending.flush();
   }
 
+  /**
+   * Every background CMD write of earlier work done now: a catch-up round, the buffer's flush and
+   * the changed slots' flush points (CatchUp.settle). Tests call it before checking that a refused
+   * call wrote nothing, as they flush the conversation list's compactor.
+   */
+  settle(): Promise<void> {
+    return this.catchUp.settle();
+  }
+
   setRouter(router: CmdIntentRouter): void {
     this.router = router;
   }

@@ -44,14 +44,14 @@ export function validateIntent(i: ConversationIntent): void {
     throw new InvalidArgumentError("channelType", `intent channel type must be ${CMD_CHANNEL_TYPE_MIN}…${CMD_CHANNEL_TYPE_MAX}, got ${String(t)}`);
   }
   if (typeof i.channel.channelId !== "string" || !isValidCommandChannelId(i.channel.channelId)) {
-    throw new InvalidArgumentError("channelId", `intent channel id must be a command channel id, got ${JSON.stringify(i.channel.channelId)}`);
+    throw new InvalidArgumentError("channelId", `intent channel id must be a command channel id, got ${JSON.stringify(String(i.channel.channelId).slice(0, 64))}`);
   }
   if (!Number.isSafeInteger(i.messageSeq) || i.messageSeq <= 0) throw new InvalidArgumentError("messageSeq", "intent message seq must be ≥ 1");
   if (!Number.isSafeInteger(i.activeAt) || i.activeAt < 0) throw new InvalidArgumentError("activeAt", "intent active time must be ≥ 0");
   if (!(i.userReadSeqs instanceof Map) || i.userReadSeqs.size === 0) throw new InvalidArgumentError("userReadSeqs", "intent names no user");
   for (const [user, read] of i.userReadSeqs) {
     if (typeof user !== "string" || user.trim() === "") throw new InvalidArgumentError("userReadSeqs", "intent has a blank user key");
-    if (!UUID_RE.test(user)) throw new InvalidArgumentError("userReadSeqs", `intent user ${JSON.stringify(user)} is not a UUID`);
+    if (!UUID_RE.test(user)) throw new InvalidArgumentError("userReadSeqs", `intent user ${JSON.stringify(String(user).slice(0, 64))} is not a UUID`);
     if (!Number.isSafeInteger(read) || read < 0) throw new InvalidArgumentError("userReadSeqs", `read seq of ${user} must be ≥ 0`);
     if (read > i.messageSeq) throw new InvalidArgumentError("userReadSeqs", `read seq ${read} of ${user} is above the message seq ${i.messageSeq}`);
   }

@@ -53,7 +53,7 @@ export function decodePendingFile(text: string): PendingFileUpdate[] {
     const reads = u.user_read_seqs as Record<string, unknown>;
     if (Object.keys(reads).length === 0) throw bad("no user");
     for (const [user, read] of Object.entries(reads)) {
-      if (!UUID_RE.test(user)) throw bad(`user ${JSON.stringify(user)} is not a UUID`);
+      if (!UUID_RE.test(user)) throw bad(`user ${JSON.stringify(String(user).slice(0, 64))} is not a UUID`);
       const last = (u.user_last_msg_seqs as Record<string, unknown>)[user] ?? u.last_msg_seq;
       const at = (u.user_active_ats as Record<string, unknown>)[user] ?? u.active_at;
       if (!count(read) || !count(last) || !count(at) || (last as number) < 1 || (read as number) > (last as number)) throw bad(`bad seqs of ${user}`);

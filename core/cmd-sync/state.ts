@@ -22,7 +22,7 @@ const nonNegative = (n: number) => Number.isSafeInteger(n) && n >= 0;
 
 function checkChannel(c: CommandChannelKey): void {
   if (!Number.isInteger(c.channelType) || c.channelType < 1 || c.channelType > 255) throw new InvalidArgumentError("channelType", `channel type must be 1…255, got ${c.channelType}`);
-  if (!isValidCommandChannelId(c.channelId)) throw new InvalidArgumentError("channelId", `not a command channel id: ${JSON.stringify(c.channelId)}`);
+  if (!isValidCommandChannelId(c.channelId)) throw new InvalidArgumentError("channelId", `not a command channel id: ${JSON.stringify(String(c.channelId).slice(0, 64))}`);
 }
 
 /** The one slot of a batch's users; InvalidArgumentError when they span slots. */

@@ -33,6 +33,8 @@ export async function projectionSettled(server: AdminServer, outbox: Redis | (()
       const list = server.runtime.conversationList.compactor;
       await list.poll();
       await list.flush();
+      // so does the CMD sync: its buffer flushes and flush points trail a send by up to seconds
+      await server.runtime.cmd.settle();
       return last;
     }
     await new Promise((r) => setTimeout(r, 25));

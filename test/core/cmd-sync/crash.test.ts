@@ -55,6 +55,9 @@ class NodeProc {
     this.child = spawn(process.execPath, [fileURLToPath(new URL("./cmd-node-child.js", import.meta.url))], {
       env: { ...process.env, QIM_CMD_CHILD: JSON.stringify(env) }, stdio: ["pipe", "pipe", "pipe"],
     });
+    // a request written to a node just SIGKILLed fails with EPIPE: the write's callback rejects
+    // that request (the sender retries elsewhere); the stream's own error event must not throw
+    this.child.stdin!.on("error", () => {});
     this.child.stderr!.on("data", (d: Buffer) => { this.stderr = (this.stderr + d.toString()).slice(-20_000); });
     createInterface({ input: this.child.stdout! }).on("line", (line) => {
       if (line === "ready") return this.readyResolve();

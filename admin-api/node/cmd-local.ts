@@ -17,7 +17,6 @@ import {
   FailedPreconditionError,
   parseUuid,
   QimError,
-  validateIntent,
   type CmdMessage,
   type CmdSyncApi,
   type ConversationIntent,
@@ -134,9 +133,8 @@ export function localCmdNode(cmdApi: () => CmdSyncApi, ownership: OwnershipView 
       const intents: ConversationIntent[] = [];
       for (const [i, bytes] of req.intents.entries()) {
         try {
-          const intent = decodeIntent(new Uint8Array(bytes));
-          validateIntent(intent);
-          intents.push(intent);
+          // decodeIntent validates (and rejects non-canonical bytes)
+          intents.push(decodeIntent(new Uint8Array(bytes)));
         } catch (err) {
           return rejected(`intents[${i}]: ${messageOf(err)}`);
         }

@@ -23,6 +23,11 @@ export const CMD_INTENT_CODEC_VERSION = 1;
 
 export function encodeIntent(i: ConversationIntent): Uint8Array {
   validateIntent(i);
+  return encodeValid(i);
+}
+
+/** The bytes of an intent already validated (decodeIntent's canonical-form check re-encodes without validating twice). */
+function encodeValid(i: ConversationIntent): Uint8Array {
   const w = new BinaryWriter();
   w.raw(Uint8Array.of(CMD_INTENT_CODEC_VERSION));
   w.raw(uuidToBytes(i.tenant));
@@ -77,7 +82,7 @@ export function decodeIntent(b: Uint8Array): ConversationIntent {
     throw new InvalidArgumentError("intent", `undecodable intent: ${(err as Error).message}`);
   }
   validateIntent(intent);
-  const again = encodeIntent(intent);
+  const again = encodeValid(intent);
   if (again.length !== b.length || again.some((x, k) => x !== b[k])) throw new InvalidArgumentError("intent", "intent bytes are not canonical (users unsorted, repeated, or non-minimal varints)");
   return intent;
 }

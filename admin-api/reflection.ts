@@ -25,6 +25,10 @@ import {
 } from "./gen/grpc/reflection/v1/reflection.js";
 import { ServerReflectionService as ReflectionV1AlphaService } from "./gen/grpc/reflection/v1alpha/reflection.js";
 
+/** grpc-js's HandleCall, which its index does not export by that name. */
+type HandleCall<Req, Res> =
+  | grpc.handleUnaryCall<Req, Res> | grpc.handleClientStreamingCall<Req, Res> | grpc.handleServerStreamingCall<Req, Res> | grpc.handleBidiStreamingCall<Req, Res>;
+
 /** `repeated FileDescriptorProto file = 1;` of google.protobuf.FileDescriptorSet. */
 const FILE_DESCRIPTOR_SET_FILE_FIELD = 1;
 
@@ -188,14 +192,32 @@ function answerReflection(index: DescriptorIndex, listed: readonly string[], req
 }
 
 /**
- * The method paths ("/pkg.Service/Method") a grpc-js server has registered. grpc-js keeps them in a
- * private map (no public accessor); its shape is checked, so that an upgrade that changes it stops
- * the server at start-up (and the tests) rather than listing the wrong services.
+ * A grpc-js server that knows which method paths ("/pkg.Service/Method") it serves. grpc-js keeps
+ * them in a private map with no accessor; every service it is given (addService, a library's
+ * addToServer such as grpc-health-check's) goes through its public register()/unregister(), so
+ * the paths are recorded there, without reading grpc-js's internals.
  */
-function registeredPaths(server: grpc.Server): string[] {
-  const handlers = (server as unknown as { handlers?: unknown }).handlers;
-  if (!(handlers instanceof Map)) throw new Error("server reflection: this @grpc/grpc-js keeps no handlers map; cannot tell which services are registered");
-  return [...handlers.keys()].filter((k): k is string => typeof k === "string");
+export class ReflectedServer extends grpc.Server {
+  private readonly paths = new Set<string>();
+
+  override register<RequestType, ResponseType>(
+    name: string, handler: HandleCall<RequestType, ResponseType>, serialize: grpc.serialize<ResponseType>, deserialize: grpc.deserialize<RequestType>, type: string,
+  ): boolean {
+    const added = super.register(name, handler, serialize, deserialize, type);
+    if (added) this.paths.add(name);
+    return added;
+  }
+
+  override unregister(name: string): boolean {
+    const removed = super.unregister(name);
+    if (removed) this.paths.delete(name);
+    return removed;
+  }
+
+  /** The method paths registered now, in registration order. */
+  registeredPaths(): string[] {
+    return [...this.paths];
+  }
 }
 
 let served: DescriptorIndex | undefined;
@@ -216,7 +238,7 @@ export function requestTypeOf(path: string): string | undefined {
  * been added. Throws when a registered service is not in the descriptor set, or a described one is
  * not registered: the build (scripts/proto-gen.sh) and the server disagree.
  */
-export function serveReflection(server: grpc.Server): void {
+export function serveReflection(server: ReflectedServer): void {
   const index = servedIndex();
   const listed: string[] = [];
   const info: grpc.handleBidiStreamingCall<ServerReflectionRequest, ServerReflectionResponse> = (call) => {
@@ -227,7 +249,7 @@ export function serveReflection(server: grpc.Server): void {
   server.addService(ReflectionV1AlphaService, { serverReflectionInfo: info });
 
   const registered = new Map<string, Set<string>>();
-  for (const path of registeredPaths(server)) {
+  for (const path of server.registeredPaths()) {
     const [, service, method] = /^\/([^/]+)\/([^/]+)$/.exec(path) ?? [];
     if (!service || !method) continue;
     if (!registered.has(service)) registered.set(service, new Set());

@@ -33,7 +33,7 @@ import { openNodeService, type NodeService } from "./node/service.js";
 import { mapError, toServiceError, type MappedError } from "./errors.js";
 import { DIAGNOSTICS_ENV, startDiagnostics } from "./diagnostics.js";
 import { Observer } from "./observe.js";
-import { requestTypeOf, serveReflection } from "./reflection.js";
+import { ReflectedServer, requestTypeOf, serveReflection } from "./reflection.js";
 import type { ServerDeps, ServerStreamRpc, UnaryRpc } from "./rpc.js";
 import { SERVICES } from "./services/index.js";
 
@@ -199,7 +199,7 @@ function listenAddr(addr: string, field: string): { host: string; port: number }
 type Http2Factory = (credentials: grpc.ServerCredentials) => import("node:http2").Http2SecureServer;
 const baseCreateHttp2Server = (grpc.Server.prototype as unknown as { createHttp2Server?: Http2Factory }).createHttp2Server;
 
-class AuditingServer extends grpc.Server {
+class AuditingServer extends ReflectedServer {
   /** `remote` is the client's address, "" when unknown. */
   onTlsRefusal: ((err: Error, socket: TLSSocket, remote: string) => void) | undefined;
   /**

@@ -15,7 +15,7 @@ import * as grpc from "@grpc/grpc-js";
 import { fromBinary } from "@bufbuild/protobuf";
 import { BinaryReader } from "@bufbuild/protobuf/wire";
 import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
-import { serveReflection } from "../../admin-api/reflection.js";
+import { ReflectedServer, serveReflection } from "../../admin-api/reflection.js";
 import { startAdminServer, type AdminServer } from "../../admin-api/server.js";
 import { ServerReflectionClient, type ServerReflectionRequest, type ServerReflectionResponse } from "../../admin-api/gen/grpc/reflection/v1/reflection.js";
 import { ServerReflectionClient as ServerReflectionV1AlphaClient } from "../../admin-api/gen/grpc/reflection/v1alpha/reflection.js";
@@ -143,9 +143,9 @@ describe("server reflection", () => {
 
   it("refuses a server whose registered services and descriptors disagree", () => {
     // nothing but reflection registered: every admin service is described but not served
-    assert.throws(() => serveReflection(new grpc.Server()), /qim\.admin\.v1\.GroupService\/ListMembers is described but not registered/);
+    assert.throws(() => serveReflection(new ReflectedServer()), /qim\.admin\.v1\.GroupService\/ListMembers is described but not registered/);
     // and a service that no descriptor describes
-    const stray = new grpc.Server();
+    const stray = new ReflectedServer();
     const bytes = { serialize: (b: Buffer) => b, deserialize: (b: Buffer) => b };
     stray.register("/qim.admin.v1.StrayService/Call", (_call: unknown, done: grpc.sendUnaryData<Buffer>) => done(null, Buffer.alloc(0)), bytes.serialize, bytes.deserialize, "unary");
     assert.throws(() => serveReflection(stray), /qim\.admin\.v1\.StrayService is registered but not described/);

@@ -181,7 +181,7 @@ export class CassandraCmdStateStore implements CmdStateStore {
     do {
       const page = await this.client.execute(
         `SELECT active_at, channel_type, channel_id FROM ${this.active} WHERE tenant_id = ? AND user_id = ?`,
-        [tenant, user], { fetchSize: Math.min(CMD_CASSANDRA_ACTIVE_PAGE, Math.max(limit - out.length, 1)), ...(pageState ? { pageState } : {}) });
+        [tenant, user], { fetchSize: Math.min(CMD_CASSANDRA_ACTIVE_PAGE, limit), ...(pageState ? { pageState } : {}) });
       pageState = page.pageState ?? undefined;
       if (page.rows.length === 0) break;
       const entries = page.rows.map((r) => ({ activeAt: num(r.active_at), channel: { channelType: Number(r.channel_type), channelId: String(r.channel_id) } }));

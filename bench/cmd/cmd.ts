@@ -14,14 +14,19 @@
  *      a whole runtime's CmdSync.syncLocal (durable + pending merge, order and limit, recipient
  *      filter, the generation's records), against a raw pipelined read of the same 200 channels'
  *      history entries (one ZRANGEBYSCORE each, one round trip): the floor of loading them.
+ *   4. with --cassandra: flushed rows/s through CassandraCmdStateStore (one node of the test
+ *      harness, or QIM_TEST_CASSANDRA; leases on the same redis-server) against RedisCmdStateStore
+ *      flushing the same CASSANDRA_ROWS entries (5 channels per user) in the same round: what the
+ *      read, the conditional batch per user and the index cost over the Lua merge.
  * Rounds alternate the paths; medians are printed. Wall-clock figures move between machines; the
  * ratios of one run do not.
- * Usage: node dist/bench/cmd/cmd.js [--rounds R] [--intents N] [--rows N] [--json]
+ * Usage: node dist/bench/cmd/cmd.js [--rounds R] [--intents N] [--rows N] [--cassandra [--cassandra-rows N]] [--json]
  */
 import {
-  cmdChannelKeys, cmdStateField, cmdStateKeys, CmdPendingUpdater, EngineRuntime, KeySpace, newUuid, RedisCmdStateStore, RedisHashAuthority, RedisStore, slotOfUser,
+  CassandraCmdStateStore, cmdChannelKeys, cmdStateField, cmdStateKeys, CmdPendingUpdater, EngineRuntime, KeySpace, newUuid, RedisCmdStateStore, RedisHashAuthority, RedisStore, slotOfUser,
   type ConversationIntent, type Uuid,
 } from "../../core/index.js";
+import { sharedCassandra, uniqueKeyspace } from "../../test/harness/cassandra.js";
 import { startRedis } from "../../test/harness/redis.js";
 
 const args = process.argv.slice(2);
@@ -36,6 +41,9 @@ const ROWS = flag("--rows", 50_000);
 const CHANNELS = 1000;
 const SYNC_CHANNELS = 200;
 const SYNCS = flag("--syncs", 200);
+const CASSANDRA = args.includes("--cassandra");
+const CASSANDRA_ROWS = flag("--cassandra-rows", 5000);
+const CASSANDRA_CHANNELS_PER_USER = 5;
 const quantile = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))]!;
 const say = (line: string) => { if (!JSON_ONLY) console.log(line); };
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
@@ -150,13 +158,50 @@ try {
   } finally {
     await rt.stop();
   }
+  // 4. the Cassandra store's flush against the Redis store's, the same entries, the same round
+  const cassFlush: number[] = [];
+  const redisFlush: number[] = [];
+  if (CASSANDRA) {
+    const contactPoint = (await sharedCassandra()).contactPoint;
+    const keyspace = uniqueKeyspace("bench_cmd");
+    const entries = Array.from({ length: CASSANDRA_ROWS }, (_, k) => ({
+      user: users[Math.floor(k / CASSANDRA_CHANNELS_PER_USER) % users.length]!, channelId: `c${k % CASSANDRA_CHANNELS_PER_USER}____cmd`, activeAt: 1_700_000_000_000 + k,
+    }));
+    const flushThrough = async (states: RedisCmdStateStore | CassandraCmdStateStore): Promise<number> => {
+      const f = new CmdPendingUpdater({ store: states, dataDir: null, slotOf: slotOfUser, fenceOf: () => SOLO, flushIntervalMs: 0, maxPending: 10_000_000, log: () => {} });
+      for (const e of entries) f.pushIntent({ tenant, channel: { channelId: e.channelId, channelType: 2 }, messageSeq: 1, activeAt: e.activeAt, userReadSeqs: new Map([[e.user, 0]]) });
+      const t0 = process.hrtime.bigint();
+      const report = await f.flush();
+      const s = seconds(t0);
+      if (report.rows !== CASSANDRA_ROWS || f.size() !== 0) throw new Error(`flush wrote ${report.rows} of ${CASSANDRA_ROWS}`);
+      return CASSANDRA_ROWS / s;
+    };
+    for (let round = 0; round < ROUNDS; round++) {
+      const space = new KeySpace(`bk${newUuid().slice(0, 6)}`);
+      const cass = new CassandraCmdStateStore({ store, keys: space, cassandra: { contactPoints: [contactPoint], keyspace, consistency: "ONE" } });
+      await cass.init();
+      try {
+        cassFlush.push(await flushThrough(cass));
+      } finally {
+        await cass.close();
+      }
+      redisFlush.push(await flushThrough(new RedisCmdStateStore(store, new KeySpace(`bq${newUuid().slice(0, 6)}`))));
+      say(`round ${round + 1}: Cassandra store flush ${Math.round(cassFlush.at(-1)!)} rows/s (Redis store ${Math.round(redisFlush.at(-1)!)} rows/s), ${CASSANDRA_ROWS} rows`);
+    }
+  }
+  const cassOut = CASSANDRA
+    ? {
+      cassandraRows: CASSANDRA_ROWS, cassandraFlushRowsPerSec: Math.round(median(cassFlush)), redisStoreFlushRowsPerSec: Math.round(median(redisFlush)),
+      cassandraVsRedisStore: +(median(cassFlush) / median(redisFlush)).toFixed(3),
+    }
+    : {};
   const syncOut = {
     syncChannels: SYNC_CHANNELS, syncs: SYNCS, syncMessages: answered,
     syncP50Ms: r2(median(syncLat)), syncP99Ms: r2(quantile(syncLat, 0.99)), rawReadP50Ms: r2(median(rawLat)), rawReadP99Ms: r2(quantile(rawLat, 0.99)),
     syncVsRawRead: r2(median(syncLat) / median(rawLat)),
   };
   const out = {
-    ...syncOut,
+    ...syncOut, ...cassOut,
     intents: INTENTS, rows: ROWS, rounds: ROUNDS,
     pushIntentsPerSec: Math.round(median(push)), bareMapIntentsPerSec: Math.round(median(floor)), pushVsBareMap: r2(median(push) / median(floor)),
     flushRowsPerSec: Math.round(median(flushRate)), rawHsetRowsPerSec: Math.round(median(rawRate)), flushVsRawHset: r2(median(flushRate) / median(rawRate)),
@@ -165,6 +210,7 @@ try {
   else {
     say(`pending buffer: ${out.pushIntentsPerSec} intents/s (${out.pushVsBareMap}× a bare Map of the same entries)`);
     say(`durable flush: ${out.flushRowsPerSec} rows/s (${out.flushVsRawHset}× a raw pipelined HSET of the same rows)`);
+    if (CASSANDRA) say(`durable flush on Cassandra: ${cassOut.cassandraFlushRowsPerSec} rows/s (${cassOut.cassandraVsRedisStore}× the Redis store's ${cassOut.redisStoreFlushRowsPerSec} rows/s on the same ${CASSANDRA_ROWS} rows)`);
     say(`sync of a user with ${out.syncChannels} active CMD channels (${out.syncMessages} commands): p50 ${out.syncP50Ms} ms, p99 ${out.syncP99Ms} ms (${out.syncVsRawRead}× a raw pipelined read of the same histories: p50 ${out.rawReadP50Ms} ms)`);
   }
 } finally {

@@ -10,7 +10,7 @@ import { CmdPendingUpdater } from "./pending.js";
 import { RedisCmdStateStore } from "./state.js";
 import { CmdSyncApp, type CmdSyncAppOptions } from "./sync-app.js";
 import type {
-  CmdAckResult, CmdConversationState, CmdFlushReport, CmdIntentRouter, CmdSendRequest, CmdSendResult, CmdSyncApi, CmdSyncResult, ConversationIntent,
+  CmdAckResult, CmdConversationState, CmdFlushReport, CmdIntentRouter, CmdStateStore, CmdSendRequest, CmdSendResult, CmdSyncApi, CmdSyncResult, ConversationIntent,
   PendingConversationView,
 } from "./types.js";
 
@@ -36,6 +36,11 @@ export interface CmdSyncDeps {
   keys: KeySpace;
   /** null: this process owns every slot and writes with token 0. */
   cluster: ClusterMembership | null;
+  /**
+   * The durable state (default: RedisCmdStateStore on the user slots' tags). CmdSync.start() calls
+   * its init() (Cassandra: connect, create the tables) and stop() its close().
+   */
+  states?: CmdStateStore;
   log?: (line: string) => void;
 }
 
@@ -49,7 +54,7 @@ const SOLO_FENCE: Fence = Object.freeze({ owner: "", token: 0 });
 export class CmdSync implements CmdSyncApi {
   readonly name = "cmd-sync";
   readonly log: CmdLog;
-  readonly states: RedisCmdStateStore;
+  readonly states: CmdStateStore;
   readonly pending: CmdPendingUpdater;
   readonly app: CmdSyncApp;
   readonly catchUp: CmdCatchUp;
@@ -60,7 +65,7 @@ export class CmdSync implements CmdSyncApi {
   constructor(private readonly deps: CmdSyncDeps, opts: CmdSyncOptions = {}) {
     const say = deps.log ?? ((line: string) => process.stderr.write(`${line}\n`));
     this.log = new CmdLog(deps.store, deps.keys, opts.log);
-    this.states = new RedisCmdStateStore(deps.store, deps.keys);
+    this.states = deps.states ?? new RedisCmdStateStore(deps.store, deps.keys);
     this.pending = new CmdPendingUpdater({
       // a flush enters the slot's gate, so that the slot is handed over only once the flush's writes on it are done
       store: this.states, dataDir: opts.dataDir ?? null, slotOf: slotOfUser,
@@ -130,12 +135,19 @@ export class CmdSync implements CmdSyncApi {
    * slots' flush points, then its interval. A failure stops what started.
    */
   async start(): Promise<void> {
-    await this.pending.start();
+    await this.states.init?.();
+    try {
+      await this.pending.start();
+    } catch (err) {
+      await this.states.close?.();
+      throw err;
+    }
     try {
       if (this.catchUpIntervalMs === 0) await this.catchUp.prime();
       else await this.catchUp.start();
     } catch (err) {
       await this.pending.stop();
+      await this.states.close?.();
       throw err;
     }
     this.started = true;
@@ -145,7 +157,11 @@ export class CmdSync implements CmdSyncApi {
   async stop(): Promise<void> {
     this.started = false;
     await this.catchUp.stop();
-    await this.pending.stop();
+    try {
+      await this.pending.stop();
+    } finally {
+      await this.states.close?.();
+    }
   }
 
   /**

@@ -13,8 +13,10 @@ export class CmdStaleOwnerError extends QimError {
 }
 
 /**
- * A durable CMD state write refused inside its Lua script: the slot's lease names another owner
- * or a newer token than the fence the write carried. Nothing of the batch was written.
+ * A durable CMD state write refused by its fence: the slot's lease names another owner or a newer
+ * token than the fence the write carried (inside the Lua script on Redis; on Cassandra by the lease
+ * check before writing, or by a row a newer token wrote). Nothing of the batch was written on
+ * Redis; on Cassandra nothing of the refused user's rows (docs/cmd-sync-core.md).
  */
 export class CmdFencedError extends CmdStaleOwnerError {
   readonly slot: number;

@@ -1,7 +1,8 @@
 /**
  * CMD sync (issue 13, spec 001): command channels, the conversation intent and its codec, the
- * owner-local pending buffer, the durable state on Redis and the sync/ack application. Owns the
- * `cmdstate`/`cmdactive` keys on the user slot's `{uNNN}` tag, the scripts of lua/cmd-sync/ and
+ * owner-local pending buffer, the durable state (on Redis, or on Cassandra when it is configured)
+ * and the sync/ack application. Owns the `cmdstate`/`cmdactive` keys on the user slot's `{uNNN}`
+ * tag, the Cassandra tables `cmd_conversation_state`/`cmd_conversation_active`, the scripts of lua/cmd-sync/ and
  * its metrics. docs/cmd-sync-core.md records the decisions.
  */
 export * from "./types.js";
@@ -23,6 +24,10 @@ export {
   CMD_PENDING_DIR, CMD_PENDING_FILE, decodePendingFile, encodePendingFile, loadPendingFile, pendingFilePath, savePendingFile, type PendingFileUpdate,
 } from "./pending-file.js";
 export { RedisCmdStateStore } from "./state.js";
+export {
+  CMD_CASSANDRA_ACTIVE_PAGE, CMD_CASSANDRA_ACTIVE_TABLE, CMD_CASSANDRA_LWT_RETRIES, CMD_CASSANDRA_STATE_TABLE, CMD_CASSANDRA_USER_CONCURRENCY,
+  CassandraCmdStateStore, type CassandraCmdStateStoreDeps,
+} from "./state-cassandra.js";
 export {
   CMD_SYNC_ACTIVE_SCAN_LIMIT, CMD_SYNC_DEFAULT_LIMIT, CMD_SYNC_MAX_LIMIT, CMD_SYNC_RECORD_MAX_PER_USER, CMD_SYNC_RECORD_MAX_USERS, CMD_SYNC_RECORD_TTL_MS,
   CmdSyncApp, CmdSyncRecords, mergeCandidates, type CmdSyncAppOptions, type CmdSyncRecordEntry,

@@ -20,13 +20,26 @@ function parseValue(v: string): { readSeq: number; deletedToSeq: number; activeA
 
 const nonNegative = (n: number) => Number.isSafeInteger(n) && n >= 0;
 
-function checkChannel(c: CommandChannelKey): void {
+/** Shared by both stores: what every write checks before anything is written. */
+export function checkChannel(c: CommandChannelKey): void {
   if (!Number.isInteger(c.channelType) || c.channelType < 1 || c.channelType > 255) throw new InvalidArgumentError("channelType", `channel type must be 1…255, got ${c.channelType}`);
   if (!isValidCommandChannelId(c.channelId)) throw new InvalidArgumentError("channelId", `not a command channel id: ${JSON.stringify(String(c.channelId).slice(0, 64))}`);
 }
 
+export function checkRead(p: CmdReadPatch): void {
+  checkChannel(p.channel);
+  if (!nonNegative(p.readSeq)) throw new InvalidArgumentError("readSeq", `read seq must be ≥ 0, got ${p.readSeq}`);
+}
+
+export function checkState(s: CmdConversationState): void {
+  checkChannel(s.channel);
+  for (const f of ["readSeq", "deletedToSeq", "activeAt", "updatedAt"] as const) {
+    if (!nonNegative(s[f])) throw new InvalidArgumentError(f, `${f} must be ≥ 0, got ${s[f]}`);
+  }
+}
+
 /** The one slot of a batch's users; InvalidArgumentError when they span slots. */
-function oneSlot(rows: readonly { tenant: Uuid; user: Uuid }[]): number {
+export function oneSlot(rows: readonly { tenant: Uuid; user: Uuid }[]): number {
   let slot: number | null = null;
   for (const r of rows) {
     const s = slotOfUser(r.tenant, r.user);
@@ -37,6 +50,7 @@ function oneSlot(rows: readonly { tenant: Uuid; user: Uuid }[]): number {
 }
 
 export class RedisCmdStateStore implements CmdStateStore {
+  readonly kind = "redis" as const;
   constructor(private readonly store: RedisStore, private readonly keys: KeySpace) {}
 
   private slotKeys(slot: number): CmdStateKeys {
@@ -72,10 +86,7 @@ export class RedisCmdStateStore implements CmdStateStore {
 
   async advanceReadSeqs(patches: readonly CmdReadPatch[], fence: Fence, updatedAt: number = Date.now()): Promise<void> {
     if (patches.length === 0) return;
-    for (const p of patches) {
-      checkChannel(p.channel);
-      if (!nonNegative(p.readSeq)) throw new InvalidArgumentError("readSeq", `read seq must be ≥ 0, got ${p.readSeq}`);
-    }
+    for (const p of patches) checkRead(p);
     const slot = oneSlot(patches);
     const k = this.slotKeys(slot);
     const reply = await advanceCmdStateReadsScript.run(this.store.clientForKey(k.state), k, {
@@ -88,12 +99,7 @@ export class RedisCmdStateStore implements CmdStateStore {
 
   async upsertStates(states: readonly CmdConversationState[], fence: Fence): Promise<void> {
     if (states.length === 0) return;
-    for (const s of states) {
-      checkChannel(s.channel);
-      for (const f of ["readSeq", "deletedToSeq", "activeAt", "updatedAt"] as const) {
-        if (!nonNegative(s[f])) throw new InvalidArgumentError(f, `${f} must be ≥ 0, got ${s[f]}`);
-      }
-    }
+    for (const s of states) checkState(s);
     const slot = oneSlot(states);
     const k = this.slotKeys(slot);
     const reply = await upsertCmdStatesScript.run(this.store.clientForKey(k.state), k, {

@@ -91,10 +91,18 @@ export interface CmdReadPatch {
 /**
  * Durable state (spec 001 StateStore). Every write is a monotonic max merge (read seq, active at)
  * so that a replayed or repeated write never moves anything back, and carries the fence of the
- * user's slot: refused (FencedError) when the slot's lease names someone else. A batch is all or
- * nothing, so a batch holds the rows of one slot only (one Lua call on the slot's `{uNNN}` tag).
+ * user's slot: refused (FencedError) when the slot's lease names someone else. A batch holds the
+ * rows of one slot only: on Redis it is all or nothing (one Lua call on the slot's `{uNNN}` tag);
+ * on Cassandra all or nothing per user, not across the users of the batch (docs/cmd-sync-core.md:
+ * why that is safe — a failed batch is re-applied whole, and what was written is a no-op then).
  */
 export interface CmdStateStore {
+  /** Where the rows live: "redis" (the user slot's tag) or "cassandra" (the authority's keyspace). */
+  readonly kind?: "redis" | "cassandra";
+  /** Connects and creates what it needs (Cassandra's tables); CmdSync.start() calls it. */
+  init?(): Promise<void>;
+  /** Releases its connections; CmdSync.stop() calls it. */
+  close?(): Promise<void>;
   listActive(tenant: Uuid, user: Uuid, limit: number): Promise<CmdConversationState[]>;
   get(tenant: Uuid, user: Uuid, channel: CommandChannelKey): Promise<CmdConversationState | null>;
   /** Advances read seq of rows that exist; a patch for a missing row is a no-op. updatedAt: the ack's time (default now). */

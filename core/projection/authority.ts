@@ -272,40 +272,16 @@ export class CassandraAuthority implements ConversationStateAuthority {
   private readonly now: () => number;
 
   constructor(private readonly opts: CassandraAuthorityOptions) {
-    this.keyspace = opts.keyspace ?? "qim";
-    if (!KEYSPACE_RE.test(this.keyspace)) throw new InvalidArgumentError("keyspace", `keyspace must match ${KEYSPACE_RE}`);
-    if (opts.contactPoints.length === 0) throw new InvalidArgumentError("contactPoints", "at least one Cassandra contact point is needed");
-    this.consistencyName = (opts.consistency ?? "LOCAL_QUORUM").toUpperCase();
-    // LOCAL_QUORUM -> localQuorum, the driver's enum key
-    const key = this.consistencyName.toLowerCase().replace(/_([a-z])/g, (_m, c: string) => c.toUpperCase());
-    const value = (cassandra.types.consistencies as unknown as Record<string, number>)[key];
-    if (value === undefined) throw new InvalidArgumentError("consistency", `unknown consistency ${opts.consistency} (e.g. LOCAL_QUORUM, QUORUM, ONE)`);
-    this.consistency = value;
+    const resolved = resolveCassandraOptions(opts);
+    this.keyspace = resolved.keyspace;
+    this.consistency = resolved.consistency;
+    this.consistencyName = resolved.consistencyName;
     this.now = opts.now ?? Date.now;
-    if (opts.credentials && (typeof opts.credentials.username !== "string" || opts.credentials.username === "" || typeof opts.credentials.password !== "string")) {
-      throw new InvalidArgumentError("credentials", "Cassandra credentials need a user name and a password");
-    }
-    if (opts.tls && (opts.tls.certPem === undefined) !== (opts.tls.keyPem === undefined)) {
-      throw new InvalidArgumentError("tls", "a Cassandra client certificate needs its key, and a key its certificate");
-    }
     this.client = this.newClient();
   }
 
   private newClient(): cassandra.Client {
-    const { opts } = this;
-    return new cassandra.Client({
-      contactPoints: opts.contactPoints,
-      localDataCenter: opts.localDataCenter ?? "datacenter1",
-      socketOptions: { connectTimeout: opts.connectTimeoutMs ?? 5000, readTimeout: opts.requestTimeoutMs ?? 12000 },
-      queryOptions: { consistency: this.consistency, prepare: true },
-      // Protocol v4 from the start (the highest this driver speaks to Apache Cassandra): its
-      // negotiation begins at DSE v2 and, against a Cassandra 5.0 that requires client
-      // certificates, the downgrade crashed the process with an uncaught TypeError
-      // ("The server replied with a wrong streamId", StreamIdStack.push).
-      protocolOptions: { maxVersion: 4 },
-      ...(opts.credentials ? { authProvider: new cassandra.auth.PlainTextAuthProvider(opts.credentials.username, opts.credentials.password) } : {}),
-      ...(opts.tls ? { sslOptions: sslOptionsOf(opts.tls) } : {}),
-    });
+    return newCassandraClient(this.opts, this.consistency);
   }
 
   describe(): string {
@@ -332,19 +308,12 @@ export class CassandraAuthority implements ConversationStateAuthority {
       const failed = this.client;
       this.client = this.newClient();
       await failed.shutdown().catch(() => {});
-      throw new UnavailableError(cassandraFailureLine(err, {
-        contactPoints: this.opts.contactPoints,
-        ...(this.opts.credentials ? { user: this.opts.credentials.username } : {}),
-        tls: this.opts.tls !== undefined,
-        clientCertificate: this.opts.tls?.certPem !== undefined,
-      }));
+      throw new UnavailableError(cassandraFailureLine(err, cassandraContextOf(this.opts)));
     }
   }
 
   private async createSchema(): Promise<void> {
-    const replication = this.opts.replication ?? { class: "SimpleStrategy", replication_factor: 1 };
-    const repl = Object.entries(replication).map(([k, v]) => `'${k.replace(/'/g, "")}': ${typeof v === "number" ? v : `'${String(v).replace(/'/g, "")}'`}`).join(", ");
-    await this.client.execute(`CREATE KEYSPACE IF NOT EXISTS ${this.keyspace} WITH replication = {${repl}}`, [], { prepare: false });
+    await this.client.execute(createKeyspaceCql(this.keyspace, this.opts.replication), [], { prepare: false });
     await this.client.execute(
       `CREATE TABLE IF NOT EXISTS ${this.table()} (
          tenant_id uuid, user_id uuid, conversation_id uuid,
@@ -429,12 +398,74 @@ function sslOptionsOf(tls: CassandraTls): ConnectionOptions {
  * (QIM_CASSANDRA_CONTACT_POINTS), otherwise the Redis-hash development fallback.
  */
 export function authorityFromEnv(store: RedisStore, keys: KeySpace, env: NodeJS.ProcessEnv = process.env): ConversationStateAuthority {
+  const opts = cassandraOptionsFromEnv(env);
+  return opts ? new CassandraAuthority(opts) : new RedisHashAuthority(store, keys);
+}
+
+/**
+ * The Cassandra options of the environment (QIM_CASSANDRA_CONTACT_POINTS, _LOCAL_DC, _KEYSPACE,
+ * _CONSISTENCY), or null when no contact point is set: the one rule by which a process without
+ * explicit settings chooses Cassandra, for the authority and for the durable CMD state alike.
+ */
+export function cassandraOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): CassandraAuthorityOptions | null {
   const points = (env.QIM_CASSANDRA_CONTACT_POINTS ?? "").split(",").map((s) => s.trim()).filter(Boolean);
-  if (points.length === 0) return new RedisHashAuthority(store, keys);
-  return new CassandraAuthority({
+  if (points.length === 0) return null;
+  return {
     contactPoints: points,
     ...(env.QIM_CASSANDRA_LOCAL_DC ? { localDataCenter: env.QIM_CASSANDRA_LOCAL_DC } : {}),
     ...(env.QIM_CASSANDRA_KEYSPACE ? { keyspace: env.QIM_CASSANDRA_KEYSPACE } : {}),
     ...(env.QIM_CASSANDRA_CONSISTENCY ? { consistency: env.QIM_CASSANDRA_CONSISTENCY } : {}),
+  };
+}
+
+/** What every user of the engine's Cassandra settings checks before connecting (InvalidArgumentError). */
+export function resolveCassandraOptions(opts: CassandraAuthorityOptions): { keyspace: string; consistency: number; consistencyName: string } {
+  const keyspace = opts.keyspace ?? "qim";
+  if (!KEYSPACE_RE.test(keyspace)) throw new InvalidArgumentError("keyspace", `keyspace must match ${KEYSPACE_RE}`);
+  if (opts.contactPoints.length === 0) throw new InvalidArgumentError("contactPoints", "at least one Cassandra contact point is needed");
+  const consistencyName = (opts.consistency ?? "LOCAL_QUORUM").toUpperCase();
+  // LOCAL_QUORUM -> localQuorum, the driver's enum key
+  const key = consistencyName.toLowerCase().replace(/_([a-z])/g, (_m, c: string) => c.toUpperCase());
+  const consistency = (cassandra.types.consistencies as unknown as Record<string, number>)[key];
+  if (consistency === undefined) throw new InvalidArgumentError("consistency", `unknown consistency ${opts.consistency} (e.g. LOCAL_QUORUM, QUORUM, ONE)`);
+  if (opts.credentials && (typeof opts.credentials.username !== "string" || opts.credentials.username === "" || typeof opts.credentials.password !== "string")) {
+    throw new InvalidArgumentError("credentials", "Cassandra credentials need a user name and a password");
+  }
+  if (opts.tls && (opts.tls.certPem === undefined) !== (opts.tls.keyPem === undefined)) {
+    throw new InvalidArgumentError("tls", "a Cassandra client certificate needs its key, and a key its certificate");
+  }
+  return { keyspace, consistency, consistencyName };
+}
+
+/** A driver client of the engine's Cassandra settings (not connected). */
+export function newCassandraClient(opts: CassandraAuthorityOptions, consistency: number): cassandra.Client {
+  return new cassandra.Client({
+    contactPoints: opts.contactPoints,
+    localDataCenter: opts.localDataCenter ?? "datacenter1",
+    socketOptions: { connectTimeout: opts.connectTimeoutMs ?? 5000, readTimeout: opts.requestTimeoutMs ?? 12000 },
+    queryOptions: { consistency, prepare: true },
+    // Protocol v4 from the start (the highest this driver speaks to Apache Cassandra): its
+    // negotiation begins at DSE v2 and, against a Cassandra 5.0 that requires client
+    // certificates, the downgrade crashed the process with an uncaught TypeError
+    // ("The server replied with a wrong streamId", StreamIdStack.push).
+    protocolOptions: { maxVersion: 4 },
+    ...(opts.credentials ? { authProvider: new cassandra.auth.PlainTextAuthProvider(opts.credentials.username, opts.credentials.password) } : {}),
+    ...(opts.tls ? { sslOptions: sslOptionsOf(opts.tls) } : {}),
   });
+}
+
+/** The context cassandraFailureLine needs, from the settings (never a secret). */
+export function cassandraContextOf(opts: CassandraAuthorityOptions): CassandraConnectContext {
+  return {
+    contactPoints: opts.contactPoints,
+    ...(opts.credentials ? { user: opts.credentials.username } : {}),
+    tls: opts.tls !== undefined,
+    clientCertificate: opts.tls?.certPem !== undefined,
+  };
+}
+
+/** `CREATE KEYSPACE IF NOT EXISTS` with the settings' replication (default SimpleStrategy, factor 1). */
+export function createKeyspaceCql(keyspace: string, replication: Record<string, string | number> = { class: "SimpleStrategy", replication_factor: 1 }): string {
+  const repl = Object.entries(replication).map(([k, v]) => `'${k.replace(/'/g, "")}': ${typeof v === "number" ? v : `'${String(v).replace(/'/g, "")}'`}`).join(", ");
+  return `CREATE KEYSPACE IF NOT EXISTS ${keyspace} WITH replication = {${repl}}`;
 }

@@ -3,13 +3,13 @@ import { ClusterMembership, type ClusterOptions } from "../cluster/index.js";
 import { ConversationService, type ConversationOptions } from "../conversation/index.js";
 import { OutboxRelay, RedisStreamsDispatchLog, type DispatchIdentity, type DispatchRecord, type RelayOptions } from "../dispatch/index.js";
 import {
-  authorityFromEnv, CassandraAuthority, DEFAULT_RETENTION_MS, ProjectionStack, type CassandraAuthorityOptions, type ConversationStateAuthority,
+  authorityFromEnv, CassandraAuthority, cassandraOptionsFromEnv, DEFAULT_RETENTION_MS, ProjectionStack, type CassandraAuthorityOptions, type ConversationStateAuthority,
   type ProjectionStackOptions, type ProjectionStartReport,
 } from "../projection/index.js";
 import type { RedisStore } from "../store/index.js";
 import { ConversationList, type ConversationListStackOptions } from "../conversation-list/index.js";
 import { SessionView, type SessionViewOptions } from "../session-view/index.js";
-import { CmdSync, type CmdSyncOptions } from "../cmd-sync/index.js";
+import { CassandraCmdStateStore, CmdSync, type CmdSyncOptions } from "../cmd-sync/index.js";
 
 /** The dispatch log's identity when none is configured. */
 export const DEFAULT_DISPATCH: DispatchIdentity = { clusterId: "qim", topicId: "dispatch", partitionCount: 8 };
@@ -42,6 +42,11 @@ export interface RuntimeOptions {
    * Redis-hash development fallback). One passed in is stopped with the runtime but not closed.
    */
   authority?: ConversationStateAuthority;
+  /**
+   * Cassandra settings: the authority's and the durable CMD state's (CassandraCmdStateStore,
+   * tables in the same keyspace). Without them the CMD state is on Cassandra when
+   * QIM_CASSANDRA_CONTACT_POINTS is set and no `authority` is passed in, else on Redis.
+   */
   cassandra?: CassandraAuthorityOptions;
   projection?: ProjectionStackOptions;
   /** The conversation-list engine (spec 002 §3–§8): options of its state engine and compaction consumer. */
@@ -125,7 +130,10 @@ export class EngineRuntime {
     );
     relayRef.list = this.conversationList;
     this.sessionView = new SessionView(this.conversationList.service, opts.sessionView);
-    this.cmd = new CmdSync({ store: this.store, keys: this.keys, cluster, ...(opts.log ? { log: opts.log } : {}) }, opts.cmd);
+    // the durable CMD state follows the authority's rule: Cassandra when configured, else the user slots' Redis tags
+    const cmdCassandra = opts.cassandra ?? (opts.authority === undefined ? cassandraOptionsFromEnv() : null);
+    const cmdStates = cmdCassandra ? new CassandraCmdStateStore({ store: this.store, keys: this.keys, cassandra: cmdCassandra }) : undefined;
+    this.cmd = new CmdSync({ store: this.store, keys: this.keys, cluster, ...(cmdStates ? { states: cmdStates } : {}), ...(opts.log ? { log: opts.log } : {}) }, opts.cmd);
     // a unit just taken is worked on at once, not at the next sweep or poll
     cluster?.onChange((kind, unit, owned) => {
       if (!owned) return;

@@ -1,0 +1,353 @@
+/**
+ * The durable CMD conversation state on Cassandra (spec 001 StateStore), chosen when Cassandra is
+ * configured (the authority's settings; docs/cmd-sync-core.md, "The durable state on Cassandra").
+ *
+ *   cmd_conversation_state  PRIMARY KEY ((tenant_id, user_id), channel_type, channel_id):
+ *                           read_seq, deleted_to_seq, active_at, updated_at, fence_token (bigint)
+ *   cmd_conversation_active PRIMARY KEY ((tenant_id, user_id), active_at, channel_type, channel_id)
+ *                           CLUSTERING ORDER BY (active_at DESC, channel_type ASC, channel_id ASC):
+ *                           spec 001's sync order, so listActive is one ordered read
+ *
+ * Cassandra has no max merge, so a write reads the user's rows (SERIAL), merges as the Lua does,
+ * and writes with lightweight transactions conditioned on the values it read and on the row's
+ * fence token: one conditional BATCH per user (one partition: atomic per user, not across users).
+ * A lost race re-reads and retries (CMD_CASSANDRA_LWT_RETRIES). Fencing has two layers: the slot's
+ * lease in Redis is checked before writing (as includes/fenceHolds), and a row written with a newer
+ * token refuses an older one (`fence_token <= ours`).
+ */
+import cassandra from "cassandra-driver";
+import { UnavailableError, type KeySpace, type Uuid } from "../base/index.js";
+import { unitLeaseKey, type Fence } from "../cluster/index.js";
+import {
+  cassandraContextOf, cassandraFailureLine, createKeyspaceCql, newCassandraClient, resolveCassandraOptions, type CassandraAuthorityOptions,
+} from "../projection/index.js";
+import type { RedisStore } from "../store/index.js";
+import { CmdFencedError } from "./errors.js";
+import { cmdMetrics } from "./metrics.js";
+import { checkRead, checkState, oneSlot } from "./state.js";
+import type { CmdConversationState, CmdReadPatch, CmdStateStore, CommandChannelKey } from "./types.js";
+
+/** Rounds of read–merge–conditional write per user before a write gives up (UNAVAILABLE, retryable: the pending batch stays). */
+export const CMD_CASSANDRA_LWT_RETRIES = 8;
+/** Users of one batch written at once (each its own partition and conditional batch). */
+export const CMD_CASSANDRA_USER_CONCURRENCY = 16;
+/** Index rows read per page by listActive. */
+export const CMD_CASSANDRA_ACTIVE_PAGE = 500;
+export const CMD_CASSANDRA_STATE_TABLE = "cmd_conversation_state";
+export const CMD_CASSANDRA_ACTIVE_TABLE = "cmd_conversation_active";
+
+export interface CassandraCmdStateStoreDeps {
+  /** The slots' leases (fence check 1) live in Redis. */
+  store: RedisStore;
+  keys: KeySpace;
+  /** The authority's settings: contact points, keyspace, consistency, credentials, TLS. */
+  cassandra: CassandraAuthorityOptions;
+}
+
+interface StoredRow {
+  readSeq: number;
+  deletedToSeq: number;
+  activeAt: number;
+  updatedAt: number;
+  fenceToken: number;
+}
+
+type Merge = { channel: CommandChannelKey; next: StoredRow; old: StoredRow | null };
+
+const Long = cassandra.types.Long;
+const long = (n: number) => Long.fromNumber(n);
+const num = (v: unknown): number => (v == null ? 0 : typeof v === "number" ? v : Number((v as { toString(): string }).toString()));
+const rowKey = (c: CommandChannelKey) => `${c.channelType}|${c.channelId}`;
+
+function storedOf(r: cassandra.types.Row): StoredRow {
+  return { readSeq: num(r.read_seq), deletedToSeq: num(r.deleted_to_seq), activeAt: num(r.active_at), updatedAt: num(r.updated_at), fenceToken: num(r.fence_token) };
+}
+
+/** Runs `work` over `items`, at most `limit` at once; rejects with the first failure once all settled. */
+async function eachLimited<T>(items: readonly T[], limit: number, work: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  let failure: { err: unknown } | null = null;
+  const worker = async () => {
+    while (next < items.length) {
+      const item = items[next++]!;
+      try {
+        await work(item);
+      } catch (err) {
+        failure ??= { err };
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  if (failure) throw (failure as { err: unknown }).err;
+}
+
+function groupByUser<T extends { tenant: Uuid; user: Uuid }>(rows: readonly T[]): T[][] {
+  const by = new Map<string, T[]>();
+  for (const r of rows) {
+    const k = `${r.tenant}|${r.user}`;
+    const list = by.get(k);
+    if (list) list.push(r); else by.set(k, [r]);
+  }
+  return [...by.values()];
+}
+
+export class CassandraCmdStateStore implements CmdStateStore {
+  readonly kind = "cassandra" as const;
+  private client: cassandra.Client;
+  private readonly keyspace: string;
+  private readonly consistency: number;
+  private readonly serial: number;
+
+  constructor(private readonly deps: CassandraCmdStateStoreDeps) {
+    const resolved = resolveCassandraOptions(deps.cassandra);
+    this.keyspace = resolved.keyspace;
+    this.consistency = resolved.consistency;
+    // the Paxos round of a lightweight transaction (and the reads before one) in the local DC when the writes are
+    const c = cassandra.types.consistencies;
+    this.serial = [c.localQuorum, c.localOne, c.localSerial].includes(resolved.consistency) ? c.localSerial : c.serial;
+    this.client = newCassandraClient(deps.cassandra, this.consistency);
+  }
+
+  describe(): string {
+    return `cassandra ${this.deps.cassandra.contactPoints.join(",")} keyspace ${this.keyspace} (tables ${CMD_CASSANDRA_STATE_TABLE}, ${CMD_CASSANDRA_ACTIVE_TABLE})`;
+  }
+
+  private get state(): string {
+    return `${this.keyspace}.${CMD_CASSANDRA_STATE_TABLE}`;
+  }
+
+  private get active(): string {
+    return `${this.keyspace}.${CMD_CASSANDRA_ACTIVE_TABLE}`;
+  }
+
+  /**
+   * Connects and creates the keyspace and both tables if missing. A failure is one UNAVAILABLE
+   * line (cassandraFailureLine, as the authority's) and leaves a fresh client for a later init().
+   */
+  async init(): Promise<void> {
+    try {
+      await this.client.connect();
+      await this.client.execute(createKeyspaceCql(this.keyspace, this.deps.cassandra.replication), [], { prepare: false });
+      await this.client.execute(
+        `CREATE TABLE IF NOT EXISTS ${this.state} (
+           tenant_id uuid, user_id uuid, channel_type int, channel_id text,
+           read_seq bigint, deleted_to_seq bigint, active_at bigint, updated_at bigint, fence_token bigint,
+           PRIMARY KEY ((tenant_id, user_id), channel_type, channel_id))`,
+        [], { prepare: false });
+      await this.client.execute(
+        `CREATE TABLE IF NOT EXISTS ${this.active} (
+           tenant_id uuid, user_id uuid, active_at bigint, channel_type int, channel_id text,
+           PRIMARY KEY ((tenant_id, user_id), active_at, channel_type, channel_id))
+         WITH CLUSTERING ORDER BY (active_at DESC, channel_type ASC, channel_id ASC)`,
+        [], { prepare: false });
+    } catch (err) {
+      await this.resetClient();
+      throw new UnavailableError(cassandraFailureLine(err, cassandraContextOf(this.deps.cassandra)));
+    }
+  }
+
+  /** Shuts the client down; a later init() starts on a fresh one. */
+  async close(): Promise<void> {
+    await this.resetClient();
+  }
+
+  private async resetClient(): Promise<void> {
+    const old = this.client;
+    this.client = newCassandraClient(this.deps.cassandra, this.consistency);
+    await old.shutdown().catch(() => {});
+  }
+
+  async get(tenant: Uuid, user: Uuid, channel: CommandChannelKey): Promise<CmdConversationState | null> {
+    const res = await this.client.execute(
+      `SELECT read_seq, deleted_to_seq, active_at, updated_at FROM ${this.state} WHERE tenant_id = ? AND user_id = ? AND channel_type = ? AND channel_id = ?`,
+      [tenant, user, channel.channelType, channel.channelId]);
+    const r = res.first();
+    if (!r) return null;
+    const s = storedOf(r);
+    return { tenant, user, channel: { channelId: channel.channelId, channelType: channel.channelType }, readSeq: s.readSeq, deletedToSeq: s.deletedToSeq, activeAt: s.activeAt, updatedAt: s.updatedAt };
+  }
+
+  /**
+   * The index in order, each entry checked against its state row: an entry whose active_at is
+   * older than the row's is left over from a move (deleted here: the row's active_at only grows,
+   * so it can never be right again); a newer one, or one without a row, is a write in flight (or
+   * one that died between its two steps) and is skipped, never deleted. Pages until `limit` good
+   * rows or the end.
+   */
+  async listActive(tenant: Uuid, user: Uuid, limit: number): Promise<CmdConversationState[]> {
+    if (!Number.isSafeInteger(limit) || limit <= 0) return [];
+    const out: CmdConversationState[] = [];
+    let pageState: string | undefined;
+    do {
+      const page = await this.client.execute(
+        `SELECT active_at, channel_type, channel_id FROM ${this.active} WHERE tenant_id = ? AND user_id = ?`,
+        [tenant, user], { fetchSize: Math.min(CMD_CASSANDRA_ACTIVE_PAGE, limit), ...(pageState ? { pageState } : {}) });
+      pageState = page.pageState ?? undefined;
+      if (page.rows.length === 0) break;
+      const entries = page.rows.map((r) => ({ activeAt: num(r.active_at), channel: { channelType: Number(r.channel_type), channelId: String(r.channel_id) } }));
+      const rows = await this.readRows(tenant, user, entries.map((e) => e.channel), false);
+      const stale: typeof entries = [];
+      for (const e of entries) {
+        const s = rows.get(rowKey(e.channel));
+        if (!s || s.activeAt < e.activeAt) continue;
+        if (s.activeAt > e.activeAt) { stale.push(e); continue; }
+        if (out.length < limit) out.push({ tenant, user, channel: e.channel, readSeq: s.readSeq, deletedToSeq: s.deletedToSeq, activeAt: s.activeAt, updatedAt: s.updatedAt });
+      }
+      if (stale.length > 0) await this.deleteIndex(tenant, user, stale).catch(() => {});
+    } while (pageState && out.length < limit);
+    return out;
+  }
+
+  async advanceReadSeqs(patches: readonly CmdReadPatch[], fence: Fence, updatedAt: number = Date.now()): Promise<void> {
+    if (patches.length === 0) return;
+    for (const p of patches) checkRead(p);
+    const slot = oneSlot(patches);
+    await this.checkLease(slot, fence);
+    await eachLimited(groupByUser(patches), CMD_CASSANDRA_USER_CONCURRENCY, (list) =>
+      this.writeUser(slot, list[0]!.tenant, list[0]!.user, list.map((p) => p.channel), fence, (channel, old) => {
+        // a missing row is a no-op; a read seq never goes back; updated at only grows
+        let read = -1;
+        for (const p of list) if (p.channel.channelType === channel.channelType && p.channel.channelId === channel.channelId) read = Math.max(read, p.readSeq);
+        if (!old || read <= old.readSeq) return null;
+        return { ...old, readSeq: read, updatedAt: Math.max(old.updatedAt, updatedAt) };
+      }));
+  }
+
+  async upsertStates(states: readonly CmdConversationState[], fence: Fence): Promise<void> {
+    if (states.length === 0) return;
+    for (const s of states) checkState(s);
+    const slot = oneSlot(states);
+    await this.checkLease(slot, fence);
+    await eachLimited(groupByUser(states), CMD_CASSANDRA_USER_CONCURRENCY, (list) =>
+      this.writeUser(slot, list[0]!.tenant, list[0]!.user, list.map((s) => s.channel), fence, (channel, old) => {
+        // the rows of this channel in the batch, merged in order as the Lua merges them one by one
+        let acc: StoredRow | null = old;
+        let changed = false;
+        for (const s of list) {
+          if (s.channel.channelType !== channel.channelType || s.channel.channelId !== channel.channelId) continue;
+          if (!acc) { acc = { readSeq: s.readSeq, deletedToSeq: s.deletedToSeq, activeAt: s.activeAt, updatedAt: s.updatedAt, fenceToken: 0 }; changed = true; continue; }
+          const next = {
+            readSeq: Math.max(acc.readSeq, s.readSeq), deletedToSeq: Math.max(acc.deletedToSeq, s.deletedToSeq),
+            activeAt: Math.max(acc.activeAt, s.activeAt), updatedAt: Math.max(acc.updatedAt, s.updatedAt), fenceToken: acc.fenceToken,
+          };
+          // nothing of the first three grows: the row stays as it is, its updated at included (a replay is a no-op)
+          if (next.readSeq === acc.readSeq && next.deletedToSeq === acc.deletedToSeq && next.activeAt === acc.activeAt) continue;
+          acc = next;
+          changed = true;
+        }
+        return changed ? acc : null;
+      }));
+  }
+
+  /** Fence check 1: the slot's lease in Redis names exactly (owner, token), as includes/fenceHolds. */
+  private async checkLease(slot: number, fence: Fence): Promise<void> {
+    const key = unitLeaseKey(this.deps.keys, "slot", slot);
+    const [owner, token] = await this.deps.store.clientForKey(key).hmget(key, "owner", "token");
+    if ((owner ?? "") !== fence.owner || Number(token ?? "0") !== fence.token) {
+      cmdMetrics.cassandraFenced.inc({ layer: "lease" });
+      throw new CmdFencedError(slot);
+    }
+  }
+
+  private async readRows(tenant: Uuid, user: Uuid, channels: readonly CommandChannelKey[], serial: boolean): Promise<Map<string, StoredRow>> {
+    const types = [...new Set(channels.map((c) => c.channelType))];
+    const ids = [...new Set(channels.map((c) => c.channelId))];
+    // IN on both clustering columns reads their cross product: filtered to the channels asked for
+    const res = await this.client.execute(
+      `SELECT channel_type, channel_id, read_seq, deleted_to_seq, active_at, updated_at, fence_token FROM ${this.state}
+       WHERE tenant_id = ? AND user_id = ? AND channel_type IN ? AND channel_id IN ?`,
+      [tenant, user, types, ids], serial ? { consistency: this.serial } : {});
+    const out = new Map<string, StoredRow>();
+    for (const r of res.rows) out.set(`${r.channel_type}|${r.channel_id}`, storedOf(r));
+    return out;
+  }
+
+  private async deleteIndex(tenant: Uuid, user: Uuid, entries: readonly { activeAt: number; channel: CommandChannelKey }[]): Promise<void> {
+    if (entries.length === 0) return;
+    await this.client.batch(entries.map((e) => ({
+      query: `DELETE FROM ${this.active} WHERE tenant_id = ? AND user_id = ? AND active_at = ? AND channel_type = ? AND channel_id = ?`,
+      params: [tenant, user, long(e.activeAt), e.channel.channelType, e.channel.channelId],
+    })), { prepare: true, logged: false });
+  }
+
+  /**
+   * One user's rows: read (SERIAL), merge, write the new index entries, then one conditional batch
+   * on the state rows (INSERT … IF NOT EXISTS for new rows; UPDATE … IF the values read AND
+   * fence_token <= ours for existing ones), then delete the index entries the move left behind.
+   * The index entries come first so that a row is never without its entry: a crash between the
+   * steps leaves at most an entry listActive skips (newer than its row) or deletes (older).
+   * Not applied: a row carries a newer token → CmdFencedError; otherwise a lost race → again. At
+   * the end, the entries this call inserted that are older than their row's active_at now (a race
+   * it lost to a newer time) are deleted; entries newer than their row (a refused or abandoned
+   * write) stay for listActive to skip: another writer's entry of the same time may be in flight.
+   */
+  private async writeUser(
+    slot: number, tenant: Uuid, user: Uuid, channels: readonly CommandChannelKey[], fence: Fence,
+    merge: (channel: CommandChannelKey, old: StoredRow | null) => StoredRow | null,
+  ): Promise<void> {
+    const unique = [...new Map(channels.map((c) => [rowKey(c), c])).values()];
+    // index entries this call inserted, per channel: those a lost race made wrong are deleted at the end
+    const inserted = new Map<string, { channel: CommandChannelKey; activeAt: Set<number> }>();
+    const done = async (finalActive: Map<string, number>) => {
+      const stale: { activeAt: number; channel: CommandChannelKey }[] = [];
+      for (const [k, e] of inserted) for (const a of e.activeAt) if (a < (finalActive.get(k) ?? -1)) stale.push({ activeAt: a, channel: e.channel });
+      await this.deleteIndex(tenant, user, stale).catch(() => {});
+    };
+    for (let attempt = 0; ; attempt++) {
+      const rows = await this.readRows(tenant, user, unique, true);
+      const merges: Merge[] = [];
+      for (const channel of unique) {
+        const old = rows.get(rowKey(channel)) ?? null;
+        const next = merge(channel, old);
+        if (next) merges.push({ channel, old, next: { ...next, fenceToken: Math.max(old?.fenceToken ?? 0, fence.token) } });
+      }
+      const finalActive = new Map([...rows].map(([k, r]) => [k, r.activeAt]));
+      if (merges.length === 0) return done(finalActive);
+      if (merges.some((m) => m.old && m.old.fenceToken > fence.token)) {
+        cmdMetrics.cassandraFenced.inc({ layer: "row" });
+        throw new CmdFencedError(slot);
+      }
+      const moved = merges.filter((m) => !m.old || m.next.activeAt !== m.old.activeAt);
+      for (const m of moved) {
+        const k = rowKey(m.channel);
+        const e = inserted.get(k) ?? { channel: m.channel, activeAt: new Set<number>() };
+        e.activeAt.add(m.next.activeAt);
+        inserted.set(k, e);
+      }
+      if (moved.length > 0) {
+        await this.client.batch(moved.map((m) => ({
+          query: `INSERT INTO ${this.active} (tenant_id, user_id, active_at, channel_type, channel_id) VALUES (?, ?, ?, ?, ?)`,
+          params: [tenant, user, long(m.next.activeAt), m.channel.channelType, m.channel.channelId],
+        })), { prepare: true, logged: false });
+      }
+      const res = await this.client.batch(merges.map((m) => (m.old
+        ? {
+          query: `UPDATE ${this.state} SET read_seq = ?, deleted_to_seq = ?, active_at = ?, updated_at = ?, fence_token = ?
+                  WHERE tenant_id = ? AND user_id = ? AND channel_type = ? AND channel_id = ?
+                  IF read_seq = ? AND deleted_to_seq = ? AND active_at = ? AND fence_token <= ?`,
+          params: [
+            long(m.next.readSeq), long(m.next.deletedToSeq), long(m.next.activeAt), long(m.next.updatedAt), long(m.next.fenceToken),
+            tenant, user, m.channel.channelType, m.channel.channelId,
+            long(m.old.readSeq), long(m.old.deletedToSeq), long(m.old.activeAt), long(fence.token),
+          ],
+        }
+        : {
+          query: `INSERT INTO ${this.state} (tenant_id, user_id, channel_type, channel_id, read_seq, deleted_to_seq, active_at, updated_at, fence_token)
+                  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS`,
+          params: [tenant, user, m.channel.channelType, m.channel.channelId, long(m.next.readSeq), long(m.next.deletedToSeq), long(m.next.activeAt), long(m.next.updatedAt), long(m.next.fenceToken)],
+        })), { prepare: true, serialConsistency: this.serial });
+      if (res.wasApplied()) {
+        // entries left behind by the moves: older than the row's active_at now, never right again
+        const leftOver = merges.filter((m) => m.old && m.old.activeAt < m.next.activeAt).map((m) => ({ activeAt: m.old!.activeAt, channel: m.channel }));
+        await this.deleteIndex(tenant, user, leftOver).catch(() => {});
+        for (const m of merges) finalActive.set(rowKey(m.channel), m.next.activeAt);
+        return done(finalActive);
+      }
+      if (attempt + 1 >= CMD_CASSANDRA_LWT_RETRIES) {
+        throw new UnavailableError(`the CMD state write of slot ${slot} lost ${CMD_CASSANDRA_LWT_RETRIES} races on Cassandra in a row; retry`);
+      }
+      cmdMetrics.cassandraLwtRetries.inc();
+    }
+  }
+}
+

@@ -10,7 +10,7 @@ import { CmdPendingUpdater } from "./pending.js";
 import { RedisCmdStateStore } from "./state.js";
 import { CmdSyncApp, type CmdSyncAppOptions } from "./sync-app.js";
 import type {
-  CmdAckResult, CmdConversationState, CmdFlushReport, CmdIntentRouter, CmdSendRequest, CmdSendResult, CmdSyncApi, CmdSyncResult, ConversationIntent,
+  CmdAckResult, CmdBadPendingFile, CmdConversationState, CmdFlushReport, CmdIntentRouter, CmdSendRequest, CmdSendResult, CmdSyncApi, CmdSyncResult, ConversationIntent,
   PendingConversationView,
 } from "./types.js";
 
@@ -214,5 +214,13 @@ export class CmdSync implements CmdSyncApi {
 
   get badFile(): string | null {
     return this.pending.badFile;
+  }
+
+  pendingEntries(): number {
+    return this.pending.size();
+  }
+
+  badPendingFile(): CmdBadPendingFile | null {
+    return this.pending.badPendingFile();
   }
 }

@@ -85,7 +85,7 @@ for (const kind of ["single", "cluster"] as const) {
       const client = fx.store.clientForKey(k.state);
       const before = await dumpKeys(client, [k.state, k.index]);
       await assert.rejects(states.upsertStates([row(tenant, a!, "g1____cmd", 9, 900), row(tenant, b!, "g2____cmd", 1, 1)], SOLO),
-        (err: unknown) => err instanceof CmdFencedError && err.code === "CMD_STALE_OWNER" && err.slot === slot);
+        (err: unknown) => err instanceof CmdFencedError && err.code === "STALE_OWNER" && err.slot === slot);
       await assert.rejects(states.advanceReadSeqs([{ tenant, user: a!, channel: ch("g1____cmd"), readSeq: 9 }], SOLO), CmdFencedError);
       assert.equal(await dumpKeys(client, [k.state, k.index]), before);
       // the lease's own owner and token are accepted

@@ -27,7 +27,7 @@ import type {
 
 export type { ClusterNode, DrainResponse, GetOwnerResponse, ListNodesResponse };
 export type {
-  CmdFlushResponse, CmdMessage, CmdOwnerResponse, CmdPendingResponse, CmdSendResponse, CmdStateResponse, CmdUserAckResponse, CmdUserSyncResponse,
+  CmdBadFile, CmdFlushResponse, CmdMessage, CmdOwnerResponse, CmdPendingResponse, CmdSendResponse, CmdStateResponse, CmdStatusResponse, CmdUserAckResponse, CmdUserSyncResponse,
 } from "./gen/qim/admin/v1/cmd.js";
 export type {
   AuditUnreadRequest, AuditUnreadResponse, Badge, ChangeConversationRequest, ChangeConversationResponse, GetBadgeRequest, ListConversationsRequest, ListConversationsResponse,

@@ -3,9 +3,15 @@
  * `POST /message/sync` and `POST /message/syncack`, with its JSON exactly — request
  * `{uid, message_seq, limit}` (message_seq accepted, not used to select: the server keeps each
  * user's place), an array of legacy messages in answer; `{uid, last_message_seq}` →
- * `{"status":200}`; every error an HTTP 400 `{"msg": …, "status": 400}` as WuKongIM's
+ * `{"status":200}`; bad input an HTTP 400 `{"msg": …, "status": 400}` as WuKongIM's
  * wkhttp.ResponseError answers, with its validation messages (数据格式有误！, uid不能为空！,
  * limit不能为负数！, last_message_seq不能为空！).
+ *
+ * Beyond WuKongIM (which answers 400 for everything): a failure the client should retry — the
+ * user's slot moving between owners (STALE_OWNER, a fenced write), no live owner, an owner or a
+ * store that cannot be reached — is 503 with `Retry-After`, and a bug is 500; both bodies keep
+ * WuKongIM's `{msg, status}` and add `code`, the domain code the admin API's metadata carries
+ * (cmdHttpError: one table from the gRPC status of admin-api/errors.ts mapError).
  *
  * What is ours: TLS with client certificates from the admin PKI, and only the role `service`
  * (qimctl certs issue --role service) may call — an operator's certificate is refused 403, as a
@@ -18,9 +24,11 @@ import { randomUUID } from "node:crypto";
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
 import type { TLSSocket } from "node:tls";
-import { InvalidArgumentError, parseHostPort, parseUuid, QimError, stripCommandSuffix, uuidToHex, type CmdMessage, type Uuid } from "../core/index.js";
+import { status } from "@grpc/grpc-js";
+import { InvalidArgumentError, parseHostPort, parseUuid, stripCommandSuffix, uuidToHex, type CmdMessage, type Uuid } from "../core/index.js";
 import type { AuditRecord } from "./audit.js";
 import { SERVICE_ROLE } from "./auth.js";
+import { mapError } from "./errors.js";
 import { cmdSurfaceMetrics } from "./node/cmd-metrics.js";
 import { syncLimit } from "./node/cmd-local.js";
 import type { CmdAccess } from "./node/cmd-router.js";
@@ -60,6 +68,36 @@ export interface CmdHttpServer {
   /** https://host:port (http:// with insecureDev). */
   url: string;
   close(): Promise<void>;
+}
+
+/**
+ * Retry-After (seconds) of a 503: the owner cache's life (DEFAULT_OWNER_CACHE_MS, 1 s), after
+ * which a retry resolves the owner again; a lease moves within its TTL, so a client retrying
+ * every second finds the new owner within a few tries.
+ */
+export const CMD_HTTP_RETRY_AFTER_S = 1;
+
+/** The HTTP status of each gRPC status a domain error maps to (mapError); anything else not listed: 409 (a refused precondition). */
+const HTTP_STATUS_OF_GRPC: Partial<Record<status, number>> = {
+  [status.INVALID_ARGUMENT]: 400,
+  [status.PERMISSION_DENIED]: 403,
+  [status.NOT_FOUND]: 404,
+  [status.UNAVAILABLE]: 503,
+  [status.INTERNAL]: 500,
+  [status.UNIMPLEMENTED]: 501,
+};
+
+/**
+ * The answer to a failed request: bad input 400 in WuKongIM's exact `{msg, status}`; any other
+ * failure `{msg, status, code}` with `code` the domain code (STALE_OWNER, UNAVAILABLE, INTERNAL,
+ * …), and `retryAfterS` for a 503.
+ */
+export function cmdHttpError(err: unknown, requestId: string): { status: number; code: string; body: Record<string, unknown>; retryAfterS: number | null } {
+  if (err instanceof HttpRefusal) return { status: err.status, code: err.status === 400 ? "INVALID_ARGUMENT" : "REQUEST_TOO_LARGE", body: { msg: err.message, status: err.status }, retryAfterS: null };
+  const m = mapError(err, requestId);
+  const http = HTTP_STATUS_OF_GRPC[m.code] ?? 409;
+  if (http === 400) return { status: 400, code: m.domainCode, body: { msg: m.message, status: 400 }, retryAfterS: null };
+  return { status: http, code: m.domainCode, body: { msg: m.message, status: http, code: m.domainCode }, retryAfterS: http === 503 ? CMD_HTTP_RETRY_AFTER_S : null };
 }
 
 /** An answer other than 200: WuKongIM's error shape. */
@@ -195,9 +233,9 @@ export async function startCmdHttpServer(opts: CmdHttpOptions): Promise<CmdHttpS
     const role = (Array.isArray(ouRaw) ? ouRaw[0] : ouRaw) ?? "";
     const fingerprint = cert?.fingerprint256 ?? "";
     let argumentsOf: unknown = {};
-    const answer = (status: number, json: string) => {
+    const answer = (status: number, json: string, headers: Record<string, string> = {}) => {
       cmdSurfaceMetrics.httpRequests.inc({ path: path === SYNC_PATH || path === SYNC_ACK_PATH ? path : "other", status: String(status) });
-      res.writeHead(status, { "content-type": "application/json; charset=utf-8", "x-qim-request-id": requestId }).end(json);
+      res.writeHead(status, { "content-type": "application/json; charset=utf-8", "x-qim-request-id": requestId, ...headers }).end(json);
     };
     const record = (result: string, detail: string) => opts.audit({
       principal: name, role, rpc: `POST ${path}`, arguments: argumentsOf, result, detail,
@@ -222,16 +260,19 @@ export async function startCmdHttpServer(opts: CmdHttpOptions): Promise<CmdHttpS
         await record("OK", out.detail);
         answer(200, out.json);
       } catch (err) {
-        const status = err instanceof HttpRefusal ? err.status : 400;
-        const msg = err instanceof HttpRefusal || err instanceof QimError ? err.message : `internal error (request ${requestId}); see the server log`;
-        if (!(err instanceof HttpRefusal) && !(err instanceof QimError)) log(`request ${requestId} POST ${path} failed: ${err instanceof Error ? err.stack ?? err.message : String(err)}`);
-        await record(err instanceof QimError ? err.code : err instanceof HttpRefusal ? "INVALID_ARGUMENT" : "INTERNAL", msg);
-        // WuKongIM answers every handler error 400 {"msg", "status": 400} (wkhttp ResponseError)
-        answer(status, JSON.stringify({ msg, status }));
+        const e = cmdHttpError(err, requestId);
+        // a bug gets its stack in the server log, a retryable failure one line; neither reaches the client
+        if (e.status === 500) log(`request ${requestId} POST ${path} failed: ${err instanceof Error ? err.stack ?? err.message : String(err)}`);
+        else if (e.status === 503) log(`request ${requestId} POST ${path} failed (retryable): ${err instanceof Error ? err.message : String(err)}`);
+        await record(e.code, String(e.body.msg));
+        answer(e.status, JSON.stringify(e.body), {
+          "x-qim-error-code": e.code,
+          ...(e.retryAfterS !== null ? { "retry-after": String(e.retryAfterS) } : {}),
+        });
       }
     })().catch((err: unknown) => {
       log(`request ${requestId} POST ${path}: audit log write failed: ${err instanceof Error ? err.message : String(err)}`);
-      if (!res.headersSent) answer(500, JSON.stringify({ msg: `audit log unavailable (request ${requestId})`, status: 500 }));
+      if (!res.headersSent) answer(500, JSON.stringify({ msg: `audit log unavailable (request ${requestId})`, status: 500, code: "INTERNAL" }), { "x-qim-error-code": "INTERNAL" });
     });
   };
 

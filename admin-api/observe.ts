@@ -7,6 +7,7 @@ import type { ServerWritableStream } from "@grpc/grpc-js";
 import { InvalidArgumentError, registry, type NodeRecord, type ProjectionStack } from "../core/index.js";
 import type { AuditLog } from "./audit.js";
 import { clusterNodeOut, projectionStatusOut } from "./convert.js";
+import type { CmdBadFile } from "./gen/qim/admin/v1/cmd.js";
 import type { Counters, Snapshot, WatchRequest } from "./gen/qim/admin/v1/observe.js";
 
 export const WATCH_INTERVAL_MS = { min: 200, max: 60_000, default: 1000 } as const;
@@ -80,8 +81,16 @@ export class Observer {
   private last: { snapshot: Snapshot; readAt: number } | undefined;
   private closed = false;
 
-  /** `nodes`: the engine cluster's nodes (ClusterMembership.nodes), absent on a server that is no node. */
-  constructor(private readonly projection: ProjectionStack, private readonly audit: AuditLog, private readonly nodes?: () => Promise<NodeRecord[]>) {}
+  /**
+   * `nodes`: the engine cluster's nodes (ClusterMembership.nodes), absent on a server that is no
+   * node; `cmdBadFiles`: the CMD pending files set aside as .bad (admin-api/node/cmd-bad.ts).
+   */
+  constructor(
+    private readonly projection: ProjectionStack,
+    private readonly audit: AuditLog,
+    private readonly nodes?: () => Promise<NodeRecord[]>,
+    private readonly cmdBadFiles: () => Promise<CmdBadFile[]> = async () => [],
+  ) {}
 
   /** Streams being served now (each has at most one timer or one read pending). */
   get active(): number {
@@ -105,7 +114,8 @@ export class Observer {
   }
 
   private async read(): Promise<Snapshot> {
-    const [status, counters, nodes] = await Promise.all([this.projection.status(), readCounters(), this.nodes ? this.nodes() : []]);
+    const [status, counters, nodes, cmdBadFiles] = await Promise.all([this.projection.status(), readCounters(), this.nodes ? this.nodes() : [], this.cmdBadFiles()]);
+    const badOf = new Map(cmdBadFiles.map((b) => [b.nodeId, b.path]));
     // taken with the time, after the status: a snapshot whose timeMs is after a call's answer has
     // that call's audit record
     const audit = this.audit.recent(SNAPSHOT_AUDIT_ENTRIES);
@@ -115,7 +125,8 @@ export class Observer {
       counters,
       projection: projectionStatusOut(status),
       audit: audit.map((e) => ({ time: e.time, principal: e.principal, rpc: e.rpc, result: e.result })),
-      nodes: nodes.map((n) => clusterNodeOut(n)),
+      nodes: nodes.map((n) => clusterNodeOut(n, badOf.get(n.nodeId) ?? "")),
+      cmdBadFiles,
     };
   }
 

@@ -26,7 +26,7 @@ import { auditArguments, AuditLog, type AuditRecord, type AuditRotation } from "
 import { allowed, principalOf, type CallWithAuth, type Principal, type Role } from "./auth.js";
 import { DenyList } from "./deny-list.js";
 import { startCmdHttpServer, type CmdHttpServer } from "./cmd-http.js";
-import { publishCmdBadFile } from "./node/cmd-bad.js";
+import { cmdBadFiles, publishCmdBadFile } from "./node/cmd-bad.js";
 import { cmdOf } from "./node/cmd-local.js";
 import { localCmdAccess, type CmdAccess } from "./node/cmd-router.js";
 import { openNodeService, type NodeService } from "./node/service.js";
@@ -416,7 +416,7 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
   }
 
   const cluster = runtime.cluster;
-  const observer = new Observer(projection, audit, cluster ? () => cluster.nodes() : undefined);
+  const observer = new Observer(projection, audit, cluster ? () => cluster.nodes() : undefined, () => cmdBadFiles(runtime));
   const cmdAccess = (): CmdAccess => nodeService?.cmd ?? localCmdAccess(cmdOf(runtime), runtime.cluster?.nodeId ?? "");
   const deps: ServerDeps = { runtime, audit, observer, cmd: cmdAccess };
 

@@ -12,7 +12,6 @@
 import {
   CMD_SYNC_DEFAULT_LIMIT,
   CMD_SYNC_MAX_LIMIT,
-  CmdStaleOwnerError,
   decodeIntent,
   FailedPreconditionError,
   parseUuid,
@@ -70,9 +69,9 @@ export function maybeCmdOf(runtime: EngineRuntime): CmdSyncApi | null {
   return (runtime.cmd as CmdSyncApi | undefined) ?? null;
 }
 
-/** Whether an error is the CMD module's "the user's slot is owned by another node". */
+/** Whether an error is STALE_OWNER: the user's slot is owned by another node (or a fenced write). */
 export function isStaleOwner(err: unknown): boolean {
-  return err instanceof CmdStaleOwnerError || (err instanceof QimError && (err.code === "CMD_STALE_OWNER" || err.code === "STALE_OWNER"));
+  return err instanceof QimError && err.code === "STALE_OWNER";
 }
 
 export function cmdMessageToWire(m: CmdMessage): CmdMessageWire {

@@ -47,7 +47,7 @@ export interface CmdAccess {
   flush(nodeId: string | null): Promise<CmdFlushReport & { nodeId: string }>;
 }
 
-/** Every operation on this node (no cluster, or a cluster node without a node service: a user owned elsewhere is CMD_STALE_OWNER). */
+/** Every operation on this node (no cluster, or a cluster node without a node service: a user owned elsewhere is STALE_OWNER). */
 export function localCmdAccess(api: CmdSyncApi, nodeId: string): CmdAccess {
   return {
     api,

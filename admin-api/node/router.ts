@@ -1,8 +1,8 @@
 /**
  * NodeRouter: spec 001's routing rule made generic (issue 11). Resolve the owner of a unit, call
  * it — in process when the owner is this node, else its NodeService — and on STALE_OWNER
- * re-resolve and retry once; REJECTED is final; a second STALE_OWNER is StaleOwnerError
- * (retryable by the caller's caller, UNAVAILABLE at the admin API).
+ * re-resolve and retry once; REJECTED is final; a second STALE_OWNER is core's StaleOwnerError
+ * (code STALE_OWNER: retryable by the caller's caller, UNAVAILABLE at the admin API, 503 over HTTP).
  *
  * It lives here, beside the client, rather than in core/cluster: what it routes are NodeService
  * calls and their NodeStatus (generated protobuf types), and core must not know gRPC. The part of
@@ -10,7 +10,7 @@
  * satisfies. Resolved owners are cached (ownerCacheMs) so that a busy path does not read the
  * registry per call; a STALE_OWNER or a failed call drops the entry — a moved unit costs one hop.
  */
-import { InvalidArgumentError, QimError, UnavailableError } from "../../core/index.js";
+import { InvalidArgumentError, StaleOwnerError, UnavailableError } from "../../core/index.js";
 import {
   NodeStatus,
   type CmdAckResponse,
@@ -28,12 +28,9 @@ import type { OwnershipView, UnitKind, UnitOwnerView } from "./ownership.js";
 /** How long a resolved owner is reused before the registry is read again (a stale one costs a STALE_OWNER hop). */
 export const DEFAULT_OWNER_CACHE_MS = 1000;
 
-/** The owner did not own the unit, and neither did the one the re-resolve named: nothing applied, retry later. */
-export class StaleOwnerError extends QimError {
-  constructor(kind: UnitKind, unit: number, tried: readonly string[]) {
-    super("STALE_OWNER", `${kind} ${unit}: ownership is moving (asked ${tried.join(", then ")}: each answered stale owner); nothing was applied, retry`, { kind, unit, tried: [...tried] });
-    this.name = "StaleOwnerError";
-  }
+/** The owner did not own the unit, and neither did the one the re-resolve named: nothing applied, retry later (core's StaleOwnerError). */
+function movingOwnership(kind: UnitKind, unit: number, tried: readonly string[]): StaleOwnerError {
+  return new StaleOwnerError(`${kind} ${unit}: ownership is moving (asked ${tried.join(", then ")}: each answered stale owner); nothing was applied, retry`, { kind, unit, tried: [...tried] });
 }
 
 export interface RouteResult<Res> {
@@ -128,7 +125,7 @@ export class NodeRouter {
       if (res.status === NodeStatus.NODE_STATUS_OK) return { response: res, owner, attempts: attempt, local };
       if (res.status !== NodeStatus.NODE_STATUS_STALE_OWNER) throw new InvalidArgumentError("request", `node ${owner.nodeId} rejected the ${rpc}: ${res.detail}`);
       this.forget(kind, unit);
-      if (attempt >= 2) throw new StaleOwnerError(kind, unit, tried);
+      if (attempt >= 2) throw movingOwnership(kind, unit, tried);
       const stale = owner.nodeId;
       const fresh = await this.resolve(kind, unit, true);
       const hint = hintOf(res);

@@ -2,7 +2,7 @@ import { FailedPreconditionError, InvalidArgumentError, NotFoundError, RELAY_BUC
 import { catalogEntry } from "../catalog.js";
 import { clusterNodeOut as nodeOut } from "../convert.js";
 import type { GetOwnerResponse, OwnedUnits } from "../gen/qim/admin/v1/cluster.js";
-import { readCmdBadFiles } from "../node/cmd-bad.js";
+import { cmdBadFiles } from "../node/cmd-bad.js";
 import { ALL_ROLES, defineService, MUTATE, unary, type ServerDeps } from "../rpc.js";
 
 const ownedOut = (o: NodeRecord["owned"]): OwnedUnits => ({ relayBuckets: o.relayBuckets, partitions: o.partitions, slots: o.slots });
@@ -22,8 +22,9 @@ export const clusterService = defineService(catalogEntry("qim.admin.v1.ClusterSe
     roles: ALL_ROLES, mutates: false,
     async handle(_req, { deps }) {
       const cluster = clusterOf(deps);
-      const [nodes, bad] = await Promise.all([cluster.nodes(), readCmdBadFiles(deps.runtime)]);
-      return { response: { nodes: nodes.map((n) => nodeOut(n, bad.get(n.nodeId) ?? "")), answeredBy: cluster.nodeId } };
+      const [nodes, bad] = await Promise.all([cluster.nodes(), cmdBadFiles(deps.runtime)]);
+      const badOf = new Map(bad.map((b) => [b.nodeId, b.path]));
+      return { response: { nodes: nodes.map((n) => nodeOut(n, badOf.get(n.nodeId) ?? "")), answeredBy: cluster.nodeId } };
     },
   }),
   getOwner: unary({

@@ -9,6 +9,7 @@ import {
 } from "../../core/index.js";
 import { catalogEntry } from "../catalog.js";
 import type { CmdMessage as CmdMessageOut } from "../gen/qim/admin/v1/cmd.js";
+import { cmdBadFiles } from "../node/cmd-bad.js";
 import { syncLimit } from "../node/cmd-local.js";
 import { userOf } from "../node/cmd-router.js";
 import { ALL_ROLES, defineService, MUTATE, unary } from "../rpc.js";
@@ -113,6 +114,13 @@ export const cmdService = defineService(catalogEntry("qim.admin.v1.CmdService"),
       if (!cluster) return { response: { slot, nodeId: "", address: "", token: 0n, alive: true, clustered: false } };
       const o = await cluster.ownerOf("slot", slot);
       return { response: { slot, nodeId: o.nodeId ?? "", address: o.address ?? "", token: BigInt(o.token), alive: o.alive, clustered: true } };
+    },
+  }),
+  getStatus: unary({
+    roles: ALL_ROLES, mutates: false,
+    async handle(_req, { deps }) {
+      const api = deps.cmd().api;
+      return { response: { answeredBy: deps.runtime.cluster?.nodeId ?? "", pendingEntries: api.pendingEntries(), badFiles: await cmdBadFiles(deps.runtime) } };
     },
   }),
   flush: unary({

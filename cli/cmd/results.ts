@@ -1,6 +1,6 @@
 /** The JSON results of the `cmd` commands (docs/operator-guide.md "CMD sync", docs/cmd-sync.md). */
 import type {
-  CmdFlushResponse, CmdMessage, CmdOwnerResponse, CmdPendingResponse, CmdSendResponse, CmdStateResponse, CmdUserAckResponse, CmdUserSyncResponse,
+  CmdBadFile, CmdFlushResponse, CmdMessage, CmdOwnerResponse, CmdPendingResponse, CmdSendResponse, CmdStateResponse, CmdStatusResponse, CmdUserAckResponse, CmdUserSyncResponse,
 } from "../../admin-api/client.js";
 import { nonEmpty, u64 } from "../format.js";
 
@@ -150,4 +150,30 @@ export interface CmdFlushResult {
 
 export function cmdFlushResult(r: CmdFlushResponse): CmdFlushResult {
   return { nodeId: r.nodeId, rows: r.rows, batches: r.batches, failedBatches: r.failedBatches };
+}
+
+/** A CMD pending file set aside as .bad (docs/cmd-sync.md ".bad"). */
+export interface CmdBadFileResult {
+  /** null: the server is not a cluster node. */
+  nodeId: string | null;
+  path: string;
+  /** When the node renamed it, RFC 3339; null when the node did not record it. */
+  setAsideAt: string | null;
+}
+
+export function cmdBadFileResult(b: CmdBadFile): CmdBadFileResult {
+  return { nodeId: nonEmpty(b.nodeId), path: b.path, setAsideAt: b.setAsideAtMs > 0n ? new Date(Number(b.setAsideAtMs)).toISOString() : null };
+}
+
+export interface CmdStatusResult {
+  /** The answering node; null: the server is not a cluster node. */
+  answeredBy: string | null;
+  /** Entries in the answering server's pending buffer, not yet flushed. */
+  pendingEntries: number;
+  /** The answering server's .bad file while it is on disk, then every other node's recorded one. */
+  badFiles: CmdBadFileResult[];
+}
+
+export function cmdStatusResult(r: CmdStatusResponse): CmdStatusResult {
+  return { answeredBy: nonEmpty(r.answeredBy), pendingEntries: r.pendingEntries, badFiles: r.badFiles.map(cmdBadFileResult) };
 }

@@ -5,6 +5,7 @@ import type CmdOwner from "../commands/cmd/owner.js";
 import type CmdPending from "../commands/cmd/pending.js";
 import type CmdSend from "../commands/cmd/send.js";
 import type CmdState from "../commands/cmd/state.js";
+import type CmdStatus from "../commands/cmd/status.js";
 import type CmdSync from "../commands/cmd/sync.js";
 import { samplesOf, type ResultOf } from "../contract.js";
 
@@ -46,5 +47,16 @@ export const samples = {
   "cmd flush": samplesOf<ResultOf<typeof CmdFlush>>(
     { nodeId: "node-1", rows: 120, batches: 1, failedBatches: 0 },
     { nodeId: "", rows: 0, batches: 0, failedBatches: 0 },
+  ),
+  "cmd status": samplesOf<ResultOf<typeof CmdStatus>>(
+    {
+      answeredBy: "node-1", pendingEntries: 12,
+      badFiles: [
+        { nodeId: "node-1", path: "/var/lib/qim/node-1/conversationv2/cmd_conversation_updates.json.bad", setAsideAt: "2026-12-01T19:58:29.000Z" },
+        { nodeId: "node-3", path: "/var/lib/qim/node-3/conversationv2/cmd_conversation_updates.json.bad", setAsideAt: null },
+      ],
+    },
+    { answeredBy: null, pendingEntries: 0, badFiles: [{ nodeId: null, path: "/var/lib/qim/conversationv2/cmd_conversation_updates.json.bad", setAsideAt: "2026-12-01T19:58:29.000Z" }] },
+    { answeredBy: "node-2", pendingEntries: 0, badFiles: [] },
   ),
 };

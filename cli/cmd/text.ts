@@ -1,6 +1,6 @@
 /** Table-mode text of the `cmd` commands. */
 import { table } from "../format.js";
-import type { CmdAckResult, CmdFlushResult, CmdMessageResult, CmdOwnerResult, CmdPendingResult, CmdSendResult, CmdStateResult, CmdSyncResult } from "./results.js";
+import type { CmdAckResult, CmdBadFileResult, CmdFlushResult, CmdMessageResult, CmdOwnerResult, CmdPendingResult, CmdSendResult, CmdStateResult, CmdStatusResult, CmdSyncResult } from "./results.js";
 
 const served = (by: string | null) => (by ? ` (served by node ${by})` : "");
 const shortText = (m: CmdMessageResult) => (m.text !== null ? JSON.stringify(m.text.length > 60 ? `${m.text.slice(0, 57)}...` : m.text) : `<${Buffer.from(m.payloadBase64, "base64").length} bytes>`);
@@ -51,4 +51,16 @@ export function ownerText(out: CmdOwnerResult): string {
 
 export function flushText(out: CmdFlushResult): string {
   return `Flushed ${out.nodeId ? `node ${out.nodeId}` : "the server"}: ${out.rows} row(s) in ${out.batches} batch(es)${out.failedBatches > 0 ? `, ${out.failedBatches} failed (they stay pending)` : ""}`;
+}
+
+/** The warning an operator must act on, one line per .bad file (the status table and the dashboard print it). */
+export function badFileWarning(b: CmdBadFileResult): string {
+  return `warning: ${b.nodeId ? `node ${b.nodeId}` : "the server"}: its CMD pending file did not decode at start-up and was set aside as ${b.path}${b.setAsideAt ? ` at ${b.setAsideAt}` : ""}; inspect it, then delete it (docs/operator-guide.md "CMD sync")`;
+}
+
+export function statusText(out: CmdStatusResult): string {
+  const head = `CMD sync on ${out.answeredBy ? `node ${out.answeredBy}` : "the server"}: ${out.pendingEntries} pending entr${out.pendingEntries === 1 ? "y" : "ies"} not yet flushed`;
+  if (out.badFiles.length === 0) return `${head}\nNo pending file set aside as .bad`;
+  return [head, table(["NODE", "BAD FILE", "SET ASIDE AT"], out.badFiles.map((b) => [b.nodeId ?? "(this server)", b.path, b.setAsideAt ?? "unknown"])),
+    ...out.badFiles.map(badFileWarning)].join("\n");
 }

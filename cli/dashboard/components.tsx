@@ -5,6 +5,8 @@
  */
 import { Box, Text } from "ink";
 import type { NodeResult } from "../cluster/results.js";
+import type { CmdBadFileResult } from "../cmd/results.js";
+import { badFileWarning } from "../cmd/text.js";
 import type { ProjectionStatusResult } from "../projection/results.js";
 import { formatRate, type AuditLineResult, type ConnectionState, type CountersResult, type DashboardSnapshot, type Rates as RateValues, type Trends as TrendValues } from "./model.js";
 
@@ -211,6 +213,17 @@ export function Nodes({ nodes, width }: { nodes: NodeResult[]; width: number }) 
   );
 }
 
+/** CMD pending files set aside as .bad: one warning line each (the operator inspects, then deletes the file). */
+export function CmdBadFiles({ files }: { files: CmdBadFileResult[] }) {
+  return (
+    <Box flexDirection="column">
+      {files.map((b) => (
+        <Text key={`${b.nodeId ?? ""}|${b.path}`} color="yellow" wrap="wrap">{badFileWarning(b)}</Text>
+      ))}
+    </Box>
+  );
+}
+
 /** Registration queue depth per Redis instance (written to the authority in batches). */
 export function Queues({ pending }: { pending: ProjectionStatusResult["pending"] }) {
   return (
@@ -267,15 +280,18 @@ export interface DashboardProps {
 }
 
 /** Rows of everything but the audit entries (header, gaps, sections, status line; a wrapped error counted as two). */
-function fixedRows(s: DashboardSnapshot, state: ConnectionState, trends: boolean): number {
+function fixedRows(s: DashboardSnapshot, state: ConnectionState, trends: boolean, width: number): number {
   // the trends section: a title, three sparklines and the gap before the next section
   // the nodes panel: a header per node list and a gap, when the server is a node
-  return 14 + (trends ? 5 : 0) + (s.nodes.length > 0 ? s.nodes.length + 2 : 0) + s.projection.partitions.length + (s.projection.failure ? 1 : 0) + (state.kind === "disconnected" ? 2 : 0);
+  // a .bad warning wraps at word boundaries: its rows at this width (a wrapped row is counted as at
+  // least 80% full, the path being one long word), and the gap before the next section
+  const badRows = s.cmdBadFiles.reduce((n, b) => n + Math.ceil(badFileWarning(b).length / Math.max(1, Math.floor(width * 0.8))), 0);
+  return 14 + (trends ? 5 : 0) + (s.nodes.length > 0 ? s.nodes.length + 2 : 0) + (badRows > 0 ? badRows + 1 : 0) + s.projection.partitions.length + (s.projection.failure ? 1 : 0) + (state.kind === "disconnected" ? 2 : 0);
 }
 
 export function Dashboard({ endpoint, intervalMs, snapshot, rates, trends, state, paused, width, height }: DashboardProps) {
   // ink redraws in place only while the frame is shorter than the terminal
-  const auditRows = snapshot === null || height === undefined ? Infinity : Math.max(0, height - 1 - fixedRows(snapshot, state, !!trends));
+  const auditRows = snapshot === null || height === undefined ? Infinity : Math.max(0, height - 1 - fixedRows(snapshot, state, !!trends, width));
   return (
     <Box flexDirection="column" width={width}>
       <Header endpoint={endpoint} state={state} intervalMs={intervalMs} time={snapshot ? snapshot.time.replace(/\.\d+Z$/, "Z") : null} />
@@ -283,6 +299,7 @@ export function Dashboard({ endpoint, intervalMs, snapshot, rates, trends, state
         <Text dimColor>waiting for the first snapshot…</Text>
       ) : (
         <Box flexDirection="column" gap={1} marginTop={1}>
+          {snapshot.cmdBadFiles.length > 0 ? <CmdBadFiles files={snapshot.cmdBadFiles} /> : null}
           <Overview projection={snapshot.projection} />
           <Rates rates={rates} counters={snapshot.counters} />
           {trends ? <Trends trends={trends} width={width} /> : null}

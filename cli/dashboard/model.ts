@@ -5,6 +5,7 @@
  */
 import type { Snapshot } from "../../admin-api/client.js";
 import { nodesResult, type NodeResult } from "../cluster/results.js";
+import { cmdBadFileResult, type CmdBadFileResult } from "../cmd/results.js";
 import { UsageError } from "../exit-codes.js";
 import { projectionStatusResult, type ProjectionStatusResult } from "../projection/results.js";
 
@@ -45,6 +46,8 @@ export interface DashboardSnapshot {
   audit: AuditLineResult[];
   /** The engine cluster's nodes, as `qimctl cluster nodes --json` (empty from a server that is no node). */
   nodes: NodeResult[];
+  /** CMD pending files set aside as .bad, as `qimctl cmd status --json` names them (badFiles): each is a warning. */
+  cmdBadFiles: CmdBadFileResult[];
 }
 
 /** Per second, between two snapshots of one server process. */
@@ -92,6 +95,7 @@ export function snapshotResult(s: Snapshot): DashboardSnapshot {
     projection: projectionStatusResult(s.projection),
     audit: s.audit.map((a) => ({ time: a.time, principal: a.principal, rpc: a.rpc, result: a.result })),
     nodes: nodesResult({ nodes: s.nodes, answeredBy: "" }).nodes,
+    cmdBadFiles: s.cmdBadFiles.map(cmdBadFileResult),
   };
 }
 
@@ -123,7 +127,7 @@ export function rates(prev: DashboardSnapshot | null, cur: DashboardSnapshot): R
 
 /** The JSON line of a snapshot: the snapshot's fields, the rates after the time fields. */
 export function dashboardLine(s: DashboardSnapshot, r: Rates | null): DashboardLine {
-  return { time: s.time, timeMs: s.timeMs, startedAtMs: s.startedAtMs, rates: r, counters: s.counters, projection: s.projection, audit: s.audit, nodes: s.nodes };
+  return { time: s.time, timeMs: s.timeMs, startedAtMs: s.startedAtMs, rates: r, counters: s.counters, projection: s.projection, audit: s.audit, nodes: s.nodes, cmdBadFiles: s.cmdBadFiles };
 }
 
 /** Total lag over the partitions that have a checkpoint, and the number of partitions not OK. */
@@ -155,6 +159,7 @@ export function plainLine(s: DashboardSnapshot, r: Rates | null): string {
   if (t.notOk > 0) fields.push(`partitions_not_ok=${t.notOk}`);
   if (t.deadLetters > 0) fields.push(`dead_letters=${t.deadLetters}`);
   if (s.projection.failure) fields.push(`projection_failure=${JSON.stringify(s.projection.failure)}`);
+  for (const b of s.cmdBadFiles) fields.push(`cmd_bad_file=${JSON.stringify(b.nodeId ? `${b.nodeId}:${b.path}` : b.path)}`);
   return fields.join(" ");
 }
 

@@ -24,6 +24,7 @@ const line: DashboardLine = {
     nodeId: "node-1", address: "localhost:7601", version: "0.1.0", startedAtMs: 1795990000000, heartbeatAgeMs: 240,
     alive: true, draining: false, owned: { relayBuckets: 256, partitions: 8, slots: 256 }, cmdBadFile: null,
   }],
+  cmdBadFiles: [],
 };
 
 export const samples = {
@@ -41,6 +42,7 @@ export const samples = {
       usersRebuiltPerSec: 0,
     },
     audit: [],
-    nodes: [],
+    nodes: [{ ...line.nodes[0]!, cmdBadFile: "/var/lib/qim/node-1/conversationv2/cmd_conversation_updates.json.bad" }],
+    cmdBadFiles: [{ nodeId: "node-1", path: "/var/lib/qim/node-1/conversationv2/cmd_conversation_updates.json.bad", setAsideAt: "2026-11-29T22:40:00.000Z" }, { nodeId: null, path: "/var/lib/qim/conversationv2/cmd_conversation_updates.json.bad", setAsideAt: null }],
   }),
 };

@@ -25,8 +25,8 @@ const up: ResultOf<typeof DevUp> = {
     auditLog: "/home/alice/qim/.qim/dev/audit.log",
   },
   nodes: [
-    { nodeId: "dev-1", pid: 9467, port: 45307, metricsPort: 33749, metricsUrl: "http://127.0.0.1:33749/metrics", log: "/home/alice/qim/.qim/dev/server.log", auditLog: "/home/alice/qim/.qim/dev/audit.log" },
-    { nodeId: "dev-2", pid: 9471, port: 45311, metricsPort: 33755, metricsUrl: "http://127.0.0.1:33755/metrics", log: "/home/alice/qim/.qim/dev/server-2.log", auditLog: "/home/alice/qim/.qim/dev/audit-2.log" },
+    { nodeId: "dev-1", pid: 9467, port: 45307, metricsPort: 33749, metricsUrl: "http://127.0.0.1:33749/metrics", log: "/home/alice/qim/.qim/dev/server.log", auditLog: "/home/alice/qim/.qim/dev/audit.log", syncUrl: "https://127.0.0.1:40215" },
+    { nodeId: "dev-2", pid: 9471, port: 45311, metricsPort: 33755, metricsUrl: "http://127.0.0.1:33755/metrics", log: "/home/alice/qim/.qim/dev/server-2.log", auditLog: "/home/alice/qim/.qim/dev/audit-2.log", syncUrl: "https://127.0.0.1:40219" },
   ],
   pki: { dir: "/home/alice/qim/.qim/dev/pki", ca: "/home/alice/qim/.qim/dev/pki/ca.crt", cert: "/home/alice/qim/.qim/dev/pki/admin.crt", key: "/home/alice/qim/.qim/dev/pki/admin.key" },
   syncUrl: "https://127.0.0.1:40215",
@@ -47,7 +47,10 @@ const status: ResultOf<typeof DevStatus> = {
   redis: { pid: 9462, port: 32971, alive: true, answering: true },
   redisAccess: up.redisAccess,
   server: { pid: 9467, port: 45307, alive: true, answering: true },
-  nodes: [{ nodeId: "dev-1", pid: 9467, port: 45307, alive: true, answering: true }, { nodeId: "dev-2", pid: 9471, port: 45311, alive: true, answering: true }],
+  nodes: [
+    { nodeId: "dev-1", pid: 9467, port: 45307, alive: true, answering: true, syncUrl: "https://127.0.0.1:40215" },
+    { nodeId: "dev-2", pid: 9471, port: 45311, alive: true, answering: true, syncUrl: "https://127.0.0.1:40219" },
+  ],
   syncUrl: "https://127.0.0.1:40215",
   context: "/home/alice/qim/.qim/dev/context.json",
   strays: [],
@@ -65,6 +68,8 @@ export const samples = {
   "dev status": samplesOf<ResultOf<typeof DevStatus>>(
     status,
     { ...status, redisAccess: secureAccess },
+    // a stack started before every node served the HTTP API: dev-2 has none
+    { ...status, nodes: [status.nodes[0]!, { ...status.nodes[1]!, syncUrl: null }] },
     { dataDir: "/home/alice/qim/.qim/dev", state: "partial", endpoint: null, tenant: null, authority: null, startedAt: null, redis: null, redisAccess: null, server: null, nodes: [], syncUrl: null, context: null, strays: [9470] },
   ),
   "dev down": samplesOf<ResultOf<typeof DevDown>>(

@@ -190,7 +190,9 @@ export interface DevState {
   /**
    * The CMD sync HTTP API of node 1 (POST /message/sync, /message/syncack): https://127.0.0.1:P, over
    * TLS with the dev CA; only the service certificate (`service`: CN=dev-app, OU=service) may call it.
-   * Absent in the state of a stack started before it existed.
+   * Every node serves it on its own port (`nodes[].syncUrl`); any of them serves every user (a
+   * user's sync is routed to the owner of the user's slot). Absent in the state of a stack started
+   * before it existed.
    */
   syncUrl?: string;
   service?: { cert: string; key: string };
@@ -209,6 +211,8 @@ export interface DevNodeState {
   metricsUrl: string;
   log: string;
   auditLog: string;
+  /** Its CMD sync HTTP API, https://127.0.0.1:P (absent in the state of a stack whose nodes 2… had none). */
+  syncUrl?: string;
 }
 
 /** The named context of a dev stack: whether dev up wrote it, and which context is current after it. */
@@ -755,7 +759,7 @@ async function startServer(
     "--node-listen", `${LOOPBACK}:0`,
     "--node-tls-cert", node.cert,
     "--node-tls-key", node.key,
-    // the CMD sync HTTP API (node 1 only): application servers' /message/sync with the dev tenant
+    // the CMD sync HTTP API (every node, each on its own port): application servers' /message/sync with the dev tenant
     ...(sync ? ["--sync-listen", `${LOOPBACK}:${sync.port}`, "--sync-tenant", sync.tenant] : []),
   ], p.dataDir, node.log, serverEnv(env, redis));
   const tls = adminTls(p);
@@ -816,7 +820,8 @@ export interface ProcessProbe {
 }
 
 /** A node of the stack as dev status sees it. */
-export type NodeProbe = ProcessProbe & { nodeId: string };
+/** A node of the stack as dev status shows it: `syncUrl` null when the node serves no CMD sync HTTP API. */
+export type NodeProbe = ProcessProbe & { nodeId: string; syncUrl: string | null };
 
 /** The stack's nodes: those the state records, or (a state written before --nodes) its one server as dev-1. */
 function stateNodes(s: DevState): DevNodeState[] {
@@ -828,7 +833,7 @@ export async function probe(p: DevPaths, s: DevState): Promise<{ redis: ProcessP
   const probeNode = async (n: DevNodeState): Promise<NodeProbe> => {
     const alive = isOurs(n.pid, serverIdentity(p));
     const answering = alive && existsSync(p.adminCert) ? await healthCheck(`localhost:${n.port}`, adminTls(p)).then((h) => h.serving, () => false) : false;
-    return { nodeId: n.nodeId, pid: n.pid, port: n.port, alive, answering };
+    return { nodeId: n.nodeId, pid: n.pid, port: n.port, alive, answering, syncUrl: n.syncUrl ?? (n === s.nodes?.[0] || !s.nodes ? s.syncUrl ?? null : null) };
   };
   const [redisOk, nodes] = await Promise.all([
     redisAlive ? redisUp(s.redis.port, s.redisAccess) : false,
@@ -962,17 +967,21 @@ export async function devUp(opts: DevUpOptions): Promise<DevUpResult> {
           `the admin server ${why}; the redis-server it was started for is stopped again. The end of ${p.serverLog}:\n${indent(r.tail)}`);
       }
       const first = devNodeFiles(p, 1);
-      nodes.push({ nodeId: first.nodeId, pid: server.pid, port: port!, metricsPort, metricsUrl: `http://${LOOPBACK}:${metricsPort}/metrics`, log: first.log, auditLog: first.auditLog });
+      nodes.push({ nodeId: first.nodeId, pid: server.pid, port: port!, metricsPort, metricsUrl: `http://${LOOPBACK}:${metricsPort}/metrics`, log: first.log, auditLog: first.auditLog, syncUrl: `https://${LOOPBACK}:${syncPort}` });
       for (let i = 2; i <= nodeCount; i++) {
         const files = devNodeFiles(p, i);
         progress(`starting node ${files.nodeId} of ${nodeCount}; log ${files.log}`);
         for (let attempt = 0; ; attempt++) {
           const nodePort = await freePort();
           const nodeMetrics = await freePort();
-          const r = await startServer(p, access, redis.port, nodePort, nodeMetrics, env, files);
+          const nodeSync = await freePort();
+          const r = await startServer(p, access, redis.port, nodePort, nodeMetrics, env, files, { port: nodeSync, tenant });
           if ("started" in r) {
             others.push(r.started);
-            nodes.push({ nodeId: files.nodeId, pid: r.started.pid, port: nodePort, metricsPort: nodeMetrics, metricsUrl: `http://${LOOPBACK}:${nodeMetrics}/metrics`, log: files.log, auditLog: files.auditLog });
+            nodes.push({
+              nodeId: files.nodeId, pid: r.started.pid, port: nodePort, metricsPort: nodeMetrics, metricsUrl: `http://${LOOPBACK}:${nodeMetrics}/metrics`, log: files.log, auditLog: files.auditLog,
+              syncUrl: `https://${LOOPBACK}:${nodeSync}`,
+            });
             break;
           }
           if (r.failed === "address-in-use" && attempt < 3) continue;

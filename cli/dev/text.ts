@@ -37,7 +37,7 @@ export function upLines(r: DevUpResult, defaultDir: string, opts: { nextSteps?: 
       ...(r.redisAccess.secure ? [["redis access", secureLine(r.redisAccess)] as const] : []),
       ["server", `pid ${r.server.pid}, log ${shown(r.server.log)}, audit log ${shown(r.server.auditLog)}, metrics ${r.server.metricsUrl}`],
       // one node adds no line: the text stays as it was before --nodes
-      ...(r.nodes.length > 1 ? r.nodes.map((n) => [`node ${n.nodeId}`, `pid ${n.pid}, admin localhost:${n.port}, log ${shown(n.log)}, metrics ${n.metricsUrl}`] as const) : []),
+      ...(r.nodes.length > 1 ? r.nodes.map((n) => [`node ${n.nodeId}`, `pid ${n.pid}, admin localhost:${n.port}, log ${shown(n.log)}, metrics ${n.metricsUrl}${n.syncUrl ? `, cmd sync ${n.syncUrl}` : ""}`] as const) : []),
       ...(r.syncUrl && r.service ? [["cmd sync http", `${r.syncUrl}/message/sync (service certificate ${shown(r.service.cert)}, CN=dev-app, role service)`] as const] : []),
       ["context", contextLine(r)],
     ]).replace(/^/gm, "  "),
@@ -106,10 +106,12 @@ export function statusLines(r: DevStatusResult, defaultDir: string): string {
       ...(r.redisAccess?.secure ? [["redis access", secureLine(r.redisAccess)] as const] : []),
     ]).replace(/^/gm, "  "),
     "",
-    `  PROCESS  PID      PORT   ALIVE  ANSWERING`,
+    // with several nodes, a column names each node's CMD sync HTTP API (one node: the line above)
+    `  PROCESS  PID      PORT   ALIVE  ANSWERING${r.nodes.length > 1 ? "  CMD SYNC" : ""}`,
     ...[...(r.nodes.length > 1 ? r.nodes.map((n) => [n.nodeId, n] as const) : [["server", r.server] as const]), ["redis", r.redis] as const].map(([name, x]) => {
-      const pr = x as NonNullable<DevStatusResult["redis"]>;
-      return `  ${String(name).padEnd(7)}  ${String(pr.pid).padEnd(7)}  ${String(pr.port).padEnd(5)}  ${yesNo(pr.alive).padEnd(5)}  ${yesNo(pr.answering)}`;
+      const pr = x as NonNullable<DevStatusResult["redis"]> & { syncUrl?: string | null };
+      const row = `  ${String(name).padEnd(7)}  ${String(pr.pid).padEnd(7)}  ${String(pr.port).padEnd(5)}  ${yesNo(pr.alive).padEnd(5)}  ${yesNo(pr.answering)}`;
+      return r.nodes.length > 1 && pr.syncUrl !== undefined ? `${row.padEnd(46)}  ${pr.syncUrl ?? "-"}` : row;
     }),
   ];
   if (r.strays.length > 0) lines.push(`  other processes of this data dir: ${r.strays.join(", ")}`);

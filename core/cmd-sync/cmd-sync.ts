@@ -1,8 +1,8 @@
 import type { KeySpace, Uuid } from "../base/index.js";
-import { slotOfUser, type ClusterMembership, type Fence } from "../cluster/index.js";
+import { slotOfUser, StaleOwnerError, type ClusterMembership, type Fence } from "../cluster/index.js";
 import type { RedisStore } from "../store/index.js";
 import { ALL_SLOTS, CmdCatchUp } from "./catchup.js";
-import { CmdStaleOwnerError } from "./errors.js";
+import { USER_SLOT_NOT_OURS } from "./errors.js";
 import { buildConversationIntent, validateIntent } from "./intent.js";
 import { CmdLog, type CmdLogOptions } from "./log.js";
 import { logMetrics } from "./log-metrics.js";
@@ -10,7 +10,7 @@ import { CmdPendingUpdater } from "./pending.js";
 import { RedisCmdStateStore } from "./state.js";
 import { CmdSyncApp, type CmdSyncAppOptions } from "./sync-app.js";
 import type {
-  CmdAckResult, CmdConversationState, CmdFlushReport, CmdIntentRouter, CmdStateStore, CmdSendRequest, CmdSendResult, CmdSyncApi, CmdSyncResult, ConversationIntent,
+  CmdAckResult, CmdBadPendingFile, CmdConversationState, CmdFlushReport, CmdIntentRouter, CmdStateStore, CmdSendRequest, CmdSendResult, CmdSyncApi, CmdSyncResult, ConversationIntent,
   PendingConversationView,
 } from "./types.js";
 
@@ -119,7 +119,7 @@ export class CmdSync implements CmdSyncApi {
   }
 
   private requireOwner(tenant: Uuid, user: Uuid): void {
-    if (!this.ownsUser(tenant, user)) throw new CmdStaleOwnerError(undefined, { tenant, user, slot: slotOfUser(tenant, user) });
+    if (!this.ownsUser(tenant, user)) throw new StaleOwnerError(USER_SLOT_NOT_OURS, { tenant, user, slot: slotOfUser(tenant, user) });
   }
 
   /** The default router: the users this node owns into its buffer; false when some user is another node's (its scan derives them). */
@@ -188,7 +188,7 @@ export class CmdSync implements CmdSyncApi {
     return this.pending.pushIntent(intent) ? "ok" : "dropped";
   }
 
-  /** Rejects with CmdStaleOwnerError when the user's slot is not ours. */
+  /** Rejects with StaleOwnerError when the user's slot is not ours. */
   async syncLocal(tenant: Uuid, user: Uuid, limit: number): Promise<CmdSyncResult> {
     this.requireOwner(tenant, user);
     return this.app.sync(tenant, user, limit);
@@ -199,7 +199,7 @@ export class CmdSync implements CmdSyncApi {
     return this.app.ack(tenant, user, lastMessageSeq);
   }
 
-  /** Throws CmdStaleOwnerError when the user's slot is not ours. */
+  /** Throws StaleOwnerError when the user's slot is not ours. */
 
   pendingLocal(tenant: Uuid, user: Uuid, limit: number): PendingConversationView[] {
     this.requireOwner(tenant, user);
@@ -230,5 +230,13 @@ export class CmdSync implements CmdSyncApi {
 
   get badFile(): string | null {
     return this.pending.badFile;
+  }
+
+  pendingEntries(): number {
+    return this.pending.size();
+  }
+
+  badPendingFile(): CmdBadPendingFile | null {
+    return this.pending.badPendingFile();
   }
 }

@@ -1,16 +1,13 @@
-import { QimError } from "../base/index.js";
+import { StaleOwnerError } from "../cluster/index.js";
 
 /**
- * The CMD sync's domain errors. Their code is one line in ERROR_CODES (core/errors):
- * CMD_STALE_OWNER — retryable, gRPC UNAVAILABLE, qimctl exit 5 ("the user's slot is owned by
- * another node"): the surfaces re-resolve the owner and retry there.
+ * The CMD sync's domain errors. A user whose slot this node does not own is the cluster's
+ * StaleOwnerError (STALE_OWNER: retryable, gRPC UNAVAILABLE, qimctl exit 5, HTTP 503): the surfaces
+ * re-resolve the owner and retry there.
  */
-export class CmdStaleOwnerError extends QimError {
-  constructor(message = "the user's slot is owned by another node", details: Record<string, unknown> = {}) {
-    super("CMD_STALE_OWNER", message, details);
-    this.name = "CmdStaleOwnerError";
-  }
-}
+
+/** The message of a StaleOwnerError for a user's slot owned by another node. */
+export const USER_SLOT_NOT_OURS = "the user's slot is owned by another node";
 
 /**
  * A durable CMD state write refused by its fence: the slot's lease names another owner or a newer
@@ -18,7 +15,7 @@ export class CmdStaleOwnerError extends QimError {
  * check before writing, or by a row a newer token wrote). Nothing of the batch was written on
  * Redis; on Cassandra nothing of the refused user's rows (docs/cmd-sync-core.md).
  */
-export class CmdFencedError extends CmdStaleOwnerError {
+export class CmdFencedError extends StaleOwnerError {
   readonly slot: number;
   constructor(slot: number) {
     super(`the CMD state write of slot ${slot} was fenced: the slot's lease names another owner`, { slot });

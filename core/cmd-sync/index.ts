@@ -13,7 +13,7 @@ export {
 } from "./channel.js";
 export { buildConversationIntent, splitIntentByOwner, validateIntent } from "./intent.js";
 export { CMD_INTENT_CODEC_VERSION, decodeIntent, encodeIntent } from "./codec.js";
-export { CmdFencedError, CmdStaleOwnerError } from "./errors.js";
+export { CmdFencedError } from "./errors.js";
 export { CMD_ACTIVE_MAX, cmdActiveMember, cmdStateField, cmdStateKeys, cmdUserRef, type CmdStateKeys } from "./keys.js";
 export { cmdMetrics } from "./metrics.js";
 export {

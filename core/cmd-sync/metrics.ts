@@ -1,6 +1,13 @@
 import { Counter, Gauge } from "prom-client";
 import { registry } from "../metrics/index.js";
 
+/**
+ * Whether each live pending buffer's `.bad` file is still on disk (CmdPendingUpdater registers
+ * one while it has a .bad file): qim_cmd_pending_file_bad is asked at every scrape, so the alert
+ * clears when the operator deletes the file, without a restart.
+ */
+export const badPendingFileProbes = new Set<() => boolean>();
+
 /** The CMD sync core's metrics (pending buffer, durable state, sync/ack), in the process's one registry. */
 export const cmdMetrics = {
   pendingEntries: new Gauge({
@@ -52,6 +59,14 @@ export const cmdMetrics = {
     help: "CMD sync acks applied by this node, by outcome (ok, empty: no record of the latest sync, warning: clean-up failed after the durable write, error)",
     labelNames: ["outcome"] as const,
     registers: [registry],
+  }),
+  pendingFileBad: new Gauge({
+    name: "qim_cmd_pending_file_bad",
+    help: "1 while the CMD pending file this node set aside at start-up as <file>.bad (it did not decode) is still on disk, else 0",
+    registers: [registry],
+    collect() {
+      this.set([...badPendingFileProbes].some((present) => present()) ? 1 : 0);
+    },
   }),
   pendingFile: new Counter({
     name: "qim_cmd_pending_file_total",

@@ -10,13 +10,14 @@
  * when full, an intent is dropped and counted, never waited for — the owners' catch-up scan
  * re-derives it.
  */
+import { existsSync } from "node:fs";
 import type { Uuid } from "../base/index.js";
 import type { Fence } from "../cluster/index.js";
 import { validateIntent } from "./intent.js";
-import { cmdMetrics } from "./metrics.js";
+import { badPendingFileProbes, cmdMetrics } from "./metrics.js";
 import { loadPendingFile, savePendingFile, type PendingFileUpdate } from "./pending-file.js";
 import type {
-  CmdConversationState, CmdFlushReport, CmdPendingBuffer, CmdStateStore, CommandChannelKey, ConversationIntent, PendingConversationView,
+  CmdBadPendingFile, CmdConversationState, CmdFlushReport, CmdPendingBuffer, CmdStateStore, CommandChannelKey, ConversationIntent, PendingConversationView,
 } from "./types.js";
 
 /** spec 001 defaults (WuKongIM defaultPendingFlushInterval / Batch / ShardCount). */
@@ -124,7 +125,8 @@ export class CmdPendingUpdater implements CmdPendingBuffer {
   private inFlight = false;
   /** A file was restored: it stays until a later flush or save succeeds. */
   private restoredDirty = false;
-  private bad: string | null = null;
+  private bad: CmdBadPendingFile | null = null;
+  private readonly badProbe = () => this.bad !== null && existsSync(this.bad.path);
 
   constructor(private readonly opts: CmdPendingOptions) {
     this.flushIntervalMs = opts.flushIntervalMs ?? CMD_FLUSH_INTERVAL_MS;
@@ -138,7 +140,12 @@ export class CmdPendingUpdater implements CmdPendingBuffer {
 
   /** The pending file renamed `.bad` at start, null when none. */
   get badFile(): string | null {
-    return this.bad;
+    return this.bad?.path ?? null;
+  }
+
+  /** The `.bad` file set aside at start and when, while it is still on disk (null once the operator deleted it). */
+  badPendingFile(): CmdBadPendingFile | null {
+    return this.badProbe() ? this.bad : null;
   }
 
   /** Loads the file (before the flush loop), then starts the ticker. */
@@ -155,6 +162,7 @@ export class CmdPendingUpdater implements CmdPendingBuffer {
 
   /** Stops the ticker, runs one last bounded flush, saves what is left (.tmp + close + rename). */
   async stop(): Promise<void> {
+    badPendingFileProbes.delete(this.badProbe);
     if (this.ticker) clearInterval(this.ticker);
     this.ticker = null;
     try {
@@ -412,7 +420,8 @@ export class CmdPendingUpdater implements CmdPendingBuffer {
       return;
     }
     if (res.kind === "bad") {
-      this.bad = res.badFile;
+      this.bad = { path: res.badFile, setAsideAtMs: this.now() };
+      badPendingFileProbes.add(this.badProbe);
       cmdMetrics.pendingFile.inc({ event: "bad" });
       this.log(`the pending file is undecodable (${res.reason}); renamed to ${res.badFile}, starting without it`);
       return;

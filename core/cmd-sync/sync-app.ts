@@ -13,9 +13,9 @@
  * reached: a channel not loaded stays unread for the next sync.
  */
 import type { Uuid } from "../base/index.js";
-import type { Fence } from "../cluster/index.js";
+import { StaleOwnerError, type Fence } from "../cluster/index.js";
 import { channelKeyText, isCommandChannel } from "./channel.js";
-import { CmdStaleOwnerError } from "./errors.js";
+import { USER_SLOT_NOT_OURS } from "./errors.js";
 import { cmdMetrics } from "./metrics.js";
 import type {
   CmdAckResult, CmdConversationState, CmdMessage, CmdMessageSource, CmdPendingBuffer, CmdReadPatch, CmdStateStore, CmdSyncRecord, CmdSyncResult,
@@ -99,7 +99,7 @@ export interface CmdSyncAppOptions {
   states: CmdStateStore;
   pending: CmdPendingBuffer;
   messages: CmdMessageSource;
-  /** The fence of the user's slot, null when this node does not own it (→ CmdStaleOwnerError). */
+  /** The fence of the user's slot, null when this node does not own it (→ StaleOwnerError). */
   fenceOf: (tenant: Uuid, user: Uuid) => Fence | null;
   /** Called when a sync or ack that got a fence is done (a gate's leave()). */
   releaseFence?: (tenant: Uuid, user: Uuid) => void;
@@ -174,7 +174,7 @@ export class CmdSyncApp {
 
   private fence(tenant: Uuid, user: Uuid): Fence {
     const f = this.o.fenceOf(tenant, user);
-    if (f === null) throw new CmdStaleOwnerError(undefined, { tenant, user });
+    if (f === null) throw new StaleOwnerError(USER_SLOT_NOT_OURS, { tenant, user });
     return f;
   }
 
@@ -190,7 +190,7 @@ export class CmdSyncApp {
     return this.fenced(tenant, user, () => this.syncOwned(tenant, user, limit), "syncs");
   }
 
-  /** Runs `body` holding the user's fence (CmdStaleOwnerError without one), releasing it after. */
+  /** Runs `body` holding the user's fence (StaleOwnerError without one), releasing it after. */
   private async fenced<T>(tenant: Uuid, user: Uuid, body: (fence: Fence) => Promise<T>, counter: "syncs" | "acks"): Promise<T> {
     let fence: Fence;
     try {

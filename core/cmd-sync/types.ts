@@ -218,4 +218,16 @@ export interface CmdSyncApi {
   setRouter(router: CmdIntentRouter): void;
   /** The pending file renamed `.bad` at start-up, null when none. */
   readonly badFile: string | null;
+  /** (user, CMD channel) entries in this node's pending buffer, not yet flushed. */
+  pendingEntries(): number;
+  /** That file and when it was set aside, while it is still on disk (null once deleted). */
+  badPendingFile(): CmdBadPendingFile | null;
+}
+
+/** A pending file that did not decode at start-up, renamed `<file>.bad` (spec 001). */
+export interface CmdBadPendingFile {
+  /** The `.bad` file's absolute path. */
+  readonly path: string;
+  /** When this node renamed it (ms since 1970). */
+  readonly setAsideAtMs: number;
 }

@@ -17,9 +17,8 @@ export const ERROR_CODES = {
   VERSION_CONFLICT: { grpc: "ABORTED", exit: "CONFLICT" },
   MEMBERSHIP_CHANGED: { grpc: "ABORTED", exit: "CONFLICT" },
   UNAVAILABLE: { grpc: "UNAVAILABLE", exit: "CONNECTION" },
+  /** The unit a request names (a relay bucket, a partition, a user's slot) is another node's, or moving: retry at the owner (core/cluster StaleOwnerError). */
   STALE_OWNER: { grpc: "UNAVAILABLE", exit: "CONNECTION" },
-  /** CMD sync (core/cmd-sync): the user's slot is owned by another node (retry at the owner). */
-  CMD_STALE_OWNER: { grpc: "UNAVAILABLE", exit: "CONNECTION" },
   UNIMPLEMENTED: { grpc: "UNIMPLEMENTED", exit: "CONFLICT" },
   INTERNAL: { grpc: "INTERNAL", exit: "INTERNAL" },
 } as const satisfies Record<string, { grpc: GrpcStatusName; exit: ExitClass }>;

@@ -94,8 +94,8 @@ describe("server reflection", () => {
 
   it("sends each file as protoc's own bytes, the file first, then what it imports", async () => {
     const observe = filesOf((await ask(v1, { $case: "fileByFilename", fileByFilename: "qim/admin/v1/observe.proto" })).messageResponse);
-    assert.deepEqual(observe.map(nameOf), ["qim/admin/v1/observe.proto", "qim/admin/v1/cluster.proto", "qim/admin/v1/projection.proto"]);
-    assert.deepEqual(observe, [await protocBytes("qim/admin/v1/observe.proto"), await protocBytes("qim/admin/v1/cluster.proto"), await protocBytes("qim/admin/v1/projection.proto")]);
+    assert.deepEqual(observe.map(nameOf), ["qim/admin/v1/observe.proto", "qim/admin/v1/cluster.proto", "qim/admin/v1/cmd.proto", "qim/admin/v1/projection.proto"]);
+    assert.deepEqual(observe, [await protocBytes("qim/admin/v1/observe.proto"), await protocBytes("qim/admin/v1/cluster.proto"), await protocBytes("qim/admin/v1/cmd.proto"), await protocBytes("qim/admin/v1/projection.proto")]);
     const health = filesOf((await ask(v1, { $case: "fileByFilename", fileByFilename: "grpc/health/v1/health.proto" })).messageResponse);
     assert.deepEqual(health, [await protocBytes("grpc/health/v1/health.proto")]);
   });

@@ -77,6 +77,7 @@ const INVALID_INPUT: Record<string, { request: object; field: string } | "no fie
   "/qim.admin.v1.CmdService/GetState": { request: { tenant, user: "" }, field: "user" },
   "/qim.admin.v1.CmdService/GetOwner": { request: { tenant, user: "u" }, field: "user" },
   "/qim.admin.v1.CmdService/Flush": { request: { nodeId: "not a node id" }, field: "node_id" },
+  "/qim.admin.v1.CmdService/GetStatus": "no fields",
 };
 
 /** Bytes that are no protobuf message: field 1 as a length-delimited value longer than the buffer. */

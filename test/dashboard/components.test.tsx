@@ -56,6 +56,7 @@ function snapshot(over: { timeMs?: number; startedAtMs?: number; epoch?: number;
       { nodeId: "node-2", address: "localhost:7602", version: "0.1.0", startedAtMs: 1000, heartbeatAgeMs: 1200, alive: true, draining: true, owned: { relayBuckets: 64, partitions: 2, slots: 64 }, cmdBadFile: null },
       { nodeId: "node-3", address: "localhost:7603", version: "0.1.0", startedAtMs: 1000, heartbeatAgeMs: 95_000, alive: false, draining: false, owned: { relayBuckets: 0, partitions: 0, slots: 0 }, cmdBadFile: null },
     ],
+    cmdBadFiles: [],
   };
 }
 
@@ -114,7 +115,7 @@ describe("dashboard: lines when stdout is not a terminal", () => {
   it("JSON: the snapshot's fields with the rates", () => {
     const a = snapshot({ timeMs: 1000 });
     const line = JSON.parse(JSON.stringify(dashboardLine(a, null)));
-    assert.deepEqual(Object.keys(line), ["time", "timeMs", "startedAtMs", "rates", "counters", "projection", "audit", "nodes"]);
+    assert.deepEqual(Object.keys(line), ["time", "timeMs", "startedAtMs", "rates", "counters", "projection", "audit", "nodes", "cmdBadFiles"]);
     assert.equal(line.rates, null);
     assert.equal(line.projection.partitions[1].lag, 50);
   });
@@ -219,6 +220,31 @@ describe("dashboard components at 100 columns", () => {
     const waiting = frame(render(<Dashboard endpoint="localhost:7443" intervalMs={1000} snapshot={null} rates={null} state={{ kind: "connecting" }} paused={false} width={WIDTH} />)).join("\n");
     assert.match(waiting, /● connecting/);
     assert.match(waiting, /waiting for the first snapshot/);
+  });
+});
+
+describe("dashboard: a CMD pending file set aside as .bad", () => {
+  const bad = { nodeId: "node-2", path: "/var/lib/qim/node-2/conversationv2/cmd_conversation_updates.json.bad", setAsideAt: "2026-11-29T22:40:00.000Z" };
+
+  it("is a warning above the overview naming the node, the path, the time and what to do; the plain line names it", () => {
+    const s = { ...snapshot(), cmdBadFiles: [bad] };
+    const lines = frame(render(<Dashboard endpoint="e:1" intervalMs={1000} snapshot={s} rates={null} state={connected} paused={false} width={WIDTH} />));
+    const text = lines.join(" ").replace(/\s+/g, " ");
+    assert.ok(text.includes(`warning: node node-2: its CMD pending file did not decode at start-up and was set aside as ${bad.path} at ${bad.setAsideAt}; inspect it, then delete it`), text);
+    const warnAt = lines.findIndex((l) => l.includes("warning: node node-2"));
+    const overviewAt = lines.findIndex((l) => /epoch 3\s+authority/.test(l));
+    assert.ok(warnAt > 0 && warnAt < overviewAt, "the warning comes first");
+    for (const l of lines) assert.ok(l.length <= WIDTH, `fits ${WIDTH} columns: ${l}`);
+    assert.match(plainLine(s, null), / cmd_bad_file="node-2:\/var\/lib\/qim\/node-2\/conversationv2\/cmd_conversation_updates\.json\.bad"$/);
+    const none = frame(render(<Dashboard endpoint="e:1" intervalMs={1000} snapshot={snapshot()} rates={null} state={connected} paused={false} width={WIDTH} />)).join("\n");
+    assert.ok(!none.includes("warning:"), "no warning without a .bad file");
+  });
+
+  it("still fits a short terminal (the warning's rows are counted)", () => {
+    const s = { ...snapshot(), cmdBadFiles: [bad, { ...bad, nodeId: "node-3" }], audit: Array.from({ length: 8 }, (_, i) => ({ time: `2026-11-29T23:00:0${i}.000Z`, principal: `p${i}`, rpc: "/qim.admin.v1.GroupService/AddMembers", result: "OK" })) };
+    const short = frame(render(<Dashboard endpoint="e:1" intervalMs={1000} snapshot={s} rates={null} state={connected} paused={false} width={WIDTH} height={34} />));
+    assert.ok(short.length < 34, `${short.length} rows for a 34-row terminal`);
+    assert.equal(short.filter((l) => l.startsWith("warning: node node-")).length, 2);
   });
 });
 

@@ -38,6 +38,7 @@ function snapshot(t: number, c: { events?: number; messages?: number; dispatched
     projection: { epoch: 1, authority: "redis-hash", retentionMs: 86_400_000, failure: null, partitions, pending: [{ instance: 0, depth: 0, deadLetters: 0 }] },
     audit: [],
     nodes: [],
+    cmdBadFiles: [],
   };
 }
 

@@ -2,9 +2,13 @@
  * `qimctl dev up --nodes N` with real processes: N admin servers on the stack's one redis-server,
  * each a node of one cluster (dev-1 … dev-N) with its own ports; `dev status --output json` lists
  * each with its pid and node id; `cluster nodes` through the stack's context sees every node own a
- * share; `dev down` stops them all. XDG_CONFIG_HOME points into the temp dir.
+ * share; each node serves the CMD sync HTTP API on its own port (`nodes[].syncUrl`, text and
+ * JSON), and a CMD message sent to a user is returned by curl's /message/sync on every node (each
+ * routes the user to its owner); `dev down` stops them all. XDG_CONFIG_HOME points into the temp dir.
  */
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { randomUUID } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -59,6 +63,29 @@ describe("qimctl dev up --nodes 2", { timeout: 300_000 }, () => {
       await new Promise((r) => setTimeout(r, 500));
     }
     assert.deepEqual(nodes.map((n) => n.nodeId), ["dev-1", "dev-2"]);
+
+    // every node serves the CMD sync HTTP API on its own port, named in dev up, dev status JSON and text
+    const syncUrls = status.nodes.map((n: { syncUrl: string }) => n.syncUrl);
+    for (const u of syncUrls) assert.match(u, /^https:\/\/127\.0\.0\.1:\d+$/);
+    assert.equal(new Set(syncUrls).size, 2, "one port per node");
+    assert.deepEqual(up.nodes.map((n: { syncUrl: string }) => n.syncUrl), syncUrls);
+    assert.equal(status.syncUrl, syncUrls[0], "syncUrl stays node 1's");
+    const text = await qimctl(["dev", "status", "--data-dir", dir], { env, json: false });
+    assert.equal(text.code, 0, text.stderr);
+    for (const [i, u] of syncUrls.entries()) assert.match(text.stdout, new RegExp(`^  dev-${i + 1} .*  ${u.replace(/[.:/]/g, "\\$&")}$`, "m"));
+    // a CMD message to one user is what /message/sync returns for that user on each node (routed to the user's owner)
+    const user = randomUUID();
+    ok(await qimctl(["cmd", "send", "--context", up.context, "--channel", `dev-nodes-${user.slice(0, 8)}`, "--to", user, "--text", "ping"], { env }), "cmd send");
+    for (const u of syncUrls) {
+      const out = execFileSync("curl", [
+        "-sS", "--max-time", "20", "--cacert", up.pki.ca, "--cert", up.service.cert, "--key", up.service.key,
+        "-d", JSON.stringify({ uid: user, limit: 10 }), "-w", "\n%{http_code}", `${u}/message/sync`,
+      ], { encoding: "utf8" });
+      const nl = out.lastIndexOf("\n");
+      assert.equal(out.slice(nl + 1), "200", `${u}: ${out}`);
+      const list = JSON.parse(out.slice(0, nl)) as { channel_id: string; payload: string }[];
+      assert.deepEqual(list.map((m) => [m.channel_id, Buffer.from(m.payload, "base64").toString()]), [[`dev-nodes-${user.slice(0, 8)}`, "ping"]], `${u} returns the one message`);
+    }
 
     const again = await qimctl(["dev", "up", "--data-dir", dir, "--nodes", "3"], { env });
     assert.equal(again.code, 4, again.stderr);

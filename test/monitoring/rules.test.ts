@@ -58,6 +58,7 @@ describe("docs/monitoring alert rules", () => {
     assert.deepEqual(rules.map((x) => x.alert), [
       "QimPartitionRefused", "QimPartitionNotOk", "QimCheckpointLagHigh", "QimProjectionEpochBumped",
       "QimRegistrationFailing", "QimRegistrationDeadLetters", "QimAuditWriteFailing", "QimAuditRotationFailing", "QimStoreUnreachable",
+      "QimCmdPendingFileBad",
     ]);
   });
 

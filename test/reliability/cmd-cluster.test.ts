@@ -135,7 +135,7 @@ describe("CMD sync on 3 server processes: sends while a node drains, then every 
         return await f(n.client!);
       } catch (err) {
         const code = errorCode(err);
-        if (code !== undefined && code !== "UNAVAILABLE" && code !== "STALE_OWNER" && code !== "CMD_STALE_OWNER") {
+        if (code !== undefined && code !== "UNAVAILABLE" && code !== "STALE_OWNER") {
           // the servers' own account of a failure, for whoever reads the failed test
           const id = /request ([0-9a-f-]{36})/.exec(String((err as Error).message))?.[1];
           const lines = nodes.flatMap((x) => (x.proc?.log() ?? "").split("\n").filter((l) => id !== undefined && l.includes(id)).map((l) => `${x.id}: ${l}`));

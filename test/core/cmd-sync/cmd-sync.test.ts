@@ -8,7 +8,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import {
-  cmdStateField, cmdStateKeys, CmdStaleOwnerError, EngineRuntime, InvalidArgumentError, KeySpace, newUuid, RedisHashAuthority, RedisStore, slotOfUser,
+  cmdStateField, cmdStateKeys, EngineRuntime, InvalidArgumentError, KeySpace, newUuid, RedisHashAuthority, RedisStore, slotOfUser, StaleOwnerError,
   type CmdMessage, type Uuid,
 } from "../../../core/index.js";
 import { startRedis, type RedisServer } from "../../harness/redis.js";
@@ -194,9 +194,9 @@ describe("CmdSync on two cluster nodes (in one process) over one Redis", { timeo
       if (n1.cmd.ownsUser(tenant, u)) mine ??= u; else theirs ??= u;
     }
     assert.equal(n2.cmd.ownsUser(tenant, theirs), true);
-    await assert.rejects(n1.cmd.syncLocal(tenant, theirs, 10), CmdStaleOwnerError);
-    await assert.rejects(n1.cmd.ackLocal(tenant, theirs, 1), CmdStaleOwnerError);
-    assert.throws(() => n1.cmd.pendingLocal(tenant, theirs!, 10), CmdStaleOwnerError);
+    await assert.rejects(n1.cmd.syncLocal(tenant, theirs, 10), StaleOwnerError);
+    await assert.rejects(n1.cmd.ackLocal(tenant, theirs, 1), StaleOwnerError);
+    assert.throws(() => n1.cmd.pendingLocal(tenant, theirs!, 10), StaleOwnerError);
 
     const channel = { channelId: "both____cmd", channelType: 1 };
     assert.equal(n1.cmd.acceptIntent({ tenant, channel, messageSeq: 1, activeAt: 1, userReadSeqs: new Map([[mine, 0], [theirs, 0]]) }), "stale_owner");

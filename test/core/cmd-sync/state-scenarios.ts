@@ -96,7 +96,7 @@ export function cmdStateScenarios(label: string, useFixture: () => StateStoreFix
       const nodeB = await takeLease(fx.store, space, slot);
       const before = await fx.dump(space, tenant, [a!, b!]);
       await assert.rejects(states.upsertStates([row(tenant, a!, "g1____cmd", 9, 900), row(tenant, b!, "g2____cmd", 1, 1)], SOLO),
-        (err: unknown) => err instanceof CmdFencedError && err.code === "CMD_STALE_OWNER" && err.slot === slot);
+        (err: unknown) => err instanceof CmdFencedError && err.code === "STALE_OWNER" && err.slot === slot);
       await assert.rejects(states.advanceReadSeqs([{ tenant, user: a!, channel: ch("g1____cmd"), readSeq: 9 }], SOLO), CmdFencedError);
       assert.equal(await fx.dump(space, tenant, [a!, b!]), before);
       // the lease's own owner and token are accepted

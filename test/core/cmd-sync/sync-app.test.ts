@@ -6,7 +6,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import {
-  CmdFencedError, CmdPendingUpdater, CmdStaleOwnerError, CmdSyncApp, CmdSyncRecords, newUuid, slotOfUser, stripCommandSuffix,
+  CmdFencedError, CmdPendingUpdater, CmdSyncApp, CmdSyncRecords, newUuid, slotOfUser, StaleOwnerError, stripCommandSuffix,
   type CmdMessage, type CmdMessageSource, type CmdPendingBuffer, type CommandChannelKey, type Uuid,
 } from "../../../core/index.js";
 import { releaseLease, SOLO, takeLease, useCmdRedis } from "./fixture.js";
@@ -135,7 +135,7 @@ describe("CmdSyncApp.sync", () => {
     assert.deepEqual(source.calls, ["g1____cmd from 1 limit 200", "g1____cmd from 1 limit 10000"]);
   });
 
-  it("a user whose slot is not ours: CmdStaleOwnerError (CMD_STALE_OWNER) for sync and ack", async () => {
+  it("a user whose slot is not ours: StaleOwnerError (STALE_OWNER) for sync and ack", async () => {
     const released: Uuid[] = [];
     const owned = setup();
     const app2 = new CmdSyncApp({ states: owned.states, pending: owned.buffer, messages: owned.source, fenceOf: () => SOLO, releaseFence: (_t, u) => released.push(u), log: () => {} });
@@ -143,8 +143,8 @@ describe("CmdSyncApp.sync", () => {
     await app2.ack(owned.tenant, owned.user, 1);
     assert.deepEqual(released, [owned.user, owned.user], "the fence of each sync and ack is released");
     const { app, tenant, user } = setup({ owned: () => false });
-    await assert.rejects(app.sync(tenant, user, 10), (e: unknown) => e instanceof CmdStaleOwnerError && e.code === "CMD_STALE_OWNER");
-    await assert.rejects(app.ack(tenant, user, 1), CmdStaleOwnerError);
+    await assert.rejects(app.sync(tenant, user, 10), (e: unknown) => e instanceof StaleOwnerError && e.code === "STALE_OWNER");
+    await assert.rejects(app.ack(tenant, user, 1), StaleOwnerError);
   });
 });
 

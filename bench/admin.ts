@@ -295,19 +295,25 @@ async function main() {
 
   const store = new RedisStore({ kind: "instances", addrs: [redis.addr] });
   statsClient = store.clients()[0] as import("ioredis").Redis;
-  const engine = new ConversationService(store);
+  // the core phases on a key prefix of their own: the server is a node of the engine cluster and
+  // leaves its relay leases under "qim" behind; a relay without a cluster (owner "", token 0) is
+  // fenced out of those buckets for good, and its drain appended the same outbox again and again
+  const CORE_PREFIX = "qimcore";
+  const engine = new ConversationService(store, { keyPrefix: CORE_PREFIX });
+  // the API phase's groups, on the server's key prefix (the server relays their commits)
+  const apiEngine = new ConversationService(store);
   // a topic of its own: the server's session projection never consumes what the core phases relay
   const dispatchLog = new RedisStreamsDispatchLog(store, engine.keys, { clusterId: "qim", topicId: "bench-core", partitionCount: PARTITIONS });
   // the server also relays every event it commits into the dispatch log: the same core work with
   // an in-process relay kicked per commit (and sweeping every second, as the server's does) is the
   // like-for-like comparison; it runs only during its own phase
   let relay: OutboxRelay | undefined;
-  const relayedEngine = new ConversationService(store, { onCommit: (b) => relay?.kick(b) });
+  const relayedEngine = new ConversationService(store, { keyPrefix: CORE_PREFIX, onCommit: (b) => relay?.kick(b) });
   const drain = () => new OutboxRelay(store, engine.keys, dispatchLog).drainAll();
   const tenant = randomUUID();
-  const groupsFor = async () => {
+  const groupsFor = async (on: ConversationService = engine) => {
     const gs: string[] = [];
-    for (let i = 0; i < CONCURRENCY; i++) gs.push((await engine.createGroup({ tenant, owner: randomUUID(), members: Array.from({ length: 20 }, () => randomUUID()) })).group);
+    for (let i = 0; i < CONCURRENCY; i++) gs.push((await on.createGroup({ tenant, owner: randomUUID(), members: Array.from({ length: 20 }, () => randomUUID()) })).group);
     return gs;
   };
   const viaCore = async (group: string, user: string) => {
@@ -352,9 +358,9 @@ async function main() {
       await client.removeMembers({ tenant, group, users: [user], dryRun: false });
     };
     try {
-      await pairs(await groupsFor(), viaApi, {}, Math.min(PAIRS, 1000));
+      await pairs(await groupsFor(apiEngine), viaApi, {}, Math.min(PAIRS, 1000));
       const empty = await emptyOverMtls(server.port, ca.certPem, operator.certPem, operator.keyPem, server.child.pid!);
-      const groups = await groupsFor();
+      const groups = await groupsFor(apiEngine);
       await server.diagnostics();
       const stopProfile = CLIENT_PROF && role === "main" ? await startProfile() : undefined;
       const api = await pairs(groups, viaApi, { server: server.child.pid!, ...redisPid });

@@ -1,10 +1,10 @@
 import { COMMIT_BUCKET_COUNT, hexToUuid, userTag, type KeySpace, type Uuid } from "../base/index.js";
 import { SLOT_COUNT, slotOfUser, unitLeaseKey, type Fence } from "../cluster/index.js";
-import type { RedisStore } from "../store/index.js";
+import { RedisStore } from "../store/index.js";
 import type { CmdLog } from "./log.js";
 import { cmdFlushPointKey, cmdRecentKey } from "./log-keys.js";
 import { logMetrics } from "./log-metrics.js";
-import { raiseCmdFlushPointScript, scanCmdRecentScript } from "./log-scripts.js";
+import { raiseCmdFlushPointScript, scanCmdRecentScript, scanCmdRecentsScript, type RecentPage } from "./log-scripts.js";
 import type { CmdFlushReport, CmdMessage, CommandChannelKey, ConversationIntent } from "./types.js";
 
 /** How often every node reads every bucket's recent-commit index past its cursors. */
@@ -51,6 +51,19 @@ export interface CatchUpOptions {
   flushPointIdleMs?: number;
   pageSize?: number;
   say?: (line: string) => void;
+}
+
+/**
+ * New entries a bucket's first page of a round holds at most (the round reads every bucket's first
+ * page in one call per instance): nearly every bucket has nothing new, and a bucket with more reads
+ * on in pages of CMD_SCAN_PAGE by itself.
+ */
+export const CMD_FIRST_PAGE = 32;
+
+/** A bucket's first page of a round and the limit it was read with. */
+interface FirstPage {
+  page: RecentPage;
+  limit: number;
 }
 
 interface Cursor {
@@ -212,8 +225,11 @@ export class CmdCatchUp {
   /** One round: recoveries due, the scan of every bucket past its cursor, then the flush points when due. */
   async round(): Promise<void> {
     if (this.toRecover.size > 0) await this.recoverDue();
+    // every bucket's first page in one call per instance (per hash tag on a Cluster); only a bucket
+    // whose page came back full reads on, on its own
+    const first = await this.firstPages();
     // settled, not raced: a failed bucket must not leave the others' scans running into the next round
-    const results = await Promise.allSettled(this.cursors.map((c, b) => this.scanBucket(b, c, null, "scan")));
+    const results = await Promise.allSettled(this.cursors.map((c, b) => this.scanBucket(b, c, null, "scan", first[b])));
     const failed = results.find((r) => r.status === "rejected");
     if (failed) throw failed.reason;
     this.rounds++;
@@ -251,12 +267,14 @@ export class CmdCatchUp {
    * accepted; a refused push (buffer full) stops the bucket there until the next round. Resolves
    * false when it stopped so.
    */
-  private async scanBucket(bucket: number, cur: Cursor, only: Set<number> | null, path: "scan" | "recovery"): Promise<boolean> {
+  private async scanBucket(bucket: number, cur: Cursor, only: Set<number> | null, path: "scan" | "recovery", first?: FirstPage): Promise<boolean> {
     const key = cmdRecentKey(this.o.keys, bucket);
     const client = this.o.store.clientForKey(key);
+    let given = first;
     for (;;) {
-      const limit = this.pageSize + cur.seen.size;
-      const page = await scanCmdRecentScript.run(client, { recent: key }, { min: cur.at, limit });
+      const limit = given?.limit ?? this.pageSize + cur.seen.size;
+      const page = given?.page ?? await scanCmdRecentScript.run(client, { recent: key }, { min: cur.at, limit });
+      given = undefined;
       const fresh = page.entries.filter((e) => !(e.score === cur.at && cur.seen.has(e.member)));
       logMetrics.scanEntries.inc(fresh.length);
       const messages = await this.loadAll(fresh.map((e) => e.member));
@@ -278,6 +296,22 @@ export class CmdCatchUp {
         return true;
       }
     }
+  }
+
+  /**
+   * Every bucket's first page of this round from its cursor, one call per instance (per hash tag on
+   * a Cluster), pages of CMD_FIRST_PAGE new entries at most so that a backlog does not make one long
+   * call: a bucket whose page came back full reads on by itself. A bucket of an instance whose call
+   * failed has no first page (it reads by itself, and fails there as before).
+   */
+  private async firstPages(): Promise<(FirstPage | undefined)[]> {
+    const scans = this.cursors.map((c, b) => ({ recent: cmdRecentKey(this.o.keys, b), min: c.at, limit: Math.min(this.pageSize, CMD_FIRST_PAGE) + c.seen.size }));
+    const pages = new Array<FirstPage | undefined>(scans.length);
+    await Promise.allSettled(this.o.store.byTarget(scans.map((s) => RedisStore.tagOf(s.recent))).map(async ({ client, idx }) => {
+      const got = await scanCmdRecentsScript.run(client, idx.map((i) => scans[i]!));
+      idx.forEach((i, j) => { pages[i] = { page: got[j]!, limit: scans[i]!.limit }; });
+    }));
+    return pages;
   }
 
   /** The history entries of index members, one range read per channel. */

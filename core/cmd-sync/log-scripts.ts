@@ -1,5 +1,5 @@
 import { InternalError } from "../base/index.js";
-import { defineScript, luaStatus } from "../lua/index.js";
+import { defineScript, defineVariadicScript, luaStatus } from "../lua/index.js";
 
 /** The CMD log's scripts (lua/cmd-sync/*Cmd*.lua), each declared once. */
 
@@ -54,5 +54,33 @@ export const scanCmdRecentScript = defineScript({
     const entries: RecentPage["entries"] = [];
     for (let i = 1; i + 1 < r.length; i += 2) entries.push({ member: String(r[i]), score: Number(r[i + 1]) });
     return { nowMs: Number(r[0]), entries };
+  },
+});
+
+/** One bucket's first page in a round: its cmdrecent key, the min score (inclusive) and the page size. */
+export interface RecentScan {
+  recent: string;
+  min: number;
+  limit: number;
+}
+
+/**
+ * The first page of many buckets on one instance (one hash tag on a Redis Cluster), with one
+ * clock read: what scanCmdRecent gives for each, in one call. Pages in the order of the scans.
+ */
+export const scanCmdRecentsScript = defineVariadicScript({
+  name: "scanCmdRecents",
+  itemKeys: (s: RecentScan) => [s.recent],
+  itemArgs: (s: RecentScan) => [s.min, s.limit],
+  reply: (r): RecentPage[] => {
+    const nowMs = Number(r[0]);
+    const pages: RecentPage[] = [];
+    for (let i = 1; i < r.length;) {
+      const n = Number(r[i++]);
+      const entries: RecentPage["entries"] = [];
+      for (let j = 0; j < n; j++, i += 2) entries.push({ member: String(r[i]), score: Number(r[i + 1]) });
+      pages.push({ nowMs, entries });
+    }
+    return pages;
   },
 });

@@ -57,6 +57,9 @@ export function inHandEntry(record: DispatchRecord): InHandEntry {
   };
 }
 
+/** Users whose `pending` key the consumer keeps made (then forgotten at once and made again). */
+const USER_IDS_MAX = 200_000;
+
 interface UserPending {
   tenant: Uuid;
   user: Uuid;
@@ -275,25 +278,46 @@ export class ListCompactor {
     const e = inHandEntry(record);
     const hex = uuidToHex(record.conversation);
     for (const user of record.recipients) {
-      if (!this.hold(record.tenant, user, hex, e, fromLog)) continue;
-      const id = record.tenant + user;
+      const id = this.userId(record.tenant, user);
+      if (!this.hold(record.tenant, user, hex, e, fromLog, id)) continue;
       let t = touched.get(id);
       if (!t) touched.set(id, (t = { tenant: record.tenant, user, hexes: new Set() }));
       t.hexes.add(hex);
     }
   }
 
-  /** Holds a record for a row; false when it was held (or written ahead) already. */
-  private hold(tenant: Uuid, user: Uuid, hex: string, e: InHandEntry, fromLog: boolean): boolean {
-    const id = tenant + user;
-    if (fromLog) {
-      for (const gen of [this.ahead, this.aheadOld]) {
-        const seqs = gen.get(id + hex);
-        if (seqs?.delete(e.seq)) {
-          if (seqs.size === 0) gen.delete(id + hex);
-          return false;
-        }
+  /**
+   * A user's key of `pending` (tenant + user) as one string made once per user and kept: the
+   * low-latency hand-off and the log read look every recipient of every record up, and a key
+   * concatenated afresh each time was hashed afresh each time (and garbage right after).
+   */
+  private userId(tenant: Uuid, user: Uuid): string {
+    let users = this.userIds.get(tenant);
+    if (!users) this.userIds.set(tenant, (users = new Map()));
+    let id = users.get(user);
+    if (id === undefined) {
+      if (this.userIdCount >= USER_IDS_MAX) {
+        this.userIds.clear();
+        this.userIdCount = 0;
+        this.userIds.set(tenant, (users = new Map()));
       }
+      id = tenant + user;
+      users.set(user, id);
+      this.userIdCount++;
+    }
+    return id;
+  }
+
+  private readonly userIds = new Map<Uuid, Map<Uuid, string>>();
+  private userIdCount = 0;
+
+  /** Holds a record for a row; false when it was held (or written ahead) already. */
+  private hold(tenant: Uuid, user: Uuid, hex: string, e: InHandEntry, fromLog: boolean, id = tenant + user): boolean {
+    // both generations are nearly always empty (the log read is a poll behind a flush at most):
+    // no key is built for them then (this runs once per recipient of every record, twice)
+    if (fromLog && (this.ahead.size > 0 || this.aheadOld.size > 0)) {
+      const rowId = id + hex;
+      if (this.aheadTook(this.ahead, rowId, e.seq) || this.aheadTook(this.aheadOld, rowId, e.seq)) return false;
     }
     let u = this.pending.get(id);
     if (!u) {
@@ -316,6 +340,14 @@ export class ListCompactor {
     r.seqs.set(e.seq, fromLog);
     r.entries.push(e);
     this.windowStartedAt ??= this.now();
+    return true;
+  }
+
+  /** True when a generation of `ahead` held the row's seq (it is dropped from it then). */
+  private aheadTook(gen: Map<string, Set<number>>, rowId: string, seq: number): boolean {
+    const seqs = gen.get(rowId);
+    if (!seqs?.delete(seq)) return false;
+    if (seqs.size === 0) gen.delete(rowId);
     return true;
   }
 

@@ -42,6 +42,7 @@ const EXPECTED_KEYS: Record<string, number | "n"> = {
   // CMD log (core/cmd-sync/log-scripts.ts)
   commitCmd: 5,
   scanCmdRecent: 1,
+  scanCmdRecents: "n",
   raiseCmdFlushPoint: 2,
 };
 const SCRIPT_NAMES = Object.keys(EXPECTED_KEYS);
@@ -54,7 +55,7 @@ const MODULE_OF: Record<string, string> = {
   releaseLock: "projection", heartbeat: "cluster", acquireUnit: "cluster", releaseUnit: "cluster",
   recomputeUnread: "conversation-list", applyRows: "conversation-list", advanceListCheckpoint: "conversation-list",
   upsertCmdStates: "cmd-sync", advanceCmdStateReads: "cmd-sync",
-  commitCmd: "cmd-sync", scanCmdRecent: "cmd-sync", raiseCmdFlushPoint: "cmd-sync",
+  commitCmd: "cmd-sync", scanCmdRecent: "cmd-sync", scanCmdRecents: "cmd-sync", raiseCmdFlushPoint: "cmd-sync",
 };
 
 const tempDirs: string[] = [];

@@ -72,6 +72,12 @@ export class OutboxRelay {
   private readonly kicked = new Set<number>();
   private kickScheduled = false;
   private lowLatencyInflight = 0;
+  /**
+   * Buckets whose mark a relay without a cluster saw refused: a node of an engine cluster holds
+   * their lease (this relay runs on a key space a cluster works on). Each later pass checks the
+   * lease before appending instead of appending the same batch again; see leaseHolds.
+   */
+  private readonly foreign = new Set<number>();
 
   /**
    * The low-latency path: a writer in this process just committed into `bucket`. Kicks coalesce
@@ -118,12 +124,30 @@ export class OutboxRelay {
    * woken after its lease moved appends at most the batch it was in the middle of (docs/cluster.md).
    */
   private async leaseHolds(bucket: number, fence: Fence): Promise<boolean> {
-    if (!this.gate.fenced) return true;
+    // without a cluster no lease is read, unless a refused mark showed that a node holds this one
+    if (!this.gate.fenced && !this.foreign.has(bucket)) return true;
     const key = unitLeaseKey(this.keys, "relay", bucket);
     const [owner, token] = await this.store.clientForKey(key).hmget(key, "owner", "token");
-    if ((owner ?? "") === fence.owner && Number(token ?? 0) === fence.token) return true;
+    if ((owner ?? "") === fence.owner && Number(token ?? 0) === fence.token) {
+      this.foreign.delete(bucket);
+      return true;
+    }
     this.gate.refused("relay", bucket, "append", fence);
     return false;
+  }
+
+  /**
+   * A mark refused to a relay without a cluster: the bucket's lease names a node of an engine
+   * cluster, so nothing this relay appends there can ever be marked. Said once per bucket (the
+   * operator started a relay on a cluster's key space); from now on the lease is read before
+   * appending, so the batch is not appended again at every pass.
+   */
+  private markRefusedWithoutCluster(bucket: number): void {
+    if (this.gate.fenced || this.foreign.has(bucket)) return;
+    this.foreign.add(bucket);
+    this.opts.onError?.(new InternalError(
+      `relay bucket ${bucket} is leased by a node of an engine cluster and this relay is not one of its nodes: its entries stay for that node ` +
+      `(run this process as a node of the cluster, or on a key prefix of its own)`));
   }
 
   private async drainOwnedBucket(bucket: number, fence: Fence): Promise<number> {
@@ -168,6 +192,7 @@ export class OutboxRelay {
       if (marked === null) {
         fencedOut = true;
         this.gate.refused("relay", bucket, "mark_committed", fence);
+        this.markRefusedWithoutCluster(bucket);
         return;
       }
       metrics.relayDispatched.inc(records.length);
@@ -200,6 +225,8 @@ export class OutboxRelay {
       pending = pending.filter((_, i) => lengths[i]! > 0);
       const done = await Promise.all(pending.map((b) => this.drainBucket(b)));
       total += done.reduce((a, n) => a + n, 0);
+      // a bucket that consumed nothing (fenced out) is done for this pass: never loop on it
+      pending = pending.filter((_, i) => done[i]! > 0);
     }
     return total;
   }

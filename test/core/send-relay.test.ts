@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { ConversationService, FailedPreconditionError, loadScripts, RedisStreamsDispatchLog, OutboxRelay, PermissionDeniedError, registry, type Uuid } from "../../core/index.js";
+import {
+  callScript, ConversationService, FailedPreconditionError, loadScripts, RedisStreamsDispatchLog, OutboxRelay, PermissionDeniedError, registry, unitLeaseKey, type Uuid,
+} from "../../core/index.js";
 import { ALL_TOPOLOGIES } from "../harness/redis.js";
 import { checkConversation } from "./checker.js";
 import { useEngine } from "./fixture.js";
@@ -133,6 +135,37 @@ for (const kind of ALL_TOPOLOGIES) {
       const seqs = (await fx.dispatched()).map((e) => e.record).filter((r) => r.conversation === group).map((r) => r.conversationSeq);
       assert.deepEqual([...new Set(seqs)].sort((a, b) => a - b), sent, "every commit is in the log");
       assert.equal(seqs.length, 10, "each appended twice: once before the crash, once on resume");
+    });
+
+    it("a relay without a cluster on a bucket a cluster node leases: each pass ends, the batch is appended once, its entries stay, it says so once", async () => {
+      const tenant = fx.tenant();
+      const owner = newUuid();
+      const { group } = await fx.engine.createGroup({ tenant, owner });
+      for (let i = 0; i < 3; i++) await fx.engine.send({ tenant, group, sender: owner, text: `m${i}` });
+      const k = fx.engine.conversationKeys(tenant, group);
+      const client = fx.store.clientFor(k.tag);
+      // a node of an engine cluster takes the bucket's relay lease, as ClusterMembership does
+      const lease = unitLeaseKey(fx.engine.keys, "relay", k.bucket);
+      const took = await callScript(fx.store.clientForKey(lease), "acquireUnit", [lease], ["", "0", "node-b"]);
+      assert.equal(Number(took[0]), 0, `acquireUnit: ${JSON.stringify(took)}`);
+      const errors: unknown[] = [];
+      const relay = new OutboxRelay(fx.store, fx.engine.keys, fx.log, { onError: (e) => errors.push(e) });
+      const ours = async () => (await fx.dispatched()).filter((e) => e.record.conversation === group).length;
+      try {
+        // before the fix the first drainAll never returned: it appended the same batch at every turn of its loop
+        for (let pass = 0; pass < 3; pass++) await relay.drainAll();
+        assert.equal(await ours(), 3, "the first pass appended the 3 commits before its mark was refused; no pass appended them again");
+        assert.equal(await client.llen(k.outbox), 3, "nothing was marked: the entries stay for the lease's node");
+        assert.equal(errors.length, 1);
+        assert.match(String(errors[0]), /relay bucket \d+ is leased by a node of an engine cluster/);
+        // the lease gone (the cluster left this key space), the relay works the bucket again: at-least-once, 3 appended again
+        await fx.store.clientForKey(lease).del(lease);
+        await relay.drainAll();
+        assert.equal(await client.llen(k.outbox), 0);
+        assert.equal(await ours(), 6);
+      } finally {
+        await relay.stop();
+      }
     });
 
     it("relay kick: a commit reported through onCommit is relayed without waiting for a sweep", async () => {

@@ -3,6 +3,7 @@ import type { RedisStore } from "../store/index.js";
 import { assignUnits, hrwScore } from "./assignment.js";
 import { UNIT_KINDS, type Fence, type FencedWrite, type UnitGate, type UnitKind } from "./gate.js";
 import { drainingKey, nodesKey, unitLeaseKey } from "./keys.js";
+import { readLease } from "./lease.js";
 import { metrics } from "./metrics.js";
 import { acquireUnitScript, heartbeatScript, releaseUnitScript, type RegistryView } from "./scripts.js";
 
@@ -269,11 +270,7 @@ export class ClusterMembership implements UnitGate {
   }
 
   private readLeases(kind: UnitKind, units: number[]): Promise<Lease[]> {
-    return Promise.all(units.map(async (u) => {
-      const key = unitLeaseKey(this.keys, kind, u);
-      const [owner, token] = await this.store.clientForKey(key).hmget(key, "owner", "token");
-      return { owner: owner ?? "", token: Number(token ?? 0) };
-    }));
+    return Promise.all(units.map((u) => readLease(this.store, this.keys, kind, u)));
   }
 
   private heartbeat(): Promise<RegistryView> {

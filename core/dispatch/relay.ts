@@ -1,5 +1,5 @@
 import { bucketTag, COMMIT_BUCKET_COUNT, hexToUuid, InternalError, type KeySpace } from "../base/index.js";
-import { SOLO_GATE, unitLeaseKey, type Fence, type UnitGate } from "../cluster/index.js";
+import { leaseHolds, SOLO_GATE, unitLeaseKey, type Fence, type UnitGate } from "../cluster/index.js";
 import { conversationKeys, outboxKey } from "../conversation/index.js";
 import type { RedisStore } from "../store/index.js";
 import { failpointStop, FAILPOINTS } from "../support/index.js";
@@ -126,9 +126,7 @@ export class OutboxRelay {
   private async leaseHolds(bucket: number, fence: Fence): Promise<boolean> {
     // without a cluster no lease is read, unless a refused mark showed that a node holds this one
     if (!this.gate.fenced && !this.foreign.has(bucket)) return true;
-    const key = unitLeaseKey(this.keys, "relay", bucket);
-    const [owner, token] = await this.store.clientForKey(key).hmget(key, "owner", "token");
-    if ((owner ?? "") === fence.owner && Number(token ?? 0) === fence.token) {
+    if (await leaseHolds(this.store, this.keys, "relay", bucket, fence)) {
       this.foreign.delete(bucket);
       return true;
     }

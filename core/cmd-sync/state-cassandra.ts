@@ -17,7 +17,7 @@
  */
 import cassandra from "cassandra-driver";
 import { UnavailableError, type KeySpace, type Uuid } from "../base/index.js";
-import { unitLeaseKey, type Fence } from "../cluster/index.js";
+import { leaseHolds, type Fence } from "../cluster/index.js";
 import {
   cassandraContextOf, cassandraFailureLine, createKeyspaceCql, newCassandraClient, resolveCassandraOptions, type CassandraAuthorityOptions,
 } from "../projection/index.js";
@@ -201,52 +201,62 @@ export class CassandraCmdStateStore implements CmdStateStore {
   async advanceReadSeqs(patches: readonly CmdReadPatch[], fence: Fence, updatedAt: number = Date.now()): Promise<void> {
     if (patches.length === 0) return;
     for (const p of patches) checkRead(p);
-    const slot = oneSlot(patches);
-    await this.checkLease(slot, fence);
-    await eachLimited(groupByUser(patches), CMD_CASSANDRA_USER_CONCURRENCY, (list) =>
-      this.writeUser(slot, list[0]!.tenant, list[0]!.user, list.map((p) => p.channel), fence, (channel, old) => {
-        // a missing row is a no-op; a read seq never goes back; updated at only grows
-        let read = -1;
-        for (const p of list) if (p.channel.channelType === channel.channelType && p.channel.channelId === channel.channelId) read = Math.max(read, p.readSeq);
-        if (!old || read <= old.readSeq) return null;
-        return { ...old, readSeq: read, updatedAt: Math.max(old.updatedAt, updatedAt) };
-      }));
+    await this.writeBatch(patches, fence, (mine, old) => {
+      // a missing row is a no-op; a read seq never goes back; updated at only grows
+      const read = Math.max(...mine.map((p) => p.readSeq));
+      if (!old || read <= old.readSeq) return null;
+      return { ...old, readSeq: read, updatedAt: Math.max(old.updatedAt, updatedAt) };
+    });
   }
 
   async upsertStates(states: readonly CmdConversationState[], fence: Fence): Promise<void> {
     if (states.length === 0) return;
     for (const s of states) checkState(s);
-    const slot = oneSlot(states);
+    await this.writeBatch(states, fence, (mine, old) => {
+      // the channel's rows of the batch, merged in order as the Lua merges them one by one
+      let acc: StoredRow | null = old;
+      let changed = false;
+      for (const s of mine) {
+        if (!acc) { acc = { readSeq: s.readSeq, deletedToSeq: s.deletedToSeq, activeAt: s.activeAt, updatedAt: s.updatedAt, fenceToken: 0 }; changed = true; continue; }
+        const next = {
+          readSeq: Math.max(acc.readSeq, s.readSeq), deletedToSeq: Math.max(acc.deletedToSeq, s.deletedToSeq),
+          activeAt: Math.max(acc.activeAt, s.activeAt), updatedAt: Math.max(acc.updatedAt, s.updatedAt), fenceToken: acc.fenceToken,
+        };
+        // nothing of the first three grows: the row stays as it is, its updated at included (a replay is a no-op)
+        if (next.readSeq === acc.readSeq && next.deletedToSeq === acc.deletedToSeq && next.activeAt === acc.activeAt) continue;
+        acc = next;
+        changed = true;
+      }
+      return changed ? acc : null;
+    });
+  }
+
+  /**
+   * A batch of one slot: fence check 1 once, then each user's rows (at most
+   * CMD_CASSANDRA_USER_CONCURRENCY users at once), `merge` given one channel's rows of the batch in
+   * order and the stored row (null: none), answering the row to write or null for nothing.
+   */
+  private async writeBatch<T extends { tenant: Uuid; user: Uuid; channel: CommandChannelKey }>(
+    rows: readonly T[], fence: Fence, merge: (mine: T[], old: StoredRow | null) => StoredRow | null,
+  ): Promise<void> {
+    const slot = oneSlot(rows);
     await this.checkLease(slot, fence);
-    await eachLimited(groupByUser(states), CMD_CASSANDRA_USER_CONCURRENCY, (list) =>
-      this.writeUser(slot, list[0]!.tenant, list[0]!.user, list.map((s) => s.channel), fence, (channel, old) => {
-        // the rows of this channel in the batch, merged in order as the Lua merges them one by one
-        let acc: StoredRow | null = old;
-        let changed = false;
-        for (const s of list) {
-          if (s.channel.channelType !== channel.channelType || s.channel.channelId !== channel.channelId) continue;
-          if (!acc) { acc = { readSeq: s.readSeq, deletedToSeq: s.deletedToSeq, activeAt: s.activeAt, updatedAt: s.updatedAt, fenceToken: 0 }; changed = true; continue; }
-          const next = {
-            readSeq: Math.max(acc.readSeq, s.readSeq), deletedToSeq: Math.max(acc.deletedToSeq, s.deletedToSeq),
-            activeAt: Math.max(acc.activeAt, s.activeAt), updatedAt: Math.max(acc.updatedAt, s.updatedAt), fenceToken: acc.fenceToken,
-          };
-          // nothing of the first three grows: the row stays as it is, its updated at included (a replay is a no-op)
-          if (next.readSeq === acc.readSeq && next.deletedToSeq === acc.deletedToSeq && next.activeAt === acc.activeAt) continue;
-          acc = next;
-          changed = true;
-        }
-        return changed ? acc : null;
-      }));
+    await eachLimited(groupByUser(rows), CMD_CASSANDRA_USER_CONCURRENCY, (list) => {
+      const byChannel = new Map<string, T[]>();
+      for (const r of list) {
+        const k = rowKey(r.channel);
+        const same = byChannel.get(k);
+        if (same) same.push(r); else byChannel.set(k, [r]);
+      }
+      return this.writeUser(slot, list[0]!.tenant, list[0]!.user, list.map((r) => r.channel), fence, (channel, old) => merge(byChannel.get(rowKey(channel)) ?? [], old));
+    });
   }
 
   /** Fence check 1: the slot's lease in Redis names exactly (owner, token), as includes/fenceHolds. */
   private async checkLease(slot: number, fence: Fence): Promise<void> {
-    const key = unitLeaseKey(this.deps.keys, "slot", slot);
-    const [owner, token] = await this.deps.store.clientForKey(key).hmget(key, "owner", "token");
-    if ((owner ?? "") !== fence.owner || Number(token ?? "0") !== fence.token) {
-      cmdMetrics.cassandraFenced.inc({ layer: "lease" });
-      throw new CmdFencedError(slot);
-    }
+    if (await leaseHolds(this.deps.store, this.deps.keys, "slot", slot, fence)) return;
+    cmdMetrics.cassandraFenced.inc({ layer: "lease" });
+    throw new CmdFencedError(slot);
   }
 
   private async readRows(tenant: Uuid, user: Uuid, channels: readonly CommandChannelKey[], serial: boolean): Promise<Map<string, StoredRow>> {

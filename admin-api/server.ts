@@ -22,6 +22,7 @@ import {
   type TopologyConfig,
 } from "../core/index.js";
 import { failpointsArmed } from "../core/support/index.js";
+import { SERVER_NODE_FLAGS, semiSpaceMiB } from "./node-flags.js";
 import { auditArguments, AuditLog, type AuditRecord, type AuditRotation } from "./audit.js";
 import { allowed, principalOf, type CallWithAuth, type Principal, type Role } from "./auth.js";
 import { DenyList } from "./deny-list.js";
@@ -247,6 +248,9 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
     log("WARNING: --insecure-dev: plaintext gRPC, no client certificates, every caller is an admin. Never use this outside a development machine.");
   }
   if (insecure && opts.denyList) throw new InvalidArgumentError("denyList", "a deny list needs mTLS: --insecure-dev has no client certificates to refuse");
+  if (semiSpaceMiB() === null) {
+    log(`note: node runs with V8's default young generation; start the server with node ${SERVER_NODE_FLAGS.join(" ")} (bin/qim-admin-server.js does) for less CPU per request (docs/operator-guide.md, "The server's node flags")`);
+  }
   const armed = failpointsArmed();
   if (armed.length > 0) log(`WARNING: QIM_FAILPOINTS arms fail point(s) ${armed.join(", ")}: this process kills itself there (fault-injection tests only)`);
 

@@ -39,6 +39,7 @@ import { promisify } from "node:util";
 import * as grpc from "@grpc/grpc-js";
 import { HealthImplementation, service as healthService } from "grpc-health-check";
 import { connectAdmin } from "../admin-api/client.js";
+import { SERVER_NODE_FLAGS, semiSpaceMiB } from "../admin-api/node-flags.js";
 import { createCa, issueClientCert, issueServerCert } from "../certs/pki.js";
 import { ConversationService, EngineRuntime, OutboxRelay, RedisStore, RedisStreamsDispatchLog } from "../core/index.js";
 import { freePort, startRedis } from "../test/harness/redis.js";
@@ -78,8 +79,8 @@ async function startProfile(): Promise<(file: string) => Promise<void>> {
 const VERBOSE = args.includes("--verbose");
 /** More qim-admin-server flags, for experiments (e.g. --server-args "--no-audit-fsync"). */
 const SERVER_ARGS = (option("--server-args") ?? "").split(" ").filter(Boolean);
-/** Node/V8 flags for the server process, for experiments (e.g. --server-node-args "--max-semi-space-size=32"). */
-const SERVER_NODE_ARGS = (option("--server-node-args") ?? "").split(" ").filter(Boolean);
+/** Node/V8 flags for the server process instead of the ones it ships with (SERVER_NODE_FLAGS), for experiments. */
+const SERVER_NODE_ARGS = option("--server-node-args")?.split(" ").filter(Boolean) ?? [...SERVER_NODE_FLAGS];
 /** With --compare: Node/V8 flags for the compared server instead (--compare may then name this build). */
 const COMPARE_NODE_ARGS = option("--compare-node-args")?.split(" ").filter(Boolean);
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
@@ -373,7 +374,12 @@ async function main() {
     }
   };
   const rounds: Round[] = [];
-  const out: Record<string, unknown> = { pairs: PAIRS, concurrency: CONCURRENCY, rounds: ROUNDS };
+  // the in-process phases are the limit's baseline: they must run with the server's young generation
+  const semiSpace = { bench: semiSpaceMiB(), server: semiSpaceMiB(SERVER_NODE_ARGS, "") };
+  const out: Record<string, unknown> = { pairs: PAIRS, concurrency: CONCURRENCY, rounds: ROUNDS, semiSpaceMiB: semiSpace };
+  if (semiSpace.bench !== semiSpace.server) {
+    process.stderr.write(`WARNING: this process runs with --max-semi-space-size=${semiSpace.bench ?? "default"}, the server with ${semiSpace.server ?? "default"}: the in-process phases (the limit) are not like-for-like; start this bench as node ${SERVER_NODE_ARGS.join(" ")} dist/bench/admin.js (npm run bench:admin does)\n`);
+  }
   try {
     // warm-up of this process's core paths (JIT), then the outbox left by it relayed
     await pairs(await groupsFor(), viaCore, {}, Math.min(PAIRS, 1000));

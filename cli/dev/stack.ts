@@ -23,6 +23,7 @@
  * redis-server's process title ends with "qimctl-dev <data dir>" (--proc-title-template), the
  * admin server's arguments name <data dir>/audit.log.
  */
+import { SERVER_NODE_FLAGS } from "../../admin-api/node-flags.js";
 import { spawn, type ChildProcess } from "node:child_process";
 import { createHash, randomBytes, randomUUID, X509Certificate } from "node:crypto";
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmdirSync, rmSync, statSync, unlinkSync, writeFileSync } from "node:fs";
@@ -745,6 +746,7 @@ async function startServer(
   const redisWhere = redis.secure ? `redis ${redisArgs[1]} as user ${redis.user}` : `redis ${LOOPBACK}:${redisPort}`;
   writeFileSync(node.log, `--- qimctl dev up ${new Date().toISOString()}: qim-admin-server ${node.nodeId} on ${LOOPBACK}:${port}, ${redisWhere}\n`, { flag: "a" });
   const started = await spawnDetached(process.execPath, [
+    ...SERVER_NODE_FLAGS,
     ADMIN_SERVER_BIN,
     ...redisArgs,
     "--listen", `${LOOPBACK}:${port}`,

@@ -5,6 +5,7 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import path from "node:path";
+import { SERVER_NODE_FLAGS } from "../../admin-api/node-flags.js";
 import type { TestPkiFiles } from "../certs/fixture.js";
 import { baseEnv, ROOT } from "../e2e/qimctl.js";
 import { freePort } from "../harness/redis.js";
@@ -46,6 +47,8 @@ export interface ServerProcessOptions {
    * starts an admin server and logs as it does (test/cluster/node-child.ts); `port` is passed to it.
    */
   childArgs?: (port: number) => string[];
+  /** node's flags before the script (default SERVER_NODE_FLAGS, what bin/qim-admin-server.js's first line gives node). */
+  nodeFlags?: readonly string[];
 }
 
 export interface ServerProcess {
@@ -69,7 +72,8 @@ export interface ServerProcess {
 export async function startServerProcess(opts: ServerProcessOptions): Promise<ServerProcess> {
   hookExit();
   const port = opts.port ?? (await freePort());
-  const args = opts.childArgs ? opts.childArgs(port) : opts.bare ? [ADMIN_SERVER, "--config", opts.configPath!] : [
+  // node's flags as bin/qim-admin-server.js's first line gives them: the server as it ships
+  const args = [...(opts.nodeFlags ?? SERVER_NODE_FLAGS), ...(opts.childArgs ? opts.childArgs(port) : opts.bare ? [ADMIN_SERVER, "--config", opts.configPath!] : [
     ADMIN_SERVER,
     ...(opts.configPath ? ["--config", opts.configPath] : []),
     "--listen", `127.0.0.1:${port}`,
@@ -81,7 +85,7 @@ export async function startServerProcess(opts: ServerProcessOptions): Promise<Se
     ...(opts.redisArgs ?? ["--redis", opts.redisAddr!]),
     ...(opts.denyList ? ["--deny-list", opts.denyList] : []),
     ...(opts.extraArgs ?? []),
-  ];
+  ])];
   const env = { ...baseEnv, ...(opts.failpoints ? { QIM_FAILPOINTS: opts.failpoints } : {}) };
   // under a file size limit, bash sets it and execs node in its place (the same pid)
   const child = opts.fileSizeLimitKiB === undefined

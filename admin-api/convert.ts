@@ -179,5 +179,6 @@ export function clusterNodeOut(n: NodeRecord, cmdBadFile = ""): ClusterNode {
     cmdBadFile,
     nodeId: n.nodeId, address: n.address, version: n.version, startedAtMs: BigInt(n.startedAt), heartbeatAgeMs: BigInt(Math.round(n.heartbeatAgeMs)),
     alive: n.alive, draining: n.draining, owned: { relayBuckets: n.owned.relayBuckets, partitions: n.owned.partitions, slots: n.owned.slots },
+    units: [...n.units],
   };
 }

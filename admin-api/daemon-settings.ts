@@ -71,6 +71,8 @@ export interface DaemonSettings {
   nodeId?: string;
   clusterLeaseTtlMs: number;
   clusterHeartbeatIntervalMs: number;
+  /** The kinds of units this node takes (cluster.units): relay, partition, slot. */
+  clusterUnits: ("relay" | "partition" | "slot")[];
 }
 
 function tlsOf(r: ResolvedSettings, store: "redis" | "cassandra"): StoreTlsSettings | undefined {
@@ -116,6 +118,7 @@ export function toDaemonSettings(r: ResolvedSettings): DaemonSettings {
     dataDir: v<string>("data_dir") ?? dirname(v<string>("audit.log")!),
     clusterLeaseTtlMs: v<number>("cluster.lease_ttl")!,
     clusterHeartbeatIntervalMs: v<number>("cluster.heartbeat_interval")!,
+    clusterUnits: v<("relay" | "partition" | "slot")[]>("cluster.units")!,
     ...opt("nodeId", "node.id"),
     ...opt("tlsCa", "tls.ca"),
     ...opt("tlsCert", "tls.cert"),

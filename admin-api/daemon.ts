@@ -103,7 +103,7 @@ export async function runDaemon(s: DaemonSettings): Promise<AdminServer> {
     dispatch: { clusterId: s.clusterId, topicId: "dispatch", partitionCount: s.partitions },
     retentionMs: s.dispatchRetentionMs,
     // every engine server is a node of the cluster; the node RPC address comes with node.listen
-    cluster: { nodeId: await nodeIdOf(s), address: "", version: packageVersion(), leaseTtlMs: s.clusterLeaseTtlMs, heartbeatIntervalMs: s.clusterHeartbeatIntervalMs },
+    cluster: { nodeId: await nodeIdOf(s), address: "", version: packageVersion(), leaseTtlMs: s.clusterLeaseTtlMs, heartbeatIntervalMs: s.clusterHeartbeatIntervalMs, units: s.clusterUnits },
     ...(node ? { node } : {}),
     // the CMD pending buffer is saved at a graceful stop to <data_dir>/conversationv2/
     cmd: { dataDir: s.dataDir },

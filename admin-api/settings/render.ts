@@ -90,6 +90,7 @@ const KIND_TEXT: Record<SettingSpec["kind"], string> = {
   file: "file path (must be readable)",
   secret: "password (never a flag)",
   enum: "one of",
+  "enum-list": "one or more of",
   uuid: "UUID",
 };
 
@@ -116,7 +117,7 @@ export function renderReference(): string {
       section = spec.section;
       out.push(`## ${section}`, "", "| key | flag | environment | kind | default | meaning |", "|---|---|---|---|---|---|");
     }
-    const kind = spec.kind === "enum" ? `one of ${spec.values!.join(", ")}` : spec.kind === "integer" ? `integer ${spec.min}–${spec.max}` : KIND_TEXT[spec.kind];
+    const kind = spec.kind === "enum" || spec.kind === "enum-list" ? `${KIND_TEXT[spec.kind]} ${spec.values!.join(", ")}` : spec.kind === "integer" ? `integer ${spec.min}–${spec.max}` : KIND_TEXT[spec.kind];
     out.push(`| \`${spec.key}\` | ${spec.flag ? `\`--${spec.flag}\`${spec.kind === "boolean" ? ` / \`--no-${spec.flag}\`` : ""}` : "—"} | ${spec.env.map((e) => `\`${e}\``).join(" + ")} | ${kind} | ${spec.default !== undefined ? `\`${String(spec.default)}\`` : ""} | ${spec.description.replace(/\|/g, "\\|")} |`);
     const next = SETTINGS[SETTINGS.indexOf(spec) + 1];
     if (!next || next.section !== section) out.push("");

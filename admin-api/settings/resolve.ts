@@ -156,6 +156,15 @@ export function parseValue(spec: SettingSpec, raw: unknown): unknown {
       if (!spec.values!.includes(t)) throw new Error(`expected one of ${spec.values!.join(", ")}, got ${JSON.stringify(t.slice(0, 40))}`);
       return t;
     }
+    case "enum-list": {
+      const items = listOf(raw).map((x) => (typeof x === "string" ? x.trim().toLowerCase() : x)).filter((x) => x !== "");
+      if (items.length === 0) throw new Error(`expected one or more of ${spec.values!.join(", ")}`);
+      for (const x of items) {
+        if (typeof x !== "string" || !spec.values!.includes(x)) throw new Error(`expected one or more of ${spec.values!.join(", ")}, got ${JSON.stringify(String(x).slice(0, 40))}`);
+      }
+      // in the declared order, once each
+      return spec.values!.filter((v) => items.includes(v));
+    }
     case "string":
     case "path":
     case "secret": {

@@ -18,6 +18,7 @@ export type SettingKind =
   | "file" // a file that must be readable at start-up
   | "secret" // a password: config file or environment only, never a flag, never printed
   | "enum"
+  | "enum-list" // one or more of values, comma-separated or a YAML list
   | "uuid"; // canonical UUID text
 
 export type SettingSection = "server" | "audit" | "redis" | "dispatch" | "cluster" | "sync" | "cassandra";
@@ -37,7 +38,7 @@ export interface SettingSpec {
   /** integer: inclusive range. */
   min?: number;
   max?: number;
-  /** enum: the accepted values. */
+  /** enum, enum-list: the accepted values. */
   values?: readonly string[];
   /** Shown as <redacted> by --print-config (a password; a file's contents are never shown, its path is). */
   secret?: boolean;
@@ -124,6 +125,7 @@ export const SETTINGS: readonly SettingSpec[] = [
   ...section("cluster", [
     { key: "node.id", kind: "string", description: "this server's node id in the engine cluster (1–64 of A-Z a-z 0-9 . _ -); default: generated once and kept in <data_dir>/node-id" },
     { key: "cluster.lease_ttl", kind: "duration", default: DAEMON_DEFAULTS.clusterLeaseTtl, description: "a node whose heartbeat is older than this (by Redis's clock) is dead and its units move; at least twice cluster.heartbeat_interval" },
+    { key: "cluster.units", kind: "enum-list", values: ["relay", "partition", "slot"], default: "relay,partition,slot", description: "the kinds of units this node takes: relay (relay buckets: relays commits to the dispatch log), partition (dispatch partitions: session projection, conversation list), slot (user slots: registration, CMD state); relay alone makes an API node that leaves projecting to the others. Every kind needs a live node that takes it; every node must run a version that knows this setting before one is restricted (docs/cluster.md, \"Node roles\")" },
     { key: "cluster.heartbeat_interval", kind: "duration", default: DAEMON_DEFAULTS.clusterHeartbeatInterval, description: "how often a node heartbeats and takes or gives up units" },
     { key: "node.listen", kind: "address-or-off", default: DAEMON_DEFAULTS.nodeListen, description: "node-to-node RPC (NodeService, mTLS with node certificates) address host:port; port 0: one the OS chooses, recorded in the node registry; off: no node service (commits on buckets owned elsewhere wait for the owner's sweep). Needs node.tls.cert and node.tls.key unless insecure_dev" },
     { key: "node.advertise", kind: "address", description: "the host:port peers reach node.listen at, as the node registry records it (default: node.listen's host with the bound port; a loopback host is recorded as localhost, the name a node certificate carries)" },

@@ -18,6 +18,8 @@ export interface NodeResult {
   heartbeatAgeMs: number;
   alive: boolean;
   draining: boolean;
+  /** The kinds of units it takes (cluster.units): relay, partition, slot. */
+  units: ("relay" | "partition" | "slot")[];
   owned: OwnedResult;
   /** Its CMD pending file that did not decode at start-up, renamed .bad; null when none. */
   cmdBadFile: string | null;
@@ -31,11 +33,15 @@ export interface NodesResult {
 
 const ownedResult = (o: ClusterNode["owned"]): OwnedResult => ({ relayBuckets: o?.relayBuckets ?? 0, partitions: o?.partitions ?? 0, slots: o?.slots ?? 0 });
 
+const UNIT_KINDS = ["relay", "partition", "slot"] as const;
+/** A server from before node roles sends no units: it takes every kind. */
+const unitsResult = (u: readonly string[]): NodeResult["units"] => (u.length === 0 ? [...UNIT_KINDS] : UNIT_KINDS.filter((k) => u.includes(k)));
+
 export function nodesResult(r: ListNodesResponse): NodesResult {
   return {
     nodes: r.nodes.map((n) => ({
       nodeId: n.nodeId, address: n.address, version: n.version, startedAtMs: u64(n.startedAtMs), heartbeatAgeMs: u64(n.heartbeatAgeMs),
-      alive: n.alive, draining: n.draining, owned: ownedResult(n.owned), cmdBadFile: nonEmpty(n.cmdBadFile),
+      alive: n.alive, draining: n.draining, units: unitsResult(n.units), owned: ownedResult(n.owned), cmdBadFile: nonEmpty(n.cmdBadFile),
     })),
     answeredBy: r.answeredBy,
   };

@@ -4,9 +4,9 @@ import type ClusterNodes from "../commands/cluster/nodes.js";
 import type ClusterOwner from "../commands/cluster/owner.js";
 import { samplesOf, type ResultOf } from "../contract.js";
 
-const node = {
+const node: ResultOf<typeof ClusterNodes>["nodes"][number] = {
   nodeId: "node-1", address: "localhost:7601", version: "0.1.0", startedAtMs: 1795990116099, heartbeatAgeMs: 180,
-  alive: true, draining: false, owned: { relayBuckets: 128, partitions: 4, slots: 128 }, cmdBadFile: null,
+  alive: true, draining: false, units: ["relay", "partition", "slot"], owned: { relayBuckets: 128, partitions: 4, slots: 128 }, cmdBadFile: null,
 };
 
 export const samples = {

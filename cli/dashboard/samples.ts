@@ -22,7 +22,7 @@ const line: DashboardLine = {
   audit: [{ time: "2026-11-29T22:59:58.120Z", principal: "oscar", rpc: "/qim.admin.v1.GroupService/AddMembers", result: "OK" }],
   nodes: [{
     nodeId: "node-1", address: "localhost:7601", version: "0.1.0", startedAtMs: 1795990000000, heartbeatAgeMs: 240,
-    alive: true, draining: false, owned: { relayBuckets: 256, partitions: 8, slots: 256 }, cmdBadFile: null,
+    alive: true, draining: false, units: ["relay", "partition", "slot"], owned: { relayBuckets: 256, partitions: 8, slots: 256 }, cmdBadFile: null,
   }],
   cmdBadFiles: [],
 };

@@ -7,9 +7,10 @@
  * and its metrics.
  */
 export { assignUnits, hrwScore, type Score } from "./assignment.js";
+export { parseUnits } from "./scripts.js";
 export { SOLO_GATE, UNIT_KINDS, type Fence, type FencedWrite, type UnitGate, type UnitKind } from "./gate.js";
 export { StaleOwnerError } from "./errors.js";
-export { drainingKey, nodesKey, unitLeaseKey, unitTag } from "./keys.js";
+export { drainingKey, nodesKey, unitLeaseKey, unitsKey, unitTag } from "./keys.js";
 export { leaseHolds, readLease } from "./lease.js";
 export {
   ClusterMembership, DEFAULT_HEARTBEAT_INTERVAL_MS, DEFAULT_LEASE_TTL_MS, FORGET_AFTER_TTLS, RELAY_BUCKET_COUNT, SLOT_COUNT, slotOfUser,

@@ -11,6 +11,11 @@ export function drainingKey(space: KeySpace): string {
   return space.key(GLOBAL_TAG, "cluster:draining");
 }
 
+/** The kinds of units each node takes (nodeId → "relay,partition"; absent: every kind). On `{g000}`. */
+export function unitsKey(space: KeySpace): string {
+  return space.key(GLOBAL_TAG, "cluster:units");
+}
+
 /** The hash tag of a unit: its data's own tag, so a script can check the lease beside the data it guards. */
 export function unitTag(kind: UnitKind, unit: number): string {
   return kind === "relay" ? bucketTag(unit) : kind === "partition" ? partitionTag(unit) : userTag(unit);

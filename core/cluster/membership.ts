@@ -2,7 +2,7 @@ import { COMMIT_BUCKET_COUNT, commitBucket, type KeySpace, type Uuid } from "../
 import type { RedisStore } from "../store/index.js";
 import { assignUnits, hrwScore } from "./assignment.js";
 import { UNIT_KINDS, type Fence, type FencedWrite, type UnitGate, type UnitKind } from "./gate.js";
-import { drainingKey, nodesKey, unitLeaseKey } from "./keys.js";
+import { drainingKey, nodesKey, unitLeaseKey, unitsKey } from "./keys.js";
 import { readLease } from "./lease.js";
 import { metrics } from "./metrics.js";
 import { acquireUnitScript, heartbeatScript, releaseUnitScript, type RegistryView } from "./scripts.js";
@@ -32,6 +32,13 @@ export interface ClusterOptions {
   version: string;
   leaseTtlMs?: number;
   heartbeatIntervalMs?: number;
+  /**
+   * The kinds of units this node takes (default every kind): `["relay"]` makes an API node that
+   * relays what it commits and leaves the dispatch partitions (session projection, conversation
+   * list) and the user slots (registration, CMD state) to the nodes that take them. Every node
+   * computes each kind's assignment over the live nodes that take that kind.
+   */
+  units?: readonly UnitKind[];
   log?: (line: string) => void;
 }
 
@@ -44,6 +51,8 @@ export interface NodeRecord {
   heartbeatAgeMs: number;
   alive: boolean;
   draining: boolean;
+  /** The kinds of units it takes. */
+  units: readonly UnitKind[];
   owned: { relayBuckets: number; partitions: number; slots: number };
 }
 
@@ -83,6 +92,8 @@ export class ClusterMembership implements UnitGate {
   readonly nodeId: string;
   readonly leaseTtlMs: number;
   readonly heartbeatIntervalMs: number;
+  /** The kinds of units this node takes, in UNIT_KINDS order. */
+  readonly units: readonly UnitKind[];
   private readonly startedAt = Date.now();
   private readonly held: Record<UnitKind, Map<number, number>> = { relay: new Map(), partition: new Map(), slot: new Map() };
   private readonly inflight = new Map<string, InFlight>();
@@ -109,6 +120,10 @@ export class ClusterMembership implements UnitGate {
     this.heartbeatIntervalMs = opts.heartbeatIntervalMs ?? DEFAULT_HEARTBEAT_INTERVAL_MS;
     if (this.heartbeatIntervalMs * 2 > this.leaseTtlMs) throw new Error(`cluster: the heartbeat interval (${this.heartbeatIntervalMs} ms) must be at most half the lease TTL (${this.leaseTtlMs} ms)`);
     this.unitCount = { relay: RELAY_BUCKET_COUNT, partition: partitionCount, slot: SLOT_COUNT };
+    const units = opts.units ?? UNIT_KINDS;
+    const unknown = units.filter((k) => !UNIT_KINDS.includes(k));
+    if (unknown.length > 0 || units.length === 0) throw new Error(`cluster: units ${JSON.stringify(units)}: one or more of ${UNIT_KINDS.join(", ")}`);
+    this.units = UNIT_KINDS.filter((k) => units.includes(k));
   }
 
   private say(line: string): void {
@@ -247,17 +262,36 @@ export class ClusterMembership implements UnitGate {
     for (const kind of UNIT_KINDS) for (const unit of [...this.held[kind].keys()]) this.drop(kind, unit, "lost");
   }
 
-  private registry(view: RegistryView): { live: Set<string>; eligible: string[]; selfDraining: boolean } {
+  /** The live nodes, and per kind the live non-draining nodes that take it (the assignment's input). */
+  private registry(view: RegistryView): { live: Set<string>; eligible: Record<UnitKind, string[]>; selfDraining: boolean } {
     const live = new Set<string>();
-    const eligible: string[] = [];
+    const eligible: Record<UnitKind, string[]> = { relay: [], partition: [], slot: [] };
     let selfDraining = false;
     for (const n of view.nodes) {
       if (view.now - n.beatAt > this.leaseTtlMs) continue;
       live.add(n.nodeId);
-      if (n.drainedAt === null) eligible.push(n.nodeId);
+      if (n.drainedAt === null) for (const k of n.units) eligible[k].push(n.nodeId);
       else if (n.nodeId === this.nodeId) selfDraining = true;
     }
     return { live, eligible, selfDraining };
+  }
+
+  /** Kinds no live node takes, as last reported (said once when it starts and once when it ends). */
+  private readonly orphanKinds = new Set<UnitKind>();
+
+  private reportOrphans(eligible: Record<UnitKind, string[]>): void {
+    for (const kind of UNIT_KINDS) {
+      metrics.kindNodes.set({ kind }, eligible[kind].length);
+      const orphan = eligible[kind].length === 0;
+      if (orphan === this.orphanKinds.has(kind)) continue;
+      if (orphan) {
+        this.orphanKinds.add(kind);
+        this.say(`WARNING: no live node takes ${kind} units: their work waits until one does (cluster.units; qimctl cluster nodes)`);
+      } else {
+        this.orphanKinds.delete(kind);
+        this.say(`${kind} units are taken again (by ${eligible[kind].length} live node(s))`);
+      }
+    }
   }
 
   private assignment(kind: UnitKind, eligible: string[]): (string | null)[] {
@@ -274,9 +308,9 @@ export class ClusterMembership implements UnitGate {
   }
 
   private heartbeat(): Promise<RegistryView> {
-    return heartbeatScript.run(this.store.clientForKey(nodesKey(this.keys)), { nodes: nodesKey(this.keys), draining: drainingKey(this.keys) }, {
+    return heartbeatScript.run(this.store.clientForKey(nodesKey(this.keys)), { nodes: nodesKey(this.keys), draining: drainingKey(this.keys), units: unitsKey(this.keys) }, {
       nodeId: this.nodeId, address: this.opts.address, version: this.opts.version, startedAt: this.startedAt,
-      fresh: this.firstBeat, forgetAfterMs: Math.max(60_000, FORGET_AFTER_TTLS * this.leaseTtlMs),
+      fresh: this.firstBeat, forgetAfterMs: Math.max(60_000, FORGET_AFTER_TTLS * this.leaseTtlMs), units: this.units,
     });
   }
 
@@ -336,10 +370,11 @@ export class ClusterMembership implements UnitGate {
   private async reconcile(view: RegistryView): Promise<void> {
     const { live, eligible, selfDraining } = this.registry(view);
     metrics.liveNodes.set(live.size);
-    const me = !this.stopped && !selfDraining && eligible.includes(this.nodeId);
+    if (!this.stopped) this.reportOrphans(eligible);
     const checkKept = this.reconciles++ % KEPT_CHECK_EVERY === 0;
     await Promise.all(UNIT_KINDS.map(async (kind) => {
-      const owners = me ? this.assignment(kind, eligible) : [];
+      const me = !this.stopped && !selfDraining && eligible[kind].includes(this.nodeId);
+      const owners = me ? this.assignment(kind, eligible[kind]) : [];
       const desired = new Set<number>();
       owners.forEach((o, u) => { if (o === this.nodeId) desired.add(u); });
       const held = [...this.held[kind].keys()];
@@ -371,7 +406,7 @@ export class ClusterMembership implements UnitGate {
     if (!this.stopped) return;
     this.stopped = false;
     await this.tick();
-    this.say(`node ${this.nodeId} joined: ${UNIT_KINDS.map((k) => `${this.held[k].size} ${k}`).join(", ")} (lease TTL ${this.leaseTtlMs} ms, heartbeat ${this.heartbeatIntervalMs} ms)`);
+    this.say(`node ${this.nodeId} joined${this.units.length < UNIT_KINDS.length ? ` taking ${this.units.join(", ")} units only` : ""}: ${UNIT_KINDS.map((k) => `${this.held[k].size} ${k}`).join(", ")} (lease TTL ${this.leaseTtlMs} ms, heartbeat ${this.heartbeatIntervalMs} ms)`);
     this.schedule();
   }
 
@@ -413,8 +448,8 @@ export class ClusterMembership implements UnitGate {
   }
 
   private async readRegistry(): Promise<RegistryView> {
-    return heartbeatScript.run(this.store.clientForKey(nodesKey(this.keys)), { nodes: nodesKey(this.keys), draining: drainingKey(this.keys) }, {
-      nodeId: "", address: "", version: "", startedAt: 0, fresh: false, forgetAfterMs: Math.max(60_000, FORGET_AFTER_TTLS * this.leaseTtlMs),
+    return heartbeatScript.run(this.store.clientForKey(nodesKey(this.keys)), { nodes: nodesKey(this.keys), draining: drainingKey(this.keys), units: unitsKey(this.keys) }, {
+      nodeId: "", address: "", version: "", startedAt: 0, fresh: false, forgetAfterMs: Math.max(60_000, FORGET_AFTER_TTLS * this.leaseTtlMs), units: UNIT_KINDS,
     });
   }
 
@@ -433,7 +468,7 @@ export class ClusterMembership implements UnitGate {
     }));
     return view.nodes.map((n) => ({
       nodeId: n.nodeId, address: n.address, version: n.version, startedAt: n.startedAt,
-      heartbeatAgeMs: Math.max(0, view.now - n.beatAt), alive: view.now - n.beatAt <= this.leaseTtlMs, draining: n.drainedAt !== null,
+      heartbeatAgeMs: Math.max(0, view.now - n.beatAt), alive: view.now - n.beatAt <= this.leaseTtlMs, draining: n.drainedAt !== null, units: n.units,
       owned: owned.get(n.nodeId) ?? { relayBuckets: 0, partitions: 0, slots: 0 },
     })).sort((a, b) => (a.nodeId < b.nodeId ? -1 : 1));
   }

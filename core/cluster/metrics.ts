@@ -43,4 +43,10 @@ export const metrics = {
     help: "Nodes whose heartbeat is younger than the lease TTL, by Redis's clock (as of this node's last tick)",
     registers: [registry],
   }),
+  kindNodes: new Gauge({
+    name: "qim_cluster_kind_nodes",
+    help: "Live non-draining nodes that take each kind of unit (cluster.units), as of this node's last tick; 0: that kind's work waits",
+    labelNames: ["kind"] as const,
+    registers: [registry],
+  }),
 };

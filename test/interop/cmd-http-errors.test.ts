@@ -22,7 +22,7 @@ import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { cmdHttpError, CMD_HTTP_RETRY_AFTER_S } from "../../admin-api/cmd-http.js";
 import { issueClientCert } from "../../certs/pki.js";
-import { callScript, drainingKey, KeySpace, newUuid, nodesKey, RedisStore, slotOfUser, unitLeaseKey } from "../../core/index.js";
+import { callScript, drainingKey, KeySpace, newUuid, nodesKey, RedisStore, slotOfUser, unitLeaseKey, unitsKey } from "../../core/index.js";
 import { testPki, writeTestPki, type TestPkiFiles } from "../certs/fixture.js";
 import { freePort, startRedis, type RedisServer } from "../harness/redis.js";
 import { sleep } from "../reliability/common.js";
@@ -156,8 +156,8 @@ describe("CMD sync HTTP errors: 400 for bad input, 503 + Retry-After for retryab
     const slot = slotOfUser(tenant, uid);
     const lease = unitLeaseKey(keys, "slot", slot);
     const deadAddress = `127.0.0.1:${await freePort()}`;
-    const beat = () => callScript(store.clientForKey(nodesKey(keys)), "heartbeat", [nodesKey(keys), drainingKey(keys)],
-      [GHOST, deadAddress, "0.0.0-ghost", Date.now(), "1", 60_000]);
+    const beat = () => callScript(store.clientForKey(nodesKey(keys)), "heartbeat", [nodesKey(keys), drainingKey(keys), unitsKey(keys)],
+      [GHOST, deadAddress, "0.0.0-ghost", Date.now(), "1", 60_000, ""]);
     // the ghost is a live node of the registry (it beats every 500 ms) whose node address nobody listens on
     await beat();
     let beating = true;

@@ -436,7 +436,7 @@ export class ClusterMembership implements UnitGate {
     const n = UNIT_KINDS.reduce((a, k) => a + this.held[k].size, 0);
     await Promise.all(UNIT_KINDS.flatMap((kind) => [...this.held[kind].keys()].map((u) => this.release(kind, u))))
       .catch((err: unknown) => this.say(`release at stop failed: ${(err as Error).message}`));
-    await this.store.clientForKey(nodesKey(this.keys)).hdel(nodesKey(this.keys), this.nodeId)
+    await Promise.all([nodesKey(this.keys), unitsKey(this.keys)].map((k) => this.store.clientForKey(k).hdel(k, this.nodeId)))
       .catch((err: unknown) => this.say(`leaving the registry failed: ${(err as Error).message}`));
     this.say(`node ${this.nodeId} left: released ${n} unit(s)`);
   }

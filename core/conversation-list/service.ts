@@ -161,6 +161,12 @@ export class ConversationListService {
     return [...v.rows.entries()].filter(([, r]) => !isDeleted(r)).map(([c, r]) => toConversationRow(tenant, user, c, r));
   }
 
+  /** The user's stored projection version (0 before the first stored write): moved by every stored write of any process. */
+  async storedVersion(tenantIn: string, userIn: string): Promise<number> {
+    const k = listKeys(this.keys, parseUuid(tenantIn, "tenant"), parseUuid(userIn, "user"));
+    return Number((await this.store.clientFor(k.tag).get(k.version)) ?? 0);
+  }
+
   async row(tenantIn: string, userIn: string, conversationIn: string): Promise<ConversationRow | null> {
     const tenant = parseUuid(tenantIn, "tenant");
     const user = parseUuid(userIn, "user");

@@ -3,6 +3,7 @@ import { registry } from "../metrics/index.js";
 
 /** The session view's metrics, in the process's one registry (core/metrics/). */
 export const metrics = {
+  refreshed: new Counter({ name: "qim_session_snapshot_refreshed_total", help: "Held user snapshots that read the rows again because the user's stored version moved (a write of another node, or of this one)", registers: [registry] }),
   loaded: new Counter({ name: "qim_session_snapshot_loaded_total", help: "User snapshots loaded from the conversation-list engine (a cold user, or one whose snapshot expired or was evicted)", registers: [registry] }),
   loadedRows: new Histogram({ name: "qim_session_snapshot_rows", help: "Rows of each loaded user snapshot", buckets: [10, 50, 200, 1000, 5000], registers: [registry] }),
   evicted: new Counter({ name: "qim_session_snapshot_evicted_total", help: "User snapshots dropped: expired (snapshot_ttl), over the global row bound (least recently used first), or cleared", registers: [registry] }),

@@ -30,6 +30,12 @@ export interface SessionChange {
 /** The part of the conversation-list engine the session view reads. */
 export interface ConversationRowSource {
   rows(tenant: string, user: string): Promise<SessionRow[]>;
+  /**
+   * The user's stored projection version, which every stored write of any process moves: a held
+   * snapshot whose version it no longer is re-reads the rows, so that writes other nodes make (the
+   * owners of the user's other conversations' partitions) reach this node's pages too.
+   */
+  storedVersion?(tenant: string, user: string): Promise<number>;
   badge(tenant: string, user: string): Promise<SessionBadge>;
   onChange(listener: (change: SessionChange) => void): () => void;
   /**

@@ -13,7 +13,7 @@
  * REVISIONS_REMEMBERED, least recently used forgotten first) so a reload never reissues a revision
  * a client may still hold.
  */
-import { InvalidArgumentError, parseUuid } from "../base/index.js";
+import { InvalidArgumentError, parseUuid, type Uuid } from "../base/index.js";
 import { decodeCursor, encodeCursor, type PageCursor } from "./cursor.js";
 import { metrics } from "./metrics.js";
 import { compareKeys, compareRows, sortKey, type SortKey } from "./order.js";
@@ -56,6 +56,8 @@ export interface SnapshotPage {
 
 interface UserSnapshot {
   revision: number;
+  /** The stored version read before the rows were (null: the source has none to read). */
+  storedVersion: number | null;
   rows: SessionRow[];
   byConversation: Map<string, SessionRow>;
   truncated: boolean;
@@ -86,7 +88,7 @@ export class SnapshotCache {
   private readonly revisions = new Map<string, number>();
   private rowsHeld = 0;
 
-  constructor(private readonly source: Pick<ConversationRowSource, "rows">, opts: SnapshotOptions = {}) {
+  constructor(private readonly source: Pick<ConversationRowSource, "rows" | "storedVersion">, opts: SnapshotOptions = {}) {
     this.ttlMs = opts.ttlMs ?? SNAPSHOT_TTL_MS;
     this.rowsMax = opts.rowsMax ?? SNAPSHOT_ROWS_MAX;
     this.maxPerUser = opts.maxPerUser ?? MAX_CONVERSATIONS_PER_USER;
@@ -207,13 +209,14 @@ export class SnapshotCache {
     return revision;
   }
 
-  private async snapshot(key: string, tenant: string, user: string): Promise<UserSnapshot> {
+  private async snapshot(key: string, tenant: Uuid, user: Uuid): Promise<UserSnapshot> {
     const held = this.snapshots.get(key);
     const now = this.now();
     if (held && now - held.usedAt < this.ttlMs) {
       held.usedAt = now;
       this.snapshots.delete(key);
       this.snapshots.set(key, held);
+      if (held.storedVersion !== null) await this.refreshIfMoved(key, held, tenant, user);
       return held;
     }
     if (held) this.drop(key, held);
@@ -228,10 +231,35 @@ export class SnapshotCache {
     }
   }
 
+  /**
+   * A held snapshot whose user's stored version moved since it read the rows: another process
+   * (or this one) stored rows since. The rows are read again and applied as a change: newer
+   * versions replace held rows, a held row the read no longer has is gone (deleted, or left), and
+   * a new revision is issued only when the order's structure moved (spec 002 §6.3), as for a local
+   * change. The version is read before the rows, so a write between the two shows next time.
+   */
+  private async refreshIfMoved(key: string, snap: UserSnapshot, tenant: Uuid, user: Uuid): Promise<void> {
+    const stored = await this.source.storedVersion!(tenant, user);
+    if (stored === snap.storedVersion) return;
+    const fresh = await this.source.rows(tenant, user);
+    if (this.snapshots.get(key) !== snap) return; // dropped or replaced meanwhile
+    snap.storedVersion = stored;
+    const present = new Set(fresh.map((r) => r.conversation));
+    // a row the store no longer lists is gone; it goes as a deleted row of the same version + 1
+    const gone = snap.rows.filter((r) => !present.has(r.conversation)).map((r) => ({ ...r, deleted: true, version: r.version + 1 }));
+    const structural = this.applyRows(snap, { tenant, user, rows: [...fresh, ...gone], badge: { totalUnread: 0, totalMention: 0, mutedUnread: 0, version: stored }, version: stored, drivingEventId: "", structural: gone.length > 0 });
+    metrics.refreshed.inc();
+    if (structural) {
+      snap.revision = this.nextRevision(key);
+      metrics.revisionInvalidated.inc();
+    }
+  }
+
   private async load(key: string, tenant: string, user: string): Promise<UserSnapshot> {
+    const storedVersion = this.source.storedVersion ? await this.source.storedVersion(tenant, user) : null;
     const all = (await this.source.rows(tenant, user)).filter((r) => !r.deleted).sort(compareRows);
     const rows = all.slice(0, this.maxPerUser);
-    const snap: UserSnapshot = { revision: this.nextRevision(key), rows, byConversation: new Map(rows.map((r) => [r.conversation, r])), truncated: all.length > rows.length, usedAt: this.now() };
+    const snap: UserSnapshot = { revision: this.nextRevision(key), storedVersion, rows, byConversation: new Map(rows.map((r) => [r.conversation, r])), truncated: all.length > rows.length, usedAt: this.now() };
     this.rowsHeld += rows.length;
     // changes that arrived while the rows were read: newer versions win, no client holds this revision yet
     for (const change of this.loading.get(key)?.changes ?? []) this.applyRows(snap, change);

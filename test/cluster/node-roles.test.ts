@@ -181,10 +181,13 @@ describe("node roles with real server processes: an API node and a worker node",
     const owner = randomUUID();
     const user = randomUUID();
     const { group } = await api.createGroup({ tenant, group: "", owner, members: [randomUUID()] });
+    // the API node's snapshot of the user, loaded before any row of theirs exists, and held from now on
+    const early = await api.listConversations({ tenant, user, limit: 50, cursor: "" });
+    assert.equal(early.entries.length, 0);
     await api.addMembers({ tenant, group, users: [user], dryRun: false });
     // the API node relays the CONTROL record; only the worker consumes the partitions and writes
-    // the user's conversation list, and serves it fresh (a node's list snapshot follows the
-    // changes its own process makes: docs/conversation-list.md, "Limits")
+    // the user's conversation list. The worker's stored write moves the user's version, and the
+    // API node's held snapshot re-reads the rows (docs/conversation-list.md, "Several nodes")
     const worker = connect(workerProc);
     let listed: string[] = [];
     for (let i = 0; i < 100 && !listed.includes(group); i++) {
@@ -192,6 +195,12 @@ describe("node roles with real server processes: an API node and a worker node",
       if (!listed.includes(group)) await sleep(200);
     }
     assert.deepEqual(listed, [group], `the added member's list holds the group; worker log:\n${workerProc.log()}\napi log:\n${apiProc.log()}`);
+    let viaApi: string[] = [];
+    for (let i = 0; i < 50 && !viaApi.includes(group); i++) {
+      viaApi = (await api.listConversations({ tenant, user, limit: 50, cursor: "" })).entries.map((e) => e.row?.group ?? "");
+      if (!viaApi.includes(group)) await sleep(200);
+    }
+    assert.deepEqual(viaApi, [group], "the API node's held snapshot shows the worker's row");
     // the API node, up first, said that nobody took partitions and slots, then that they are taken
     for (const k of ["partition", "slot"]) {
       assert.match(apiProc.log(), new RegExp(`WARNING: no live node takes ${k} units[^]*${k} units are taken again \\(by 1 live node`));

@@ -187,3 +187,39 @@ describe("snapshot pages (spec 002 §6.1–§6.3)", () => {
     assert.equal(src.loads, 0);
   });
 });
+
+describe("a held snapshot and the writes of other processes (the user's stored version)", () => {
+  it("re-reads the rows only when the stored version moved; content moves keep the revision, a row gone issues a new one", async () => {
+    let version = 1;
+    let data = rows();
+    let rowReads = 0;
+    let versionReads = 0;
+    const src = { rows: async () => (rowReads++, data), storedVersion: async () => (versionReads++, version) };
+    const cache = new SnapshotCache(src);
+    const first = await cache.page(tenant, user, { limit: 200 });
+    assert.equal(names(first.rows), "CBADEFG");
+    assert.deepEqual([rowReads, versionReads], [1, 1]);
+
+    // the store changed without a stored write (the version did not move): no re-read
+    data = rows().filter((r) => r.conversation !== conv(E));
+    const same = await cache.page(tenant, user, { limit: 200 });
+    assert.equal(names(same.rows), "CBADEFG");
+    assert.deepEqual([rowReads, versionReads], [1, 2]);
+
+    // another node stores F with newer activity (version 2): F leads the normal zone, same revision
+    data = rows().map((r) => (r.conversation === conv(F) ? row(F, 15, null, 2) : r));
+    version = 2;
+    const moved = await cache.page(tenant, user, { limit: 200 });
+    assert.equal(names(moved.rows), "CBAFDEG");
+    assert.equal(moved.snapshotRevision, 1);
+    assert.equal(rowReads, 2);
+
+    // another node's write takes D out (a leave): gone from the page, under a new revision
+    data = data.filter((r) => r.conversation !== conv(D));
+    version = 3;
+    const gone = await cache.page(tenant, user, { limit: 200 });
+    assert.equal(names(gone.rows), "CBAFEG");
+    assert.equal(gone.snapshotRevision, 2);
+    assert.equal(gone.total, 6);
+  });
+});

@@ -32,7 +32,7 @@ const EXPECTED_KEYS: Record<string, number | "n"> = {
   bumpEpoch: 2,
   raiseEpochMark: 1,
   releaseLock: 1,
-  heartbeat: 2,
+  heartbeat: 3,
   acquireUnit: 1,
   releaseUnit: 1,
   recomputeUnread: 3,

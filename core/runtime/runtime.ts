@@ -116,8 +116,12 @@ export class EngineRuntime {
       { retentionMs: DEFAULT_RETENTION_MS, ...(opts.log ? { log: opts.log } : {}), ...opts.projection, ...(cluster ? { gate: cluster } : {}) },
     );
     // both low-latency paths get each appended batch: the session projection's `convs` and the
-    // conversation list's live rows (docs/conversation-list.md, "the low-latency path")
+    // conversation list's live rows (docs/conversation-list.md, "the low-latency path"); a node
+    // that takes no partitions (an API node, docs/cluster.md "Node roles") projects nothing: the
+    // partitions' owners pick the records up with their next poll
+    const projects = !cluster || cluster.units.includes("partition");
     const onAppended = async (records: DispatchRecord[]): Promise<void> => {
+      if (!projects) return;
       relayRef.list?.compactor.lowLatency(records);
       await this.projection.lowLatency(records);
     };

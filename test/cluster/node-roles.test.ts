@@ -25,6 +25,7 @@ import {
 } from "../../core/index.js";
 import { writeTestPki, type TestPkiFiles } from "../certs/fixture.js";
 import { startRedis, startTopology, type RedisServer, type TestTopology } from "../harness/redis.js";
+import { scrape } from "../monitoring/exposition.js";
 import { startServerProcess, type ServerProcess } from "../reliability/server-process.js";
 
 const PARTITIONS = 8;
@@ -145,7 +146,7 @@ describe("node roles with real server processes: an API node and a worker node",
     redis = await startRedis();
     for (const [id, units] of [["api", "relay"], ["worker", "partition,slot"]] as const) {
       procs.push(await startServerProcess({
-        redisAddr: redis.addr, pki, auditLog: path.join(dir, `audit-${id}.log`),
+        redisAddr: redis.addr, pki, auditLog: path.join(dir, `audit-${id}.log`), metricsListen: "127.0.0.1:0",
         extraArgs: ["--node-id", id, "--cluster-units", units, "--node-listen", "off", "--data-dir", path.join(dir, id),
           "--cluster-lease-ttl", "3s", "--cluster-heartbeat-interval", "1s"],
       }));
@@ -201,6 +202,18 @@ describe("node roles with real server processes: an API node and a worker node",
       if (!viaApi.includes(group)) await sleep(200);
     }
     assert.deepEqual(viaApi, [group], "the API node's held snapshot shows the worker's row");
+    // what each node projected (its /metrics): the API node nothing on either path, the worker the records
+    const projected = async (p: ServerProcess) => {
+      const m = await scrape(p.metricsUrl!);
+      const v = (name: string) => m.samples.get(name) ?? 0;
+      return {
+        session: v('qim_session_projection_records_total{path="durable"}') + v('qim_session_projection_records_total{path="low_latency"}'),
+        list: v("qim_conversation_list_low_latency_records_total") + v("qim_conversation_list_consumed_records_total"),
+      };
+    };
+    assert.deepEqual(await projected(apiProc), { session: 0, list: 0 }, "the API node projects nothing");
+    const w = await projected(workerProc);
+    assert.ok(w.session >= 1 && w.list >= 1, `the worker projected the add's CONTROL record: ${JSON.stringify(w)}`);
     // the API node, up first, said that nobody took partitions and slots, then that they are taken
     for (const k of ["partition", "slot"]) {
       assert.match(apiProc.log(), new RegExp(`WARNING: no live node takes ${k} units[^]*${k} units are taken again \\(by 1 live node`));

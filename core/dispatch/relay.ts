@@ -119,22 +119,14 @@ export class OutboxRelay {
   }
 
   /**
-   * The lease is read beside the batch's load (the same round trip) and checked before the append;
-   * the mark is fenced inside its script. The append itself is on the partition's tag, so no
-   * script can fence it next to the lease: a node woken after its lease moved appends at most the
-   * batch it was in the middle of (docs/cluster.md). Without a cluster no lease is read (null),
-   * unless a refused mark showed that a node holds this one.
+   * The lease is checked right before the append, and the mark is fenced inside its script. The
+   * append itself is on the partition's tag, so no script can fence it next to the lease: a node
+   * woken after its lease moved appends at most the batch it was in the middle of (docs/cluster.md).
    */
-  private readLease(bucket: number, fence: Fence): Promise<boolean> | null {
-    if (!this.gate.fenced && !this.foreign.has(bucket)) return null;
-    const read = leaseHolds(this.store, this.keys, "relay", bucket, fence);
-    read.catch(() => {}); // awaited (and its error thrown) only when there is something to append
-    return read;
-  }
-
-  private async leaseHolds(bucket: number, fence: Fence, read: Promise<boolean> | null): Promise<boolean> {
-    if (read === null) return true;
-    if (await read) {
+  private async leaseHolds(bucket: number, fence: Fence): Promise<boolean> {
+    // without a cluster no lease is read, unless a refused mark showed that a node holds this one
+    if (!this.gate.fenced && !this.foreign.has(bucket)) return true;
+    if (await leaseHolds(this.store, this.keys, "relay", bucket, fence)) {
       this.foreign.delete(bucket);
       return true;
     }
@@ -174,7 +166,6 @@ export class OutboxRelay {
       const tenant = hexToUuid(tenantHex);
       const conversation = hexToUuid(convHex);
       const k = conversationKeys(this.keys, tenant, conversation);
-      const leaseRead = this.readLease(bucket, fence);
       let loaded;
       try {
         loaded = await loadForDispatchScript.run(client, k, { seqs });
@@ -187,7 +178,7 @@ export class OutboxRelay {
         records.push({ tenant, conversation, conversationSeq: c.conversationSeq, entry: c.entry, version: c.version, recipients: c.recipients });
       }
       if (records.length > 0) {
-        if (fencedOut || !(await this.leaseHolds(bucket, fence, leaseRead))) {
+        if (fencedOut || !(await this.leaseHolds(bucket, fence))) {
           fencedOut = true;
           return;
         }

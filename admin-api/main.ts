@@ -33,6 +33,7 @@ Examples:
   qim-admin-server --config /etc/qim/server.yaml --print-config
   QIM_REDIS_PASSWORD=… qim-admin-server --tls-ca … --redis rediss://10.0.0.5:6380 --redis-user qim --redis-tls-ca redis-ca.pem
   qim-admin-server --tls-ca … --redis 10.0.0.5:6379 --cassandra-contact-points 10.0.1.1,10.0.1.2 --cassandra-local-dc dc1
+  qim-admin-server --config /etc/qim/server.yaml --cluster-units relay   # an API node: commits and relays, projects nothing
   qim-admin-server --insecure-dev --redis 127.0.0.1:6379   # development only, loopback only
 
 Exit codes: 2 bad settings (the flag, variable or config key is named; nothing started), or start-up

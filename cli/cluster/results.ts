@@ -33,7 +33,8 @@ export interface NodesResult {
 
 const ownedResult = (o: ClusterNode["owned"]): OwnedResult => ({ relayBuckets: o?.relayBuckets ?? 0, partitions: o?.partitions ?? 0, slots: o?.slots ?? 0 });
 
-const UNIT_KINDS = ["relay", "partition", "slot"] as const;
+/** core/cluster's UNIT_KINDS (the CLI does not load the engine; test/admin-api/settings.test.ts holds them equal). */
+export const UNIT_KINDS = ["relay", "partition", "slot"] as const;
 /** A server from before node roles sends no units: it takes every kind. */
 const unitsResult = (u: readonly string[]): NodeResult["units"] => (u.length === 0 ? [...UNIT_KINDS] : UNIT_KINDS.filter((k) => u.includes(k)));
 

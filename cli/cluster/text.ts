@@ -1,6 +1,6 @@
 /** Table-mode text of the `cluster` commands. */
 import { formatDuration, table } from "../format.js";
-import type { DrainResult, NodesResult, OwnerResult } from "./results.js";
+import { UNIT_KINDS, type DrainResult, type NodesResult, type OwnerResult } from "./results.js";
 
 export function nodesText(out: NodesResult): string {
   if (out.nodes.length === 0) return "No nodes registered.";
@@ -8,10 +8,10 @@ export function nodesText(out: NodesResult): string {
     ["NODE", "ADDRESS", "VERSION", "STARTED", "HEARTBEAT", "STATE", "UNITS", "RELAY BUCKETS", "PARTITIONS", "SLOTS"],
     out.nodes.map((n) => [
       n.nodeId + (n.nodeId === out.answeredBy ? " *" : ""), n.address, n.version, new Date(n.startedAtMs).toISOString(), `${formatDuration(n.heartbeatAgeMs)} ago`,
-      !n.alive ? "DEAD" : n.draining ? "draining" : "alive", n.units.length === 3 ? "all" : n.units.join(","), n.owned.relayBuckets, n.owned.partitions, n.owned.slots,
+      !n.alive ? "DEAD" : n.draining ? "draining" : "alive", n.units.length === UNIT_KINDS.length ? "all" : n.units.join(","), n.owned.relayBuckets, n.owned.partitions, n.owned.slots,
     ]),
   ) + "\n(* the node that answered)"
-    + (["relay", "partition", "slot"] as const).filter((k) => !out.nodes.some((n) => n.alive && !n.draining && n.units.includes(k)))
+    + UNIT_KINDS.filter((k) => !out.nodes.some((n) => n.alive && !n.draining && n.units.includes(k)))
       .map((k) => `\nwarning: no live node takes ${k} units: their work waits until one does (cluster.units; docs/cluster.md "Node roles")`).join("")
     + out.nodes.filter((n) => n.cmdBadFile).map((n) => `\nwarning: node ${n.nodeId}: its CMD pending file did not decode at start-up and was renamed ${n.cmdBadFile} (see docs/cmd-sync.md ".bad")`).join("");
 }

@@ -197,6 +197,13 @@ describe("cluster settings (issue 11)", () => {
     const s = toDaemonSettings(resolve({}));
     assert.equal(s.clusterLeaseTtlMs, DEFAULT_LEASE_TTL_MS);
     assert.equal(s.clusterHeartbeatIntervalMs, DEFAULT_HEARTBEAT_INTERVAL_MS);
+    // cluster.units: its values, its default and the CLI's list are core/cluster's unit kinds
+    const { UNIT_KINDS } = await import("../../core/index.js");
+    const { UNIT_KINDS: CLI_UNIT_KINDS } = await import("../../cli/cluster/results.js");
+    assert.deepEqual(SETTINGS.find((x) => x.key === "cluster.units")!.values, UNIT_KINDS);
+    assert.deepEqual(s.clusterUnits, UNIT_KINDS);
+    assert.deepEqual(CLI_UNIT_KINDS, UNIT_KINDS);
+    assert.deepEqual(toDaemonSettings(resolve({ "cluster-units": "Slot, relay" })).clusterUnits, ["relay", "slot"], "in the declared order, any case");
     assert.equal(s.nodeId, undefined);
     assert.equal(s.dataDir, ".qim", "the default audit log's directory");
     assert.equal(toDaemonSettings(resolve({ "audit-log": "/var/lib/qim/audit.log" })).dataDir, "/var/lib/qim");

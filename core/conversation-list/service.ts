@@ -155,10 +155,15 @@ export class ConversationListService {
   // after a send shows it, while the stored row is written once per window.
 
   async rows(tenantIn: string, userIn: string): Promise<ConversationRow[]> {
+    return (await this.rowsAt(tenantIn, userIn)).rows;
+  }
+
+  /** The live rows with the stored version read in the same MULTI (what a session snapshot loads). */
+  async rowsAt(tenantIn: string, userIn: string): Promise<{ rows: ConversationRow[]; storedVersion: number }> {
     const tenant = parseUuid(tenantIn, "tenant");
     const user = parseUuid(userIn, "user");
     const v = await this.view(tenant, user, null);
-    return [...v.rows.entries()].filter(([, r]) => !isDeleted(r)).map(([c, r]) => toConversationRow(tenant, user, c, r));
+    return { rows: [...v.rows.entries()].filter(([, r]) => !isDeleted(r)).map(([c, r]) => toConversationRow(tenant, user, c, r)), storedVersion: v.storedVersion };
   }
 
   /** The user's stored projection version (0 before the first stored write): moved by every stored write of any process. */
@@ -191,7 +196,7 @@ export class ConversationListService {
    * (null when no badge is stored). `version` is the stored version or the last live one.
    */
   private async view(tenant: Uuid, user: Uuid, hexes: readonly string[] | null): Promise<{
-    stored: Map<string, RowState | null>; rows: Map<string, RowState>; badge: Omit<BadgeState, "version"> | null; version: number;
+    stored: Map<string, RowState | null>; rows: Map<string, RowState>; badge: Omit<BadgeState, "version"> | null; version: number; storedVersion: number;
   }> {
     const k = this.listKeys(tenant, user);
     const held = this.heldOf(tenant, user);
@@ -203,7 +208,8 @@ export class ConversationListService {
     if (heldHexes.length > 0) m.hmget(k.prefs, ...heldHexes);
     const res = await m.exec();
     const b = (res?.[0]?.[1] ?? {}) as Record<string, string>;
-    const version = Math.max(Number((res?.[1]?.[1] as string | null) ?? 0), this.liveVersions.get(tenant + user) ?? 0);
+    const storedVersion = Number((res?.[1]?.[1] as string | null) ?? 0);
+    const version = Math.max(storedVersion, this.liveVersions.get(tenant + user) ?? 0);
     const stored = new Map<string, RowState | null>();
     if (wanted === null) {
       for (const [c, raw] of Object.entries((res?.[2]?.[1] ?? {}) as Record<string, string>)) stored.set(c, decodeRow(raw));
@@ -233,7 +239,7 @@ export class ConversationListService {
         badge.mutedUnread += n.mutedUnread - o.mutedUnread;
       }
     }
-    return { stored, rows, badge, version };
+    return { stored, rows, badge, version, storedVersion };
   }
 
   /** Set by the session view: whether someone in this process looks at the user's list live (a held snapshot, a watch). */

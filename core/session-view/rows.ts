@@ -36,6 +36,8 @@ export interface ConversationRowSource {
    * owners of the user's other conversations' partitions) reach this node's pages too.
    */
   storedVersion?(tenant: string, user: string): Promise<number>;
+  /** The rows with the stored version read in the same atomic step (one round trip where rows + storedVersion take two). */
+  rowsAt?(tenant: string, user: string): Promise<{ rows: SessionRow[]; storedVersion: number }>;
   badge(tenant: string, user: string): Promise<SessionBadge>;
   onChange(listener: (change: SessionChange) => void): () => void;
   /**

@@ -88,7 +88,7 @@ export class SnapshotCache {
   private readonly revisions = new Map<string, number>();
   private rowsHeld = 0;
 
-  constructor(private readonly source: Pick<ConversationRowSource, "rows" | "storedVersion">, opts: SnapshotOptions = {}) {
+  constructor(private readonly source: Pick<ConversationRowSource, "rows" | "storedVersion" | "rowsAt">, opts: SnapshotOptions = {}) {
     this.ttlMs = opts.ttlMs ?? SNAPSHOT_TTL_MS;
     this.rowsMax = opts.rowsMax ?? SNAPSHOT_ROWS_MAX;
     this.maxPerUser = opts.maxPerUser ?? MAX_CONVERSATIONS_PER_USER;
@@ -239,15 +239,14 @@ export class SnapshotCache {
    * change. The version is read before the rows, so a write between the two shows next time.
    */
   private async refreshIfMoved(key: string, snap: UserSnapshot, tenant: Uuid, user: Uuid): Promise<void> {
-    const stored = await this.source.storedVersion!(tenant, user);
-    if (stored === snap.storedVersion) return;
-    const fresh = await this.source.rows(tenant, user);
+    if ((await this.source.storedVersion!(tenant, user)) === snap.storedVersion) return;
+    const { rows: fresh, storedVersion: stored } = await this.readRows(tenant, user);
     if (this.snapshots.get(key) !== snap) return; // dropped or replaced meanwhile
     snap.storedVersion = stored;
     const present = new Set(fresh.map((r) => r.conversation));
     // a row the store no longer lists is gone; it goes as a deleted row of the same version + 1
     const gone = snap.rows.filter((r) => !present.has(r.conversation)).map((r) => ({ ...r, deleted: true, version: r.version + 1 }));
-    const structural = this.applyRows(snap, { tenant, user, rows: [...fresh, ...gone], badge: { totalUnread: 0, totalMention: 0, mutedUnread: 0, version: stored }, version: stored, drivingEventId: "", structural: gone.length > 0 });
+    const structural = this.applyRows(snap, { tenant, user, rows: [...fresh, ...gone], badge: { totalUnread: 0, totalMention: 0, mutedUnread: 0, version: stored ?? 0 }, version: stored ?? 0, drivingEventId: "", structural: gone.length > 0 });
     metrics.refreshed.inc();
     if (structural) {
       snap.revision = this.nextRevision(key);
@@ -255,9 +254,16 @@ export class SnapshotCache {
     }
   }
 
-  private async load(key: string, tenant: string, user: string): Promise<UserSnapshot> {
+  /** The rows and the stored version they are at: one atomic read where the source has it, else the version first. */
+  private async readRows(tenant: string, user: string): Promise<{ rows: SessionRow[]; storedVersion: number | null }> {
+    if (this.source.rowsAt) return this.source.rowsAt(tenant, user);
     const storedVersion = this.source.storedVersion ? await this.source.storedVersion(tenant, user) : null;
-    const all = (await this.source.rows(tenant, user)).filter((r) => !r.deleted).sort(compareRows);
+    return { rows: await this.source.rows(tenant, user), storedVersion };
+  }
+
+  private async load(key: string, tenant: string, user: string): Promise<UserSnapshot> {
+    const { rows: read, storedVersion } = await this.readRows(tenant, user);
+    const all = read.filter((r) => !r.deleted).sort(compareRows);
     const rows = all.slice(0, this.maxPerUser);
     const snap: UserSnapshot = { revision: this.nextRevision(key), storedVersion, rows, byConversation: new Map(rows.map((r) => [r.conversation, r])), truncated: all.length > rows.length, usedAt: this.now() };
     this.rowsHeld += rows.length;

@@ -58,9 +58,10 @@ export const conversationListService = defineService(catalogEntry("qim.admin.v1.
       return {
         response: {
           entries: page.rows.map((r, i) => {
+            // a cleared or deleted conversation's summary shows nothing up to its watermark: the
+            // engine's summaries apply hidden_before and deleted_before (spec 002 §7)
             const s = summaries[i];
-            // a cleared conversation shows nothing up to hidden_before (spec 002 §7)
-            const summary = s ? summaryOut(s.head && s.head.conversationSeq <= r.hiddenBeforeSeq ? { ...s, head: null } : s) : undefined;
+            const summary = s ? summaryOut(s) : undefined;
             return { row: rowOut(r), ...(summary ? { summary } : {}) };
           }),
           ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}),

@@ -10,12 +10,19 @@ export interface RowPrefs {
   hidden: number;
   /** deleted_before_conversation_seq (delete: it leaves the list until a newer message). */
   deleted: number;
+  /**
+   * The user deleted the conversation: `deleted` is in force even when it is 0 (a delete before
+   * any message, spec 002 §7 writes deleted_before = head.latest = 0). Kept in the prefs only: a
+   * stored row is never a deleted one, and once a newer message revived it the flag says nothing
+   * that `deleted < lastActivitySeq` does not.
+   */
+  deletedBeforeSet: boolean;
   pinRank: number | null;
   muted: boolean;
   archived: boolean;
 }
 
-export const NO_PREFS: RowPrefs = { hidden: 0, deleted: 0, pinRank: null, muted: false, archived: false };
+export const NO_PREFS: RowPrefs = { hidden: 0, deleted: 0, deletedBeforeSet: false, pinRank: null, muted: false, archived: false };
 
 /**
  * One (user, conversation) row of the projection (UserSessionProjection, spec 002 §3–§7) as
@@ -51,9 +58,13 @@ export function baseOf(r: RowState): number {
   return Math.max(r.read, r.hidden, r.joinedAt, r.deleted);
 }
 
-/** §7: deleted while deleted_before reaches the newest record the user sees. */
+/**
+ * §7: deleted while deleted_before reaches the newest record the user sees. A delete before any
+ * message has deleted_before 0: `deletedBeforeSet` says it is in force (rows written before the
+ * flag existed were deleted at 1 or above, which `deleted > 0` still recognises).
+ */
 export function isDeleted(r: RowState): boolean {
-  return r.deleted > 0 && r.deleted >= r.lastActivitySeq;
+  return (r.deleted > 0 || r.deletedBeforeSet) && r.deleted >= r.lastActivitySeq;
 }
 
 const num = (s: string | undefined) => Number(s ?? "0");
@@ -78,23 +89,24 @@ export function decodeRow(raw: string): RowState {
   return {
     joinedAt: num(f[0]), leftAt: opt(f[1]), state: (f[2] ?? "A") as RowState["state"], read: num(f[3]), hidden: num(f[4]), deleted: num(f[5]),
     pinRank: opt(f[6]), muted: f[7] === "1", archived: f[8] === "1", lastActivityId: f[9] ?? "", lastActivitySeq: num(f[10]),
-    headSeq: num(f[11]), unread: num(f[12]), unreadBase: num(f[13]), unreadExact: f[14] === "1", mentions: num(f[15]),
+    headSeq: num(f[11]), unread: num(f[12]), unreadBase: num(f[13]), unreadExact: f[14] === "1", mentions: num(f[15]), deletedBeforeSet: false,
     mentionFirst: opt(f[16]), lastActivityAt: num(f[17]), version: num(f[18]), drivingEventId: f[19] ?? "",
   };
 }
 
+/** `hidden|deleted|pin|muted|archived|deletedBeforeSet`; the sixth field is absent in prefs written before it (read as 0). */
 export function encodePrefs(p: RowPrefs): string {
-  return [p.hidden, p.deleted, p.pinRank ?? "", p.muted ? 1 : 0, p.archived ? 1 : 0].join("|");
+  return [p.hidden, p.deleted, p.pinRank ?? "", p.muted ? 1 : 0, p.archived ? 1 : 0, p.deletedBeforeSet ? 1 : 0].join("|");
 }
 
 export function decodePrefs(raw: string | null | undefined): RowPrefs {
   if (!raw) return { ...NO_PREFS };
   const f = raw.split("|");
-  return { hidden: num(f[0]), deleted: num(f[1]), pinRank: opt(f[2]), muted: f[3] === "1", archived: f[4] === "1" };
+  return { hidden: num(f[0]), deleted: num(f[1]), pinRank: opt(f[2]), muted: f[3] === "1", archived: f[4] === "1", deletedBeforeSet: f[5] === "1" };
 }
 
 export function prefsOf(r: RowPrefs): RowPrefs {
-  return { hidden: r.hidden, deleted: r.deleted, pinRank: r.pinRank, muted: r.muted, archived: r.archived };
+  return { hidden: r.hidden, deleted: r.deleted, deletedBeforeSet: r.deletedBeforeSet, pinRank: r.pinRank, muted: r.muted, archived: r.archived };
 }
 
 /** The row the authority defines (a bounded recompute, §3.3), keeping the user's choices. */
@@ -148,21 +160,37 @@ export function counts(e: InHandEntry, userHex: string): boolean {
 /**
  * Applies a record newer than everything the row has seen (seq > headSeq: new for this row by
  * construction, so adding is safe). Returns false when the row must be recomputed instead: the
- * record changes the user's own membership (the interval moves), or it is not newer (a late or
- * repeated delivery, which only the authority can tell apart).
+ * record changes the user's own membership (the interval moves), it is not newer (a late or
+ * repeated delivery, which only the authority can tell apart), or past unread_precise_limit a
+ * counted mention falls out of the newest `cap` seqs. Changes `r` only when it returns true.
  */
-export function applyEntry(r: RowState, e: InHandEntry, userHex: string): boolean {
+export function applyEntry(r: RowState, e: InHandEntry, userHex: string, cap: number = UNREAD_PRECISE_LIMIT): boolean {
   if (e.membershipHex !== "" && namesUser(e.membershipHex, userHex)) return false;
   if (e.seq <= r.headSeq) return false;
-  r.headSeq = e.seq;
   const visible = e.seq > r.joinedAt && (r.leftAt === null || e.seq < r.leftAt);
-  if (!visible) return true;
+  if (!visible) {
+    r.headSeq = e.seq;
+    return true;
+  }
+  const base = baseOf(r);
+  const beyond = e.seq - base > cap;
+  // Past the cap, mentions count over the newest `cap` seqs (e.seq - cap, e.seq], as the bounded
+  // recompute counts them: a counted mention that falls out of that window needs the history.
+  // mentionFirst is the oldest counted one, so none leaves while it is above the window.
+  if (beyond && r.mentionFirst !== null && r.mentionFirst <= e.seq - cap) return false;
+  r.headSeq = e.seq;
   r.lastActivityId = e.messageId;
   r.lastActivitySeq = e.seq;
   r.lastActivityAt = e.createdAt;
-  if (counts(e, userHex) && e.seq > baseOf(r)) {
-    if (r.unreadExact && r.unread >= UNREAD_PRECISE_LIMIT) r.unreadExact = false;
-    else if (r.unreadExact) r.unread++;
+  if (beyond) {
+    // §3.3's rule is on the span, not on the count: latest - base > unread_precise_limit gives
+    // unread = limit, unread_exact = false, whoever sent the records in the span (the bounded
+    // recompute, reconcile, a rebuild and the definitional read all apply the same rule)
+    r.unread = cap;
+    r.unreadExact = false;
+  }
+  if (counts(e, userHex) && e.seq > base) {
+    if (!beyond) r.unread++;
     if (namesUser(e.mentionsHex, userHex)) {
       r.mentions++;
       r.mentionFirst ??= e.seq;
@@ -281,12 +309,12 @@ export function contribution(r: RowState | null, includeMuted: boolean): Omit<Ba
  * head is already in it or late: the flush recomputes it. Returns null when a held record moves
  * the user's own membership (only a recompute knows the row then).
  */
-export function liveRow(stored: RowState, held: readonly InHandEntry[], userHex: string): RowState | null {
+export function liveRow(stored: RowState, held: readonly InHandEntry[], userHex: string, cap: number = UNREAD_PRECISE_LIMIT): RowState | null {
   const r = { ...stored };
   for (const e of [...held].sort((a, b) => a.seq - b.seq)) {
     if (e.membershipHex !== "" && namesUser(e.membershipHex, userHex)) return null;
     if (e.seq <= r.headSeq) continue;
-    applyEntry(r, e, userHex);
+    if (!applyEntry(r, e, userHex, cap)) return null;
   }
   return r;
 }

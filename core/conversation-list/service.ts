@@ -1,7 +1,7 @@
 import {
   hexToUuid, InvalidArgumentError, newUuid, parseUuid, PermissionDeniedError, uuidToHex, type KeySpace, type Uuid,
 } from "../base/index.js";
-import type { ConversationService } from "../conversation/index.js";
+import type { ContentWatermarks, ConversationService } from "../conversation/index.js";
 import { userKeys, type ConversationStateAuthority, type DrillCheck, type DrillDifference } from "../projection/index.js";
 import type { RedisStore } from "../store/index.js";
 import { listKeys, listRowsPattern, type ListKeys } from "./keys.js";
@@ -172,6 +172,21 @@ export class ConversationListService {
     return Number((await this.store.clientFor(k.tag).get(k.version)) ?? 0);
   }
 
+  /**
+   * The user's clear and delete watermarks of each conversation (hidden_before, deleted_before;
+   * spec 002 §7), from the user's choices: what history and summaries hide (ConversationService's
+   * `watermarks` hook). One HMGET on the user's tag.
+   */
+  async watermarks(tenant: Uuid, user: Uuid, conversations: readonly Uuid[]): Promise<ContentWatermarks[]> {
+    if (conversations.length === 0) return [];
+    const k = this.listKeys(tenant, user);
+    const raws = await this.store.clientFor(k.tag).hmget(k.prefs, ...conversations.map(uuidToHex));
+    return raws.map((raw) => {
+      const p = decodePrefs(raw);
+      return { hiddenBefore: p.hidden, deletedBefore: p.deleted };
+    });
+  }
+
   async row(tenantIn: string, userIn: string, conversationIn: string): Promise<ConversationRow | null> {
     const tenant = parseUuid(tenantIn, "tenant");
     const user = parseUuid(userIn, "user");
@@ -226,7 +241,7 @@ export class ConversationListService {
     const userHex = uuidToHex(user);
     for (const [i, c] of heldHexes.entries()) {
       const before = stored.get(c) ?? null;
-      const live = (before ? liveRow(before, held.get(c)!, userHex) : null)
+      const live = (before ? liveRow(before, held.get(c)!, userHex, this.cap) : null)
         ?? (await this.recompute(tenant, user, c, before ? prefsOf(before) : decodePrefs(prefsRaw[i]), before, "live"));
       if (!live) continue;
       if (before) live.headSeq = Math.max(live.headSeq, before.headSeq);
@@ -398,7 +413,7 @@ export class ConversationListService {
     const userHex = uuidToHex(user);
     if (!cur) return { row: await this.recompute(tenant, user, conversationHex, prefs, null, "new_row"), recomputed: true };
     for (const e of [...entries].sort((a, b) => a.seq - b.seq)) {
-      if (!applyEntry(cur, e, userHex)) {
+      if (!applyEntry(cur, e, userHex, this.cap)) {
         return { row: await this.recompute(tenant, user, conversationHex, prefs, cur, e.membershipHex !== "" ? "membership" : "late_or_repeated"), recomputed: true };
       }
     }
@@ -490,7 +505,10 @@ export class ConversationListService {
     return this.action(tenant, user, conversation, "delete", true, async (r, ctx) => {
       const fresh = await this.recompute(ctx.tenant, ctx.user, ctx.hex, prefsOf(r), r, "delete");
       if (!fresh) return null;
-      fresh.deleted = Math.max(fresh.deleted, fresh.headSeq, 1);
+      // deleted_before = head.latest (§7), 0 for a conversation with no message yet: the flag
+      // keeps it in force, so that message 1 revives the conversation instead of being swallowed
+      fresh.deleted = Math.max(fresh.deleted, fresh.headSeq);
+      fresh.deletedBeforeSet = true;
       return this.rebase(fresh, { ...ctx, inHand: [], windowStart: null }, "delete");
     });
   }
@@ -554,7 +572,7 @@ export class ConversationListService {
           const r = await this.recompute(tenant, user, hex, prefs, cur, "reconcile");
           // drift is what the live view (stored row + records held for the window) got wrong, not
           // the window's lag; a held change of the user's own membership is no drift either
-          const seen = cur ? liveRow(cur, held, uuidToHex(user)) : null;
+          const seen = cur ? liveRow(cur, held, uuidToHex(user), this.cap) : null;
           if (r && seen && (r.unread !== seen.unread || r.mentions !== seen.mentions || r.lastActivityId !== seen.lastActivityId)) {
             drift.rows++;
             drift.unread += Math.abs(r.unread - seen.unread);

@@ -136,7 +136,8 @@ export type SummaryReply =
 export const conversationSummaryScript = defineScript({
   name: "conversationSummary",
   keys: ["grpmembers", "hist", "readseq"] satisfies (keyof ConversationKeys)[],
-  args: (a: { user: UuidHex; unreadPreciseLimit: number }) => [a.user, a.unreadPreciseLimit],
+  args: (a: { user: UuidHex; unreadPreciseLimit: number; hiddenBefore: number; deletedBefore: number }) =>
+    [a.user, a.unreadPreciseLimit, a.hiddenBefore, a.deletedBefore],
   reply: (r): SummaryReply => {
     if (luaStatus(r) === "NOT_VISIBLE") return { status: "NOT_VISIBLE" };
     const head = String(r[5]);

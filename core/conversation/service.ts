@@ -56,10 +56,26 @@ export interface ConversationOptions {
   onCommit?: (bucket: number) => void;
   /** Called after a read position moved (the conversation list's hook; awaited, its failure is the caller's). */
   onRead?: (read: { tenant: Uuid; group: Uuid; user: Uuid; readConversationSeq: number }) => Promise<void> | void;
+  /**
+   * The user's clear and delete watermarks per group (hidden_before and deleted_before of spec
+   * 002 §7, kept by the conversation list): history and summaries show nothing at or below them
+   * and count unread from them. Absent: 0 for every group.
+   */
+  watermarks?: (tenant: Uuid, user: Uuid, groups: readonly Uuid[]) => Promise<readonly ContentWatermarks[]>;
   now?: () => number;
 }
 
-export const CONVERSATION_DEFAULTS: Required<Omit<ConversationOptions, "now" | "onCommit" | "onRead">> = {
+/** A user's clear and delete watermarks of one conversation (spec 002 §7). */
+export interface ContentWatermarks {
+  hiddenBefore: number;
+  deletedBefore: number;
+}
+
+const NO_WATERMARKS: ContentWatermarks = { hiddenBefore: 0, deletedBefore: 0 };
+
+type Hooks = "now" | "onCommit" | "onRead" | "watermarks";
+
+export const CONVERSATION_DEFAULTS: Required<Omit<ConversationOptions, Hooks>> = {
   keyPrefix: "qim",
   broadcastMaxMembers: 500,
   maxTargetsPerCall: MAX_USERS_PER_MEMBERSHIP_CALL,
@@ -199,7 +215,9 @@ function positiveInt(v: unknown, field: string, min = 0): number {
  */
 export class ConversationService {
   readonly keys: KeySpace;
-  readonly opts: Required<Omit<ConversationOptions, "now" | "onCommit" | "onRead">> & { now: () => number; onCommit?: (bucket: number) => void; onRead?: ConversationOptions["onRead"] };
+  readonly opts: Required<Omit<ConversationOptions, Hooks>> & {
+    now: () => number; onCommit?: (bucket: number) => void; onRead?: ConversationOptions["onRead"]; watermarks?: ConversationOptions["watermarks"];
+  };
 
   constructor(readonly store: RedisStore, options: ConversationOptions = {}) {
     this.opts = { ...CONVERSATION_DEFAULTS, now: Date.now, ...options };
@@ -468,13 +486,16 @@ export class ConversationService {
     const limit = req.limit === undefined ? 100 : positiveInt(req.limit, "limit", 1);
     if (limit > 1000) throw new InvalidArgumentError("limit", "limit is at most 1000");
     const k = this.conversationKeys(tenant, group);
-    const reply = await readHistoryScript.run(this.clientOf(k), k, { user: uuidToHex(user), after, limit });
+    // a cleared or deleted conversation shows nothing at or below its watermark (spec 002 §7)
+    const [w] = await this.watermarksOf(tenant, user, [group]);
+    const floor = Math.max(w!.hiddenBefore, w!.deletedBefore);
+    const reply = await readHistoryScript.run(this.clientOf(k), k, { user: uuidToHex(user), after: Math.max(after, floor), limit });
     if (reply.status === "NOT_VISIBLE") throw new PermissionDeniedError();
     return {
       joinedAt: reply.interval.joinedAt,
       leftAt: reply.interval.leftAt,
       state: STATE[reply.interval.state]!,
-      earliestAvailableConversationSeq: reply.earliestAvailableConversationSeq,
+      earliestAvailableConversationSeq: Math.max(reply.earliestAvailableConversationSeq, floor + 1),
       records: reply.entries.map(decodeHistoryEntry),
     };
   }
@@ -507,7 +528,8 @@ export class ConversationService {
     const group = parseUuid(req.group, "group");
     const user = parseUuid(req.user, "user");
     const k = this.conversationKeys(tenant, group);
-    const reply = await conversationSummaryScript.run(this.clientOf(k), k, { user: uuidToHex(user), unreadPreciseLimit: this.opts.unreadPreciseLimit });
+    const [w] = await this.watermarksOf(tenant, user, [group]);
+    const reply = await conversationSummaryScript.run(this.clientOf(k), k, { user: uuidToHex(user), unreadPreciseLimit: this.opts.unreadPreciseLimit, ...w! });
     const summary = this.summaryOf(tenant, group, user, reply);
     if (!summary) throw new PermissionDeniedError();
     return summary;
@@ -521,11 +543,12 @@ export class ConversationService {
     const userHex = uuidToHex(user);
     const keys = groups.map((g) => this.conversationKeys(tenant, g));
     const out: (ConversationSummary | null)[] = new Array(groups.length).fill(null);
+    const watermarks = await this.watermarksOf(tenant, user, groups);
     await Promise.all(this.store.byTarget(keys.map((k) => k.tag)).map(async ({ client, idx }) => {
       const p = client.pipeline();
       for (const i of idx) {
         const k = keys[i]!;
-        conversationSummaryScript.queue(p, k, { user: userHex, unreadPreciseLimit: this.opts.unreadPreciseLimit });
+        conversationSummaryScript.queue(p, k, { user: userHex, unreadPreciseLimit: this.opts.unreadPreciseLimit, ...watermarks[i]! });
       }
       const res = (await p.exec()) ?? [];
       res.forEach(([err, reply], j) => {
@@ -555,6 +578,11 @@ export class ConversationService {
       });
     }));
     return out;
+  }
+
+  private async watermarksOf(tenant: Uuid, user: Uuid, groups: readonly Uuid[]): Promise<readonly ContentWatermarks[]> {
+    if (!this.opts.watermarks || groups.length === 0) return groups.map(() => NO_WATERMARKS);
+    return this.opts.watermarks(tenant, user, groups);
   }
 
   private summaryOf(tenant: Uuid, group: Uuid, user: Uuid, reply: SummaryReply): ConversationSummary | null {

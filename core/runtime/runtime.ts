@@ -34,7 +34,7 @@ export interface RuntimeOptions {
   store: RedisStore;
   /** Prefix of every key (default "qim"); tests and co-hosted deployments use their own. */
   keyPrefix?: string;
-  conversation?: Omit<ConversationOptions, "keyPrefix" | "onCommit" | "onRead">;
+  conversation?: Omit<ConversationOptions, "keyPrefix" | "onCommit" | "onRead" | "watermarks">;
   dispatch?: DispatchIdentity;
   /**
    * The conversation-set authority. Default: a CassandraAuthority from `cassandra` when given,
@@ -107,6 +107,8 @@ export class EngineRuntime {
       ...opts.conversation, keyPrefix: this.keys.prefix, onCommit,
       // the list's row learns a read position the moment it moves (spec 002 §3.2)
       onRead: async (r) => { await relayRef.list?.service.readMoved(r.tenant, r.group, r.user, r.readConversationSeq); },
+      // history and summaries hide what the user cleared or deleted (spec 002 §7)
+      watermarks: async (tenant, user, groups) => relayRef.list?.service.watermarks(tenant, user, groups) ?? groups.map(() => ({ hiddenBefore: 0, deletedBefore: 0 })),
     });
     this.dispatchLog = new RedisStreamsDispatchLog(this.store, this.keys, dispatch);
     this.ownsAuthority = opts.authority === undefined;

@@ -13,7 +13,7 @@
 
   KEYS[1] rows     hash: conversation hex -> row (core/conversation-list/row.ts)
   KEYS[2] badge    hash: total_unread, total_mention, muted_unread
-  KEYS[3] prefs    hash: conversation hex -> "hidden|deleted|pin|muted|archived" (the user's
+  KEYS[3] prefs    hash: conversation hex -> "hidden|deleted|pin|muted|archived|deletedBeforeSet" (the user's
                    durable choices, not a projection row: a rebuild reads them)
   KEYS[4] version  string: the user's projection version (never wiped)
 

@@ -17,7 +17,7 @@ const STEPS = Number(process.env.QIM_PROPERTY_STEPS ?? 160);
 
 interface Msg { seq: number; sender: Uuid; normal: boolean; mentions: Set<Uuid> }
 interface Member { joinedAt: number; leftAt: number | null; state: "ACTIVE" | "LEFT" | "REMOVED" }
-interface UserView { read: number; hidden: number; deleted: number; muted: boolean; archived: boolean; pinned: boolean; touched: boolean }
+interface UserView { read: number; hidden: number; deleted: number; deletedSet: boolean; muted: boolean; archived: boolean; pinned: boolean; touched: boolean }
 
 class Model {
   readonly history = new Map<Uuid, Msg[]>();
@@ -28,7 +28,7 @@ class Model {
     const id = `${g}|${u}`;
     let v = this.views.get(id);
     if (!v) {
-      v = { read: 0, hidden: 0, deleted: 0, muted: false, archived: false, pinned: false, touched: false };
+      v = { read: 0, hidden: 0, deleted: 0, deletedSet: false, muted: false, archived: false, pinned: false, touched: false };
       this.views.set(id, v);
     }
     return v;
@@ -42,24 +42,30 @@ class Model {
     return head;
   }
 
-  /** spec 002 §3.1, with its base; mentions over the same set. */
-  definitional(g: Uuid, u: Uuid): { unread: number; mentions: number; mentionFirst: number | null; head: number } {
+  /**
+   * spec 002 §3.1, with its base; mentions over the same set. §3.3: when latest − base exceeds
+   * unread_precise_limit (200), unread is 200 and inexact, and mentions count over the newest 200 seqs.
+   */
+  definitional(g: Uuid, u: Uuid): { unread: number; exact: boolean; mentions: number; mentionFirst: number | null; head: number } {
     const m = this.members.get(g)!.get(u)!;
     const v = this.view(g, u);
     const base = Math.max(v.read, v.hidden, m.joinedAt, v.deleted);
     const head = this.visibleHead(g, u);
+    const exact = head - base <= 200;
+    const from = exact ? base : head - 200;
     let unread = 0;
     let mentions = 0;
     let mentionFirst: number | null = null;
     for (const msg of this.history.get(g)!) {
       if (msg.seq <= base || msg.seq > head || msg.sender === u || !msg.normal) continue;
       unread++;
+      if (msg.seq <= from) continue;
       if (msg.mentions.has(u)) {
         mentions++;
         mentionFirst ??= msg.seq;
       }
     }
-    return { unread, mentions, mentionFirst, head };
+    return { unread: exact ? unread : 200, exact, mentions, mentionFirst, head };
   }
 
   /** The head an action uses (clear/delete): the visible head, or joined_at when there is none. */
@@ -169,7 +175,11 @@ for (const kind of LIST_TOPOLOGIES) {
           await list[action](tenant, u, g);
           v.touched = true;
           if (action === "clear") v.hidden = Math.max(v.hidden, model.actionHead(g, u));
-          if (action === "delete") v.deleted = Math.max(v.deleted, model.actionHead(g, u), 1);
+          if (action === "delete") {
+            // §7: deleted_before = head.latest, 0 before any message (and then in force all the same)
+            v.deleted = Math.max(v.deleted, model.actionHead(g, u));
+            v.deletedSet = true;
+          }
           if (action === "mute" || action === "unmute") v.muted = action === "mute";
           if (action === "archive" || action === "unarchive") v.archived = action === "archive";
           if (action === "pin" || action === "unpin") v.pinned = action === "pin";
@@ -192,7 +202,7 @@ for (const kind of LIST_TOPOLOGIES) {
               continue;
             }
             const def = model.definitional(g2, u);
-            const deleted = v.deleted > 0 && v.deleted >= def.head;
+            const deleted = v.deletedSet && v.deleted >= def.head;
             if (deleted) {
               assert.equal(row, undefined, `${where}: deleted (deleted_before ${v.deleted} >= head ${def.head}) leaves the list`);
               continue;
@@ -200,7 +210,7 @@ for (const kind of LIST_TOPOLOGIES) {
             assert.ok(row, `${where}: row expected`);
             assert.deepEqual(
               { unread: row.unread, exact: row.unreadExact, mentions: row.mentions, mentionFirst: row.mentionFirstSeq, head: row.lastActivitySeq, membership: row.membership },
-              { unread: def.unread, exact: true, mentions: def.mentions, mentionFirst: def.mentionFirst, head: def.head, membership: m.state },
+              { unread: def.unread, exact: def.exact, mentions: def.mentions, mentionFirst: def.mentionFirst, head: def.head, membership: m.state },
               where,
             );
             assert.deepEqual({ muted: row.muted, archived: row.archived, pinned: row.pinRank !== null, hidden: row.hiddenBeforeSeq, deleted: row.deletedBeforeSeq },

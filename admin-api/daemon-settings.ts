@@ -71,6 +71,8 @@ export interface DaemonSettings {
   nodeId?: string;
   clusterLeaseTtlMs: number;
   clusterHeartbeatIntervalMs: number;
+  /** The background unread audit's step interval in ms (conversation_list.unread_audit_interval; 0: off). */
+  unreadAuditIntervalMs: number;
   /** The kinds of units this node takes (cluster.units): relay, partition, slot. */
   clusterUnits: ("relay" | "partition" | "slot")[];
 }
@@ -108,6 +110,7 @@ export function toDaemonSettings(r: ResolvedSettings): DaemonSettings {
     partitions: v<number>("dispatch.partitions")!,
     clusterId: v<string>("dispatch.cluster_id")!,
     dispatchRetentionMs: v<number>("dispatch.retention")!,
+    unreadAuditIntervalMs: v<number>("conversation_list.unread_audit_interval")!,
     nodeListen: v<string | null>("node.listen") ?? null,
     ...opt("nodeAdvertise", "node.advertise"),
     ...opt("nodeTlsCert", "node.tls.cert"),

@@ -87,6 +87,8 @@ export interface AdminServerOptions {
   denyListPollMs?: number;
   /** Dispatch-log retention in ms (default 1 day); 0 never trims. */
   retentionMs?: number;
+  /** The background unread audit's step interval in ms (default UNREAD_AUDIT_INTERVAL_MS); 0: off. */
+  unreadAuditIntervalMs?: number;
   /** How often the projection consumer polls every partition when idle (default 250 ms; appends kick it sooner). */
   projectionPollMs?: number;
   /**
@@ -317,6 +319,10 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
         onError: (err) => throttled(`session projection: ${err instanceof Error ? err.message : String(err)}`),
       },
       relay: { onError: (err) => log(`relay: ${(err as Error).message}`) },
+      unreadAudit: {
+        ...(opts.unreadAuditIntervalMs !== undefined ? { intervalMs: opts.unreadAuditIntervalMs } : {}),
+        onError: (err) => throttled(`unread audit: ${err instanceof Error ? err.message : String(err)}`),
+      },
       ...(opts.relayIntervalMs !== undefined ? { relayIntervalMs: opts.relayIntervalMs } : {}),
       ...(opts.cluster ? { cluster: { ...opts.cluster, address: nodeService?.address ?? opts.cluster.address } } : {}),
       ...(opts.cmd ? { cmd: opts.cmd } : {}),

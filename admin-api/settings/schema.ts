@@ -21,7 +21,7 @@ export type SettingKind =
   | "enum-list" // one or more of values, comma-separated or a YAML list
   | "uuid"; // canonical UUID text
 
-export type SettingSection = "server" | "audit" | "redis" | "dispatch" | "cluster" | "sync" | "cassandra";
+export type SettingSection = "server" | "audit" | "redis" | "dispatch" | "conversation_list" | "cluster" | "sync" | "cassandra";
 
 export interface SettingSpec {
   /** Dotted path in the config file, e.g. redis.tls.ca. */
@@ -61,6 +61,8 @@ export const DAEMON_DEFAULTS = {
   /** core/cluster DEFAULT_LEASE_TTL_MS and DEFAULT_HEARTBEAT_INTERVAL_MS (this file imports no engine code; test/admin-api/settings.test.ts holds them equal). */
   clusterLeaseTtl: "5s",
   clusterHeartbeatInterval: "1s",
+  /** core/conversation-list UNREAD_AUDIT_INTERVAL_MS (held equal by test/admin-api/settings.test.ts). */
+  unreadAuditInterval: "10s",
 } as const;
 
 export const CASSANDRA_CONSISTENCIES = ["ANY", "ONE", "TWO", "THREE", "QUORUM", "ALL", "LOCAL_QUORUM", "EACH_QUORUM", "LOCAL_ONE"] as const;
@@ -121,6 +123,9 @@ export const SETTINGS: readonly SettingSpec[] = [
     { key: "dispatch.partitions", kind: "integer", flag: "partitions", min: 1, max: 999, default: DAEMON_DEFAULTS.partitions, description: "dispatch log partitions" },
     { key: "dispatch.cluster_id", kind: "string", flag: "cluster-id", default: DAEMON_DEFAULTS.clusterId, description: "dispatch log cluster id" },
     { key: "dispatch.retention", kind: "duration", flag: "dispatch-retention", default: DAEMON_DEFAULTS.dispatchRetention, description: "how long the dispatch log keeps records: 90s, 30m, 6h, 1d … (off: never trimmed)" },
+  ]),
+  ...section("conversation_list", [
+    { key: "conversation_list.unread_audit_interval", kind: "duration", default: DAEMON_DEFAULTS.unreadAuditInterval, description: "how often the background unread audit (spec 002 §3.4) takes a step: a few SCAN calls over the list's row hashes, at most 5,000 rows examined, 1% of the rows with unread idle for 24 h compared with the definition and their users reconciled; sets unread_drift_ratio after each full pass (off: no background audit)" },
   ]),
   ...section("cluster", [
     { key: "node.id", kind: "string", description: "this server's node id in the engine cluster (1–64 of A-Z a-z 0-9 . _ -); default: generated once and kept in <data_dir>/node-id" },

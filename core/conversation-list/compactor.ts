@@ -34,6 +34,11 @@ export interface CompactorOptions {
    * nodes do the list's work once, not N times. Default: every partition (no cluster).
    */
   gate?: UnitGate;
+  /**
+   * Records [from, to) of a partition were dropped by retention before this consumer read them
+   * (§3.4 "checkpoint rollback replay"): the stack hands it to the RollbackReconciler.
+   */
+  onLost?: (partition: number, from: number, to: number) => void;
 }
 
 /** The fields a row needs from a dispatch record's history entry (conversation/history.ts layout). */
@@ -246,8 +251,7 @@ export class ListCompactor {
           const { watermarks: w, entries } = await this.log.readFrom(p, st.next, this.batchSize);
           if (st.next.offset < w.low) {
             // retention dropped records this consumer never read: continue from the oldest kept
-            metrics.checkpointLost.inc();
-            this.opts.log?.(`conversation list: partition ${p} lost offsets [${st.next.offset}, ${w.low}) to retention; rows they touched are corrected by reconcile`);
+            this.lostRange(p, st.next.offset, w.low);
             st.next = w.lowPosition;
             continue;
           }
@@ -270,8 +274,22 @@ export class ListCompactor {
     for (let p = 0; p < this.log.identity.partitionCount; p++) {
       const key = this.checkpointKey(p);
       const stored = (await this.store.clientForKey(key).get(key)) ?? "";
-      this.partitions.push({ stored, next: stored === "" ? (await this.log.watermarks(p)).lowPosition : parsePosition(stored) });
+      if (stored !== "") {
+        this.partitions.push({ stored, next: parsePosition(stored) });
+        continue;
+      }
+      // no checkpoint while retention already dropped records: those were never written to rows
+      // (a behind checkpoint is found by the first poll)
+      const w = await this.log.watermarks(p);
+      if (w.low > 0 && this.gate.owns("partition", p)) this.lostRange(p, 0, w.low);
+      this.partitions.push({ stored, next: w.lowPosition });
     }
+  }
+
+  private lostRange(partition: number, from: number, to: number): void {
+    metrics.checkpointLost.inc();
+    if (this.opts.onLost) this.opts.onLost(partition, from, to);
+    else this.opts.log?.(`conversation list: partition ${partition} lost offsets [${from}, ${to}) to retention; nothing reconciles the rows they touched`);
   }
 
   private ingest(record: DispatchRecord, fromLog: boolean, touched: Map<string, { tenant: Uuid; user: Uuid; hexes: Set<string> }>): void {

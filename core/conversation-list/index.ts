@@ -13,7 +13,15 @@ export {
   baseOf, UNREAD_PRECISE_LIMIT, type BadgeState, type ConversationRow, type RowPrefs,
 } from "./row.js";
 export {
-  ConversationListService, UNREAD_AUDIT_IDLE_MS, UNREAD_AUDIT_SAMPLE_RATE, type ConversationListOptions, type ListChange, type ReconcileResult,
-  type UnreadAuditDrift, type UnreadAuditReport,
+  ConversationListService, RECONCILE_MIN_INTERVAL_MS, UNREAD_AUDIT_IDLE_MS, UNREAD_AUDIT_SAMPLE_RATE, type BoundedReconcile, type BoundedReconcileTrigger,
+  type ConversationListOptions, type ListChange, type ReconcileResult, type ReconcileTrigger, type UnreadAuditDrift, type UnreadAuditReport,
 } from "./service.js";
+export {
+  ROLLBACK_RECONCILE_PAUSE_MS, ROLLBACK_RECONCILE_SCAN_COUNT, ROLLBACK_RECONCILE_SCANS_PER_CHUNK, ROLLBACK_RECONCILE_USERS_PER_CHUNK, RollbackReconciler,
+  type RollbackReconcileOptions, type RollbackSweepReport,
+} from "./rollback.js";
+export {
+  UNREAD_AUDIT_INTERVAL_MS, UNREAD_AUDIT_ROWS_PER_TICK, UNREAD_AUDIT_SCAN_COUNT, UNREAD_AUDIT_SCANS_PER_TICK, UnreadAuditSampler,
+  type UnreadAuditPass, type UnreadAuditSamplerOptions,
+} from "./sampler.js";
 export { ConversationList, DRILL_LIST_SETTLE_WINDOWS, type ConversationListDeps, type ConversationListStackOptions } from "./stack.js";

@@ -9,6 +9,7 @@ import { commitBucket, partitionTag, userTag, uuidToHex, type KeySpace, type Uui
  *   prefs    hash  conversation hex → "hidden|deleted|pin|muted|archived": the user's own choices,
  *                  not a projection row — a rebuild (J-6) reads them, a wipe keeps them
  *   version  string  the per-user projection version (§5.1's projection_mailbox_seq role), never wiped
+ *   reconciled  string (expiring)  a bounded reconcile trigger ran lately (one key per trigger)
  */
 export interface ListKeys {
   tag: string;
@@ -16,6 +17,8 @@ export interface ListKeys {
   badge: string;
   prefs: string;
   version: string;
+  /** string with an expiry: a reconcile for `trigger` ran within RECONCILE_MIN_INTERVAL_MS (the per-user bound of §3.4's triggers). */
+  reconciled: (trigger: string) => string;
 }
 
 export function listKeys(space: KeySpace, tenant: Uuid, user: Uuid): ListKeys {
@@ -27,6 +30,7 @@ export function listKeys(space: KeySpace, tenant: Uuid, user: Uuid): ListKeys {
     badge: space.key(tag, "clbadge", ref),
     prefs: space.key(tag, "clprefs", ref),
     version: space.key(tag, "clversion", ref),
+    reconciled: (trigger) => space.key(tag, "clrecon", `${trigger}:${ref}`),
   };
 }
 

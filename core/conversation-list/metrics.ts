@@ -50,4 +50,27 @@ export const metrics = {
     help: "Times the conversation-list consumer found its checkpoint behind the dispatch log's low watermark and continued from it (rows of the lost records are corrected by reconcile)",
     registers: [registry],
   }),
+  reconciles: new Counter({
+    name: "qim_conversation_list_reconcile_total",
+    help: "Reconciles of a user's rows and badge run by a spec 002 §3.4 trigger (login, mailbox_dirty: a session projection rebuild, rollback: a checkpoint behind the log's low watermark, audit: drift the background audit found)",
+    labelNames: ["trigger"] as const,
+    registers: [registry],
+  }),
+  reconcilesBounded: new Counter({
+    name: "qim_conversation_list_reconcile_rate_limited_total",
+    help: "Reconcile triggers (login, mailbox_dirty) not run because the user was reconciled for the same trigger within the last minute (RECONCILE_MIN_INTERVAL_MS) or is being reconciled",
+    labelNames: ["trigger"] as const,
+    registers: [registry],
+  }),
+  rollbackPending: new Gauge({
+    name: "qim_conversation_list_rollback_reconcile_pending",
+    help: "Dispatch partitions whose lost records' rows the background rollback reconcile has not finished (0 when none)",
+    registers: [registry],
+  }),
+  auditRows: new Counter({
+    name: "qim_conversation_list_unread_audit_rows_total",
+    help: "Rows the background unread audit examined, sampled (compared with the definition) and found drifted",
+    labelNames: ["outcome"] as const,
+    registers: [registry],
+  }),
 };

@@ -23,6 +23,8 @@ export interface ConversationListOptions {
   /** The tenant's include_muted policy (§4): muted conversations count in total_unread. Default: no tenant. */
   includeMuted?: (tenant: Uuid) => boolean;
   now?: () => number;
+  /** RECONCILE_MIN_INTERVAL_MS (tests shorten it). */
+  reconcileMinIntervalMs?: number;
 }
 
 export interface ListChange {
@@ -67,6 +69,24 @@ export interface UnreadAuditReport {
   drifts: UnreadAuditDrift[];
 }
 
+/**
+ * The per-user bound of the reconcile triggers that a crowd can repeat (spec 002 §3.4 login,
+ * MAILBOX_DIRTY): at most one reconcile per user and trigger per minute, whatever the number of
+ * logins or rebuilds. A minute: a reconcile is a full recompute of the user's rows (up to
+ * max_conversations_per_user range reads); the live view keeps the rows right in between.
+ */
+export const RECONCILE_MIN_INTERVAL_MS = 60_000;
+
+/** Why a reconcile ran (qim_conversation_list_reconcile_total's label). */
+export type ReconcileTrigger = "login" | "mailbox_dirty" | "rollback" | "audit";
+export type BoundedReconcileTrigger = "login" | "mailbox_dirty";
+
+export interface BoundedReconcile {
+  /** false: one ran within RECONCILE_MIN_INTERVAL_MS (or was running here; it finished first). */
+  reconciled: boolean;
+  result: ReconcileResult | null;
+}
+
 /** Records of one (user, conversation) delivered and not yet written (the compaction window's entries in hand). */
 export interface PendingRow {
   conversationHex: string;
@@ -95,6 +115,7 @@ export class ConversationListService {
   private readonly cap: number;
   private readonly includeMuted: (tenant: Uuid) => boolean;
   private readonly now: () => number;
+  private readonly reconcileMinIntervalMs: number;
   private readonly listeners = new Set<(change: ListChange) => void>();
   private readonly chains = new Map<string, Promise<unknown>>();
   /** Takes the entries in hand of one row from the compaction window (set by the consumer). */
@@ -121,6 +142,7 @@ export class ConversationListService {
     this.cap = opts.unreadPreciseLimit ?? UNREAD_PRECISE_LIMIT;
     this.includeMuted = opts.includeMuted ?? (() => false);
     this.now = opts.now ?? Date.now;
+    this.reconcileMinIntervalMs = opts.reconcileMinIntervalMs ?? RECONCILE_MIN_INTERVAL_MS;
   }
 
   /**
@@ -658,6 +680,69 @@ export class ConversationListService {
   async rebuild(tenant: string, user: string): Promise<ReconcileResult> {
     await this.wipeUser(tenant, user);
     return this.reconcile(tenant, user);
+  }
+
+  /** Reconciles of a user in flight in this process: a trigger that finds one waits for it instead of starting another. */
+  private readonly reconciling = new Map<string, Promise<ReconcileResult>>();
+  /** Bounded triggers in flight in this process, per user and trigger (from before their SET NX answered). */
+  private readonly boundedInFlight = new Map<string, Promise<BoundedReconcile>>();
+
+  /**
+   * The engine entry point of the §3.4 trigger "new device / login": the client gateway calls it
+   * at AUTH, before it sends AUTH_OK's badge. Bounded per user by RECONCILE_MIN_INTERVAL_MS.
+   */
+  reconcileOnLogin(tenantIn: string, userIn: string): Promise<BoundedReconcile> {
+    return this.reconcileBounded(tenantIn, userIn, "login");
+  }
+
+  /**
+   * A reconcile of the user unless one ran for the same trigger less than
+   * RECONCILE_MIN_INTERVAL_MS ago in any process (a key with that expiry on the user's tag, SET NX:
+   * a reconnect storm of 10,000 logins costs one reconcile and at most 10,000 SETs) or is running
+   * in this process (then the caller waits for it, so that what it reads next is reconciled; a
+   * caller on another process does not wait).
+   */
+  async reconcileBounded(tenantIn: string, userIn: string, trigger: BoundedReconcileTrigger): Promise<BoundedReconcile> {
+    const tenant = parseUuid(tenantIn, "tenant");
+    const user = parseUuid(userIn, "user");
+    const id = `${tenant}${user}:${trigger}`;
+    const running = this.boundedInFlight.get(id) ?? this.reconciling.get(tenant + user);
+    if (running) {
+      await running.catch(() => {});
+      metrics.reconcilesBounded.inc({ trigger });
+      return { reconciled: false, result: null };
+    }
+    const attempt = (async (): Promise<BoundedReconcile> => {
+      const k = this.listKeys(tenant, user);
+      const taken = await this.store.clientFor(k.tag).set(k.reconciled(trigger), "1", "PX", this.reconcileMinIntervalMs, "NX");
+      if (taken === null) {
+        metrics.reconcilesBounded.inc({ trigger });
+        return { reconciled: false, result: null };
+      }
+      return { reconciled: true, result: await this.reconcileFor(tenant, user, trigger) };
+    })();
+    this.boundedInFlight.set(id, attempt);
+    try {
+      return await attempt;
+    } finally {
+      this.boundedInFlight.delete(id);
+    }
+  }
+
+  /** reconcile(), counted by trigger and shared with the other triggers of the user in this process. */
+  async reconcileFor(tenant: Uuid, user: Uuid, trigger: ReconcileTrigger): Promise<ReconcileResult> {
+    const id = tenant + user;
+    const running = this.reconciling.get(id);
+    if (running) return running;
+    const p = this.reconcile(tenant, user);
+    this.reconciling.set(id, p);
+    try {
+      const result = await p;
+      metrics.reconciles.inc({ trigger });
+      return result;
+    } finally {
+      this.reconciling.delete(id);
+    }
   }
 
   /**

@@ -4,6 +4,7 @@ import type { DispatchLog } from "../dispatch/index.js";
 import type { ConversationStateAuthority, DrillComparator } from "../projection/index.js";
 import type { RedisStore } from "../store/index.js";
 import { ListCompactor, type CompactorOptions } from "./compactor.js";
+import { RollbackReconciler, type RollbackReconcileOptions } from "./rollback.js";
 import { ConversationListService, type ConversationListOptions } from "./service.js";
 
 export interface ConversationListDeps {
@@ -16,6 +17,8 @@ export interface ConversationListDeps {
 
 export interface ConversationListStackOptions extends ConversationListOptions {
   compactor?: CompactorOptions;
+  /** The background reconcile after a checkpoint rollback (default: in the background unless the compactor is not). */
+  rollback?: RollbackReconcileOptions;
 }
 
 /** How many compaction windows a drill waits at most for every node's list consumer to write what the log holds. */
@@ -25,14 +28,28 @@ export const DRILL_LIST_SETTLE_WINDOWS = 3;
 export class ConversationList {
   readonly service: ConversationListService;
   readonly compactor: ListCompactor;
+  /** §3.4 "checkpoint rollback replay": reconciles the users of a partition whose records the consumer lost. */
+  readonly rollback: RollbackReconciler;
 
   constructor(deps: ConversationListDeps, opts: ConversationListStackOptions = {}) {
     this.service = new ConversationListService(deps.store, deps.keys, deps.conversations, deps.authority, opts);
-    this.compactor = new ListCompactor(deps.store, deps.keys, deps.log, this.service, { ...(opts.now ? { now: opts.now } : {}), ...opts.compactor });
+    const c = opts.compactor ?? {};
+    this.rollback = new RollbackReconciler(deps.store, deps.keys, deps.log, this.service, {
+      ...(c.background === false ? { background: false } : {}),
+      ...(c.log ? { log: c.log } : {}),
+      ...(c.onError ? { onError: c.onError } : {}),
+      ...opts.rollback,
+    });
+    this.compactor = new ListCompactor(deps.store, deps.keys, deps.log, this.service, {
+      ...(opts.now ? { now: opts.now } : {}),
+      onLost: (p, from, to) => this.rollback.lost(p, from, to),
+      ...c,
+    });
   }
 
-  start(): Promise<void> {
-    return this.compactor.start();
+  async start(): Promise<void> {
+    await this.compactor.start();
+    this.rollback.start();
   }
 
   /**
@@ -56,8 +73,9 @@ export class ConversationList {
     check: (u) => this.service.drillCheck(u.tenant, u.user),
   };
 
-  /** Stops the consumer after its final flush. */
-  stop(): Promise<void> {
-    return this.compactor.stop();
+  /** Stops the rollback reconcile (after its chunk in flight), then the consumer after its final flush. */
+  async stop(): Promise<void> {
+    await this.rollback.stop();
+    await this.compactor.stop();
   }
 }

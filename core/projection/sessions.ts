@@ -72,6 +72,12 @@ export function compareSessions(a: ConversationSummary, b: ConversationSummary):
  * the authority with ZADD GT (ADR-0021 §4: per user, lazily, never a table scan).
  */
 export class SessionService {
+  /**
+   * Called after a user's set was rebuilt from the authority (the epoch moved past their mark): the
+   * runtime maps it to spec 002 §3.4's MAILBOX_DIRTY and reconciles the user's conversation list.
+   */
+  onUserRebuilt: ((tenant: Uuid, user: Uuid) => void) | null = null;
+
   constructor(
     private readonly store: RedisStore,
     private readonly keys: KeySpace,
@@ -116,6 +122,7 @@ export class SessionService {
     const res = await p.exec();
     for (const [err] of res ?? []) if (err) throw err;
     metrics.userRebuilt.inc();
+    this.onUserRebuilt?.(tenant, user);
     return rows.length;
   }
 

@@ -7,7 +7,7 @@ import {
   type ProjectionStackOptions, type ProjectionStartReport,
 } from "../projection/index.js";
 import type { RedisStore } from "../store/index.js";
-import { ConversationList, type ConversationListStackOptions } from "../conversation-list/index.js";
+import { ConversationList, UnreadAuditSampler, type ConversationListStackOptions, type UnreadAuditSamplerOptions } from "../conversation-list/index.js";
 import { SessionView, type SessionViewOptions } from "../session-view/index.js";
 import { CassandraCmdStateStore, CmdSync, type CmdSyncOptions } from "../cmd-sync/index.js";
 
@@ -51,6 +51,11 @@ export interface RuntimeOptions {
   projection?: ProjectionStackOptions;
   /** The conversation-list engine (spec 002 §3–§8): options of its state engine and compaction consumer. */
   conversationList?: ConversationListStackOptions;
+  /**
+   * The background unread audit of spec 002 §3.4 (core/conversation-list UnreadAuditSampler):
+   * intervalMs 0 turns it off; default every UNREAD_AUDIT_INTERVAL_MS, correcting what it finds.
+   */
+  unreadAudit?: UnreadAuditSamplerOptions;
   /** The session view over it (spec 002 §5, §6): snapshot bounds, merge window. */
   sessionView?: SessionViewOptions;
   relay?: Omit<RelayOptions, "onAppended">;
@@ -83,6 +88,8 @@ export class EngineRuntime {
   readonly relay: OutboxRelay;
   readonly projection: ProjectionStack;
   readonly conversationList: ConversationList;
+  /** The background unread audit over the list's rows (spec 002 §3.4). */
+  readonly unreadAudit: UnreadAuditSampler;
   readonly sessionView: SessionView;
   /** CMD conversation sync (core/cmd-sync): the log, the owner-local pending buffer, sync/ack, the catch-up scan. */
   readonly cmd: CmdSync;
@@ -135,6 +142,18 @@ export class EngineRuntime {
       { ...opts.conversationList, compactor: { ...(opts.log ? { log: opts.log } : {}), ...(cluster ? { gate: cluster } : {}), ...opts.conversationList?.compactor } },
     );
     relayRef.list = this.conversationList;
+    const listService = this.conversationList.service;
+    this.unreadAudit = new UnreadAuditSampler(this.store, this.keys, listService, {
+      ...(opts.log ? { log: opts.log } : {}),
+      ...(opts.conversationList?.now ? { now: opts.conversationList.now } : {}),
+      ...opts.unreadAudit,
+    });
+    // MAILBOX_DIRTY (spec 002 §3.4) here: the user's conversation set was just rebuilt from the
+    // authority after an epoch bump (docs/conversation-list.md, "The reconcile triggers")
+    this.projection.sessions.onUserRebuilt = (tenant, user) => {
+      listService.reconcileBounded(tenant, user, "mailbox_dirty")
+        .catch((err: unknown) => opts.log?.(`conversation list: reconcile after the rebuild of ${user} failed: ${String(err)}`));
+    };
     this.sessionView = new SessionView(this.conversationList.service, opts.sessionView);
     // the durable CMD state follows the authority's rule: Cassandra when configured, else the user slots' Redis tags
     const cmdCassandra = opts.cassandra ?? (opts.authority === undefined ? cassandraOptionsFromEnv() : null);
@@ -161,6 +180,7 @@ export class EngineRuntime {
     try {
       report = await this.projection.start();
       await this.conversationList.start();
+      this.unreadAudit.start();
       this.sessionView.start();
       await this.cmd.start();
     } catch (err) {
@@ -194,6 +214,7 @@ export class EngineRuntime {
     await this.cluster?.stop();
     await this.relay.stop();
     this.sessionView.stop();
+    await this.unreadAudit.stop();
     await this.conversationList.stop();
     await (this.ownsAuthority ? this.projection.close() : this.projection.stop());
   }

@@ -211,6 +211,15 @@ describe("cluster settings (issue 11)", () => {
     assert.deepEqual([t.nodeId, t.dataDir, t.clusterLeaseTtlMs, t.clusterHeartbeatIntervalMs], ["n-1", "/srv/qim", 3000, 1000]);
   });
 
+  it("conversation_list.unread_audit_interval: the default is core's UNREAD_AUDIT_INTERVAL_MS, a duration from flag, environment or file, off turns the audit off", async () => {
+    const { UNREAD_AUDIT_INTERVAL_MS } = await import("../../core/index.js");
+    assert.equal(toDaemonSettings(resolve({})).unreadAuditIntervalMs, UNREAD_AUDIT_INTERVAL_MS);
+    assert.equal(toDaemonSettings(resolve({ "conversation-list-unread-audit-interval": "1m" })).unreadAuditIntervalMs, 60_000);
+    assert.equal(toDaemonSettings(resolve({ "conversation-list-unread-audit-interval": "off" })).unreadAuditIntervalMs, 0);
+    assert.equal(toDaemonSettings(resolve({}, { configPath: config("audit.yaml", "conversation_list:\n  unread_audit_interval: 30s\n") })).unreadAuditIntervalMs, 30_000);
+    assert.equal(refusal(() => resolve({ "conversation-list-unread-audit-interval": "soon" })).key, "conversation_list.unread_audit_interval");
+  });
+
   it("refuses a lease shorter than two heartbeats, an 'off' lease or heartbeat, and a malformed node id, naming the setting", () => {
     assert.equal(refusal(() => resolve({ "cluster-lease-ttl": "1s" })).key, "cluster.lease_ttl");
     assert.equal(refusal(() => resolve({ "cluster-lease-ttl": "off" })).key, "cluster.lease_ttl");

@@ -56,7 +56,7 @@ describe("docs/monitoring alert rules", () => {
     assert.equal(r.code, 0, r.out);
     assert.match(r.out, new RegExp(`SUCCESS: ${rules.length} rules found`));
     assert.deepEqual(rules.map((x) => x.alert), [
-      "QimPartitionRefused", "QimPartitionNotOk", "QimCheckpointLagHigh", "QimProjectionEpochBumped",
+      "QimPartitionRefused", "QimPartitionNotOk", "QimCheckpointLagHigh", "QimProjectionEpochBumped", "QimUnreadDriftHigh",
       "QimRegistrationFailing", "QimRegistrationDeadLetters", "QimAuditWriteFailing", "QimAuditRotationFailing", "QimStoreUnreachable",
       "QimCmdPendingFileBad",
     ]);

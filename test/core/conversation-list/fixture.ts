@@ -39,6 +39,8 @@ export function useList(kind: TopologyKind, opts: ConversationListStackOptions =
       conversation: { now: () => ++fx.msgClock.now },
       relayIntervalMs: 0,
       conversationList: { now: () => fx.clock.now, ...opts, compactor: { background: false, ...opts.compactor } },
+      // the background unread audit only when a test steps it (engine.unreadAudit.tick())
+      unreadAudit: { intervalMs: 0 },
     });
     await fx.engine.start();
     fx.deliver = async () => {

@@ -106,6 +106,9 @@ export async function startE2eServer(dir: string, opts: { redis?: StartRedisOpti
     auditPath: path.join(dir, "audit.log"),
     tls: { caPem: readFileSync(pki.ca.certPath), certPem: readFileSync(pki.server.certPath), keyPem: readFileSync(pki.server.keyPath) },
     log: (line) => { log.push(line); },
+    // no background unread audit: it corrects drift, and tests inject drift for `unread audit` to
+    // find (the sampler has its own tests in test/core/conversation-list)
+    unreadAuditIntervalMs: 0,
   });
   return {
     redis, server, pki, log,

@@ -45,11 +45,19 @@ export interface SnapshotPage {
   nextCursor: string | null;
   snapshotRevision: number;
   /**
-   * False when the cursor named another revision (the page is the new revision's first page: the
-   * client starts again, spec 002 §6.2), or when the user has more than MAX_CONVERSATIONS_PER_USER
-   * conversations (the snapshot holds the first ones only).
+   * False when the cursor named another revision: the page is the new revision's first page and
+   * the client starts again (spec 002 §6.2). Only that: a cut snapshot is `snapshotTruncated`, so
+   * that a client walking every page can tell "start again" from "this is all there is".
    */
   projectionComplete: boolean;
+  /**
+   * True when the user has more conversations than `maxConversationsPerUser`: the snapshot holds
+   * the first ones in the list's order only (spec 002 §6.1 loads at most that many rows). Every
+   * page of such a snapshot says so; walking it to the end gives exactly those rows.
+   */
+  snapshotTruncated: boolean;
+  /** The bound the snapshot is cut at (`max_conversations_per_user`). */
+  maxConversationsPerUser: number;
   /** Rows in the whole snapshot. */
   total: number;
 }
@@ -110,7 +118,10 @@ export class SnapshotCache {
     const rows = snap.rows.slice(start, start + limit);
     const more = start + rows.length < snap.rows.length;
     const nextCursor = more ? encodeCursor({ snapshotRevision: snap.revision, ...sortKey(rows.at(-1)!) }) : null;
-    return { rows, nextCursor, snapshotRevision: snap.revision, projectionComplete: !stale && !snap.truncated, total: snap.rows.length };
+    return {
+      rows, nextCursor, snapshotRevision: snap.revision, projectionComplete: !stale,
+      snapshotTruncated: snap.truncated, maxConversationsPerUser: this.maxPerUser, total: snap.rows.length,
+    };
   }
 
   /** Whether a snapshot of the user is held or loading (then its changes are wanted live). */

@@ -170,6 +170,25 @@ describe("snapshot pages (spec 002 §6.1–§6.3)", () => {
     assert.equal(cache.revisionOf(tenant, other), null);
   });
 
+  it("a row whose last_activity_id goes down keeps its place: a paged row is not paged again (issue 23)", async () => {
+    const cache = new SnapshotCache(source(rows));
+    const p1 = await cache.page(tenant, user, { limit: 5 });
+    assert.equal(names(p1.rows), "CBADE");
+    // D's head now carries an older id (1 < F's 3): by its own id D would fall behind the cursor (E)
+    cache.apply(change([row(D, 1, null, 2)], false));
+    const p2 = await cache.page(tenant, user, { limit: 5, cursor: p1.nextCursor! });
+    assert.equal(names(p2.rows), "FG");
+    assert.deepEqual([p2.snapshotRevision, p2.projectionComplete], [1, true]);
+    // the row itself is served as the engine has it; only its place is kept
+    const whole = await cache.page(tenant, user, { limit: 200 });
+    assert.equal(names(whole.rows), "CBADEFG");
+    assert.equal(whole.rows[3]!.lastActivityId, act(1));
+    // newer ids move rows up as before: F (30) above D (20) above E (9)
+    cache.apply(change([row(D, 20, null, 3)], false));
+    cache.apply(change([row(F, 30, null, 2)], false));
+    assert.equal(names((await cache.page(tenant, user, { limit: 200 })).rows), "CBAFDEG");
+  });
+
   it("holds at most max_conversations_per_user rows and says it is truncated, apart from projection_complete", async () => {
     const cache = new SnapshotCache(source(rows), { maxPerUser: 3 });
     const p = await cache.page(tenant, user, { limit: 200 });

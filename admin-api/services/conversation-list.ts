@@ -66,6 +66,7 @@ export const conversationListService = defineService(catalogEntry("qim.admin.v1.
           }),
           ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}),
           snapshotRevision: BigInt(page.snapshotRevision), projectionComplete: page.projectionComplete, total: page.total,
+          snapshotTruncated: page.snapshotTruncated, maxConversationsPerUser: page.maxConversationsPerUser,
         },
       };
     },

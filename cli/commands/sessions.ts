@@ -11,13 +11,13 @@ const CURSOR_CHARS_MAX = 200;
 
 export default class Sessions extends ConnectedCommand<typeof Sessions> {
   static override summary = "Show a user's conversation list: pinned first, then newest activity, with unread, mentions, pinned, muted, archived.";
-  static override description = `Without --group: one page of the user's list from the engine's in-memory snapshot (spec 002 §6): the pinned zone (pin rank, then newest activity), then every other conversation, newest activity first. --limit rows per page (default 50, at most 200); the page ends with nextCursor: pass it as --cursor for the next page (strictly after the last row: no duplicate, no gap). --all walks every page for you (at most 5,000 conversations).
+  static override description = `Without --group: one page of the user's list from the engine's in-memory snapshot (spec 002 §6): the pinned zone (pin rank, then newest activity), then every other conversation, newest activity first. --limit rows per page (default 50, at most 200); the page ends with nextCursor: pass it as --cursor for the next page (strictly after the last row: no duplicate, no gap). --all walks every page for you. A user with more than 5,000 conversations (max_conversations_per_user) gets the first 5,000 in the list's order, with snapshotTruncated true (in a table, a line saying so): --all then returns those 5,000 and exits 0.
 
-The snapshot has a revision. New messages and unread changes update it in place (a watcher gets them as deltas, see \`sessions watch\`); a pin, unpin, archive, leave or delete gives it a new revision. A --cursor of an older revision gets the NEW revision's first page with projectionComplete false: start again from there (--all does so by itself, up to ${ALL_RESTARTS_MAX} times). A cleared conversation stays in the list with no head and no unread; a deleted one leaves it until a new message arrives.
+The snapshot has a revision. New messages and unread changes update it in place (a watcher gets them as deltas, see \`sessions watch\`); a pin, unpin, archive, leave or delete gives it a new revision. A --cursor of an older revision gets the NEW revision's first page with projectionComplete false (the only meaning of false): start again from there (--all does so by itself, up to ${ALL_RESTARTS_MAX} times). A cleared conversation stays in the list with no head and no unread; a deleted one leaves it until a new message arrives.
 
 Per conversation: the member state and interval, read position, the latest record the user may see (the head), unread (the engine's cached count, corrected to the definition of spec 002 §3.1; unreadExact is false when capped at 200), mentions, pinned/pinRank, muted, archived.
 
-With --group: only the groups named (at most ${LIMITS.summaryGroups}), read directly from the groups with the definitional unread, without the list engine: mentions, pinned, pinRank, muted, archived, snapshotRevision, projectionComplete, nextCursor and total are null.
+With --group: only the groups named (at most ${LIMITS.summaryGroups}), read directly from the groups with the definitional unread, without the list engine: mentions, pinned, pinRank, muted, archived, snapshotRevision, projectionComplete, snapshotTruncated, maxConversationsPerUser, nextCursor and total are null.
 
 Any role. Exit codes: 0 listed (also an empty list); 2 bad --user/--group/--limit/--cursor (a cursor that is not one of this list's); 4 --all found the list changing shape ${ALL_RESTARTS_MAX} times in a row; 5 server unreachable; 6 refused certificate.`;
   static override examples = [
@@ -60,22 +60,27 @@ Any role. Exit codes: 0 listed (also an empty list); 2 bad --user/--group/--limi
     return out;
   }
 
-  /** Every page; from page 1 again when the revision changes under the walk (spec 002 §6.3). */
+  /**
+   * Every page; from page 1 again when the revision changes under the walk (spec 002 §6.3), and
+   * only then: a truncated snapshot is walked to its end like any other (snapshotTruncated says so).
+   */
   private async walk(client: Awaited<ReturnType<Sessions["connect"]>>["client"], tenant: string, user: string): Promise<SessionsResult> {
     const limit = this.flags.limit ?? LIMITS.sessionPage;
     for (let attempt = 0; attempt <= ALL_RESTARTS_MAX; attempt++) {
       const summaries: SummaryResult[] = [];
       let page = pageResult(user, await client.listConversations({ tenant, user, limit, cursor: "" }));
       const revision = page.snapshotRevision;
+      let truncated = page.snapshotTruncated === true;
       summaries.push(...page.summaries);
       while (page.nextCursor && page.projectionComplete) {
         if (summaries.length % 1000 < limit) this.note(`${summaries.length} of ${page.total} conversation(s) …`);
         page = pageResult(user, await client.listConversations({ tenant, user, limit, cursor: page.nextCursor }));
-        if (page.snapshotRevision !== revision) break;
+        if (page.snapshotRevision !== revision || !page.projectionComplete) break;
+        truncated ||= page.snapshotTruncated === true;
         summaries.push(...page.summaries);
       }
-      if (page.snapshotRevision === revision && page.nextCursor === null) {
-        return { ...page, summaries, nextCursor: null, projectionComplete: page.projectionComplete };
+      if (page.snapshotRevision === revision && page.projectionComplete && page.nextCursor === null) {
+        return { ...page, summaries, nextCursor: null, snapshotTruncated: truncated };
       }
       this.note(`the list changed shape (revision ${revision} → ${page.snapshotRevision}); starting again from page 1`);
     }

@@ -25,8 +25,12 @@ export interface SessionsResult {
   user: string;
   /** The snapshot revision the page was cut from; null with --group. */
   snapshotRevision: number | null;
-  /** False when the cursor named an older revision (this is the new first page: start again), or the list is over 5,000; null with --group. */
+  /** False when the cursor named an older revision (this is the new first page: start again); null with --group. */
   projectionComplete: boolean | null;
+  /** True when the user has more conversations than maxConversationsPerUser: the list (and --all) holds the first ones only; null with --group. */
+  snapshotTruncated: boolean | null;
+  /** The bound a snapshot is cut at (max_conversations_per_user, 5,000); null with --group. */
+  maxConversationsPerUser: number | null;
   /** The --cursor of the next page; null on the last page, with --all and with --group. */
   nextCursor: string | null;
   /** Conversations in the user's snapshot; null with --group. */
@@ -51,7 +55,8 @@ export function entryResult(e: ListEntry): SummaryResult {
 
 export function pageResult(user: string, r: ListConversationsResponse): SessionsResult {
   return {
-    user, snapshotRevision: u64(r.snapshotRevision), projectionComplete: r.projectionComplete, nextCursor: r.nextCursor ?? null, total: r.total,
+    user, snapshotRevision: u64(r.snapshotRevision), projectionComplete: r.projectionComplete,
+    snapshotTruncated: r.snapshotTruncated, maxConversationsPerUser: r.maxConversationsPerUser, nextCursor: r.nextCursor ?? null, total: r.total,
     summaries: r.entries.map(entryResult),
   };
 }
@@ -59,7 +64,7 @@ export function pageResult(user: string, r: ListConversationsResponse): Sessions
 /** --group: the groups read directly (definitional unread), without the conversation-list engine. */
 export function groupsResult(user: string, r: ListConversationSummariesResponse): SessionsResult {
   return {
-    user, snapshotRevision: null, projectionComplete: null, nextCursor: null, total: null,
+    user, snapshotRevision: null, projectionComplete: null, snapshotTruncated: null, maxConversationsPerUser: null, nextCursor: null, total: null,
     summaries: r.summaries.map((s) => ({ group: s.group, ...fromSummary(s), unread: s.unread, unreadExact: s.unreadExact, mentions: null, pinned: null, pinRank: null, muted: null, archived: null })),
   };
 }

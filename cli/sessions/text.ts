@@ -16,6 +16,7 @@ export function sessionsText(out: SessionsResult): string {
   if (!listed) return rows;
   const lines = [`user ${out.user}: ${out.total} conversation(s), snapshot revision ${out.snapshotRevision}`];
   if (out.projectionComplete === false) lines.push("the list changed shape since that cursor (pin, archive, delete, leave): this is the new first page; start again from here");
+  if (out.snapshotTruncated) lines.push(`truncated: the user has more than ${out.maxConversationsPerUser} conversations (max_conversations_per_user); only the first ${out.maxConversationsPerUser} in the list's order are listed`);
   lines.push(rows);
   if (out.nextCursor) lines.push(`next page: --cursor ${out.nextCursor}`);
   return lines.join("\n");

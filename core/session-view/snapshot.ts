@@ -45,11 +45,19 @@ export interface SnapshotPage {
   nextCursor: string | null;
   snapshotRevision: number;
   /**
-   * False when the cursor named another revision (the page is the new revision's first page: the
-   * client starts again, spec 002 §6.2), or when the user has more than MAX_CONVERSATIONS_PER_USER
-   * conversations (the snapshot holds the first ones only).
+   * False when the cursor named another revision: the page is the new revision's first page and
+   * the client starts again (spec 002 §6.2). Only that: a cut snapshot is `snapshotTruncated`, so
+   * that a client walking every page can tell "start again" from "this is all there is".
    */
   projectionComplete: boolean;
+  /**
+   * True when the user has more conversations than `maxConversationsPerUser`: the snapshot holds
+   * the first ones in the list's order only (spec 002 §6.1 loads at most that many rows). Every
+   * page of such a snapshot says so; walking it to the end gives exactly those rows.
+   */
+  snapshotTruncated: boolean;
+  /** The bound the snapshot is cut at (`max_conversations_per_user`). */
+  maxConversationsPerUser: number;
   /** Rows in the whole snapshot. */
   total: number;
 }
@@ -60,17 +68,40 @@ interface UserSnapshot {
   storedVersion: number | null;
   rows: SessionRow[];
   byConversation: Map<string, SessionRow>;
+  /**
+   * The order's last_activity_id of rows whose own went down while held: the greatest the snapshot
+   * has seen for the row (see keyOf). Rows not here are ordered by their own.
+   */
+  activityFloor: Map<string, string>;
   truncated: boolean;
   usedAt: number;
 }
 
+/**
+ * The key a held row is ordered and paged by: its own, except that last_activity_id never goes
+ * down while the snapshot holds the row. A message id is made before its conversation_seq is
+ * allocated, so a later head can carry a smaller id (two nodes in one millisecond, a node whose
+ * commit waited): ordered by the head's id, a row already paged would fall behind the cursor and
+ * be paged again, which §6.2's keyset promises never happens. Kept at the greatest id seen, a
+ * content change only ever moves a row up (towards the top, behind any cursor), the one move
+ * §6.3 already covers with SESSION_DELTA. The greatest UUIDv7 is also the newest activity by
+ * time, the monotonic activity of §2.2 (ZADD … GT). A reload starts from the rows' own ids again,
+ * under a new revision.
+ */
+function keyOf(snap: UserSnapshot, row: SessionRow): SortKey {
+  const key = sortKey(row);
+  const floor = snap.activityFloor.get(row.conversation);
+  return floor === undefined ? key : { ...key, lastActivityId: floor };
+}
+
 /** Index of the first row whose key is strictly after `key`. */
-function firstAfter(rows: readonly SessionRow[], key: SortKey): number {
+function firstAfter(snap: UserSnapshot, key: SortKey): number {
+  const rows = snap.rows;
   let lo = 0;
   let hi = rows.length;
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
-    if (compareKeys(sortKey(rows[mid]!), key) <= 0) lo = mid + 1;
+    if (compareKeys(keyOf(snap, rows[mid]!), key) <= 0) lo = mid + 1;
     else hi = mid;
   }
   return lo;
@@ -106,11 +137,14 @@ export class SnapshotCache {
     const snap = await this.snapshot(`${tenant}:${user}`, tenant, user);
     const stale = cursor !== null && cursor.snapshotRevision !== snap.revision;
     if (stale) metrics.staleCursor.inc();
-    const start = cursor === null || stale ? 0 : firstAfter(snap.rows, cursor);
+    const start = cursor === null || stale ? 0 : firstAfter(snap, cursor);
     const rows = snap.rows.slice(start, start + limit);
     const more = start + rows.length < snap.rows.length;
-    const nextCursor = more ? encodeCursor({ snapshotRevision: snap.revision, ...sortKey(rows.at(-1)!) }) : null;
-    return { rows, nextCursor, snapshotRevision: snap.revision, projectionComplete: !stale && !snap.truncated, total: snap.rows.length };
+    const nextCursor = more ? encodeCursor({ snapshotRevision: snap.revision, ...keyOf(snap, rows.at(-1)!) }) : null;
+    return {
+      rows, nextCursor, snapshotRevision: snap.revision, projectionComplete: !stale,
+      snapshotTruncated: snap.truncated, maxConversationsPerUser: this.maxPerUser, total: snap.rows.length,
+    };
   }
 
   /** Whether a snapshot of the user is held or loading (then its changes are wanted live). */
@@ -177,10 +211,14 @@ export class SnapshotCache {
     for (const row of change.rows) {
       const held = snap.byConversation.get(row.conversation);
       if (held && held.version >= row.version) continue;
+      let activity = row.lastActivityId;
       if (held) {
         if (held.pinRank !== row.pinRank || held.deleted !== row.deleted || held.archived !== row.archived) structural = true;
+        const heldActivity = keyOf(snap, held).lastActivityId;
+        if (heldActivity > activity) activity = heldActivity;
         snap.rows.splice(this.indexOf(snap, held), 1);
         snap.byConversation.delete(row.conversation);
+        snap.activityFloor.delete(row.conversation);
         this.rowsHeld--;
       }
       if (row.deleted) continue;
@@ -188,7 +226,8 @@ export class SnapshotCache {
         snap.truncated = true;
         continue;
       }
-      snap.rows.splice(firstAfter(snap.rows, sortKey(row)), 0, row);
+      if (activity !== row.lastActivityId) snap.activityFloor.set(row.conversation, activity);
+      snap.rows.splice(firstAfter(snap, keyOf(snap, row)), 0, row);
       snap.byConversation.set(row.conversation, row);
       this.rowsHeld++;
     }
@@ -196,7 +235,7 @@ export class SnapshotCache {
   }
 
   private indexOf(snap: UserSnapshot, row: SessionRow): number {
-    const i = firstAfter(snap.rows, sortKey(row)) - 1;
+    const i = firstAfter(snap, keyOf(snap, row)) - 1;
     if (snap.rows[i] !== row) throw new Error("snapshot out of order");
     return i;
   }
@@ -265,7 +304,7 @@ export class SnapshotCache {
     const { rows: read, storedVersion } = await this.readRows(tenant, user);
     const all = read.filter((r) => !r.deleted).sort(compareRows);
     const rows = all.slice(0, this.maxPerUser);
-    const snap: UserSnapshot = { revision: this.nextRevision(key), storedVersion, rows, byConversation: new Map(rows.map((r) => [r.conversation, r])), truncated: all.length > rows.length, usedAt: this.now() };
+    const snap: UserSnapshot = { revision: this.nextRevision(key), storedVersion, rows, byConversation: new Map(rows.map((r) => [r.conversation, r])), activityFloor: new Map(), truncated: all.length > rows.length, usedAt: this.now() };
     this.rowsHeld += rows.length;
     // changes that arrived while the rows were read: newer versions win, no client holds this revision yet
     for (const change of this.loading.get(key)?.changes ?? []) this.applyRows(snap, change);

@@ -43,11 +43,12 @@ export const baseEnv: NodeJS.ProcessEnv = {
  * Rejects when a JSON output does not fit the snapshot's shape of its command (a result printed
  * with a failure, as `dispatch audit` does, is checked too).
  */
-export function run(args: string[], opts: { context?: string; env?: NodeJS.ProcessEnv; json?: boolean; cwd?: string } = {}): Promise<Run> {
+/** `maxBuffer` / `timeoutMs`: for outputs over 1 MiB or runs over 30 s (a 5,000-row --all). */
+export function run(args: string[], opts: { context?: string; env?: NodeJS.ProcessEnv; json?: boolean; cwd?: string; maxBuffer?: number; timeoutMs?: number } = {}): Promise<Run> {
   const argv = opts.json === false ? args : [...args, "--output", "json"];
   const env = { ...baseEnv, ...opts.env, ...(opts.context ? { QIMCTL_CONTEXT: opts.context } : {}) };
   return new Promise((resolve, reject) => {
-    execFile(process.execPath, [QIMCTL, ...argv], { cwd: opts.cwd ?? ROOT, env, timeout: 30_000 }, (err, stdout, stderr) => {
+    execFile(process.execPath, [QIMCTL, ...argv], { cwd: opts.cwd ?? ROOT, env, timeout: opts.timeoutMs ?? 30_000, ...(opts.maxBuffer ? { maxBuffer: opts.maxBuffer } : {}) }, (err, stdout, stderr) => {
       const code = err ? (typeof err.code === "number" ? err.code : -1) : 0;
       let json: unknown;
       if (opts.json !== false) {

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { InvalidArgumentError, parseUuid, type Uuid } from "../../../core/index.js";
-import { decodeCursor, encodeCursor, SnapshotCache, ZONE, type SessionBadge, type SessionChange, type SessionRow } from "../../../core/session-view/index.js";
+import { decodeCursor, encodeCursor, MAX_CONVERSATIONS_PER_USER, SnapshotCache, ZONE, type SessionBadge, type SessionChange, type SessionRow } from "../../../core/session-view/index.js";
 
 const tenant = parseUuid("00000000-0000-4000-8000-0000000000aa", "t");
 const user = parseUuid("00000000-0000-4000-8000-0000000000bb", "u");
@@ -170,12 +170,43 @@ describe("snapshot pages (spec 002 §6.1–§6.3)", () => {
     assert.equal(cache.revisionOf(tenant, other), null);
   });
 
-  it("holds at most max_conversations_per_user rows and says the projection is not complete", async () => {
+  it("a row whose last_activity_id goes down keeps its place: a paged row is not paged again (issue 23)", async () => {
+    const cache = new SnapshotCache(source(rows));
+    const p1 = await cache.page(tenant, user, { limit: 5 });
+    assert.equal(names(p1.rows), "CBADE");
+    // D's head now carries an older id (1 < F's 3): by its own id D would fall behind the cursor (E)
+    cache.apply(change([row(D, 1, null, 2)], false));
+    const p2 = await cache.page(tenant, user, { limit: 5, cursor: p1.nextCursor! });
+    assert.equal(names(p2.rows), "FG");
+    assert.deepEqual([p2.snapshotRevision, p2.projectionComplete], [1, true]);
+    // the row itself is served as the engine has it; only its place is kept
+    const whole = await cache.page(tenant, user, { limit: 200 });
+    assert.equal(names(whole.rows), "CBADEFG");
+    assert.equal(whole.rows[3]!.lastActivityId, act(1));
+    // newer ids move rows up as before: F (30) above D (20) above E (9)
+    cache.apply(change([row(D, 20, null, 3)], false));
+    cache.apply(change([row(F, 30, null, 2)], false));
+    assert.equal(names((await cache.page(tenant, user, { limit: 200 })).rows), "CBAFDEG");
+  });
+
+  it("holds at most max_conversations_per_user rows and says it is truncated, apart from projection_complete", async () => {
     const cache = new SnapshotCache(source(rows), { maxPerUser: 3 });
     const p = await cache.page(tenant, user, { limit: 200 });
     assert.equal(names(p.rows), "CBA");
     assert.equal(p.total, 3);
-    assert.equal(p.projectionComplete, false);
+    assert.deepEqual([p.snapshotTruncated, p.maxConversationsPerUser, p.projectionComplete], [true, 3, true]);
+    // walked page by page: the 3 rows once each, every page truncated and complete, then the end
+    const p1 = await cache.page(tenant, user, { limit: 2 });
+    const p2 = await cache.page(tenant, user, { limit: 2, cursor: p1.nextCursor! });
+    assert.deepEqual([names(p1.rows), names(p2.rows), p2.nextCursor], ["CB", "A", null]);
+    for (const q of [p1, p2]) assert.deepEqual([q.snapshotTruncated, q.projectionComplete], [true, true]);
+    // a structural change: the old cursor still means "start again", and the cut is still stated
+    cache.apply(change([row(A, 5, null, 2)], true));
+    const again = await cache.page(tenant, user, { limit: 2, cursor: p1.nextCursor! });
+    assert.deepEqual([again.projectionComplete, again.snapshotTruncated, again.snapshotRevision], [false, true, 2]);
+    // an untruncated snapshot says so
+    const whole = await new SnapshotCache(source(rows)).page(tenant, user, { limit: 200 });
+    assert.deepEqual([whole.snapshotTruncated, whole.maxConversationsPerUser], [false, MAX_CONVERSATIONS_PER_USER]);
   });
 
   it("refuses a limit outside 1..200 and a bad user before reading anything", async () => {

@@ -28,7 +28,13 @@ export const CMD_SYNC_RECORD_MAX_USERS = 4096;
 export const CMD_SYNC_RECORD_MAX_PER_USER = 2048;
 export const CMD_SYNC_DEFAULT_LIMIT = 200;
 export const CMD_SYNC_MAX_LIMIT = 10_000;
-/** How many durable and pending channels of a user a sync considers (WuKongIM defaultActiveScanLimit). */
+/**
+ * How many unread durable rows and how many unread pending channels of a user a sync considers
+ * (WuKongIM defaultActiveScanLimit). Unread ones only (issue 23, defect 5): WuKongIM's — and this
+ * module's first — scan took the newest rows read or not, so a user's 2,001st channel was never
+ * answered while 2,000 newer read ones filled the scan. A sync answers at most
+ * CMD_SYNC_RECORD_MAX_PER_USER channels, an ack reads them, and the next scan reaches the next ones.
+ */
 export const CMD_SYNC_ACTIVE_SCAN_LIMIT = 2000;
 
 /** A sync record with where its pending overlay came from (for the ack of a pending-only channel). */
@@ -209,8 +215,7 @@ export class CmdSyncApp {
   private async syncOwned(tenant: Uuid, user: Uuid, limit: number): Promise<CmdSyncResult> {
     try {
       const lim = this.normaliseLimit(limit);
-      const states = await this.o.states.listActive(tenant, user, CMD_SYNC_ACTIVE_SCAN_LIMIT);
-      const candidates = mergeCandidates(states, this.o.pending.listPending(tenant, user, CMD_SYNC_ACTIVE_SCAN_LIMIT));
+      const candidates = await this.candidates(tenant, user);
       let remaining = lim;
       const records: CmdSyncRecordEntry[] = [];
       const picked: { msg: CmdMessage; at: number; channel: CommandChannelKey }[] = [];
@@ -257,6 +262,26 @@ export class CmdSyncApp {
   }
 
   /**
+   * The user's unread durable rows and unread pending channels (each at most
+   * CMD_SYNC_ACTIVE_SCAN_LIMIT), each overlaid with the other side of the same channel: a durable
+   * row's pending view (the sender's own read seq, a newer active time), a pending channel's durable
+   * row (a read seq acked since the intent) — whatever their place in the other side's order.
+   */
+  private async candidates(tenant: Uuid, user: Uuid): Promise<Candidate[]> {
+    const states = await this.o.states.listUnread(tenant, user, CMD_SYNC_ACTIVE_SCAN_LIMIT);
+    const views = this.o.pending.listPending(tenant, user, CMD_SYNC_ACTIVE_SCAN_LIMIT, true);
+    const stateKeys = new Set(states.map((st) => channelKeyText(st.channel)));
+    const viewKeys = new Set(views.map((v) => channelKeyText(v.channel)));
+    const more = await this.o.states.getMany(tenant, user, views.filter((v) => !stateKeys.has(channelKeyText(v.channel))).map((v) => v.channel));
+    for (const st of states) {
+      if (viewKeys.has(channelKeyText(st.channel))) continue;
+      const v = this.o.pending.pendingView(tenant, user, st.channel);
+      if (v) views.push(v);
+    }
+    return mergeCandidates([...states, ...more], views);
+  }
+
+  /**
    * Applies the user's latest sync record (lastMessageSeq is accepted for compatibility and never
    * selects anything): advances the durable read seqs, upserts rows for pending-backed channels
    * (pending time as active at), then clears those pending entries (best effort: a failure is the
@@ -285,16 +310,17 @@ export class CmdSyncApp {
       const patches: CmdReadPatch[] = valid.map((r) => ({ tenant, user, channel: r.channel, readSeq: r.lastReturnedMsgSeq }));
       await this.o.states.advanceReadSeqs(patches, fence, updatedAt);
 
-      const views = new Map(this.o.pending.listPending(tenant, user, CMD_SYNC_ACTIVE_SCAN_LIMIT).map((v) => [channelKeyText(v.channel), v]));
-      const backed: { record: CmdSyncRecordEntry; activeAt: number }[] = [];
+      // each record's own pending view (not the newest N of the user's: a record may be past them)
+      const backed: { record: CmdSyncRecordEntry; activeAt: number; lastMsgSeq: number }[] = [];
       for (const r of valid) {
-        const view = views.get(channelKeyText(r.channel));
-        if (r.pending) backed.push({ record: r, activeAt: Math.max(r.pendingActiveAt, view?.activeAt ?? 0) });
-        else if (view) backed.push({ record: r, activeAt: view.activeAt });
+        const view = this.o.pending.pendingView(tenant, user, r.channel);
+        const lastMsgSeq = Math.max(r.lastReturnedMsgSeq, view?.lastMsgSeq ?? 0);
+        if (r.pending) backed.push({ record: r, activeAt: Math.max(r.pendingActiveAt, view?.activeAt ?? 0), lastMsgSeq });
+        else if (view) backed.push({ record: r, activeAt: view.activeAt, lastMsgSeq });
       }
       if (backed.length > 0) {
-        await this.o.states.upsertStates(backed.map(({ record, activeAt }) => ({
-          tenant, user, channel: record.channel, readSeq: record.lastReturnedMsgSeq, deletedToSeq: 0, activeAt, updatedAt,
+        await this.o.states.upsertStates(backed.map(({ record, activeAt, lastMsgSeq }) => ({
+          tenant, user, channel: record.channel, readSeq: record.lastReturnedMsgSeq, deletedToSeq: 0, activeAt, updatedAt, lastMsgSeq,
         })), fence);
       }
       let cleared = 0;

@@ -123,6 +123,13 @@ export interface CmdSyncAppOptions {
 interface Candidate {
   channel: CommandChannelKey;
   readSeq: number;
+  /**
+   * The last seq known to concern the user (durable row and pending entry, the max): a sync answers
+   * nothing beyond it. A later message is answered once its intent arrives, and the intent carries
+   * the sender's own read seq; loading past it would answer the sender's own command while its
+   * owner's pending entry is lost and not yet rebuilt (a takeover before recovery, issue 23).
+   */
+  lastSeq: number;
   activeAt: number;
   pending: boolean;
   pendingActiveAt: number;
@@ -133,22 +140,23 @@ function compareCandidates(a: Candidate, b: Candidate): number {
     || (a.channel.channelId < b.channel.channelId ? -1 : a.channel.channelId > b.channel.channelId ? 1 : 0);
 }
 
-/** Durable states and pending views as sync candidates: read = max(read, deleted-to, pending read). */
+/** Durable states and pending views as sync candidates: read = max(read, deleted-to, pending read), last = max(durable last, pending last). */
 export function mergeCandidates(states: readonly CmdConversationState[], pending: readonly PendingConversationView[]): Candidate[] {
   const byKey = new Map<string, Candidate>();
   for (const s of states) {
-    byKey.set(channelKeyText(s.channel), { channel: s.channel, readSeq: Math.max(s.readSeq, s.deletedToSeq), activeAt: s.activeAt, pending: false, pendingActiveAt: 0 });
+    byKey.set(channelKeyText(s.channel), { channel: s.channel, readSeq: Math.max(s.readSeq, s.deletedToSeq), lastSeq: s.lastMsgSeq, activeAt: s.activeAt, pending: false, pendingActiveAt: 0 });
   }
   for (const v of pending) {
     const k = channelKeyText(v.channel);
     const c = byKey.get(k);
     if (c) {
       c.readSeq = Math.max(c.readSeq, v.readSeq);
+      c.lastSeq = Math.max(c.lastSeq, v.lastMsgSeq);
       c.activeAt = Math.max(c.activeAt, v.activeAt);
       c.pending = true;
       c.pendingActiveAt = Math.max(c.pendingActiveAt, v.activeAt);
     } else {
-      byKey.set(k, { channel: v.channel, readSeq: v.readSeq, activeAt: v.activeAt, pending: true, pendingActiveAt: v.activeAt });
+      byKey.set(k, { channel: v.channel, readSeq: v.readSeq, lastSeq: v.lastMsgSeq, activeAt: v.activeAt, pending: true, pendingActiveAt: v.activeAt });
     }
   }
   return [...byKey.values()].sort(compareCandidates);
@@ -235,7 +243,7 @@ export class CmdSyncApp {
           const limitNow = remaining;
           wave = await Promise.all(next.map((n) => this.o.messages.load(tenant, n.channel, n.readSeq, limitNow, user)));
         }
-        const msgs = wave[i - waveStart]!.filter((m) => m.messageSeq > c.readSeq).slice(0, remaining);
+        const msgs = wave[i - waveStart]!.filter((m) => m.messageSeq > c.readSeq && m.messageSeq <= c.lastSeq).slice(0, remaining);
         if (msgs.length === 0) continue;
         let at = 0;
         let last = 0;
@@ -278,7 +286,8 @@ export class CmdSyncApp {
       const v = this.o.pending.pendingView(tenant, user, st.channel);
       if (v) views.push(v);
     }
-    return mergeCandidates([...states, ...more], views);
+    // a channel whose overlay reads it up to its last seq (the sender's own pending read) has nothing to load
+    return mergeCandidates([...states, ...more], views).filter((c) => c.lastSeq > c.readSeq);
   }
 
   /**

@@ -2,10 +2,12 @@
  * The durable CMD conversation state's keys, per user slot on the slot's `{uNNN}` tag (the user's
  * session bucket, core/cluster slotOfUser), beside the slot's lease so that every write's Lua
  * checks the fence in the same atomic step:
- *   cmdstate   hash  `tenantHex:userHex|type|channelId` → `read|deletedTo|activeAt|updatedAt`
+ *   cmdstate   hash  `tenantHex:userHex|type|channelId` → `read|deletedTo|activeAt|updatedAt|lastMsgSeq`
  *   cmdactive  zset  score 0, member `tenantHex:userHex|<2^53-1-activeAt as 14 hex>|<type as 3
  *                    digits>|channelId`: one ZRANGEBYLEX over a user's prefix lists the user's
  *                    channels in (activeAt DESC, type, id) order
+ *   cmdunread  zset  the same members, of the rows whose last seq is beyond max(read, deleted-to)
+ *                    only: what a sync reads (issue 23: never the newest N rows, read or not)
  * Channel ids hold no '|' and no space (channel.ts), so the fields split unambiguously.
  */
 import { userTag, uuidToHex, type KeySpace, type Uuid } from "../base/index.js";
@@ -15,12 +17,13 @@ import type { CommandChannelKey } from "./types.js";
 export interface CmdStateKeys {
   state: string;
   index: string;
+  unread: string;
   lease: string;
 }
 
 export function cmdStateKeys(space: KeySpace, slot: number): CmdStateKeys {
   const tag = userTag(slot);
-  return { state: space.key(tag, "cmdstate"), index: space.key(tag, "cmdactive"), lease: unitLeaseKey(space, "slot", slot) };
+  return { state: space.key(tag, "cmdstate"), index: space.key(tag, "cmdactive"), unread: space.key(tag, "cmdunread"), lease: unitLeaseKey(space, "slot", slot) };
 }
 
 /** `tenantHex:userHex`: the user part of a field and of an index member. */

@@ -265,8 +265,12 @@ export class CmdPendingUpdater implements CmdPendingBuffer {
     return this.shardOf(channel).byChannel.get(chanKeyOf(tenant, channel))?.users.get(user);
   }
 
-  /** The user's pending channels in (activeAt DESC, type, id) order, at most limit (≤ 0: all). */
-  listPending(tenant: Uuid, user: Uuid, limit: number): PendingConversationView[] {
+  /**
+   * The user's pending channels in (activeAt DESC, type, id) order, at most limit (≤ 0: all); with
+   * unreadOnly, only those whose last seq is beyond the read seq (a sync's candidates: the sender's
+   * own entries never crowd an unread one out of the limit).
+   */
+  listPending(tenant: Uuid, user: Uuid, limit: number, unreadOnly = false): PendingConversationView[] {
     const uk = userKeyOf(tenant, user);
     const views: PendingConversationView[] = [];
     for (const shard of this.shards) {
@@ -274,12 +278,17 @@ export class CmdPendingUpdater implements CmdPendingBuffer {
       if (!keys) continue;
       for (const ck of keys) {
         const e = shard.byChannel.get(ck)?.users.get(user);
-        if (!e) continue;
+        if (!e || (unreadOnly && e.lastSeq <= e.readSeq)) continue;
         views.push({ channel: { channelId: e.channel.channelId, channelType: e.channel.channelType }, lastMsgSeq: e.lastSeq, activeAt: e.activeAt, readSeq: e.readSeq });
       }
     }
     views.sort(compareViews);
     return limit > 0 && views.length > limit ? views.slice(0, limit) : views;
+  }
+
+  pendingView(tenant: Uuid, user: Uuid, channel: CommandChannelKey): PendingConversationView | null {
+    const e = this.find(tenant, user, channel);
+    return e ? { channel: { channelId: e.channel.channelId, channelType: e.channel.channelType }, lastMsgSeq: e.lastSeq, activeAt: e.activeAt, readSeq: e.readSeq } : null;
   }
 
   /** Removes the user from the channel's pending update when throughSeq ≥ the user's last seq there. */
@@ -372,7 +381,7 @@ export class CmdPendingUpdater implements CmdPendingBuffer {
         const updatedAt = this.now();
         const states: CmdConversationState[] = batch.map((s) => ({
           tenant: s.entry.tenant, user: s.entry.user, channel: s.entry.channel,
-          readSeq: s.readSeq, deletedToSeq: 0, activeAt: s.activeAt, updatedAt,
+          readSeq: s.readSeq, deletedToSeq: 0, activeAt: s.activeAt, updatedAt, lastMsgSeq: s.lastSeq,
         }));
         report.batches++;
         try {

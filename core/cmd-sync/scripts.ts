@@ -17,14 +17,15 @@ export interface CmdStateRow {
   deletedToSeq: number;
   activeAt: number;
   updatedAt: number;
+  lastMsgSeq: number;
 }
 
 export const upsertCmdStatesScript = defineScript({
   name: "upsertCmdStates",
-  keys: ["state", "index", "lease"] satisfies (keyof CmdStateKeys)[],
+  keys: ["state", "index", "unread", "lease"] satisfies (keyof CmdStateKeys)[],
   args: (a: { owner: string; token: number; rows: readonly CmdStateRow[] }) => {
     const out: (string | number)[] = [a.owner, a.token];
-    for (const r of a.rows) out.push(r.userRef, String(r.channelType), r.channelId, String(r.readSeq), String(r.deletedToSeq), String(r.activeAt), String(r.updatedAt));
+    for (const r of a.rows) out.push(r.userRef, String(r.channelType), r.channelId, String(r.readSeq), String(r.deletedToSeq), String(r.activeAt), String(r.updatedAt), String(r.lastMsgSeq));
     return out;
   },
   reply: writeReply,
@@ -40,7 +41,7 @@ export interface CmdReadRow {
 
 export const advanceCmdStateReadsScript = defineScript({
   name: "advanceCmdStateReads",
-  keys: ["state", "lease"] satisfies (keyof CmdStateKeys)[],
+  keys: ["state", "unread", "lease"] satisfies (keyof CmdStateKeys)[],
   args: (a: { owner: string; token: number; rows: readonly CmdReadRow[] }) => {
     const out: (string | number)[] = [a.owner, a.token];
     for (const r of a.rows) out.push(r.userRef, String(r.channelType), r.channelId, String(r.readSeq), String(r.updatedAt));

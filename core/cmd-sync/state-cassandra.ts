@@ -3,7 +3,7 @@
  * configured (the authority's settings; docs/cmd-sync-core.md, "The durable state on Cassandra").
  *
  *   cmd_conversation_state  PRIMARY KEY ((tenant_id, user_id), channel_type, channel_id):
- *                           read_seq, deleted_to_seq, active_at, updated_at, fence_token (bigint)
+ *                           read_seq, deleted_to_seq, active_at, updated_at, last_msg_seq, fence_token (bigint)
  *   cmd_conversation_active PRIMARY KEY ((tenant_id, user_id), active_at, channel_type, channel_id)
  *                           CLUSTERING ORDER BY (active_at DESC, channel_type ASC, channel_id ASC):
  *                           spec 001's sync order, so listActive is one ordered read
@@ -24,7 +24,7 @@ import {
 import type { RedisStore } from "../store/index.js";
 import { CmdFencedError } from "./errors.js";
 import { cmdMetrics } from "./metrics.js";
-import { checkRead, checkState, oneSlot } from "./state.js";
+import { checkRead, checkState, CMD_STATE_READ_CHUNK, isUnreadState, oneSlot } from "./state.js";
 import type { CmdConversationState, CmdReadPatch, CmdStateStore, CommandChannelKey } from "./types.js";
 
 /** Rounds of read–merge–conditional write per user before a write gives up (UNAVAILABLE, retryable: the pending batch stays). */
@@ -49,6 +49,9 @@ interface StoredRow {
   deletedToSeq: number;
   activeAt: number;
   updatedAt: number;
+  lastMsgSeq: number;
+  /** The column is null (a row of a table that predates it): the write's condition must say so. */
+  lastMsgSeqNull?: boolean;
   fenceToken: number;
 }
 
@@ -59,8 +62,18 @@ const long = (n: number) => Long.fromNumber(n);
 const num = (v: unknown): number => (v == null ? 0 : typeof v === "number" ? v : Number((v as { toString(): string }).toString()));
 const rowKey = (c: CommandChannelKey) => `${c.channelType}|${c.channelId}`;
 
+function stateOf(tenant: Uuid, user: Uuid, channel: CommandChannelKey, s: StoredRow): CmdConversationState {
+  return {
+    tenant, user, channel: { channelId: channel.channelId, channelType: channel.channelType },
+    readSeq: s.readSeq, deletedToSeq: s.deletedToSeq, activeAt: s.activeAt, updatedAt: s.updatedAt, lastMsgSeq: s.lastMsgSeq,
+  };
+}
+
 function storedOf(r: cassandra.types.Row): StoredRow {
-  return { readSeq: num(r.read_seq), deletedToSeq: num(r.deleted_to_seq), activeAt: num(r.active_at), updatedAt: num(r.updated_at), fenceToken: num(r.fence_token) };
+  return {
+    readSeq: num(r.read_seq), deletedToSeq: num(r.deleted_to_seq), activeAt: num(r.active_at), updatedAt: num(r.updated_at),
+    lastMsgSeq: num(r.last_msg_seq), lastMsgSeqNull: r.last_msg_seq == null, fenceToken: num(r.fence_token),
+  };
 }
 
 /** Runs `work` over `items`, at most `limit` at once; rejects with the first failure once all settled. */
@@ -131,9 +144,10 @@ export class CassandraCmdStateStore implements CmdStateStore {
       await this.client.execute(
         `CREATE TABLE IF NOT EXISTS ${this.state} (
            tenant_id uuid, user_id uuid, channel_type int, channel_id text,
-           read_seq bigint, deleted_to_seq bigint, active_at bigint, updated_at bigint, fence_token bigint,
+           read_seq bigint, deleted_to_seq bigint, active_at bigint, updated_at bigint, last_msg_seq bigint, fence_token bigint,
            PRIMARY KEY ((tenant_id, user_id), channel_type, channel_id))`,
         [], { prepare: false });
+      await this.addLastMsgSeq();
       await this.client.execute(
         `CREATE TABLE IF NOT EXISTS ${this.active} (
            tenant_id uuid, user_id uuid, active_at bigint, channel_type int, channel_id text,
@@ -144,6 +158,18 @@ export class CassandraCmdStateStore implements CmdStateStore {
       await this.resetClient();
       throw new UnavailableError(cassandraFailureLine(err, cassandraContextOf(this.deps.cassandra)));
     }
+  }
+
+  /**
+   * A table created before the last seq was kept gets the column (its rows read null: last seq 0).
+   * Cassandra has ALTER … ADD IF NOT EXISTS only from 5.0: the column is added when the schema
+   * lacks it.
+   */
+  private async addLastMsgSeq(): Promise<void> {
+    const cols = await this.client.execute(
+      "SELECT column_name FROM system_schema.columns WHERE keyspace_name = ? AND table_name = ? AND column_name = ?",
+      [this.keyspace, CMD_CASSANDRA_STATE_TABLE, "last_msg_seq"], { prepare: true });
+    if (cols.rows.length === 0) await this.client.execute(`ALTER TABLE ${this.state} ADD last_msg_seq bigint`, [], { prepare: false });
   }
 
   /** Shuts the client down; a later init() starts on a fresh one. */
@@ -159,12 +185,24 @@ export class CassandraCmdStateStore implements CmdStateStore {
 
   async get(tenant: Uuid, user: Uuid, channel: CommandChannelKey): Promise<CmdConversationState | null> {
     const res = await this.client.execute(
-      `SELECT read_seq, deleted_to_seq, active_at, updated_at FROM ${this.state} WHERE tenant_id = ? AND user_id = ? AND channel_type = ? AND channel_id = ?`,
+      `SELECT read_seq, deleted_to_seq, active_at, updated_at, last_msg_seq FROM ${this.state} WHERE tenant_id = ? AND user_id = ? AND channel_type = ? AND channel_id = ?`,
       [tenant, user, channel.channelType, channel.channelId]);
     const r = res.first();
     if (!r) return null;
-    const s = storedOf(r);
-    return { tenant, user, channel: { channelId: channel.channelId, channelType: channel.channelType }, readSeq: s.readSeq, deletedToSeq: s.deletedToSeq, activeAt: s.activeAt, updatedAt: s.updatedAt };
+    return stateOf(tenant, user, channel, storedOf(r));
+  }
+
+  async getMany(tenant: Uuid, user: Uuid, channels: readonly CommandChannelKey[]): Promise<CmdConversationState[]> {
+    const out: CmdConversationState[] = [];
+    for (let i = 0; i < channels.length; i += CMD_STATE_READ_CHUNK) {
+      const chunk = channels.slice(i, i + CMD_STATE_READ_CHUNK);
+      const rows = await this.readRows(tenant, user, chunk, false);
+      for (const c of chunk) {
+        const s = rows.get(rowKey(c));
+        if (s) out.push(stateOf(tenant, user, c, s));
+      }
+    }
+    return out;
   }
 
   /**
@@ -174,7 +212,22 @@ export class CassandraCmdStateStore implements CmdStateStore {
    * one that died between its two steps) and is skipped, never deleted. Pages until `limit` good
    * rows or the end.
    */
-  async listActive(tenant: Uuid, user: Uuid, limit: number): Promise<CmdConversationState[]> {
+  listActive(tenant: Uuid, user: Uuid, limit: number): Promise<CmdConversationState[]> {
+    return this.listIndex(tenant, user, limit, () => true);
+  }
+
+  /**
+   * The unread rows in the index's order: the index is paged (CMD_CASSANDRA_ACTIVE_PAGE entries and
+   * their rows a call) past the read rows until `limit` unread ones or the end. Every call is
+   * bounded; a user with many read channels costs more pages, never a missed unread one (issue 23).
+   * A second index of the unread rows only would need a move protocol of its own beside the active
+   * one (a conditional batch cannot span tables); docs/cmd-sync-core.md.
+   */
+  listUnread(tenant: Uuid, user: Uuid, limit: number): Promise<CmdConversationState[]> {
+    return this.listIndex(tenant, user, limit, isUnreadState);
+  }
+
+  private async listIndex(tenant: Uuid, user: Uuid, limit: number, keep: (s: CmdConversationState) => boolean): Promise<CmdConversationState[]> {
     if (!Number.isSafeInteger(limit) || limit <= 0) return [];
     const out: CmdConversationState[] = [];
     let pageState: string | undefined;
@@ -191,7 +244,8 @@ export class CassandraCmdStateStore implements CmdStateStore {
         const s = rows.get(rowKey(e.channel));
         if (!s || s.activeAt < e.activeAt) continue;
         if (s.activeAt > e.activeAt) { stale.push(e); continue; }
-        if (out.length < limit) out.push({ tenant, user, channel: e.channel, readSeq: s.readSeq, deletedToSeq: s.deletedToSeq, activeAt: s.activeAt, updatedAt: s.updatedAt });
+        const state = stateOf(tenant, user, e.channel, s);
+        if (out.length < limit && keep(state)) out.push(state);
       }
       if (stale.length > 0) await this.deleteIndex(tenant, user, stale).catch(() => {});
     } while (pageState && out.length < limit);
@@ -217,13 +271,14 @@ export class CassandraCmdStateStore implements CmdStateStore {
       let acc: StoredRow | null = old;
       let changed = false;
       for (const s of mine) {
-        if (!acc) { acc = { readSeq: s.readSeq, deletedToSeq: s.deletedToSeq, activeAt: s.activeAt, updatedAt: s.updatedAt, fenceToken: 0 }; changed = true; continue; }
+        if (!acc) { acc = { readSeq: s.readSeq, deletedToSeq: s.deletedToSeq, activeAt: s.activeAt, updatedAt: s.updatedAt, lastMsgSeq: s.lastMsgSeq, fenceToken: 0 }; changed = true; continue; }
         const next = {
           readSeq: Math.max(acc.readSeq, s.readSeq), deletedToSeq: Math.max(acc.deletedToSeq, s.deletedToSeq),
-          activeAt: Math.max(acc.activeAt, s.activeAt), updatedAt: Math.max(acc.updatedAt, s.updatedAt), fenceToken: acc.fenceToken,
+          activeAt: Math.max(acc.activeAt, s.activeAt), updatedAt: Math.max(acc.updatedAt, s.updatedAt), lastMsgSeq: Math.max(acc.lastMsgSeq, s.lastMsgSeq),
+          fenceToken: acc.fenceToken,
         };
-        // nothing of the first three grows: the row stays as it is, its updated at included (a replay is a no-op)
-        if (next.readSeq === acc.readSeq && next.deletedToSeq === acc.deletedToSeq && next.activeAt === acc.activeAt) continue;
+        // nothing of read, deleted-to, active at, last seq grows: the row stays as it is, its updated at included (a replay is a no-op)
+        if (next.readSeq === acc.readSeq && next.deletedToSeq === acc.deletedToSeq && next.activeAt === acc.activeAt && next.lastMsgSeq === acc.lastMsgSeq) continue;
         acc = next;
         changed = true;
       }
@@ -264,7 +319,7 @@ export class CassandraCmdStateStore implements CmdStateStore {
     const ids = [...new Set(channels.map((c) => c.channelId))];
     // IN on both clustering columns reads their cross product: filtered to the channels asked for
     const res = await this.client.execute(
-      `SELECT channel_type, channel_id, read_seq, deleted_to_seq, active_at, updated_at, fence_token FROM ${this.state}
+      `SELECT channel_type, channel_id, read_seq, deleted_to_seq, active_at, updated_at, last_msg_seq, fence_token FROM ${this.state}
        WHERE tenant_id = ? AND user_id = ? AND channel_type IN ? AND channel_id IN ?`,
       [tenant, user, types, ids], serial ? { consistency: this.serial } : {});
     const out = new Map<string, StoredRow>();
@@ -332,19 +387,23 @@ export class CassandraCmdStateStore implements CmdStateStore {
       }
       const res = await this.client.batch(merges.map((m) => (m.old
         ? {
-          query: `UPDATE ${this.state} SET read_seq = ?, deleted_to_seq = ?, active_at = ?, updated_at = ?, fence_token = ?
+          // a row of a table that predates last_msg_seq reads null there (0 here): the condition names null then
+          query: `UPDATE ${this.state} SET read_seq = ?, deleted_to_seq = ?, active_at = ?, updated_at = ?, last_msg_seq = ?, fence_token = ?
                   WHERE tenant_id = ? AND user_id = ? AND channel_type = ? AND channel_id = ?
-                  IF read_seq = ? AND deleted_to_seq = ? AND active_at = ? AND fence_token <= ?`,
+                  IF read_seq = ? AND deleted_to_seq = ? AND active_at = ? AND last_msg_seq = ? AND fence_token <= ?`,
           params: [
-            long(m.next.readSeq), long(m.next.deletedToSeq), long(m.next.activeAt), long(m.next.updatedAt), long(m.next.fenceToken),
+            long(m.next.readSeq), long(m.next.deletedToSeq), long(m.next.activeAt), long(m.next.updatedAt), long(m.next.lastMsgSeq), long(m.next.fenceToken),
             tenant, user, m.channel.channelType, m.channel.channelId,
-            long(m.old.readSeq), long(m.old.deletedToSeq), long(m.old.activeAt), long(fence.token),
+            long(m.old.readSeq), long(m.old.deletedToSeq), long(m.old.activeAt), m.old.lastMsgSeqNull ? null : long(m.old.lastMsgSeq), long(fence.token),
           ],
         }
         : {
-          query: `INSERT INTO ${this.state} (tenant_id, user_id, channel_type, channel_id, read_seq, deleted_to_seq, active_at, updated_at, fence_token)
-                  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS`,
-          params: [tenant, user, m.channel.channelType, m.channel.channelId, long(m.next.readSeq), long(m.next.deletedToSeq), long(m.next.activeAt), long(m.next.updatedAt), long(m.next.fenceToken)],
+          query: `INSERT INTO ${this.state} (tenant_id, user_id, channel_type, channel_id, read_seq, deleted_to_seq, active_at, updated_at, last_msg_seq, fence_token)
+                  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS`,
+          params: [
+            tenant, user, m.channel.channelType, m.channel.channelId, long(m.next.readSeq), long(m.next.deletedToSeq), long(m.next.activeAt), long(m.next.updatedAt),
+            long(m.next.lastMsgSeq), long(m.next.fenceToken),
+          ],
         })), { prepare: true, serialConsistency: this.serial });
       if (res.wasApplied()) {
         // entries left behind by the moves: older than the row's active_at now, never right again

@@ -13,9 +13,18 @@ import { cmdStateField, cmdStateKeys, cmdUserRef, type CmdStateKeys } from "./ke
 import { advanceCmdStateReadsScript, upsertCmdStatesScript } from "./scripts.js";
 import type { CmdConversationState, CmdReadPatch, CmdStateStore, CommandChannelKey } from "./types.js";
 
-function parseValue(v: string): { readSeq: number; deletedToSeq: number; activeAt: number; updatedAt: number } {
-  const [r, d, a, u] = v.split("|").map(Number);
-  return { readSeq: r!, deletedToSeq: d!, activeAt: a!, updatedAt: u! };
+/** `read|deletedTo|activeAt|updatedAt|lastMsgSeq`; a row written before the last seq was kept has four fields (last seq 0). */
+function parseValue(v: string): { readSeq: number; deletedToSeq: number; activeAt: number; updatedAt: number; lastMsgSeq: number } {
+  const [r, d, a, u, l] = v.split("|").map(Number);
+  return { readSeq: r!, deletedToSeq: d!, activeAt: a!, updatedAt: u!, lastMsgSeq: l ?? 0 };
+}
+
+/** Rows read per call by getMany and per page by listUnread's callers: every Redis call and reply stays bounded. */
+export const CMD_STATE_READ_CHUNK = 500;
+
+/** A row is unread while the last seq that concerned its user is beyond max(read, deleted-to) (lua/includes/cmdState cmdIsUnread). */
+export function isUnreadState(s: Pick<CmdConversationState, "readSeq" | "deletedToSeq" | "lastMsgSeq">): boolean {
+  return s.lastMsgSeq > Math.max(s.readSeq, s.deletedToSeq);
 }
 
 const nonNegative = (n: number) => Number.isSafeInteger(n) && n >= 0;
@@ -33,7 +42,7 @@ export function checkRead(p: CmdReadPatch): void {
 
 export function checkState(s: CmdConversationState): void {
   checkChannel(s.channel);
-  for (const f of ["readSeq", "deletedToSeq", "activeAt", "updatedAt"] as const) {
+  for (const f of ["readSeq", "deletedToSeq", "activeAt", "updatedAt", "lastMsgSeq"] as const) {
     if (!nonNegative(s[f])) throw new InvalidArgumentError(f, `${f} must be ≥ 0, got ${s[f]}`);
   }
 }
@@ -57,24 +66,49 @@ export class RedisCmdStateStore implements CmdStateStore {
     return cmdStateKeys(this.keys, slot);
   }
 
-  async listActive(tenant: Uuid, user: Uuid, limit: number): Promise<CmdConversationState[]> {
+  listActive(tenant: Uuid, user: Uuid, limit: number): Promise<CmdConversationState[]> {
+    return this.listIndex("index", tenant, user, limit);
+  }
+
+  listUnread(tenant: Uuid, user: Uuid, limit: number): Promise<CmdConversationState[]> {
+    return this.listIndex("unread", tenant, user, limit);
+  }
+
+  /** One of the user's indexes in order, at most `limit` rows, read in chunks of CMD_STATE_READ_CHUNK. */
+  private async listIndex(which: "index" | "unread", tenant: Uuid, user: Uuid, limit: number): Promise<CmdConversationState[]> {
     if (!Number.isSafeInteger(limit) || limit <= 0) return [];
     const k = this.slotKeys(slotOfUser(tenant, user));
-    const client = this.store.clientForKey(k.index);
+    const client = this.store.clientForKey(k[which]);
     const ref = cmdUserRef(tenant, user);
-    const members = await client.zrangebylex(k.index, `[${ref}|`, `[${ref}|\xff`, "LIMIT", 0, limit);
-    if (members.length === 0) return [];
-    const channels = members.map((m) => {
-      const parts = m.split("|");
-      return { channelType: Number(parts[2]), channelId: parts.slice(3).join("|") };
-    });
-    const values = await client.hmget(k.state, ...channels.map((c) => cmdStateField(tenant, user, c)));
     const out: CmdConversationState[] = [];
-    channels.forEach((channel, i) => {
-      const v = values[i];
-      if (v == null) return;
-      out.push({ tenant, user, channel, ...parseValue(v) });
-    });
+    let from = `[${ref}|`;
+    while (out.length < limit) {
+      const want = Math.min(CMD_STATE_READ_CHUNK, limit - out.length);
+      const members = await client.zrangebylex(k[which], from, `[${ref}|\xff`, "LIMIT", 0, want);
+      if (members.length === 0) break;
+      const channels = members.map((m) => {
+        const parts = m.split("|");
+        return { channelType: Number(parts[2]), channelId: parts.slice(3).join("|") };
+      });
+      out.push(...await this.getMany(tenant, user, channels));
+      if (members.length < want) break;
+      from = `(${members[members.length - 1]!}`;
+    }
+    return out;
+  }
+
+  async getMany(tenant: Uuid, user: Uuid, channels: readonly CommandChannelKey[]): Promise<CmdConversationState[]> {
+    const k = this.slotKeys(slotOfUser(tenant, user));
+    const client = this.store.clientForKey(k.state);
+    const out: CmdConversationState[] = [];
+    for (let i = 0; i < channels.length; i += CMD_STATE_READ_CHUNK) {
+      const chunk = channels.slice(i, i + CMD_STATE_READ_CHUNK);
+      const values = await client.hmget(k.state, ...chunk.map((c) => cmdStateField(tenant, user, c)));
+      chunk.forEach((c, j) => {
+        const v = values[j];
+        if (v != null) out.push({ tenant, user, channel: { channelId: c.channelId, channelType: c.channelType }, ...parseValue(v) });
+      });
+    }
     return out;
   }
 
@@ -107,7 +141,7 @@ export class RedisCmdStateStore implements CmdStateStore {
       token: fence.token,
       rows: states.map((s) => ({
         userRef: cmdUserRef(s.tenant, s.user), channelType: s.channel.channelType, channelId: s.channel.channelId,
-        readSeq: s.readSeq, deletedToSeq: s.deletedToSeq, activeAt: s.activeAt, updatedAt: s.updatedAt,
+        readSeq: s.readSeq, deletedToSeq: s.deletedToSeq, activeAt: s.activeAt, updatedAt: s.updatedAt, lastMsgSeq: s.lastMsgSeq,
       })),
     });
     if (reply.fenced) throw new CmdFencedError(slot);

@@ -28,7 +28,13 @@ export const CMD_SYNC_RECORD_MAX_USERS = 4096;
 export const CMD_SYNC_RECORD_MAX_PER_USER = 2048;
 export const CMD_SYNC_DEFAULT_LIMIT = 200;
 export const CMD_SYNC_MAX_LIMIT = 10_000;
-/** How many durable and pending channels of a user a sync considers (WuKongIM defaultActiveScanLimit). */
+/**
+ * How many unread durable rows and how many unread pending channels of a user a sync considers
+ * (WuKongIM defaultActiveScanLimit). Unread ones only (issue 23, defect 5): WuKongIM's — and this
+ * module's first — scan took the newest rows read or not, so a user's 2,001st channel was never
+ * answered while 2,000 newer read ones filled the scan. A sync answers at most
+ * CMD_SYNC_RECORD_MAX_PER_USER channels, an ack reads them, and the next scan reaches the next ones.
+ */
 export const CMD_SYNC_ACTIVE_SCAN_LIMIT = 2000;
 
 /** A sync record with where its pending overlay came from (for the ack of a pending-only channel). */
@@ -117,6 +123,13 @@ export interface CmdSyncAppOptions {
 interface Candidate {
   channel: CommandChannelKey;
   readSeq: number;
+  /**
+   * The last seq known to concern the user (durable row and pending entry, the max): a sync answers
+   * nothing beyond it. A later message is answered once its intent arrives, and the intent carries
+   * the sender's own read seq; loading past it would answer the sender's own command while its
+   * owner's pending entry is lost and not yet rebuilt (a takeover before recovery, issue 23).
+   */
+  lastSeq: number;
   activeAt: number;
   pending: boolean;
   pendingActiveAt: number;
@@ -127,22 +140,23 @@ function compareCandidates(a: Candidate, b: Candidate): number {
     || (a.channel.channelId < b.channel.channelId ? -1 : a.channel.channelId > b.channel.channelId ? 1 : 0);
 }
 
-/** Durable states and pending views as sync candidates: read = max(read, deleted-to, pending read). */
+/** Durable states and pending views as sync candidates: read = max(read, deleted-to, pending read), last = max(durable last, pending last). */
 export function mergeCandidates(states: readonly CmdConversationState[], pending: readonly PendingConversationView[]): Candidate[] {
   const byKey = new Map<string, Candidate>();
   for (const s of states) {
-    byKey.set(channelKeyText(s.channel), { channel: s.channel, readSeq: Math.max(s.readSeq, s.deletedToSeq), activeAt: s.activeAt, pending: false, pendingActiveAt: 0 });
+    byKey.set(channelKeyText(s.channel), { channel: s.channel, readSeq: Math.max(s.readSeq, s.deletedToSeq), lastSeq: s.lastMsgSeq, activeAt: s.activeAt, pending: false, pendingActiveAt: 0 });
   }
   for (const v of pending) {
     const k = channelKeyText(v.channel);
     const c = byKey.get(k);
     if (c) {
       c.readSeq = Math.max(c.readSeq, v.readSeq);
+      c.lastSeq = Math.max(c.lastSeq, v.lastMsgSeq);
       c.activeAt = Math.max(c.activeAt, v.activeAt);
       c.pending = true;
       c.pendingActiveAt = Math.max(c.pendingActiveAt, v.activeAt);
     } else {
-      byKey.set(k, { channel: v.channel, readSeq: v.readSeq, activeAt: v.activeAt, pending: true, pendingActiveAt: v.activeAt });
+      byKey.set(k, { channel: v.channel, readSeq: v.readSeq, lastSeq: v.lastMsgSeq, activeAt: v.activeAt, pending: true, pendingActiveAt: v.activeAt });
     }
   }
   return [...byKey.values()].sort(compareCandidates);
@@ -209,8 +223,7 @@ export class CmdSyncApp {
   private async syncOwned(tenant: Uuid, user: Uuid, limit: number): Promise<CmdSyncResult> {
     try {
       const lim = this.normaliseLimit(limit);
-      const states = await this.o.states.listActive(tenant, user, CMD_SYNC_ACTIVE_SCAN_LIMIT);
-      const candidates = mergeCandidates(states, this.o.pending.listPending(tenant, user, CMD_SYNC_ACTIVE_SCAN_LIMIT));
+      const candidates = await this.candidates(tenant, user);
       let remaining = lim;
       const records: CmdSyncRecordEntry[] = [];
       const picked: { msg: CmdMessage; at: number; channel: CommandChannelKey }[] = [];
@@ -230,7 +243,7 @@ export class CmdSyncApp {
           const limitNow = remaining;
           wave = await Promise.all(next.map((n) => this.o.messages.load(tenant, n.channel, n.readSeq, limitNow, user)));
         }
-        const msgs = wave[i - waveStart]!.filter((m) => m.messageSeq > c.readSeq).slice(0, remaining);
+        const msgs = wave[i - waveStart]!.filter((m) => m.messageSeq > c.readSeq && m.messageSeq <= c.lastSeq).slice(0, remaining);
         if (msgs.length === 0) continue;
         let at = 0;
         let last = 0;
@@ -254,6 +267,27 @@ export class CmdSyncApp {
       cmdMetrics.syncs.inc({ outcome: "error" });
       throw err;
     }
+  }
+
+  /**
+   * The user's unread durable rows and unread pending channels (each at most
+   * CMD_SYNC_ACTIVE_SCAN_LIMIT), each overlaid with the other side of the same channel: a durable
+   * row's pending view (the sender's own read seq, a newer active time), a pending channel's durable
+   * row (a read seq acked since the intent) — whatever their place in the other side's order.
+   */
+  private async candidates(tenant: Uuid, user: Uuid): Promise<Candidate[]> {
+    const states = await this.o.states.listUnread(tenant, user, CMD_SYNC_ACTIVE_SCAN_LIMIT);
+    const views = this.o.pending.listPending(tenant, user, CMD_SYNC_ACTIVE_SCAN_LIMIT, true);
+    const stateKeys = new Set(states.map((st) => channelKeyText(st.channel)));
+    const viewKeys = new Set(views.map((v) => channelKeyText(v.channel)));
+    const more = await this.o.states.getMany(tenant, user, views.filter((v) => !stateKeys.has(channelKeyText(v.channel))).map((v) => v.channel));
+    for (const st of states) {
+      if (viewKeys.has(channelKeyText(st.channel))) continue;
+      const v = this.o.pending.pendingView(tenant, user, st.channel);
+      if (v) views.push(v);
+    }
+    // a channel whose overlay reads it up to its last seq (the sender's own pending read) has nothing to load
+    return mergeCandidates([...states, ...more], views).filter((c) => c.lastSeq > c.readSeq);
   }
 
   /**
@@ -285,16 +319,17 @@ export class CmdSyncApp {
       const patches: CmdReadPatch[] = valid.map((r) => ({ tenant, user, channel: r.channel, readSeq: r.lastReturnedMsgSeq }));
       await this.o.states.advanceReadSeqs(patches, fence, updatedAt);
 
-      const views = new Map(this.o.pending.listPending(tenant, user, CMD_SYNC_ACTIVE_SCAN_LIMIT).map((v) => [channelKeyText(v.channel), v]));
-      const backed: { record: CmdSyncRecordEntry; activeAt: number }[] = [];
+      // each record's own pending view (not the newest N of the user's: a record may be past them)
+      const backed: { record: CmdSyncRecordEntry; activeAt: number; lastMsgSeq: number }[] = [];
       for (const r of valid) {
-        const view = views.get(channelKeyText(r.channel));
-        if (r.pending) backed.push({ record: r, activeAt: Math.max(r.pendingActiveAt, view?.activeAt ?? 0) });
-        else if (view) backed.push({ record: r, activeAt: view.activeAt });
+        const view = this.o.pending.pendingView(tenant, user, r.channel);
+        const lastMsgSeq = Math.max(r.lastReturnedMsgSeq, view?.lastMsgSeq ?? 0);
+        if (r.pending) backed.push({ record: r, activeAt: Math.max(r.pendingActiveAt, view?.activeAt ?? 0), lastMsgSeq });
+        else if (view) backed.push({ record: r, activeAt: view.activeAt, lastMsgSeq });
       }
       if (backed.length > 0) {
-        await this.o.states.upsertStates(backed.map(({ record, activeAt }) => ({
-          tenant, user, channel: record.channel, readSeq: record.lastReturnedMsgSeq, deletedToSeq: 0, activeAt, updatedAt,
+        await this.o.states.upsertStates(backed.map(({ record, activeAt, lastMsgSeq }) => ({
+          tenant, user, channel: record.channel, readSeq: record.lastReturnedMsgSeq, deletedToSeq: 0, activeAt, updatedAt, lastMsgSeq,
         })), fence);
       }
       let cleared = 0;

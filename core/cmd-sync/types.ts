@@ -78,6 +78,12 @@ export interface CmdConversationState {
   deletedToSeq: number;
   activeAt: number;
   updatedAt: number;
+  /**
+   * The last seq that concerned this user on the channel (the pending entry's per-user last seq,
+   * max-merged at each flush); 0 for a row written before it was kept. The row is unread while it
+   * is beyond max(readSeq, deletedToSeq) (isUnreadState).
+   */
+  lastMsgSeq: number;
 }
 
 /** A read advance for an existing row (spec 001 CMDConversationReadPatch): monotonic. */
@@ -103,7 +109,15 @@ export interface CmdStateStore {
   init?(): Promise<void>;
   /** Releases its connections; CmdSync.stop() calls it. */
   close?(): Promise<void>;
+  /** The user's rows in (activeAt DESC, type, id) order, the newest `limit`, read or not (display: `qimctl cmd state`). */
   listActive(tenant: Uuid, user: Uuid, limit: number): Promise<CmdConversationState[]>;
+  /**
+   * The user's unread rows (isUnreadState) in (activeAt DESC, type, id) order, at most `limit`:
+   * what a sync reads, so that read rows never crowd an unread one out of its scan (issue 23).
+   */
+  listUnread(tenant: Uuid, user: Uuid, limit: number): Promise<CmdConversationState[]>;
+  /** The user's rows of these channels (absent ones left out), read in chunks of CMD_STATE_READ_CHUNK. */
+  getMany(tenant: Uuid, user: Uuid, channels: readonly CommandChannelKey[]): Promise<CmdConversationState[]>;
   get(tenant: Uuid, user: Uuid, channel: CommandChannelKey): Promise<CmdConversationState | null>;
   /** Advances read seq of rows that exist; a patch for a missing row is a no-op. updatedAt: the ack's time (default now). */
   advanceReadSeqs(patches: readonly CmdReadPatch[], fence: Fence, updatedAt?: number): Promise<void>;
@@ -115,7 +129,10 @@ export interface CmdStateStore {
 export interface CmdPendingBuffer {
   /** Coalesces an intent whose users this node owns; false when the queue is full (dropped, counted). */
   pushIntent(intent: ConversationIntent): boolean;
-  listPending(tenant: Uuid, user: Uuid, limit: number): PendingConversationView[];
+  /** The user's pending channels in (activeAt DESC, type, id) order, at most limit; with unreadOnly, only those whose last seq is beyond their read seq. */
+  listPending(tenant: Uuid, user: Uuid, limit: number, unreadOnly?: boolean): PendingConversationView[];
+  /** The user's pending view of one channel, null when none. */
+  pendingView(tenant: Uuid, user: Uuid, channel: CommandChannelKey): PendingConversationView | null;
   /** Removes the user from the channel's pending update when throughSeq ≥ its last seq for the user. */
   markSynced(tenant: Uuid, user: Uuid, channel: CommandChannelKey, throughSeq: number): void;
   /** One bounded flush of what is pending; rejects with the first failed batch's error (that batch stays). */

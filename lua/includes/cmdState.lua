@@ -14,7 +14,14 @@ local function cmdActiveMember(ref, ctype, id, activeAt)
   local lo = inv - hi * 268435456
   return ref .. "|" .. string.format("%07x%07x", hi, lo) .. "|" .. string.format("%03d", tonumber(ctype)) .. "|" .. id
 end
+-- `read|deletedTo|activeAt|updatedAt|lastMsgSeq`; a row written before the last seq was kept has
+-- four fields: its last seq is "0" (nothing beyond its read seq is known).
 local function cmdParseState(v)
-  local r, d, a, u = string.match(v, "^(%d+)|(%d+)|(%d+)|(%d+)$")
-  return r, d, a, u
+  local r, d, a, u, l = string.match(v, "^(%d+)|(%d+)|(%d+)|(%d+)|?(%d*)$")
+  if l == "" then l = "0" end
+  return r, d, a, u, l
+end
+-- A row is unread while the last seq that concerned its user is beyond its effective read seq.
+local function cmdIsUnread(r, d, l)
+  return tonumber(l) > math.max(tonumber(r), tonumber(d))
 end

@@ -38,7 +38,7 @@ const EXPECTED_KEYS: Record<string, number | "n"> = {
   recomputeUnread: 3,
   applyRows: 4,
   advanceListCheckpoint: 1,
-  upsertCmdStates: 3, advanceCmdStateReads: 2,
+  upsertCmdStates: 4, advanceCmdStateReads: 3,
   // CMD log (core/cmd-sync/log-scripts.ts)
   commitCmd: 5,
   scanCmdRecent: 1,

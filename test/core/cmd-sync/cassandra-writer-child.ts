@@ -19,7 +19,7 @@ const rand = mulberry32(cfg.seed);
 const int = (n: number) => Math.floor(rand() * n);
 for (let n = 0; ; n++) {
   const rows = cfg.users.flatMap((user) => cfg.channels.map((channelId) => ({
-    tenant: cfg.tenant, user, channel: { channelId, channelType: 2 }, readSeq: int(1000), deletedToSeq: int(500), activeAt: 1_000_000 + int(100_000), updatedAt: 1 + int(1000),
+    tenant: cfg.tenant, user, channel: { channelId, channelType: 2 }, readSeq: int(1000), deletedToSeq: int(500), activeAt: 1_000_000 + int(100_000), updatedAt: 1 + int(1000), lastMsgSeq: 0,
   })));
   process.stdout.write(`start ${JSON.stringify(rows.map((r) => [r.user, r.channel.channelId, r.readSeq, r.deletedToSeq, r.activeAt]))}\n`);
   await states.upsertStates(rows, { owner: "", token: 0 });

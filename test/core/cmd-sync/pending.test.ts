@@ -204,6 +204,8 @@ describe("CmdPendingUpdater", () => {
     let during: (() => void) | null = null;
     const store: CmdStateStore = {
       listActive: (...a) => real.listActive(...a),
+      listUnread: (...a) => real.listUnread(...a),
+      getMany: (...a) => real.getMany(...a),
       get: (...a) => real.get(...a),
       advanceReadSeqs: (...a) => real.advanceReadSeqs(...a),
       upsertStates: async (rows: readonly CmdConversationState[], fence: Fence) => {

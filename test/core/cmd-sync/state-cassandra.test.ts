@@ -113,7 +113,7 @@ describe("CassandraCmdStateStore: fencing, races, the runtime", { timeout: 300_0
     assert.equal(await fx.dump(space, tenant, [a!]), afterC, "nothing changed");
     // the remaining window: a row node-c has not written takes node-b's write — a max merge of real values
     await states.upsertStates([row(tenant, a!, "s____cmd", 3, 300)], nodeB);
-    assert.deepEqual(await states.get(tenant, a!, ch("s____cmd")), { tenant, user: a!, channel: ch("s____cmd"), readSeq: 3, deletedToSeq: 0, activeAt: 300, updatedAt: 1000 });
+    assert.deepEqual(await states.get(tenant, a!, ch("s____cmd")), { tenant, user: a!, channel: ch("s____cmd"), readSeq: 3, deletedToSeq: 0, activeAt: 300, updatedAt: 1000, lastMsgSeq: 0 });
     const raw = await fx.rawRows(tenant, a!);
     assert.deepEqual(raw.state.map((r) => [r.channel_id, r.read_seq, r.fence_token]).sort(), [["r____cmd", 2, nodeC.token], ["s____cmd", 3, nodeB.token]]);
   });

@@ -24,7 +24,7 @@ export interface StateStoreFixture {
 
 export const ch = (channelId: string, channelType = 2) => ({ channelId, channelType });
 export const row = (tenant: Uuid, user: Uuid, channelId: string, readSeq: number, activeAt: number, extra: Partial<CmdConversationState> = {}): CmdConversationState => ({
-  tenant, user, channel: ch(channelId, extra.channel?.channelType ?? 2), readSeq, deletedToSeq: 0, activeAt, updatedAt: 1000, ...extra,
+  tenant, user, channel: ch(channelId, extra.channel?.channelType ?? 2), readSeq, deletedToSeq: 0, activeAt, updatedAt: 1000, lastMsgSeq: 0, ...extra,
 });
 
 /** The cases inside `describe(label)`; `useFixture` runs inside it, so its before/after hooks are the describe's. */
@@ -39,7 +39,7 @@ export function cmdStateScenarios(label: string, useFixture: () => StateStoreFix
       // older read and active time, newer deleted-to and updated-at: each field keeps its max
       await states.upsertStates([row(tenant, user, "g1____cmd", 1, 50, { deletedToSeq: 5, updatedAt: 20 })], SOLO);
       const got = await states.get(tenant, user, ch("g1____cmd"));
-      assert.deepEqual(got, { tenant, user, channel: ch("g1____cmd"), readSeq: 3, deletedToSeq: 5, activeAt: 100, updatedAt: 20 });
+      assert.deepEqual(got, { tenant, user, channel: ch("g1____cmd"), readSeq: 3, deletedToSeq: 5, activeAt: 100, updatedAt: 20, lastMsgSeq: 0 });
       // a replay of the same batch changes nothing
       await states.upsertStates([row(tenant, user, "g1____cmd", 1, 50, { deletedToSeq: 5, updatedAt: 20 })], SOLO);
       assert.deepEqual(await states.get(tenant, user, ch("g1____cmd")), got);
@@ -71,6 +71,37 @@ export function cmdStateScenarios(label: string, useFixture: () => StateStoreFix
       assert.deepEqual(after.map((s) => s.channel.channelId), ["old____cmd", "new____cmd", "a____cmd", "a____cmd", "b____cmd"]);
     });
 
+    it("listUnread: only rows whose last seq is beyond max(read, deleted-to), in index order; a read advance takes a row out, a newer last seq brings it back (issue 23)", async () => {
+      const { states } = await fx.fresh();
+      const tenant = newUuid();
+      const [u, v] = usersInSlot(tenant, 2);
+      await states.upsertStates([
+        row(tenant, u!, "a____cmd", 0, 100, { lastMsgSeq: 3 }), // unread: 3 > 0
+        row(tenant, u!, "b____cmd", 5, 200, { lastMsgSeq: 5 }), // read
+        row(tenant, u!, "c____cmd", 1, 50, { deletedToSeq: 4, lastMsgSeq: 4 }), // read by its deleted-to
+        row(tenant, u!, "d____cmd", 2, 300, { lastMsgSeq: 6 }), // unread
+        row(tenant, v!, "e____cmd", 0, 400, { lastMsgSeq: 1 }), // another user's
+      ], SOLO);
+      const ids = async (limit = 10) => (await states.listUnread(tenant, u!, limit)).map((s) => s.channel.channelId);
+      assert.deepEqual(await ids(), ["d____cmd", "a____cmd"]);
+      assert.deepEqual(await ids(1), ["d____cmd"]);
+      assert.deepEqual((await states.listActive(tenant, u!, 10)).map((s) => s.channel.channelId), ["d____cmd", "b____cmd", "a____cmd", "c____cmd"], "listActive lists read rows too");
+      await states.advanceReadSeqs([{ tenant, user: u!, channel: ch("d____cmd"), readSeq: 6 }], SOLO, 2000);
+      assert.deepEqual(await ids(), ["a____cmd"]);
+      // a flush of a newer message (last seq 7, active 400) makes b unread again, at its new place
+      await states.upsertStates([row(tenant, u!, "b____cmd", 0, 400, { lastMsgSeq: 7 })], SOLO);
+      assert.deepEqual(await ids(), ["b____cmd", "a____cmd"]);
+      // a's active time moves while it stays unread: one entry, at its new place
+      await states.upsertStates([row(tenant, u!, "a____cmd", 0, 500, { lastMsgSeq: 3 })], SOLO);
+      assert.deepEqual(await ids(), ["a____cmd", "b____cmd"]);
+      // an older last seq never lowers the stored one; a read up to it (an ack's upsert) takes the row out
+      await states.upsertStates([row(tenant, u!, "a____cmd", 3, 500, { lastMsgSeq: 1 })], SOLO);
+      assert.equal((await states.get(tenant, u!, ch("a____cmd")))!.lastMsgSeq, 3);
+      assert.deepEqual(await ids(), ["b____cmd"]);
+      assert.deepEqual((await states.getMany(tenant, u!, [ch("b____cmd"), ch("missing____cmd"), ch("c____cmd")])).map((s) => `${s.channel.channelId}:${s.readSeq}/${s.lastMsgSeq}`),
+        ["b____cmd:5/7", "c____cmd:1/4"]);
+    });
+
     it("advanceReadSeqs advances existing rows only, never backwards", async () => {
       const { states } = await fx.fresh();
       const tenant = newUuid();
@@ -80,7 +111,7 @@ export function cmdStateScenarios(label: string, useFixture: () => StateStoreFix
         { tenant, user, channel: ch("g1____cmd"), readSeq: 7 },
         { tenant, user, channel: ch("missing____cmd"), readSeq: 9 },
       ], SOLO, 5000);
-      assert.deepEqual(await states.get(tenant, user, ch("g1____cmd")), { tenant, user, channel: ch("g1____cmd"), readSeq: 7, deletedToSeq: 0, activeAt: 100, updatedAt: 5000 });
+      assert.deepEqual(await states.get(tenant, user, ch("g1____cmd")), { tenant, user, channel: ch("g1____cmd"), readSeq: 7, deletedToSeq: 0, activeAt: 100, updatedAt: 5000, lastMsgSeq: 0 });
       assert.equal(await states.get(tenant, user, ch("missing____cmd")), null, "a patch for a missing row is a no-op");
       await states.advanceReadSeqs([{ tenant, user, channel: ch("g1____cmd"), readSeq: 3 }], SOLO, 6000);
       assert.equal((await states.get(tenant, user, ch("g1____cmd")))!.readSeq, 7);

@@ -48,8 +48,9 @@ function setup(opts: { pending?: CmdPendingBuffer; owned?: () => boolean } = {})
   return { space, states, buffer, source, app, tenant, user, clock, records };
 }
 
+/** A durable row; its last seq 1,000 says "unread as far as the durable state knows": the messages held in the source decide what is answered. */
 const seed = (tenant: Uuid, user: Uuid, channelId: string, readSeq: number, activeAt: number, deletedToSeq = 0) =>
-  ({ tenant, user, channel: ch(channelId), readSeq, deletedToSeq, activeAt, updatedAt: 1 });
+  ({ tenant, user, channel: ch(channelId), readSeq, deletedToSeq, activeAt, updatedAt: 1, lastMsgSeq: 1_000 });
 
 describe("CmdSyncApp.sync", () => {
   it("states g1 (read 1, deleted-to 3, active 100), g2 (read 5, active 200), e (read 9, active 50): order and limit decided before loading", async () => {
@@ -122,7 +123,8 @@ describe("CmdSyncApp.sync", () => {
     buffer.pushIntent({ tenant, channel: ch("g1____cmd"), messageSeq: 3, activeAt: 10, userReadSeqs: new Map([[user, 3]]) });
     source.add("g1____cmd", 3, 10);
     const r = await app.sync(tenant, user, 10);
-    assert.deepEqual(source.calls, ["g1____cmd from 4 limit 10"]);
+    // read 3 = last 3: not unread, so not even a candidate (nothing loaded)
+    assert.deepEqual(source.calls, []);
     assert.deepEqual(r.messages, []);
     assert.deepEqual(records.peek(tenant, user)!.records, []);
   });
@@ -175,7 +177,7 @@ describe("CmdSyncApp.ack", () => {
     await app.sync(tenant, user, 10);
     clock.now = 1_005_000;
     assert.deepEqual(await app.ack(tenant, user, 9), { advanced: 1, cleared: 1, warning: null });
-    assert.deepEqual(await states.get(tenant, user, ch("g1____cmd")), { tenant, user, channel: ch("g1____cmd"), readSeq: 9, deletedToSeq: 0, activeAt: 100, updatedAt: 1_005_000 });
+    assert.deepEqual(await states.get(tenant, user, ch("g1____cmd")), { tenant, user, channel: ch("g1____cmd"), readSeq: 9, deletedToSeq: 0, activeAt: 100, updatedAt: 1_005_000, lastMsgSeq: 9 });
     assert.deepEqual(buffer.listPending(tenant, user, 10), []);
   });
 
@@ -209,7 +211,8 @@ describe("CmdSyncApp.ack", () => {
     const { buffer } = setup();
     const failing: CmdPendingBuffer = {
       pushIntent: (i) => buffer.pushIntent(i),
-      listPending: (t, u, l) => buffer.listPending(t, u, l),
+      listPending: (t, u, l, unread) => buffer.listPending(t, u, l, unread),
+      pendingView: (t, u, c) => buffer.pendingView(t, u, c),
       flush: () => buffer.flush(),
       markSynced: () => { throw new Error("mark synced failed"); },
     };

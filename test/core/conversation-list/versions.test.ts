@@ -8,6 +8,9 @@
  * - two engines on one Redis: an action one writes while the other holds a live row in a
  *   snapshot is stamped above that live row's version, so the other's next page shows it at once
  *   (not only after its own next flush).
+ * - what the durable version costs, counted by Redis MONITOR: one INCR of the user's counter per
+ *   live change (and one per watch opened), inside the MULTI that reads the rows — no extra round
+ *   trip — and no row written.
  * The checker works on the raw frames and the raw stored rows (row.ts layout), never on the
  * engine's own view of versions.
  */
@@ -15,6 +18,7 @@ import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
+import { Redis } from "ioredis";
 import { EngineRuntime, KeySpace, newUuid, RedisHashAuthority, SessionDeltaApplier, uuidToHex, type ApplyOutcome, type SessionFrame, type Uuid } from "../../../core/index.js";
 import { useList } from "./fixture.js";
 
@@ -137,5 +141,55 @@ test("an action another engine writes is stamped above this engine's live row: i
     assert.ok(written!.version > live.version, `the other engine's stored row (${written?.version}) is above the live row this engine showed (${live.version})`);
   } finally {
     await other.stop();
+  }
+});
+
+test("cost: one INCR of the user's counter per live change and per watch, in the MULTI the live view makes; no row written", { timeout: 60_000 }, async () => {
+  const tenant = fx.tenant();
+  const [owner, user] = [newUuid(), newUuid()];
+  const c = fx.engine.conversations;
+  const { group } = await c.createGroup({ tenant, owner, members: [user] });
+  await c.send({ tenant, group, sender: owner, text: "stored" });
+  await fx.settle();
+  const k = fx.engine.conversationList.service.listKeys(tenant, user);
+  const addr = fx.topology.config.kind === "instances" ? fx.topology.config.addrs[0]! : "";
+  const [host, port] = addr.split(":");
+  const monitorClient = new Redis({ host, port: Number(port), lazyConnect: true });
+  await monitorClient.connect();
+  const monitor = await monitorClient.monitor();
+  // per connection, the commands between MULTI and EXEC: which transaction each INCR is in
+  const seen: { cmd: string; key: string; conn: string }[] = [];
+  monitor.on("monitor", (_time: string, args: string[], source: string) => {
+    const cmd = args[0]!.toLowerCase();
+    // EVALSHA sha numkeys key…: its first key
+    seen.push({ cmd, key: (cmd === "evalsha" ? args[3] : args[1]) ?? "", conn: source });
+  });
+  try {
+    const applier = new SessionDeltaApplier();
+    const stop = await fx.engine.sessionView.watch(tenant, user, (f) => applier.apply(f));
+    const SENDS = 3;
+    for (let i = 0; i < SENDS; i++) {
+      await c.send({ tenant, group, sender: owner, text: `live ${i}` });
+      await fx.engine.relay.drainAll();
+      await until(() => applier.rows.get(group)?.unread === 2 + i, `live change ${i}`);
+    }
+    stop();
+    await new Promise((r) => setTimeout(r, 100)); // MONITOR lines trail the replies
+    const incrs = seen.filter((x) => x.cmd === "incr" && x.key === k.version);
+    assert.equal(incrs.length, 1 + SENDS, "one INCR for the watch's first badge and one per live change");
+    assert.deepEqual(seen.filter((x) => x.key === k.version && x.cmd !== "incr" && x.cmd !== "get"), [], "nothing else touches the counter");
+    // each INCR sits in a MULTI that also reads the user's badge (the live view's one round trip)
+    for (const incr of incrs) {
+      const i = seen.indexOf(incr);
+      const marks = seen.slice(0, i).filter((x) => x.conn === incr.conn && (x.cmd === "multi" || x.cmd === "exec"));
+      const open = marks[marks.length - 1];
+      assert.equal(open?.cmd, "multi", "the INCR is inside a MULTI");
+      const inTx = seen.slice(seen.indexOf(open!) + 1, i).filter((x) => x.conn === incr.conn);
+      assert.deepEqual(inTx.map((x) => [x.cmd, x.key]), [["hgetall", k.badge]], "with the badge read of the same transaction");
+    }
+    assert.equal(seen.filter((x) => x.cmd === "evalsha" && x.key === k.rows).length, 0, "no row written on the live path");
+  } finally {
+    monitor.disconnect();
+    await monitorClient.quit();
   }
 });

@@ -63,8 +63,8 @@ export type ApplyRowsReply =
 export const applyRowsScript = defineScript({
   name: "applyRows",
   keys: ["rows", "badge", "prefs", "version"] satisfies (keyof ListKeys)[],
-  args: (a: { includeMuted: boolean; drivingEventId: string; fullBadge: boolean; minVersion: number; writes: readonly RowWrite[] }) => {
-    const out: (string | number)[] = [a.includeMuted ? 1 : 0, a.drivingEventId, a.fullBadge ? 1 : 0, a.minVersion];
+  args: (a: { includeMuted: boolean; drivingEventId: string; fullBadge: boolean; writes: readonly RowWrite[] }) => {
+    const out: (string | number)[] = [a.includeMuted ? 1 : 0, a.drivingEventId, a.fullBadge ? 1 : 0];
     for (const w of a.writes) out.push(w.conversationHex, w.expected, w.keep ? w.row : "", w.keep ? 1 : 0, w.prefs);
     return out;
   },

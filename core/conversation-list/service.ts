@@ -125,12 +125,6 @@ export class ConversationListService {
   /** The records the consumer holds for a user and has not written yet: conversation hex → records (set by the consumer). */
   heldOf: (tenant: Uuid, user: Uuid) => ReadonlyMap<string, readonly InHandEntry[]> = () => new Map();
   private liveInterest: ((tenant: Uuid, user: Uuid) => boolean) | null = null;
-  /**
-   * Per user: the highest version given to a live frame (never stored). Every stored write of
-   * this process stamps a version above it, so a reader ordering by version never takes a
-   * stored row over the live one it saw later. Dropped once a stored version passed it.
-   */
-  private readonly liveVersions = new Map<string, number>();
 
   constructor(
     private readonly store: RedisStore,
@@ -180,15 +174,18 @@ export class ConversationListService {
     return (await this.rowsAt(tenantIn, userIn)).rows;
   }
 
-  /** The live rows with the stored version read in the same MULTI (what a session snapshot loads). */
+  /** The live rows with the user's version read in the same MULTI (what a session snapshot loads). */
   async rowsAt(tenantIn: string, userIn: string): Promise<{ rows: ConversationRow[]; storedVersion: number }> {
     const tenant = parseUuid(tenantIn, "tenant");
     const user = parseUuid(userIn, "user");
     const v = await this.view(tenant, user, null);
-    return { rows: [...v.rows.entries()].filter(([, r]) => !isDeleted(r)).map(([c, r]) => toConversationRow(tenant, user, c, r)), storedVersion: v.storedVersion };
+    return { rows: [...v.rows.entries()].filter(([, r]) => !isDeleted(r)).map(([c, r]) => toConversationRow(tenant, user, c, r)), storedVersion: v.version };
   }
 
-  /** The user's stored projection version (0 before the first stored write): moved by every stored write of any process. */
+  /**
+   * The user's version counter (`clversion`, 0 before the first version): moved by every stored
+   * write and every live frame of any process, so a reader that saw it unmoved saw every stored write.
+   */
   async storedVersion(tenantIn: string, userIn: string): Promise<number> {
     const k = listKeys(this.keys, parseUuid(tenantIn, "tenant"), parseUuid(userIn, "user"));
     return Number((await this.store.clientFor(k.tag).get(k.version)) ?? 0);
@@ -221,7 +218,22 @@ export class ConversationListService {
   async badge(tenantIn: string, userIn: string): Promise<BadgeState> {
     const tenant = parseUuid(tenantIn, "tenant");
     const user = parseUuid(userIn, "user");
-    const v = await this.view(tenant, user, []);
+    return this.badgeOf(tenant, user, false);
+  }
+
+  /**
+   * The live badge stamped with a version newly drawn from the user's counter (one INCR): the
+   * first frame of a watch. It is above every version any process sent before (a stream opened
+   * after a crash or a move of the user's partitions never repeats one with other content).
+   */
+  async drawnBadge(tenantIn: string, userIn: string): Promise<BadgeState> {
+    const tenant = parseUuid(tenantIn, "tenant");
+    const user = parseUuid(userIn, "user");
+    return this.withUser(tenant, user, () => this.badgeOf(tenant, user, true));
+  }
+
+  private async badgeOf(tenant: Uuid, user: Uuid, draw: boolean): Promise<BadgeState> {
+    const v = await this.view(tenant, user, [], draw);
     if (v.badge === null) return { ...this.sums(await this.rows(tenant, user), tenant), version: v.version };
     return { ...v.badge, version: v.version };
   }
@@ -230,23 +242,26 @@ export class ConversationListService {
    * The live view of a user: the stored rows of `hexes` (null: all) and of every held row, the
    * held rows with their records applied (liveRow; a new row or a membership change is a bounded
    * recompute, a read), and the stored badge moved by the held rows' change of contribution
-   * (null when no badge is stored). `version` is the stored version or the last live one.
+   * (null when no badge is stored). `version` is the user's counter read in the same MULTI, or
+   * with `draw` a new version INCRed from it there: then every stored write below it is in what
+   * was read and every later one is above it, whichever process makes it.
    */
-  private async view(tenant: Uuid, user: Uuid, hexes: readonly string[] | null): Promise<{
-    stored: Map<string, RowState | null>; rows: Map<string, RowState>; badge: Omit<BadgeState, "version"> | null; version: number; storedVersion: number;
+  private async view(tenant: Uuid, user: Uuid, hexes: readonly string[] | null, draw = false): Promise<{
+    stored: Map<string, RowState | null>; rows: Map<string, RowState>; badge: Omit<BadgeState, "version"> | null; version: number;
   }> {
     const k = this.listKeys(tenant, user);
     const held = this.heldOf(tenant, user);
     const wanted = hexes === null ? null : [...new Set([...hexes, ...held.keys()])];
     const heldHexes = [...held.keys()];
-    const m = this.store.clientFor(k.tag).multi().hgetall(k.badge).get(k.version);
+    const m = this.store.clientFor(k.tag).multi().hgetall(k.badge);
+    if (draw) m.incr(k.version);
+    else m.get(k.version);
     if (wanted === null) m.hgetall(k.rows);
     else if (wanted.length > 0) m.hmget(k.rows, ...wanted);
     if (heldHexes.length > 0) m.hmget(k.prefs, ...heldHexes);
     const res = await m.exec();
     const b = (res?.[0]?.[1] ?? {}) as Record<string, string>;
-    const storedVersion = Number((res?.[1]?.[1] as string | null) ?? 0);
-    const version = Math.max(storedVersion, this.liveVersions.get(tenant + user) ?? 0);
+    const version = Number((res?.[1]?.[1] as string | number | null) ?? 0);
     const stored = new Map<string, RowState | null>();
     if (wanted === null) {
       for (const [c, raw] of Object.entries((res?.[2]?.[1] ?? {}) as Record<string, string>)) stored.set(c, decodeRow(raw));
@@ -276,7 +291,7 @@ export class ConversationListService {
         badge.mutedUnread += n.mutedUnread - o.mutedUnread;
       }
     }
-    return { stored, rows, badge, version, storedVersion };
+    return { stored, rows, badge, version };
   }
 
   /** Set by the session view: whether someone in this process looks at the user's list live (a held snapshot, a watch). */
@@ -291,13 +306,16 @@ export class ConversationListService {
   /**
    * The low-latency path (the consumer calls it when records for `touched` rows arrived): when
    * someone looks at the user live, the live rows that changed and the live badge are published
-   * as a change at once, with a version above the stored one and every earlier live one. Nothing
-   * is written: the rows are stored at the window's flush.
+   * as a change at once. Its version is drawn from the user's counter (an INCR in the MULTI that
+   * reads the stored rows, so no extra round trip): durable, shared with every stored write of any
+   * process, so no version is ever sent twice or below one sent before — across a SIGKILL or a
+   * move of the user's partitions to another node. No row is written: they are stored at the
+   * window's flush.
    */
   publishLive(tenant: Uuid, user: Uuid, touched: readonly string[]): Promise<ListChange | null> {
     if (!this.wantsLive(tenant, user)) return Promise.resolve(null);
     return this.withUser(tenant, user, async () => {
-      const v = await this.view(tenant, user, touched);
+      const v = await this.view(tenant, user, touched, true);
       const held = this.heldOf(tenant, user);
       const changed: [string, RowState][] = [];
       let structural = false;
@@ -310,9 +328,9 @@ export class ConversationListService {
         if (before && (before.state !== live.state || isDeleted(live))) structural = true;
         for (const e of held.get(c) ?? []) if (driving === null || e.seq > driving.seq) driving = e;
       }
+      // a drawn version left unused is a skipped one, as the merge window makes (§5: gaps are by previous_version)
       if (changed.length === 0) return null;
-      const version = v.version + 1;
-      this.liveVersions.set(tenant + user, version);
+      const version = v.version;
       const drivingEventId = driving?.eventId ?? "";
       const badge = v.badge ?? this.sums([...v.rows.entries()].map(([c, r]) => toConversationRow(tenant, user, c, r)), tenant);
       const change: ListChange = {
@@ -389,15 +407,13 @@ export class ConversationListService {
         hexes.push(s.conversationHex);
       }
       if (writes.length === 0 && !meta.fullBadge) return null;
-      const floor = this.liveVersions.get(tenant + user) ?? 0;
-      const reply = await applyRowsScript.run(client, k, { includeMuted: this.includeMuted(tenant), drivingEventId: meta.drivingEventId, fullBadge: meta.fullBadge === true, minVersion: floor + 1, writes });
+      const reply = await applyRowsScript.run(client, k, { includeMuted: this.includeMuted(tenant), drivingEventId: meta.drivingEventId, fullBadge: meta.fullBadge === true, writes });
       if (reply.status === "ROW_MOVED") {
         metrics.conflicts.inc();
         if (attempt >= 20) throw new Error(`conversation list: rows of ${user} kept moving under ${attempt} attempts`);
         continue;
       }
       metrics.rowWrites.inc(writes.length);
-      if (this.liveVersions.get(tenant + user) === floor) this.liveVersions.delete(tenant + user);
       let badge: Omit<BadgeState, "version"> = { totalUnread: reply.totalUnread, totalMention: reply.totalMention, mutedUnread: reply.mutedUnread };
       if (this.wantsLive(tenant, user) && this.heldOf(tenant, user).size > 0) {
         // records arrived for rows this write did not take: what a live reader sees includes them

@@ -39,6 +39,12 @@ export interface ConversationRowSource {
   /** The rows with the stored version read in the same atomic step (one round trip where rows + storedVersion take two). */
   rowsAt?(tenant: string, user: string): Promise<{ rows: SessionRow[]; storedVersion: number }>;
   badge(tenant: string, user: string): Promise<SessionBadge>;
+  /**
+   * The badge at a version newly drawn from the user's counter: a watch's first frame, so that a
+   * stream opened after a crash or a move of the user's partitions starts above every version any
+   * process sent before (absent: `badge`, at the version last drawn).
+   */
+  drawnBadge?(tenant: string, user: string): Promise<SessionBadge>;
   onChange(listener: (change: SessionChange) => void): () => void;
   /**
    * Tells the engine which users someone in this process looks at live (a held snapshot, a

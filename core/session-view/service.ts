@@ -66,7 +66,7 @@ export class SessionView {
     const user: Uuid = parseUuid(userIn, "user");
     const stop = this.merger.watch(tenant, user, listener, closed);
     try {
-      const badge = await this.source.badge(tenant, user);
+      const badge = await (this.source.drawnBadge?.(tenant, user) ?? this.source.badge(tenant, user));
       this.merger.sendNow(tenant, user, listener, badgeFrame(tenant, user, badge, ""));
     } catch (err) {
       stop();

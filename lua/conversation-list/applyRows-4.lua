@@ -3,7 +3,9 @@
   step (spec 002 §4): per row a compare-and-set against the row the caller computed from, the
   badge moved by (new contribution - old contribution), one new per-user projection version
   stamped on every row written (the role of projection_mailbox_seq, §5.1) with its
-  driving_event_id. A row that is "deleted" (deleted_before >= head, §7) is dropped from the
+  driving_event_id. The version is an INCR of the user's one counter, from which live frames
+  draw theirs too (docs/conversation-list.md, "the low-latency path"): above every version any
+  process stamped or sent before, whatever crashed or moved meanwhile. A row that is "deleted" (deleted_before >= head, §7) is dropped from the
   hash: the list does not hold it until a new message revives it.
 
   Contributions of a row (fields 3 state, 8 muted, 9 archived, 13 unread, 16 mentions):
@@ -15,15 +17,12 @@
   KEYS[2] badge    hash: total_unread, total_mention, muted_unread
   KEYS[3] prefs    hash: conversation hex -> "hidden|deleted|pin|muted|archived|deletedBeforeSet" (the user's
                    durable choices, not a projection row: a rebuild reads them)
-  KEYS[4] version  string: the user's projection version (never wiped)
+  KEYS[4] version  string: the user's version counter (stored writes and live frames; never wiped)
 
   ARGV[1] include_muted (1/0), the tenant's policy
   ARGV[2] driving_event_id
   ARGV[3] 1: recompute the badge from every row after writing (reconcile, §4 "每次 reconcile 后强制全量重算")
-  ARGV[4] the lowest version to stamp: the versions this process already gave live frames of
-          the user (low-latency path, docs/conversation-list.md) were never stored, so the next
-          stored one must be above them
-  ARGV[5..] per row, 5 items: conversation hex, expected current row ("" = absent),
+  ARGV[4..] per row, 5 items: conversation hex, expected current row ("" = absent),
             new row without its last two fields ("" = drop the row), keep (1 = store it, 0 = drop),
             prefs value ("" = unchanged)
 
@@ -44,22 +43,17 @@ local function contrib(row)
   return u, m, mu
 end
 
-local n = (#ARGV - 4) / 5
+local n = (#ARGV - 3) / 5
 for i = 1, n do
-  local a = 4 + (i - 1) * 5
+  local a = 3 + (i - 1) * 5
   local cur = redis.call("HGET", KEYS[1], ARGV[a + 1]) or ""
   if cur ~= ARGV[a + 2] then return {-12, i} end
 end
 local version = redis.call("INCR", KEYS[4])
-local floor = tonumber(ARGV[4]) or 0
-if version < floor then
-  version = floor
-  redis.call("SET", KEYS[4], version)
-end
 local fresh = redis.call("EXISTS", KEYS[2]) == 0 or ARGV[3] == "1"
 local du, dm, dmu = 0, 0, 0
 for i = 1, n do
-  local a = 4 + (i - 1) * 5
+  local a = 3 + (i - 1) * 5
   local conv, old, new, keep, prefs = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5]
   local ou, om, omu = contrib(old)
   local stored = ""

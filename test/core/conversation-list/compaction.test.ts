@@ -36,9 +36,9 @@ for (const kind of LIST_TOPOLOGIES) {
       monitor.on("monitor", (_time: string, args: string[]) => {
         if (args[0]?.toLowerCase() !== "evalsha" || !args[3]?.includes(":clrows:")) return;
         const user = args[3].slice(-32);
-        // ARGV of applyRows-4: includeMuted, drivingEventId, fullBadge, minVersion, then 5 per row
+        // ARGV of applyRows-4: includeMuted, drivingEventId, fullBadge, then 5 per row
         const argv = args.slice(3 + Number(args[2]));
-        for (let i = 4; i < argv.length; i += 5) if (argv[i] === groupHex) writes.set(user, (writes.get(user) ?? 0) + 1);
+        for (let i = 3; i < argv.length; i += 5) if (argv[i] === groupHex) writes.set(user, (writes.get(user) ?? 0) + 1);
       });
 
       const compactor = fx.engine.conversationList.compactor;

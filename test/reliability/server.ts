@@ -86,7 +86,12 @@ export async function startReliabilityServer(kind: TopologyKind, extra: Partial<
     await node.config("SET", "notify-keyspace-events", "KEA");
     const sub = node.duplicate();
     sub.on("pmessage", (_pattern: string, channel: string, key: string) => {
-      if (!key.includes(":dlog:")) written.push(`${channel.slice(channel.indexOf(":") + 1)} ${key}`);
+      const event = channel.slice(channel.indexOf(":") + 1);
+      // a key that Redis expires is no write of the call in flight: its TTL was set by an earlier
+      // write (e.g. the list's per-user reconcile bound, docs/conversation-list.md), which shows
+      // as that write's own event
+      if (event === "expired" || key.includes(":dlog:")) return;
+      written.push(`${event} ${key}`);
     });
     await sub.psubscribe("__keyevent@*__:*");
     subscribers.push(sub);

@@ -239,55 +239,12 @@ export class CmdSyncApp {
     try {
       const lim = this.normaliseLimit(limit);
       await this.o.states.indexLegacyRows?.(tenant, user, fence);
-      const candidates = await this.candidates(tenant, user);
-      let remaining = lim;
-      const records: CmdSyncRecordEntry[] = [];
-      // rows of the old code whose load found nothing beyond their read seq: settled after the loop
-      const settled: CmdReadPatch[] = [];
-      const picked: { msg: CmdMessage; at: number; channel: CommandChannelKey }[] = [];
-      // Candidates are loaded a wave at a time, concurrently, each with what was left of the limit
-      // when the wave began, then taken in order with what is left at each: the same answer as
-      // loading one after another (each channel's first `left` messages are a prefix of what was
-      // loaded), in one round trip per wave instead of one per channel (200 channels: 12× → see
-      // bench/cmd).
-      let waveStart = 0;
-      let wave: CmdMessage[][] = [];
-      let waveLimit = 0;
-      for (let i = 0; i < candidates.length; i++) {
-        const c = candidates[i]!;
-        if (remaining <= 0 || records.length >= this.records.maxPerUser) break;
-        if (i === waveStart + wave.length) {
-          waveStart = i;
-          const next = candidates.slice(i, i + CMD_SYNC_LOAD_WAVE);
-          const limitNow = remaining;
-          waveLimit = limitNow;
-          wave = await Promise.all(next.map((n) => this.o.messages.load(tenant, n.channel, n.readSeq, limitNow, user)));
-        }
-        const loaded = wave[i - waveStart]!;
-        const msgs = loaded.filter((m) => m.messageSeq > c.readSeq && m.messageSeq <= c.lastSeq).slice(0, remaining);
-        // a load asked for `waveLimit` and given fewer reached the end of the user's commands in the
-        // channel; a row of unknown last seq settles there, if this answer holds all it loaded
-        const reachedEnd = c.unknownLast && loaded.length < waveLimit && msgs.length === loaded.length;
-        if (msgs.length === 0) {
-          if (reachedEnd) settled.push({ tenant, user, channel: c.channel, readSeq: 0, lastMsgSeq: c.readSeq });
-          continue;
-        }
-        let at = 0;
-        let last = 0;
-        for (const m of msgs) {
-          at = Math.max(at, m.timestampMs);
-          last = Math.max(last, m.messageSeq);
-          picked.push({ msg: m, at, channel: c.channel });
-        }
-        records.push({ channel: c.channel, lastReturnedMsgSeq: last, pending: c.pending, pendingActiveAt: c.pendingActiveAt, ...(reachedEnd ? { settlesLastSeq: true } : {}) });
-        remaining -= msgs.length;
-      }
-      picked.sort((a, b) => a.at - b.at || a.channel.channelType - b.channel.channelType
-        || (a.channel.channelId < b.channel.channelId ? -1 : a.channel.channelId > b.channel.channelId ? 1 : 0)
-        || a.msg.messageSeq - b.msg.messageSeq);
-      const messages = picked.map(({ msg }) => msg);
-      // read seq 0 never moves a read; the last seq is what this sync knows of the row now: its read
-      for (let j = 0; j < settled.length; j += CMD_STATE_READ_CHUNK) await this.o.states.advanceReadSeqs(settled.slice(j, j + CMD_STATE_READ_CHUNK), fence, this.now());
+      // A pass that answers nothing but settled rows of the old code scans again: its scan may have
+      // been full of such rows with nothing to load, and an empty answer ends the client's loop.
+      // Each pass takes the rows it settled out of the unread scan, so this ends.
+      let pass = await this.syncPass(tenant, user, lim, fence);
+      while (pass.messages.length === 0 && pass.settled > 0) pass = await this.syncPass(tenant, user, lim, fence);
+      const { messages, records } = pass;
       const generation = this.records.replace(tenant, user, records);
       cmdMetrics.syncs.inc({ outcome: "ok" });
       cmdMetrics.syncMessages.inc(messages.length);
@@ -296,6 +253,60 @@ export class CmdSyncApp {
       cmdMetrics.syncs.inc({ outcome: "error" });
       throw err;
     }
+  }
+
+  /** One scan of the candidates and their loads; rows of the old code found with nothing to load are settled. */
+  private async syncPass(tenant: Uuid, user: Uuid, lim: number, fence: Fence): Promise<{ messages: CmdMessage[]; records: CmdSyncRecordEntry[]; settled: number }> {
+    const candidates = await this.candidates(tenant, user);
+    let remaining = lim;
+    const records: CmdSyncRecordEntry[] = [];
+    // rows of the old code whose load found nothing beyond their read seq: settled after the loop
+    const settled: CmdReadPatch[] = [];
+    const picked: { msg: CmdMessage; at: number; channel: CommandChannelKey }[] = [];
+    // Candidates are loaded a wave at a time, concurrently, each with what was left of the limit
+    // when the wave began, then taken in order with what is left at each: the same answer as
+    // loading one after another (each channel's first `left` messages are a prefix of what was
+    // loaded), in one round trip per wave instead of one per channel (200 channels: 12× → see
+    // bench/cmd).
+    let waveStart = 0;
+    let wave: CmdMessage[][] = [];
+    let waveLimit = 0;
+    for (let i = 0; i < candidates.length; i++) {
+      const c = candidates[i]!;
+      if (remaining <= 0 || records.length >= this.records.maxPerUser) break;
+      if (i === waveStart + wave.length) {
+        waveStart = i;
+        const next = candidates.slice(i, i + CMD_SYNC_LOAD_WAVE);
+        const limitNow = remaining;
+        waveLimit = limitNow;
+        wave = await Promise.all(next.map((n) => this.o.messages.load(tenant, n.channel, n.readSeq, limitNow, user)));
+      }
+      const loaded = wave[i - waveStart]!;
+      const msgs = loaded.filter((m) => m.messageSeq > c.readSeq && m.messageSeq <= c.lastSeq).slice(0, remaining);
+      // a load asked for `waveLimit` and given fewer reached the end of the user's commands in the
+      // channel; a row of unknown last seq settles there, if this answer holds all it loaded
+      const reachedEnd = c.unknownLast && loaded.length < waveLimit && msgs.length === loaded.length;
+      if (msgs.length === 0) {
+        if (reachedEnd) settled.push({ tenant, user, channel: c.channel, readSeq: 0, lastMsgSeq: c.readSeq });
+        continue;
+      }
+      let at = 0;
+      let last = 0;
+      for (const m of msgs) {
+        at = Math.max(at, m.timestampMs);
+        last = Math.max(last, m.messageSeq);
+        picked.push({ msg: m, at, channel: c.channel });
+      }
+      records.push({ channel: c.channel, lastReturnedMsgSeq: last, pending: c.pending, pendingActiveAt: c.pendingActiveAt, ...(reachedEnd ? { settlesLastSeq: true } : {}) });
+      remaining -= msgs.length;
+    }
+    picked.sort((a, b) => a.at - b.at || a.channel.channelType - b.channel.channelType
+      || (a.channel.channelId < b.channel.channelId ? -1 : a.channel.channelId > b.channel.channelId ? 1 : 0)
+      || a.msg.messageSeq - b.msg.messageSeq);
+    const messages = picked.map(({ msg }) => msg);
+    // read seq 0 never moves a read; the last seq is what this sync knows of the row now: its read
+    for (let j = 0; j < settled.length; j += CMD_STATE_READ_CHUNK) await this.o.states.advanceReadSeqs(settled.slice(j, j + CMD_STATE_READ_CHUNK), fence, this.now());
+    return { messages, records, settled: settled.length };
   }
 
   /**

@@ -8,6 +8,9 @@
  *                    channels in (activeAt DESC, type, id) order
  *   cmdunread  zset  the same members, of the rows whose last seq is beyond max(read, deleted-to)
  *                    only: what a sync reads (issue 23: never the newest N rows, read or not)
+ *   cmdindexed hash  `tenantHex:userHex` → "1": the users whose rows written before the last seq
+ *                    was kept (four fields, last seq unknown) have been put in cmdunread
+ *                    (indexLegacyCmdStates, at the user's first sync after the upgrade)
  * Channel ids hold no '|' and no space (channel.ts), so the fields split unambiguously.
  */
 import { userTag, uuidToHex, type KeySpace, type Uuid } from "../base/index.js";
@@ -18,12 +21,13 @@ export interface CmdStateKeys {
   state: string;
   index: string;
   unread: string;
+  indexed: string;
   lease: string;
 }
 
 export function cmdStateKeys(space: KeySpace, slot: number): CmdStateKeys {
   const tag = userTag(slot);
-  return { state: space.key(tag, "cmdstate"), index: space.key(tag, "cmdactive"), unread: space.key(tag, "cmdunread"), lease: unitLeaseKey(space, "slot", slot) };
+  return { state: space.key(tag, "cmdstate"), index: space.key(tag, "cmdactive"), unread: space.key(tag, "cmdunread"), indexed: space.key(tag, "cmdindexed"), lease: unitLeaseKey(space, "slot", slot) };
 }
 
 /** `tenantHex:userHex`: the user part of a field and of an index member. */

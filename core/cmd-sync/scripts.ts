@@ -37,6 +37,8 @@ export interface CmdReadRow {
   channelId: string;
   readSeq: number;
   updatedAt: number;
+  /** The end a sync found of a row whose last seq was unknown (the old code's four fields); undefined: none. */
+  lastMsgSeq?: number;
 }
 
 export const advanceCmdStateReadsScript = defineScript({
@@ -44,8 +46,19 @@ export const advanceCmdStateReadsScript = defineScript({
   keys: ["state", "unread", "lease"] satisfies (keyof CmdStateKeys)[],
   args: (a: { owner: string; token: number; rows: readonly CmdReadRow[] }) => {
     const out: (string | number)[] = [a.owner, a.token];
-    for (const r of a.rows) out.push(r.userRef, String(r.channelType), r.channelId, String(r.readSeq), String(r.updatedAt));
+    for (const r of a.rows) out.push(r.userRef, String(r.channelType), r.channelId, String(r.readSeq), String(r.updatedAt), r.lastMsgSeq === undefined ? "" : String(r.lastMsgSeq));
     return out;
   },
   reply: writeReply,
+});
+
+export type CmdIndexLegacyReply = { fenced: true } | { fenced: false; looked: number; indexed: number; next: string };
+
+/** One chunk of a user's rows of the old code into cmdunread (lua/cmd-sync/indexLegacyCmdStates-5.lua); next "" once the user is marked. */
+export const indexLegacyCmdStatesScript = defineScript({
+  name: "indexLegacyCmdStates",
+  keys: ["state", "index", "unread", "indexed", "lease"] satisfies (keyof CmdStateKeys)[],
+  args: (a: { owner: string; token: number; userRef: string; cursor: string; count: number }) => [a.owner, a.token, a.userRef, a.cursor, a.count],
+  reply: (r: unknown[]): CmdIndexLegacyReply =>
+    (luaStatus(r) === "FENCED" ? { fenced: true } : { fenced: false, looked: Number(r[1]), indexed: Number(r[2]), next: String(r[3]) }),
 });

@@ -49,9 +49,8 @@ interface StoredRow {
   deletedToSeq: number;
   activeAt: number;
   updatedAt: number;
-  lastMsgSeq: number;
-  /** The column is null (a row of a table that predates it): the write's condition must say so. */
-  lastMsgSeqNull?: boolean;
+  /** null: a row written before the column existed (last seq unknown; the write's condition names null then). */
+  lastMsgSeq: number | null;
   fenceToken: number;
 }
 
@@ -72,7 +71,7 @@ function stateOf(tenant: Uuid, user: Uuid, channel: CommandChannelKey, s: Stored
 function storedOf(r: cassandra.types.Row): StoredRow {
   return {
     readSeq: num(r.read_seq), deletedToSeq: num(r.deleted_to_seq), activeAt: num(r.active_at), updatedAt: num(r.updated_at),
-    lastMsgSeq: num(r.last_msg_seq), lastMsgSeqNull: r.last_msg_seq == null, fenceToken: num(r.fence_token),
+    lastMsgSeq: r.last_msg_seq == null ? null : num(r.last_msg_seq), fenceToken: num(r.fence_token),
   };
 }
 
@@ -161,7 +160,8 @@ export class CassandraCmdStateStore implements CmdStateStore {
   }
 
   /**
-   * A table created before the last seq was kept gets the column (its rows read null: last seq 0).
+   * A table created before the last seq was kept gets the column (its rows read null: last seq
+   * unknown, unread until a sync settles them — docs/cmd-sync-core.md, the upgrade).
    * Cassandra has ALTER … ADD IF NOT EXISTS only from 5.0: the column is added when the schema
    * lacks it.
    */
@@ -256,10 +256,14 @@ export class CassandraCmdStateStore implements CmdStateStore {
     if (patches.length === 0) return;
     for (const p of patches) checkRead(p);
     await this.writeBatch(patches, fence, (mine, old) => {
-      // a missing row is a no-op; a read seq never goes back; updated at only grows
-      const read = Math.max(...mine.map((p) => p.readSeq));
-      if (!old || read <= old.readSeq) return null;
-      return { ...old, readSeq: read, updatedAt: Math.max(old.updatedAt, updatedAt) };
+      // a missing row is a no-op; a read seq never goes back; updated at only grows; a settled last
+      // seq is max-merged into the row's (an unknown one taken as none), as advanceCmdStateReads
+      if (!old) return null;
+      const read = Math.max(old.readSeq, ...mine.map((p) => p.readSeq));
+      let last = old.lastMsgSeq;
+      for (const p of mine) if (p.lastMsgSeq !== undefined) last = last === null ? p.lastMsgSeq : Math.max(last, p.lastMsgSeq);
+      if (read === old.readSeq && last === old.lastMsgSeq) return null;
+      return { ...old, readSeq: read, lastMsgSeq: last, updatedAt: Math.max(old.updatedAt, updatedAt) };
     });
   }
 
@@ -274,7 +278,9 @@ export class CassandraCmdStateStore implements CmdStateStore {
         if (!acc) { acc = { readSeq: s.readSeq, deletedToSeq: s.deletedToSeq, activeAt: s.activeAt, updatedAt: s.updatedAt, lastMsgSeq: s.lastMsgSeq, fenceToken: 0 }; changed = true; continue; }
         const next = {
           readSeq: Math.max(acc.readSeq, s.readSeq), deletedToSeq: Math.max(acc.deletedToSeq, s.deletedToSeq),
-          activeAt: Math.max(acc.activeAt, s.activeAt), updatedAt: Math.max(acc.updatedAt, s.updatedAt), lastMsgSeq: Math.max(acc.lastMsgSeq, s.lastMsgSeq),
+          activeAt: Math.max(acc.activeAt, s.activeAt), updatedAt: Math.max(acc.updatedAt, s.updatedAt),
+          // a row of the old code keeps its last seq unknown until a sync settles it (upsertCmdStates-4)
+          lastMsgSeq: acc.lastMsgSeq === null ? null : Math.max(acc.lastMsgSeq, s.lastMsgSeq!),
           fenceToken: acc.fenceToken,
         };
         // nothing of read, deleted-to, active at, last seq grows: the row stays as it is, its updated at included (a replay is a no-op)
@@ -392,9 +398,9 @@ export class CassandraCmdStateStore implements CmdStateStore {
                   WHERE tenant_id = ? AND user_id = ? AND channel_type = ? AND channel_id = ?
                   IF read_seq = ? AND deleted_to_seq = ? AND active_at = ? AND last_msg_seq = ? AND fence_token <= ?`,
           params: [
-            long(m.next.readSeq), long(m.next.deletedToSeq), long(m.next.activeAt), long(m.next.updatedAt), long(m.next.lastMsgSeq), long(m.next.fenceToken),
+            long(m.next.readSeq), long(m.next.deletedToSeq), long(m.next.activeAt), long(m.next.updatedAt), m.next.lastMsgSeq === null ? null : long(m.next.lastMsgSeq), long(m.next.fenceToken),
             tenant, user, m.channel.channelType, m.channel.channelId,
-            long(m.old.readSeq), long(m.old.deletedToSeq), long(m.old.activeAt), m.old.lastMsgSeqNull ? null : long(m.old.lastMsgSeq), long(fence.token),
+            long(m.old.readSeq), long(m.old.deletedToSeq), long(m.old.activeAt), m.old.lastMsgSeq === null ? null : long(m.old.lastMsgSeq), long(fence.token),
           ],
         }
         : {
@@ -402,7 +408,7 @@ export class CassandraCmdStateStore implements CmdStateStore {
                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS`,
           params: [
             tenant, user, m.channel.channelType, m.channel.channelId, long(m.next.readSeq), long(m.next.deletedToSeq), long(m.next.activeAt), long(m.next.updatedAt),
-            long(m.next.lastMsgSeq), long(m.next.fenceToken),
+            long(m.next.lastMsgSeq!), long(m.next.fenceToken),
           ],
         })), { prepare: true, serialConsistency: this.serial });
       if (res.wasApplied()) {

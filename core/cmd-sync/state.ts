@@ -10,21 +10,28 @@ import type { RedisStore } from "../store/index.js";
 import { isValidCommandChannelId } from "./channel.js";
 import { CmdFencedError } from "./errors.js";
 import { cmdStateField, cmdStateKeys, cmdUserRef, type CmdStateKeys } from "./keys.js";
-import { advanceCmdStateReadsScript, upsertCmdStatesScript } from "./scripts.js";
+import { advanceCmdStateReadsScript, indexLegacyCmdStatesScript, upsertCmdStatesScript } from "./scripts.js";
 import type { CmdConversationState, CmdReadPatch, CmdStateStore, CommandChannelKey } from "./types.js";
 
-/** `read|deletedTo|activeAt|updatedAt|lastMsgSeq`; a row written before the last seq was kept has four fields (last seq 0). */
-function parseValue(v: string): { readSeq: number; deletedToSeq: number; activeAt: number; updatedAt: number; lastMsgSeq: number } {
+/**
+ * `read|deletedTo|activeAt|updatedAt|lastMsgSeq`, versioned by its length: a row written before the
+ * last seq was kept has four fields, its last seq unknown (null; lua/includes/cmdState cmdParseState).
+ */
+function parseValue(v: string): { readSeq: number; deletedToSeq: number; activeAt: number; updatedAt: number; lastMsgSeq: number | null } {
   const [r, d, a, u, l] = v.split("|").map(Number);
-  return { readSeq: r!, deletedToSeq: d!, activeAt: a!, updatedAt: u!, lastMsgSeq: l ?? 0 };
+  return { readSeq: r!, deletedToSeq: d!, activeAt: a!, updatedAt: u!, lastMsgSeq: l ?? null };
 }
 
 /** Rows read per call by getMany and per page by listUnread's callers: every Redis call and reply stays bounded. */
 export const CMD_STATE_READ_CHUNK = 500;
 
-/** A row is unread while the last seq that concerned its user is beyond max(read, deleted-to) (lua/includes/cmdState cmdIsUnread). */
+/**
+ * A row is unread while the last seq that concerned its user is beyond max(read, deleted-to)
+ * (lua/includes/cmdState cmdIsUnread); a row of the old code (last seq unknown) counts as unread
+ * until a sync settles it.
+ */
 export function isUnreadState(s: Pick<CmdConversationState, "readSeq" | "deletedToSeq" | "lastMsgSeq">): boolean {
-  return s.lastMsgSeq > Math.max(s.readSeq, s.deletedToSeq);
+  return s.lastMsgSeq === null || s.lastMsgSeq > Math.max(s.readSeq, s.deletedToSeq);
 }
 
 const nonNegative = (n: number) => Number.isSafeInteger(n) && n >= 0;
@@ -38,12 +45,15 @@ export function checkChannel(c: CommandChannelKey): void {
 export function checkRead(p: CmdReadPatch): void {
   checkChannel(p.channel);
   if (!nonNegative(p.readSeq)) throw new InvalidArgumentError("readSeq", `read seq must be ≥ 0, got ${p.readSeq}`);
+  if (p.lastMsgSeq !== undefined && !nonNegative(p.lastMsgSeq)) throw new InvalidArgumentError("lastMsgSeq", `last seq must be ≥ 0, got ${p.lastMsgSeq}`);
 }
 
 export function checkState(s: CmdConversationState): void {
   checkChannel(s.channel);
   for (const f of ["readSeq", "deletedToSeq", "activeAt", "updatedAt", "lastMsgSeq"] as const) {
-    if (!nonNegative(s[f])) throw new InvalidArgumentError(f, `${f} must be ≥ 0, got ${s[f]}`);
+    const v = s[f];
+    // a write always knows its last seq: null is only what a row of the old code reads
+    if (v === null || !nonNegative(v)) throw new InvalidArgumentError(f, `${f} must be ≥ 0, got ${v}`);
   }
 }
 
@@ -97,6 +107,27 @@ export class RedisCmdStateStore implements CmdStateStore {
     return out;
   }
 
+  /**
+   * Rows of the old code are in cmdactive but not in cmdunread: at the user's first sync after the
+   * upgrade they are indexed in chunks of CMD_STATE_READ_CHUNK rows a script call (fenced), walking
+   * the user's own part of cmdactive — never the slot's whole hash, which holds every user of the
+   * slot. A user marked in cmdindexed costs one HEXISTS. `onChunk` (tests) sees each call's counts.
+   */
+  async indexLegacyRows(tenant: Uuid, user: Uuid, fence: Fence, onChunk?: (c: { looked: number; indexed: number }) => void): Promise<void> {
+    const slot = slotOfUser(tenant, user);
+    const k = this.slotKeys(slot);
+    const client = this.store.clientForKey(k.state);
+    const userRef = cmdUserRef(tenant, user);
+    if (await client.hexists(k.indexed, userRef) === 1) return;
+    let cursor = "";
+    do {
+      const reply = await indexLegacyCmdStatesScript.run(client, k, { owner: fence.owner, token: fence.token, userRef, cursor, count: CMD_STATE_READ_CHUNK });
+      if (reply.fenced) throw new CmdFencedError(slot);
+      onChunk?.({ looked: reply.looked, indexed: reply.indexed });
+      cursor = reply.next;
+    } while (cursor !== "");
+  }
+
   async getMany(tenant: Uuid, user: Uuid, channels: readonly CommandChannelKey[]): Promise<CmdConversationState[]> {
     const k = this.slotKeys(slotOfUser(tenant, user));
     const client = this.store.clientForKey(k.state);
@@ -126,7 +157,9 @@ export class RedisCmdStateStore implements CmdStateStore {
     const reply = await advanceCmdStateReadsScript.run(this.store.clientForKey(k.state), k, {
       owner: fence.owner,
       token: fence.token,
-      rows: patches.map((p) => ({ userRef: cmdUserRef(p.tenant, p.user), channelType: p.channel.channelType, channelId: p.channel.channelId, readSeq: p.readSeq, updatedAt })),
+      rows: patches.map((p) => ({
+        userRef: cmdUserRef(p.tenant, p.user), channelType: p.channel.channelType, channelId: p.channel.channelId, readSeq: p.readSeq, updatedAt, lastMsgSeq: p.lastMsgSeq,
+      })),
     });
     if (reply.fenced) throw new CmdFencedError(slot);
   }
@@ -141,7 +174,7 @@ export class RedisCmdStateStore implements CmdStateStore {
       token: fence.token,
       rows: states.map((s) => ({
         userRef: cmdUserRef(s.tenant, s.user), channelType: s.channel.channelType, channelId: s.channel.channelId,
-        readSeq: s.readSeq, deletedToSeq: s.deletedToSeq, activeAt: s.activeAt, updatedAt: s.updatedAt, lastMsgSeq: s.lastMsgSeq,
+        readSeq: s.readSeq, deletedToSeq: s.deletedToSeq, activeAt: s.activeAt, updatedAt: s.updatedAt, lastMsgSeq: s.lastMsgSeq!,
       })),
     });
     if (reply.fenced) throw new CmdFencedError(slot);

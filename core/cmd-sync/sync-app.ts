@@ -16,6 +16,7 @@ import type { Uuid } from "../base/index.js";
 import { StaleOwnerError, type Fence } from "../cluster/index.js";
 import { channelKeyText, isCommandChannel } from "./channel.js";
 import { USER_SLOT_NOT_OURS } from "./errors.js";
+import { CMD_STATE_READ_CHUNK } from "./state.js";
 import { cmdMetrics } from "./metrics.js";
 import type {
   CmdAckResult, CmdConversationState, CmdMessage, CmdMessageSource, CmdPendingBuffer, CmdReadPatch, CmdStateStore, CmdSyncRecord, CmdSyncResult,
@@ -41,6 +42,11 @@ export const CMD_SYNC_ACTIVE_SCAN_LIMIT = 2000;
 export interface CmdSyncRecordEntry extends CmdSyncRecord {
   pending: boolean;
   pendingActiveAt: number;
+  /**
+   * The durable row's last seq was unknown (a row of the old code) and this answer reached the end
+   * of the user's commands in the CMD log: the ack settles the row's last seq at lastReturnedMsgSeq.
+   */
+  settlesLastSeq?: boolean;
 }
 
 interface UserRecords {
@@ -133,6 +139,12 @@ interface Candidate {
   activeAt: number;
   pending: boolean;
   pendingActiveAt: number;
+  /**
+   * The durable row's last seq is unknown (written by the code before issue 23): the candidate is
+   * loaded without a last-seq bound, and the sync settles the row once a load reaches the end of
+   * the user's commands in the log (docs/cmd-sync-core.md, the upgrade).
+   */
+  unknownLast: boolean;
 }
 
 function compareCandidates(a: Candidate, b: Candidate): number {
@@ -144,7 +156,10 @@ function compareCandidates(a: Candidate, b: Candidate): number {
 export function mergeCandidates(states: readonly CmdConversationState[], pending: readonly PendingConversationView[]): Candidate[] {
   const byKey = new Map<string, Candidate>();
   for (const s of states) {
-    byKey.set(channelKeyText(s.channel), { channel: s.channel, readSeq: Math.max(s.readSeq, s.deletedToSeq), lastSeq: s.lastMsgSeq, activeAt: s.activeAt, pending: false, pendingActiveAt: 0 });
+    byKey.set(channelKeyText(s.channel), {
+      channel: s.channel, readSeq: Math.max(s.readSeq, s.deletedToSeq), lastSeq: s.lastMsgSeq ?? Number.MAX_SAFE_INTEGER, activeAt: s.activeAt,
+      pending: false, pendingActiveAt: 0, unknownLast: s.lastMsgSeq === null,
+    });
   }
   for (const v of pending) {
     const k = channelKeyText(v.channel);
@@ -156,7 +171,7 @@ export function mergeCandidates(states: readonly CmdConversationState[], pending
       c.pending = true;
       c.pendingActiveAt = Math.max(c.pendingActiveAt, v.activeAt);
     } else {
-      byKey.set(k, { channel: v.channel, readSeq: v.readSeq, lastSeq: v.lastMsgSeq, activeAt: v.activeAt, pending: true, pendingActiveAt: v.activeAt });
+      byKey.set(k, { channel: v.channel, readSeq: v.readSeq, lastSeq: v.lastMsgSeq, activeAt: v.activeAt, pending: true, pendingActiveAt: v.activeAt, unknownLast: false });
     }
   }
   return [...byKey.values()].sort(compareCandidates);
@@ -201,7 +216,7 @@ export class CmdSyncApp {
    * generation.
    */
   async sync(tenant: Uuid, user: Uuid, limit: number): Promise<CmdSyncResult> {
-    return this.fenced(tenant, user, () => this.syncOwned(tenant, user, limit), "syncs");
+    return this.fenced(tenant, user, (fence) => this.syncOwned(tenant, user, limit, fence), "syncs");
   }
 
   /** Runs `body` holding the user's fence (StaleOwnerError without one), releasing it after. */
@@ -220,45 +235,16 @@ export class CmdSyncApp {
     }
   }
 
-  private async syncOwned(tenant: Uuid, user: Uuid, limit: number): Promise<CmdSyncResult> {
+  private async syncOwned(tenant: Uuid, user: Uuid, limit: number, fence: Fence): Promise<CmdSyncResult> {
     try {
       const lim = this.normaliseLimit(limit);
-      const candidates = await this.candidates(tenant, user);
-      let remaining = lim;
-      const records: CmdSyncRecordEntry[] = [];
-      const picked: { msg: CmdMessage; at: number; channel: CommandChannelKey }[] = [];
-      // Candidates are loaded a wave at a time, concurrently, each with what was left of the limit
-      // when the wave began, then taken in order with what is left at each: the same answer as
-      // loading one after another (each channel's first `left` messages are a prefix of what was
-      // loaded), in one round trip per wave instead of one per channel (200 channels: 12× → see
-      // bench/cmd).
-      let waveStart = 0;
-      let wave: CmdMessage[][] = [];
-      for (let i = 0; i < candidates.length; i++) {
-        const c = candidates[i]!;
-        if (remaining <= 0 || records.length >= this.records.maxPerUser) break;
-        if (i === waveStart + wave.length) {
-          waveStart = i;
-          const next = candidates.slice(i, i + CMD_SYNC_LOAD_WAVE);
-          const limitNow = remaining;
-          wave = await Promise.all(next.map((n) => this.o.messages.load(tenant, n.channel, n.readSeq, limitNow, user)));
-        }
-        const msgs = wave[i - waveStart]!.filter((m) => m.messageSeq > c.readSeq && m.messageSeq <= c.lastSeq).slice(0, remaining);
-        if (msgs.length === 0) continue;
-        let at = 0;
-        let last = 0;
-        for (const m of msgs) {
-          at = Math.max(at, m.timestampMs);
-          last = Math.max(last, m.messageSeq);
-          picked.push({ msg: m, at, channel: c.channel });
-        }
-        records.push({ channel: c.channel, lastReturnedMsgSeq: last, pending: c.pending, pendingActiveAt: c.pendingActiveAt });
-        remaining -= msgs.length;
-      }
-      picked.sort((a, b) => a.at - b.at || a.channel.channelType - b.channel.channelType
-        || (a.channel.channelId < b.channel.channelId ? -1 : a.channel.channelId > b.channel.channelId ? 1 : 0)
-        || a.msg.messageSeq - b.msg.messageSeq);
-      const messages = picked.map(({ msg }) => msg);
+      await this.o.states.indexLegacyRows?.(tenant, user, fence);
+      // A pass that answers nothing but settled rows of the old code scans again: its scan may have
+      // been full of such rows with nothing to load, and an empty answer ends the client's loop.
+      // Each pass takes the rows it settled out of the unread scan, so this ends.
+      let pass = await this.syncPass(tenant, user, lim, fence);
+      while (pass.messages.length === 0 && pass.settled > 0) pass = await this.syncPass(tenant, user, lim, fence);
+      const { messages, records } = pass;
       const generation = this.records.replace(tenant, user, records);
       cmdMetrics.syncs.inc({ outcome: "ok" });
       cmdMetrics.syncMessages.inc(messages.length);
@@ -267,6 +253,60 @@ export class CmdSyncApp {
       cmdMetrics.syncs.inc({ outcome: "error" });
       throw err;
     }
+  }
+
+  /** One scan of the candidates and their loads; rows of the old code found with nothing to load are settled. */
+  private async syncPass(tenant: Uuid, user: Uuid, lim: number, fence: Fence): Promise<{ messages: CmdMessage[]; records: CmdSyncRecordEntry[]; settled: number }> {
+    const candidates = await this.candidates(tenant, user);
+    let remaining = lim;
+    const records: CmdSyncRecordEntry[] = [];
+    // rows of the old code whose load found nothing beyond their read seq: settled after the loop
+    const settled: CmdReadPatch[] = [];
+    const picked: { msg: CmdMessage; at: number; channel: CommandChannelKey }[] = [];
+    // Candidates are loaded a wave at a time, concurrently, each with what was left of the limit
+    // when the wave began, then taken in order with what is left at each: the same answer as
+    // loading one after another (each channel's first `left` messages are a prefix of what was
+    // loaded), in one round trip per wave instead of one per channel (200 channels: 12× → see
+    // bench/cmd).
+    let waveStart = 0;
+    let wave: CmdMessage[][] = [];
+    let waveLimit = 0;
+    for (let i = 0; i < candidates.length; i++) {
+      const c = candidates[i]!;
+      if (remaining <= 0 || records.length >= this.records.maxPerUser) break;
+      if (i === waveStart + wave.length) {
+        waveStart = i;
+        const next = candidates.slice(i, i + CMD_SYNC_LOAD_WAVE);
+        const limitNow = remaining;
+        waveLimit = limitNow;
+        wave = await Promise.all(next.map((n) => this.o.messages.load(tenant, n.channel, n.readSeq, limitNow, user)));
+      }
+      const loaded = wave[i - waveStart]!;
+      const msgs = loaded.filter((m) => m.messageSeq > c.readSeq && m.messageSeq <= c.lastSeq).slice(0, remaining);
+      // a load asked for `waveLimit` and given fewer reached the end of the user's commands in the
+      // channel; a row of unknown last seq settles there, if this answer holds all it loaded
+      const reachedEnd = c.unknownLast && loaded.length < waveLimit && msgs.length === loaded.length;
+      if (msgs.length === 0) {
+        if (reachedEnd) settled.push({ tenant, user, channel: c.channel, readSeq: 0, lastMsgSeq: c.readSeq });
+        continue;
+      }
+      let at = 0;
+      let last = 0;
+      for (const m of msgs) {
+        at = Math.max(at, m.timestampMs);
+        last = Math.max(last, m.messageSeq);
+        picked.push({ msg: m, at, channel: c.channel });
+      }
+      records.push({ channel: c.channel, lastReturnedMsgSeq: last, pending: c.pending, pendingActiveAt: c.pendingActiveAt, ...(reachedEnd ? { settlesLastSeq: true } : {}) });
+      remaining -= msgs.length;
+    }
+    picked.sort((a, b) => a.at - b.at || a.channel.channelType - b.channel.channelType
+      || (a.channel.channelId < b.channel.channelId ? -1 : a.channel.channelId > b.channel.channelId ? 1 : 0)
+      || a.msg.messageSeq - b.msg.messageSeq);
+    const messages = picked.map(({ msg }) => msg);
+    // read seq 0 never moves a read; the last seq is what this sync knows of the row now: its read
+    for (let j = 0; j < settled.length; j += CMD_STATE_READ_CHUNK) await this.o.states.advanceReadSeqs(settled.slice(j, j + CMD_STATE_READ_CHUNK), fence, this.now());
+    return { messages, records, settled: settled.length };
   }
 
   /**
@@ -316,7 +356,9 @@ export class CmdSyncApp {
         return empty;
       }
       const updatedAt = this.now();
-      const patches: CmdReadPatch[] = valid.map((r) => ({ tenant, user, channel: r.channel, readSeq: r.lastReturnedMsgSeq }));
+      const patches: CmdReadPatch[] = valid.map((r) => ({
+        tenant, user, channel: r.channel, readSeq: r.lastReturnedMsgSeq, ...(r.settlesLastSeq ? { lastMsgSeq: r.lastReturnedMsgSeq } : {}),
+      }));
       await this.o.states.advanceReadSeqs(patches, fence, updatedAt);
 
       // each record's own pending view (not the newest N of the user's: a record may be past them)

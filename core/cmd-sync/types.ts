@@ -80,10 +80,12 @@ export interface CmdConversationState {
   updatedAt: number;
   /**
    * The last seq that concerned this user on the channel (the pending entry's per-user last seq,
-   * max-merged at each flush); 0 for a row written before it was kept. The row is unread while it
-   * is beyond max(readSeq, deletedToSeq) (isUnreadState).
+   * max-merged at each flush). The row is unread while it is beyond max(readSeq, deletedToSeq)
+   * (isUnreadState). null on a row written before it was kept (issue 23, the upgrade): unknown,
+   * so the row counts as unread until a sync has loaded its commands to the end of the CMD log and
+   * settled it (CmdReadPatch.lastMsgSeq). A write always carries a number.
    */
-  lastMsgSeq: number;
+  lastMsgSeq: number | null;
 }
 
 /** A read advance for an existing row (spec 001 CMDConversationReadPatch): monotonic. */
@@ -92,6 +94,13 @@ export interface CmdReadPatch {
   user: Uuid;
   channel: CommandChannelKey;
   readSeq: number;
+  /**
+   * What a sync found of a row whose last seq is unknown (null): the end of the user's commands in
+   * the CMD log (its last answered seq, or its read seq when there was nothing to load). Max-merged
+   * into the row's last seq, the unknown one taken as none, so the row settles (issue 23, the
+   * upgrade path; docs/cmd-sync-core.md).
+   */
+  lastMsgSeq?: number;
 }
 
 /**
@@ -119,7 +128,16 @@ export interface CmdStateStore {
   /** The user's rows of these channels (absent ones left out), read in chunks of CMD_STATE_READ_CHUNK. */
   getMany(tenant: Uuid, user: Uuid, channels: readonly CommandChannelKey[]): Promise<CmdConversationState[]>;
   get(tenant: Uuid, user: Uuid, channel: CommandChannelKey): Promise<CmdConversationState | null>;
-  /** Advances read seq of rows that exist; a patch for a missing row is a no-op. updatedAt: the ack's time (default now). */
+  /**
+   * Makes the user's rows of the old code (last seq null) visible to listUnread, once per user, in
+   * bounded fenced steps (Redis: the cmdunread index; a store whose listUnread filters rows needs
+   * none). The sync calls it before listUnread.
+   */
+  indexLegacyRows?(tenant: Uuid, user: Uuid, fence: Fence): Promise<void>;
+  /**
+   * Advances read seq of rows that exist (and settles an unknown last seq, CmdReadPatch.lastMsgSeq);
+   * a patch for a missing row is a no-op. updatedAt: the ack's time (default now).
+   */
   advanceReadSeqs(patches: readonly CmdReadPatch[], fence: Fence, updatedAt?: number): Promise<void>;
   /** Creates or max-merges rows. */
   upsertStates(states: readonly CmdConversationState[], fence: Fence): Promise<void>;

@@ -5,7 +5,10 @@
   grow is not written at all, so a replayed or repeated batch, or an old one after a newer,
   changes nothing (updated at included). The unread index holds exactly the rows whose last seq
   is beyond max(read, deleted-to), so that a sync finds every unread row without reading the read
-  ones (issue 23, defect 5).
+  ones (issue 23, defect 5). A row of the old code (four fields, last seq unknown) keeps its last
+  seq unknown: only a sync that loaded the user's commands to the end of the CMD log settles it
+  (advanceCmdStateReads), since an intent re-derived late may carry a seq older than a command the
+  row still holds unread.
 
   KEYS[1] cmdstate   hash  `tenantHex:userHex|type|channelId` → `read|deletedTo|activeAt|updatedAt|lastMsgSeq`
   KEYS[2] cmdactive  zset  the (activeAt DESC, type, id) index, members from cmdActiveMember
@@ -35,7 +38,8 @@ for i = 3, #ARGV, 8 do
     local orr, od, oldA, ou, ol = cmdParseState(old)
     oa = oldA
     wasUnread = cmdIsUnread(orr, od, ol)
-    r, d, a, u, l = cmdMax(orr, r), cmdMax(od, d), cmdMax(oa, a), cmdMax(ou, u), cmdMax(ol, l)
+    r, d, a, u = cmdMax(orr, r), cmdMax(od, d), cmdMax(oa, a), cmdMax(ou, u)
+    if ol == nil then l = nil else l = cmdMax(ol, l) end
     -- nothing to merge: the row stays as it is, its updated at included (a replay is a no-op)
     write = r ~= orr or d ~= od or a ~= oa or l ~= ol
     if a ~= oa then
@@ -46,7 +50,7 @@ for i = 3, #ARGV, 8 do
     redis.call("ZADD", KEYS[2], 0, cmdActiveMember(ref, ctype, id, a))
   end
   if write then
-    redis.call("HSET", KEYS[1], field, r .. "|" .. d .. "|" .. a .. "|" .. u .. "|" .. l)
+    redis.call("HSET", KEYS[1], field, cmdStateValue(r, d, a, u, l))
     cmdUnreadIndex(KEYS[3], ref, ctype, id, oa, wasUnread, a, cmdIsUnread(r, d, l))
     changed = changed + 1
   end

@@ -14,14 +14,21 @@ local function cmdActiveMember(ref, ctype, id, activeAt)
   local lo = inv - hi * 268435456
   return ref .. "|" .. string.format("%07x%07x", hi, lo) .. "|" .. string.format("%03d", tonumber(ctype)) .. "|" .. id
 end
--- `read|deletedTo|activeAt|updatedAt|lastMsgSeq`; a row written before the last seq was kept has
--- four fields: its last seq is "0" (nothing beyond its read seq is known).
+-- `read|deletedTo|activeAt|updatedAt|lastMsgSeq`. A row written before the last seq was kept has
+-- four fields: its last seq is nil, unknown (issue 23: commands beyond its read seq may be waiting).
 local function cmdParseState(v)
   local r, d, a, u, l = string.match(v, "^(%d+)|(%d+)|(%d+)|(%d+)|?(%d*)$")
-  if l == "" then l = "0" end
+  if l == "" then l = nil end
   return r, d, a, u, l
 end
--- A row is unread while the last seq that concerned its user is beyond its effective read seq.
+-- The stored value; a row whose last seq is still unknown keeps the four fields of the old code.
+local function cmdStateValue(r, d, a, u, l)
+  if l == nil then return r .. "|" .. d .. "|" .. a .. "|" .. u end
+  return r .. "|" .. d .. "|" .. a .. "|" .. u .. "|" .. l
+end
+-- A row is unread while the last seq that concerned its user is beyond its effective read seq;
+-- an unknown last seq counts as unread until a sync has looked (docs/cmd-sync-core.md, upgrade).
 local function cmdIsUnread(r, d, l)
+  if l == nil then return true end
   return tonumber(l) > math.max(tonumber(r), tonumber(d))
 end

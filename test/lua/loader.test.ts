@@ -38,7 +38,7 @@ const EXPECTED_KEYS: Record<string, number | "n"> = {
   recomputeUnread: 3,
   applyRows: 4,
   advanceListCheckpoint: 1,
-  upsertCmdStates: 4, advanceCmdStateReads: 3,
+  upsertCmdStates: 4, advanceCmdStateReads: 3, indexLegacyCmdStates: 5,
   // CMD log (core/cmd-sync/log-scripts.ts)
   commitCmd: 5,
   scanCmdRecent: 1,
@@ -54,7 +54,7 @@ const MODULE_OF: Record<string, string> = {
   popRegistered: "projection", deadLetterRegistration: "projection", advanceCheckpoint: "projection", bumpEpoch: "projection", raiseEpochMark: "projection",
   releaseLock: "projection", heartbeat: "cluster", acquireUnit: "cluster", releaseUnit: "cluster",
   recomputeUnread: "conversation-list", applyRows: "conversation-list", advanceListCheckpoint: "conversation-list",
-  upsertCmdStates: "cmd-sync", advanceCmdStateReads: "cmd-sync",
+  upsertCmdStates: "cmd-sync", advanceCmdStateReads: "cmd-sync", indexLegacyCmdStates: "cmd-sync",
   commitCmd: "cmd-sync", scanCmdRecent: "cmd-sync", scanCmdRecents: "cmd-sync", raiseCmdFlushPoint: "cmd-sync",
 };
 

@@ -37,32 +37,58 @@ test("upsertCmdStates: field `tenantHex:userHex|type|id`, value `read|deletedTo|
   // the same write again changes no row
   assert.deepEqual((await callScript(client, "upsertCmdStates", [k.state, k.index, k.unread, k.lease], ["", "0", ref, "2", "g1____cmd", "2", "4", "1700000000000", "9", "4"])).map(Number), [0, 0]);
   // read 5 reaches the last seq: out of cmdunread, still in cmdactive
-  await callScript(client, "advanceCmdStateReads", [k.state, k.unread, k.lease], ["", "0", ref, "2", "g1____cmd", "5", "11"]);
+  await callScript(client, "advanceCmdStateReads", [k.state, k.unread, k.lease], ["", "0", ref, "2", "g1____cmd", "5", "11", ""]);
   assert.equal(await client.hget(k.state, `${ref}|2|g1____cmd`), "5|4|1700000000000|11|5");
   assert.equal(await client.zcard(k.unread), 0);
   assert.equal(await client.zcard(k.index), 1);
 });
 
-test("advanceCmdStateReads: existing rows only, never back; fenced writes change nothing (-10)", async () => {
+test("advanceCmdStateReads: existing rows only, never back; a row of the old code keeps its unknown last seq until a patch settles it; fenced writes change nothing (-10)", async () => {
   const { space, k, client } = slotKeys();
   const ref = `${uuidToHex(newUuid())}:${uuidToHex(newUuid())}`;
+  const member = `${ref}|1fffffffffff9b|002|g1____cmd`;
+  // as the code before issue 23 wrote it: four fields, in cmdactive; here also in cmdunread, as
+  // indexLegacyCmdStates puts it (unknown last seq: unread)
   await client.hset(k.state, `${ref}|2|g1____cmd`, "3|1|100|10");
-  let r = await callScript(client, "advanceCmdStateReads", [k.state, k.unread, k.lease], ["", "0", ref, "2", "g1____cmd", "7", "20", ref, "2", "none____cmd", "9", "20"]);
+  await client.zadd(k.unread, 0, member);
+  let r = await callScript(client, "advanceCmdStateReads", [k.state, k.unread, k.lease], ["", "0", ref, "2", "g1____cmd", "7", "20", "", ref, "2", "none____cmd", "9", "20", ""]);
   assert.deepEqual(r.map(Number), [0, 1]);
-  // a row stored before the last seq was kept (four fields) reads last seq 0 and is written with it
-  assert.equal(await client.hget(k.state, `${ref}|2|g1____cmd`), "7|1|100|20|0");
+  // no last seq in the patch: the row keeps the old code's four fields (still unknown, still unread)
+  assert.equal(await client.hget(k.state, `${ref}|2|g1____cmd`), "7|1|100|20");
+  assert.deepEqual(await client.zrange(k.unread, "0", "-1"), [member]);
   assert.equal(await client.hexists(k.state, `${ref}|2|none____cmd`), 0);
-  r = await callScript(client, "advanceCmdStateReads", [k.state, k.unread, k.lease], ["", "0", ref, "2", "g1____cmd", "5", "30"]);
+  r = await callScript(client, "advanceCmdStateReads", [k.state, k.unread, k.lease], ["", "0", ref, "2", "g1____cmd", "5", "30", ""]);
+  assert.deepEqual(r.map(Number), [0, 0]);
+  // read 0 (no advance) with last seq 7: settled at its read, out of cmdunread
+  r = await callScript(client, "advanceCmdStateReads", [k.state, k.unread, k.lease], ["", "0", ref, "2", "g1____cmd", "0", "31", "7"]);
+  assert.deepEqual(r.map(Number), [0, 1]);
+  assert.equal(await client.hget(k.state, `${ref}|2|g1____cmd`), "7|1|100|31|7");
+  assert.equal(await client.zcard(k.unread), 0);
+  // a settled last seq is max-merged like the rest: 6 < 7 changes nothing
+  r = await callScript(client, "advanceCmdStateReads", [k.state, k.unread, k.lease], ["", "0", ref, "2", "g1____cmd", "0", "32", "6"]);
   assert.deepEqual(r.map(Number), [0, 0]);
   const lease = unitLeaseKey(space, "slot", 17);
   assert.equal(lease, k.lease);
   await client.hset(lease, "owner", "node-b", "token", "3");
-  r = await callScript(client, "advanceCmdStateReads", [k.state, k.unread, k.lease], ["", "0", ref, "2", "g1____cmd", "9", "40"]);
+  r = await callScript(client, "advanceCmdStateReads", [k.state, k.unread, k.lease], ["", "0", ref, "2", "g1____cmd", "9", "40", "9"]);
   assert.deepEqual(r.map(Number), [-10]);
   r = await callScript(client, "upsertCmdStates", [k.state, k.index, k.unread, k.lease], ["node-b", "2", ref, "2", "g9____cmd", "1", "0", "1", "1", "1"]);
   assert.deepEqual(r.map(Number), [-10], "an older token of the same owner is refused too");
-  assert.equal(await client.hget(k.state, `${ref}|2|g1____cmd`), "7|1|100|20|0");
+  assert.equal(await client.hget(k.state, `${ref}|2|g1____cmd`), "7|1|100|31|7");
   assert.equal(await client.zcard(k.index), 0);
-  r = await callScript(client, "advanceCmdStateReads", [k.state, k.unread, k.lease], ["node-b", "3", ref, "2", "g1____cmd", "9", "40"]);
+  r = await callScript(client, "advanceCmdStateReads", [k.state, k.unread, k.lease], ["node-b", "3", ref, "2", "g1____cmd", "9", "40", ""]);
   assert.deepEqual(r.map(Number), [0, 1]);
+});
+
+test("upsertCmdStates on a row of the old code: the other fields merge, the last seq stays unknown (four fields) and the row stays unread", async () => {
+  const { k, client } = slotKeys();
+  const ref = `${uuidToHex(newUuid())}:${uuidToHex(newUuid())}`;
+  await client.hset(k.state, `${ref}|2|g1____cmd`, "3|0|100|10");
+  await client.zadd(k.index, 0, `${ref}|1fffffffffff9b|002|g1____cmd`);
+  // active 200 (0xc8): member 0x1fffffffffffff - 0xc8 = 0x1fffffffffff37; read 9, last 9
+  const r = await callScript(client, "upsertCmdStates", [k.state, k.index, k.unread, k.lease], ["", "0", ref, "2", "g1____cmd", "9", "0", "200", "20", "9"]);
+  assert.deepEqual(r.map(Number), [0, 1]);
+  assert.equal(await client.hget(k.state, `${ref}|2|g1____cmd`), "9|0|200|20");
+  assert.deepEqual(await client.zrange(k.index, "0", "-1"), [`${ref}|1fffffffffff37|002|g1____cmd`]);
+  assert.deepEqual(await client.zrange(k.unread, "0", "-1"), [`${ref}|1fffffffffff37|002|g1____cmd`]);
 });

@@ -17,7 +17,6 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
-import { fileURLToPath } from "node:url";
 import * as grpc from "@grpc/grpc-js";
 import { connectAdmin, type AdminClient } from "../../admin-api/client.js";
 import { commitBucket, parseUuid } from "../../core/index.js";
@@ -28,44 +27,7 @@ import type { OwnershipView, UnitKind, UnitOwnerView } from "../../admin-api/nod
 import { CLIENT_NAMES, writeTestPki, type TestPkiFiles } from "../certs/fixture.js";
 import { startRedis, type RedisServer } from "../harness/redis.js";
 import { startServerProcess, type ServerProcess } from "../reliability/server-process.js";
-
-/** How long the test waits for the cluster to settle (leases taken, a drain applied) before it fails. */
-const SETTLE_MS = 30_000;
-const POLL_MS = 100;
-
-/** Short leases so that a drain settles quickly (the defaults are seconds). */
-const LEASE_TTL_MS = 5000;
-const HEARTBEAT_INTERVAL_MS = 500;
-const NODE_CHILD = fileURLToPath(new URL("./node-child.js", import.meta.url));
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until<T>(what: string, probe: () => Promise<T | undefined | null | false>): Promise<T> {
-  const deadline = Date.now() + SETTLE_MS;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await probe();
-      if (v) return v;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${SETTLE_MS} ms${last ? ` (last error: ${String(last)})` : ""}`);
-    await sleep(POLL_MS);
-  }
-}
-
-/** A counter's value in a Prometheus text exposition, summed over the series whose labels include `labels`. */
-function counter(text: string, name: string, labels: Record<string, string> = {}): number {
-  let sum = 0;
-  for (const line of text.split("\n")) {
-    const m = /^([a-z_]+)(\{[^}]*\})? (\S+)$/.exec(line);
-    if (!m || m[1] !== name) continue;
-    const have = Object.fromEntries([...(m[2] ?? "").matchAll(/(\w+)="([^"]*)"/g)].map((x) => [x[1], x[2]]));
-    if (Object.entries(labels).every(([k, v]) => have[k] === v)) sum += Number(m[3]);
-  }
-  return sum;
-}
+import { LEASE_TTL_MS, HEARTBEAT_INTERVAL_MS, NODE_CHILD, until, counter } from "./processes.js";
 
 describe("node-to-node RPC between server processes", () => {
   let dir: string;

@@ -10,9 +10,9 @@
  * recipients name the user and whose sender is someone else — never from the code under test.
  */
 import assert from "node:assert/strict";
-import { after, before, describe, test } from "node:test";
-import { CmdSync, KeySpace, newUuid, RedisStore, type Uuid } from "../../../core/index.js";
-import { startRedis, type RedisServer } from "../../harness/redis.js";
+import { describe, test } from "node:test";
+import { CmdSync, KeySpace, newUuid, type Uuid } from "../../../core/index.js";
+import { useCmdRedis } from "./fixture.js";
 
 interface Sent {
   channelId: string;
@@ -24,20 +24,10 @@ interface Sent {
 const bytes = (s: string) => new TextEncoder().encode(s);
 
 describe("CMD sync past the scan limit (issue 23, defect 5)", { timeout: 600_000 }, () => {
-  let redis: RedisServer;
-  let store: RedisStore;
-
-  before(async () => {
-    redis = await startRedis();
-    store = new RedisStore({ kind: "instances", addrs: [redis.addr] });
-  });
-  after(async () => {
-    await store?.close();
-    await redis?.stop();
-  });
+  const fx = useCmdRedis();
 
   async function withCmd<T>(body: (cmd: CmdSync) => Promise<T>): Promise<T> {
-    const cmd = new CmdSync({ store, keys: new KeySpace(`many${newUuid().slice(0, 8)}`), cluster: null, log: () => {} }, { catchUpIntervalMs: 0, flushIntervalMs: 0 });
+    const cmd = new CmdSync({ store: fx.store, keys: new KeySpace(`many${newUuid().slice(0, 8)}`), cluster: null, log: () => {} }, { catchUpIntervalMs: 0, flushIntervalMs: 0 });
     await cmd.start();
     try {
       return await body(cmd);

@@ -16,28 +16,18 @@
  * Expected answers are worked out by hand from the sends below.
  */
 import assert from "node:assert/strict";
-import { after, before, describe, test } from "node:test";
-import { CmdSync, KeySpace, newUuid, RedisStore, type CmdSendRequest, type Uuid } from "../../../core/index.js";
-import { startRedis, type RedisServer } from "../../harness/redis.js";
+import { describe, test } from "node:test";
+import { CmdSync, KeySpace, newUuid, type CmdSendRequest, type Uuid } from "../../../core/index.js";
+import { useCmdRedis } from "./fixture.js";
 
 const bytes = (s: string) => new TextEncoder().encode(s);
 
 describe("takeover before recovery: the sender's own command (issue 23)", { timeout: 120_000 }, () => {
-  let redis: RedisServer;
-  let store: RedisStore;
-
-  before(async () => {
-    redis = await startRedis();
-    store = new RedisStore({ kind: "instances", addrs: [redis.addr] });
-  });
-  after(async () => {
-    await store?.close();
-    await redis?.stop();
-  });
+  const fx = useCmdRedis();
 
   test("a sync at the new owner before and after its recovery never answers the user's own command; the other sender's commands come back once", async () => {
     const keys = new KeySpace(`tk${newUuid().slice(0, 8)}`);
-    const make = () => new CmdSync({ store, keys, cluster: null, log: () => {} }, { catchUpIntervalMs: 0, flushIntervalMs: 0 });
+    const make = () => new CmdSync({ store: fx.store, keys, cluster: null, log: () => {} }, { catchUpIntervalMs: 0, flushIntervalMs: 0 });
     const tenant = newUuid();
     const user = newUuid();
     const other = newUuid();

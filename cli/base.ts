@@ -22,6 +22,7 @@ import type { AdminClient, WatchStream } from "../admin-api/client.js";
 import { confirmOrStop, mustConfirm, type Destructive } from "./confirm.js";
 import { resolveConnection, type Resolved, type ResolvedConnection } from "./context.js";
 import { classifyError, GRPC_STATUS, InterruptedError, needsCertificateProbe, UsageError, type Failure, type FailureContext } from "./exit-codes.js";
+import { visibleLines } from "./format.js";
 import { endpoint as checkEndpoint, seconds, uuid } from "./validate.js";
 
 export type OutputMode = "table" | "json";
@@ -124,6 +125,15 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
   /** Set by a command that prints JSON lines (a stream): its result is then one line too. */
   protected jsonLines = false;
 
+  /**
+   * Table-mode output, control and bidirectional formatting characters escaped (cli/format.ts
+   * visibleLines): every table cell already is; this covers the sentences around them, so that no
+   * text a user chose reaches the operator's terminal as a command to it.
+   */
+  override log(message = "", ...args: unknown[]): void {
+    super.log(visibleLines(message), ...args);
+  }
+
   /** Plain, stable JSON (no colours), whatever the terminal. */
   override logJson(json: unknown): void {
     process.stdout.write(`${this.jsonLines ? JSON.stringify(json) : JSON.stringify(json, null, 2)}\n`);
@@ -139,7 +149,7 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
     const json = this.jsonEnabled();
     await new Promise<void>((resolve, reject) => {
       const stream = open((event) => {
-        for (const line of linesOf(event)) process.stdout.write(`${json ? JSON.stringify(line) : text(line)}\n`);
+        for (const line of linesOf(event)) process.stdout.write(`${json ? JSON.stringify(line) : visibleLines(text(line))}\n`);
       });
       process.stdout.once("error", (err: NodeJS.ErrnoException) => {
         stream.cancel();
@@ -154,7 +164,7 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
 
   /** A diagnostic line on stderr (table mode only: JSON mode keeps stderr for the error object). */
   protected note(line: string): void {
-    if (!this.jsonEnabled()) process.stderr.write(`${line}\n`);
+    if (!this.jsonEnabled()) process.stderr.write(`${visibleLines(line)}\n`);
   }
 
   /** The single place where a failure becomes output and an exit code. */
@@ -207,8 +217,8 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
       return;
     }
     const field = f.field && !f.message.startsWith(`${f.field}:`) ? ` (field ${f.field})` : "";
-    process.stderr.write(`Error: ${f.message}${field}\n`);
-    for (const hint of f.hints ?? []) process.stderr.write(`  hint: ${hint}\n`);
+    process.stderr.write(`${visibleLines(`Error: ${f.message}${field}`)}\n`);
+    for (const hint of f.hints ?? []) process.stderr.write(`${visibleLines(`  hint: ${hint}`)}\n`);
   }
 }
 

@@ -4,6 +4,37 @@
  * layouts — lists as aligned columns, details as aligned label/value lines (etcdctl's printer).
  * Pure functions.
  */
+import { NOT_ONE_LINE } from "../core/base/index.js";
+
+const NOT_ONE_LINE_ALL = new RegExp(NOT_ONE_LINE.source, "gu");
+
+/** A character escaped as text: `\x1b` below U+0100, `\u202e` above. */
+function escaped(c: string): string {
+  const cp = c.codePointAt(0)!;
+  return cp < 0x100 ? `\\x${cp.toString(16).padStart(2, "0")}` : `\\u${cp.toString(16).padStart(4, "0")}`;
+}
+
+/**
+ * Text a user or a peer chose (a message, a payload preview, a name, a reason, an audit argument)
+ * as a terminal shows it: every character core/base NOT_ONE_LINE names — C0 and C1 controls, DEL,
+ * line separators, bidirectional formatting — written as visible escapes (`\x1b`, `\u202e`), so
+ * that a sender cannot retitle or clear the operator's terminal (OSC, CSI), fake a prompt on a
+ * line of its own, or reorder what a line displays (Trojan Source). Newlines and tabs are escaped
+ * too: one cell stays one cell. Every table cell and label value goes through it (table,
+ * keyValues); JSON output never does (it stays exact).
+ */
+export function visible(s: string): string {
+  return s.replace(NOT_ONE_LINE_ALL, escaped);
+}
+
+/**
+ * A whole block of table-mode output (what a command logs, a streamed line, a diagnostic): as
+ * visible(), but the line breaks the output itself is made of are kept. The last line of defence
+ * for the sentences that are not table cells.
+ */
+export function visibleLines(s: string): string {
+  return s.split("\n").map(visible).join("\n");
+}
 
 /**
  * A u64 of the API as a JSON number: sequences, versions and offsets stay far below 2^53, and a
@@ -29,7 +60,7 @@ export function nonEmpty(s: string): string | null {
 export type Cell = string | number | null;
 
 export function table(headers: readonly string[], rows: ReadonlyArray<readonly Cell[]>): string {
-  const cells = [headers, ...rows.map((r) => r.map((c) => (c === null ? "-" : String(c))))];
+  const cells = [headers, ...rows.map((r) => r.map((c) => (c === null ? "-" : visible(String(c)))))];
   const widths = headers.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? "").length)));
   return cells
     .map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join("  ").trimEnd())
@@ -39,7 +70,7 @@ export function table(headers: readonly string[], rows: ReadonlyArray<readonly C
 /** Label/value lines, labels aligned. */
 export function keyValues(pairs: readonly (readonly [string, string | number | null])[]): string {
   const width = Math.max(...pairs.map(([k]) => k.length)) + 1;
-  return pairs.map(([k, v]) => `${`${k}:`.padEnd(width)}  ${v === null ? "-" : String(v)}`).join("\n");
+  return pairs.map(([k, v]) => `${`${k}:`.padEnd(width)}  ${v === null ? "-" : visible(String(v))}`).join("\n");
 }
 
 /** 86400000 → "1d", 5400000 → "1h30m", 90000 → "1m30s": the largest units, zeros left out. */

@@ -1,5 +1,5 @@
-import { accessSync, constants, readFileSync } from "node:fs";
-import { parse as parseYaml, YAMLParseError } from "yaml";
+import { accessSync, closeSync, constants, openSync, readFileSync, readSync } from "node:fs";
+import { isAlias, isMap, isNode, isScalar, LineCounter, parseDocument, type Document } from "yaml";
 import { parseHostPort, parseRedisAddr } from "../../core/base/index.js";
 import { CONFIG_ENV, SETTING_BY_KEY, SETTINGS, type SettingSpec } from "./schema.js";
 
@@ -64,38 +64,73 @@ function suggestion(key: string): string {
   return best !== undefined && bestD <= Math.max(2, Math.floor(key.length / 4)) ? ` (did you mean ${best}?)` : "";
 }
 
-/** The config file's settings as key → raw value; unknown keys and sections that hold a value refuse the file. */
+/**
+ * The largest config file read (1 MiB): every setting with comments is a few KB, and the longest
+ * legitimate value, a Redis Cluster seed list, stays under 64 KB even for a thousand nodes. Past
+ * it the file is refused unread beyond the limit: no YAML parse of a runaway or hostile file.
+ */
+export const CONFIG_FILE_MAX_BYTES = 1024 * 1024;
+
+/** A file's text, refused once more than `maxBytes` are read (a FIFO or a device too: its size is not trusted). */
+function readWithin(path: string, maxBytes: number): string {
+  const fd = openSync(path, "r");
+  try {
+    const buf = Buffer.alloc(maxBytes + 1);
+    let n = 0;
+    for (let got = -1; got !== 0 && n <= maxBytes;) {
+      got = readSync(fd, buf, n, buf.length - n, null);
+      n += got;
+    }
+    if (n > maxBytes) throw new SettingsError(`config ${path}`, `larger than ${maxBytes} bytes (CONFIG_FILE_MAX_BYTES); a config file holds settings, not data`);
+    return buf.toString("utf8", 0, n);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * The config file's settings as key → raw value; unknown keys, keys given twice and sections that
+ * hold a value refuse the file. Linear in its size: the YAML library's own duplicate-key check
+ * compares each key with every key before it (quadratic: 40,000 keys took a minute), so keys are
+ * checked here, against a set, while walking the parsed document.
+ */
 export function readConfigFile(path: string): Map<string, unknown> {
   let text: string;
   try {
-    text = readFileSync(path, "utf8");
+    text = readWithin(path, CONFIG_FILE_MAX_BYTES);
   } catch (err) {
+    if (err instanceof SettingsError) throw err;
     throw new SettingsError(`config ${path}`, `cannot read it: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
   }
-  let doc: unknown;
-  try {
-    doc = parseYaml(text, { uniqueKeys: true, prettyErrors: true });
-  } catch (err) {
-    const e = err as YAMLParseError;
-    const line = e.linePos?.[0]?.line;
-    throw new SettingsError(`config ${path}${line ? ` line ${line}` : ""}`, `not valid YAML: ${e.message.split("\n")[0]}`);
-  }
+  const lines = new LineCounter();
+  const doc: Document = parseDocument(text, { uniqueKeys: false, prettyErrors: true, lineCounter: lines });
+  const invalid = (line: number | undefined, message: string) => new SettingsError(`config ${path}${line ? ` line ${line}` : ""}`, `not valid YAML: ${message.split("\n")[0]}`);
+  const first = doc.errors[0];
+  if (first) throw invalid(first.linePos?.[0]?.line, first.message);
   const out = new Map<string, unknown>();
-  if (doc === null || doc === undefined) return out;
+  if (doc.contents === null || (isScalar(doc.contents) && doc.contents.value === null)) return out;
   const isSection = (prefix: string) => SETTINGS.some((s) => s.key.startsWith(`${prefix}.`));
-  const walk = (node: unknown, prefix: string) => {
-    if (typeof node !== "object" || node === null || Array.isArray(node)) {
+  const walk = (raw: unknown, prefix: string) => {
+    const node = isAlias(raw) ? raw.resolve(doc) : raw;
+    if (!isMap(node)) {
       throw new SettingsError(`config ${path}`, prefix === "" ? "expected a mapping of settings at the top level" : `${prefix} is a section: expected a mapping of its settings`);
     }
-    for (const [name, value] of Object.entries(node as Record<string, unknown>)) {
+    const seen = new Set<string>();
+    for (const pair of node.items) {
+      const name = isScalar(pair.key) ? String(pair.key.value) : String(pair.key);
       const key = prefix === "" ? name : `${prefix}.${name}`;
+      if (seen.has(name)) {
+        const offset = isScalar(pair.key) ? pair.key.range?.[0] : undefined;
+        throw invalid(offset === undefined ? undefined : lines.linePos(offset).line, `Map keys must be unique (${key})`);
+      }
+      seen.add(name);
       if (!KEY_SEGMENT.test(name)) throw new SettingsError(`config ${path}`, `unknown key ${key}${suggestion(key)}`, key);
-      if (SETTING_BY_KEY.has(key)) out.set(key, value);
-      else if (isSection(key)) walk(value, key);
+      if (SETTING_BY_KEY.has(key)) out.set(key, isNode(pair.value) ? pair.value.toJS(doc) : pair.value);
+      else if (isSection(key)) walk(pair.value, key);
       else throw new SettingsError(`config ${path}`, `unknown key ${key}${suggestion(key)}`, key);
     }
   };
-  walk(doc, "");
+  walk(doc.contents, "");
   return out;
 }
 

@@ -3,6 +3,7 @@ import { ConnectedCommand } from "../base.js";
 import { DashboardFeed, retryable, type FeedListener } from "../dashboard/feed.js";
 import { dashboardLine, intervalMs as parseInterval, plainLine, TrendHistory, type ConnectionState } from "../dashboard/model.js";
 import { classifyError, InterruptedError } from "../exit-codes.js";
+import { visibleLines } from "../format.js";
 
 export default class Dashboard extends ConnectedCommand<typeof Dashboard> {
   static override summary = "Watch the engine live: membership rates, projection epoch and lag per partition, registration queues, the audit log.";
@@ -91,7 +92,7 @@ Any role (viewer, operator, admin, drill). Exit codes: 0 q or --count reached; 1
       process.stdout.on("error", onStdoutError);
       const listener: FeedListener = {
         snapshot: ({ snapshot, rates }) => {
-          process.stdout.write(`${json ? JSON.stringify(dashboardLine(snapshot, rates)) : plainLine(snapshot, rates)}\n`);
+          process.stdout.write(`${json ? JSON.stringify(dashboardLine(snapshot, rates)) : visibleLines(plainLine(snapshot, rates))}\n`);
           if (count !== undefined && ++seen >= count) finish();
         },
         state: (state: ConnectionState) => {

@@ -7,6 +7,7 @@ import { Box, Text } from "ink";
 import type { NodeResult } from "../cluster/results.js";
 import type { CmdBadFileResult } from "../cmd/results.js";
 import { badFileWarning } from "../cmd/text.js";
+import { visible } from "../format.js";
 import type { ProjectionStatusResult } from "../projection/results.js";
 import { formatRate, type AuditLineResult, type ConnectionState, type CountersResult, type DashboardSnapshot, type Rates as RateValues, type Trends as TrendValues } from "./model.js";
 
@@ -240,7 +241,7 @@ export function AuditTail({ entries, width }: { entries: AuditLineResult[]; widt
       {entries.length === 0 ? <Text dimColor>no entries</Text> : null}
       {entries.map((e, i) => (
         <Text key={i} wrap="truncate">
-          {e.time.replace(/^\d{4}-\d\d-\d\dT/, "").replace(/\.\d+Z$/, "Z")}  {(e.principal || "-").padEnd(14)} {e.rpc.replace(/^\/qim\.admin\.v1\./, "").padEnd(38)} <Text color={e.result === "OK" ? "green" : "red"}>{e.result}</Text>
+          {e.time.replace(/^\d{4}-\d\d-\d\dT/, "").replace(/\.\d+Z$/, "Z")}  {visible(e.principal || "-").padEnd(14)} {visible(e.rpc.replace(/^\/qim\.admin\.v1\./, "")).padEnd(38)} <Text color={e.result === "OK" ? "green" : "red"}>{e.result}</Text>
         </Text>
       ))}
     </Box>

@@ -14,7 +14,7 @@
  * checked whole first, the output is JSON lines (a flag variant of the contract), Ctrl+C stops
  * between batches, and a re-run of the same command resumes.
  */
-import { readFileSync } from "node:fs";
+import { createReadStream } from "node:fs";
 import type { Command } from "@oclif/core/command";
 import * as Flags from "@oclif/core/flags";
 import type { ChangeMembersRequest, MembershipChange } from "../../admin-api/client.js";
@@ -25,7 +25,7 @@ import { LIMITS, uuid, uuidList } from "../validate.js";
 import { batchesOf, runBulk, type BulkRun, type MembershipOp } from "./bulk.js";
 import { membershipChangeResult, type MembershipBulkLine, type MembershipChangeResult } from "./results.js";
 import { bulkBatchText, bulkSummaryText, describeMembershipChange } from "./text.js";
-import { badLinesText, parseUserList } from "./user-file.js";
+import { badLinesText, InputTooLargeError, parseUserList, readBounded } from "./user-file.js";
 
 /**
  * A member version, parsed once into what the request carries (a u64): digits only, at least 1.
@@ -162,16 +162,18 @@ export abstract class MembershipChangeCommand<T extends typeof Command> extends 
   }
 }
 
-/** The whole input: a file, or stdin for "-". */
+/**
+ * The whole input, a file or stdin for "-", streamed within the limits of cli/membership/user-file.ts
+ * (FROM_FILE_MAX_BYTES, FROM_FILE_MAX_LINE_BYTES): past one of them the read stops there.
+ */
 async function readInput(file: string): Promise<string> {
-  if (file === "-") {
-    const chunks: Buffer[] = [];
-    for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
-    return Buffer.concat(chunks).toString("utf8");
-  }
+  const source = file === "-" ? process.stdin : createReadStream(file);
   try {
-    return readFileSync(file, "utf8");
+    return await readBounded(source);
   } catch (err) {
-    throw new UsageError("--from-file", `cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    if (file !== "-") source.destroy();
+    const name = file === "-" ? "stdin" : file;
+    if (err instanceof InputTooLargeError) throw new UsageError("--from-file", `${name}: ${err.message}; nothing was sent`);
+    throw new UsageError("--from-file", `cannot read ${name}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
   }
 }

@@ -1,6 +1,6 @@
 /**
  * The user list of `membership add|remove --from-file` (issue 14): one UUID per line, or CSV with
- * a header that has a `user` column (the other columns are ignored; RFC 4180 quoting, so a quoted
+ * a header that has one `user` column (two are refused; the other columns are ignored; RFC 4180 quoting, so a quoted
  * field may hold commas and line breaks). Blank lines and lines starting with `#` are skipped in
  * both. The whole input is checked before anything is sent: every line that names no valid user
  * is collected with its line number, and users named more than once are folded into one.
@@ -8,6 +8,68 @@
  * Pure: the command reads the file (or stdin) and turns the bad lines into a usage error.
  */
 import { canonicalUuid } from "../validate.js";
+
+/**
+ * The most users a --from-file input is meant to hold: the engine sets no group size, so the
+ * largest onboarding we plan for — a million users, a thousand batches of
+ * MAX_USERS_PER_MEMBERSHIP_CALL (a run of about an hour at the server's pace).
+ */
+export const FROM_FILE_MAX_USERS = 1_000_000;
+
+/**
+ * The most bytes a --from-file line may average: a UUID (36) and CRLF, or a spreadsheet export
+ * row with the user column and a few short ones (a name, an e-mail). Wider exports are cut to the
+ * user column first (`cut -d, -f…`).
+ */
+export const FROM_FILE_BYTES_PER_USER = 64;
+
+/**
+ * The largest --from-file input read (64 MB): FROM_FILE_MAX_USERS lines of
+ * FROM_FILE_BYTES_PER_USER. Past it the read stops at once, before the rest is read (`/dev/zero`
+ * or a runaway export never fills memory), and nothing is sent.
+ */
+export const FROM_FILE_MAX_BYTES = FROM_FILE_MAX_USERS * FROM_FILE_BYTES_PER_USER;
+
+/**
+ * The longest line (bytes between two line breaks) of a --from-file input: a generous spreadsheet
+ * row. A longer one is no list of users (NUL-only `/dev/zero` has no line break at all) and stops
+ * the read as soon as it is seen.
+ */
+export const FROM_FILE_MAX_LINE_BYTES = 64 * 1024;
+
+/** Why a --from-file input was not read to its end: one of the two limits above. */
+export class InputTooLargeError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "InputTooLargeError";
+  }
+}
+
+/**
+ * Reads a --from-file input as it streams, refusing it as soon as it passes FROM_FILE_MAX_BYTES
+ * in all or FROM_FILE_MAX_LINE_BYTES in one line (the caller destroys the source on the throw).
+ * Bytes are counted, not characters: the limits bound memory.
+ */
+export async function readBounded(source: AsyncIterable<Buffer | string>, limits: { maxBytes: number; maxLineBytes: number } = { maxBytes: FROM_FILE_MAX_BYTES, maxLineBytes: FROM_FILE_MAX_LINE_BYTES }): Promise<string> {
+  const chunks: Buffer[] = [];
+  let total = 0;
+  let line = 0;
+  for await (const piece of source) {
+    const chunk = typeof piece === "string" ? Buffer.from(piece) : piece;
+    total += chunk.length;
+    if (total > limits.maxBytes) throw new InputTooLargeError(`larger than ${limits.maxBytes} bytes (FROM_FILE_MAX_BYTES: ${FROM_FILE_MAX_USERS} users of ${FROM_FILE_BYTES_PER_USER} bytes); split it, or cut it to the user column`);
+    for (let at = 0; ;) {
+      const nl = chunk.indexOf(0x0a, at);
+      line += (nl < 0 ? chunk.length : nl) - at;
+      if (line > limits.maxLineBytes) throw new InputTooLargeError(`a line is longer than ${limits.maxLineBytes} bytes (FROM_FILE_MAX_LINE_BYTES): not a list of users`);
+      if (nl < 0) break;
+      line = 0;
+      at = nl + 1;
+    }
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString("utf8");
+}
 
 /** The bad lines a report names one by one; the rest are counted. */
 export const BAD_LINES_SHOWN = 20;
@@ -112,8 +174,12 @@ export function parseUserList(input: string): UserList {
   };
 
   const first = lines.findIndex((l) => !skipped(l));
-  const header = first < 0 ? undefined : csvFields(lines[first]!)?.map((f) => f.trim().toLowerCase());
+  const rawHeader = first < 0 ? undefined : csvFields(lines[first]!);
+  const header = rawHeader?.map((f) => f.trim().toLowerCase());
   const userColumn = header?.indexOf("user") ?? -1;
+  // two columns that both read as "user" (case and spaces aside): which one holds the users is a
+  // guess, and taking either silently drops the other's
+  const userColumns = header?.flatMap((h, i) => (h === "user" ? [i] : [])) ?? [];
   const format: UserList["format"] = first >= 0 && canonicalUuid(lines[first]!) === undefined && (userColumn >= 0 || lines[first]!.includes(",")) ? "csv" : "list";
 
   if (format === "list") {
@@ -122,6 +188,9 @@ export function parseUserList(input: string): UserList {
     });
   } else if (userColumn < 0) {
     refuse(first + 1, lines[first]!, `a CSV header needs a "user" column (columns: ${header!.join(", ")})`);
+  } else if (userColumns.length > 1) {
+    const named = userColumns.map((i) => `${i + 1} (${JSON.stringify(rawHeader![i])})`).join(" and ");
+    refuse(first + 1, lines[first]!, `the CSV header is ambiguous: columns ${named} both name the "user" column (case and spaces aside); keep one`);
   } else {
     for (const r of csvRecords(lines, first + 1)) {
       if (skipped(r.text)) continue;

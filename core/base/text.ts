@@ -6,11 +6,12 @@ import { InvalidArgumentError } from "../errors/index.js";
 /**
  * Characters a one-line text (an epoch bump's or a drill's reason) must not carry: C0 and C1
  * controls and DEL, the line and paragraph separators, and the bidirectional formatting characters
- * that make a log line display differently from what it contains ("Trojan Source",
- * CVE-2021-42574).
+ * (the Arabic letter mark, LRM/RLM, the embeddings and overrides U+202A–U+202E, the isolates
+ * U+2066–U+2069) that make a log line display differently from what it contains ("Trojan Source",
+ * CVE-2021-42574). The CLI escapes the same set in every table it prints (cli/format.ts visible).
  */
 // eslint-disable-next-line no-control-regex
-export const NOT_ONE_LINE = /[\u0000-\u001f\u007f-\u009f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/u;
+export const NOT_ONE_LINE = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/u;
 
 /** Trims ASCII spaces and tabs only: a BOM or a no-break space is content, refused where it does not belong. */
 export function trimAscii(s: string): string {

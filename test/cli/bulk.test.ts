@@ -9,7 +9,7 @@ import { describe, it } from "node:test";
 import type { ChangeMembersRequest, MembershipChange } from "../../admin-api/client.js";
 import { CONVERSATION_DEFAULTS, MAX_USERS_PER_MEMBERSHIP_CALL } from "../../core/index.js";
 import { batchesOf, runBulk } from "../../cli/membership/bulk.js";
-import { BAD_LINES_SHOWN, badLinesText, csvFields, parseUserList } from "../../cli/membership/user-file.js";
+import { BAD_LINES_SHOWN, badLinesText, csvFields, FROM_FILE_MAX_BYTES, FROM_FILE_MAX_LINE_BYTES, InputTooLargeError, parseUserList, readBounded } from "../../cli/membership/user-file.js";
 import { ProgressLine, progressBar } from "../../cli/progress.js";
 import { LIMITS } from "../../cli/validate.js";
 
@@ -57,6 +57,52 @@ describe("the user list of --from-file", () => {
       [5, "d,nope", 'the "user" column is not a UUID'],
       [6, `e,"${id(2)}`, "a quoted field is not closed"],
     ]);
+  });
+
+  it("a header with two user columns (case and spaces aside) is refused, naming both, and no user is taken (issue 24 defect 8)", () => {
+    const l = parseUserList([`user,name, USER `, `${id(1)},ann,${id(2)}`, `${id(3)},bob,${id(4)}`].join("\n"));
+    assert.equal(l.badCount, 1);
+    assert.deepEqual(l.bad.map((b) => [b.line, b.why]), [[1, 'the CSV header is ambiguous: columns 1 ("user") and 3 (" USER ") both name the "user" column (case and spaces aside); keep one']]);
+    assert.deepEqual(l.users, []);
+    assert.match(badLinesText(l), /nothing was sent: line 1: .*columns 1 \("user"\) and 3/);
+  });
+});
+
+describe("reading --from-file within its limits (issue 24 defect 6)", () => {
+  async function* pieces(...chunks: string[]) {
+    for (const c of chunks) yield Buffer.from(c);
+  }
+  /** An endless source that counts what was pulled from it: the read must stop, not drain it. */
+  function endless(chunk: Buffer, pulled: { bytes: number }) {
+    return (async function* () {
+      for (;;) {
+        pulled.bytes += chunk.length;
+        yield chunk;
+      }
+    })();
+  }
+
+  it("the limits are the documented constants: a million users of 64 bytes, a 64 KiB line", () => {
+    assert.equal(FROM_FILE_MAX_BYTES, 64_000_000);
+    assert.equal(FROM_FILE_MAX_LINE_BYTES, 65_536);
+  });
+
+  it("within the limits, the text whole, lines counted across chunks", async () => {
+    assert.equal(await readBounded(pieces("ab", "c\nde", "f\n"), { maxBytes: 9, maxLineBytes: 3 }), "abc\ndef\n");
+  });
+
+  it("a line longer than the bound across chunks is refused; an endless NUL stream stops right past it", async () => {
+    await assert.rejects(readBounded(pieces("ab", "cd\n"), { maxBytes: 100, maxLineBytes: 3 }), InputTooLargeError);
+    const pulled = { bytes: 0 };
+    await assert.rejects(readBounded(endless(Buffer.alloc(1024), pulled)), /a line is longer than 65536 bytes \(FROM_FILE_MAX_LINE_BYTES\)/);
+    assert.ok(pulled.bytes <= FROM_FILE_MAX_LINE_BYTES + 1024, `pulled ${pulled.bytes} bytes`);
+  });
+
+  it("more bytes than the limit are refused as soon as they are read, naming the limit", async () => {
+    await assert.rejects(readBounded(pieces("a\n", "b\n", "c\n"), { maxBytes: 5, maxLineBytes: 10 }), /larger than 5 bytes \(FROM_FILE_MAX_BYTES/);
+    const pulled = { bytes: 0 };
+    await assert.rejects(readBounded(endless(Buffer.from(`${id(1)}\n`.repeat(1000)), pulled), { maxBytes: 100_000, maxLineBytes: 100 }), InputTooLargeError);
+    assert.ok(pulled.bytes <= 100_000 + 37_000, `pulled ${pulled.bytes} bytes`);
   });
 });
 

@@ -36,6 +36,11 @@ import type { CmdAccess } from "./node/cmd-router.js";
 
 /** The largest request body read (a sync or ack request is a few dozen bytes). */
 export const CMD_HTTP_MAX_BODY_BYTES = 64 * 1024;
+/**
+ * Requests of one connection that may wait for their turn (see startCmdHttpServer's turns); a
+ * client pipelining deeper is cut off, since each waiting request is held in memory.
+ */
+export const CMD_HTTP_MAX_PIPELINED = 64;
 export const SYNC_PATH = "/message/sync";
 export const SYNC_ACK_PATH = "/message/syncack";
 
@@ -293,21 +298,31 @@ export async function startCmdHttpServer(opts: CmdHttpOptions): Promise<CmdHttpS
    * request's turn starts once the previous request of its connection has been answered; the
    * owner orders one user's calls across connections (core CmdSyncApp).
    */
-  const turns = new WeakMap<Socket, Promise<void>>();
+  const turns = new WeakMap<Socket, { last: Promise<void>; waiting: number }>();
 
   const handle = (req: IncomingMessage, res: ServerResponse) => {
     const socket = req.socket;
+    const queue = turns.get(socket) ?? { last: Promise.resolve(), waiting: 0 };
+    turns.set(socket, queue);
+    if (queue.waiting >= CMD_HTTP_MAX_PIPELINED) {
+      // each waiting request is held in memory and cannot be answered out of turn
+      log(`CMD sync HTTP: a connection from ${socket.remoteAddress ?? "?"} pipelined more than ${CMD_HTTP_MAX_PIPELINED} requests; closed`);
+      socket.destroy();
+      return;
+    }
+    queue.waiting++;
     const answered = new Promise<void>((resolve) => {
       res.once("finish", resolve);
       res.once("close", resolve);
     });
-    const turn = (turns.get(socket) ?? Promise.resolve()).then(() => {
+    queue.last = queue.last.then(async () => {
       // an earlier answer closed the connection (a 413): what was pipelined after it is not served
-      if (socket.destroyed || !socket.writable) return;
-      serve(req, res);
-      return answered;
+      if (!socket.destroyed && socket.writable) {
+        serve(req, res);
+        await answered;
+      }
+      queue.waiting--;
     });
-    turns.set(socket, turn);
   };
 
   const serve = (req: IncomingMessage, res: ServerResponse) => {

@@ -11,7 +11,7 @@ import assert from "node:assert/strict";
 import { connect } from "node:net";
 import { after, before, describe, it } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { startCmdHttpServer, type CmdHttpServer } from "../../admin-api/cmd-http.js";
+import { CMD_HTTP_MAX_PIPELINED, startCmdHttpServer, type CmdHttpServer } from "../../admin-api/cmd-http.js";
 import type { CmdAccess } from "../../admin-api/node/cmd-router.js";
 import { newUuid, type Uuid } from "../../core/index.js";
 
@@ -73,5 +73,37 @@ describe("CMD sync HTTP: one connection's pipelined requests are handled one at 
     // the answers, in order: [], {"status":200}, []
     const bodies = text.split(/\r\n\r\n/).slice(1).map((b) => b.split("HTTP/1.1")[0]);
     assert.deepEqual(bodies, ["[]", '{"status":200}', "[]"]);
+  });
+
+  /** Writes `count` GETs of an unknown path in one write; the 404s read before the server closed (or 5 s passed with the connection open). */
+  function pipelineGets(count: number): Promise<{ answers: number; closed: boolean }> {
+    return new Promise((resolve) => {
+      const s = connect(server.port, "127.0.0.1", () => s.write("GET /nothing HTTP/1.1\r\nHost: localhost\r\n\r\n".repeat(count)));
+      let got = "";
+      let closed = false;
+      const done = () => {
+        clearTimeout(timer);
+        s.destroy();
+        resolve({ answers: (got.match(/HTTP\/1\.1 404 /g) ?? []).length, closed });
+      };
+      const timer = setTimeout(done, 5000);
+      s.on("data", (c: Buffer) => {
+        got += c.toString("utf8");
+        if ((got.match(/HTTP\/1\.1 404 /g) ?? []).length === count && got.endsWith("}")) done();
+      });
+      s.on("close", () => {
+        closed = true;
+        done();
+      });
+      s.on("error", () => undefined);
+    });
+  }
+
+  it(`${CMD_HTTP_MAX_PIPELINED} requests pipelined are all answered; ${CMD_HTTP_MAX_PIPELINED * 2} in one write: the connection is cut, not all held`, async () => {
+    assert.equal(CMD_HTTP_MAX_PIPELINED, 64);
+    assert.deepEqual(await pipelineGets(64), { answers: 64, closed: false });
+    const deep = await pipelineGets(128);
+    assert.equal(deep.closed, true, "the server closed the connection");
+    assert.ok(deep.answers < 128, `answered ${deep.answers} of 128`);
   });
 });

@@ -23,6 +23,7 @@
 import { randomUUID } from "node:crypto";
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
+import type { Socket } from "node:net";
 import type { TLSSocket } from "node:tls";
 import { status } from "@grpc/grpc-js";
 import { InvalidArgumentError, parseHostPort, parseUuid, stripCommandSuffix, uuidToHex, type CmdMessage, type Uuid } from "../core/index.js";
@@ -35,6 +36,11 @@ import type { CmdAccess } from "./node/cmd-router.js";
 
 /** The largest request body read (a sync or ack request is a few dozen bytes). */
 export const CMD_HTTP_MAX_BODY_BYTES = 64 * 1024;
+/**
+ * Requests of one connection that may wait for their turn (see startCmdHttpServer's turns); a
+ * client pipelining deeper is cut off, since each waiting request is held in memory.
+ */
+export const CMD_HTTP_MAX_PIPELINED = 64;
 export const SYNC_PATH = "/message/sync";
 export const SYNC_ACK_PATH = "/message/syncack";
 
@@ -136,22 +142,84 @@ export function legacyMessageJson(m: CmdMessage): string {
   return JSON.stringify(body).replace('"message_id":"@ID@"', `"message_id":${id.toString()}`);
 }
 
-function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on("data", (c: Buffer) => {
-      size += c.length;
-      if (size > CMD_HTTP_MAX_BODY_BYTES) {
-        reject(new HttpRefusal(413, `request body over ${CMD_HTTP_MAX_BODY_BYTES} bytes`));
-        req.destroy();
-        return;
-      }
-      chunks.push(c);
-    });
-    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
-    req.on("error", reject);
+/**
+ * After a body over CMD_HTTP_MAX_BODY_BYTES, how much more of it is read and thrown away, and for
+ * how long, before the connection is closed anyway: closing a socket with unread bytes sends a TCP
+ * reset, which may destroy the 413 in the client's receive buffer before the client has read it
+ * (Go's net/http discards 256 KiB the same way). A client that sends more is cut off.
+ */
+export const CMD_HTTP_DISCARD_BYTES = 1024 * 1024;
+export const CMD_HTTP_DISCARD_MS = 5000;
+
+/** A request's body, read from the start of the request's turn. */
+interface Body {
+  /** The text, or BodyTooLarge once it passes CMD_HTTP_MAX_BODY_BYTES. */
+  text: Promise<string>;
+  /** Resolves once the request has been read to its end (or given up on: see CMD_HTTP_DISCARD_*). */
+  drained: Promise<void>;
+  /** Whether the body passed the limit (the answer then closes the connection). */
+  tooLarge(): boolean;
+}
+
+class BodyTooLarge extends HttpRefusal {
+  constructor() {
+    super(413, `request body over ${CMD_HTTP_MAX_BODY_BYTES} bytes`);
+  }
+}
+
+/**
+ * Reads the body, keeping at most CMD_HTTP_MAX_BODY_BYTES (exactly that many is accepted). A body
+ * over it (or announcing more in Content-Length) is refused at once, and the rest is read and
+ * thrown away, never destroyed under the answer.
+ */
+function readBody(req: IncomingMessage): Body {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let over = false;
+  let resolveText!: (text: string) => void;
+  let rejectText!: (err: Error) => void;
+  const text = new Promise<string>((resolve, reject) => {
+    resolveText = resolve;
+    rejectText = reject;
   });
+  text.catch(() => undefined);
+  let drainedNow!: () => void;
+  const drained = new Promise<void>((resolve) => (drainedNow = resolve));
+  let discardTimer: NodeJS.Timeout | undefined;
+  const refuse = () => {
+    over = true;
+    chunks.length = 0;
+    rejectText(new BodyTooLarge());
+    discardTimer = setTimeout(drainedNow, CMD_HTTP_DISCARD_MS);
+    discardTimer.unref();
+  };
+  const announced = Number(req.headers["content-length"]);
+  if (Number.isFinite(announced) && announced > CMD_HTTP_MAX_BODY_BYTES) refuse();
+  req.on("data", (c: Buffer) => {
+    size += c.length;
+    if (over) {
+      if (size > CMD_HTTP_MAX_BODY_BYTES + CMD_HTTP_DISCARD_BYTES) drainedNow();
+      return;
+    }
+    if (size > CMD_HTTP_MAX_BODY_BYTES) return refuse();
+    chunks.push(c);
+  });
+  const done = () => {
+    clearTimeout(discardTimer);
+    drainedNow();
+  };
+  req.on("end", () => {
+    if (!over) resolveText(Buffer.concat(chunks).toString("utf8"));
+    done();
+  });
+  // the client went away mid-body: nobody reads the answer, but the audit says what happened
+  const cut = () => {
+    rejectText(new HttpRefusal(400, "the request ended before its body did"));
+    done();
+  };
+  req.on("error", cut);
+  req.on("close", cut);
+  return { text, drained, tooLarge: () => over };
 }
 
 /** The JSON object of a request, or WuKongIM's "数据格式有误！". */
@@ -223,7 +291,41 @@ export async function startCmdHttpServer(opts: CmdHttpOptions): Promise<CmdHttpS
     return { json: JSON.stringify({ status: 200 }), detail: `${r.advanced} row(s) advanced, ${r.cleared} pending cleared${r.warning ? `; warning: ${r.warning}` : ""}${r.servedBy ? ` at node ${r.servedBy}` : ""}` };
   }
 
+  /**
+   * One request of a connection at a time. Node's server parses pipelined requests and emits each
+   * at once (it only orders the responses), so [sync, syncack, sync] written in one go ran
+   * together: the ack found no record yet and the second sync answered the message again. A
+   * request's turn starts once the previous request of its connection has been answered; the
+   * owner orders one user's calls across connections (core CmdSyncApp).
+   */
+  const turns = new WeakMap<Socket, { last: Promise<void>; waiting: number }>();
+
   const handle = (req: IncomingMessage, res: ServerResponse) => {
+    const socket = req.socket;
+    const queue = turns.get(socket) ?? { last: Promise.resolve(), waiting: 0 };
+    turns.set(socket, queue);
+    if (queue.waiting >= CMD_HTTP_MAX_PIPELINED) {
+      // each waiting request is held in memory and cannot be answered out of turn
+      log(`CMD sync HTTP: a connection from ${socket.remoteAddress ?? "?"} pipelined more than ${CMD_HTTP_MAX_PIPELINED} requests; closed`);
+      socket.destroy();
+      return;
+    }
+    queue.waiting++;
+    const answered = new Promise<void>((resolve) => {
+      res.once("finish", resolve);
+      res.once("close", resolve);
+    });
+    queue.last = queue.last.then(async () => {
+      // an earlier answer closed the connection (a 413): what was pipelined after it is not served
+      if (!socket.destroyed && socket.writable) {
+        serve(req, res);
+        await answered;
+      }
+      queue.waiting--;
+    });
+  };
+
+  const serve = (req: IncomingMessage, res: ServerResponse) => {
     const requestId = randomUUID();
     const started = process.hrtime.bigint();
     const path = (req.url ?? "").split("?")[0]!;
@@ -232,31 +334,55 @@ export async function startCmdHttpServer(opts: CmdHttpOptions): Promise<CmdHttpS
     const ouRaw = insecure ? SERVICE_ROLE : cert?.subject?.OU;
     const role = (Array.isArray(ouRaw) ? ouRaw[0] : ouRaw) ?? "";
     const fingerprint = cert?.fingerprint256 ?? "";
+    const body = readBody(req);
     let argumentsOf: unknown = {};
     const answer = (status: number, json: string, headers: Record<string, string> = {}) => {
       cmdSurfaceMetrics.httpRequests.inc({ path: path === SYNC_PATH || path === SYNC_ACK_PATH ? path : "other", status: String(status) });
-      res.writeHead(status, { "content-type": "application/json; charset=utf-8", "x-qim-request-id": requestId, ...headers }).end(json);
+      const close = body.tooLarge();
+      res.writeHead(status, {
+        "content-type": "application/json; charset=utf-8", "content-length": String(Buffer.byteLength(json)), "x-qim-request-id": requestId,
+        ...(close ? { connection: "close" } : {}), ...headers,
+      });
+      if (!close) {
+        res.end(json);
+        return;
+      }
+      // the answer goes out now, whole (its length is known); the connection closes once the rest
+      // of the body is read: closing on unread bytes resets it, and the reset can destroy the
+      // answer in the client's buffer before the client reads it
+      res.write(json);
+      void body.drained.then(() => res.end());
     };
     const record = (result: string, detail: string) => opts.audit({
       principal: name, role, rpc: `POST ${path}`, arguments: argumentsOf, result, detail,
       durationMs: Number(process.hrtime.bigint() - started) / 1e6, requestId, fingerprint,
     });
     (async () => {
-      if (path !== SYNC_PATH && path !== SYNC_ACK_PATH) return answer(404, JSON.stringify({ msg: `no such path: ${path.slice(0, 100)} (this port serves ${SYNC_PATH} and ${SYNC_ACK_PATH})`, status: 404 }));
-      if (req.method !== "POST") return answer(405, JSON.stringify({ msg: `${path} takes POST`, status: 405 }));
+      // a refusal that needs no body still reads it (bounded), to know whether the connection can stay open
+      const bodyRead = body.text.then(() => undefined, () => undefined);
+      if (path !== SYNC_PATH && path !== SYNC_ACK_PATH) {
+        await bodyRead;
+        return answer(404, JSON.stringify({ msg: `no such path: ${path.slice(0, 100)} (this port serves ${SYNC_PATH} and ${SYNC_ACK_PATH})`, status: 404 }));
+      }
+      if (req.method !== "POST") {
+        await bodyRead;
+        return answer(405, JSON.stringify({ msg: `${path} takes POST`, status: 405 }));
+      }
       if (!insecure && fingerprint && opts.revoked?.(fingerprint)) {
+        await bodyRead;
         await record("PERMISSION_DENIED", `certificate revoked: ${fingerprint} is on the deny list`);
         return answer(403, JSON.stringify({ msg: `permission denied: certificate revoked (SHA-256 ${fingerprint} of ${name} is on the server's deny list)`, status: 403 }));
       }
       if (role !== SERVICE_ROLE) {
+        await bodyRead;
         const why = `role ${role || "none"} may not call ${path}: only service certificates (qimctl certs issue --role service) may`;
         await record("PERMISSION_DENIED", why);
         return answer(403, JSON.stringify({ msg: `permission denied: ${why}`, status: 403 }));
       }
       try {
-        const body = jsonObject(await readBody(req));
-        argumentsOf = { uid: body.uid, tenant: body.tenant, limit: body.limit, message_seq: body.message_seq, last_message_seq: body.last_message_seq };
-        const out = path === SYNC_PATH ? await sync(body) : await syncAck(body);
+        const fields = jsonObject(await body.text);
+        argumentsOf = { uid: fields.uid, tenant: fields.tenant, limit: fields.limit, message_seq: fields.message_seq, last_message_seq: fields.last_message_seq };
+        const out = path === SYNC_PATH ? await sync(fields) : await syncAck(fields);
         await record("OK", out.detail);
         answer(200, out.json);
       } catch (err) {

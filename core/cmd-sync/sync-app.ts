@@ -14,6 +14,7 @@
  */
 import type { Uuid } from "../base/index.js";
 import { StaleOwnerError, type Fence } from "../cluster/index.js";
+import { KeyedSerial } from "../support/index.js";
 import { channelKeyText, isCommandChannel } from "./channel.js";
 import { USER_SLOT_NOT_OURS } from "./errors.js";
 import { CMD_STATE_READ_CHUNK } from "./state.js";
@@ -186,6 +187,14 @@ export class CmdSyncApp {
   private readonly defaultLimit: number;
   private readonly maxLimit: number;
   private readonly log: (line: string) => void;
+  /**
+   * The sync and ack operations of one user, one at a time (spec 001: an ack applies the latest
+   * generation of the user's sync). Without it an ack that arrives while a sync is loading finds
+   * the previous record (or none) and applies it, and a sync that read the durable rows before an
+   * ack's write answers what that ack just acknowledged: whatever surface (HTTP, gRPC, node RPC)
+   * or connection the calls came by, each one sees every earlier one done.
+   */
+  private readonly perUser = new KeyedSerial();
 
   constructor(private readonly o: CmdSyncAppOptions) {
     this.now = o.now ?? Date.now;
@@ -219,8 +228,16 @@ export class CmdSyncApp {
     return this.fenced(tenant, user, (fence) => this.syncOwned(tenant, user, limit, fence), "syncs");
   }
 
-  /** Runs `body` holding the user's fence (StaleOwnerError without one), releasing it after. */
-  private async fenced<T>(tenant: Uuid, user: Uuid, body: (fence: Fence) => Promise<T>, counter: "syncs" | "acks"): Promise<T> {
+  /**
+   * Runs `body` holding the user's fence (StaleOwnerError without one), releasing it after, once
+   * the user's earlier operations are done: the fence is taken when the turn comes, so a queued
+   * call holds no gate and sees a slot that moved meanwhile.
+   */
+  private fenced<T>(tenant: Uuid, user: Uuid, body: (fence: Fence) => Promise<T>, counter: "syncs" | "acks"): Promise<T> {
+    return this.perUser.run(`${tenant}:${user}`, () => this.fencedNow(tenant, user, body, counter));
+  }
+
+  private async fencedNow<T>(tenant: Uuid, user: Uuid, body: (fence: Fence) => Promise<T>, counter: "syncs" | "acks"): Promise<T> {
     let fence: Fence;
     try {
       fence = this.fence(tenant, user);

@@ -1,3 +1,4 @@
 /** Process helpers that are not engine concepts: free loopback ports, fault-injection fail points. */
 export * from "./failpoints.js";
 export * from "./ports.js";
+export * from "./keyed-serial.js";

@@ -27,7 +27,7 @@ class RecordingSource implements CmdMessageSource {
     });
     this.byChannel.set(k, list.sort((a, b) => a.messageSeq - b.messageSeq));
   }
-  async load(_tenant: Uuid, channel: CommandChannelKey, afterSeq: number, limit: number): Promise<CmdMessage[]> {
+  async load(_tenant: Uuid, channel: CommandChannelKey, afterSeq: number, limit: number, _forUser?: Uuid): Promise<CmdMessage[]> {
     this.calls.push(`${channel.channelId} from ${afterSeq + 1} limit ${limit}`);
     return (this.byChannel.get(`${channel.channelType}|${channel.channelId}`) ?? []).filter((m) => m.messageSeq > afterSeq).slice(0, limit);
   }
@@ -241,6 +241,59 @@ describe("CmdSyncApp.ack", () => {
     clock.now += 5 * 60_000 + 1;
     assert.deepEqual(await app.ack(tenant, user, 2), { advanced: 0, cleared: 0, warning: null });
     assert.equal((await states.get(tenant, user, ch("g1____cmd")))!.readSeq, 1);
+  });
+});
+
+describe("CmdSyncApp: one user's sync and ack run one at a time", () => {
+  it("[sync, ack, sync] issued at once while the first sync is loading: the sync answers g1#1, the ack applies it (advanced 1, read 1), the second sync answers nothing; another user is not held up", async () => {
+    const { states, source, app, tenant, user } = setup();
+    await states.upsertStates([seed(tenant, user, "g1____cmd", 0, 100)], SOLO);
+    source.add("g1____cmd", 1, 10);
+    // every load of this user waits for the gate: the first sync is still loading when the ack and
+    // the second sync are called
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    const load = source.load.bind(source);
+    source.load = async (...args: Parameters<RecordingSource["load"]>) => {
+      if (args[4] === user) await gate;
+      return load(...args);
+    };
+    const first = app.sync(tenant, user, 10);
+    const ack = app.ack(tenant, user, 1);
+    const second = app.sync(tenant, user, 10);
+    // a second user of the same app is served while the first user's sync is held
+    const other = newUuid();
+    await states.upsertStates([seed(tenant, other, "g9____cmd", 0, 100)], SOLO);
+    source.add("g9____cmd", 1, 10);
+    const otherSync = await app.sync(tenant, other, 10);
+    assert.deepEqual(otherSync.messages.map((m) => `${m.channel.channelId}#${m.messageSeq}`), ["g9____cmd#1"]);
+    open();
+    assert.deepEqual((await first).messages.map((m) => `${m.channel.channelId}#${m.messageSeq}`), ["g1____cmd#1"]);
+    // without the per-user order the ack ran before the first sync recorded anything: advanced 0
+    assert.deepEqual(await ack, { advanced: 1, cleared: 0, warning: null });
+    assert.deepEqual((await second).messages, [], "the ack applied the latest sync: nothing left");
+    assert.equal((await states.get(tenant, user, ch("g1____cmd")))!.readSeq, 1);
+  });
+
+  it("a failed operation does not stop the user's queue: a sync whose load fails rejects, the ack after it applies nothing, the next sync answers", async () => {
+    const { states, source, app, tenant, user } = setup();
+    await states.upsertStates([seed(tenant, user, "g1____cmd", 0, 100)], SOLO);
+    source.add("g1____cmd", 1, 10);
+    const load = source.load.bind(source);
+    let fail = true;
+    source.load = async (...args: Parameters<RecordingSource["load"]>) => {
+      if (fail) {
+        fail = false;
+        throw new Error("load failed");
+      }
+      return load(...args);
+    };
+    const failed = app.sync(tenant, user, 10);
+    const ack = app.ack(tenant, user, 1);
+    const next = app.sync(tenant, user, 10);
+    await assert.rejects(failed, /load failed/);
+    assert.deepEqual(await ack, { advanced: 0, cleared: 0, warning: null }, "no sync was recorded before it");
+    assert.deepEqual((await next).messages.map((m) => `${m.channel.channelId}#${m.messageSeq}`), ["g1____cmd#1"]);
   });
 });
 

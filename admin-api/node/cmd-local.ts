@@ -170,8 +170,8 @@ export function localCmdNode(cmdApi: () => CmdSyncApi, ownership: OwnershipView 
       if (typeof u === "string") return { status: NodeStatus.NODE_STATUS_REJECTED, messages: [], generation: 0n, detail: u };
       if (!owns(u.slot)) return { status: NodeStatus.NODE_STATUS_STALE_OWNER, owner: await ownerOf(u.slot), messages: [], generation: 0n, detail: notOwner(u.slot) };
       try {
-        const r = await cmdApi().syncLocal(u.tenant, u.user, syncLimit(req.limit));
-        return { status: NodeStatus.NODE_STATUS_OK, owner: self(u.slot), messages: r.messages.map(cmdMessageToWire), generation: BigInt(r.generation), detail: "" };
+        const r = await cmdApi().syncLocal(u.tenant, u.user, syncLimit(req.limit), req.peek ? "peek" : "record");
+        return { status: NodeStatus.NODE_STATUS_OK, owner: self(u.slot), messages: r.messages.map(cmdMessageToWire), generation: BigInt(r.generation ?? 0), detail: "" };
       } catch (err) {
         if (isStaleOwner(err)) return { status: NodeStatus.NODE_STATUS_STALE_OWNER, owner: await ownerOf(u.slot), messages: [], generation: 0n, detail: messageOf(err) };
         throw err;
@@ -180,13 +180,13 @@ export function localCmdNode(cmdApi: () => CmdSyncApi, ownership: OwnershipView 
 
     async cmdAck(req) {
       const u = userOf(req);
-      const none = { advanced: 0, cleared: 0, warning: "" };
+      const none = { advanced: 0, cleared: 0, warning: "", generation: 0n };
       if (typeof u === "string") return { status: NodeStatus.NODE_STATUS_REJECTED, ...none, detail: u };
       if (req.lastMessageSeq === 0n) return { status: NodeStatus.NODE_STATUS_REJECTED, ...none, detail: "last_message_seq: must be at least 1" };
       if (!owns(u.slot)) return { status: NodeStatus.NODE_STATUS_STALE_OWNER, owner: await ownerOf(u.slot), ...none, detail: notOwner(u.slot) };
       try {
         const r = await cmdApi().ackLocal(u.tenant, u.user, Number(req.lastMessageSeq));
-        return { status: NodeStatus.NODE_STATUS_OK, owner: self(u.slot), advanced: r.advanced, cleared: r.cleared, warning: r.warning ?? "", detail: "" };
+        return { status: NodeStatus.NODE_STATUS_OK, owner: self(u.slot), advanced: r.advanced, cleared: r.cleared, warning: r.warning ?? "", generation: BigInt(r.generation ?? 0), detail: "" };
       } catch (err) {
         if (isStaleOwner(err)) return { status: NodeStatus.NODE_STATUS_STALE_OWNER, owner: await ownerOf(u.slot), ...none, detail: messageOf(err) };
         throw err;

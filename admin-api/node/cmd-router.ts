@@ -25,6 +25,7 @@ import {
   type CmdIntentRouter,
   type CmdMessage,
   type CmdSyncApi,
+  type CmdSyncMode,
   type ConversationIntent,
   type NodeRecord,
   type PendingConversationView,
@@ -40,7 +41,8 @@ import type { NodeRouter } from "./router.js";
 /** What the CMD surfaces (CmdService, the HTTP API) call: each operation at the owner of the user's slot. */
 export interface CmdAccess {
   readonly api: CmdSyncApi;
-  sync(tenant: Uuid, user: Uuid, limit: number): Promise<{ messages: CmdMessage[]; generation: number; servedBy: string }>;
+  /** mode "peek" (an operator's look) records no generation: generation null. */
+  sync(tenant: Uuid, user: Uuid, limit: number, mode?: CmdSyncMode): Promise<{ messages: CmdMessage[]; generation: number | null; servedBy: string }>;
   ack(tenant: Uuid, user: Uuid, lastMessageSeq: number): Promise<CmdAckResult & { servedBy: string }>;
   pending(tenant: Uuid, user: Uuid, limit: number): Promise<{ views: PendingConversationView[]; servedBy: string }>;
   /** One bounded flush of a node's buffer; null: this node. */
@@ -51,8 +53,8 @@ export interface CmdAccess {
 export function localCmdAccess(api: CmdSyncApi, nodeId: string): CmdAccess {
   return {
     api,
-    async sync(tenant, user, limit) {
-      const r = await api.syncLocal(tenant, user, syncLimit(limit));
+    async sync(tenant, user, limit, mode = "record") {
+      const r = await api.syncLocal(tenant, user, syncLimit(limit), mode);
       return { messages: r.messages, generation: r.generation, servedBy: nodeId };
     },
     async ack(tenant, user, lastMessageSeq) {
@@ -158,15 +160,15 @@ export class CmdRouter implements CmdIntentRouter, CmdAccess {
     return false;
   }
 
-  async sync(tenant: Uuid, user: Uuid, limit: number) {
-    const r = await this.opts.router.cmdSync(tenant, user, this.opts.slotOf(tenant, user), syncLimit(limit));
-    return { messages: r.response.messages.map(cmdMessageFromWire), generation: Number(r.response.generation), servedBy: r.owner.nodeId ?? "" };
+  async sync(tenant: Uuid, user: Uuid, limit: number, mode: CmdSyncMode = "record") {
+    const r = await this.opts.router.cmdSync(tenant, user, this.opts.slotOf(tenant, user), syncLimit(limit), mode === "peek");
+    return { messages: r.response.messages.map(cmdMessageFromWire), generation: mode === "peek" ? null : Number(r.response.generation), servedBy: r.owner.nodeId ?? "" };
   }
 
   async ack(tenant: Uuid, user: Uuid, lastMessageSeq: number) {
     const r = await this.opts.router.cmdAck(tenant, user, this.opts.slotOf(tenant, user), lastMessageSeq);
     const a = r.response;
-    return { advanced: a.advanced, cleared: a.cleared, warning: a.warning || null, servedBy: r.owner.nodeId ?? "" };
+    return { generation: a.generation === 0n ? null : Number(a.generation), advanced: a.advanced, cleared: a.cleared, warning: a.warning || null, servedBy: r.owner.nodeId ?? "" };
   }
 
   async pending(tenant: Uuid, user: Uuid, limit: number) {

@@ -140,8 +140,8 @@ export class NodeRouter {
   }
 
   /** NodeService.CmdSync at the owner of the user's slot (spec 001: the owner serves the user's CMD sync). */
-  cmdSync(tenant: string, user: string, slot: number, limit: number): Promise<RouteResult<CmdSyncResponse>> {
-    const req = { tenant, user, limit, fromNodeId: this.opts.ownership.nodeId };
+  cmdSync(tenant: string, user: string, slot: number, limit: number, peek = false): Promise<RouteResult<CmdSyncResponse>> {
+    const req = { tenant, user, limit, fromNodeId: this.opts.ownership.nodeId, peek };
     return this.route("CmdSync", "slot", slot, (h) => h.cmdSync(req), (res) => hintOut(res.owner));
   }
 

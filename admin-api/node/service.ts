@@ -61,7 +61,7 @@ export async function openNodeService(opts: NodeServiceOptions): Promise<NodeSer
       describeUser: (req) => handlers ? handlers.describeUser(req) : Promise.resolve({ status: NodeStatus.NODE_STATUS_STALE_OWNER, slot: 0, conversations: 0, detail: notYet }),
       pushIntents: (req) => handlers ? handlers.pushIntents(req) : Promise.resolve({ status: NodeStatus.NODE_STATUS_STALE_OWNER, accepted: 0, dropped: 0, owners: [], detail: notYet }),
       cmdSync: (req) => handlers ? handlers.cmdSync(req) : Promise.resolve({ status: NodeStatus.NODE_STATUS_STALE_OWNER, messages: [], generation: 0n, detail: notYet }),
-      cmdAck: (req) => handlers ? handlers.cmdAck(req) : Promise.resolve({ status: NodeStatus.NODE_STATUS_STALE_OWNER, advanced: 0, cleared: 0, warning: "", detail: notYet }),
+      cmdAck: (req) => handlers ? handlers.cmdAck(req) : Promise.resolve({ status: NodeStatus.NODE_STATUS_STALE_OWNER, advanced: 0, cleared: 0, warning: "", generation: 0n, detail: notYet }),
       cmdPending: (req) => handlers ? handlers.cmdPending(req) : Promise.resolve({ status: NodeStatus.NODE_STATUS_STALE_OWNER, views: [], detail: notYet }),
       cmdFlush: (req) => handlers ? handlers.cmdFlush(req) : Promise.resolve({ status: NodeStatus.NODE_STATUS_REJECTED, nodeId: "", rows: 0, batches: 0, failedBatches: 0, detail: notYet }),
     },

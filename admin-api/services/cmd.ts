@@ -57,10 +57,10 @@ export const cmdService = defineService(catalogEntry("qim.admin.v1.CmdService"),
     roles: CMD_ACT, mutates: true,
     async handle(req, { deps }) {
       const { tenant, user } = userOf(req.tenant, req.user);
-      const r = await deps.cmd().sync(tenant, user, syncLimit(req.limit));
+      const r = await deps.cmd().sync(tenant, user, syncLimit(req.limit), req.peek ? "peek" : "record");
       return {
-        response: { messages: r.messages.map(cmdMessageOut), generation: BigInt(r.generation), servedBy: r.servedBy },
-        detail: `${r.messages.length} message(s), generation ${r.generation}${r.servedBy ? ` at node ${r.servedBy}` : ""}`,
+        response: { messages: r.messages.map(cmdMessageOut), generation: BigInt(r.generation ?? 0), servedBy: r.servedBy },
+        detail: `${r.messages.length} message(s), ${r.generation === null ? "a peek (no generation recorded)" : `generation ${r.generation}`}${r.servedBy ? ` at node ${r.servedBy}` : ""}`,
       };
     },
   }),
@@ -72,8 +72,8 @@ export const cmdService = defineService(catalogEntry("qim.admin.v1.CmdService"),
       if (req.lastMessageSeq > BigInt(Number.MAX_SAFE_INTEGER)) throw new InvalidArgumentError("last_message_seq", "last_message_seq is beyond any sequence");
       const r = await deps.cmd().ack(tenant, user, Number(req.lastMessageSeq));
       return {
-        response: { advanced: r.advanced, cleared: r.cleared, warning: r.warning ?? "", servedBy: r.servedBy },
-        detail: `${r.advanced} row(s) advanced, ${r.cleared} pending cleared${r.warning ? `; warning: ${r.warning}` : ""}`,
+        response: { advanced: r.advanced, cleared: r.cleared, warning: r.warning ?? "", servedBy: r.servedBy, generation: BigInt(r.generation ?? 0) },
+        detail: `${r.generation === null ? "no sync to apply" : `generation ${r.generation}`}: ${r.advanced} row(s) advanced, ${r.cleared} pending cleared${r.warning ? `; warning: ${r.warning}` : ""}`,
       };
     },
   }),

@@ -60,18 +60,24 @@ export function cmdSendResult(tenant: string, r: CmdSendResponse): CmdSendResult
 
 export interface CmdSyncResult extends CmdUser {
   messages: CmdMessageResult[];
-  /** The generation this sync recorded: `cmd ack` applies the latest one. */
-  generation: number;
+  /** The generation this sync recorded (`cmd ack` applies the latest one); null: a peek, nothing recorded. */
+  generation: number | null;
   /** The node that served it (the owner of the user's slot); null outside a cluster. */
   servedBy: string | null;
 }
 
-export function cmdSyncResult(who: CmdUser, r: CmdUserSyncResponse): CmdSyncResult {
-  return { ...who, messages: r.messages.map(cmdMessageResult), generation: u64(r.generation), servedBy: nonEmpty(r.servedBy) };
+/** `recorded` false: the sync was a peek (the server answers generation 0, nothing recorded). */
+export function cmdSyncResult(who: CmdUser, r: CmdUserSyncResponse, recorded = true): CmdSyncResult {
+  return { ...who, messages: r.messages.map(cmdMessageResult), generation: recorded ? u64(r.generation) : null, servedBy: nonEmpty(r.servedBy) };
 }
 
 export interface CmdAckResult extends CmdUser {
-  lastMessageSeq: number;
+  /**
+   * The sync generation the ack applied (spec 001: the user's latest; each channel that sync
+   * answered is read up to what it answered — `--last-seq` bounds nothing); null: there was no
+   * sync to apply.
+   */
+  generation: number | null;
   /** Durable rows advanced or created. */
   advanced: number;
   /** Pending entries cleared. */
@@ -81,8 +87,8 @@ export interface CmdAckResult extends CmdUser {
   servedBy: string | null;
 }
 
-export function cmdAckResult(who: CmdUser, lastMessageSeq: number, r: CmdUserAckResponse): CmdAckResult {
-  return { ...who, lastMessageSeq, advanced: r.advanced, cleared: r.cleared, warning: nonEmpty(r.warning), servedBy: nonEmpty(r.servedBy) };
+export function cmdAckResult(who: CmdUser, r: CmdUserAckResponse): CmdAckResult {
+  return { ...who, generation: r.generation === 0n ? null : u64(r.generation), advanced: r.advanced, cleared: r.cleared, warning: nonEmpty(r.warning), servedBy: nonEmpty(r.servedBy) };
 }
 
 export interface CmdPendingEntryResult {

@@ -27,10 +27,12 @@ export const samples = {
   "cmd sync": samplesOf<ResultOf<typeof CmdSync>>(
     { ...who, messages: [message, systemMessage], generation: 3, servedBy: "node-1" },
     { ...who, messages: [], generation: 4, servedBy: null },
+    { ...who, messages: [message], generation: null, servedBy: "node-1" },
   ),
   "cmd ack": samplesOf<ResultOf<typeof CmdAck>>(
-    { ...who, lastMessageSeq: 9, advanced: 1, cleared: 1, warning: null, servedBy: "node-1" },
-    { ...who, lastMessageSeq: 9, advanced: 0, cleared: 0, warning: "clearing the pending entries failed: …", servedBy: null },
+    { ...who, generation: 3, advanced: 1, cleared: 1, warning: null, servedBy: "node-1" },
+    { ...who, generation: 4, advanced: 0, cleared: 0, warning: "clearing the pending entries failed: …", servedBy: null },
+    { ...who, generation: null, advanced: 0, cleared: 0, warning: null, servedBy: null },
   ),
   "cmd pending": samplesOf<ResultOf<typeof CmdPending>>(
     { ...who, entries: [{ channelId: message.channelId, channelType: 2, lastMsgSeq: 9, activeAtMs: 1795990116099, readSeq: 0 }], servedBy: "node-1" },

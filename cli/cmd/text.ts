@@ -20,14 +20,18 @@ export function messagesTable(messages: readonly CmdMessageResult[]): string {
   );
 }
 
+const PEEK_NOTE = "a peek: no generation recorded, the application's next ack applies what it was answered";
+
 export function syncText(out: CmdSyncResult): string {
-  if (out.messages.length === 0) return `Nothing to sync for user ${out.user}${served(out.servedBy)}; generation ${out.generation}`;
-  const last = Math.max(...out.messages.map((m) => m.messageSeq));
-  return `${messagesTable(out.messages)}\n${out.messages.length} message(s) for user ${out.user}${served(out.servedBy)}, generation ${out.generation}; ack with: qimctl cmd ack --user ${out.user} --last-seq ${last}`;
+  const recorded = out.generation === null ? PEEK_NOTE : `generation ${out.generation}`;
+  if (out.messages.length === 0) return `Nothing to sync for user ${out.user}${served(out.servedBy)}; ${recorded}`;
+  const head = `${messagesTable(out.messages)}\n${out.messages.length} message(s) for user ${out.user}${served(out.servedBy)}`;
+  return out.generation === null ? `${head}; ${recorded}` : `${head}, ${recorded}; ack it with: qimctl cmd ack --user ${out.user}`;
 }
 
 export function ackText(out: CmdAckResult): string {
-  const line = `Acked user ${out.user} through seq ${out.lastMessageSeq}${served(out.servedBy)}: ${out.advanced} durable row(s) advanced, ${out.cleared} pending entr${out.cleared === 1 ? "y" : "ies"} cleared`;
+  if (out.generation === null) return `Nothing acked for user ${out.user}${served(out.servedBy)}: no sync generation to apply (none recorded, already acked, or expired)`;
+  const line = `Acked sync generation ${out.generation} of user ${out.user}${served(out.servedBy)}: ${out.advanced} durable row(s) advanced, ${out.cleared} pending entr${out.cleared === 1 ? "y" : "ies"} cleared`;
   return out.warning ? `${line}\nwarning: ${out.warning}` : line;
 }
 

@@ -361,15 +361,16 @@ export async function runScenario(opts: ScenarioOptions): Promise<{ steps: DemoS
     const toBob = cmdSendResult(tenant, await client.cmdSend({
       tenant, channelId: `ops-${users.bob}`, channelType: 1, from: "", to: [users.bob], noPersist: false, payload: text("rotate-token"), clientMsgNo: "", redDot: true, syncOnce: false,
     }));
-    // qimctl cmd sync --user bob: both commands; carol: none; after cmd ack, bob's next sync: none
-    const bob1 = cmdSyncResult({ tenant, user: users.bob }, await client.cmdSync({ tenant, user: users.bob, limit: 0 }));
+    // qimctl cmd sync --as-app --user bob (as bob's application: it records the generation the ack
+    // applies): both commands; carol: none; after cmd ack, bob's next sync: none
+    const bob1 = cmdSyncResult({ tenant, user: users.bob }, await client.cmdSync({ tenant, user: users.bob, limit: 0, peek: false }));
     const got = bob1.messages.map((m) => `${m.channelId}#${m.messageSeq}:${m.text}`).sort();
     const want = [`${toTeam.message.channelId}#1:refresh-settings`, `${toBob.message.channelId}#1:rotate-token`].sort();
     check(JSON.stringify(got) === JSON.stringify(want), `bob's sync should answer the two commands, answered ${JSON.stringify(got)}`);
-    const carol = cmdSyncResult({ tenant, user: users.carol }, await client.cmdSync({ tenant, user: users.carol, limit: 0 }));
+    const carol = cmdSyncResult({ tenant, user: users.carol }, await client.cmdSync({ tenant, user: users.carol, limit: 0, peek: false }));
     check(carol.messages.length === 0, `carol left team before the command: her sync should be empty, answered ${carol.messages.length}`);
-    const ack = cmdAckResult({ tenant, user: users.bob }, 1, await client.cmdAck({ tenant, user: users.bob, lastMessageSeq: 1n }));
-    const bob2 = cmdSyncResult({ tenant, user: users.bob }, await client.cmdSync({ tenant, user: users.bob, limit: 0 }));
+    const ack = cmdAckResult({ tenant, user: users.bob }, await client.cmdAck({ tenant, user: users.bob, lastMessageSeq: 1n }));
+    const bob2 = cmdSyncResult({ tenant, user: users.bob }, await client.cmdSync({ tenant, user: users.bob, limit: 0, peek: false }));
     check(bob2.messages.length === 0, `after the ack, bob's next sync should be empty, answered ${bob2.messages.length}`);
     return {
       details: { sent: [toTeam, toBob], bobSync: bob1, carolSync: carol, bobAck: ack, bobSyncAfterAck: bob2 },

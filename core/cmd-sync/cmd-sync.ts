@@ -10,7 +10,7 @@ import { CmdPendingUpdater } from "./pending.js";
 import { RedisCmdStateStore } from "./state.js";
 import { CmdSyncApp, type CmdSyncAppOptions } from "./sync-app.js";
 import type {
-  CmdAckResult, CmdBadPendingFile, CmdConversationState, CmdFlushReport, CmdIntentRouter, CmdStateStore, CmdSendRequest, CmdSendResult, CmdSyncApi, CmdSyncResult, ConversationIntent,
+  CmdAckResult, CmdBadPendingFile, CmdConversationState, CmdFlushReport, CmdIntentRouter, CmdStateStore, CmdSendRequest, CmdSendResult, CmdSyncApi, CmdSyncMode, CmdSyncResult, ConversationIntent,
   PendingConversationView,
 } from "./types.js";
 
@@ -189,9 +189,9 @@ export class CmdSync implements CmdSyncApi {
   }
 
   /** Rejects with StaleOwnerError when the user's slot is not ours. */
-  async syncLocal(tenant: Uuid, user: Uuid, limit: number): Promise<CmdSyncResult> {
+  async syncLocal(tenant: Uuid, user: Uuid, limit: number, mode: CmdSyncMode = "record"): Promise<CmdSyncResult> {
     this.requireOwner(tenant, user);
-    return this.app.sync(tenant, user, limit);
+    return this.app.sync(tenant, user, limit, mode);
   }
 
   async ackLocal(tenant: Uuid, user: Uuid, lastMessageSeq: number): Promise<CmdAckResult> {

@@ -21,7 +21,7 @@ import { CMD_STATE_READ_CHUNK } from "./state.js";
 import { cmdMetrics } from "./metrics.js";
 import type {
   CmdAckResult, CmdConversationState, CmdMessage, CmdMessageSource, CmdPendingBuffer, CmdReadPatch, CmdStateStore, CmdSyncRecord, CmdSyncResult,
-  CommandChannelKey, PendingConversationView,
+  CmdSyncMode, CommandChannelKey, PendingConversationView,
 } from "./types.js";
 
 /** spec 001 defaults (WuKongIM records.go / app.go). */
@@ -222,10 +222,12 @@ export class CmdSyncApp {
    * channel's own order is kept). Their channel id keeps its suffix, as CmdMessage says: the legacy
    * surface (HTTP /message/sync) strips exactly one (stripCommandSuffix: `g1____cmd` → `g1`,
    * `nested____cmd____cmd` → `nested____cmd`). Records what it answered as the user's latest
-   * generation.
+   * generation — unless `mode` is "peek" (an operator's look, issue 24): the same answer, and the
+   * user's latest generation stays what it was, so the application's next ack still applies the
+   * sync that application was answered (generation null).
    */
-  async sync(tenant: Uuid, user: Uuid, limit: number): Promise<CmdSyncResult> {
-    return this.fenced(tenant, user, (fence) => this.syncOwned(tenant, user, limit, fence), "syncs");
+  async sync(tenant: Uuid, user: Uuid, limit: number, mode: CmdSyncMode = "record"): Promise<CmdSyncResult> {
+    return this.fenced(tenant, user, (fence) => this.syncOwned(tenant, user, limit, fence, mode), "syncs");
   }
 
   /**
@@ -252,7 +254,7 @@ export class CmdSyncApp {
     }
   }
 
-  private async syncOwned(tenant: Uuid, user: Uuid, limit: number, fence: Fence): Promise<CmdSyncResult> {
+  private async syncOwned(tenant: Uuid, user: Uuid, limit: number, fence: Fence, mode: CmdSyncMode): Promise<CmdSyncResult> {
     try {
       const lim = this.normaliseLimit(limit);
       await this.o.states.indexLegacyRows?.(tenant, user, fence);
@@ -262,7 +264,7 @@ export class CmdSyncApp {
       let pass = await this.syncPass(tenant, user, lim, fence);
       while (pass.messages.length === 0 && pass.settled > 0) pass = await this.syncPass(tenant, user, lim, fence);
       const { messages, records } = pass;
-      const generation = this.records.replace(tenant, user, records);
+      const generation = mode === "record" ? this.records.replace(tenant, user, records) : null;
       cmdMetrics.syncs.inc({ outcome: "ok" });
       cmdMetrics.syncMessages.inc(messages.length);
       return { messages, generation };
@@ -348,8 +350,9 @@ export class CmdSyncApp {
   }
 
   /**
-   * Applies the user's latest sync record (lastMessageSeq is accepted for compatibility and never
-   * selects anything): advances the durable read seqs, upserts rows for pending-backed channels
+   * Applies the user's latest sync record (lastMessageSeq is accepted for compatibility and neither
+   * selects nor bounds anything — spec 001: the ack uses the latest sync generation, never
+   * last_message_seq; the result names the generation applied, null when there was none): advances the durable read seqs, upserts rows for pending-backed channels
    * (pending time as active at), then clears those pending entries (best effort: a failure is the
    * warning of a successful ack). A failed durable write rejects and keeps the record.
    */
@@ -361,7 +364,7 @@ export class CmdSyncApp {
   private async ackOwned(tenant: Uuid, user: Uuid, fence: Fence): Promise<CmdAckResult> {
     try {
       const latest = this.records.peek(tenant, user);
-      const empty: CmdAckResult = { advanced: 0, cleared: 0, warning: null };
+      const empty: CmdAckResult = { generation: latest?.generation ?? null, advanced: 0, cleared: 0, warning: null };
       if (!latest) {
         cmdMetrics.acks.inc({ outcome: "empty" });
         return empty;
@@ -405,7 +408,7 @@ export class CmdSyncApp {
       const warning = failures.length > 0 ? `read progress is durable; clearing the pending entries failed (${failures.join("; ")})` : null;
       if (warning) this.log(`ack of ${user}: ${warning}`);
       cmdMetrics.acks.inc({ outcome: warning ? "warning" : "ok" });
-      return { advanced: valid.length, cleared, warning };
+      return { generation: latest.generation, advanced: valid.length, cleared, warning };
     } catch (err) {
       cmdMetrics.acks.inc({ outcome: "error" });
       throw err;

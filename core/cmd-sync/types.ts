@@ -190,13 +190,22 @@ export interface CmdSyncRecord {
   lastReturnedMsgSeq: number;
 }
 
+/**
+ * "record": the sync of the user's application (HTTP /message/sync): its answer becomes the
+ * user's latest generation, which the next ack applies. "peek": an operator's look — the same
+ * answer, nothing recorded, so it never changes what another caller's ack applies (issue 24).
+ */
+export type CmdSyncMode = "record" | "peek";
+
 export interface CmdSyncResult {
   messages: CmdMessage[];
-  /** The generation this sync recorded; an ack applies only the latest one. */
-  generation: number;
+  /** The generation this sync recorded (an ack applies only the latest one); null for a peek. */
+  generation: number | null;
 }
 
 export interface CmdAckResult {
+  /** The sync generation this ack applied; null when the user had none (nothing applied). */
+  generation: number | null;
   /** Durable rows advanced or created. */
   advanced: number;
   /** Pending entries cleared (best effort). */
@@ -244,7 +253,7 @@ export interface CmdSyncApi {
   ownsUser(tenant: Uuid, user: Uuid): boolean;
   /** Receiver side of a routed intent: all or nothing — "stale_owner" when any user's slot is not ours. */
   acceptIntent(intent: ConversationIntent): "ok" | "stale_owner" | "dropped";
-  syncLocal(tenant: Uuid, user: Uuid, limit: number): Promise<CmdSyncResult>;
+  syncLocal(tenant: Uuid, user: Uuid, limit: number, mode?: CmdSyncMode): Promise<CmdSyncResult>;
   ackLocal(tenant: Uuid, user: Uuid, lastMessageSeq: number): Promise<CmdAckResult>;
   pendingLocal(tenant: Uuid, user: Uuid, limit: number): PendingConversationView[];
   stateOf(tenant: Uuid, user: Uuid, limit: number): Promise<CmdConversationState[]>;

@@ -217,7 +217,7 @@ describe("CMD sync on 3 server processes: sends while a node drains, then every 
     for (;;) {
       for (const [k, u] of users.entries()) {
         for (;;) {
-          const r = await onSomeNode(k + round, (c) => c.cmdSync({ tenant, user: u, limit: 50 }));
+          const r = await onSomeNode(k + round, (c) => c.cmdSync({ tenant, user: u, limit: 50, peek: false }));
           if (r.messages.length === 0) break;
           for (const m of r.messages) received.get(u)!.push(`${m.channelId}#${Number(m.messageSeq)}`);
           const last = Math.max(...r.messages.map((m) => Number(m.messageSeq)));

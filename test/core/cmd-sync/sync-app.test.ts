@@ -73,7 +73,7 @@ describe("CmdSyncApp.sync", () => {
     assert.deepEqual(source.calls, ["g2____cmd from 6 limit 10", "g1____cmd from 4 limit 10", "e____cmd from 10 limit 10"]);
     // by time, each channel's own order kept: g1#5 (ts 10) is after g1#4 (ts 20) in its channel
     assert.deepEqual(all.messages.map((m) => `${m.channel.channelId}#${m.messageSeq}`), ["g2____cmd#6", "g1____cmd#4", "g1____cmd#5"]);
-    assert.ok(all.generation > r.generation);
+    assert.ok(all.generation! > r.generation!);
     assert.deepEqual(records.peek(tenant, user)!.records.map((x) => `${x.channel.channelId}:${x.lastReturnedMsgSeq}`), ["g2____cmd:6", "g1____cmd:5"], "no record for e: nothing new");
   });
 
@@ -155,17 +155,17 @@ describe("CmdSyncApp.ack", () => {
     const { states, app, tenant, user, records, clock } = setup();
     await states.upsertStates([seed(tenant, user, "g1____cmd", 1, 100)], SOLO);
     records.replace(tenant, user, [{ channel: ch("old____cmd"), lastReturnedMsgSeq: 3, pending: false, pendingActiveAt: 0 }]);
-    records.replace(tenant, user, [
+    const latest = records.replace(tenant, user, [
       { channel: ch("g1____cmd"), lastReturnedMsgSeq: 7, pending: false, pendingActiveAt: 0 },
       { channel: ch("not-cmd"), lastReturnedMsgSeq: 8, pending: false, pendingActiveAt: 0 },
       { channel: ch("zero____cmd"), lastReturnedMsgSeq: 0, pending: false, pendingActiveAt: 0 },
     ]);
     clock.now = 1_002_000;
-    assert.deepEqual(await app.ack(tenant, user, 99_999), { advanced: 1, cleared: 0, warning: null });
+    assert.deepEqual(await app.ack(tenant, user, 99_999), { generation: latest, advanced: 1, cleared: 0, warning: null });
     assert.deepEqual(await states.get(tenant, user, ch("g1____cmd")), { ...seed(tenant, user, "g1____cmd", 7, 100), updatedAt: 1_002_000 });
     assert.equal(await states.get(tenant, user, ch("old____cmd")), null, "only the latest generation");
     clock.now = 1_003_000;
-    assert.deepEqual(await app.ack(tenant, user, 99_999), { advanced: 0, cleared: 0, warning: null });
+    assert.deepEqual(await app.ack(tenant, user, 99_999), { generation: null, advanced: 0, cleared: 0, warning: null });
     assert.equal((await states.get(tenant, user, ch("g1____cmd")))!.updatedAt, 1_002_000);
   });
 
@@ -174,9 +174,9 @@ describe("CmdSyncApp.ack", () => {
     buffer.pushIntent({ tenant, channel: ch("g1____cmd"), messageSeq: 9, activeAt: 100, userReadSeqs: new Map([[user, 0]]) });
     source.add("g1____cmd", 8, 90);
     source.add("g1____cmd", 9, 100);
-    await app.sync(tenant, user, 10);
+    const synced = await app.sync(tenant, user, 10);
     clock.now = 1_005_000;
-    assert.deepEqual(await app.ack(tenant, user, 9), { advanced: 1, cleared: 1, warning: null });
+    assert.deepEqual(await app.ack(tenant, user, 9), { generation: synced.generation, advanced: 1, cleared: 1, warning: null });
     assert.deepEqual(await states.get(tenant, user, ch("g1____cmd")), { tenant, user, channel: ch("g1____cmd"), readSeq: 9, deletedToSeq: 0, activeAt: 100, updatedAt: 1_005_000, lastMsgSeq: 9 });
     assert.deepEqual(buffer.listPending(tenant, user, 10), []);
   });
@@ -196,13 +196,13 @@ describe("CmdSyncApp.ack", () => {
     const { space, states, buffer, source, app, tenant, user } = setup();
     buffer.pushIntent({ tenant, channel: ch("g1____cmd"), messageSeq: 2, activeAt: 20, userReadSeqs: new Map([[user, 0]]) });
     source.add("g1____cmd", 2, 20);
-    await app.sync(tenant, user, 10);
+    const synced = await app.sync(tenant, user, 10);
     await takeLease(fx.store, space, slotOfUser(tenant, user));
     await assert.rejects(app.ack(tenant, user, 2), CmdFencedError);
     assert.equal(buffer.listPending(tenant, user, 10).length, 1);
     assert.equal(await states.get(tenant, user, ch("g1____cmd")), null);
     await releaseLease(fx.store, space, slotOfUser(tenant, user));
-    assert.deepEqual(await app.ack(tenant, user, 2), { advanced: 1, cleared: 1, warning: null });
+    assert.deepEqual(await app.ack(tenant, user, 2), { generation: synced.generation, advanced: 1, cleared: 1, warning: null });
     assert.equal((await states.get(tenant, user, ch("g1____cmd")))!.readSeq, 2);
   });
 
@@ -239,8 +239,39 @@ describe("CmdSyncApp.ack", () => {
     source.add("g1____cmd", 2, 2);
     await app.sync(tenant, user, 10);
     clock.now += 5 * 60_000 + 1;
-    assert.deepEqual(await app.ack(tenant, user, 2), { advanced: 0, cleared: 0, warning: null });
+    assert.deepEqual(await app.ack(tenant, user, 2), { generation: null, advanced: 0, cleared: 0, warning: null });
     assert.equal((await states.get(tenant, user, ch("g1____cmd")))!.readSeq, 1);
+  });
+});
+
+describe("CmdSyncApp: an operator's peek and the ack's last_message_seq (issue 24)", () => {
+  it("the app syncs A, an operator peeks A and B, the app acks seq 1: its ack applies its own sync (read 1), and its next sync answers B", async () => {
+    const { states, source, app, tenant, user, records } = setup();
+    await states.upsertStates([seed(tenant, user, "g1____cmd", 0, 100)], SOLO);
+    source.add("g1____cmd", 1, 10); // A
+    const appSync = await app.sync(tenant, user, 10);
+    assert.deepEqual(appSync.messages.map((m) => m.messageSeq), [1]);
+    source.add("g1____cmd", 2, 20); // B, after the app's sync
+    const look = await app.sync(tenant, user, 10, "peek");
+    assert.deepEqual(look.messages.map((m) => m.messageSeq), [1, 2], "the peek answers what the user's next sync would");
+    assert.equal(look.generation, null, "a peek records no generation");
+    assert.equal(records.peek(tenant, user)!.generation, appSync.generation, "the app's generation is still the latest");
+    const acked = await app.ack(tenant, user, 1);
+    assert.deepEqual(acked, { generation: appSync.generation, advanced: 1, cleared: 0, warning: null });
+    assert.equal((await states.get(tenant, user, ch("g1____cmd")))!.readSeq, 1, "the ack applied A only");
+    assert.deepEqual((await app.sync(tenant, user, 10)).messages.map((m) => m.messageSeq), [2], "B is delivered");
+  });
+
+  it("last_message_seq bounds nothing: a sync answering seq 1 and 2, acked with 1, reads the channel to 2 (spec 001: the latest generation)", async () => {
+    const { states, source, app, tenant, user } = setup();
+    await states.upsertStates([seed(tenant, user, "g1____cmd", 0, 100)], SOLO);
+    source.add("g1____cmd", 1, 10);
+    source.add("g1____cmd", 2, 20);
+    const r = await app.sync(tenant, user, 10);
+    assert.deepEqual(r.messages.map((m) => m.messageSeq), [1, 2]);
+    assert.deepEqual(await app.ack(tenant, user, 1), { generation: r.generation, advanced: 1, cleared: 0, warning: null });
+    assert.equal((await states.get(tenant, user, ch("g1____cmd")))!.readSeq, 2);
+    assert.deepEqual(await app.ack(tenant, user, 2), { generation: null, advanced: 0, cleared: 0, warning: null }, "a second ack finds no generation");
   });
 });
 
@@ -270,7 +301,7 @@ describe("CmdSyncApp: one user's sync and ack run one at a time", () => {
     open();
     assert.deepEqual((await first).messages.map((m) => `${m.channel.channelId}#${m.messageSeq}`), ["g1____cmd#1"]);
     // without the per-user order the ack ran before the first sync recorded anything: advanced 0
-    assert.deepEqual(await ack, { advanced: 1, cleared: 0, warning: null });
+    assert.deepEqual(await ack, { generation: (await first).generation, advanced: 1, cleared: 0, warning: null });
     assert.deepEqual((await second).messages, [], "the ack applied the latest sync: nothing left");
     assert.equal((await states.get(tenant, user, ch("g1____cmd")))!.readSeq, 1);
   });
@@ -292,7 +323,7 @@ describe("CmdSyncApp: one user's sync and ack run one at a time", () => {
     const ack = app.ack(tenant, user, 1);
     const next = app.sync(tenant, user, 10);
     await assert.rejects(failed, /load failed/);
-    assert.deepEqual(await ack, { advanced: 0, cleared: 0, warning: null }, "no sync was recorded before it");
+    assert.deepEqual(await ack, { generation: null, advanced: 0, cleared: 0, warning: null }, "no sync was recorded before it");
     assert.deepEqual((await next).messages.map((m) => `${m.channel.channelId}#${m.messageSeq}`), ["g1____cmd#1"]);
   });
 });

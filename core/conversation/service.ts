@@ -20,7 +20,7 @@ import type { RedisStore } from "../store/index.js";
 import { decodeHistoryEntry, encodeHistoryRest, validateContentType, type HistoryRecord } from "./history.js";
 import { conversationKeys, type ConversationKeys } from "./keys.js";
 import {
-  applyMembershipScript, conversationSummaryScript, createGroupScript, markReadScript, readHistoryScript, readPlanScript, type SummaryReply,
+  applyMembershipScript, conversationSummaryScript, createGroupScript, markReadScript, readHistoryScript, readPlanScript, transferOwnerScript, type SummaryReply,
 } from "./scripts.js";
 import {
   ADMIN_ACTOR,
@@ -144,6 +144,31 @@ export interface MembershipChangeResult {
   /** 32 hex digits; empty when the plan is empty. */
   idempotencyId: string;
   audienceSize: number;
+  attempts: number;
+}
+
+export interface TransferOwnerRequest {
+  tenant: string;
+  group: string;
+  /** The new owner: a current (ACTIVE) member. */
+  to: string;
+  /** Compare-and-set against the group's member version. */
+  expectVersion?: number;
+  /** Plan only: nothing is written. */
+  dryRun?: boolean;
+}
+
+export interface TransferOwnerResult {
+  tenant: Uuid;
+  group: Uuid;
+  /** committed; noop: `to` already is the owner (a retry after the transfer took effect); planned: dry run. */
+  outcome: "committed" | "noop" | "planned";
+  /** The owner before this call (equal to `owner` for noop). */
+  previousOwner: Uuid;
+  /** The owner after the call (the planned one for a dry run). */
+  owner: Uuid;
+  /** The member version after the transfer (the current one for noop and dry run). */
+  version: number;
   attempts: number;
 }
 
@@ -378,6 +403,44 @@ export class ConversationService {
       if (expectVersion !== undefined && reply.status === "MEMBERSHIP_CHANGED") throw new VersionConflictError(expectVersion, reply.currentVersion);
       if (attempt > this.opts.maxRetries) throw new MembershipChangedError(attempt);
       metrics.membershipRetries.inc({ path: "membership" });
+    }
+  }
+
+  /**
+   * Hands the group to a current member: one script checks the member version, sets the owner and
+   * bumps the version (a compare-and-set like a membership change), with no CONTROL message — the
+   * member set, intervals and audience do not change, and spec 000's payload has no such op.
+   * Already owned by `to`: succeeds as a noop whatever the version, so a retry after the transfer
+   * took effect (even with its old --expect-version) says so instead of failing.
+   */
+  async transferOwner(req: TransferOwnerRequest): Promise<TransferOwnerResult> {
+    const tenant = parseUuid(req.tenant, "tenant");
+    const group = parseUuid(req.group, "group");
+    const to = parseUuid(req.to, "to");
+    const expectVersion = req.expectVersion === undefined ? undefined : positiveInt(req.expectVersion, "expectVersion", 1);
+    const k = this.conversationKeys(tenant, group);
+    const client = this.clientOf(k);
+    const notMember = () => new FailedPreconditionError(`user ${to} is not a member of group ${group}; the new owner must be a current member`, { field: "to", reason: "NOT_A_MEMBER" });
+    for (let attempt = 1; ; attempt++) {
+      const plan = await readPlanScript.run(client, k, { targets: [uuidToHex(to)] });
+      if (plan.status === "GROUP_NOT_FOUND") throw new NotFoundError("group", group);
+      const base = { tenant, group, attempts: attempt };
+      if (plan.owner === to) return { ...base, outcome: "noop", previousOwner: to, owner: to, version: plan.version };
+      if (expectVersion !== undefined && expectVersion !== plan.version) throw new VersionConflictError(expectVersion, plan.version);
+      if (plan.states[0] !== "A") throw notMember();
+      if (req.dryRun) return { ...base, outcome: "planned", previousOwner: plan.owner, owner: to, version: plan.version };
+
+      const reply = await transferOwnerScript.run(client, k, { version: plan.version, owner: uuidToHex(to) });
+      switch (reply.status) {
+        case "OK": return { ...base, outcome: "committed", previousOwner: hexToUuid(reply.previousOwner), owner: to, version: reply.version };
+        case "DUPLICATE": return { ...base, outcome: "noop", previousOwner: to, owner: to, version: reply.version };
+        case "GROUP_NOT_FOUND": throw new NotFoundError("group", group);
+        case "PLAN_STALE": throw notMember();
+        case "MEMBERSHIP_CHANGED":
+          if (expectVersion !== undefined) throw new VersionConflictError(expectVersion, reply.version);
+          if (attempt > this.opts.maxRetries) throw new MembershipChangedError(attempt);
+          metrics.membershipRetries.inc({ path: "membership" });
+      }
     }
   }
 

@@ -564,6 +564,27 @@ export class ConversationService {
   }
 
   /**
+   * What an operator is told when a call made as `user` (a send, a conversation action) was refused
+   * with the user path's PERMISSION_DENIED. ADR-0021 §3 makes "never a member" and "no such group"
+   * alike for a user; an operator sees both anyway (group show, membership list), so this says
+   * which: NOT_FOUND when the group does not exist, FAILED_PRECONDITION (reason NOT_A_MEMBER) when
+   * the user is not a current member; `denied` itself when neither holds (the state moved since).
+   */
+  async operatorRefusal(tenantIn: string, groupIn: string, userIn: string, field: string, denied: Error): Promise<Error> {
+    const tenant = parseUuid(tenantIn, "tenant");
+    const group = parseUuid(groupIn, "group");
+    const user = parseUuid(userIn, field);
+    const k = this.conversationKeys(tenant, group);
+    const res = await this.clientOf(k).multi().hget(k.grpmeta, "version").hget(k.grpmembers, uuidToHex(user)).exec();
+    if (res?.[0]?.[1] == null) return new NotFoundError("group", group);
+    const raw = res[1]?.[1];
+    const m = typeof raw === "string" ? parseMemberValue(uuidToHex(user), raw) : null;
+    if (m?.state === "ACTIVE") return denied;
+    const was = m === null ? "never was one" : `${m.state === "LEFT" ? "left" : "removed"} at conversation_seq ${m.leftAt}`;
+    return new FailedPreconditionError(`user ${user} is not a member of group ${group} (${was})`, { field, reason: "NOT_A_MEMBER" });
+  }
+
+  /**
    * Members with their intervals. The admin path (`asUser` absent) sees everyone who ever was a
    * member; a user may list only while a current member, and sees current members only.
    */

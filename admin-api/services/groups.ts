@@ -36,6 +36,13 @@ export const groupService = defineService(catalogEntry("qim.admin.v1.GroupServic
       return { response: ownerTransferOut(r), detail: describeTransfer(r) };
     },
   }),
+  listGroups: unary({
+    roles: ALL_ROLES, mutates: false,
+    async handle(req, { deps }) {
+      const page = await deps.runtime.conversations.listGroups({ tenant: req.tenant, owner: req.owner, cursor: req.cursor, ...(req.limit ? { limit: req.limit } : {}) });
+      return { response: { groups: page.groups.map(groupOut), nextCursor: page.nextCursor } };
+    },
+  }),
   listMembers: unary({
     roles: ALL_ROLES, mutates: false,
     async handle(req, { deps }) {

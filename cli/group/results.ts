@@ -52,3 +52,11 @@ export function ownerTransferResult(tenant: string, group: string, t: OwnerTrans
     attempts: t.attempts,
   };
 }
+
+/** The JSON result of `group list`: one page, or with --all every page (deduplicated by group). */
+export interface GroupListResult {
+  tenant: string;
+  groups: GroupResult[];
+  /** The --cursor of the next page; null after the last page (always null with --all). */
+  nextCursor: string | null;
+}

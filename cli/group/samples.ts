@@ -1,5 +1,6 @@
 /** Contract samples of the `group` commands (cli/contract.ts). */
 import type GroupCreate from "../commands/group/create.js";
+import type GroupList from "../commands/group/list.js";
 import type GroupShow from "../commands/group/show.js";
 import type GroupTransferOwner from "../commands/group/transfer-owner.js";
 import { samplesOf, type ResultOf } from "../contract.js";
@@ -27,6 +28,10 @@ const transfer: ResultOf<typeof GroupTransferOwner> = {
 export const samples = {
   "group create": samplesOf<ResultOf<typeof GroupCreate>>(group),
   "group show": samplesOf<ResultOf<typeof GroupShow>>(group),
+  "group list": samplesOf<ResultOf<typeof GroupList>>(
+    { tenant: group.tenant, groups: [group], nextCursor: "0.1536" },
+    { tenant: group.tenant, groups: [], nextCursor: null },
+  ),
   "group transfer-owner": samplesOf<ResultOf<typeof GroupTransferOwner>>(
     { ...transfer, outcome: "committed" },
     { ...transfer, outcome: "noop", previousOwner: transfer.owner, version: 3 },

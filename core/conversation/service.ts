@@ -172,6 +172,25 @@ export interface TransferOwnerResult {
   attempts: number;
 }
 
+export interface ListGroupsRequest {
+  tenant: string;
+  /** Only the groups this user owns. */
+  owner?: string;
+  /** Keys examined per scan step and the page size aimed at (1–1,000; default 100). */
+  limit?: number;
+  /** The previous page's nextCursor; absent or "": from the start. */
+  cursor?: string;
+}
+
+export interface GroupListPage {
+  groups: GroupInfo[];
+  /** "" after the last page. */
+  nextCursor: string;
+}
+
+/** The most scan steps one group-list page runs before it answers (with what it found so far). */
+export const GROUP_LIST_MAX_STEPS = 16;
+
 export interface SendRequest {
   tenant: string;
   group: string;
@@ -292,6 +311,58 @@ export class ConversationService {
     const reply = await createGroupScript.run(this.clientOf(k), k, { owner: uuidToHex(owner), createdAt, members: members.map(uuidToHex) });
     if (reply.status === "GROUP_EXISTS") throw new AlreadyExistsError("group", group);
     return { tenant, group, owner, version: reply.version, memberCount: reply.memberCount, createdAt, conversationSeq: 0 };
+  }
+
+  /**
+   * A tenant's groups, a page at a time, by a bounded SCAN of the group meta keys on each data
+   * node in turn (no index to maintain, so groups created by any version are listed). The cursor is
+   * "node.scanCursor"; a page runs at most GROUP_LIST_MAX_STEPS steps of COUNT `limit` and stops
+   * once it holds `limit` groups, so it may hold a few more than `limit` (the last step's finds are
+   * never dropped) or fewer (even none, with a cursor to go on). SCAN's guarantee holds: a group
+   * that exists for the whole listing is on some page; one may appear twice (a rehash during it).
+   */
+  async listGroups(req: ListGroupsRequest): Promise<GroupListPage> {
+    const tenant = parseUuid(req.tenant, "tenant");
+    const owner = req.owner === undefined || req.owner === "" ? undefined : parseUuid(req.owner, "owner");
+    const limit = req.limit === undefined ? 100 : positiveInt(req.limit, "limit", 1);
+    if (limit > 1000) throw new InvalidArgumentError("limit", "limit is at most 1000");
+    const nodes = this.store.dataNodes();
+    let node = 0;
+    let scan = "0";
+    if (req.cursor) {
+      const m = /^(\d{1,4})\.(\d{1,20})$/.exec(req.cursor);
+      if (!m || Number(m[1]) > nodes.length) throw new InvalidArgumentError("cursor", "cursor is not one this listing gave");
+      node = Number(m[1]);
+      scan = m[2]!;
+    }
+    const glob = (t: string) => t.replace(/[*?[\]\\]/g, "\\$&");
+    const pattern = `${glob(this.keys.prefix)}:*:grpmeta:${uuidToHex(tenant)}:*`;
+    const found: string[] = [];
+    for (let step = 0; step < GROUP_LIST_MAX_STEPS && node < nodes.length && found.length < limit; step++) {
+      const [next, keys] = await nodes[node]!.scan(scan, "MATCH", pattern, "COUNT", limit);
+      found.push(...keys);
+      if (next === "0") {
+        node++;
+        scan = "0";
+      } else {
+        scan = next;
+      }
+    }
+    const groups: GroupInfo[] = [];
+    const metas = await Promise.all(found.map(async (key) => {
+      const group = hexToUuid(key.slice(key.lastIndexOf(":") + 1));
+      const k = this.conversationKeys(tenant, group);
+      const res = await this.clientOf(k).multi().hmget(k.grpmeta, "version", "owner", "member_count", "created_at").get(k.cseq).exec();
+      return { group, meta: (res?.[0]?.[1] ?? []) as (string | null)[], seq: (res?.[1]?.[1] ?? null) as string | null };
+    }));
+    for (const { group, meta, seq } of metas) {
+      const [version, ownerHex, count, created] = meta;
+      if (version == null || ownerHex == null) continue; // deleted since the scan saw it
+      const g = { tenant, group, owner: hexToUuid(ownerHex), version: Number(version), memberCount: Number(count), createdAt: Number(created), conversationSeq: Number(seq ?? 0) };
+      if (owner === undefined || g.owner === owner) groups.push(g);
+    }
+    groups.sort((a, b) => a.group.localeCompare(b.group));
+    return { groups, nextCursor: node >= nodes.length ? "" : `${node}.${scan}` };
   }
 
   async getGroup(tenantIn: string, groupIn: string): Promise<GroupInfo> {

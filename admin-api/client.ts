@@ -13,7 +13,7 @@ import type { ObserveServiceClient } from "./gen/qim/admin/v1/observe.js";
 import type { AuditEntry, TailAuditRequest, TailAuditResponse } from "./gen/qim/admin/v1/audit.js";
 import type { HistoryRecord, Member, MembershipEvent } from "./gen/qim/admin/v1/common.js";
 import type {
-  ChangeMembersRequest, CreateGroupRequest, GetGroupRequest, Group, ListMembersRequest, ListMembersResponse, ListUserGroupsRequest, ListUserGroupsResponse, MembershipChange, UserGroup,
+  ChangeMembersRequest, CreateGroupRequest, GetGroupRequest, Group, ListMembersRequest, ListMembersResponse, ListUserGroupsRequest, ListUserGroupsResponse, MembershipChange, OwnerTransfer, TransferOwnerRequest, UserGroup, ListGroupsRequest, ListGroupsResponse,
 } from "./gen/qim/admin/v1/groups.js";
 import type { ConversationSummary, HistoryPage, ListConversationSummariesRequest, ListConversationSummariesResponse, ReadHistoryRequest, SendMessageRequest, SendMessageResponse } from "./gen/qim/admin/v1/messages.js";
 import type { DispatchAuditRequest, DispatchAuditResponse } from "./gen/qim/admin/v1/dispatch.js";
@@ -39,7 +39,7 @@ export type {
   GetProjectionStatusRequest, Group, HistoryPage, HistoryRecord, ListConversationSummariesRequest, ListConversationSummariesResponse,
   ListMembersRequest, ListMembersResponse, ListUserGroupsRequest, ListUserGroupsResponse, Member, MembershipChange, MembershipEvent, OffsetRange, PartitionState, PendingQueue,
   ProjectionStatus, ReadHistoryRequest, RebuildUserRequest, RebuildUserResponse, RunRebuildDrillRequest, SendMessageRequest,
-  SendMessageResponse, Snapshot, TailAuditRequest, TailAuditResponse, UserGroup, WatchRequest,
+  SendMessageResponse, Snapshot, TailAuditRequest, TailAuditResponse, UserGroup, WatchRequest, OwnerTransfer, TransferOwnerRequest, ListGroupsRequest, ListGroupsResponse,
 };
 
 type Catalog = typeof SERVICE_CATALOG;

@@ -2,13 +2,13 @@ import type {
   NodeRecord,
   ConversationSummary as CoreSummary, DrillProgress as CoreDrillProgress, DrillReport as CoreDrillReport, EpochBump as CoreEpochBump, GroupInfo,
   HistoryPage as CoreHistoryPage, HistoryRecord as CoreRecord, Member as CoreMember, MembershipChangeResult, PartitionAudit,
-  ProjectionStatus as CoreProjectionStatus, SendResult, UserGroupsPage,
+  ProjectionStatus as CoreProjectionStatus, SendResult, TransferOwnerResult, UserGroupsPage,
 } from "../core/index.js";
 import { opName } from "../core/index.js";
 import type { ClusterNode } from "./gen/qim/admin/v1/cluster.js";
 import type { HistoryRecord, Member } from "./gen/qim/admin/v1/common.js";
 import type { DrillProgress, DrillReport } from "./gen/qim/admin/v1/drill.js";
-import type { Group, ListUserGroupsResponse, MembershipChange } from "./gen/qim/admin/v1/groups.js";
+import type { Group, ListUserGroupsResponse, MembershipChange, OwnerTransfer } from "./gen/qim/admin/v1/groups.js";
 import type { ConversationSummary, HistoryPage, SendMessageResponse } from "./gen/qim/admin/v1/messages.js";
 import type { EpochBump, PartitionState, ProjectionStatus } from "./gen/qim/admin/v1/projection.js";
 
@@ -98,6 +98,17 @@ export function sendOut(r: SendResult): SendMessageResponse {
 }
 
 /** A one-line account of what a mutation did, for the audit log. */
+export function ownerTransferOut(r: TransferOwnerResult): OwnerTransfer {
+  return { outcome: r.outcome, previousOwner: r.previousOwner, owner: r.owner, version: u64(r.version), attempts: r.attempts };
+}
+
+/** The audit line of a transfer (the only record of it: no CONTROL message is written). */
+export function describeTransfer(r: TransferOwnerResult): string {
+  if (r.outcome === "noop") return `${r.owner} already owns group ${r.group}; version ${r.version}`;
+  if (r.outcome === "planned") return `dry run: would transfer group ${r.group} from ${r.previousOwner} to ${r.owner} at version ${r.version}`;
+  return `transferred group ${r.group} from ${r.previousOwner} to ${r.owner}; version ${r.version}`;
+}
+
 export function describeChange(r: MembershipChangeResult): string {
   if (r.outcome === "noop") return `nothing to change; version ${r.version}, ${r.memberCount} members`;
   if (r.outcome === "planned") return `dry run: would ${r.op} ${r.changed.length} user(s) at version ${r.version}; idempotency ${r.idempotencyId}`;

@@ -1,5 +1,6 @@
 import { status } from "@grpc/grpc-js";
 import { InvalidArgumentError, parseUuid, SNAPSHOT_PAGE, type SessionRow, type SessionFrame } from "../../core/index.js";
+import { asUser } from "../as-user.js";
 import { catalogEntry } from "../catalog.js";
 import { summaryOut } from "../convert.js";
 import { ConversationAction, type Badge, type ListRow, type WatchUserEvent } from "../gen/qim/admin/v1/conversation_list.js";
@@ -154,7 +155,8 @@ export const conversationListService = defineService(catalogEntry("qim.admin.v1.
       if (!action) throw new InvalidArgumentError("action", `action must be one of ${Object.values(ACTIONS).join(", ")}`);
       if (req.pinRank !== undefined && action !== "pin") throw new InvalidArgumentError("pin_rank", "pin_rank is for PIN only");
       const list = deps.runtime.conversationList.service;
-      const row = action === "pin" ? await list.pin(tenant, user, group, req.pinRank !== undefined ? { rank: req.pinRank } : {}) : await list[action](tenant, user, group);
+      const row = await asUser(deps.runtime.conversations, { tenant, group, user, field: "user" },
+        () => (action === "pin" ? list.pin(tenant, user, group, req.pinRank !== undefined ? { rank: req.pinRank } : {}) : list[action](tenant, user, group)));
       return { response: { row: rowOut(row) }, detail: `${action} ${group} as ${user}: version ${row.version}` };
     },
   }),

@@ -1,7 +1,7 @@
 import type { ConversationService } from "../../core/index.js";
 import { catalogEntry } from "../catalog.js";
 import type { ChangeMembersRequest } from "../gen/qim/admin/v1/groups.js";
-import { describeChange, groupOut, memberOut, membershipOut, userGroupsOut } from "../convert.js";
+import { describeChange, describeTransfer, groupOut, memberOut, membershipOut, ownerTransferOut, userGroupsOut } from "../convert.js";
 import { failpoint, FAILPOINTS } from "../../core/support/index.js";
 import { ALL_ROLES, defineService, MUTATE, unary } from "../rpc.js";
 
@@ -27,6 +27,22 @@ export const groupService = defineService(catalogEntry("qim.admin.v1.GroupServic
   }),
   addMembers: unary({ roles: MUTATE, mutates: true, handle: (req, { deps }) => changeMembers((r) => deps.runtime.conversations.addMembers(r), req) }),
   removeMembers: unary({ roles: MUTATE, mutates: true, handle: (req, { deps }) => changeMembers((r) => deps.runtime.conversations.removeMembers(r), req) }),
+  transferOwner: unary({
+    roles: MUTATE, mutates: true,
+    async handle(req, { deps }) {
+      const r = await deps.runtime.conversations.transferOwner({
+        tenant: req.tenant, group: req.group, to: req.to, dryRun: req.dryRun, ...(req.expectVersion !== undefined ? { expectVersion: Number(req.expectVersion) } : {}),
+      });
+      return { response: ownerTransferOut(r), detail: describeTransfer(r) };
+    },
+  }),
+  listGroups: unary({
+    roles: ALL_ROLES, mutates: false,
+    async handle(req, { deps }) {
+      const page = await deps.runtime.conversations.listGroups({ tenant: req.tenant, owner: req.owner, cursor: req.cursor, ...(req.limit ? { limit: req.limit } : {}) });
+      return { response: { groups: page.groups.map(groupOut), nextCursor: page.nextCursor } };
+    },
+  }),
   listMembers: unary({
     roles: ALL_ROLES, mutates: false,
     async handle(req, { deps }) {

@@ -1,4 +1,5 @@
 import { InvalidArgumentError } from "../../core/index.js";
+import { asUser } from "../as-user.js";
 import { catalogEntry } from "../catalog.js";
 import { historyOut, sendOut, summaryOut } from "../convert.js";
 import type { ListConversationSummariesResponse } from "../gen/qim/admin/v1/messages.js";
@@ -15,8 +16,11 @@ export const messageService = defineService(catalogEntry("qim.admin.v1.MessageSe
   sendMessage: unary({
     roles: ["admin", "drill"], mutates: true,
     async handle(req, { deps }) {
-      const r = await deps.runtime.conversations.send({ tenant: req.tenant, group: req.group, sender: req.sender, text: req.text,
-        ...(req.clientMessageId ? { clientMessageId: req.clientMessageId } : {}), ...(req.mentions.length > 0 ? { mentions: req.mentions } : {}) });
+      const conversations = deps.runtime.conversations;
+      const r = await asUser(conversations, { tenant: req.tenant, group: req.group, user: req.sender, field: "sender" }, () => conversations.send({
+        tenant: req.tenant, group: req.group, sender: req.sender, text: req.text,
+        ...(req.clientMessageId ? { clientMessageId: req.clientMessageId } : {}), ...(req.mentions.length > 0 ? { mentions: req.mentions } : {}),
+      }));
       return { response: sendOut(r), detail: `${r.duplicate ? "duplicate of" : "committed"} seq ${r.conversationSeq}` };
     },
   }),

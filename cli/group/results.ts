@@ -1,5 +1,5 @@
-/** The JSON result of `group create` and `group show` (docs/operator-guide.md). */
-import type { Group } from "../../admin-api/client.js";
+/** The JSON results of the `group` commands (docs/operator-guide.md). */
+import type { Group, OwnerTransfer } from "../../admin-api/client.js";
 import { u64 } from "../format.js";
 
 export interface GroupResult {
@@ -24,4 +24,39 @@ export function groupResult(g: Group): GroupResult {
     createdAtMs: u64(g.createdAtMs),
     conversationSeq: u64(g.conversationSeq),
   };
+}
+
+/** The JSON result of `group transfer-owner`. */
+export interface OwnerTransferResult {
+  tenant: string;
+  group: string;
+  /** "committed", "noop" (already the owner: a re-run after the transfer took effect) or "planned" (--dry-run). */
+  outcome: "committed" | "noop" | "planned";
+  /** The owner before the call (the same as owner for noop). */
+  previousOwner: string;
+  /** The owner after the call (the planned one for --dry-run). */
+  owner: string;
+  /** The member version after the transfer (the current one for noop and --dry-run). */
+  version: number;
+  attempts: number;
+}
+
+export function ownerTransferResult(tenant: string, group: string, t: OwnerTransfer): OwnerTransferResult {
+  return {
+    tenant,
+    group,
+    outcome: t.outcome as OwnerTransferResult["outcome"],
+    previousOwner: t.previousOwner,
+    owner: t.owner,
+    version: u64(t.version),
+    attempts: t.attempts,
+  };
+}
+
+/** The JSON result of `group list`: one page, or with --all every page (deduplicated by group). */
+export interface GroupListResult {
+  tenant: string;
+  groups: GroupResult[];
+  /** The --cursor of the next page; null after the last page (always null with --all). */
+  nextCursor: string | null;
 }

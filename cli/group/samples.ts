@@ -1,6 +1,8 @@
 /** Contract samples of the `group` commands (cli/contract.ts). */
 import type GroupCreate from "../commands/group/create.js";
+import type GroupList from "../commands/group/list.js";
 import type GroupShow from "../commands/group/show.js";
+import type GroupTransferOwner from "../commands/group/transfer-owner.js";
 import { samplesOf, type ResultOf } from "../contract.js";
 
 const group: ResultOf<typeof GroupShow> = {
@@ -13,7 +15,26 @@ const group: ResultOf<typeof GroupShow> = {
   conversationSeq: 0,
 };
 
+const transfer: ResultOf<typeof GroupTransferOwner> = {
+  tenant: group.tenant,
+  group: group.group,
+  outcome: "committed",
+  previousOwner: group.owner,
+  owner: "0d7e2c4a-1b3f-4e5d-8c9a-7b6f5e4d3c2b",
+  version: 3,
+  attempts: 1,
+};
+
 export const samples = {
   "group create": samplesOf<ResultOf<typeof GroupCreate>>(group),
   "group show": samplesOf<ResultOf<typeof GroupShow>>(group),
+  "group list": samplesOf<ResultOf<typeof GroupList>>(
+    { tenant: group.tenant, groups: [group], nextCursor: "0.1536" },
+    { tenant: group.tenant, groups: [], nextCursor: null },
+  ),
+  "group transfer-owner": samplesOf<ResultOf<typeof GroupTransferOwner>>(
+    { ...transfer, outcome: "committed" },
+    { ...transfer, outcome: "noop", previousOwner: transfer.owner, version: 3 },
+    { ...transfer, outcome: "planned", version: 2 },
+  ),
 };

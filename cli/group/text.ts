@@ -1,6 +1,6 @@
 /** Table-mode text of the `group` commands. */
-import { keyValues } from "../format.js";
-import type { GroupResult } from "./results.js";
+import { keyValues, table } from "../format.js";
+import type { GroupListResult, GroupResult, OwnerTransferResult } from "./results.js";
 
 export function createdText(g: GroupResult): string {
   return `Created group ${g.group} (owner ${g.owner}) with ${g.memberCount} member(s): version ${g.version}`;
@@ -16,4 +16,15 @@ export function groupText(g: GroupResult): string {
     ["conversation seq", g.conversationSeq],
     ["created", new Date(g.createdAtMs).toISOString()],
   ]);
+}
+
+export function ownerTransferText(t: OwnerTransferResult): string {
+  if (t.outcome === "noop") return `${t.owner} already owns group ${t.group}: nothing changed (version ${t.version})`;
+  if (t.outcome === "planned") return `Dry run: would transfer group ${t.group} from ${t.previousOwner} to ${t.owner} at version ${t.version} (nothing changed)`;
+  return `Transferred group ${t.group} from ${t.previousOwner} to ${t.owner}: version ${t.version}`;
+}
+
+export function groupListText(l: GroupListResult): string {
+  const rows = table(["GROUP", "OWNER", "VERSION", "MEMBERS", "SEQ"], l.groups.map((g) => [g.group, g.owner, g.version, g.memberCount, g.conversationSeq]));
+  return l.nextCursor === null ? rows : `${rows}\nmore: --cursor ${l.nextCursor}`;
 }

@@ -31,7 +31,7 @@ import { badLinesText, InputTooLargeError, parseUserList, readBounded } from "./
  * A member version, parsed once into what the request carries (a u64): digits only, at least 1.
  * Refused by oclif's parser as a usage error (exit 2) naming the flag.
  */
-const memberVersionFlag = Flags.custom<bigint>({
+export const memberVersionFlag = Flags.custom<bigint>({
   async parse(input) {
     if (!/^\d+$/.test(input) || BigInt(input) < 1n || BigInt(input) > 0xffff_ffff_ffff_ffffn) {
       throw new Error(`Expected a member version from 1 to 2^64-1 but received: ${input}`);

@@ -92,6 +92,29 @@ export const applyMembershipScript = defineScript({
   },
 });
 
+export type TransferOwnerOutcome =
+  | { status: "OK"; version: number; previousOwner: UuidHex }
+  | { status: "DUPLICATE" | "MEMBERSHIP_CHANGED"; version: number }
+  | { status: "GROUP_NOT_FOUND" }
+  | { status: "PLAN_STALE" };
+
+export const transferOwnerScript = defineScript({
+  name: "transferOwner",
+  keys: ["grpmeta", "grpmembers", "grpdeltas", "vpending"] satisfies (keyof ConversationKeys)[],
+  args: (a: { version: number; owner: UuidHex }) => [a.version, a.owner],
+  reply: (r): TransferOwnerOutcome => {
+    const status = luaStatus(r);
+    switch (status) {
+      case "OK": return { status, version: Number(r[1]), previousOwner: String(r[2]) as UuidHex };
+      case "DUPLICATE":
+      case "MEMBERSHIP_CHANGED": return { status, version: Number(r[1]) };
+      case "GROUP_NOT_FOUND":
+      case "PLAN_STALE": return { status };
+      default: throw new InternalError(`transferOwner: unexpected ${status}`);
+    }
+  },
+});
+
 export const readPlanScript = defineScript({
   name: "readPlan",
   keys: ["grpmeta", "grpmembers"] satisfies (keyof ConversationKeys)[],

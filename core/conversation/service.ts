@@ -20,7 +20,7 @@ import type { RedisStore } from "../store/index.js";
 import { decodeHistoryEntry, encodeHistoryRest, validateContentType, type HistoryRecord } from "./history.js";
 import { conversationKeys, type ConversationKeys } from "./keys.js";
 import {
-  applyMembershipScript, conversationSummaryScript, createGroupScript, markReadScript, readHistoryScript, readPlanScript, type SummaryReply,
+  applyMembershipScript, conversationSummaryScript, createGroupScript, markReadScript, readHistoryScript, readPlanScript, transferOwnerScript, type SummaryReply,
 } from "./scripts.js";
 import {
   ADMIN_ACTOR,
@@ -147,6 +147,50 @@ export interface MembershipChangeResult {
   attempts: number;
 }
 
+export interface TransferOwnerRequest {
+  tenant: string;
+  group: string;
+  /** The new owner: a current (ACTIVE) member. */
+  to: string;
+  /** Compare-and-set against the group's member version. */
+  expectVersion?: number;
+  /** Plan only: nothing is written. */
+  dryRun?: boolean;
+}
+
+export interface TransferOwnerResult {
+  tenant: Uuid;
+  group: Uuid;
+  /** committed; noop: `to` already is the owner (a retry after the transfer took effect); planned: dry run. */
+  outcome: "committed" | "noop" | "planned";
+  /** The owner before this call (equal to `owner` for noop). */
+  previousOwner: Uuid;
+  /** The owner after the call (the planned one for a dry run). */
+  owner: Uuid;
+  /** The member version after the transfer (the current one for noop and dry run). */
+  version: number;
+  attempts: number;
+}
+
+export interface ListGroupsRequest {
+  tenant: string;
+  /** Only the groups this user owns. */
+  owner?: string;
+  /** Keys examined per scan step and the page size aimed at (1–1,000; default 100). */
+  limit?: number;
+  /** The previous page's nextCursor; absent or "": from the start. */
+  cursor?: string;
+}
+
+export interface GroupListPage {
+  groups: GroupInfo[];
+  /** "" after the last page. */
+  nextCursor: string;
+}
+
+/** The most scan steps one group-list page runs before it answers (with what it found so far). */
+export const GROUP_LIST_MAX_STEPS = 16;
+
 export interface SendRequest {
   tenant: string;
   group: string;
@@ -269,6 +313,58 @@ export class ConversationService {
     return { tenant, group, owner, version: reply.version, memberCount: reply.memberCount, createdAt, conversationSeq: 0 };
   }
 
+  /**
+   * A tenant's groups, a page at a time, by a bounded SCAN of the group meta keys on each data
+   * node in turn (no index to maintain, so groups created by any version are listed). The cursor is
+   * "node.scanCursor"; a page runs at most GROUP_LIST_MAX_STEPS steps of COUNT `limit` and stops
+   * once it holds `limit` groups, so it may hold a few more than `limit` (the last step's finds are
+   * never dropped) or fewer (even none, with a cursor to go on). SCAN's guarantee holds: a group
+   * that exists for the whole listing is on some page; one may appear twice (a rehash during it).
+   */
+  async listGroups(req: ListGroupsRequest): Promise<GroupListPage> {
+    const tenant = parseUuid(req.tenant, "tenant");
+    const owner = req.owner === undefined || req.owner === "" ? undefined : parseUuid(req.owner, "owner");
+    const limit = req.limit === undefined ? 100 : positiveInt(req.limit, "limit", 1);
+    if (limit > 1000) throw new InvalidArgumentError("limit", "limit is at most 1000");
+    const nodes = this.store.dataNodes();
+    let node = 0;
+    let scan = "0";
+    if (req.cursor) {
+      const m = /^(\d{1,4})\.(\d{1,20})$/.exec(req.cursor);
+      if (!m || Number(m[1]) > nodes.length) throw new InvalidArgumentError("cursor", "cursor is not one this listing gave");
+      node = Number(m[1]);
+      scan = m[2]!;
+    }
+    const glob = (t: string) => t.replace(/[*?[\]\\]/g, "\\$&");
+    const pattern = `${glob(this.keys.prefix)}:*:grpmeta:${uuidToHex(tenant)}:*`;
+    const found: string[] = [];
+    for (let step = 0; step < GROUP_LIST_MAX_STEPS && node < nodes.length && found.length < limit; step++) {
+      const [next, keys] = await nodes[node]!.scan(scan, "MATCH", pattern, "COUNT", limit);
+      found.push(...keys);
+      if (next === "0") {
+        node++;
+        scan = "0";
+      } else {
+        scan = next;
+      }
+    }
+    const groups: GroupInfo[] = [];
+    const metas = await Promise.all(found.map(async (key) => {
+      const group = hexToUuid(key.slice(key.lastIndexOf(":") + 1));
+      const k = this.conversationKeys(tenant, group);
+      const res = await this.clientOf(k).multi().hmget(k.grpmeta, "version", "owner", "member_count", "created_at").get(k.cseq).exec();
+      return { group, meta: (res?.[0]?.[1] ?? []) as (string | null)[], seq: (res?.[1]?.[1] ?? null) as string | null };
+    }));
+    for (const { group, meta, seq } of metas) {
+      const [version, ownerHex, count, created] = meta;
+      if (version == null || ownerHex == null) continue; // deleted since the scan saw it
+      const g = { tenant, group, owner: hexToUuid(ownerHex), version: Number(version), memberCount: Number(count), createdAt: Number(created), conversationSeq: Number(seq ?? 0) };
+      if (owner === undefined || g.owner === owner) groups.push(g);
+    }
+    groups.sort((a, b) => a.group.localeCompare(b.group));
+    return { groups, nextCursor: node >= nodes.length ? "" : `${node}.${scan}` };
+  }
+
   async getGroup(tenantIn: string, groupIn: string): Promise<GroupInfo> {
     const tenant = parseUuid(tenantIn, "tenant");
     const group = parseUuid(groupIn, "group");
@@ -378,6 +474,44 @@ export class ConversationService {
       if (expectVersion !== undefined && reply.status === "MEMBERSHIP_CHANGED") throw new VersionConflictError(expectVersion, reply.currentVersion);
       if (attempt > this.opts.maxRetries) throw new MembershipChangedError(attempt);
       metrics.membershipRetries.inc({ path: "membership" });
+    }
+  }
+
+  /**
+   * Hands the group to a current member: one script checks the member version, sets the owner and
+   * bumps the version (a compare-and-set like a membership change), with no CONTROL message — the
+   * member set, intervals and audience do not change, and spec 000's payload has no such op.
+   * Already owned by `to`: succeeds as a noop whatever the version, so a retry after the transfer
+   * took effect (even with its old --expect-version) says so instead of failing.
+   */
+  async transferOwner(req: TransferOwnerRequest): Promise<TransferOwnerResult> {
+    const tenant = parseUuid(req.tenant, "tenant");
+    const group = parseUuid(req.group, "group");
+    const to = parseUuid(req.to, "to");
+    const expectVersion = req.expectVersion === undefined ? undefined : positiveInt(req.expectVersion, "expectVersion", 1);
+    const k = this.conversationKeys(tenant, group);
+    const client = this.clientOf(k);
+    const notMember = () => new FailedPreconditionError(`user ${to} is not a member of group ${group}; the new owner must be a current member`, { field: "to", reason: "NOT_A_MEMBER" });
+    for (let attempt = 1; ; attempt++) {
+      const plan = await readPlanScript.run(client, k, { targets: [uuidToHex(to)] });
+      if (plan.status === "GROUP_NOT_FOUND") throw new NotFoundError("group", group);
+      const base = { tenant, group, attempts: attempt };
+      if (plan.owner === to) return { ...base, outcome: "noop", previousOwner: to, owner: to, version: plan.version };
+      if (expectVersion !== undefined && expectVersion !== plan.version) throw new VersionConflictError(expectVersion, plan.version);
+      if (plan.states[0] !== "A") throw notMember();
+      if (req.dryRun) return { ...base, outcome: "planned", previousOwner: plan.owner, owner: to, version: plan.version };
+
+      const reply = await transferOwnerScript.run(client, k, { version: plan.version, owner: uuidToHex(to) });
+      switch (reply.status) {
+        case "OK": return { ...base, outcome: "committed", previousOwner: hexToUuid(reply.previousOwner), owner: to, version: reply.version };
+        case "DUPLICATE": return { ...base, outcome: "noop", previousOwner: to, owner: to, version: reply.version };
+        case "GROUP_NOT_FOUND": throw new NotFoundError("group", group);
+        case "PLAN_STALE": throw notMember();
+        case "MEMBERSHIP_CHANGED":
+          if (expectVersion !== undefined) throw new VersionConflictError(expectVersion, reply.version);
+          if (attempt > this.opts.maxRetries) throw new MembershipChangedError(attempt);
+          metrics.membershipRetries.inc({ path: "membership" });
+      }
     }
   }
 
@@ -498,6 +632,27 @@ export class ConversationService {
       earliestAvailableConversationSeq: Math.max(reply.earliestAvailableConversationSeq, floor + 1),
       records: reply.entries.map(decodeHistoryEntry),
     };
+  }
+
+  /**
+   * What an operator is told when a call made as `user` (a send, a conversation action) was refused
+   * with the user path's PERMISSION_DENIED. ADR-0021 §3 makes "never a member" and "no such group"
+   * alike for a user; an operator sees both anyway (group show, membership list), so this says
+   * which: NOT_FOUND when the group does not exist, FAILED_PRECONDITION (reason NOT_A_MEMBER) when
+   * the user is not a current member; `denied` itself when neither holds (the state moved since).
+   */
+  async operatorRefusal(tenantIn: string, groupIn: string, userIn: string, field: string, denied: Error): Promise<Error> {
+    const tenant = parseUuid(tenantIn, "tenant");
+    const group = parseUuid(groupIn, "group");
+    const user = parseUuid(userIn, field);
+    const k = this.conversationKeys(tenant, group);
+    const res = await this.clientOf(k).multi().hget(k.grpmeta, "version").hget(k.grpmembers, uuidToHex(user)).exec();
+    if (res?.[0]?.[1] == null) return new NotFoundError("group", group);
+    const raw = res[1]?.[1];
+    const m = typeof raw === "string" ? parseMemberValue(uuidToHex(user), raw) : null;
+    if (m?.state === "ACTIVE") return denied;
+    const was = m === null ? "never was one" : `${m.state === "LEFT" ? "left" : "removed"} at conversation_seq ${m.leftAt}`;
+    return new FailedPreconditionError(`user ${user} is not a member of group ${group} (${was})`, { field, reason: "NOT_A_MEMBER" });
   }
 
   /**

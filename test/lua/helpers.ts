@@ -35,7 +35,7 @@ export function useRedis(): LuaFixture {
 
 /** The scripts whose keys are all one conversation's (the session scripts have their own tests). */
 export type ConversationScriptName =
-  | "createGroup" | "commitMessages" | "applyMembership" | "readPlan" | "loadForDispatch" | "markCommitted" | "readHistory" | "conversationSummary" | "markRead";
+  | "createGroup" | "commitMessages" | "applyMembership" | "readPlan" | "loadForDispatch" | "markCommitted" | "readHistory" | "conversationSummary" | "markRead" | "transferOwner";
 
 /** Each conversation script's KEYS, in the order of its header. */
 export const SCRIPT_KEYS: Record<ConversationScriptName, (k: ConversationKeys) => string[]> = {
@@ -49,6 +49,7 @@ export const SCRIPT_KEYS: Record<ConversationScriptName, (k: ConversationKeys) =
   readHistory: (k) => [k.grpmembers, k.hist],
   conversationSummary: (k) => [k.grpmembers, k.hist, k.readseq],
   markRead: (k) => [k.grpmembers, k.hist, k.readseq],
+  transferOwner: (k) => [k.grpmeta, k.grpmembers, k.grpdeltas, k.vpending],
 };
 
 /** A random id in the scripts' 32-hex form. */

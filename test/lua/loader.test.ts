@@ -19,6 +19,7 @@ const EXPECTED_KEYS: Record<string, number | "n"> = {
   createGroup: 2,
   commitMessages: 7,
   applyMembership: 9,
+  transferOwner: 4,
   readPlan: 2,
   loadForDispatch: 6,
   markCommitted: 5,
@@ -49,7 +50,7 @@ const SCRIPT_NAMES = Object.keys(EXPECTED_KEYS);
 
 /** The module folder each script lives in. */
 const MODULE_OF: Record<string, string> = {
-  createGroup: "conversation", commitMessages: "conversation", applyMembership: "conversation", readPlan: "conversation", readHistory: "conversation",
+  createGroup: "conversation", commitMessages: "conversation", applyMembership: "conversation", transferOwner: "conversation", readPlan: "conversation", readHistory: "conversation",
   conversationSummary: "conversation", markRead: "conversation", loadForDispatch: "dispatch", markCommitted: "dispatch", projectEntries: "projection",
   popRegistered: "projection", deadLetterRegistration: "projection", advanceCheckpoint: "projection", bumpEpoch: "projection", raiseEpochMark: "projection",
   releaseLock: "projection", heartbeat: "cluster", acquireUnit: "cluster", releaseUnit: "cluster",

@@ -2,8 +2,7 @@ import * as Flags from "@oclif/core/flags";
 import { ConnectedCommand } from "../../base.js";
 import { cmdAckResult, type CmdAckResult } from "../../cmd/results.js";
 import { ackText } from "../../cmd/text.js";
-import { UsageError } from "../../exit-codes.js";
-import { uuid } from "../../validate.js";
+import { u64Flag, uuid } from "../../validate.js";
 
 export default class CmdAck extends ConnectedCommand<typeof CmdAck> {
   static override summary = "Ack the user's latest CMD sync through a sequence, as /message/syncack does.";
@@ -15,16 +14,16 @@ A clean-up failure after the durable write is a warning and still a success (exi
   ];
   static override flags = {
     user: Flags.string({ char: "u", required: true, description: "the user's UUID (with --tenant)" }),
-    "last-seq": Flags.integer({ required: true, description: "the last message seq the sync returned (1 or more)" }),
+    // a message seq is a uint64 on the wire, but no seq goes past 2^53−1 (the server refuses beyond)
+    "last-seq": u64Flag("a message seq", 1n, BigInt(Number.MAX_SAFE_INTEGER))({ required: true, description: `the last message seq the sync returned, 1 to ${Number.MAX_SAFE_INTEGER}` }),
   };
 
   async run(): Promise<CmdAckResult> {
     const user = uuid("--user", this.flags.user);
     const last = this.flags["last-seq"];
-    if (!Number.isSafeInteger(last) || last < 1) throw new UsageError("--last-seq", `must be a message seq (1 or more), got ${last}`);
     const tenant = this.tenant();
     const { client } = await this.connect();
-    const out = cmdAckResult({ tenant, user }, last, await client.cmdAck({ tenant, user, lastMessageSeq: BigInt(last) }));
+    const out = cmdAckResult({ tenant, user }, Number(last), await client.cmdAck({ tenant, user, lastMessageSeq: last }));
     this.log(ackText(out));
     return out;
   }

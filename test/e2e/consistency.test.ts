@@ -1,0 +1,68 @@
+/**
+ * Issue 24's consistency items as an operator meets them: the real CLI against the real admin
+ * server over mTLS on a real redis-server.
+ */
+import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { after, before, describe, it } from "node:test";
+import { failed, ok, run, startE2eServer, type E2eServer } from "./qimctl.js";
+
+const MAX_U64 = "18446744073709551615";
+
+describe("issue 24: consistency of qimctl's flags and outputs", { timeout: 300_000 }, () => {
+  let dir: string;
+  let e2e: E2eServer;
+  let context = "";
+  const tenant = randomUUID();
+
+  before(async () => {
+    dir = mkdtempSync(path.join(os.tmpdir(), "qimctl-consistency-"));
+    e2e = await startE2eServer(dir);
+    context = path.join(dir, "context.json");
+    writeFileSync(context, JSON.stringify({ endpoint: e2e.endpoint, ca: e2e.pki.ca.certPath, tenant, cert: e2e.pki.admin.certPath, key: e2e.pki.admin.keyPath }));
+  });
+
+  after(async () => {
+    await e2e?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  const cli = async (args: string[], what: string) => ok(await run(args, { context }), what);
+
+  it("uint64 flags take the whole range: history --after 2^64-1 is an empty page, --expect-version past 2^53 a conflict naming it in full", async () => {
+    const [owner, user] = [randomUUID(), randomUUID()];
+    const { group } = await cli(["group", "create", "--owner", owner, "--member", user], "group create");
+    await cli(["message", "send", "--group", group, "--as", owner, "--text", "1"], "send");
+    const h = await cli(["history", "--group", group, "--as", user, "--after", MAX_U64], "history --after max");
+    assert.deepEqual(h.records, []);
+    assert.equal((await cli(["history", "--group", group, "--as", user, "--after", "0"], "history")).records.length, 1);
+    for (const v of ["9007199254740993", MAX_U64]) {
+      const e = failed(await run(["membership", "add", "--group", group, "--user", randomUUID(), "--expect-version", v], { context }), 4, `--expect-version ${v}`);
+      assert.equal(e.code, "VERSION_CONFLICT");
+      assert.match(e.message, new RegExp(`expected ${v}\\b`));
+    }
+    // the group did not change
+    assert.equal((await cli(["group", "show", "--group", group], "group show")).version, 1);
+  });
+
+  it("out of range: exit 2 naming the flag, before any connection", async () => {
+    const bad: Array<[string[], string]> = [
+      [["history", "--group", randomUUID(), "--as", randomUUID(), "--after", "18446744073709551616"], "--after"],
+      [["history", "--group", randomUUID(), "--as", randomUUID(), "--after", "-1"], "--after"],
+      [["membership", "add", "--group", randomUUID(), "--user", randomUUID(), "--expect-version", "0"], "--expect-version"],
+      [["membership", "add", "--group", randomUUID(), "--user", randomUUID(), "--expect-version", "18446744073709551616"], "--expect-version"],
+      [["cmd", "ack", "--user", randomUUID(), "--last-seq", MAX_U64], "--last-seq"],
+      [["cluster", "owner", "--partition", "4294967296"], "--partition"],
+    ];
+    for (const [args, flag] of bad) {
+      // no server behind this endpoint: a connection would be exit 5
+      const r = await run(args, { json: false, env: { QIMCTL_ENDPOINT: "127.0.0.1:1", QIMCTL_TENANT: tenant, QIMCTL_INSECURE: "1" } });
+      assert.equal(r.code, 2, `${args.join(" ")}: exit ${r.code}\n${r.stderr}`);
+      assert.ok(r.stderr.includes(flag), `${args.join(" ")}: names ${flag}: ${r.stderr}`);
+      assert.doesNotMatch(r.stderr, /serialization/);
+    }
+  });
+});

@@ -8,6 +8,8 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
+import { watchText } from "../../cli/sessions/text.js";
+import { unreadAuditText } from "../../cli/unread/text.js";
 import { failed, ok, run, startE2eServer, type E2eServer } from "./qimctl.js";
 
 const MAX_U64 = "18446744073709551615";
@@ -64,5 +66,31 @@ describe("issue 24: consistency of qimctl's flags and outputs", { timeout: 300_0
       assert.ok(r.stderr.includes(flag), `${args.join(" ")}: names ${flag}: ${r.stderr}`);
       assert.doesNotMatch(r.stderr, /serialization/);
     }
+  });
+
+  it("tables spell each field with its JSON words: badge show, user groups, membership list, sessions print no snake_case label", async () => {
+    const [owner, user] = [randomUUID(), randomUUID()];
+    const { group } = await cli(["group", "create", "--owner", owner, "--member", user], "group create");
+    await cli(["message", "send", "--group", group, "--as", owner, "--text", "1"], "send");
+    const text = async (args: string[]) => {
+      const r = await run(args, { context, json: false });
+      assert.equal(r.code, 0, `${args.join(" ")}: ${r.stderr}`);
+      return r.stdout;
+    };
+    const badge = await text(["badge", "show", "--user", user]);
+    assert.match(badge, /^total unread: +\d+$/m);
+    assert.match(badge, /^total mention: +\d+$/m);
+    assert.match(badge, /^muted unread: +\d+$/m);
+    for (const args of [["badge", "show", "--user", user], ["user", "groups", "--user", user], ["membership", "list", "--group", group], ["sessions", "--user", user], ["sessions", "--user", user, "--group", group]]) {
+      assert.doesNotMatch(await text(args), /_/, `${args.join(" ")}: a snake_case label`);
+    }
+    assert.match(await text(["membership", "list", "--group", group]), /USER +STATE +JOINED AT +LEFT AT/);
+  });
+
+  it("sessions watch and unread audit lines: the JSON words too", () => {
+    const badge = watchText({ kind: "badge", version: 2, previousVersion: 1, drivingEventId: null, row: null, badge: { totalUnread: 3, totalMention: 1, mutedUnread: 0, version: 2 } });
+    assert.equal(badge, "v2 (after v1) badge totalUnread=3 totalMention=1 mutedUnread=0");
+    const audit = unreadAuditText({ sampleRate: 1, idleMs: 0, usersScanned: 1, candidates: 1, sampled: 1, drifted: 1, driftRatio: 1, drifts: [{ tenant, user: randomUUID(), group: randomUUID(), cachedUnread: 2, definitionalUnread: 1, cachedMentions: 0, definitionalMentions: 0 }] });
+    assert.match(audit, /CACHED UNREAD +DEFINITIONAL UNREAD +CACHED MENTIONS +DEFINITIONAL MENTIONS/);
   });
 });

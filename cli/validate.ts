@@ -23,6 +23,8 @@ export const LIMITS = {
   auditTail: 1000,
   /** ListConversationSummaries: groups per call */
   summaryGroups: 100,
+  /** SendMessageRequest.mentions: distinct users */
+  mentions: 100,
   /** A message payload (the engine's maxPayloadBytes default). */
   messageBytes: 64 * 1024,
   /** ListConversationSummaries.limit when listing from the projection */

@@ -93,4 +93,22 @@ describe("issue 24: consistency of qimctl's flags and outputs", { timeout: 300_0
     const audit = unreadAuditText({ sampleRate: 1, idleMs: 0, usersScanned: 1, candidates: 1, sampled: 1, drifted: 1, driftRatio: 1, drifts: [{ tenant, user: randomUUID(), group: randomUUID(), cachedUnread: 2, definitionalUnread: 1, cachedMentions: 0, definitionalMentions: 0 }] });
     assert.match(audit, /CACHED UNREAD +DEFINITIONAL UNREAD +CACHED MENTIONS +DEFINITIONAL MENTIONS/);
   });
+
+  it("--mention takes comma lists like --member: each named user counts the mention once; over 100 distinct is exit 2 naming it", async () => {
+    const [owner, a, b, c] = [randomUUID(), randomUUID(), randomUUID(), randomUUID()];
+    const { group } = await cli(["group", "create", "--owner", owner, "--member", `${a},${b}`, "--member", c], "group create");
+    await cli(["message", "send", "--group", group, "--as", owner, "--text", "hi", "--mention", `${a},${b}`, "--mention", `${c},${a}`], "send");
+    for (const u of [a, b, c]) {
+      let mentions: unknown;
+      for (let i = 0; i < 200 && mentions !== 1; i++) {
+        if (i > 0) await new Promise((r) => setTimeout(r, 100));
+        mentions = (await cli(["badge", "show", "--user", u], "badge")).totalMention;
+      }
+      assert.equal(mentions, 1, `user ${u}: one mention`);
+    }
+    const many = Array.from({ length: 101 }, () => randomUUID()).join(",");
+    const r = await run(["message", "send", "--group", group, "--as", owner, "--text", "x", "--mention", many], { context, json: false });
+    assert.equal(r.code, 2, r.stderr);
+    assert.match(r.stderr, /--mention/);
+  });
 });

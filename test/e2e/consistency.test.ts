@@ -111,4 +111,28 @@ describe("issue 24: consistency of qimctl's flags and outputs", { timeout: 300_0
     assert.equal(r.code, 2, r.stderr);
     assert.match(r.stderr, /--mention/);
   });
+
+  it("context current: the name, endpoint, tenant and certificate paths of the context in use, table and JSON; exit 3 when none", async () => {
+    const xdg = path.join(dir, "xdg-current");
+    const env = { XDG_CONFIG_HOME: xdg };
+    const none = failed(await run(["context", "current"], { env }), 3, "context current with no context");
+    assert.match(none.message, /no context/);
+    ok(await run(["context", "set", "prod", "--endpoint", "qim.internal:7443", "--tenant", tenant, "--ca", e2e.pki.ca.certPath, "--cert", e2e.pki.admin.certPath, "--key", e2e.pki.admin.keyPath], { env }), "context set prod");
+    ok(await run(["context", "set", "staging", "--endpoint", "staging:7443", "--insecure"], { env }), "context set staging");
+    const cur = ok(await run(["context", "current"], { env }), "context current");
+    assert.deepEqual(cur, {
+      name: "prod", file: path.join(xdg, "qimctl", "config.json"), selectedBy: "the current context",
+      endpoint: "qim.internal:7443", tenant, insecure: false, ca: path.resolve(e2e.pki.ca.certPath), cert: path.resolve(e2e.pki.admin.certPath), key: path.resolve(e2e.pki.admin.keyPath),
+    });
+    const table = await run(["context", "current"], { env, json: false });
+    assert.equal(table.code, 0, table.stderr);
+    assert.equal(table.stdout.split("\n")[0], "prod");
+    assert.match(table.stdout, /endpoint: +qim\.internal:7443\n/);
+    assert.ok(table.stdout.includes(`certificate:  ${path.resolve(e2e.pki.admin.certPath)}\n`), table.stdout);
+    const byEnv = ok(await run(["context", "current"], { env: { ...env, QIMCTL_CONTEXT: "staging" } }), "context current (QIMCTL_CONTEXT)");
+    assert.equal(byEnv.name, "staging");
+    assert.equal(byEnv.selectedBy, "QIMCTL_CONTEXT");
+    assert.equal(byEnv.insecure, true);
+    assert.equal(byEnv.cert, null);
+  });
 });

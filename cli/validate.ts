@@ -7,6 +7,7 @@
 import { InvalidArgumentError, MAX_USERS_PER_MEMBERSHIP_CALL } from "../core/base/index.js";
 import { parseReason, REASON_MAX_CHARS, trimAscii } from "../core/base/index.js";
 import { parseHostPort } from "../core/base/index.js";
+import * as Flags from "@oclif/core/flags";
 import { UsageError } from "./exit-codes.js";
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -22,6 +23,8 @@ export const LIMITS = {
   auditTail: 1000,
   /** ListConversationSummaries: groups per call */
   summaryGroups: 100,
+  /** SendMessageRequest.mentions: distinct users */
+  mentions: 100,
   /** A message payload (the engine's maxPayloadBytes default). */
   messageBytes: 64 * 1024,
   /** ListConversationSummaries.limit when listing from the projection */
@@ -111,4 +114,25 @@ export function reason(flag: string, value: string | undefined, required: boolea
     if (err instanceof InvalidArgumentError) throw new UsageError(flag, err.message);
     throw err;
   }
+}
+
+/** The largest uint64, the top of a proto `uint64` field's range. */
+export const MAX_U64 = 0xffff_ffff_ffff_ffffn;
+
+/**
+ * A flag for a proto uint64 field, parsed exactly as a BigInt (ts-proto maps uint64 to bigint here:
+ * scripts/proto-gen.sh forceLong=bigint), so the whole range 0 … 2^64−1 reaches the request; oclif's
+ * Flags.integer goes through a double and loses digits past 2^53 (issue 24). A value outside
+ * `min` … `max` is refused by the parser, exit 2 naming the flag; `what` names the value in that message.
+ */
+export function u64Flag(what: string, min: bigint, max: bigint = MAX_U64) {
+  return Flags.custom<bigint>({
+    helpValue: "N",
+    async parse(input) {
+      if (!/^\d+$/.test(input) || BigInt(input) < min || BigInt(input) > max) {
+        throw new Error(`Expected ${what} from ${min} to ${max === MAX_U64 ? "2^64-1" : max} but received: ${input}`);
+      }
+      return BigInt(input);
+    },
+  });
 }

@@ -27,7 +27,7 @@ export const messageService = defineService(catalogEntry("qim.admin.v1.MessageSe
   readHistory: unary({
     roles: ALL_ROLES, mutates: false,
     async handle(req, { deps }) {
-      const page = await deps.runtime.conversations.history({ tenant: req.tenant, group: req.group, user: req.user, after: Number(req.after), ...(req.limit ? { limit: req.limit } : {}) });
+      const page = await deps.runtime.conversations.history({ tenant: req.tenant, group: req.group, user: req.user, after: safeAfter(req.after), ...(req.limit ? { limit: req.limit } : {}) });
       return { response: historyOut(page) };
     },
   }),
@@ -49,3 +49,11 @@ export const messageService = defineService(catalogEntry("qim.admin.v1.MessageSe
     },
   }),
 });
+
+/**
+ * ReadHistoryRequest.after takes the whole uint64 range; no conversation_seq goes past 2^53−1, so
+ * "after" anything beyond that is "after 2^53−1": the same empty page, exactly, with no digits lost.
+ */
+function safeAfter(after: bigint): number {
+  return after > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(after);
+}

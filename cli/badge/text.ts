@@ -2,7 +2,7 @@ import { keyValues } from "../format.js";
 import type { BadgeReconcileResult, BadgeShowResult } from "./results.js";
 
 export function badgeShowText(b: BadgeShowResult): string {
-  return keyValues([["user", b.user], ["total_unread", b.totalUnread], ["total_mention", b.totalMention], ["muted_unread", b.mutedUnread], ["version", b.version]]);
+  return keyValues([["user", b.user], ["total unread", b.totalUnread], ["total mention", b.totalMention], ["muted unread", b.mutedUnread], ["version", b.version]]);
 }
 
 export function badgeReconcileText(r: BadgeReconcileResult): string {

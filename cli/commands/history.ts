@@ -2,7 +2,7 @@ import * as Flags from "@oclif/core/flags";
 import { ConnectedCommand } from "../base.js";
 import { historyResult, type HistoryResult } from "../history/results.js";
 import { historyText } from "../history/text.js";
-import { LIMITS, uuid } from "../validate.js";
+import { LIMITS, u64Flag, uuid } from "../validate.js";
 
 export default class History extends ConnectedCommand<typeof History> {
   static override summary = "Read a group's history as one of its users sees it.";
@@ -19,17 +19,17 @@ Pages: records with conversation_seq > --after, at most --limit of them; when a 
   static override flags = {
     group: Flags.string({ char: "g", required: true, description: "the group's UUID" }),
     as: Flags.string({ required: true, description: "read as this user (UUID)" }),
-    after: Flags.integer({ min: 0, default: 0, description: "only records with conversation_seq greater than this" }),
+    after: u64Flag("a conversation_seq", 0n)({ description: "only records with conversation_seq greater than this, 0 to 2^64-1 (default 0)" }),
     limit: Flags.integer({ min: 1, max: LIMITS.historyPage, default: 100, description: `records per page, 1 to ${LIMITS.historyPage}` }),
   };
 
   async run(): Promise<HistoryResult> {
     const group = uuid("--group", this.flags.group);
     const user = uuid("--as", this.flags.as);
-    const { after, limit } = this.flags;
+    const { after = 0n, limit } = this.flags;
     const tenant = this.tenant();
     const { client } = await this.connect();
-    const h = historyResult(group, user, await client.readHistory({ tenant, group, user, after: BigInt(after), limit }));
+    const h = historyResult(group, user, await client.readHistory({ tenant, group, user, after, limit }));
     this.log(historyText(h));
     if (h.records.length === limit) this.note(`(page full: continue with --after ${h.records.at(-1)!.conversationSeq})`);
     return h;

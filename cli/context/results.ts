@@ -1,6 +1,6 @@
 /** The JSON results of the `context` commands (docs/operator-guide.md). Paths only: never what a key file holds. */
 import path from "node:path";
-import type { NamedContext } from "../context.js";
+import type { ContextSelection, NamedContext } from "../context.js";
 import type { CertificateSummary } from "../certs/x509.js";
 
 /** One named context as `context list` and `context set` print it (paths absolute). */
@@ -119,4 +119,38 @@ export interface ContextDeleteResult {
   current: string | null;
   /** The contexts left. */
   remaining: string[];
+}
+
+/** `context current`: which context commands use now and what it holds, paths only (no file is opened). */
+export interface ContextCurrentResult {
+  /** The named context, or null for a context file (--context PATH, QIMCTL_CONTEXT=PATH, the old single file). */
+  name: string | null;
+  /** The config file of a named context, or the context file. */
+  file: string;
+  /** How it was chosen, as `context show` says it. */
+  selectedBy: string;
+  endpoint: string | null;
+  tenant: string | null;
+  insecure: boolean;
+  /** Absolute paths (a relative one is relative to `file`). */
+  ca: string | null;
+  cert: string | null;
+  key: string | null;
+}
+
+export function contextCurrent(sel: Exclude<ContextSelection, { kind: "none" }>): ContextCurrentResult {
+  const file = sel.kind === "named" ? sel.config : sel.path;
+  const abs = (p: string | undefined) => (p === undefined ? null : path.resolve(path.dirname(file), p));
+  const c = sel.context;
+  return {
+    name: sel.kind === "named" ? sel.name : null,
+    file,
+    selectedBy: sel.origin,
+    endpoint: c.endpoint ?? null,
+    tenant: c.tenant ?? null,
+    insecure: c.insecure === true,
+    ca: abs(c.ca),
+    cert: abs(c.cert),
+    key: abs(c.key),
+  };
 }

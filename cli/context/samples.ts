@@ -1,4 +1,5 @@
 /** Contract samples of the `context` commands (cli/contract.ts). */
+import type ContextCurrent from "../commands/context/current.js";
 import type ContextDelete from "../commands/context/delete.js";
 import type ContextList from "../commands/context/list.js";
 import type ContextSet from "../commands/context/set.js";
@@ -45,6 +46,10 @@ const certificate = {
 };
 
 export const samples = {
+  "context current": samplesOf<ResultOf<typeof ContextCurrent>>(
+    { name: "prod", file: CONFIG, selectedBy: "the current context", endpoint: prod.endpoint, tenant: prod.tenant, insecure: false, ca: prod.ca, cert: prod.cert, key: prod.key },
+    { name: null, file: "/home/alice/qim/.qim/dev/context.json", selectedBy: "QIMCTL_CONTEXT", endpoint: null, tenant: null, insecure: true, ca: null, cert: null, key: null },
+  ),
   "context list": samplesOf<ResultOf<typeof ContextList>>(
     { config: CONFIG, configExists: true, current: "prod", contexts: [dev, prod], legacyFile: null, envOverride: null },
     { config: CONFIG, configExists: false, current: null, contexts: [], legacyFile: "/home/alice/.config/qimctl/context.json", envOverride: "staging" },

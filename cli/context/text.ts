@@ -1,7 +1,7 @@
 /** Table-mode text of the `context` commands. */
 import { subjectText } from "../certs/text.js";
 import { keyValues, table } from "../format.js";
-import type { CertificateFile, ContextDeleteResult, ContextListResult, ContextSetResult, ContextShowResult, ContextUseResult, ImportedResult, KeyFile } from "./results.js";
+import type { CertificateFile, ContextCurrentResult, ContextDeleteResult, ContextListResult, ContextSetResult, ContextShowResult, ContextUseResult, ImportedResult, KeyFile } from "./results.js";
 
 function importedLine(i: ImportedResult | null): string[] {
   return i ? [`  imported ${i.from} as the context "${i.name}" (that file is no longer read)`] : [];
@@ -78,4 +78,19 @@ export function deleteText(r: ContextDeleteResult): string {
   const lines = [`Context "${r.name}" deleted from ${r.config}.`];
   if (r.wasCurrent) lines.push(`  it was the current context: now no context is current; choose one with qimctl context use NAME${r.remaining.length > 0 ? ` (${r.remaining.join(", ")})` : ""}`);
   return lines.join("\n");
+}
+
+export function currentText(r: ContextCurrentResult): string {
+  return [
+    r.name !== null ? r.name : `(context file ${r.file})`,
+    keyValues([
+      ...(r.name !== null ? [["file", r.file] as const] : []),
+      ["chosen by", r.selectedBy],
+      ["endpoint", `${r.endpoint ?? "-"}${r.insecure ? " (insecure: plaintext, no TLS)" : ""}`],
+      ["tenant", r.tenant],
+      ["ca", r.ca],
+      ["certificate", r.cert],
+      ["key", r.key],
+    ]).replace(/^/gm, "  "),
+  ].join("\n");
 }

@@ -277,7 +277,7 @@ export async function runScenario(opts: ScenarioOptions): Promise<{ steps: DemoS
     return {
       details: { page, badge: { totalUnread: badge.totalUnread, totalMention: badge.totalMention } },
       lines: [
-        `qimctl sessions --user alice (snapshot revision ${page.snapshotRevision}): side (pinned, unread ${side.unread}), team (unread ${team.unread}, head seq ${team.head?.conversationSeq ?? "-"}); badge total_unread ${badge.totalUnread}.`,
+        `qimctl sessions --user alice (snapshot revision ${page.snapshotRevision}): side (pinned, unread ${side.unread}), team (unread ${team.unread}, head seq ${team.head?.conversationSeq ?? "-"}); badge total unread ${badge.totalUnread}.`,
         "Pinned conversations come first whatever their activity; unread is kept per conversation by the conversation-list engine and equals the definition (checked against the group itself).",
       ],
     };

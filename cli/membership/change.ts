@@ -21,24 +21,14 @@ import type { ChangeMembersRequest, MembershipChange } from "../../admin-api/cli
 import { ConnectedCommand } from "../base.js";
 import { EXIT, UsageError } from "../exit-codes.js";
 import { ProgressLine, progressBar } from "../progress.js";
-import { LIMITS, uuid, uuidList } from "../validate.js";
+import { LIMITS, u64Flag, uuid, uuidList } from "../validate.js";
 import { batchesOf, runBulk, type BulkRun, type MembershipOp } from "./bulk.js";
 import { membershipChangeResult, type MembershipBulkLine, type MembershipChangeResult } from "./results.js";
 import { bulkBatchText, bulkSummaryText, describeMembershipChange } from "./text.js";
 import { badLinesText, InputTooLargeError, parseUserList, readBounded } from "./user-file.js";
 
-/**
- * A member version, parsed once into what the request carries (a u64): digits only, at least 1.
- * Refused by oclif's parser as a usage error (exit 2) naming the flag.
- */
-export const memberVersionFlag = Flags.custom<bigint>({
-  async parse(input) {
-    if (!/^\d+$/.test(input) || BigInt(input) < 1n || BigInt(input) > 0xffff_ffff_ffff_ffffn) {
-      throw new Error(`Expected a member version from 1 to 2^64-1 but received: ${input}`);
-    }
-    return BigInt(input);
-  },
-});
+/** A member version, parsed once into what the request carries (a u64): at least 1, up to 2^64−1. */
+export const memberVersionFlag = u64Flag("a member version", 1n);
 
 export const membershipChangeFlags = {
   group: Flags.string({ char: "g", required: true, description: "the group's UUID" }),

@@ -38,7 +38,7 @@ export function memberListText(r: MemberListResult): string {
   const active = r.members.filter((m) => m.state === "ACTIVE").length;
   return [
     `Group ${r.group} at version ${r.version}: ${active} active of ${r.members.length} listed`,
-    table(["USER", "STATE", "JOINED_AT", "LEFT_AT"], r.members.map((m) => [m.userId, m.state, m.joinedAt, m.leftAt])),
+    table(["USER", "STATE", "JOINED AT", "LEFT AT"], r.members.map((m) => [m.userId, m.state, m.joinedAt, m.leftAt])),
   ].join("\n");
 }
 

@@ -5,7 +5,7 @@ import type { SessionsResult, WatchLine } from "./results.js";
 export function sessionsText(out: SessionsResult): string {
   const listed = out.snapshotRevision !== null;
   const rows = table(
-    listed ? ["GROUP", "PIN", "STATE", "HEAD_SEQ", "UNREAD", "@", "MUTED", "ARCHIVED"] : ["GROUP", "STATE", "JOINED_AT", "LEFT_AT", "READ_SEQ", "HEAD_SEQ", "UNREAD"],
+    listed ? ["GROUP", "PIN", "STATE", "HEAD SEQ", "UNREAD", "@", "MUTED", "ARCHIVED"] : ["GROUP", "STATE", "JOINED AT", "LEFT AT", "READ SEQ", "HEAD SEQ", "UNREAD"],
     out.summaries.map((s) => {
       const unread = s.unreadExact ? s.unread : `${s.unread}+`;
       return listed
@@ -25,7 +25,7 @@ export function sessionsText(out: SessionsResult): string {
 export function watchText(l: WatchLine): string {
   const at = `v${l.version} (after v${l.previousVersion})`;
   const cause = l.drivingEventId ? ` [${l.drivingEventId}]` : "";
-  if (l.kind === "badge") return `${at} badge total_unread=${l.badge!.totalUnread} total_mention=${l.badge!.totalMention} muted_unread=${l.badge!.mutedUnread}${cause}`;
+  if (l.kind === "badge") return `${at} badge totalUnread=${l.badge!.totalUnread} totalMention=${l.badge!.totalMention} mutedUnread=${l.badge!.mutedUnread}${cause}`;
   const r = l.row!;
   if (r.deleted) return `${at} ${r.group} deleted${cause}`;
   const flags = [r.pinRank !== null ? `pinned(${r.pinRank})` : "", r.muted ? "muted" : "", r.archived ? "archived" : ""].filter(Boolean).join(",");

@@ -93,8 +93,9 @@ export class FailedPreconditionError extends QimError {
 
 /** A caller's compare-and-set (`expectVersion`) did not match the group's member version. */
 export class VersionConflictError extends QimError {
-  constructor(expected: number, actual: number) {
-    super("VERSION_CONFLICT", `member version is ${actual}, expected ${expected}`, { expected, actual });
+  /** `expected` may be a bigint past 2^53−1 (a uint64 expect_version): its details carry it as decimal text. */
+  constructor(expected: number | bigint, actual: number) {
+    super("VERSION_CONFLICT", `member version is ${actual}, expected ${expected}`, { expected: typeof expected === "bigint" ? expected.toString() : expected, actual });
     this.name = "VersionConflictError";
   }
 }

@@ -106,7 +106,7 @@ describe("qimctl user groups against the real server", { timeout: 180_000 }, () 
 
     const text = await run(["user", "groups", "--user", user], { context: ctx.viewer!, json: false });
     assert.equal(text.code, 0, text.stderr);
-    assert.match(text.stdout, /^User \S+: member of 2 group\(s\), 1 left or removed\nGROUP +STATE +JOINED_AT +LEFT_AT\n/);
+    assert.match(text.stdout, /^User \S+: member of 2 group\(s\), 1 left or removed\nGROUP +STATE +JOINED AT +LEFT AT\n/);
     assert.match(text.stdout, new RegExp(`${c} +REMOVED +0 +3`));
     assert.match(text.stdout, new RegExp(`${b} +ACTIVE +2 +-`));
   });

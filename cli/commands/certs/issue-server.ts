@@ -14,7 +14,7 @@ export default class CertsIssueServer extends BaseCommand<typeof CertsIssueServe
     "<%= config.bin %> <%= command.id %> --host qim-admin.internal --host 10.0.4.17 --dir /etc/qim/pki --days 397",
   ];
   static override flags = {
-    host: Flags.string({ char: "h", required: true, multiple: true, delimiter: ",", description: "DNS name or IP address of the server; repeat or separate with commas" }),
+    host: Flags.string({ required: true, multiple: true, delimiter: ",", description: "DNS name or IP address of the server; repeat or separate with commas" }),
     dir: pkiDirFlag,
     name: Flags.string({ default: "server", description: "base name of the files written (<name>.crt, <name>.key)" }),
     days: Flags.integer({ default: 825, description: "validity in days" }),

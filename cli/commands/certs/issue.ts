@@ -41,7 +41,7 @@ export default class CertsIssue extends BaseCommand<typeof CertsIssue> {
   static override flags = {
     name: Flags.string({ char: "n", required: true, description: "the principal's name (subject CN), e.g. alice or ci-bot" }),
     role: Flags.option({ char: "r", options: ROLES, required: true, description: "the role (subject OU); node: a node certificate (server and client) for node-to-node RPC; service: an application server's certificate for the CMD sync HTTP API" })(),
-    host: Flags.string({ char: "h", multiple: true, delimiter: ",", description: `--role node only: DNS name or IP address peers reach the node at (its subjectAltName); repeat or separate with commas (default ${DEFAULT_NODE_HOSTS.join(",")})` }),
+    host: Flags.string({ multiple: true, delimiter: ",", description: `--role node only: DNS name or IP address peers reach the node at (its subjectAltName); repeat or separate with commas (default ${DEFAULT_NODE_HOSTS.join(",")})` }),
     days: Flags.integer({ default: 365, description: "validity in days" }),
     dir: pkiDirFlag,
     "ca-cert": Flags.string({ description: "CA certificate (default: <dir>/ca.crt)" }),

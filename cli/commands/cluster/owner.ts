@@ -20,7 +20,7 @@ Any role. Exit codes: 0 answered (also "no owner right now"); 2 none or more tha
   ];
   static override flags = {
     user: Flags.string({ char: "u", description: "a user's UUID: the owner of the user's slot (with --tenant)" }),
-    partition: Flags.integer({ char: "p", description: "a dispatch-log partition (0 … partitions − 1)" }),
+    partition: Flags.integer({ char: "p", min: 0, max: 4_294_967_295, description: "a dispatch-log partition (0 … partitions − 1; a uint32 on the wire)" }),
     bucket: Flags.integer({ char: "b", description: `a relay bucket (0 … ${RELAY_BUCKETS - 1})` }),
   };
 

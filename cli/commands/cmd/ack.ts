@@ -2,7 +2,6 @@ import * as Flags from "@oclif/core/flags";
 import { ConnectedCommand } from "../../base.js";
 import { cmdAckResult, type CmdAckResult } from "../../cmd/results.js";
 import { ackText } from "../../cmd/text.js";
-import { UsageError } from "../../exit-codes.js";
 import { uuid } from "../../validate.js";
 
 export default class CmdAck extends ConnectedCommand<typeof CmdAck> {
@@ -17,13 +16,12 @@ A clean-up failure after the durable write is a warning and still a success (exi
   ];
   static override flags = {
     user: Flags.string({ char: "u", required: true, description: "the user's UUID (with --tenant)" }),
-    "last-seq": Flags.integer({ default: 1, description: "sent as /message/syncack's last_message_seq (1 or more); like it, selects and bounds nothing" }),
+    "last-seq": Flags.integer({ default: 1, min: 1, max: Number.MAX_SAFE_INTEGER, description: "sent as /message/syncack's last_message_seq (1 or more); like it, selects and bounds nothing" }),
   };
 
   async run(): Promise<CmdAckResult> {
     const user = uuid("--user", this.flags.user);
     const last = this.flags["last-seq"];
-    if (!Number.isSafeInteger(last) || last < 1) throw new UsageError("--last-seq", `must be a message seq (1 or more), got ${last}`);
     const tenant = this.tenant();
     const { client } = await this.connect();
     const out = cmdAckResult({ tenant, user }, await client.cmdAck({ tenant, user, lastMessageSeq: BigInt(last) }));

@@ -2,8 +2,7 @@ import * as Flags from "@oclif/core/flags";
 import { ConnectedCommand } from "../../base.js";
 import { sendResult, type SendResult } from "../../message/results.js";
 import { sentText } from "../../message/text.js";
-import { UsageError } from "../../exit-codes.js";
-import { LIMITS, text, uuid } from "../../validate.js";
+import { LIMITS, optionalUuidList, text, uuid } from "../../validate.js";
 
 export default class MessageSend extends ConnectedCommand<typeof MessageSend> {
   static override summary = "Send a text message to a group as one of its members.";
@@ -22,7 +21,7 @@ Needs the drill or admin role (drills, demos, smoke tests).`;
     as: Flags.string({ required: true, description: "the sender's user UUID (must be a member)" }),
     text: Flags.string({ char: "t", required: true, description: `the message text (at most ${LIMITS.messageBytes} bytes of UTF-8)` }),
     "client-message-id": Flags.string({ description: "idempotency key (a UUID): a retry with the same id returns the existing commit" }),
-    mention: Flags.string({ multiple: true, description: "a user the message mentions (a UUID; repeat the flag for several, at most 100): counts in their mention_count" }),
+    mention: Flags.string({ multiple: true, delimiter: ",", description: `a user the message mentions (a UUID); repeat or separate with commas (at most ${LIMITS.mentions} distinct): counts in their mention_count` }),
   };
 
   async run(): Promise<SendResult> {
@@ -30,8 +29,7 @@ Needs the drill or admin role (drills, demos, smoke tests).`;
     const sender = uuid("--as", this.flags.as);
     const body = text("--text", this.flags.text, LIMITS.messageBytes);
     const clientMessageId = this.flags["client-message-id"] === undefined ? "" : uuid("--client-message-id", this.flags["client-message-id"]);
-    const mentions = [...new Set((this.flags.mention ?? []).map((m) => uuid("--mention", m)))];
-    if (mentions.length > 100) throw new UsageError("--mention", `names ${mentions.length} distinct users; at most 100`);
+    const mentions = optionalUuidList("--mention", this.flags.mention, LIMITS.mentions);
     const tenant = this.tenant();
     const { client } = await this.connect();
     const r = sendResult(group, sender, await client.sendMessage({ tenant, group, sender, text: body, clientMessageId, mentions }));

@@ -9,6 +9,7 @@
  * grpc-js is imported lazily, when a command connects, so that --help and local failures stay
  * fast (TOOLCHAIN: startup cost).
  */
+import { createPrivateKey, X509Certificate, type KeyObject } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { isIP } from "node:net";
 import os from "node:os";
@@ -21,7 +22,7 @@ import * as Flags from "@oclif/core/flags";
 import type { AdminClient, WatchStream } from "../admin-api/client.js";
 import { confirmOrStop, mustConfirm, type Destructive } from "./confirm.js";
 import { resolveConnection, type Resolved, type ResolvedConnection } from "./context.js";
-import { classifyError, GRPC_STATUS, InterruptedError, needsCertificateProbe, UsageError, type Failure, type FailureContext } from "./exit-codes.js";
+import { classifyError, fileSystemReason, GRPC_STATUS, InterruptedError, needsCertificateProbe, UsageError, type Failure, type FailureContext } from "./exit-codes.js";
 import { visibleLines } from "./format.js";
 import { endpoint as checkEndpoint, seconds, uuid } from "./validate.js";
 
@@ -228,12 +229,39 @@ export interface Connection {
   endpoint: string;
 }
 
+function fromOrigin(setting: Resolved<string>): string {
+  return setting.source === "flag" ? "" : ` (from ${setting.origin})`;
+}
+
 function readPem(setting: Resolved<string>, flag: string): string {
   try {
     return readFileSync(setting.value, "utf8");
   } catch (err) {
-    const from = setting.source === "flag" ? "" : ` (from ${setting.origin})`;
-    throw new UsageError(flag, `cannot read ${setting.value}${from}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    const why = fileSystemReason(err) ?? (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+    throw new UsageError(flag, `cannot read ${setting.value}${fromOrigin(setting)}: ${why}`);
+  }
+}
+
+/**
+ * The client certificate and its key, checked locally (STYLE: validate before connecting): a key
+ * that is not a private key, or not the certificate's, otherwise surfaces as OpenSSL's raw text
+ * with exit 1, or as a TLS failure that looks like the server's refusal.
+ */
+function checkKeyPair(cert: Resolved<string>, certPem: string, key: Resolved<string>, keyPem: string): void {
+  let x509: X509Certificate;
+  try {
+    x509 = new X509Certificate(certPem);
+  } catch (err) {
+    throw new UsageError("--cert", `${cert.value}${fromOrigin(cert)} is not a PEM certificate: ${(err as Error).message}`);
+  }
+  let privateKey: KeyObject;
+  try {
+    privateKey = createPrivateKey(keyPem);
+  } catch (err) {
+    throw new UsageError("--key", `${key.value}${fromOrigin(key)} is not an unencrypted PEM private key: ${(err as Error).message}`);
+  }
+  if (!x509.checkPrivateKey(privateKey)) {
+    throw new UsageError("--key", `${key.value}${fromOrigin(key)} is not the key of the certificate ${cert.value}${fromOrigin(cert)}: give the key the certificate was issued for`);
   }
 }
 
@@ -327,6 +355,7 @@ export abstract class ConnectedCommand<T extends typeof Command> extends BaseCom
       if (s.cert && s.key) {
         certPem = readPem(s.cert, "--cert");
         keyPem = readPem(s.key, "--key");
+        checkKeyPair(s.cert, certPem, s.key, keyPem);
       }
       this.failureContext = { ...this.failureContext, ...(certPem ? { certPem } : {}), ...(caPem ? { caPem } : {}) };
       if (certPem && keyPem) this.probeTls = { certPem, keyPem, ...(caPem ? { caPem } : {}) };

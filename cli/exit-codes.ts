@@ -8,6 +8,8 @@
  * server names exits as core/errors/ ERROR_CODES declares it.
  */
 import { X509Certificate } from "node:crypto";
+import { statSync } from "node:fs";
+import path from "node:path";
 import { ERROR_CODES, isQimErrorCode } from "../core/errors/index.js";
 
 export const EXIT = {
@@ -34,9 +36,9 @@ export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
 export const EXIT_CODE_HELP = [
   ["0", "ok (also: a change that had already taken effect; nothing changed)"],
   ["1", "internal error"],
-  ["2", "usage or invalid argument (checked locally before connecting, or INVALID_ARGUMENT from the server; the field is named)"],
+  ["2", "usage or invalid argument (checked locally before connecting, or INVALID_ARGUMENT from the server; the field is named); also a local file or directory that cannot be used (a key not the certificate's, a config or data dir that is a file or not writable)"],
   ["3", "not found"],
-  ["4", "conflict or refused precondition (ABORTED: VERSION_CONFLICT or MEMBERSHIP_CHANGED; FAILED_PRECONDITION; ALREADY_EXISTS; UNIMPLEMENTED)"],
+  ["4", "conflict or refused precondition (ABORTED: VERSION_CONFLICT or MEMBERSHIP_CHANGED; FAILED_PRECONDITION; ALREADY_EXISTS, also IDEMPOTENCY_CONFLICT; UNIMPLEMENTED)"],
   ["5", "connection: cannot reach the server, or no answer before --timeout (UNAVAILABLE, DEADLINE_EXCEEDED)"],
   ["6", "authentication or permission: the server refused this client certificate (TLS), UNAUTHENTICATED, PERMISSION_DENIED"],
   ["130", "interrupted (Ctrl+C, or a confirmation answered no)"],
@@ -240,6 +242,7 @@ const DOMAIN_EXIT: Readonly<Record<string, ExitCode>> = {
   FAILED_PRECONDITION: EXIT.CONFLICT,
   VERSION_CONFLICT: EXIT.CONFLICT,
   MEMBERSHIP_CHANGED: EXIT.CONFLICT,
+  IDEMPOTENCY_CONFLICT: EXIT.CONFLICT,
   UNAVAILABLE: EXIT.CONNECTION,
   UNIMPLEMENTED: EXIT.CONFLICT,
   INTERNAL: EXIT.INTERNAL,
@@ -250,6 +253,67 @@ function isDomainError(err: unknown): err is Error & { code: string; details: Re
   if (!(err instanceof Error)) return false;
   const e = err as { code?: unknown; details?: unknown };
   return typeof e.code === "string" && DOMAIN_EXIT[e.code] !== undefined && typeof e.details === "object" && e.details !== null;
+}
+
+/**
+ * A file-system call's failure (Node's error carries `syscall` and `path`) on a file or directory
+ * the user chose — a key file, --data-dir, $XDG_CONFIG_HOME — is bad input, exit 2 (issue 24): a
+ * sentence naming the path, not Node's raw message with exit 1. Permission denied is 2 as well,
+ * not 6: 6 is the server refusing who we are; here the operator fixes a path or its mode.
+ */
+const FS_VERB: Readonly<Record<string, string>> = {
+  open: "open", read: "read", write: "write", mkdir: "create the directory", rename: "write", link: "write", unlink: "remove",
+  rmdir: "remove", chmod: "set the mode of", stat: "look at", lstat: "look at", access: "use", scandir: "list", copyfile: "copy", fsync: "write",
+};
+const FS_REASON: Readonly<Record<string, string>> = {
+  EACCES: "permission denied",
+  EPERM: "operation not permitted",
+  EROFS: "read-only file system",
+  EISDIR: "it is a directory, not a file",
+  ENOENT: "no such file or directory",
+  ELOOP: "too many levels of symbolic links",
+  ENAMETOOLONG: "the name is too long",
+};
+
+type FsError = NodeJS.ErrnoException & { syscall: string; code: string; dest?: unknown };
+
+/** Node's error of a file-system call; `path` is absent on a call by descriptor (readFileSync of a directory: EISDIR on read). */
+function asFsError(err: unknown): FsError | undefined {
+  if (!(err instanceof Error)) return undefined;
+  const e = err as NodeJS.ErrnoException;
+  return typeof e.syscall === "string" && typeof e.code === "string" && FS_VERB[e.syscall] !== undefined ? (e as FsError) : undefined;
+}
+
+/** Why a file-system call failed, in words ("permission denied", "/x is a file, not a directory"), or undefined. */
+export function fileSystemReason(err: unknown): string | undefined {
+  const e = asFsError(err);
+  if (!e) return undefined;
+  // mkdir -p answers EEXIST when a file sits where a directory should be; that is not "already exists"
+  if (e.code === "ENOTDIR" || (e.code === "EEXIST" && e.syscall === "mkdir")) return e.path === undefined ? "not a directory" : notADirectory(e.path);
+  return FS_REASON[e.code];
+}
+
+/** The failure for a file-system error on a path, or undefined for anything else. */
+export function fileSystemFailure(err: unknown): Failure | undefined {
+  const e = asFsError(err);
+  const why = fileSystemReason(err);
+  if (!e || e.path === undefined || why === undefined) return undefined;
+  const verb = FS_VERB[e.syscall]!;
+  // a rename or link writes its destination (the temporary source is ours)
+  const target = (e.syscall === "rename" || e.syscall === "link") && typeof e.dest === "string" ? e.dest : e.path;
+  return { exitCode: EXIT.USAGE, code: "INVALID_ARGUMENT", message: `cannot ${verb} ${target}: ${why}` };
+}
+
+/** Which part of `p` is a file where a directory is needed (`p` itself or an ancestor). */
+function notADirectory(p: string): string {
+  for (let d = path.resolve(p); ; d = path.dirname(d)) {
+    try {
+      if (!statSync(d).isDirectory()) return `${d} is a file, not a directory`;
+    } catch {
+      // missing, or under the file: look further up
+    }
+    if (path.dirname(d) === d) return "a part of its path is not a directory";
+  }
 }
 
 /** The one mapping from anything thrown to what qimctl prints and exits with. */
@@ -295,6 +359,8 @@ export function classifyError(err: unknown, ctx: FailureContext = {}): Failure {
     if (typeof e.oclif?.exit === "number") {
       return { exitCode: EXIT.USAGE, code: "USAGE", ...usageMessage(String(e.message ?? "usage error")) };
     }
+    const fs = fileSystemFailure(err);
+    if (fs) return fs;
     if (e.code === "EEXIST") return { exitCode: EXIT.CONFLICT, code: "ALREADY_EXISTS", message: String(e.message) };
   }
   return { exitCode: EXIT.INTERNAL, code: "INTERNAL", message: err instanceof Error ? err.message : String(err) };

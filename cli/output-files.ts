@@ -7,9 +7,9 @@
 import { accessSync, constants, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import type { ResolvedConnection } from "./context.js";
-import { UsageError } from "./exit-codes.js";
+import { fileSystemReason, UsageError } from "./exit-codes.js";
 
-const reason = (err: unknown) => (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+const reason = (err: unknown) => fileSystemReason(err) ?? (err as NodeJS.ErrnoException).code ?? (err as Error).message;
 
 /** A file the command will write: its directory exists and is writable, and it is not a directory. Returns it absolute. */
 export function writableFile(flag: string, file: string): string {

@@ -34,6 +34,7 @@ import { writeCertificate } from "../certs/files.js";
 import { defaultConfigPath, ENV, parseContextFile, type ConfigFile, type ContextFile, type NamedContext } from "../context.js";
 import { updateConfig } from "../context/config.js";
 import { EXIT, type ExitCode } from "../exit-codes.js";
+import { writableDir } from "../output-files.js";
 import { uuid } from "../validate.js";
 import {
   findOnPath, findProcesses, freePort, healthCheck, isAlive, isOurs, LOOPBACK, portIsFree, redisAnswers, redisServerVersion, sleep, stopPid,
@@ -875,7 +876,9 @@ export async function devUp(opts: DevUpOptions): Promise<DevUpResult> {
   if (!Number.isInteger(nodeCount) || nodeCount < 1 || nodeCount > MAX_DEV_NODES) {
     throw new DevStackError(EXIT.USAGE, "INVALID_NODES", `--nodes must be a whole number from 1 to ${MAX_DEV_NODES}, got ${nodeCount}`);
   }
-  // before anything is created: nothing to undo when redis-server is missing
+  // before anything is created: nothing to undo when redis-server is missing, or when the data dir
+  // cannot be written (a file in its place, no permission): refused with its path, exit 2
+  writableDir("--data-dir", p.dataDir);
   const redisBin = await requireRedisServer(env);
   const secure = opts.secureRedis === true;
   const release = lock(p);

@@ -31,6 +31,8 @@ export type CommitOutcome =
   | { status: "OK"; conversationSeq: number; messageId: UuidHex }
   | { status: "DUPLICATE"; conversationSeq: number; messageId: UuidHex | "" }
   | { status: "MEMBERSHIP_CHANGED"; currentVersion: string }
+  /** conversationSeq: the message that holds the id (0 when it is earlier in the same batch). */
+  | { status: "IDEMPOTENCY_CONFLICT"; conversationSeq: number }
   | { status: "SENDER_NOT_MEMBER" | "GROUP_NOT_FOUND" }
   /** A status this code does not know: that message fails, the others of the batch stand. */
   | { status: "UNEXPECTED"; code: string };
@@ -55,6 +57,7 @@ export const commitMessagesScript = defineScript({
         case "OK": out.push({ status, conversationSeq: seq, messageId: id as UuidHex }); break;
         case "DUPLICATE": out.push({ status, conversationSeq: seq, messageId: id }); break;
         case "MEMBERSHIP_CHANGED": out.push({ status, currentVersion: String(r[i + 1]) }); break;
+        case "IDEMPOTENCY_CONFLICT": out.push({ status, conversationSeq: seq }); break;
         case "SENDER_NOT_MEMBER":
         case "GROUP_NOT_FOUND": out.push({ status }); break;
         default: out.push({ status: "UNEXPECTED", code: String(r[i]) });

@@ -211,7 +211,7 @@ export interface SendResult {
   conversationSeq: number;
   /** Null only for a duplicate whose history entry retention has dropped. */
   messageId: Uuid | null;
-  /** The member version the audience was frozen at; null for a duplicate. */
+  /** The member version the audience was frozen at; a duplicate answers its original's (null only for an idempotency entry written before issue 24). */
   version: number | null;
   duplicate: boolean;
   attempts: number;

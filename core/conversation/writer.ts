@@ -1,4 +1,4 @@
-import { hexToUuid, InternalError, MembershipChangedError, PermissionDeniedError, type Uuid, type UuidHex } from "../base/index.js";
+import { hexToUuid, IdempotencyConflictError, InternalError, MembershipChangedError, PermissionDeniedError, type Uuid, type UuidHex } from "../base/index.js";
 import type { RedisStore } from "../store/index.js";
 import type { ConversationKeys } from "./keys.js";
 import { metrics } from "./metrics.js";
@@ -15,7 +15,7 @@ export interface WriteRequest {
 export interface WriteOutcome {
   conversationSeq: number;
   messageId: Uuid | null;
-  /** The member version the audience was frozen at; null for a duplicate. */
+  /** The member version the audience was frozen at (a duplicate's: the original's); null for a duplicate of an entry written before issue 24, which holds no version. */
   version: number | null;
   duplicate: boolean;
   attempts: number;
@@ -105,6 +105,18 @@ export class GroupCommitWriter {
     const outcomes = await commitMessagesScript.run(client, k, { version, outboxRef: k.outboxRef, messages: batch });
     if (outcomes.length !== batch.length) throw new InternalError(`commitMessages answered ${outcomes.length} outcomes for ${batch.length} messages`);
 
+    // a duplicate answers its original's version, kept in the idempotency entry: immutable once
+    // written, so reading it after the script sees what the script saw
+    const dupIds = batch.filter((_, i) => outcomes[i]!.status === "DUPLICATE").map((p) => p.clientMessageId);
+    const dupVersions = new Map<string, number | null>();
+    if (dupIds.length > 0) {
+      const entries = await client.hmget(k.idem, ...dupIds);
+      dupIds.forEach((id, i) => {
+        const m = /^\d+\|(\d+)\|[0-9a-f]+$/.exec(entries[i] ?? "");
+        dupVersions.set(id, m ? Number(m[1]) : null);
+      });
+    }
+
     const retry: Pending[] = [];
     let current: string | undefined;
     let committed = false;
@@ -118,7 +130,7 @@ export class GroupCommitWriter {
           p.resolve({ conversationSeq: o.conversationSeq, messageId: hexToUuid(o.messageId), version: Number(version), duplicate: false, attempts: p.attempts });
           return;
         case "DUPLICATE":
-          p.resolve({ conversationSeq: o.conversationSeq, messageId: o.messageId === "" ? null : hexToUuid(o.messageId), version: null, duplicate: true, attempts: p.attempts });
+          p.resolve({ conversationSeq: o.conversationSeq, messageId: o.messageId === "" ? null : hexToUuid(o.messageId), version: dupVersions.get(p.clientMessageId) ?? null, duplicate: true, attempts: p.attempts });
           return;
         case "MEMBERSHIP_CHANGED":
           current = o.currentVersion;
@@ -128,6 +140,9 @@ export class GroupCommitWriter {
             metrics.membershipRetries.inc({ path: "send" });
             retry.push(p);
           }
+          return;
+        case "IDEMPOTENCY_CONFLICT":
+          p.reject(new IdempotencyConflictError(hexToUuid(p.clientMessageId), o.conversationSeq));
           return;
         case "SENDER_NOT_MEMBER":
         case "GROUP_NOT_FOUND":

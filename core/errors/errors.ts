@@ -16,6 +16,12 @@ export const ERROR_CODES = {
   FAILED_PRECONDITION: { grpc: "FAILED_PRECONDITION", exit: "CONFLICT" },
   VERSION_CONFLICT: { grpc: "ABORTED", exit: "CONFLICT" },
   MEMBERSHIP_CHANGED: { grpc: "ABORTED", exit: "CONFLICT" },
+  /**
+   * A client_message_id reused for a message with other content (issue 24). ALREADY_EXISTS, not
+   * FAILED_PRECONDITION: the message the client asks to create under that id exists, and no change
+   * of state will ever make the request succeed; the client must pick a new id.
+   */
+  IDEMPOTENCY_CONFLICT: { grpc: "ALREADY_EXISTS", exit: "CONFLICT" },
   UNAVAILABLE: { grpc: "UNAVAILABLE", exit: "CONNECTION" },
   /** The unit a request names (a relay bucket, a partition, a user's slot) is another node's, or moving: retry at the owner (core/cluster StaleOwnerError). */
   STALE_OWNER: { grpc: "UNAVAILABLE", exit: "CONNECTION" },
@@ -105,6 +111,18 @@ export class MembershipChangedError extends QimError {
   constructor(attempts: number) {
     super("MEMBERSHIP_CHANGED", `membership changed during each of ${attempts} attempts; nothing was committed`, { attempts });
     this.name = "MembershipChangedError";
+  }
+}
+
+/** A client_message_id already names a committed message whose content differs (issue 24). */
+export class IdempotencyConflictError extends QimError {
+  constructor(clientMessageId: string, conversationSeq: number) {
+    super(
+      "IDEMPOTENCY_CONFLICT",
+      `client message id ${clientMessageId} was already used for a different message${conversationSeq > 0 ? ` (seq ${conversationSeq})` : ""}; a retry must resend the same message, a new message needs a new id`,
+      { clientMessageId, conversationSeq },
+    );
+    this.name = "IdempotencyConflictError";
   }
 }
 

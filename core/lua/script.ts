@@ -33,6 +33,8 @@ export const LUA_STATUS = {
   ROW_MOVED: -12,
   /** A CMD message whose audience exceeds CMD_MAX_RECIPIENTS (core/cmd-sync). */
   CMD_TOO_MANY_RECIPIENTS: -13,
+  /** A client_message_id reused for a message with other content (lua/conversation/commitMessages). */
+  IDEMPOTENCY_CONFLICT: -14,
 } as const;
 export type LuaStatusName = keyof typeof LUA_STATUS;
 

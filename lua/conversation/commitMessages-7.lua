@@ -12,7 +12,10 @@
   previous call was in flight, so one call's fixed cost is shared (a lone message is a batch of
   1), and the writes of all accepted messages go out as one command per key.
 
-  KEYS[1] idem        hash: client_message_id -> seq
+  KEYS[1] idem        hash: client_message_id -> "seq|V|contentDigest" (V the member version the
+                      message was committed at; contentDigest the sha1 hex of the entry's content,
+                      see below). Entries written before issue 24 hold "seq" alone: read as a retry
+                      (no digest to compare) whose version is unknown.
   KEYS[2] grpmeta     hash: version, owner, member_count
   KEYS[3] grpmembers  hash: user hex -> "joinedAt|leftAt|state"
   KEYS[4] cseq        string: the conversation_seq counter
@@ -25,8 +28,12 @@
   ARGV[3..] per message, 3 items: client_message_id (32 hex), sender (32 hex),
             history entry without its seq "messageId|sender|N|countsUnread|createdAt|contentType|body"
             (at most 128 messages; a malformed list is an error reply with nothing written)
-  Idempotency is by client_message_id alone: a repeat within the batch is a duplicate of its
-  first occurrence, whoever sends it.
+  Idempotency is by client_message_id plus content: a message's content is its history entry
+  without messageId and createdAt (fields 1 and 5 of the rest, which the writer mints anew on
+  every attempt): sender, kind, countsUnread, contentType, body and mentions. The same id with the
+  same content is a retry (a duplicate of the first commit, also within the batch); the same id
+  with other content is refused as an idempotency conflict, an idempotency key being reusable
+  for one message only (issue 24).
 
   Returns {0, status, seq, messageId, status, seq, messageId, ...}: one triple per message, in
   ARGV order, with status
@@ -37,6 +44,9 @@
         messageId ""; nothing of the batch was written and no sequence consumed
     -2  the sender is not a member at V (seq 0, messageId "")
     -3  no such group (seq 0, messageId "")
+   -14  idempotency conflict: this client_message_id was taken by a message with other content;
+        seq is that message's seq (0 when it is earlier in this batch), messageId ""; nothing of
+        this message is written and no sequence consumed for it
 ]]
 --- @include "includes/histField"
 
@@ -44,25 +54,36 @@ if #ARGV < 2 or (#ARGV - 2) % 3 ~= 0 then return redis.error_reply("ERR commitMe
 if (#ARGV - 2) / 3 > 128 then return redis.error_reply("ERR commitMessages: at most 128 messages a call") end
 
 local out = {0}
-local fresh = {}   -- messages not seen before: { cmid, sender, rest, slot }
+local fresh = {}   -- messages not seen before: { cmid, sender, rest, digest, slot, dups }
 local inBatch = {} -- client_message_id -> index into fresh
 
 for i = 3, #ARGV, 3 do
   local cmid, sender, rest = ARGV[i], ARGV[i + 1], ARGV[i + 2]
+  local digest = redis.sha1hex((string.gsub(rest, "^[^|]*|([^|]*|[^|]*|[^|]*|)[^|]*|", "%1", 1)))
   local slot = #out + 1
   out[slot] = 1; out[slot + 1] = 0; out[slot + 2] = ""
   local earlier = inBatch[cmid]
   if earlier then
-    fresh[earlier].dups[#fresh[earlier].dups + 1] = slot
-    out[slot + 2] = histField(fresh[earlier].rest, 1)
+    if fresh[earlier].digest == digest then
+      fresh[earlier].dups[#fresh[earlier].dups + 1] = slot
+      out[slot + 2] = histField(fresh[earlier].rest, 1)
+    else
+      out[slot] = -14
+    end
   else
     local existing = redis.call("HGET", KEYS[1], cmid)
     if existing then
-      local entry = redis.call("ZRANGEBYSCORE", KEYS[5], existing, existing)[1]
-      out[slot + 1] = tonumber(existing)
-      out[slot + 2] = entry and histField(entry, 2) or ""
+      local seq, _, stored = string.match(existing, "^(%d+)|(%d+)|(%x+)$")
+      if not seq then seq = existing end
+      if stored and stored ~= digest then
+        out[slot] = -14; out[slot + 1] = tonumber(seq)
+      else
+        local entry = redis.call("ZRANGEBYSCORE", KEYS[5], seq, seq)[1]
+        out[slot + 1] = tonumber(seq)
+        out[slot + 2] = entry and histField(entry, 2) or ""
+      end
     else
-      fresh[#fresh + 1] = { cmid = cmid, sender = sender, rest = rest, slot = slot, dups = {} }
+      fresh[#fresh + 1] = { cmid = cmid, sender = sender, rest = rest, digest = digest, slot = slot, dups = {} }
       inBatch[cmid] = #fresh
     end
   end
@@ -100,7 +121,7 @@ for j, m in ipairs(accepted) do
   out[m.slot] = 0; out[m.slot + 1] = seq; out[m.slot + 2] = histField(m.rest, 1)
   for _, d in ipairs(m.dups) do out[d + 1] = seq end
   hist[#hist + 1] = seq; hist[#hist + 1] = seq .. "|" .. m.rest
-  idem[#idem + 1] = m.cmid; idem[#idem + 1] = seq
+  idem[#idem + 1] = m.cmid; idem[#idem + 1] = seq .. "|" .. version .. "|" .. m.digest
   outbox[#outbox + 1] = ARGV[2] .. "|" .. seq
   pending[#pending + 1] = version; pending[#pending + 1] = seq
 end

@@ -1,4 +1,7 @@
 import assert from "node:assert/strict";
+import { mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import { describe, it } from "node:test";
 import { Metadata, status } from "@grpc/grpc-js";
 import { Errors } from "@oclif/core";
@@ -10,6 +13,7 @@ import {
   classifyUnavailable,
   EXIT,
   EXIT_CODE_HELP,
+  fileSystemReason,
   GRPC_EXIT,
   GRPC_STATUS,
   InterruptedError,
@@ -133,5 +137,43 @@ describe("exit codes", () => {
     assert.match(certificateHints(pki.otherCaAdmin.certPem, pki.ca.certPem).join("\n"), /not signed by the CA in --ca/);
     assert.match(certificateHints(undefined, pki.ca.certPem).join("\n"), /no client certificate was presented/);
     assert.match(certificateHints(pki.admin.certPem, pki.ca.certPem).join("\n"), /fingerprint/);
+  });
+});
+
+describe("file-system errors are bad input (exit 2) with a sentence naming the path (issue 24)", () => {
+  /** The error a real fs call throws (never a hand-made object). */
+  const thrown = (f: () => unknown): unknown => {
+    try {
+      f();
+    } catch (err) {
+      return err;
+    }
+    assert.fail("the call did not fail");
+  };
+
+  it("ENOTDIR and mkdir's EEXIST name the file in the way; EISDIR and ENOENT say what they are", () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), "qimctl-fs-"));
+    try {
+      const file = path.join(dir, "f");
+      writeFileSync(file, "");
+      assert.deepEqual(classifyError(thrown(() => mkdirSync(path.join(file, "qimctl"), { recursive: true }))), {
+        exitCode: EXIT.USAGE, code: "INVALID_ARGUMENT", message: `cannot create the directory ${path.join(file, "qimctl")}: ${file} is a file, not a directory`,
+      });
+      assert.deepEqual(classifyError(thrown(() => mkdirSync(file, { recursive: true }))), {
+        exitCode: EXIT.USAGE, code: "INVALID_ARGUMENT", message: `cannot create the directory ${file}: ${file} is a file, not a directory`,
+      });
+      assert.equal(classifyError(thrown(() => openSync(path.join(dir, "missing"), "r"))).message, `cannot open ${path.join(dir, "missing")}: no such file or directory`);
+      assert.equal(fileSystemReason(thrown(() => readFileSync(dir))), "it is a directory, not a file");
+      // a certs file refused without --force stays a conflict (no syscall: ours, not the OS's)
+      assert.equal(classifyError(Object.assign(new Error("refusing to overwrite"), { code: "EEXIST" })).exitCode, EXIT.CONFLICT);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("EACCES and EPERM from a real call (as root: writing into sysfs), when this machine's /sys refuses", (t) => {
+    const eacces = thrown(() => writeFileSync("/sys/kernel/qimctl-test", "x")) as NodeJS.ErrnoException;
+    if (eacces.code !== "EACCES") return t.skip(`writing into /sys/kernel is ${eacces.code} here`);
+    assert.deepEqual(classifyError(eacces), { exitCode: EXIT.USAGE, code: "INVALID_ARGUMENT", message: "cannot open /sys/kernel/qimctl-test: permission denied" });
   });
 });

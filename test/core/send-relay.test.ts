@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import {
-  callScript, ConversationService, FailedPreconditionError, loadScripts, RedisStreamsDispatchLog, OutboxRelay, PermissionDeniedError, registry, unitLeaseKey, type Uuid,
+  callScript, ConversationService, FailedPreconditionError, IdempotencyConflictError, loadScripts, RedisStreamsDispatchLog, OutboxRelay, PermissionDeniedError, registry, unitLeaseKey, type Uuid,
 } from "../../core/index.js";
 import { ALL_TOPOLOGIES } from "../harness/redis.js";
 import { checkConversation } from "./checker.js";
@@ -33,6 +33,49 @@ for (const kind of ALL_TOPOLOGIES) {
       assert.equal((await fx.engine.getGroup(tenant, group)).conversationSeq, 1);
     });
 
+    it("a retry answers the original commit with its real version, also after the version moved", async () => {
+      const tenant = fx.tenant();
+      const owner = newUuid();
+      const mentioned = newUuid();
+      const { group } = await fx.engine.createGroup({ tenant, owner, members: [mentioned] });
+      const clientMessageId = newUuid();
+      const req = { tenant, group, sender: owner, clientMessageId, text: "once", mentions: [mentioned] };
+      const a = await fx.engine.send(req);
+      assert.deepEqual([a.conversationSeq, a.version, a.duplicate], [1, 1, false]);
+      await fx.engine.addMembers({ tenant, group, users: [newUuid()] }); // seq 2, version 2
+      const b = await fx.engine.send({ ...req, mentions: [mentioned, mentioned] });
+      assert.deepEqual([b.conversationSeq, b.messageId, b.version, b.duplicate], [1, a.messageId, 1, true]);
+    });
+
+    it("a client_message_id reused with other content is an IDEMPOTENCY_CONFLICT naming the id; nothing written, no seq consumed", async () => {
+      const tenant = fx.tenant();
+      const owner = newUuid();
+      const other = newUuid();
+      const { group } = await fx.engine.createGroup({ tenant, owner, members: [other] });
+      const clientMessageId = newUuid();
+      await fx.engine.send({ tenant, group, sender: owner, clientMessageId, text: "once" });
+      const before = await fx.digest(tenant, group);
+      const variants = [
+        { sender: owner, text: "twice" },
+        { sender: other, text: "once" },
+        { sender: owner, text: "once", mentions: [other] },
+        { sender: owner, payload: Buffer.from("once"), contentType: "text/markdown" },
+      ];
+      for (const v of variants) {
+        await assert.rejects(fx.engine.send({ tenant, group, clientMessageId, ...v }), (err: unknown) => {
+          assert.ok(err instanceof IdempotencyConflictError, String(err));
+          assert.equal(err.code, "IDEMPOTENCY_CONFLICT");
+          assert.deepEqual(err.details, { clientMessageId, conversationSeq: 1 });
+          assert.match(err.message, new RegExp(`client message id ${clientMessageId} was already used for a different message \\(seq 1\\)`));
+          return true;
+        }, JSON.stringify(v));
+      }
+      assert.equal(await fx.digest(tenant, group), before, "a refused reuse writes nothing");
+      assert.equal((await fx.engine.getGroup(tenant, group)).conversationSeq, 1, "no seq consumed");
+      const next = await fx.engine.send({ tenant, group, sender: owner, text: "next" });
+      assert.equal(next.conversationSeq, 2);
+    });
+
     it("group commit: concurrent sends to one group share calls and each gets its own answer", async () => {
       const tenant = fx.tenant();
       const owner = newUuid();
@@ -42,7 +85,9 @@ for (const kind of ALL_TOPOLOGIES) {
       const repeated = newUuid();
       const stranger = newUuid();
       const sends = Array.from({ length: 40 }, (_, i) =>
-        fx.engine.send({ tenant, group, sender: members[i % 3]!, text: `m${i}`, ...(i % 10 === 5 ? { clientMessageId: repeated } : {}) }));
+        fx.engine.send(i % 10 === 5
+          ? { tenant, group, sender: members[0]!, text: "repeated", clientMessageId: repeated } // a client's retries: same content
+          : { tenant, group, sender: members[i % 3]!, text: `m${i}` }));
       const refused = fx.engine.send({ tenant, group, sender: stranger, text: "not a member" });
       const results = await Promise.all(sends);
       await assert.rejects(refused, PermissionDeniedError);

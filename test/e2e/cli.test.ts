@@ -169,6 +169,21 @@ describe("qimctl against the real admin server over mTLS", { timeout: 300_000 },
     assert.deepEqual(await snapshot(), before);
   });
 
+  it("message send --client-message-id: a retry answers the original with its version; another text under the id exits 4 IDEMPOTENCY_CONFLICT", async () => {
+    const owner = randomUUID();
+    const g = ok(await run(["group", "create", "--owner", owner], { context: ctx.operator! }), "group create").group as string;
+    const cmid = randomUUID();
+    const send = (text: string) => run(["message", "send", "--group", g, "--as", owner, "--text", text, "--client-message-id", cmid], { context: ctx.drill! });
+    const first = ok(await send("deploy done"), "first send");
+    assert.deepEqual([first.conversationSeq, first.version, first.duplicate], [1, 1, false]);
+    const retry = ok(await send("deploy done"), "retry");
+    assert.deepEqual([retry.conversationSeq, retry.messageId, retry.version, retry.duplicate], [1, first.messageId, 1, true]);
+    const conflict = failed(await send("deploy failed"), 4, "other text under the same id");
+    assert.equal(conflict.code, "IDEMPOTENCY_CONFLICT");
+    assert.match(conflict.message, new RegExp(`client message id ${cmid} was already used for a different message \\(seq 1\\)`));
+    assert.equal(ok(await run(["group", "show", "--group", g], { context: ctx.operator! }), "group show").conversationSeq, 1, "no seq consumed");
+  });
+
   it("--expect-version with a stale version exits 4 and changes nothing; the current one commits", async () => {
     const before = await snapshot();
     const stale = failed(await run(["membership", "add", "--group", group, "--user", ids.c, "--expect-version", String(before.group.version - 1)], { context: ctx.operator! }), 4, "stale version");

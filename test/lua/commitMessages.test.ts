@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { LUA_STATUS, luaStatus } from "../../core/index.js";
-import { Conv, hexId, hexIds, useRedis } from "./helpers.js";
+import { Conv, hexId, hexIds, idemEntry, useRedis } from "./helpers.js";
 
 const fx = useRedis();
 
@@ -24,7 +24,7 @@ test("commitMessages: a batch of one allocates seq 1, 2, … and records hist, i
   ]);
   // a group message's commit record is its vpending entry (below); commits holds control messages only
   assert.deepEqual(await c.hgetall(c.keys.commits), {});
-  assert.deepEqual(await c.hgetall(c.keys.idem), { [m1.clientMessageId]: "1", [m2.clientMessageId]: "2" });
+  assert.deepEqual(await c.hgetall(c.keys.idem), { [m1.clientMessageId]: idemEntry(1, 1, owner), [m2.clientMessageId]: idemEntry(2, 1, b) });
   assert.deepEqual(await c.lrange(c.keys.outbox), [`${c.keys.outboxRef}|1`, `${c.keys.outboxRef}|2`]);
   assert.deepEqual(await c.zrange(c.keys.vpending), [
     ["1", 1],
@@ -55,7 +55,7 @@ test("commitMessages: a batch of 3 gets consecutive seqs in ARGV order, written 
   const idemBefore = await c.hgetall(c.keys.idem);
   assert.deepEqual(histBefore.map(([, s]) => s), [1, 2]);
   assert.equal(histBefore[0]![0], `1|${m1.rest}`);
-  assert.equal(idemBefore[m1.clientMessageId], "1");
+  assert.equal(idemBefore[m1.clientMessageId], idemEntry(1, 1, owner));
   assert.equal(Object.keys(idemBefore).length, 2); // m1 and the membership event
 
   // senders deliberately not in sorted order: the seqs follow ARGV, not the senders
@@ -75,9 +75,9 @@ test("commitMessages: a batch of 3 gets consecutive seqs in ARGV order, written 
   ]);
   assert.deepEqual(await c.hgetall(c.keys.idem), {
     ...idemBefore,
-    [x.clientMessageId]: "3",
-    [y.clientMessageId]: "4",
-    [z.clientMessageId]: "5",
+    [x.clientMessageId]: idemEntry(3, 2, b),
+    [y.clientMessageId]: idemEntry(4, 2, owner, false),
+    [z.clientMessageId]: idemEntry(5, 2, a),
   });
   const ref = c.keys.outboxRef;
   assert.deepEqual(await c.lrange(c.keys.outbox), [`${ref}|1`, `${ref}|2`, `${ref}|3`, `${ref}|4`, `${ref}|5`]);
@@ -101,7 +101,7 @@ test("commitMessages: a batch of 3 into a fresh group writes exactly its 3 entri
 
   assert.equal(await c.get(c.keys.cseq), "3");
   assert.deepEqual(await c.zrange(c.keys.hist), messages.map((m, i) => [`${i + 1}|${m.rest}`, i + 1]));
-  assert.deepEqual(await c.hgetall(c.keys.idem), Object.fromEntries(messages.map((m, i) => [m.clientMessageId, String(i + 1)])));
+  assert.deepEqual(await c.hgetall(c.keys.idem), Object.fromEntries(messages.map((m, i) => [m.clientMessageId, idemEntry(i + 1, 1, [owner, b, owner][i]!)])));
   assert.deepEqual(await c.lrange(c.keys.outbox), [1, 2, 3].map((s) => `${c.keys.outboxRef}|${s}`));
   assert.deepEqual(await c.zrange(c.keys.vpending), [
     ["1", 1],
@@ -159,7 +159,7 @@ test("commitMessages: a committed duplicate inside a batch consumes no seq; the 
     [`2|${x.rest}`, 2],
     [`3|${z.rest}`, 3],
   ]);
-  assert.deepEqual(await c.hgetall(c.keys.idem), { [first.clientMessageId]: "1", [x.clientMessageId]: "2", [z.clientMessageId]: "3" });
+  assert.deepEqual(await c.hgetall(c.keys.idem), { [first.clientMessageId]: idemEntry(1, 1, owner), [x.clientMessageId]: idemEntry(2, 1, b), [z.clientMessageId]: idemEntry(3, 1, owner) });
   assert.deepEqual(await c.lrange(c.keys.outbox), [1, 2, 3].map((s) => `${c.keys.outboxRef}|${s}`));
   assert.deepEqual(await c.zrange(c.keys.vpending), [
     ["1", 1],
@@ -222,8 +222,8 @@ test("commitMessages: the same client_message_id twice in one batch commits once
   assert.ok(!hist.some(([m]) => m.includes(retry.messageId)), "the retry's entry is not in history");
   const idem = await c.hgetall(c.keys.idem);
   assert.equal(Object.keys(idem).length, 3);
-  assert.equal(idem[cmid], "2");
-  assert.equal(idem[y.clientMessageId], "3");
+  assert.equal(idem[cmid], idemEntry(2, 1, owner));
+  assert.equal(idem[y.clientMessageId], idemEntry(3, 1, b));
   assert.deepEqual(await c.lrange(c.keys.outbox), [1, 2, 3].map((s) => `${c.keys.outboxRef}|${s}`));
   assert.deepEqual(await c.zrange(c.keys.vpending), [
     ["1", 1],
@@ -285,7 +285,7 @@ test("commitMessages: a non-member sender in the middle of a batch gets -2; the 
   ]);
   const idem = await c.hgetall(c.keys.idem);
   assert.equal(Object.keys(idem).length, 4); // the leave's idempotency id and the 3 accepted
-  assert.deepEqual([idem[m1.clientMessageId], idem[m3.clientMessageId], idem[m5.clientMessageId]], ["2", "3", "4"]);
+  assert.deepEqual([idem[m1.clientMessageId], idem[m3.clientMessageId], idem[m5.clientMessageId]], [idemEntry(2, 2, owner), idemEntry(3, 2, d), idemEntry(4, 2, owner)]);
   assert.equal(idem[messages[1]!.clientMessageId], undefined);
   assert.equal(idem[messages[3]!.clientMessageId], undefined);
   assert.deepEqual(await c.lrange(c.keys.outbox), [1, 2, 3, 4].map((s) => `${c.keys.outboxRef}|${s}`));
@@ -371,5 +371,46 @@ test("commitMessages: a malformed argument list is an error reply and consumes n
   const tooMany: string[] = [];
   for (let i = 0; i < 129; i++) tooMany.push(hexId(), owner, `${hexId()}|${owner}|N|1|1|text/plain|eA==`);
   await assert.rejects(c.run("commitMessages", [1, c.keys.outboxRef, ...tooMany]), /at most 128 messages/);
+  assert.deepEqual(await c.snapshot(), before);
+});
+
+test("commitMessages: a client_message_id reused with other content answers -14 with the holder's seq; nothing written", async () => {
+  const c = new Conv(fx);
+  const [owner, b] = hexIds(2) as [string, string];
+  await c.createGroup(owner, [owner, b]);
+  const first = await c.send(owner, 1); // seq 1
+  const before = await c.snapshot();
+  // another sender is other content; so is the same sender's entry with other countsUnread
+  const other = await c.send(b, 1, { clientMessageId: first.clientMessageId });
+  assert.deepEqual(other.raw, [0, LUA_STATUS.IDEMPOTENCY_CONFLICT, 1, ""]);
+  const flag = await c.send(owner, 1, { clientMessageId: first.clientMessageId, countsUnread: false });
+  assert.deepEqual(flag.raw, [0, -14, 1, ""]);
+  assert.deepEqual(await c.snapshot(), before);
+  assert.equal(await c.get(c.keys.cseq), "1");
+  // the same content under a new messageId (a client retry) is still the duplicate
+  const retry = await c.send(owner, 1, { clientMessageId: first.clientMessageId });
+  assert.deepEqual(retry.raw, [0, LUA_STATUS.DUPLICATE, 1, first.messageId]);
+});
+
+test("commitMessages: within one batch, the same id with other content is -14 (seq 0); the first commits", async () => {
+  const c = new Conv(fx);
+  const [owner, b] = hexIds(2) as [string, string];
+  await c.createGroup(owner, [owner, b]);
+  const cmid = hexId();
+  const { raw, messages } = await c.sendBatch(1, [{ sender: owner, clientMessageId: cmid }, { sender: b, clientMessageId: cmid }, { sender: b }]);
+  assert.deepEqual(raw, [0, 0, 1, messages[0]!.messageId, -14, 0, "", 0, 2, messages[2]!.messageId]);
+  assert.equal(await c.get(c.keys.cseq), "2");
+  assert.equal((await c.hgetall(c.keys.idem))[cmid], idemEntry(1, 1, owner));
+});
+
+test("commitMessages: an idempotency entry written before digests (\"seq\" alone) answers any content as the duplicate", async () => {
+  const c = new Conv(fx);
+  const [owner, b] = hexIds(2) as [string, string];
+  await c.createGroup(owner, [owner, b]);
+  const first = await c.send(owner, 1); // seq 1
+  await c.client.hset(c.keys.idem, first.clientMessageId, "1");
+  const before = await c.snapshot();
+  const other = await c.send(b, 1, { clientMessageId: first.clientMessageId });
+  assert.deepEqual(other.raw, [0, 1, 1, first.messageId]);
   assert.deepEqual(await c.snapshot(), before);
 });

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 /**
  * Shared set-up of the per-script Lua tests: one real redis-server per test file, a key prefix
  * and random tenant/group per test, and every script called only through `callScript` with its
@@ -180,6 +181,16 @@ const CREATED_AT = 1_700_000_000_123;
 /** History entry of a NORMAL message without its seq: "messageId|sender|N|countsUnread|createdAt|contentType|body". */
 export function normalRest(messageId: string, sender: string, countsUnread = true): string {
   return `${messageId}|${sender}|N|${countsUnread ? 1 : 0}|${CREATED_AT}|text/plain|${Buffer.from(`hi from ${sender.slice(0, 6)}`).toString("base64")}`;
+}
+
+/**
+ * A message's idempotency entry "seq|V|contentDigest" as commitMessages writes it: the digest is
+ * the sha1 hex of the content normalRest gives `sender` — the entry without messageId and
+ * createdAt: "sender|N|countsUnread|contentType|body".
+ */
+export function idemEntry(seq: number, version: number, sender: string, countsUnread = true): string {
+  const content = `${sender}|N|${countsUnread ? 1 : 0}|text/plain|${Buffer.from(`hi from ${sender.slice(0, 6)}`).toString("base64")}`;
+  return `${seq}|${version}|${createHash("sha1").update(content).digest("hex")}`;
 }
 
 /** History entry of a membership CONTROL message without its seq (payload: op | actor | n | users). */

@@ -226,7 +226,9 @@ export async function verifyGroups(engine: ConversationService, log: DispatchLog
       messageIds.add(rec.messageId);
     }
     // idempotency index: one entry per commit, each at a distinct existing seq
-    const idemSeqs = Object.values(idem).map(Number);
+    // an entry is "seq|V|contentDigest" (or "seq" alone, written before issue 24): its seq leads
+    const seqOf = (entry: string) => Number(entry.split("|")[0]);
+    const idemSeqs = Object.values(idem).map(seqOf);
     if (idemSeqs.length !== cseq) violations.push(`${where}: ${idemSeqs.length} idempotency entries for ${cseq} commits`);
     if (new Set(idemSeqs).size !== idemSeqs.length) violations.push(`${where}: two idempotency entries point at one seq`);
     for (const s of idemSeqs) if (!hist.has(s)) violations.push(`${where}: an idempotency entry points at seq ${s}, which is not in history`);
@@ -235,7 +237,7 @@ export async function verifyGroups(engine: ConversationService, log: DispatchLog
     for (const a of ledger.sends.filter((x) => x.group === group)) {
       const at = idem[uuidToHex(a.clientMessageId)];
       if (at === undefined) { violations.push(`${where}: acknowledged send ${a.clientMessageId} (seq ${a.seq}) is missing`); continue; }
-      if (Number(at) !== a.seq) violations.push(`${where}: acknowledged send ${a.clientMessageId} at seq ${a.seq}, the index says ${at}`);
+      if (seqOf(at) !== a.seq) violations.push(`${where}: acknowledged send ${a.clientMessageId} at seq ${a.seq}, the index says ${at}`);
       const entry = hist.get(a.seq);
       if (!entry) { violations.push(`${where}: acknowledged seq ${a.seq} is not in history`); continue; }
       const rec = decodeHistoryEntry(entry);

@@ -6,7 +6,7 @@ import { LIMITS, optionalUuidList, text, uuid } from "../../validate.js";
 
 export default class MessageSend extends ConnectedCommand<typeof MessageSend> {
   static override summary = "Send a text message to a group as one of its members.";
-  static override description = `The message goes through the engine's commit path: the audience is frozen at the current member version and the sender must be a member at that version. --client-message-id (a UUID) makes the send idempotent: a retry with the same id returns the existing commit (printed as a duplicate, exit 0) instead of a second message.
+  static override description = `The message goes through the engine's commit path: the audience is frozen at the current member version and the sender must be a member at that version. --client-message-id (a UUID) makes the send idempotent: a retry with the same id and the same message (sender, text, mentions) returns the existing commit (printed as a duplicate, exit 0) instead of a second message; the same id with a different message is refused (IDEMPOTENCY_CONFLICT, exit 4).
 
 Needs the drill or admin role (drills, demos, smoke tests).`;
   static override examples = [

@@ -7,12 +7,12 @@
  */
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { TestPkiName } from "../certs/fixture.js";
-import { failed, ok, run, startE2eServer, type E2eServer } from "./qimctl.js";
+import { failed, ok, run, startE2eServer, type E2eServer, writeContext } from "./qimctl.js";
 
 describe("qimctl acting as a non-member against the real server", { timeout: 180_000 }, () => {
   let dir: string;
@@ -20,11 +20,7 @@ describe("qimctl acting as a non-member against the real server", { timeout: 180
   const tenant = randomUUID();
   const ctx: Partial<Record<TestPkiName, string>> = {};
 
-  const contextFor = (who: TestPkiName): string => {
-    const file = path.join(dir, `context-${who}.json`);
-    writeFileSync(file, JSON.stringify({ endpoint: e2e.endpoint, ca: e2e.pki.ca.certPath, tenant, cert: e2e.pki[who].certPath, key: e2e.pki[who].keyPath }));
-    return file;
-  };
+  const contextFor = (who: TestPkiName): string => writeContext(e2e, dir, tenant, who);
 
   before(async () => {
     dir = mkdtempSync(path.join(os.tmpdir(), "qimctl-as-non-member-"));

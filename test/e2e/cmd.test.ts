@@ -8,14 +8,14 @@
  */
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { request } from "node:https";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { issueClientCert } from "../../certs/pki.js";
 import { testPki, type TestPkiName } from "../certs/fixture.js";
-import { failed, ok, run, startE2eServer, type E2eServer } from "./qimctl.js";
+import { failed, ok, run, startE2eServer, type E2eServer, writeContext } from "./qimctl.js";
 
 describe("qimctl cmd against the real server", { timeout: 180_000 }, () => {
   let dir: string;
@@ -23,11 +23,7 @@ describe("qimctl cmd against the real server", { timeout: 180_000 }, () => {
   const tenant = randomUUID();
   const ctx: Partial<Record<TestPkiName, string>> = {};
 
-  const contextFor = (who: TestPkiName): string => {
-    const file = path.join(dir, `context-${who}.json`);
-    writeFileSync(file, JSON.stringify({ endpoint: e2e.endpoint, ca: e2e.pki.ca.certPath, tenant, cert: e2e.pki[who].certPath, key: e2e.pki[who].keyPath }));
-    return file;
-  };
+  const contextFor = (who: TestPkiName): string => writeContext(e2e, dir, tenant, who);
 
   // the application server's certificate (OU service) for the HTTP API
   let service: { certPem: string; keyPem: string };

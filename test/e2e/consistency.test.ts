@@ -4,13 +4,13 @@
  */
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { watchText } from "../../cli/sessions/text.js";
 import { unreadAuditText } from "../../cli/unread/text.js";
-import { failed, ok, run, startE2eServer, type E2eServer } from "./qimctl.js";
+import { failed, ok, run, startE2eServer, type E2eServer, writeContext } from "./qimctl.js";
 
 const MAX_U64 = "18446744073709551615";
 
@@ -23,8 +23,7 @@ describe("issue 24: consistency of qimctl's flags and outputs", { timeout: 300_0
   before(async () => {
     dir = mkdtempSync(path.join(os.tmpdir(), "qimctl-consistency-"));
     e2e = await startE2eServer(dir);
-    context = path.join(dir, "context.json");
-    writeFileSync(context, JSON.stringify({ endpoint: e2e.endpoint, ca: e2e.pki.ca.certPath, tenant, cert: e2e.pki.admin.certPath, key: e2e.pki.admin.keyPath }));
+    context = writeContext(e2e, dir, tenant, "admin");
   });
 
   after(async () => {

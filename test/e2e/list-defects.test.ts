@@ -6,11 +6,11 @@
  */
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
-import { ok, run, startE2eServer, type E2eServer } from "./qimctl.js";
+import { ok, run, startE2eServer, type E2eServer, writeContext } from "./qimctl.js";
 
 describe("issue 23: delete before any message, and history and summaries after clear and delete, through qimctl", { timeout: 300_000 }, () => {
   let dir: string;
@@ -21,8 +21,7 @@ describe("issue 23: delete before any message, and history and summaries after c
   before(async () => {
     dir = mkdtempSync(path.join(os.tmpdir(), "qimctl-list-defects-"));
     e2e = await startE2eServer(dir);
-    context = path.join(dir, "context.json");
-    writeFileSync(context, JSON.stringify({ endpoint: e2e.endpoint, ca: e2e.pki.ca.certPath, tenant, cert: e2e.pki.admin.certPath, key: e2e.pki.admin.keyPath }));
+    context = writeContext(e2e, dir, tenant, "admin");
   });
 
   after(async () => {

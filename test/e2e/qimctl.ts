@@ -6,12 +6,12 @@
  */
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { startAdminServer, type AdminServer } from "../../admin-api/server.js";
-import { writeTestPki, type TestPkiFiles } from "../certs/fixture.js";
+import { writeTestPki, type TestPkiFiles, type TestPkiName } from "../certs/fixture.js";
 import { outputMismatch } from "../cli/contract.js";
 import { freePort, startRedis, type RedisServer, type StartRedisOptions } from "../harness/redis.js";
 
@@ -123,4 +123,11 @@ export async function startE2eServer(dir: string, opts: { redis?: StartRedisOpti
       await redis.stop();
     },
   };
+}
+
+/** Writes a CLI context for `who`'s certificate of the server's test PKI and `tenant` into `dir`; returns its path. */
+export function writeContext(e2e: E2eServer, dir: string, tenant: string, who: TestPkiName): string {
+  const file = path.join(dir, `context-${who}.json`);
+  writeFileSync(file, JSON.stringify({ endpoint: e2e.endpoint, ca: e2e.pki.ca.certPath, tenant, cert: e2e.pki[who].certPath, key: e2e.pki[who].keyPath }));
+  return file;
 }

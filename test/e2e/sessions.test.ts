@@ -9,14 +9,14 @@
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { TestPkiName } from "../certs/fixture.js";
 import { outputMismatch } from "../cli/contract.js";
 import { listKeys, parseUuid, RedisStore, uuidToHex } from "../../core/index.js";
-import { baseEnv, failed, ok, QIMCTL, ROOT, run, startE2eServer, type E2eServer } from "./qimctl.js";
+import { baseEnv, failed, ok, QIMCTL, ROOT, run, startE2eServer, type E2eServer, writeContext } from "./qimctl.js";
 
 describe("qimctl sessions, sessions watch, badge, unread audit, conversation against the real server", { timeout: 300_000 }, () => {
   let dir: string;
@@ -28,11 +28,7 @@ describe("qimctl sessions, sessions watch, badge, unread audit, conversation aga
   let a = "";
   let b = "";
 
-  const contextFor = (who: TestPkiName): string => {
-    const file = path.join(dir, `context-${who}.json`);
-    writeFileSync(file, JSON.stringify({ endpoint: e2e.endpoint, ca: e2e.pki.ca.certPath, tenant, cert: e2e.pki[who].certPath, key: e2e.pki[who].keyPath }));
-    return file;
-  };
+  const contextFor = (who: TestPkiName): string => writeContext(e2e, dir, tenant, who);
   const send = async (group: string, text: string) => ok(await run(["message", "send", "--group", group, "--as", owner, "--text", text], { context: ctx.drill! }), "message send");
   /** `sessions` until `done` holds (the list consumer writes rows after its compaction window), bounded by attempts. */
   const sessionsUntil = async (done: (s: any) => boolean, args: string[] = []) => {

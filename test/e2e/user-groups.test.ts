@@ -8,13 +8,13 @@
  */
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { parseUuid } from "../../core/index.js";
 import type { TestPkiName } from "../certs/fixture.js";
-import { failed, ok, run, startE2eServer, type E2eServer } from "./qimctl.js";
+import { failed, ok, run, startE2eServer, type E2eServer, writeContext } from "./qimctl.js";
 
 describe("qimctl user groups against the real server", { timeout: 180_000 }, () => {
   let dir: string;
@@ -35,11 +35,7 @@ describe("qimctl user groups against the real server", { timeout: 180_000 }, () 
     return seq;
   };
 
-  const contextFor = (who: TestPkiName): string => {
-    const file = path.join(dir, `context-${who}.json`);
-    writeFileSync(file, JSON.stringify({ endpoint: e2e.endpoint, ca: e2e.pki.ca.certPath, tenant, cert: e2e.pki[who].certPath, key: e2e.pki[who].keyPath }));
-    return file;
-  };
+  const contextFor = (who: TestPkiName): string => writeContext(e2e, dir, tenant, who);
 
   const create = async (members: string[]) => ok(await run(["group", "create", "--owner", owner, ...members.flatMap((m) => ["--member", m])], { context: ctx.operator! }), "group create").group as string;
   const send = async (group: string) => {

@@ -55,7 +55,8 @@ export const conversationListService = defineService(catalogEntry("qim.admin.v1.
       if (req.limit > SNAPSHOT_PAGE.max) throw new InvalidArgumentError("limit", `limit is at most ${SNAPSHOT_PAGE.max}`);
       const page = await deps.runtime.sessionView.page(tenant, user, { limit: req.limit === 0 ? SNAPSHOT_PAGE.default : req.limit, ...(req.cursor ? { cursor: req.cursor } : {}) });
       // the member state, read position and head record of the page's rows, one pipelined read
-      const summaries = await deps.runtime.conversations.conversationSummaries(tenant, user, page.rows.map((r) => r.conversation));
+      const summaries = await deps.runtime.conversations.conversationSummaries(tenant, user, page.rows.map((r) => r.conversation),
+        page.rows.map((r) => ({ hiddenBefore: r.hiddenBeforeSeq, deletedBefore: r.deletedBeforeSeq })));
       return {
         response: {
           entries: page.rows.map((r, i) => {

@@ -71,7 +71,8 @@ export interface ContentWatermarks {
   deletedBefore: number;
 }
 
-const NO_WATERMARKS: ContentWatermarks = { hiddenBefore: 0, deletedBefore: 0 };
+/** No clear and no delete. */
+export const NO_CONTENT_WATERMARKS: ContentWatermarks = { hiddenBefore: 0, deletedBefore: 0 };
 
 type Hooks = "now" | "onCommit" | "onRead" | "watermarks";
 
@@ -692,13 +693,15 @@ export class ConversationService {
 
   /**
    * Summaries of many groups for one user in one round trip (one pipeline per instance, spec 002
-   * §2.2); null where the user may not see the group (never a member, or no such group).
+   * §2.2); null where the user may not see the group (never a member, or no such group). `known`:
+   * the user's clear/delete watermarks of each group when the caller has them (else read once).
    */
-  async conversationSummaries(tenant: Uuid, user: Uuid, groups: readonly Uuid[]): Promise<(ConversationSummary | null)[]> {
+  async conversationSummaries(tenant: Uuid, user: Uuid, groups: readonly Uuid[], known?: readonly ContentWatermarks[]): Promise<(ConversationSummary | null)[]> {
     const userHex = uuidToHex(user);
     const keys = groups.map((g) => this.conversationKeys(tenant, g));
     const out: (ConversationSummary | null)[] = new Array(groups.length).fill(null);
-    const watermarks = await this.watermarksOf(tenant, user, groups);
+    // a caller that holds the user's watermarks already (the list's rows carry them) saves the read
+    const watermarks = known ?? (await this.watermarksOf(tenant, user, groups));
     await Promise.all(this.store.byTarget(keys.map((k) => k.tag)).map(async ({ client, idx }) => {
       const p = client.pipeline();
       for (const i of idx) {
@@ -736,7 +739,7 @@ export class ConversationService {
   }
 
   private async watermarksOf(tenant: Uuid, user: Uuid, groups: readonly Uuid[]): Promise<readonly ContentWatermarks[]> {
-    if (!this.opts.watermarks || groups.length === 0) return groups.map(() => NO_WATERMARKS);
+    if (!this.opts.watermarks || groups.length === 0) return groups.map(() => NO_CONTENT_WATERMARKS);
     return this.opts.watermarks(tenant, user, groups);
   }
 

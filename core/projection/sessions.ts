@@ -1,5 +1,5 @@
 import type { ConversationStateAuthority } from "./authority.js";
-import type { ConversationService, ConversationSummary, MemberState } from "../conversation/index.js";
+import { NO_CONTENT_WATERMARKS, type ConversationService, type ConversationSummary, type MemberState } from "../conversation/index.js";
 import type { KeySpace } from "../base/index.js";
 import type { RedisStore } from "../store/index.js";
 import { userKeys } from "./keys.js";
@@ -112,7 +112,9 @@ export class SessionService {
       // the score is the newest activity the user may see (issue 12): first_seen_at would rank a
       // user with more conversations than a page by when each first appeared, and page 1 would
       // hold the wrong ones; first_seen_at stays only where the user sees no record at all
-      const heads = await this.conversations.conversationSummaries(tenant, user, slice.map((r) => r.conversation));
+      // ranking, not content: a cleared or deleted conversation keeps the place its last activity
+      // gives it (spec 002 §7 hides content, not the row's order), so no watermarks here
+      const heads = await this.conversations.conversationSummaries(tenant, user, slice.map((r) => r.conversation), slice.map(() => NO_CONTENT_WATERMARKS));
       const args: (string | number)[] = [];
       for (const [j, r] of slice.entries()) args.push(heads[j]?.head?.createdAt ?? r.firstSeenAt, uuidToHex(r.conversation));
       p.zadd(k.convs, "GT", ...(args as [number, string]));

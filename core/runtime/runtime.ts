@@ -1,6 +1,6 @@
 import { KeySpace } from "../base/index.js";
 import { ClusterMembership, type ClusterOptions } from "../cluster/index.js";
-import { ConversationService, type ConversationOptions } from "../conversation/index.js";
+import { ConversationService, NO_CONTENT_WATERMARKS, type ConversationOptions } from "../conversation/index.js";
 import { OutboxRelay, RedisStreamsDispatchLog, type DispatchIdentity, type DispatchRecord, type RelayOptions } from "../dispatch/index.js";
 import {
   authorityFromEnv, CassandraAuthority, cassandraOptionsFromEnv, DEFAULT_RETENTION_MS, ProjectionStack, type CassandraAuthorityOptions, type ConversationStateAuthority,
@@ -115,7 +115,7 @@ export class EngineRuntime {
       // the list's row learns a read position the moment it moves (spec 002 §3.2)
       onRead: async (r) => { await relayRef.list?.service.readMoved(r.tenant, r.group, r.user, r.readConversationSeq); },
       // history and summaries hide what the user cleared or deleted (spec 002 §7)
-      watermarks: async (tenant, user, groups) => relayRef.list?.service.watermarks(tenant, user, groups) ?? groups.map(() => ({ hiddenBefore: 0, deletedBefore: 0 })),
+      watermarks: async (tenant, user, groups) => relayRef.list?.service.watermarks(tenant, user, groups) ?? groups.map(() => NO_CONTENT_WATERMARKS),
     });
     this.dispatchLog = new RedisStreamsDispatchLog(this.store, this.keys, dispatch);
     this.ownsAuthority = opts.authority === undefined;

@@ -160,6 +160,27 @@ for (const kind of LIST_TOPOLOGIES) {
       assert.equal(paths.drift, 0);
     });
 
+    test("defect 3, same mistake elsewhere: a rebuild of the session projection ranks a cleared conversation by its last activity", async () => {
+      const tenant = fx.tenant();
+      const [owner, u] = [newUuid(), newUuid()];
+      const groups: Uuid[] = [];
+      for (let i = 0; i < 3; i++) groups.push((await c().createGroup({ tenant, owner, members: [u] })).group);
+      for (const g of groups) await sendMany(tenant, g, owner, 1);
+      await sendMany(tenant, groups[0]!, owner, 1); // G0 now has the newest activity
+      await fx.settle();
+      await fx.engine.projection.registration.drainAll();
+      await list().clear(tenant, u, groups[0]!);
+      const sessions = fx.engine.projection.sessions;
+      await sessions.wipeUser(tenant, u);
+      await fx.engine.projection.epoch.bump("test: projection lost", "test");
+      // by hand: activity order G0 (cleared, but the clear hides content, not its place), G2, G1;
+      // page 1 of 2 holds G0 and G2 — ranking G0 by first_seen_at would leave it off the page
+      const page = await sessions.listSessions({ tenant, user: u, limit: 2 });
+      assert.equal(page.rebuilt, true);
+      assert.deepEqual(new Set(page.sessions.map((x) => x.group)), new Set([groups[0]!, groups[2]!]));
+      assert.equal(page.sessions.find((x) => x.group === groups[0])?.head, null, "its content stays hidden");
+    });
+
     for (const action of ["clear", "delete"] as const) {
       test(`defect 3: history and summaries after ${action} show nothing at or below the watermark`, async () => {
         const tenant = fx.tenant();

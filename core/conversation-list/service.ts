@@ -4,6 +4,7 @@ import {
 import type { ContentWatermarks, ConversationService } from "../conversation/index.js";
 import { userKeys, type ConversationStateAuthority, type DrillCheck, type DrillDifference } from "../projection/index.js";
 import type { RedisStore } from "../store/index.js";
+import { KeyedSerial } from "../support/index.js";
 import { listKeys, listRowsPattern, type ListKeys } from "./keys.js";
 import { metrics } from "./metrics.js";
 import {
@@ -117,7 +118,7 @@ export class ConversationListService {
   private readonly now: () => number;
   private readonly reconcileMinIntervalMs: number;
   private readonly listeners = new Set<(change: ListChange) => void>();
-  private readonly chains = new Map<string, Promise<unknown>>();
+  private readonly perUser = new KeyedSerial();
   /** Takes the entries in hand of one row from the compaction window (set by the consumer). */
   takePending: (tenant: Uuid, user: Uuid, conversationHex: string) => InHandEntry[] = () => [];
   /** Gives taken entries back when the write that took them failed (else the checkpoint could pass them unwritten). */
@@ -155,13 +156,7 @@ export class ConversationListService {
 
   /** Runs fn after every earlier write of the same user in this process. */
   withUser<T>(tenant: Uuid, user: Uuid, fn: () => Promise<T>): Promise<T> {
-    const id = tenant + user;
-    const prev = this.chains.get(id) ?? Promise.resolve();
-    const next = prev.then(fn, fn);
-    const tail = next.catch(() => {});
-    this.chains.set(id, tail);
-    void tail.then(() => { if (this.chains.get(id) === tail) this.chains.delete(id); });
-    return next;
+    return this.perUser.run(tenant + user, fn);
   }
 
   // ---- reads ----

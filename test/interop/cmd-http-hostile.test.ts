@@ -9,19 +9,16 @@
  */
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import path from "node:path";
+import { writeFile } from "node:fs/promises";
 import { connect, type TLSSocket } from "node:tls";
 import { after, before, describe, it } from "node:test";
 import { CMD_HTTP_MAX_BODY_BYTES } from "../../admin-api/cmd-http.js";
 import { cmdOf } from "../../admin-api/node/cmd-local.js";
-import { startAdminServer, type AdminServer } from "../../admin-api/server.js";
-import { issueClientCert } from "../../certs/pki.js";
+import type { AdminServer } from "../../admin-api/server.js";
 import type { Uuid } from "../../core/index.js";
-import { testPki, writeTestPki, type TestPkiFiles } from "../certs/fixture.js";
-import { startRedis, type RedisServer } from "../harness/redis.js";
-import { CLIENT_TIMEOUT_MS, runClient } from "./fixture.js";
+import type { TestPkiFiles } from "../certs/fixture.js";
+import { CLIENT_TIMEOUT_MS, runClient, startCmdHttpStack, type CmdHttpStack } from "./fixture.js";
 
 const CURL_MAX_TIME_S = String(CLIENT_TIMEOUT_MS / 2 / 1000);
 /** How long a raw exchange may take before the test fails instead of hanging. */
@@ -97,40 +94,22 @@ function parseResponses(buf: Buffer): { responses: RawResponse[]; rest: Buffer }
 }
 
 describe("CMD sync HTTP API under hostile input: pipelining, two connections, bodies over the limit (issue 24)", { timeout: 180_000 }, () => {
-  let redis: RedisServer;
   let server: AdminServer;
   let dir: string;
   let files: TestPkiFiles;
   let service: { cert: string; key: string; certPem: string; keyPem: string };
   let caPem: string;
+  let stack: CmdHttpStack;
   const tenant = randomUUID() as Uuid;
 
   before(async () => {
-    const pki = await testPki();
-    caPem = pki.ca.certPem;
-    dir = await mkdtemp(path.join(tmpdir(), "qim-cmd-http-hostile-"));
-    files = await writeTestPki(dir);
-    const svc = issueClientCert(pki.ca, { name: "app-1", role: "service" });
-    service = { cert: path.join(dir, "service.crt"), key: path.join(dir, "service.key"), certPem: svc.certPem, keyPem: svc.keyPem };
-    await writeFile(service.cert, svc.certPem);
-    await writeFile(service.key, svc.keyPem, { mode: 0o600 });
-    redis = await startRedis();
-    server = await startAdminServer({
-      topology: { kind: "instances", addrs: [redis.addr] },
-      listen: "127.0.0.1:0",
-      metricsListen: null,
-      auditPath: path.join(dir, "audit.log"),
-      tls: { caPem: pki.ca.certPem, certPem: pki.server.certPem, keyPem: pki.server.keyPem },
-      sync: { listen: "127.0.0.1:0", tenant },
-      log: () => {},
-    });
+    stack = await startCmdHttpStack(tenant, "qim-cmd-http-hostile-");
+    ({ server, dir, files, service, caPem } = stack);
     assert.ok(server.sync, "the server started its CMD sync HTTP API");
   });
 
   after(async () => {
-    await server?.close();
-    await redis?.stop();
-    if (dir) await rm(dir, { recursive: true, force: true });
+    await stack?.close();
   });
 
   /** A TLS connection to the HTTP API with the service certificate. */

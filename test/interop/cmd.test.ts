@@ -6,57 +6,33 @@
  */
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import path from "node:path";
 import { after, before, describe, it } from "node:test";
-import { issueClientCert } from "../../certs/pki.js";
-import { startAdminServer, type AdminServer } from "../../admin-api/server.js";
-import { testPki, writeTestPki, type TestPkiFiles } from "../certs/fixture.js";
-import { startRedis, type RedisServer } from "../harness/redis.js";
-import { CLIENT_TIMEOUT_MS, prerequisites, runClient, type Ran } from "./fixture.js";
+import type { AdminServer } from "../../admin-api/server.js";
+import type { TestPkiFiles } from "../certs/fixture.js";
+import { CLIENT_TIMEOUT_MS, prerequisites, runClient, startCmdHttpStack, type CmdHttpStack, type Ran } from "./fixture.js";
 
 const CURL_MAX_TIME_S = String(CLIENT_TIMEOUT_MS / 2 / 1000);
 const SUFFIX = "____cmd";
 
 describe("CMD sync: curl against /message/sync and /message/syncack, grpcurl against CmdService", () => {
-  let redis: RedisServer;
   let server: AdminServer;
-  let dir: string;
   let files: TestPkiFiles;
   let service: { cert: string; key: string };
   let grpcurl: string;
+  let stack: CmdHttpStack;
   const tenant = randomUUID();
 
   before(async () => {
     const found = (await prerequisites()).findGrpcurl();
     assert.ok(found, "grpcurl is not installed: run `node scripts/prerequisites.mjs test`");
     grpcurl = found;
-    const pki = await testPki();
-    dir = await mkdtemp(path.join(tmpdir(), "qim-cmd-interop-"));
-    files = await writeTestPki(dir);
-    // the application server's certificate: OU service, from the same CA
-    const svc = issueClientCert(pki.ca, { name: "app-1", role: "service" });
-    service = { cert: path.join(dir, "service.crt"), key: path.join(dir, "service.key") };
-    await writeFile(service.cert, svc.certPem);
-    await writeFile(service.key, svc.keyPem, { mode: 0o600 });
-    redis = await startRedis();
-    server = await startAdminServer({
-      topology: { kind: "instances", addrs: [redis.addr] },
-      listen: "127.0.0.1:0",
-      metricsListen: null,
-      auditPath: path.join(dir, "audit.log"),
-      tls: { caPem: pki.ca.certPem, certPem: pki.server.certPem, keyPem: pki.server.keyPem },
-      sync: { listen: "127.0.0.1:0", tenant },
-      log: () => {},
-    });
+    stack = await startCmdHttpStack(tenant, "qim-cmd-interop-");
+    ({ server, files, service } = stack);
     assert.ok(server.sync, "the server started its CMD sync HTTP API");
   });
 
   after(async () => {
-    await server?.close();
-    await redis?.stop();
-    if (dir) await rm(dir, { recursive: true, force: true });
+    await stack?.close();
   });
 
   /** curl -X POST https://localhost:PORT/PATH with a body; the HTTP status and the body (curl's exit code when the request failed). */

@@ -5,13 +5,14 @@
  */
 import { randomUUID } from "node:crypto";
 import { execFile } from "node:child_process";
-import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { connectAdmin } from "../../admin-api/client.js";
 import { startAdminServer, type AdminServer } from "../../admin-api/server.js";
-import { testPki, writeTestPki } from "../certs/fixture.js";
+import { issueClientCert } from "../../certs/pki.js";
+import { testPki, writeTestPki, type TestPkiFiles } from "../certs/fixture.js";
 import { ROOT } from "../e2e/qimctl.js";
 import { startRedis, type RedisServer } from "../harness/redis.js";
 
@@ -154,4 +155,44 @@ export function runClient(command: string, args: string[]): Promise<Ran> {
       resolve({ code, stdout, stderr: err && code === -1 ? `${stderr}${err.message}` : stderr });
     });
   });
+}
+
+/** An admin server over mTLS with the CMD sync HTTP API for `tenant`, its own redis-server, and an application server's certificate (OU service). */
+export interface CmdHttpStack {
+  redis: RedisServer;
+  server: AdminServer;
+  dir: string;
+  files: TestPkiFiles;
+  caPem: string;
+  /** The application server's certificate and key, as files and as PEM. */
+  service: { cert: string; key: string; certPem: string; keyPem: string };
+  close(): Promise<void>;
+}
+
+export async function startCmdHttpStack(tenant: string, dirPrefix: string): Promise<CmdHttpStack> {
+  const pki = await testPki();
+  const dir = await mkdtemp(path.join(tmpdir(), dirPrefix));
+  const files = await writeTestPki(dir);
+  const svc = issueClientCert(pki.ca, { name: "app-1", role: "service" });
+  const service = { cert: path.join(dir, "service.crt"), key: path.join(dir, "service.key"), certPem: svc.certPem, keyPem: svc.keyPem };
+  await writeFile(service.cert, svc.certPem);
+  await writeFile(service.key, svc.keyPem, { mode: 0o600 });
+  const redis = await startRedis();
+  const server = await startAdminServer({
+    topology: { kind: "instances", addrs: [redis.addr] },
+    listen: "127.0.0.1:0",
+    metricsListen: null,
+    auditPath: path.join(dir, "audit.log"),
+    tls: { caPem: pki.ca.certPem, certPem: pki.server.certPem, keyPem: pki.server.keyPem },
+    sync: { listen: "127.0.0.1:0", tenant },
+    log: () => {},
+  });
+  return {
+    redis, server, dir, files, caPem: pki.ca.certPem, service,
+    async close() {
+      await server.close();
+      await redis.stop();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
 }

@@ -261,7 +261,7 @@ async function registrationBench(client: Redis, plain: Redis, raw: RawPipe, sha:
         calls.push(recs.slice(i, i + perCall).map((r, j) => ({
           tenant, conversation: r.conv, conversationSeq: i + j + 1, version: 1,
           entry: `${i + j + 1}|${uuidToHex(newUuid())}|${uuidToHex(users[r.members[0]!]!)}|N|1|${r.createdAt}|text/plain|${B64}`,
-          recipients: r.members.map((m) => users[m]!),
+          recipients: r.members.map((m) => users[m]!), chunk: 0,
         })));
       }
       const cost = await measure(client, () => pool(calls.length, INFLIGHT, async (c) => { const n = await writer.project(calls[c]!); registered += n; }));

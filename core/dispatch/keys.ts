@@ -1,4 +1,4 @@
-import { partitionTag, type KeySpace } from "../base/index.js";
+import { bucketTag, partitionTag, type KeySpace } from "../base/index.js";
 
 /** One partition of the dispatch log (a Redis Stream on the partition's `{dNNN}` tag). */
 export function dispatchPartitionKey(space: KeySpace, topic: string, partition: number): string {
@@ -8,4 +8,24 @@ export function dispatchPartitionKey(space: KeySpace, topic: string, partition: 
 /** The log's identity (cluster, topic, partition count), beside partition 0. */
 export function dispatchIdentityKey(space: KeySpace, topic: string): string {
   return space.key(partitionTag(0), "dlog", `${topic}:identity`);
+}
+
+/**
+ * A commit bucket's fanout jobs (issue 22), on the bucket's `{bNNN}` tag beside its outbox, so that
+ * markCommitted moves a seq from the outbox into a job in one atomic step: the queue of jobs
+ * ("T|C|seq", in order), each job's state, and per conversation how many jobs are pending.
+ */
+export interface FanoutKeys {
+  fanoutJobs: string;
+  fanoutState: string;
+  fanoutPending: string;
+}
+
+export function fanoutKeys(space: KeySpace, bucket: number): FanoutKeys {
+  const tag = bucketTag(bucket);
+  return {
+    fanoutJobs: space.key(tag, "fanout", "jobs"),
+    fanoutState: space.key(tag, "fanout", "state"),
+    fanoutPending: space.key(tag, "fanout", "pending"),
+  };
 }

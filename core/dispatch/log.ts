@@ -15,6 +15,13 @@ export interface DispatchRecord {
   /** The raw history entry (see history.ts). */
   entry: string;
   recipients: Uuid[];
+  /**
+   * Which part of the seq's audience this record carries (issue 22): 0 for a seq dispatched in one
+   * record; a fanout job appends chunks 0, 1, 2 … of at most FANOUT_CHUNK_RECIPIENTS recipients
+   * each, whose union is the audience. Stream field `k`, written only when not 0 (absent = 0, as
+   * in records written before chunks existed).
+   */
+  chunk: number;
 }
 
 export interface DispatchIdentity {
@@ -154,8 +161,12 @@ export class RedisStreamsDispatchLog implements DispatchLog {
       const list = byKey.get(key);
       if (list) list.push(r); else byKey.set(key, [r]);
     }
-    const fields = (r: DispatchRecord) => ["t", uuidToHex(r.tenant), "c", uuidToHex(r.conversation), "s", String(r.conversationSeq),
-      "v", String(r.version), "e", r.entry, "r", r.recipients.map(uuidToHex).join("")];
+    const fields = (r: DispatchRecord) => {
+      const f = ["t", uuidToHex(r.tenant), "c", uuidToHex(r.conversation), "s", String(r.conversationSeq),
+        "v", String(r.version), "e", r.entry, "r", r.recipients.map(uuidToHex).join("")];
+      if (r.chunk !== 0) f.push("k", String(r.chunk));
+      return f;
+    };
     await Promise.all([...byKey].map(async ([key, list]) => {
       const client = this.store.clientForKey(key);
       if (this.store.kind !== "cluster") {
@@ -239,5 +250,6 @@ function parseRecord(fields: string[]): DispatchRecord {
     version: Number(f.v),
     entry: f.e!,
     recipients: splitHexIds(f.r ?? ""),
+    chunk: f.k === undefined ? 0 : Number(f.k),
   };
 }

@@ -8,6 +8,26 @@ export const metrics = {
     help: "Commits the outbox relay appended to the dispatch log and marked COMMITTED",
     registers: [registry],
   }),
+  fanoutJobsQueued: new Counter({
+    name: "qim_relay_fanout_jobs_queued_total",
+    help: "Seqs the outbox relay handed to a fanout job (an audience that may exceed the member budget, or a later seq of a conversation with a job pending); jobs pending = queued - done, summed over the nodes",
+    registers: [registry],
+  }),
+  fanoutJobsDone: new Counter({
+    name: "qim_relay_fanout_jobs_done_total",
+    help: "Fanout jobs the outbox relay expanded to the end and took off their bucket's queue",
+    registers: [registry],
+  }),
+  fanoutChunks: new Counter({
+    name: "qim_relay_fanout_chunks_total",
+    help: "Dispatch records (chunks of at most FANOUT_CHUNK_RECIPIENTS recipients) the outbox relay appended for fanout jobs",
+    registers: [registry],
+  }),
+  fanoutRecipients: new Counter({
+    name: "qim_relay_fanout_recipients_total",
+    help: "Recipients in the chunks the outbox relay appended for fanout jobs",
+    registers: [registry],
+  }),
   lowLatencySkipped: new Counter({
     name: "qim_relay_low_latency_skipped_total",
     help: "Records not handed to the session projection's low-latency path because it was busy (the durable consumer projects them from the log)",

@@ -1,15 +1,32 @@
-import { bucketTag, COMMIT_BUCKET_COUNT, hexToUuid, InternalError, type KeySpace } from "../base/index.js";
+import { bucketTag, COMMIT_BUCKET_COUNT, FANOUT_CHUNK_RECIPIENTS, hexToUuid, InternalError, type KeySpace } from "../base/index.js";
 import { leaseHolds, SOLO_GATE, unitLeaseKey, type Fence, type UnitGate } from "../cluster/index.js";
 import { conversationKeys, outboxKey } from "../conversation/index.js";
 import type { RedisStore } from "../store/index.js";
-import { failpointStop, FAILPOINTS } from "../support/index.js";
+import { failpoint, failpointStop, FAILPOINTS } from "../support/index.js";
+import { fanoutKeys } from "./keys.js";
 import type { DispatchLog, DispatchRecord } from "./log.js";
 import { metrics } from "./metrics.js";
-import { loadForDispatchScript, markCommittedScript } from "./scripts.js";
+import { expandAudienceScript, loadForDispatchScript, markCommittedScript, saveFanoutProgressScript } from "./scripts.js";
+
+/**
+ * Fanout steps (each one Redis call within the member budget, one append and one progress save)
+ * a bucket's jobs get per turn before the relay lets the bucket's outbox and the other buckets
+ * have theirs: about ten milliseconds of work, so a small group's send committed into the same
+ * bucket during a 1,000,000-member fanout waits about that long, while the lock hand-over and the
+ * lease read between turns stay a small part of the job's time.
+ */
+export const FANOUT_CHUNKS_PER_PASS = 8;
 
 export interface RelayOptions {
   /** Outbox entries taken from one bucket per pass. */
   batchSize?: number;
+  /**
+   * The most recipients one dispatch record carries and members one fanout step reads; above it a
+   * group's seqs go through fanout jobs. Default FANOUT_CHUNK_RECIPIENTS (tests lower it).
+   */
+  fanoutChunkRecipients?: number;
+  /** Fanout steps per bucket per turn; default FANOUT_CHUNKS_PER_PASS. */
+  fanoutChunksPerPass?: number;
   onError?: (err: unknown) => void;
   /**
    * Called with records right after they were appended to the dispatch log (before they are marked
@@ -35,10 +52,21 @@ export const LOW_LATENCY_MAX_INFLIGHT = 8;
  * The outbox relay (DESIGN §2 step 4): moves RECORDED commits into the dispatch log, then marks
  * them COMMITTED. The append happens before the mark, so a crash between the two appends the
  * same commit again on resume: delivery is at-least-once and consumers are idempotent by
- * (conversation, seq) / message id. Nothing is marked COMMITTED that is not in the log.
+ * (conversation, seq) / message id. Nothing is marked COMMITTED that is not in the log or in a
+ * fanout job.
+ *
+ * Fanout jobs (issue 22): a seq whose audience may exceed the member budget (and every later seq
+ * of its conversation while it waits) is not appended from the outbox but handed to the bucket's
+ * durable job queue by the same markCommitted, so that the bucket's other conversations never wait
+ * behind it. The jobs are expanded chunk by chunk (expandAudience, one chunk of at most
+ * `fanoutChunkRecipients` recipients per record, chunks 0, 1, 2 …), each chunk appended before its
+ * progress is saved (at-least-once again), under the same bucket lock and lease as the outbox, at
+ * most `fanoutChunksPerPass` steps per turn of the bucket.
  */
 export class OutboxRelay {
   private readonly batchSize: number;
+  private readonly chunkRecipients: number;
+  private readonly chunksPerPass: number;
   private readonly gate: UnitGate;
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<unknown> = Promise.resolve();
@@ -51,7 +79,18 @@ export class OutboxRelay {
     private readonly opts: RelayOptions = {},
   ) {
     this.batchSize = opts.batchSize ?? 256;
+    this.chunkRecipients = opts.fanoutChunkRecipients ?? FANOUT_CHUNK_RECIPIENTS;
+    this.chunksPerPass = opts.fanoutChunksPerPass ?? FANOUT_CHUNKS_PER_PASS;
     this.gate = opts.gate ?? SOLO_GATE;
+  }
+
+  /** Runs `work` on the bucket after every earlier piece of work on it: kicks, sweeps and fanout turns never overlap. */
+  private withBucket<T>(bucket: number, work: () => Promise<T>): Promise<T> {
+    const prev = this.locks.get(bucket) ?? Promise.resolve();
+    const next = prev.then(work, work);
+    this.locks.set(bucket, next);
+    void next.finally(() => { if (this.locks.get(bucket) === next) this.locks.delete(bucket); }).catch(() => {});
+    return next;
   }
 
   /**
@@ -60,15 +99,32 @@ export class OutboxRelay {
    * and a sweep never append the same entry twice.
    */
   drainBucket(bucket: number): Promise<number> {
-    const prev = this.locks.get(bucket) ?? Promise.resolve(0);
-    const run = () => this.drainBucketOnce(bucket);
-    const next = prev.then(run, run);
-    this.locks.set(bucket, next);
-    void next.finally(() => { if (this.locks.get(bucket) === next) this.locks.delete(bucket); }).catch(() => {});
-    return next;
+    return this.withBucket(bucket, () => this.drainBucketOnce(bucket));
   }
 
-  private readonly locks = new Map<number, Promise<number>>();
+  /**
+   * One turn of the bucket's fanout jobs: at most `fanoutChunksPerPass` steps of its head jobs
+   * (each appends a chunk and saves its progress); returns the steps done (0 when there is no job,
+   * or this process does not own the bucket). Between turns the bucket's lock is free for its
+   * outbox (kicks) and the relay turns to other buckets.
+   */
+  fanoutBucket(bucket: number): Promise<number> {
+    return this.withBucket(bucket, async () => {
+      const fence = this.gate.enter("relay", bucket);
+      if (!fence) return 0;
+      try {
+        return await this.fanoutOwned(bucket, fence);
+      } finally {
+        this.gate.leave("relay", bucket);
+      }
+    });
+  }
+
+  private readonly locks = new Map<number, Promise<unknown>>();
+  /** Buckets whose jobs a kick's worker is working through (one worker per bucket, not one per kick). */
+  private readonly fanoutWorkers = new Set<number>();
+  /** Buckets where this process queued fanout jobs that no worker has taken up yet. */
+  private readonly fanoutQueued = new Set<number>();
   private readonly kicked = new Set<number>();
   private kickScheduled = false;
   private lowLatencyInflight = 0;
@@ -104,6 +160,25 @@ export class OutboxRelay {
 
   private async drainUntilEmpty(bucket: number): Promise<void> {
     while (!this.stopped && this.gate.owns("relay", bucket) && (await this.drainBucket(bucket)) >= this.batchSize);
+    // only after this process queued a job there: a kick costs no extra read otherwise (the sweep
+    // finds the jobs other processes queued)
+    if (this.fanoutQueued.has(bucket)) await this.fanoutUntilEmpty(bucket);
+  }
+
+  /**
+   * Works the bucket's fanout jobs turn after turn until none is left (or the relay stops, or the
+   * bucket is not ours, or a turn got nowhere: fenced), one worker per bucket: the kicks of a busy
+   * bucket's small sends only drain its outbox, each between two turns.
+   */
+  private async fanoutUntilEmpty(bucket: number): Promise<void> {
+    if (this.fanoutWorkers.has(bucket)) return;
+    this.fanoutWorkers.add(bucket);
+    this.fanoutQueued.delete(bucket);
+    try {
+      while (!this.stopped && this.gate.owns("relay", bucket) && (await this.fanoutBucket(bucket)) > 0);
+    } finally {
+      this.fanoutWorkers.delete(bucket);
+    }
   }
 
   private readonly pendingKicks = new Set<Promise<unknown>>();
@@ -153,6 +228,7 @@ export class OutboxRelay {
     const raw = await client.lrange(outboxKey(this.keys, bucket), 0, this.batchSize - 1);
     if (raw.length === 0) return 0;
     const lease = unitLeaseKey(this.keys, "relay", bucket);
+    const fanout = fanoutKeys(this.keys, bucket);
     let fencedOut = false;
     const byConversation = new Map<string, string[]>();
     for (const e of raw) {
@@ -165,17 +241,23 @@ export class OutboxRelay {
       const [tenantHex, convHex] = ref.split("|") as [string, string];
       const tenant = hexToUuid(tenantHex);
       const conversation = hexToUuid(convHex);
-      const k = conversationKeys(this.keys, tenant, conversation);
+      const k = { ...conversationKeys(this.keys, tenant, conversation), ...fanout };
       let loaded;
       try {
-        loaded = await loadForDispatchScript.run(client, k, { seqs });
+        loaded = await loadForDispatchScript.run(client, k, { budget: this.chunkRecipients, outboxRef: ref, seqs });
       } catch (err) {
         throw err instanceof InternalError ? new InternalError(`${err.message} (${ref})`) : err;
       }
       const records: DispatchRecord[] = [];
+      const dispatched: string[] = [];
+      const toJobs: string[] = [];
       for (const c of loaded) {
-        if (c.entry === null) continue;
-        records.push({ tenant, conversation, conversationSeq: c.conversationSeq, entry: c.entry, version: c.version, recipients: c.recipients });
+        if (c.action === "fanout") {
+          toJobs.push(String(c.conversationSeq));
+          continue;
+        }
+        dispatched.push(String(c.conversationSeq));
+        if (c.action === "dispatch") records.push({ tenant, conversation, conversationSeq: c.conversationSeq, entry: c.entry, version: c.version, recipients: c.recipients, chunk: 0 });
       }
       if (records.length > 0) {
         if (fencedOut || !(await this.leaseHolds(bucket, fence))) {
@@ -186,7 +268,7 @@ export class OutboxRelay {
         if (this.opts.onAppended) this.handOff(this.opts.onAppended, records);
       }
       if (records.length > 0) failpointStop(FAILPOINTS.relayBeforeMark);
-      const marked = await markCommittedScript.run(client, { ...k, lease }, { owner: fence.owner, token: fence.token, outboxRef: ref, seqs });
+      const marked = await markCommittedScript.run(client, { ...k, lease }, { owner: fence.owner, token: fence.token, outboxRef: ref, dispatched, toJobs });
       if (marked === null) {
         fencedOut = true;
         this.gate.refused("relay", bucket, "mark_committed", fence);
@@ -194,8 +276,64 @@ export class OutboxRelay {
         return;
       }
       metrics.relayDispatched.inc(records.length);
+      if (marked.queued > 0) {
+        metrics.fanoutJobsQueued.inc(marked.queued);
+        this.fanoutQueued.add(bucket);
+      }
     }));
     return fencedOut ? 0 : raw.length;
+  }
+
+  /**
+   * Up to `chunksPerPass` steps of the bucket's head fanout jobs: expand the next chunk (one call
+   * reading at most `chunkRecipients` members), append it, save the progress (fenced, a
+   * compare-and-set on the step). Returns the steps done.
+   */
+  private async fanoutOwned(bucket: number, fence: Fence): Promise<number> {
+    const client = this.store.clientFor(bucketTag(bucket));
+    const fanout = fanoutKeys(this.keys, bucket);
+    const lease = unitLeaseKey(this.keys, "relay", bucket);
+    let steps = 0;
+    while (steps < this.chunksPerPass) {
+      const job = await client.lindex(fanout.fanoutJobs, 0);
+      if (job === null) break;
+      const cut = job.lastIndexOf("|");
+      const [tenantHex, convHex] = job.slice(0, cut).split("|") as [string, string];
+      const seq = Number(job.slice(cut + 1));
+      const tenant = hexToUuid(tenantHex);
+      const conversation = hexToUuid(convHex);
+      const step = await expandAudienceScript.run(client, { ...conversationKeys(this.keys, tenant, conversation), ...fanout }, { job, count: this.chunkRecipients });
+      // markCommitted writes a job and its state in one step and saveFanoutProgress drops them in one
+      if (!step) throw new InternalError(`fanout job ${job} of relay bucket ${bucket} has no state`);
+      if (step.entry === "") throw new InternalError(`fanout job ${job} of relay bucket ${bucket}: history has no entry at seq ${seq}`);
+      // HSCAN's COUNT is a hint (it returns whole hash buckets): a record never carries more than the chunk size
+      const records: DispatchRecord[] = [];
+      for (let i = 0; i < step.recipients.length; i += this.chunkRecipients) {
+        records.push({ tenant, conversation, conversationSeq: seq, entry: step.entry, version: step.version,
+          recipients: step.recipients.slice(i, i + this.chunkRecipients), chunk: step.chunk + records.length });
+      }
+      if (records.length > 0) {
+        if (!(await this.leaseHolds(bucket, fence))) break;
+        await this.log.append(records);
+        if (this.opts.onAppended) this.handOff(this.opts.onAppended, records);
+        metrics.fanoutChunks.inc(records.length);
+        metrics.fanoutRecipients.inc(step.recipients.length);
+        failpoint(FAILPOINTS.relayFanoutBeforeProgress);
+      }
+      const saved = await saveFanoutProgressScript.run(client, { ...fanout, lease }, {
+        owner: fence.owner, token: fence.token, job, cursor: step.cursor, chunk: step.chunk, nextCursor: step.nextCursor, nextChunk: step.chunk + records.length,
+      });
+      if (saved === "fenced") {
+        this.gate.refused("relay", bucket, "fanout_progress", fence);
+        this.markRefusedWithoutCluster(bucket);
+        break;
+      }
+      // under the bucket's lock and lease nobody else moves the job: never expected, and never looped on
+      if (saved === "moved") break;
+      steps++;
+      if (saved === "done") metrics.fanoutJobsDone.inc();
+    }
+    return steps;
   }
 
   /** Hands appended records to the low-latency path without waiting for it, at most LOW_LATENCY_MAX_INFLIGHT at a time. */
@@ -211,7 +349,11 @@ export class OutboxRelay {
       .finally(() => { this.lowLatencyInflight--; });
   }
 
-  /** One pass over every owned bucket's outbox until each is empty; returns the entries relayed. */
+  /**
+   * One pass over every owned bucket until its outbox and its fanout jobs are empty; returns the
+   * outbox entries relayed. Each round gives every bucket one outbox batch and one fanout turn, so
+   * a big fanout in one bucket never holds up the other buckets' outboxes.
+   */
   async drainAll(): Promise<number> {
     let total = 0;
     const buckets = Array.from({ length: COMMIT_BUCKET_COUNT }, (_, b) => b);
@@ -219,12 +361,18 @@ export class OutboxRelay {
     while (pending.length > 0) {
       pending = pending.filter((b) => this.gate.owns("relay", b));
       if (pending.length === 0) break;
-      const lengths = await this.store.listLengths(pending.map((b) => outboxKey(this.keys, b)));
-      pending = pending.filter((_, i) => lengths[i]! > 0);
-      const done = await Promise.all(pending.map((b) => this.drainBucket(b)));
-      total += done.reduce((a, n) => a + n, 0);
-      // a bucket that consumed nothing (fenced out) is done for this pass: never loop on it
-      pending = pending.filter((_, i) => done[i]! > 0);
+      const lengths = await this.store.listLengths([...pending.map((b) => outboxKey(this.keys, b)), ...pending.map((b) => fanoutKeys(this.keys, b).fanoutJobs)]);
+      const outbox = lengths.slice(0, pending.length);
+      const jobs = lengths.slice(pending.length);
+      const turns = pending.map((b, i) => ({ b, outbox: outbox[i]!, jobs: jobs[i]! })).filter((t) => t.outbox > 0 || t.jobs > 0);
+      const done = await Promise.all(turns.map(async (t) => {
+        const relayed = t.outbox > 0 ? await this.drainBucket(t.b) : 0;
+        const steps = t.jobs > 0 ? await this.fanoutBucket(t.b) : 0;
+        return { relayed, steps };
+      }));
+      total += done.reduce((a, d) => a + d.relayed, 0);
+      // a bucket that got nowhere (fenced out) is done for this pass: never loop on it
+      pending = turns.filter((_, i) => done[i]!.relayed > 0 || done[i]!.steps > 0).map((t) => t.b);
     }
     return total;
   }

@@ -1,27 +1,39 @@
 import { InternalError, splitHexIds, type Uuid } from "../base/index.js";
 import type { ConversationKeys } from "../conversation/index.js";
 import { defineScript, LUA_STATUS, luaStatus } from "../lua/index.js";
+import type { FanoutKeys } from "./keys.js";
 
-/** The relay's scripts (lua/dispatch/): read RECORDED commits with their frozen audiences, then mark them COMMITTED. */
+/**
+ * The relay's scripts (lua/dispatch/): read RECORDED commits with their frozen audiences, mark them
+ * COMMITTED (in the log, or handed to a fanout job), and expand a fanout job chunk by chunk.
+ */
 
 export interface LoadedCommit {
   conversationSeq: number;
-  /** The history entry; null when the seq is no longer RECORDED (an earlier pass committed it). */
-  entry: string | null;
+  /**
+   * "dispatch": append it now (entry, version, recipients); "fanout": hand it to a fanout job (its
+   * audience may exceed the budget, or an earlier seq of the conversation is in a job); "gone": no
+   * longer RECORDED (an earlier pass committed it).
+   */
+  action: "dispatch" | "fanout" | "gone";
+  entry: string;
   version: number;
   recipients: Uuid[];
 }
 
+const ACTIONS = { D: "dispatch", F: "fanout", "": "gone" } as const;
+
 export const loadForDispatchScript = defineScript({
   name: "loadForDispatch",
-  keys: ["commits", "hist", "grpmembers", "grpdeltas", "grpmeta", "vpending"] satisfies (keyof ConversationKeys)[],
-  args: (a: { seqs: readonly string[] }) => a.seqs,
+  keys: ["commits", "hist", "grpmembers", "grpdeltas", "grpmeta", "vpending", "fanoutPending"] satisfies (keyof (ConversationKeys & FanoutKeys))[],
+  args: (a: { budget: number; outboxRef: string; seqs: readonly string[] }) => [a.budget, a.outboxRef, ...a.seqs],
   reply: (r): LoadedCommit[] => {
     if (typeof r[0] === "number" && r[0] < 0) throw new InternalError(`loadForDispatch: ${luaStatus(r)} at version ${String(r[1])}`);
     const out: LoadedCommit[] = [];
-    for (let i = 0; i < r.length; i += 4) {
-      const entry = String(r[i + 1]);
-      out.push({ conversationSeq: Number(r[i]), entry: entry === "" ? null : entry, version: Number(r[i + 2]), recipients: splitHexIds(String(r[i + 3])) });
+    for (let i = 0; i < r.length; i += 5) {
+      const action = ACTIONS[String(r[i + 1]) as keyof typeof ACTIONS];
+      if (!action) throw new InternalError(`loadForDispatch: unknown state ${String(r[i + 1])}`);
+      out.push({ conversationSeq: Number(r[i]), action, entry: String(r[i + 2]), version: Number(r[i + 3]), recipients: splitHexIds(String(r[i + 4])) });
     }
     return out;
   },
@@ -29,8 +41,44 @@ export const loadForDispatchScript = defineScript({
 
 export const markCommittedScript = defineScript({
   name: "markCommitted",
-  keys: ["commits", "outbox", "vpending", "grpdeltas", "lease"] satisfies (keyof ConversationKeys | "lease")[],
-  args: (a: { owner: string; token: number; outboxRef: string; seqs: readonly string[] }) => [a.owner, a.token, a.outboxRef, ...a.seqs],
-  /** How many seqs were still RECORDED; null when the bucket's lease fenced the call out (nothing written). */
-  reply: (r) => (Number(r[0]) === LUA_STATUS.FENCED ? null : Number(r[0])),
+  keys: ["commits", "outbox", "vpending", "grpdeltas", "lease", "fanoutJobs", "fanoutState", "fanoutPending"] satisfies (keyof (ConversationKeys & FanoutKeys) | "lease")[],
+  args: (a: { owner: string; token: number; outboxRef: string; dispatched: readonly string[]; toJobs: readonly string[] }) =>
+    [a.owner, a.token, a.outboxRef, a.dispatched.length, ...a.dispatched, ...a.toJobs],
+  /** How many seqs were still RECORDED and how many fanout jobs were queued; null when the bucket's lease fenced the call out (nothing written). */
+  reply: (r) => (Number(r[0]) === LUA_STATUS.FENCED ? null : { marked: Number(r[0]), queued: Number(r[1]) }),
+});
+
+/** One step of a fanout job: the next chunk of its audience. */
+export interface FanoutStep {
+  /** The cursor after this step; "0" when the audience is done. */
+  nextCursor: string;
+  recipients: Uuid[];
+  /** The message's history entry ("" when history lost it). */
+  entry: string;
+  version: number;
+  /** The cursor and chunk number this step started from. */
+  cursor: string;
+  chunk: number;
+}
+
+export const expandAudienceScript = defineScript({
+  name: "expandAudience",
+  keys: ["grpmembers", "hist", "fanoutState"] satisfies (keyof (ConversationKeys & FanoutKeys))[],
+  args: (a: { job: string; count: number }) => [a.job, a.count],
+  /** null when the job is gone. */
+  reply: (r): FanoutStep | null => r.length === 0 ? null : {
+    nextCursor: String(r[0]), recipients: splitHexIds(String(r[1])), entry: String(r[2]), version: Number(r[3]), cursor: String(r[4]), chunk: Number(r[5]),
+  },
+});
+
+export const saveFanoutProgressScript = defineScript({
+  name: "saveFanoutProgress",
+  keys: ["lease", "fanoutJobs", "fanoutState", "fanoutPending"] satisfies (keyof FanoutKeys | "lease")[],
+  args: (a: { owner: string; token: number; job: string; cursor: string; chunk: number; nextCursor: string; nextChunk: number }) =>
+    [a.owner, a.token, a.job, a.cursor, a.chunk, a.nextCursor, a.nextChunk],
+  reply: (r): "saved" | "done" | "moved" | "fenced" => {
+    const n = Number(r[0]);
+    if (n === LUA_STATUS.FENCED) return "fenced";
+    return n === 2 ? "done" : n === 1 ? "saved" : "moved";
+  },
 });

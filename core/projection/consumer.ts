@@ -180,7 +180,8 @@ const KNOWN_CHECKPOINT_MS = 1000;
  */
 const PROJECTED_AHEAD_MAX = 20_000;
 
-const recordKey = (r: DispatchRecord) => `${r.tenant}|${r.conversation}|${r.conversationSeq}`;
+// the chunk too: a fanout job's chunks share their seq, and each names other recipients
+const recordKey = (r: DispatchRecord) => `${r.tenant}|${r.conversation}|${r.conversationSeq}|${r.chunk}`;
 
 /** A checkpoint past the newest record ever appended: the log lost records it had acknowledged. */
 function beyondHigh(at: LogPosition, w: Watermarks): boolean {

@@ -21,6 +21,8 @@ export const FAILPOINTS = {
    * SIGSTOP test SIGCONTs it after its lease moved, and its mark must be refused).
    */
   relayBeforeMark: "relay.before-mark",
+  /** The outbox relay: a fanout job's chunk appended to the dispatch log, its progress not saved yet (issue 22). */
+  relayFanoutBeforeProgress: "relay.fanout-before-progress",
 } as const;
 
 export type FailpointName = (typeof FAILPOINTS)[keyof typeof FAILPOINTS];

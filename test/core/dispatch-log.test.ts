@@ -1,12 +1,12 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { compareStreamIds, LOG_START, RedisStreamsDispatchLog, type DispatchRecord } from "../../core/index.js";
+import { compareStreamIds, dispatchPartitionKey, LOG_START, RedisStreamsDispatchLog, type DispatchRecord } from "../../core/index.js";
 import { ALL_TOPOLOGIES } from "../harness/redis.js";
 import { useEngine } from "./fixture.js";
 import { newUuid, type Uuid } from "../../core/index.js";
 
 function record(tenant: Uuid, conversation: Uuid, seq: number): DispatchRecord {
-  return { tenant, conversation, conversationSeq: seq, version: 1, entry: `${seq}|x`, recipients: [newUuid()] };
+  return { tenant, conversation, conversationSeq: seq, version: 1, entry: `${seq}|x`, recipients: [newUuid()], chunk: 0 };
 }
 
 describe("stream ids order as (ms, seq) numbers, not as text", () => {
@@ -51,6 +51,20 @@ for (const kind of ALL_TOPOLOGIES) {
       const fromLow = await log.readFrom(0, low, 10);
       assert.deepEqual(fromLow.entries.map((e) => [e.offset, e.record.conversationSeq]), [[3, 4]]);
       assert.equal(fromLow.watermarks.low, 3);
+    });
+
+    it("a record's chunk round-trips as stream field k, written only when not 0; a record without k (older code) reads as chunk 0", async () => {
+      const log = new RedisStreamsDispatchLog(fx.store, fx.engine.keys, { clusterId: "ck", topicId: `t${newUuid().slice(0, 6)}`, partitionCount: 1 });
+      const tenant = newUuid();
+      const conv = newUuid();
+      await log.append([record(tenant, conv, 1), { ...record(tenant, conv, 2), chunk: 0 }, { ...record(tenant, conv, 2), chunk: 7 }]);
+      const { entries } = await log.readFrom(0, LOG_START, 10);
+      assert.deepEqual(entries.map((e) => [e.record.conversationSeq, e.record.chunk]), [[1, 0], [2, 0], [2, 7]]);
+      const key = dispatchPartitionKey(fx.engine.keys, log.identity.topicId, 0);
+      const client = fx.store.clientForKey(key);
+      const fieldsOf = async (id: string) => ((await client.xrange(key, id, id))[0]![1]).filter((_, i) => i % 2 === 0);
+      assert.deepEqual(await fieldsOf(entries[1]!.id), ["t", "c", "s", "v", "e", "r"]);
+      assert.deepEqual(await fieldsOf(entries[2]!.id), ["t", "c", "s", "v", "e", "r", "k"]);
     });
 
     it("an emptied partition's low position is its high watermark", async () => {

@@ -11,7 +11,7 @@ import { conversationKeys, KeySpace, type ConversationKeys } from "../../core/in
 import { callScript, type RedisClient } from "../../core/index.js";
 import { RedisStore } from "../../core/index.js";
 import { startRedis, type RedisServer } from "../harness/redis.js";
-import { unitLeaseKey, userKeys } from "../../core/index.js";
+import { fanoutKeys, unitLeaseKey, userKeys, type FanoutKeys } from "../../core/index.js";
 import { newUuid } from "../../core/index.js";
 import type { Uuid } from "../../core/index.js";
 
@@ -36,7 +36,16 @@ export function useRedis(): LuaFixture {
 
 /** The scripts whose keys are all one conversation's (the session scripts have their own tests). */
 export type ConversationScriptName =
-  | "createGroup" | "commitMessages" | "applyMembership" | "readPlan" | "loadForDispatch" | "markCommitted" | "readHistory" | "conversationSummary" | "markRead" | "transferOwner";
+  | "createGroup" | "commitMessages" | "applyMembership" | "readPlan" | "loadForDispatch" | "markCommitted" | "expandAudience" | "saveFanoutProgress"
+  | "readHistory" | "conversationSummary" | "markRead" | "transferOwner";
+
+/** The key space a conversation's keys were made in (its prefix leads every key). */
+const spaceOf = (k: ConversationKeys) => new KeySpace(k.outbox.split(":")[0]!);
+
+/** The bucket's fanout job keys beside the conversation's outbox (core/dispatch/keys.ts). */
+export function fanoutOf(k: ConversationKeys): FanoutKeys {
+  return fanoutKeys(spaceOf(k), k.bucket);
+}
 
 /** Each conversation script's KEYS, in the order of its header. */
 export const SCRIPT_KEYS: Record<ConversationScriptName, (k: ConversationKeys) => string[]> = {
@@ -44,9 +53,11 @@ export const SCRIPT_KEYS: Record<ConversationScriptName, (k: ConversationKeys) =
   commitMessages: (k) => [k.idem, k.grpmeta, k.grpmembers, k.cseq, k.hist, k.outbox, k.vpending],
   applyMembership: (k) => [k.idem, k.grpmeta, k.grpmembers, k.grpdeltas, k.vpending, k.cseq, k.hist, k.commits, k.outbox],
   readPlan: (k) => [k.grpmeta, k.grpmembers],
-  loadForDispatch: (k) => [k.commits, k.hist, k.grpmembers, k.grpdeltas, k.grpmeta, k.vpending],
+  loadForDispatch: (k) => [k.commits, k.hist, k.grpmembers, k.grpdeltas, k.grpmeta, k.vpending, fanoutOf(k).fanoutPending],
   // KEYS[5], the bucket's relay lease, sits on the same tag; these tests run without a cluster (no lease)
-  markCommitted: (k) => [k.commits, k.outbox, k.vpending, k.grpdeltas, unitLeaseKey(new KeySpace(k.outbox.split(":")[0]!), "relay", k.bucket)],
+  markCommitted: (k) => [k.commits, k.outbox, k.vpending, k.grpdeltas, unitLeaseKey(spaceOf(k), "relay", k.bucket), fanoutOf(k).fanoutJobs, fanoutOf(k).fanoutState, fanoutOf(k).fanoutPending],
+  expandAudience: (k) => [k.grpmembers, k.hist, fanoutOf(k).fanoutState],
+  saveFanoutProgress: (k) => [unitLeaseKey(spaceOf(k), "relay", k.bucket), fanoutOf(k).fanoutJobs, fanoutOf(k).fanoutState, fanoutOf(k).fanoutPending],
   readHistory: (k) => [k.grpmembers, k.hist],
   conversationSummary: (k) => [k.grpmembers, k.hist, k.readseq],
   markRead: (k) => [k.grpmembers, k.hist, k.readseq],

@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { LUA_STATUS, luaStatus } from "../../core/index.js";
-import { Conv, hexIds, splitSorted, useRedis } from "./helpers.js";
+import { Conv, fanoutOf, hexId, hexIds, splitSorted, useRedis } from "./helpers.js";
 
 const fx = useRedis();
 
@@ -9,12 +9,19 @@ const JOIN = 1;
 const LEAVE = 2;
 const REMOVE = 3;
 
-/** The reply's 4-item groups. */
-function groups(reply: unknown[]): [string, string, string, string][] {
-  assert.equal(reply.length % 4, 0);
-  const out: [string, string, string, string][] = [];
-  for (let i = 0; i < reply.length; i += 4) out.push(reply.slice(i, i + 4).map(String) as [string, string, string, string]);
+type Group = [string, string, string, string, string];
+
+/** The reply's 5-item groups: seq, state, entry, version, audience. */
+function groups(reply: unknown[]): Group[] {
+  assert.equal(reply.length % 5, 0);
+  const out: Group[] = [];
+  for (let i = 0; i < reply.length; i += 5) out.push(reply.slice(i, i + 5).map(String) as Group);
   return out;
+}
+
+/** loadForDispatch of `seqs` with the member budget `budget` (the engine's is 1,000). */
+function load(c: Conv, seqs: (string | number)[], budget = 1000): Promise<unknown[]> {
+  return c.run("loadForDispatch", [budget, c.keys.outboxRef, ...seqs]);
 }
 
 test("loadForDispatch: a message frozen at an older version expands to the members at that version", async () => {
@@ -36,15 +43,15 @@ test("loadForDispatch: a message frozen at an older version expands to the membe
   ]);
   const before = await c.snapshot();
 
-  const reply = await c.run("loadForDispatch", [1, 2, 3, 4]);
+  const reply = await load(c, [1, 2, 3, 4]);
   const [g1, g2, g3, g4] = groups(reply);
-  assert.deepEqual(g1, ["1", `1|${m1.rest}`, "1", [owner, a, b].sort().join("")]);
+  assert.deepEqual(g1, ["1", "D", `1|${m1.rest}`, "1", [owner, a, b].sort().join("")]);
   // CONTROL messages: the explicit audience of the commit record, verbatim
-  assert.deepEqual(g2, ["2", `2|${join.rest}`, "2", commits["2"]!.slice("R|2|".length)]);
-  assert.deepEqual(splitSorted(g2[3]), [owner, a, b, d].sort());
-  assert.deepEqual(g3, ["3", `3|${remove.rest}`, "3", commits["3"]!.slice("R|3|".length)]);
-  assert.deepEqual(splitSorted(g3[3]), [owner, a, b, d].sort());
-  assert.deepEqual(g4, ["4", `4|${m4.rest}`, "3", [owner, a, d].sort().join("")]);
+  assert.deepEqual(g2, ["2", "D", `2|${join.rest}`, "2", commits["2"]!.slice("R|2|".length)]);
+  assert.deepEqual(splitSorted(g2[4]), [owner, a, b, d].sort());
+  assert.deepEqual(g3, ["3", "D", `3|${remove.rest}`, "3", commits["3"]!.slice("R|3|".length)]);
+  assert.deepEqual(splitSorted(g3[4]), [owner, a, b, d].sort());
+  assert.deepEqual(g4, ["4", "D", `4|${m4.rest}`, "3", [owner, a, d].sort().join("")]);
   // reading changes nothing
   assert.deepEqual(await c.snapshot(), before);
 });
@@ -67,10 +74,10 @@ test("loadForDispatch: leave and rejoin while pending; each version expands on i
   ]);
   const before = await c.snapshot();
 
-  const [g3, g1, g5] = groups(await c.run("loadForDispatch", [3, 1, 5]));
-  assert.deepEqual(g3, ["3", `3|${m3.rest}`, "2", owner]);
-  assert.deepEqual(g1, ["1", `1|${m1.rest}`, "1", [owner, a].sort().join("")]);
-  assert.deepEqual(g5, ["5", `5|${m5.rest}`, "3", [owner, a].sort().join("")]);
+  const [g3, g1, g5] = groups(await load(c, [3, 1, 5]));
+  assert.deepEqual(g3, ["3", "D", `3|${m3.rest}`, "2", owner]);
+  assert.deepEqual(g1, ["1", "D", `1|${m1.rest}`, "1", [owner, a].sort().join("")]);
+  assert.deepEqual(g5, ["5", "D", `5|${m5.rest}`, "3", [owner, a].sort().join("")]);
   // reading changes nothing (commits, vpending, deltas, history, outbox … all as they were)
   assert.deepEqual(await c.snapshot(), before);
 });
@@ -82,7 +89,7 @@ test("loadForDispatch: a message at the current version needs no delta", async (
   await c.membership(REMOVE, 1, [b], { sender: owner }); // version 2, nothing pending: no delta
   const m = await c.send(a, 2);
   assert.equal(await c.exists(c.keys.grpdeltas), 0);
-  assert.deepEqual(groups(await c.run("loadForDispatch", [2])), [["2", `2|${m.rest}`, "2", [owner, a].sort().join("")]]);
+  assert.deepEqual(groups(await load(c, [2])), [["2", "D", `2|${m.rest}`, "2", [owner, a].sort().join("")]]);
 });
 
 test("loadForDispatch: a seq no longer RECORDED (or never recorded) gives an empty entry", async () => {
@@ -91,14 +98,14 @@ test("loadForDispatch: a seq no longer RECORDED (or never recorded) gives an emp
   await c.createGroup(owner, [owner]);
   await c.send(owner, 1);
   const m2 = await c.send(owner, 1);
-  assert.equal(await c.run("markCommitted", ["", 0, c.keys.outboxRef, 1]).then((r) => r[0]), 1);
+  assert.equal(await c.run("markCommitted", ["", 0, c.keys.outboxRef, 1, 1]).then((r) => r[0]), 1);
   assert.deepEqual(await c.zrange(c.keys.vpending), [["2", 1]]);
   assert.equal(await c.exists(c.keys.commits), 0);
 
-  assert.deepEqual(groups(await c.run("loadForDispatch", [1, 2, 99])), [
-    ["1", "", "0", ""],
-    ["2", `2|${m2.rest}`, "1", owner],
-    ["99", "", "0", ""],
+  assert.deepEqual(groups(await load(c, [1, 2, 99])), [
+    ["1", "", "", "0", ""],
+    ["2", "D", `2|${m2.rest}`, "1", owner],
+    ["99", "", "", "0", ""],
   ]);
 });
 
@@ -111,10 +118,10 @@ test("loadForDispatch: a seq is RECORDED only through its commit record (commits
   const m3 = await c.send(a, 2); // seq 3 at version 2 (vpending)
   const commits = await c.hgetall(c.keys.commits);
   assert.deepEqual(Object.keys(commits), ["2"]);
-  assert.deepEqual(groups(await c.run("loadForDispatch", [1, 2, 3])), [
-    ["1", `1|${m1.rest}`, "1", owner],
-    ["2", `2|${join.rest}`, "2", commits["2"]!.slice("R|2|".length)],
-    ["3", `3|${m3.rest}`, "2", [owner, a].sort().join("")],
+  assert.deepEqual(groups(await load(c, [1, 2, 3])), [
+    ["1", "D", `1|${m1.rest}`, "1", owner],
+    ["2", "D", `2|${join.rest}`, "2", commits["2"]!.slice("R|2|".length)],
+    ["3", "D", `3|${m3.rest}`, "2", [owner, a].sort().join("")],
   ]);
 
   // without its vpending entry a NORMAL message is COMMITTED, though its history entry stays
@@ -122,10 +129,10 @@ test("loadForDispatch: a seq is RECORDED only through its commit record (commits
   // without its commits entry a CONTROL message is COMMITTED, though its history entry stays
   await c.client.hdel(c.keys.commits, "2");
   assert.equal((await c.zrange(c.keys.hist)).length, 3);
-  assert.deepEqual(groups(await c.run("loadForDispatch", [1, 2, 3])), [
-    ["1", "", "0", ""],
-    ["2", "", "0", ""],
-    ["3", `3|${m3.rest}`, "2", [owner, a].sort().join("")],
+  assert.deepEqual(groups(await load(c, [1, 2, 3])), [
+    ["1", "", "", "0", ""],
+    ["2", "", "", "0", ""],
+    ["3", "D", `3|${m3.rest}`, "2", [owner, a].sort().join("")],
   ]);
 });
 
@@ -139,15 +146,15 @@ test("loadForDispatch: a missing delta returns {-8, version}", async () => {
   assert.deepEqual(Object.keys(await c.hgetall(c.keys.grpdeltas)).sort(), ["2", "3"]);
 
   await c.client.hdel(c.keys.grpdeltas, "2");
-  const missing2 = await c.run("loadForDispatch", [1]);
+  const missing2 = await load(c, [1]);
   assert.deepEqual(missing2, [LUA_STATUS.SNAPSHOT_MISSING, 2]);
   assert.equal(luaStatus(missing2), "SNAPSHOT_MISSING");
   // the CONTROL messages carry their audience and need no delta
-  assert.equal(groups(await c.run("loadForDispatch", [2, 3])).length, 2);
+  assert.equal(groups(await load(c, [2, 3])).length, 2);
 
   await c.client.hset(c.keys.grpdeltas, "2", `1|${b}`);
   await c.client.hdel(c.keys.grpdeltas, "3");
-  assert.deepEqual(await c.run("loadForDispatch", [1]), [-8, 3]);
+  assert.deepEqual(await load(c, [1]), [-8, 3]);
 });
 
 /** How many times Redis ran `command` since the last CONFIG RESETSTAT (calls from scripts count). */
@@ -167,7 +174,7 @@ test("loadForDispatch: a backlog frozen at many versions walks each delta once, 
   let members = [owner, a];
   for (let v = 1; v <= n; v++) {
     const m = await c.send(owner, v); // seq 2v-1 at version v
-    expected.push([String(2 * v - 1), `${2 * v - 1}|${m.rest}`, String(v), [...members].sort().join("")]);
+    expected.push([String(2 * v - 1), "D", `${2 * v - 1}|${m.rest}`, String(v), [...members].sort().join("")]);
     const u = others[v - 1]!;
     await c.membership(JOIN, v, [u], { sender: owner }); // seq 2v, version v + 1
     members = [...members, u];
@@ -176,10 +183,58 @@ test("loadForDispatch: a backlog frozen at many versions walks each delta once, 
   const seqs = Array.from({ length: n }, (_, i) => 2 * i + 1);
 
   await c.client.config("RESETSTAT");
-  const reply = await c.run("loadForDispatch", [...seqs].reverse());
+  const reply = await load(c, [...seqs].reverse());
   const hgets = await calls(c, "hget");
   assert.deepEqual(groups(reply), [...expected].reverse(), "each message expands to the members at its own version, in ARGV order");
-  // one HGET of the version, one of commits per seq, one per delta: n + n + 1. Walking the deltas
-  // from the current version down once per pending version made it n + 1 + n(n+1)/2 (861 here).
-  assert.ok(hgets <= 2 * n + 1, `loadForDispatch ran ${hgets} HGETs for ${n} messages pending at ${n} versions`);
+  // one HGET of the version, one of the fanout pending count, one of commits per seq, one per
+  // delta: n + n + 2. Walking the deltas from the current version down once per pending version
+  // made it n + 1 + n(n+1)/2 (861 here).
+  assert.ok(hgets <= 2 * n + 2, `loadForDispatch ran ${hgets} HGETs for ${n} messages pending at ${n} versions`);
+});
+
+test("loadForDispatch: above the member budget (HLEN, left members included) a group message goes to a fanout job, unread; so does every later seq of the conversation in the batch", async () => {
+  const c = new Conv(fx);
+  const [owner, a, b, d] = hexIds(4) as [string, string, string, string];
+  await c.createGroup(owner, [owner, a, b]);
+  await c.send(owner, 1); // seq 1 at version 1: 3 entries in the member table
+  // control messages to the affected users only (broadcast threshold 0): audiences of 1
+  const join = await c.membership(JOIN, 1, [d], { sender: owner, broadcastMax: 0 }); // seq 2, version 2
+  await c.membership(LEAVE, 2, [b], { broadcastMax: 0 }); // seq 3, version 3: b stays in the table as LEFT
+  await c.send(a, 3); // seq 4 at version 3: 4 entries, 3 ACTIVE
+  const before = await c.snapshot();
+
+  // budget 4: the table holds 4 entries (b LEFT among them), not above it: everything expands
+  assert.deepEqual(groups(await load(c, [1, 2], 4)).map((g) => g.slice(0, 2)), [["1", "D"], ["2", "D"]]);
+  // budget 3: HLEN 4 is above it. Seq 1 (a group message) goes to a job, and so do the later seqs
+  // 2 and 3 (control messages with small audiences) and 4, whatever their size: they must reach
+  // the log after seq 1's chunks. The version rides along; nothing else is read.
+  const reply = groups(await load(c, [1, 2, 3, 4], 3));
+  assert.deepEqual(reply, [["1", "F", "", "1", ""], ["2", "F", "", "2", ""], ["3", "F", "", "3", ""], ["4", "F", "", "3", ""]]);
+  // a seq before the first one handed to a job is dispatched: order is per conversation, from that seq on
+  const cut = groups(await load(c, [2, 4], 3));
+  assert.deepEqual(cut.map((g) => g.slice(0, 2)), [["2", "D"], ["4", "F"]]);
+  assert.equal(cut[0]![2], `2|${join.rest}`);
+  assert.deepEqual(cut[0]![4], d);
+  // ARGV order is kept; the cut follows seq order, not ARGV order
+  assert.deepEqual(groups(await load(c, [4, 2], 3)).map((g) => g.slice(0, 2)), [["4", "F"], ["2", "D"]]);
+  assert.deepEqual(await c.snapshot(), before, "reading changes nothing");
+});
+
+test("loadForDispatch: a control message whose explicit audience exceeds the budget goes to a fanout job; a pending job sends every seq of its conversation after it", async () => {
+  const c = new Conv(fx);
+  const [owner, a, b, d] = hexIds(4) as [string, string, string, string];
+  await c.createGroup(owner, [owner, a]);
+  await c.membership(JOIN, 1, [b, d], { sender: owner }); // seq 1, version 2: audience {owner, a, b, d}
+  const m2 = await c.send(a, 2); // seq 2 at version 2
+  assert.deepEqual(groups(await load(c, [1, 2], 3)).map((g) => g.slice(0, 2)), [["1", "F"], ["2", "F"]],
+    "an audience of 4 above a budget of 3 (the table's 4 entries too)");
+  assert.deepEqual(groups(await load(c, [1, 2], 4)).map((g) => g.slice(0, 2)), [["1", "D"], ["2", "D"]]);
+
+  // a job of this conversation pending in the bucket: every seq goes behind it, however small
+  await c.client.hset(fanoutOf(c.keys).fanoutPending, c.keys.outboxRef, 1);
+  assert.deepEqual(groups(await load(c, [2], 1000)), [["2", "F", "", "2", ""]]);
+  // another conversation's pending job changes nothing here
+  await c.client.hdel(fanoutOf(c.keys).fanoutPending, c.keys.outboxRef);
+  await c.client.hset(fanoutOf(c.keys).fanoutPending, `${hexId()}|${hexId()}`, 1);
+  assert.deepEqual(groups(await load(c, [2], 1000)), [["2", "D", `2|${m2.rest}`, "2", [owner, a, b, d].sort().join("")]]);
 });

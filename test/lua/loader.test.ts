@@ -21,8 +21,10 @@ const EXPECTED_KEYS: Record<string, number | "n"> = {
   applyMembership: 9,
   transferOwner: 4,
   readPlan: 2,
-  loadForDispatch: 6,
-  markCommitted: 5,
+  loadForDispatch: 7,
+  markCommitted: 8,
+  expandAudience: 3,
+  saveFanoutProgress: 4,
   readHistory: 2,
   conversationSummary: 3,
   markRead: 3,
@@ -51,7 +53,7 @@ const SCRIPT_NAMES = Object.keys(EXPECTED_KEYS);
 /** The module folder each script lives in. */
 const MODULE_OF: Record<string, string> = {
   createGroup: "conversation", commitMessages: "conversation", applyMembership: "conversation", transferOwner: "conversation", readPlan: "conversation", readHistory: "conversation",
-  conversationSummary: "conversation", markRead: "conversation", loadForDispatch: "dispatch", markCommitted: "dispatch", projectEntries: "projection",
+  conversationSummary: "conversation", markRead: "conversation", loadForDispatch: "dispatch", markCommitted: "dispatch", expandAudience: "dispatch", saveFanoutProgress: "dispatch", projectEntries: "projection",
   popRegistered: "projection", deadLetterRegistration: "projection", advanceCheckpoint: "projection", bumpEpoch: "projection", raiseEpochMark: "projection",
   releaseLock: "projection", heartbeat: "cluster", acquireUnit: "cluster", releaseUnit: "cluster",
   recomputeUnread: "conversation-list", applyRows: "conversation-list", advanceListCheckpoint: "conversation-list",
@@ -93,7 +95,7 @@ test("loader: the key count comes from the file name and the command name is ver
   assert.equal(cg.lua, "return 7\n");
   assert.equal(scripts.get("applyMembership")!.numberOfKeys, 9);
   assert.equal(scripts.get("commitMessages")!.numberOfKeys, 7);
-  assert.equal(scripts.get("loadForDispatch")!.numberOfKeys, 6);
+  assert.equal(scripts.get("loadForDispatch")!.numberOfKeys, 7);
 });
 
 test("loader: includes are inlined once, nested ones first, with or without .lua", () => {

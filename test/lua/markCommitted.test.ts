@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { Conv, hexId, hexIds, SCRIPT_KEYS, useRedis } from "./helpers.js";
+import { Conv, fanoutOf, hexId, hexIds, SCRIPT_KEYS, splitSorted, useRedis } from "./helpers.js";
 
 const fx = useRedis();
 
@@ -24,7 +24,7 @@ test("markCommitted: drops commit records, outbox and vpending entries; retires 
   ]);
   const hist = await c.zrange(c.keys.hist);
 
-  assert.deepEqual(await c.run("markCommitted", ["", 0, ref, 1]), [1]);
+  assert.deepEqual(await c.run("markCommitted", ["", 0, ref, 1, 1]), [1, 0]);
   assert.deepEqual(Object.keys(await c.hgetall(c.keys.commits)).sort(), ["2", "4"]);
   assert.deepEqual(await c.lrange(c.keys.outbox), [`${ref}|2`, `${ref}|3`, `${ref}|4`]);
   assert.deepEqual(await c.zrange(c.keys.vpending), [["3", 2]]);
@@ -33,11 +33,11 @@ test("markCommitted: drops commit records, outbox and vpending entries; retires 
 
   // idempotent: marking the same seq again finds nothing RECORDED and changes nothing
   const before = await c.snapshot();
-  assert.deepEqual(await c.run("markCommitted", ["", 0, ref, 1]), [0]);
+  assert.deepEqual(await c.run("markCommitted", ["", 0, ref, 1, 1]), [0, 0]);
   assert.deepEqual(await c.snapshot(), before);
 
   // 2 and 4 from commits, 3 from vpending: each counted once
-  assert.deepEqual(await c.run("markCommitted", ["", 0, ref, 2, 3, 4]), [3]);
+  assert.deepEqual(await c.run("markCommitted", ["", 0, ref, 3, 2, 3, 4]), [3, 0]);
   assert.equal(await c.exists(c.keys.commits), 0);
   assert.equal(await c.exists(c.keys.outbox), 0);
   assert.equal(await c.exists(c.keys.vpending), 0);
@@ -55,12 +55,12 @@ test("markCommitted: counts only seqs still RECORDED in a mixed batch", async ()
   for (let i = 0; i < 3; i++) await c.send(owner, 1);
   // NORMAL messages are RECORDED in vpending only
   assert.equal(await c.exists(c.keys.commits), 0);
-  assert.deepEqual(await c.run("markCommitted", ["", 0, ref, 2]), [1]);
+  assert.deepEqual(await c.run("markCommitted", ["", 0, ref, 1, 2]), [1, 0]);
   assert.deepEqual(await c.zrange(c.keys.vpending), [
     ["1", 1],
     ["3", 1],
   ]);
-  assert.deepEqual(await c.run("markCommitted", ["", 0, ref, 1, 2, 3, 42]), [2]);
+  assert.deepEqual(await c.run("markCommitted", ["", 0, ref, 4, 1, 2, 3, 42]), [2, 0]);
   assert.equal(await c.exists(c.keys.commits), 0);
   assert.equal(await c.exists(c.keys.vpending), 0);
   assert.equal(await c.exists(c.keys.outbox), 0);
@@ -82,12 +82,12 @@ test("markCommitted: counts CONTROL seqs (commits) and NORMAL seqs (vpending) on
   ]);
 
   // one CONTROL seq, one NORMAL seq, one unknown
-  assert.deepEqual(await c.run("markCommitted", ["", 0, ref, 2, 3, 42]), [2]);
+  assert.deepEqual(await c.run("markCommitted", ["", 0, ref, 3, 2, 3, 42]), [2, 0]);
   assert.deepEqual(Object.keys(await c.hgetall(c.keys.commits)), ["4"]);
   assert.deepEqual(await c.zrange(c.keys.vpending), [["1", 1]]);
   assert.deepEqual(await c.lrange(c.keys.outbox), [`${ref}|1`, `${ref}|4`]);
   // again, with the remaining two: each seq is in at most one of commits / vpending
-  assert.deepEqual(await c.run("markCommitted", ["", 0, ref, 1, 2, 3, 4]), [2]);
+  assert.deepEqual(await c.run("markCommitted", ["", 0, ref, 4, 1, 2, 3, 4]), [2, 0]);
   assert.equal(await c.exists(c.keys.commits), 0);
   assert.equal(await c.exists(c.keys.vpending), 0);
   assert.equal(await c.exists(c.keys.outbox), 0);
@@ -105,7 +105,7 @@ test("markCommitted: leaves other conversations' outbox entries in the shared bu
   await c.send(owner, 1);
   assert.deepEqual(await c.lrange(c.keys.outbox), [`${ref}|1`, foreign, `${ref}|2`]);
 
-  assert.deepEqual(await c.run("markCommitted", ["", 0, ref, 1, 2]), [2]);
+  assert.deepEqual(await c.run("markCommitted", ["", 0, ref, 2, 1, 2]), [2, 0]);
   assert.deepEqual(await c.lrange(c.keys.outbox), [foreign]);
 });
 
@@ -120,13 +120,13 @@ test("markCommitted: the oldest pending version decides, whatever order seqs are
   await c.membership(JOIN, 2, [b], { sender: owner }); // seq 4, version 3
 
   // the newer message goes first: seq 1 (version 1) still needs deltas 2 and 3
-  assert.deepEqual(await c.run("markCommitted", ["", 0, ref, 3, 4]), [2]);
+  assert.deepEqual(await c.run("markCommitted", ["", 0, ref, 2, 3, 4]), [2, 0]);
   assert.deepEqual(Object.keys(await c.hgetall(c.keys.commits)), ["2"]);
   assert.deepEqual(await c.zrange(c.keys.vpending), [["1", 1]]);
   assert.deepEqual(await c.hgetall(c.keys.grpdeltas), { "2": `1|${a}`, "3": `1|${b}` });
   // and it still expands correctly
-  const reply = await c.run("loadForDispatch", [1]);
-  assert.equal(reply[3], owner);
+  const reply = await c.run("loadForDispatch", [1000, ref, 1]);
+  assert.equal(reply[4], owner);
 });
 
 test("markCommitted: fenced by the bucket's relay lease (KEYS[5]): only its exact owner and token mark; anything else answers -10 and writes nothing", async () => {
@@ -138,10 +138,60 @@ test("markCommitted: fenced by the bucket's relay lease (KEYS[5]): only its exac
   const lease = SCRIPT_KEYS.markCommitted(c.keys)[4]!;
   await c.client.hset(lease, "owner", "n1", "token", 3);
   const before = await c.snapshot();
-  assert.deepEqual(await c.run("markCommitted", ["", 0, ref, 1]), [-10], "no cluster token once a node took the bucket");
-  assert.deepEqual(await c.run("markCommitted", ["n1", 2, ref, 1]), [-10], "an older token of the same owner");
-  assert.deepEqual(await c.run("markCommitted", ["n2", 3, ref, 1]), [-10], "the same number from another owner (a lost lease write)");
+  assert.deepEqual(await c.run("markCommitted", ["", 0, ref, 1, 1]), [-10], "no cluster token once a node took the bucket");
+  assert.deepEqual(await c.run("markCommitted", ["n1", 2, ref, 1, 1]), [-10], "an older token of the same owner");
+  assert.deepEqual(await c.run("markCommitted", ["n2", 3, ref, 1, 1]), [-10], "the same number from another owner (a lost lease write)");
   assert.deepEqual(await c.snapshot(), before);
-  assert.deepEqual(await c.run("markCommitted", ["n1", 3, ref, 1]), [1]);
+  assert.deepEqual(await c.run("markCommitted", ["n1", 3, ref, 1, 1]), [1, 0]);
   assert.equal(await c.exists(c.keys.outbox), 0);
+});
+
+test("markCommitted: seqs handed to fanout jobs leave the outbox, commits and vpending, and become jobs in seq order with their version (and a control message's audience)", async () => {
+  const c = new Conv(fx);
+  const [owner, a, b] = hexIds(3) as [string, string, string];
+  const ref = c.keys.outboxRef;
+  const f = fanoutOf(c.keys);
+  await c.createGroup(owner, [owner, a]);
+  await c.send(owner, 1); // seq 1 at version 1 (vpending)
+  await c.membership(JOIN, 1, [b], { sender: owner }); // seq 2, version 2 (commits)
+  await c.send(a, 2); // seq 3 at version 2 (vpending)
+  await c.send(a, 2); // seq 4 at version 2 (vpending)
+  const audience2 = (await c.hgetall(c.keys.commits))["2"]!.slice("R|2|".length);
+  assert.deepEqual(splitSorted(audience2), [owner, a, b].sort());
+
+  // seq 1 appended to the log; 2 and 3 handed to jobs
+  assert.deepEqual(await c.run("markCommitted", ["", 0, ref, 1, 1, 2, 3]), [3, 2]);
+  assert.deepEqual(await c.lrange(f.fanoutJobs), [`${ref}|2`, `${ref}|3`]);
+  assert.deepEqual(await c.hgetall(f.fanoutState), { [`${ref}|2`]: "2|0|0", [`${ref}|2|audience`]: audience2, [`${ref}|3`]: "2|0|0" });
+  assert.deepEqual(await c.hgetall(f.fanoutPending), { [ref]: "2" });
+  assert.equal(await c.exists(c.keys.commits), 0);
+  assert.deepEqual(await c.zrange(c.keys.vpending), [["4", 2]]);
+  assert.deepEqual(await c.lrange(c.keys.outbox), [`${ref}|4`]);
+
+  // again (a relay that crashed after this mark and loads the same seqs): no longer RECORDED, no second job
+  const before = [await c.snapshot(), await c.lrange(f.fanoutJobs), await c.hgetall(f.fanoutState), await c.hgetall(f.fanoutPending)];
+  assert.deepEqual(await c.run("markCommitted", ["", 0, ref, 0, 2, 3]), [0, 0]);
+  assert.deepEqual([await c.snapshot(), await c.lrange(f.fanoutJobs), await c.hgetall(f.fanoutState), await c.hgetall(f.fanoutPending)], before);
+
+  // the last one too: nothing pending, every delta retired (jobs expand from intervals, not deltas)
+  assert.deepEqual(await c.run("markCommitted", ["", 0, ref, 0, 4]), [1, 1]);
+  assert.deepEqual(await c.lrange(f.fanoutJobs), [`${ref}|2`, `${ref}|3`, `${ref}|4`]);
+  assert.deepEqual(await c.hgetall(f.fanoutPending), { [ref]: "3" });
+  assert.equal(await c.exists(c.keys.vpending), 0);
+  assert.equal(await c.exists(c.keys.outbox), 0);
+  assert.equal(await c.exists(c.keys.grpdeltas), 0);
+});
+
+test("markCommitted: a fenced call queues no job either", async () => {
+  const c = new Conv(fx);
+  const [owner] = hexIds(1) as [string];
+  const ref = c.keys.outboxRef;
+  const f = fanoutOf(c.keys);
+  await c.createGroup(owner, [owner]);
+  await c.send(owner, 1);
+  await c.client.hset(SCRIPT_KEYS.markCommitted(c.keys)[4]!, "owner", "n1", "token", 3);
+  const before = await c.snapshot();
+  assert.deepEqual(await c.run("markCommitted", ["n1", 2, ref, 0, 1]), [-10]);
+  assert.deepEqual(await c.snapshot(), before);
+  assert.deepEqual([await c.exists(f.fanoutJobs), await c.exists(f.fanoutState), await c.exists(f.fanoutPending)], [0, 0, 0]);
 });

@@ -88,7 +88,7 @@ for (const kind of LIST_TOPOLOGIES) {
       const k = quiet.conversationKeys(tenant, group);
       const record = async (seq: number): Promise<DispatchRecord> => {
         const entry = (await fx.store.clientFor(k.tag).zrangebyscore(k.hist, seq, seq))[0]!;
-        return { tenant, conversation: group, conversationSeq: seq, version: 1, entry, recipients: [owner, u] };
+        return { tenant, conversation: group, conversationSeq: seq, version: 1, entry, recipients: [owner, u], chunk: 0 };
       };
       const log = fx.engine.dispatchLog;
       const compactor = fx.engine.conversationList.compactor;

@@ -19,7 +19,7 @@ import os from "node:os";
 import path from "node:path";
 import { connectAdmin, type AdminClient } from "../admin-api/client.js";
 import {
-  COMMIT_BUCKET_COUNT, decodeHistoryEntry, KeySpace, newUuid, outboxKey, RedisStore, RedisStreamsDispatchLog, unitLeaseKey,
+  COMMIT_BUCKET_COUNT, decodeHistoryEntry, fanoutKeys, KeySpace, newUuid, outboxKey, RedisStore, RedisStreamsDispatchLog, unitLeaseKey,
   type DispatchIdentity, type UnitKind, type Uuid,
 } from "../core/index.js";
 import { issueNodeCert } from "../certs/pki.js";
@@ -124,7 +124,8 @@ async function redisNow(): Promise<number> {
 
 async function settled(): Promise<void> {
   for (;;) {
-    const outbox = (await store.listLengths(Array.from({ length: COMMIT_BUCKET_COUNT }, (_, b) => outboxKey(keys, b)))).reduce((a, x) => a + x, 0);
+    const buckets = Array.from({ length: COMMIT_BUCKET_COUNT }, (_, b) => b);
+    const outbox = (await store.listLengths([...buckets.map((b) => outboxKey(keys, b)), ...buckets.map((b) => fanoutKeys(keys, b).fanoutJobs)])).reduce((a, x) => a + x, 0);
     if (outbox === 0) return;
     await sleep(100);
   }
@@ -189,12 +190,13 @@ try {
   const lagThree = await lags(t0);
 
   // duplicates over everything so far
+  // per chunk: a fanout job's chunks (issue 22) share their seq
   const counts = new Map<string, number>();
   for (const part of await readWholeLog(log)) for (const e of part) {
-    const k = `${e.record.conversation}|${e.record.conversationSeq}`;
+    const k = `${e.record.conversation}|${e.record.conversationSeq}|${e.record.chunk}`;
     counts.set(k, (counts.get(k) ?? 0) + 1);
   }
-  const commits = counts.size;
+  const commits = new Set([...counts.keys()].map((k) => k.slice(0, k.lastIndexOf("|")))).size;
   const duplicates = [...counts.values()].reduce((a, c) => a + c - 1, 0);
 
   // kill -9 → every unit owned again

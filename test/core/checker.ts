@@ -18,13 +18,26 @@ const sameSet = (a: Iterable<Uuid>, b: Iterable<Uuid>) => {
  * bumps the version by exactly one; a message's audience equals the member set at the moment its
  * seq was allocated; a control message's audience is post-change members ∪ affected (or only the
  * affected users above the broadcast threshold).
+ *
+ * A seq dispatched by a fanout job (issue 22) has several records, chunks 0, 1, 2 …: its audience
+ * is the union of their recipients, and they must agree on everything else (entry, version). The
+ * same chunk twice is a duplicate (callers dedupe at-least-once repeats first).
  */
 export function checkConversation(initialMembers: Uuid[], records: DispatchRecord[], broadcastMax = 500): CheckReport {
   const violations: string[] = [];
   const bySeq = new Map<number, DispatchRecord>();
+  const chunks = new Set<string>();
   for (const r of records) {
-    if (bySeq.has(r.conversationSeq)) violations.push(`seq ${r.conversationSeq} dispatched twice`);
-    bySeq.set(r.conversationSeq, r);
+    const chunk = `${r.conversationSeq}|${r.chunk}`;
+    if (chunks.has(chunk)) violations.push(`seq ${r.conversationSeq} chunk ${r.chunk} dispatched twice`);
+    chunks.add(chunk);
+    const first = bySeq.get(r.conversationSeq);
+    if (!first) {
+      bySeq.set(r.conversationSeq, { ...r, recipients: [...r.recipients] });
+      continue;
+    }
+    if (first.entry !== r.entry || first.version !== r.version) violations.push(`seq ${r.conversationSeq}: its chunks differ in entry or version`);
+    first.recipients.push(...r.recipients);
   }
   const seqs = [...bySeq.keys()].sort((a, b) => a - b);
   seqs.forEach((s, i) => { if (s !== i + 1) violations.push(`seq gap: expected ${i + 1}, found ${s}`); });

@@ -1,14 +1,16 @@
 /**
- * Waiting for the session projection to catch up, by state, never by time: the outbox is empty,
- * every partition's lag is 0 and no registration is pending. Bounded by a number of attempts.
+ * Waiting for the session projection to catch up, by state, never by time: the outboxes and the
+ * fanout job queues are empty, every partition's lag is 0 and no registration is pending. Bounded
+ * by a number of attempts.
  */
 import type { Redis } from "ioredis";
 import type { AdminServer } from "../../admin-api/server.js";
 import type { ProjectionStatus } from "../../core/index.js";
 
+/** Commits not yet wholly in the dispatch log: outbox entries plus fanout jobs (issue 22) of every bucket. */
 export async function outboxDepth(redis: Redis): Promise<number> {
   let depth = 0;
-  for (const key of await redis.keys("*:outbox")) depth += await redis.llen(key);
+  for (const key of [...await redis.keys("*:outbox"), ...await redis.keys("*:fanout:jobs")]) depth += await redis.llen(key);
   return depth;
 }
 

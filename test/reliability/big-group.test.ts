@@ -177,7 +177,8 @@ for (const kind of TOPOLOGIES) {
         assert.equal(report.messages, messages);
         const info = await op.getGroup({ tenant, group });
         assert.equal(info.memberCount, members.size);
-        assert.equal(info.conversationSeq, BigInt(records.length));
+        // a message to the 10,000 members goes out in fanout chunks (issue 22): several records per seq
+        assert.equal(info.conversationSeq, BigInt(new Set(records.map((r) => r.conversationSeq)).size));
         // every change happened above the threshold: each event went to the (at most 1,000) affected users only
         const events = records.filter((r) => decodeHistoryEntry(r.entry).membership);
         assert.equal(events.length, report.events);

@@ -22,7 +22,7 @@ import {
   type Uuid,
 } from "../../core/index.js";
 import { checkConversation } from "../core/checker.js";
-import { checkpointKey, userKeys } from "../../core/index.js";
+import { checkpointKey, fanoutKeys, userKeys } from "../../core/index.js";
 import { newUuid } from "../../core/index.js";
 
 /** QIM_SOAK=1: the long mode (more operations, more rounds); CI runs the short one. */
@@ -299,15 +299,23 @@ export async function verifyGroups(engine: ConversationService, log: DispatchLog
     const active = [...members.values()].filter((m) => m.state === "ACTIVE").length;
     if (Number(meta.member_count) !== active) violations.push(`${where}: member_count ${meta.member_count}, the events give ${active}`);
 
-    // dispatch log: at least once, identical duplicates, every history entry, then the checker
+    // dispatch log: at least once, identical duplicates, every history entry, then the checker.
+    // A fanout job's seq (issue 22) has several records, one per chunk: a duplicate is the same
+    // chunk again; the checker takes the union of a seq's chunks as its audience.
     const records = byConversation.get(`${tenant}|${group}`) ?? [];
+    const byChunk = new Map<string, DispatchRecord>();
     const bySeq = new Map<number, DispatchRecord>();
     for (const r of records) {
-      const first = bySeq.get(r.conversationSeq);
-      if (!first) { bySeq.set(r.conversationSeq, r); continue; }
+      const key = `${r.conversationSeq}|${r.chunk}`;
+      const first = byChunk.get(key);
+      if (!first) {
+        byChunk.set(key, r);
+        if (!bySeq.has(r.conversationSeq)) bySeq.set(r.conversationSeq, r);
+        continue;
+      }
       report.duplicateDispatches++;
       if (first.entry !== r.entry || first.version !== r.version || sortedIds(first.recipients) !== sortedIds(r.recipients)) {
-        violations.push(`${where}: seq ${r.conversationSeq} dispatched twice with different content (version ${first.version}/${r.version}, ${first.recipients.length}/${r.recipients.length} recipients)`);
+        violations.push(`${where}: seq ${r.conversationSeq} chunk ${r.chunk} dispatched twice with different content (version ${first.version}/${r.version}, ${first.recipients.length}/${r.recipients.length} recipients)`);
       }
     }
     for (let s = 1; s <= cseq; s++) {
@@ -316,7 +324,7 @@ export async function verifyGroups(engine: ConversationService, log: DispatchLog
       else if (r.entry !== hist.get(s)) violations.push(`${where}: the dispatch record of seq ${s} differs from its history entry`);
     }
     for (const s of bySeq.keys()) if (s > cseq) violations.push(`${where}: seq ${s} dispatched beyond cseq ${cseq}`);
-    const checked = checkConversation(spec.initialMembers, [...bySeq.values()]);
+    const checked = checkConversation(spec.initialMembers, [...byChunk.values()]);
     violations.push(...checked.violations.map((v) => `${where}: ${v}`));
   }
   return report;
@@ -349,27 +357,31 @@ export async function verifyProjection(engine: ConversationService, tenant: Uuid
 }
 
 /**
- * The relay's rule "nothing is marked COMMITTED that is not in the log": every seq of every group
- * that is no longer RECORDED (neither in vpending nor in commits) has a dispatch record. Read with
- * the relay stopped; commits made meanwhile are RECORDED atomically with their seq, so they pass.
+ * The relay's rule "nothing is marked COMMITTED that is not in the log (or in a fanout job)":
+ * every seq of every group that is no longer RECORDED (neither in vpending nor in commits) has a
+ * dispatch record or a fanout job in its bucket's queue (issue 22). Read with the relay stopped;
+ * commits made meanwhile are RECORDED atomically with their seq, so they pass.
  */
-export async function verifyMarkedAreLogged(engine: ConversationService, specs: GroupSpec[], wholeLog: DispatchEntry[][]): Promise<{ violations: string[]; marked: number; recorded: number }> {
+export async function verifyMarkedAreLogged(engine: ConversationService, specs: GroupSpec[], wholeLog: DispatchEntry[][]): Promise<{ violations: string[]; marked: number; recorded: number; inJobs: number }> {
   const violations: string[] = [];
   const logged = new Set(wholeLog.flat().map((e) => `${e.record.conversation}|${e.record.conversationSeq}`));
   let marked = 0;
   let recorded = 0;
+  let inJobs = 0;
   for (const { tenant, group } of specs) {
     const k = engine.conversationKeys(tenant, group);
-    const res = await engine.store.clientFor(k.tag).multi().get(k.cseq).zrange(k.vpending, "0", "-1").hkeys(k.commits).exec();
+    const res = await engine.store.clientFor(k.tag).multi().get(k.cseq).zrange(k.vpending, "0", "-1").hkeys(k.commits).lrange(fanoutKeys(engine.keys, k.bucket).fanoutJobs, 0, -1).exec();
     const cseq = Number((res![0]![1] as string | null) ?? 0);
     const pending = new Set([...(res![1]![1] as string[]), ...(res![2]![1] as string[])].map(Number));
+    const jobs = new Set((res![3]![1] as string[]).filter((j) => j.startsWith(`${k.outboxRef}|`)).map((j) => Number(j.slice(k.outboxRef.length + 1))));
     for (let s = 1; s <= cseq; s++) {
       if (pending.has(s)) { recorded++; continue; }
       marked++;
-      if (!logged.has(`${group}|${s}`)) violations.push(`group ${group}: seq ${s} is marked COMMITTED but not in the dispatch log`);
+      if (jobs.has(s)) { inJobs++; continue; }
+      if (!logged.has(`${group}|${s}`)) violations.push(`group ${group}: seq ${s} is marked COMMITTED but neither in the dispatch log nor in a fanout job`);
     }
   }
-  return { violations, marked, recorded };
+  return { violations, marked, recorded, inJobs };
 }
 
 export interface PartitionCheck {

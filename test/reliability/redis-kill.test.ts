@@ -35,7 +35,7 @@ import {
 } from "../../core/index.js";
 import { startRedis } from "../harness/redis.js";
 import { buildLoadWorld, Ledger, readWholeLog, runLoad, seededRng, sleep, SOAK, verifyCheckpoints, verifyGroups, verifyProjection } from "./common.js";
-import { outboxKey } from "../../core/index.js";
+import { fanoutKeys, outboxKey } from "../../core/index.js";
 
 const CFG = SOAK
   ? { groups: 8, churn: 12, sendersPerGroup: 3, sendsPerWorker: 300, changesPerGroup: 150, kills: [0.2, 0.4, 0.6, 0.8] }
@@ -92,7 +92,8 @@ describe("reliability: redis-server kill -9 during a mixed load", { timeout: SOA
       // the background relay, projector and registration task recover by themselves (bounded polls)
       let settled = false;
       for (let i = 0; i < 600 && !settled; i++) {
-        const [status, outbox] = await Promise.all([stack.status(), Promise.all(Array.from({ length: COMMIT_BUCKET_COUNT }, (_, b) => store.clientFor(bucketTag(b)).llen(outboxKey(engine.keys, b))))]);
+        const [status, outbox] = await Promise.all([stack.status(), Promise.all(Array.from({ length: COMMIT_BUCKET_COUNT }, async (_, b) =>
+          (await store.clientFor(bucketTag(b)).llen(outboxKey(engine.keys, b))) + (await store.clientFor(bucketTag(b)).llen(fanoutKeys(engine.keys, b).fanoutJobs))))]);
         settled = outbox.every((n) => n === 0) && status.failure === null
           && status.partitions.every((p) => p.verdict === "OK" && p.lag === 0) && status.pendingPerInstance.every((p) => p.depth === 0);
         if (!settled) await sleep(25);

@@ -1,8 +1,10 @@
 /**
  * The outbox relay and the session projection (consumer + registration task) in a process of
- * their own, for relay-projection-kill.test.ts, which SIGKILLs it at random moments:
+ * their own, for relay-projection-kill.test.ts, which SIGKILLs it at random moments, and
+ * fanout-kill.test.ts, which kills it at a fail point (QIM_FAILPOINTS in its environment):
  *   node relay-projection-child.js '<json config>'
- *   { topology, keyPrefix, dispatch: {clusterId, topicId, partitionCount}, lowLatency: boolean, mode: "run" | "drain" }
+ *   { topology, keyPrefix, dispatch: {clusterId, topicId, partitionCount}, lowLatency: boolean, mode: "run" | "drain",
+ *     relay?: { fanoutChunkRecipients?, fanoutChunksPerPass? } }
  *
  * "run": wired as the admin server wires them — the relay sweeping every bucket (the parent's
  * commits come from another process, so no kicks), each append handed to the low-latency path
@@ -18,6 +20,7 @@ import {
   RedisStreamsDispatchLog,
   ConversationService,
   type DispatchIdentity,
+  type RelayOptions,
   type TopologyConfig,
 } from "../../core/index.js";
 
@@ -27,6 +30,7 @@ const cfg = JSON.parse(process.argv[2]!) as {
   dispatch: DispatchIdentity;
   lowLatency: boolean;
   mode: "run" | "drain";
+  relay?: Pick<RelayOptions, "fanoutChunkRecipients" | "fanoutChunksPerPass">;
 };
 const fail = (what: string) => (err: unknown) => process.stderr.write(`error: ${what}: ${err instanceof Error ? err.message : String(err)}\n`);
 const store = new RedisStore(cfg.topology, { onError: fail("redis") });
@@ -41,7 +45,7 @@ const stack = new ProjectionStack({ store, keys: engine.keys, conversations: eng
   log: (line) => process.stderr.write(`log: ${line}\n`),
   onError: fail("projection"),
 });
-const relay = new OutboxRelay(store, engine.keys, log, { ...(cfg.lowLatency ? { onAppended: stack.lowLatency } : {}), onError: fail("relay") });
+const relay = new OutboxRelay(store, engine.keys, log, { ...cfg.relay, ...(cfg.lowLatency ? { onAppended: stack.lowLatency } : {}), onError: fail("relay") });
 
 await log.ensureIdentity();
 await stack.start();

@@ -5,12 +5,14 @@
  * the union of a seq's chunks is exactly the group's members, every chunk within the size; a
  * small group's send committed into the same bucket after the big one is relayed before the big
  * job ends (order across conversations is not held up), while the big group's next message comes
- * after all of its first message's chunks (order per conversation).
+ * after all of its first message's chunks (order per conversation). And the session projection's
+ * durable consumer does not take a seq's chunk 0 for written when the low-latency path wrote
+ * another chunk of it.
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import {
-  commitBucket, ConversationService, fanoutKeys, newUuid, OutboxRelay, RedisStreamsDispatchLog,
+  commitBucket, ConversationService, fanoutKeys, newUuid, OutboxRelay, ProjectionStack, RedisHashAuthority, RedisStreamsDispatchLog, userKeys, uuidToHex,
   type DispatchEntry, type DispatchRecord, type Uuid,
 } from "../../core/index.js";
 import { useEngine } from "./fixture.js";
@@ -49,6 +51,30 @@ for (const kind of ["single", "cluster"] as const) {
       const small = await fx.engine.createGroup({ tenant, owner, group: groupInBucket(tenant, bucket), members: [members[0]!] });
       return { tenant, owner, members, everyone: sorted([owner, ...members]), big: big.group, small: small.group, bucket };
     };
+
+    it("the durable consumer projects chunk 0 of a seq although the low-latency path projected only its chunk 1 (what it skips is keyed by chunk too)", async () => {
+      // first in the file: the stack catches up from the log's current end, not through the big groups below
+      const stack = new ProjectionStack({ store: fx.store, keys: fx.engine.keys, conversations: fx.engine, log: fx.log, authority: new RedisHashAuthority(fx.store, fx.engine.keys) }, { background: false });
+      await stack.start();
+      try {
+        const tenant = fx.tenant();
+        const conversation = newUuid();
+        const [first, second] = [[newUuid(), newUuid()], [newUuid(), newUuid()]];
+        const entry = `1|${uuidToHex(newUuid())}|${uuidToHex(first[0]!)}|N|1|1700000000000|text/plain|aGk=`;
+        const chunk0: DispatchRecord = { tenant, conversation, conversationSeq: 1, version: 1, entry, recipients: first, chunk: 0 };
+        const chunk1: DispatchRecord = { ...chunk0, recipients: second, chunk: 1 };
+        await fx.log.append([chunk0, chunk1]);
+        // the low-latency path got chunk 1 only (it skips batches while busy)
+        await stack.projector.projectRecords([chunk1]);
+        await stack.projector.catchUp();
+        for (const u of [...first, ...second]) {
+          const k = userKeys(fx.engine.keys, tenant, u);
+          assert.notEqual(await fx.store.clientFor(k.tag).zscore(k.convs, uuidToHex(conversation)), null, `recipient of chunk ${first.includes(u) ? 0 : 1}`);
+        }
+      } finally {
+        await stack.stop();
+      }
+    });
 
     it("chunks of at most 100 whose union is the member set; a small group's later send in the same bucket goes first; the big group's next seq after every chunk", async () => {
       const w = await world();

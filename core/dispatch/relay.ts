@@ -351,28 +351,29 @@ export class OutboxRelay {
 
   /**
    * One pass over every owned bucket until its outbox and its fanout jobs are empty; returns the
-   * outbox entries relayed. Each round gives every bucket one outbox batch and one fanout turn, so
-   * a big fanout in one bucket never holds up the other buckets' outboxes.
+   * outbox entries relayed. Each round gives every bucket with work one outbox batch and one fanout
+   * turn, and looks at every owned bucket again: a big fanout in one bucket, which keeps the pass
+   * going for many rounds, never holds up the other buckets' outboxes, also those filled meanwhile
+   * by other processes' commits (which no kick announces).
    */
   async drainAll(): Promise<number> {
     let total = 0;
     const buckets = Array.from({ length: COMMIT_BUCKET_COUNT }, (_, b) => b);
-    let pending = buckets.filter((b) => this.gate.owns("relay", b));
-    while (pending.length > 0) {
-      pending = pending.filter((b) => this.gate.owns("relay", b));
-      if (pending.length === 0) break;
-      const lengths = await this.store.listLengths([...pending.map((b) => outboxKey(this.keys, b)), ...pending.map((b) => fanoutKeys(this.keys, b).fanoutJobs)]);
-      const outbox = lengths.slice(0, pending.length);
-      const jobs = lengths.slice(pending.length);
-      const turns = pending.map((b, i) => ({ b, outbox: outbox[i]!, jobs: jobs[i]! })).filter((t) => t.outbox > 0 || t.jobs > 0);
+    // buckets that got nowhere in a round (fenced out) are done for this pass: never loop on them
+    const stuck = new Set<number>();
+    for (;;) {
+      const owned = buckets.filter((b) => !stuck.has(b) && this.gate.owns("relay", b));
+      if (owned.length === 0) break;
+      const lengths = await this.store.listLengths([...owned.map((b) => outboxKey(this.keys, b)), ...owned.map((b) => fanoutKeys(this.keys, b).fanoutJobs)]);
+      const turns = owned.map((b, i) => ({ b, outbox: lengths[i]!, jobs: lengths[owned.length + i]! })).filter((t) => t.outbox > 0 || t.jobs > 0);
+      if (turns.length === 0) break;
       const done = await Promise.all(turns.map(async (t) => {
         const relayed = t.outbox > 0 ? await this.drainBucket(t.b) : 0;
         const steps = t.jobs > 0 ? await this.fanoutBucket(t.b) : 0;
         return { relayed, steps };
       }));
       total += done.reduce((a, d) => a + d.relayed, 0);
-      // a bucket that got nowhere (fenced out) is done for this pass: never loop on it
-      pending = turns.filter((_, i) => done[i]!.relayed > 0 || done[i]!.steps > 0).map((t) => t.b);
+      turns.forEach((t, i) => { if (done[i]!.relayed === 0 && done[i]!.steps === 0) stuck.add(t.b); });
     }
     return total;
   }

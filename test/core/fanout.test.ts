@@ -126,6 +126,31 @@ for (const kind of ["single", "cluster"] as const) {
       assert.deepEqual([await client.zcard(k.vpending), await client.hlen(k.commits), await client.llen(k.outbox)], [0, 0, 0]);
     });
 
+    it("a sweep (drainAll) busy with a big fanout also relays what another process commits meanwhile into another bucket", async () => {
+      const w = await world();
+      const otherGroup = (await fx.engine.createGroup({ tenant: w.tenant, owner: w.owner, group: (() => {
+        for (;;) { const g = newUuid(); if (commitBucket(w.tenant, g) !== w.bucket) return g; }
+      })() })).group;
+      let other: Promise<{ conversationSeq: number }> | undefined;
+      // fx.engine reports no commits to this relay (no kicks): as if another process committed
+      const relay = new OutboxRelay(fx.store, fx.engine.keys, fx.log, {
+        fanoutChunkRecipients: 10,
+        onAppended: (records) => {
+          if (!other && records.some((r) => r.conversation === w.big)) other = fx.engine.send({ tenant: w.tenant, group: otherGroup, sender: w.owner, text: "elsewhere" });
+        },
+      });
+      await fx.engine.send({ tenant: w.tenant, group: w.big, sender: w.owner, text: "big" });
+      await relay.drainAll();
+      assert.ok(other);
+      const sent = await other;
+      const records = (await fx.dispatched()).map((e) => e.record);
+      const logged = records.filter((r) => r.conversation === otherGroup && r.conversationSeq === sent.conversationSeq);
+      assert.equal(logged.length, 1, "the same pass relayed the other bucket's commit");
+      const k = fx.engine.conversationKeys(w.tenant, otherGroup);
+      assert.equal(await fx.store.clientFor(k.tag).llen(k.outbox), 0);
+      assert.deepEqual(sorted(new Set(records.filter((r) => r.conversation === w.big).flatMap((r) => r.recipients))), w.everyone);
+    });
+
     it("with kicks: a small group's send during the big fanout is relayed between two of its turns, and the big group's next messages wait for it", async () => {
       const w = await world();
       const k = fx.engine.conversationKeys(w.tenant, w.big);

@@ -37,8 +37,8 @@ import { EXIT, type ExitCode } from "../exit-codes.js";
 import { DRILL_REPORT_NAME, writableDir } from "../output-files.js";
 import { uuid } from "../validate.js";
 import {
-  findOnPath, findProcesses, freePort, healthCheck, isAlive, isOurs, LOOPBACK, portIsFree, redisAnswers, redisServerVersion, sleep, stopPid,
-  tcpAccepts, versionAtLeast, type Identity, type StopHow, type TlsClientFiles,
+  findOnPath, findProcesses, freePort, healthCheck, isAlive, isOurs, LOOPBACK, portIsFree, redisReadiness, redisServerVersion, sleep, stopPid,
+  tcpAccepts, versionAtLeast, type Identity, type RedisReadiness, type StopHow, type TlsClientFiles,
 } from "./process.js";
 
 export const DEFAULT_DEV_DIR = path.join(".qim", "dev");
@@ -51,6 +51,16 @@ const REDIS_INSTALL_ROOT = "apt-get install -y redis-server";
 
 /** Bounds of the waits, in attempts (each ≈ 50–100 ms plus the probe). */
 const REDIS_READY_ATTEMPTS = 200;
+/**
+ * How long dev up waits while redis-server answers LOADING (it replays its AOF before it answers
+ * anything else): a data dir that grew for weeks loads at roughly a million keys per few seconds,
+ * so minutes are normal; stopping it mid-load (as the 12 s of REDIS_READY_ATTEMPTS did) only makes
+ * the next try start over.
+ */
+const REDIS_LOADING_MAX_MS = 15 * 60_000;
+/** A loading Redis is asked again this often; the "waiting … N%" line at most every LOADING_PROGRESS_EVERY_MS. */
+const LOADING_POLL_MS = 250;
+const LOADING_PROGRESS_EVERY_MS = 2000;
 const SERVER_READY_ATTEMPTS = 300;
 /** Cassandra may need to create its keyspace and table first. */
 const SERVER_READY_ATTEMPTS_CASSANDRA = 1200;
@@ -457,7 +467,7 @@ async function requireRedisServer(env: NodeJS.ProcessEnv = process.env): Promise
   return { binary, version: version ?? "unknown" };
 }
 
-async function startRedis(p: DevPaths, binary: string, env: NodeJS.ProcessEnv, secure: boolean): Promise<{ started: Started; port: number }> {
+async function startRedis(p: DevPaths, binary: string, env: NodeJS.ProcessEnv, secure: boolean, progress: (line: string) => void): Promise<{ started: Started; port: number }> {
   mkdirSync(p.redisDir, { recursive: true });
   for (let attempt = 0; ; attempt++) {
     const port = await freePort();
@@ -487,15 +497,38 @@ async function startRedis(p: DevPaths, binary: string, env: NodeJS.ProcessEnv, s
       // last, so that the arguments end with the mark before redis sets its title
       "--proc-title-template", `{title} {listen-addr} ${REDIS_TITLE_MARK} ${p.dataDir}`,
     ], p.redisDir, p.redisLog, env);
-    for (let i = 0; i < REDIS_READY_ATTEMPTS; i++) {
+    let loadingSince: number | null = null;
+    let said = 0;
+    let loadingTooLong = false;
+    // attempts count only while Redis does not answer at all: loading a big AOF is progress
+    for (let i = 0; i < REDIS_READY_ATTEMPTS;) {
       if (started.exited()) break;
-      if (await redisUp(port, redisAccess(p, secure, port))) return { started, port };
+      const st = await redisState(port, redisAccess(p, secure, port));
+      if (st.state === "ready") return { started, port };
+      if (st.state === "loading") {
+        const now = Date.now();
+        loadingSince ??= now;
+        if (now - loadingSince > REDIS_LOADING_MAX_MS) {
+          loadingTooLong = true;
+          break;
+        }
+        if (now - said >= LOADING_PROGRESS_EVERY_MS) {
+          said = now;
+          progress(`waiting for Redis to load its data (${st.percent === null ? "progress unknown" : `${st.percent.toFixed(0)}% loaded`}, ${Math.round((now - loadingSince) / 1000)} s so far; ${p.redisLog})`);
+        }
+        await sleep(LOADING_POLL_MS);
+        continue;
+      }
+      i++;
       await sleep(50);
     }
     const exited = started.exited();
     await stopStarted(started);
     const tail = logTail(p.redisLog, from);
     if (exited && /Address already in use/i.test(tail) && attempt < 3) continue;
+    if (loadingTooLong) {
+      throw new DevStackError(EXIT.CONNECTION, "REDIS_START_FAILED", `redis-server was still loading its data after ${REDIS_LOADING_MAX_MS / 60_000} minutes; it is stopped again. The end of ${p.redisLog}:\n${indent(tail)}`);
+    }
     const noTls = secure && exited && /tls/i.test(tail) ? " (--secure-redis needs a redis-server built with TLS support)" : "";
     throw new DevStackError(exited ? EXIT.INTERNAL : EXIT.CONNECTION, "REDIS_START_FAILED",
       `redis-server ${exited ? "exited during start-up" : `did not answer PING on ${secure ? `rediss://${LOOPBACK}:${port} as user ${SECURE_REDIS_USER}` : `${LOOPBACK}:${port}`}`}${noTls}; the end of ${p.redisLog}:\n${indent(tail)}`);
@@ -569,16 +602,21 @@ function writeRedisAcl(p: DevPaths, password: string): void {
 
 /** Whether the stack's Redis answers PING: plaintext, or over TLS after AUTH with the password file. */
 async function redisUp(port: number, access: DevRedisAccess): Promise<boolean> {
-  if (!access.secure) return redisAnswers(port);
+  return (await redisState(port, access)).state === "ready";
+}
+
+/** Where the stack's Redis is (ready, loading its data, down): plaintext, or over TLS after AUTH with the password file. */
+async function redisState(port: number, access: DevRedisAccess): Promise<RedisReadiness> {
+  if (!access.secure) return redisReadiness(port);
   const password = readRedisPassword(access.passwordFile ?? "");
-  if (password === null || access.ca === null || access.user === null) return false;
+  if (password === null || access.ca === null || access.user === null) return { state: "down" };
   let caPem: Buffer;
   try {
     caPem = readFileSync(access.ca);
   } catch {
-    return false;
+    return { state: "down" };
   }
-  return redisAnswers(port, { caPem, user: access.user, password });
+  return redisReadiness(port, { caPem, user: access.user, password });
 }
 
 /** The admin server's Redis flags for this stack; the password only by its file. */
@@ -970,7 +1008,7 @@ export async function devUp(opts: DevUpOptions): Promise<DevUpResult> {
     progress(secure
       ? `starting redis-server (TLS only, ACL user ${SECURE_REDIS_USER}, default user off; AOF, appendfsync always) in ${p.redisDir}`
       : `starting redis-server (AOF, appendfsync always) in ${p.redisDir}`);
-    const redis = await startRedis(p, redisBin.binary, env, secure);
+    const redis = await startRedis(p, redisBin.binary, env, secure, progress);
     const access = redisAccess(p, secure, redis.port);
     let server: Started | undefined;
     let metricsPort = 0;

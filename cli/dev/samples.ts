@@ -1,5 +1,6 @@
-/** Contract samples of `dev up`, `dev status` and `dev down` (cli/contract.ts). */
+/** Contract samples of `dev up`, `dev status`, `dev restart` and `dev down` (cli/contract.ts). */
 import type DevDown from "../commands/dev/down.js";
+import type DevRestart from "../commands/dev/restart.js";
 import type DevStatus from "../commands/dev/status.js";
 import type DevUp from "../commands/dev/up.js";
 import { samplesOf, type ResultOf } from "../contract.js";
@@ -71,6 +72,16 @@ export const samples = {
     // a stack started before every node served the HTTP API: dev-2 has none
     { ...status, nodes: [status.nodes[0]!, { ...status.nodes[1]!, syncUrl: null }] },
     { dataDir: "/home/alice/qim/.qim/dev", state: "partial", endpoint: null, tenant: null, authority: null, startedAt: null, redis: null, redisAccess: null, server: null, nodes: [], syncUrl: null, context: null, strays: [9470] },
+  ),
+  "dev restart": samplesOf<ResultOf<typeof DevRestart>>(
+    { dataDir: "/home/alice/qim/.qim/dev", restarted: [{ nodeId: "dev-2", previousPid: 9471, stopped: "SIGTERM", pid: 9530, port: 45311 }] },
+    {
+      dataDir: "/home/alice/qim/.qim/dev",
+      restarted: [
+        { nodeId: "dev-1", previousPid: 9467, stopped: "already gone", pid: 9541, port: 45307 },
+        { nodeId: "dev-2", previousPid: 9471, stopped: "SIGKILL", pid: 9552, port: 45311 },
+      ],
+    },
   ),
   "dev down": samplesOf<ResultOf<typeof DevDown>>(
     {

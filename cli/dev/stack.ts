@@ -1153,6 +1153,90 @@ export async function devStatus(dataDir: string): Promise<DevStatusResult> {
 }
 
 // ---------------------------------------------------------------------------------------------
+// restart
+// ---------------------------------------------------------------------------------------------
+
+export interface RestartedNode {
+  nodeId: string;
+  /** The pid it had, and how it was stopped (not ours: the pid belongs to another program now, untouched; already gone: it had exited). */
+  previousPid: number;
+  stopped: StopHow | "not ours";
+  /** The new process, on the same admin, metrics and CMD sync ports, answering the health check. */
+  pid: number;
+  port: number;
+}
+
+export interface DevRestartResult {
+  dataDir: string;
+  /** The nodes restarted, in order (one with --node, else every node of the stack); Redis is never restarted. */
+  restarted: RestartedNode[];
+}
+
+/** The admin server processes of the stack again, one node after the other: each stopped (SIGTERM, SIGKILL after the grace period) and started with the settings dev up gave it. */
+export async function devRestart(opts: { dataDir: string; node?: number; env?: NodeJS.ProcessEnv; progress?: (line: string) => void }): Promise<DevRestartResult> {
+  const env = opts.env ?? process.env;
+  const progress = opts.progress ?? (() => {});
+  const p = devPaths(opts.dataDir);
+  const dd = ` --data-dir ${p.dataDir}`;
+  if (!existsSync(p.stateFile)) throw new DevStackError(EXIT.CONNECTION, "DEV_STACK_DOWN", `the dev stack in ${p.dataDir} is not running (no state file); start it with qimctl dev up${dd}`);
+  const release = lock(p);
+  try {
+    const s = readState(p);
+    if (!s) throw new DevStackError(EXIT.CONNECTION, "DEV_STACK_DOWN", `the dev stack in ${p.dataDir} is not running (no state file); start it with qimctl dev up${dd}`);
+    const nodes = stateNodes(s);
+    if (opts.node !== undefined && (!Number.isInteger(opts.node) || opts.node < 1 || opts.node > nodes.length)) {
+      const range = nodes.length === 1 ? "1 (the stack runs one node, dev-1)" : `1 to ${nodes.length} (the stack runs dev-1 … dev-${nodes.length})`;
+      throw new DevStackError(EXIT.USAGE, "INVALID_NODE", `--node must be ${range}, got ${opts.node}`);
+    }
+    if (!(await redisUp(s.redis.port, s.redisAccess))) {
+      throw new DevStackError(EXIT.CONNECTION, "DEV_STACK_PARTIAL", `the dev stack's Redis (pid ${s.redis.pid}, port ${s.redis.port}) does not answer, so a node started now could not work; repair the stack with qimctl dev up${dd}`);
+    }
+    // the server reads the authority from its environment: a restart without it would switch authorities under the data
+    if ((cassandraConfigured(env) !== null) !== (s.authorityKind === "cassandra")) {
+      throw new DevStackError(EXIT.USAGE, "DEV_STACK_AUTHORITY", s.authorityKind === "cassandra"
+        ? `the dev stack in ${p.dataDir} runs with Cassandra as its authority: set QIM_CASSANDRA_CONTACT_POINTS (and the other QIM_CASSANDRA_* variables) as for its dev up`
+        : `QIM_CASSANDRA_CONTACT_POINTS is set, but the dev stack in ${p.dataDir} runs with the Redis-hash authority: unset it, or run dev down and dev up to switch`);
+    }
+    const chosen = opts.node !== undefined ? [opts.node] : nodes.map((_, i) => i + 1);
+    const identity = serverIdentity(p);
+    const restarted: RestartedNode[] = [];
+    for (const index of chosen) {
+      const n = nodes[index - 1]!;
+      const previousPid = n.pid;
+      const files = devNodeFiles(p, index);
+      let stopped: RestartedNode["stopped"];
+      if (!isAlive(n.pid)) stopped = "already gone";
+      else if (!isOurs(n.pid, identity)) stopped = "not ours";
+      else {
+        progress(`stopping node ${n.nodeId} (pid ${n.pid}: SIGTERM, SIGKILL after ${STOP_GRACE_ATTEMPTS * 50 / 1000} s)`);
+        try {
+          stopped = await stopPid(n.pid, STOP_GRACE_ATTEMPTS);
+        } catch {
+          throw new DevStackError(EXIT.INTERNAL, "DEV_STACK_STILL_RUNNING", `node ${n.nodeId} (pid ${n.pid}) is still running after SIGKILL`);
+        }
+      }
+      const syncPort = n.syncUrl ? Number(new URL(n.syncUrl).port) : null;
+      progress(`starting node ${n.nodeId} on localhost:${n.port}; log ${files.log}`);
+      const r = await startServer(p, s.redisAccess, s.redis.port, n.port, n.metricsPort, env, files, syncPort !== null ? { port: syncPort, tenant: s.tenant } : null);
+      if (!("started" in r)) {
+        const why = r.failed === "address-in-use" ? `could not listen again on its ports (admin ${n.port}, metrics ${n.metricsPort}${syncPort !== null ? `, cmd sync ${syncPort}` : ""}): another program took one` : r.failed === "no-answer" ? `did not answer the health check on localhost:${n.port} (last: ${r.detail})` : "exited during start-up";
+        throw new DevStackError(r.failed === "no-answer" ? EXIT.CONNECTION : EXIT.INTERNAL, "SERVER_START_FAILED",
+          `node ${n.nodeId} ${why}; it is not running now (qimctl dev up${dd} starts the stack afresh). The end of ${files.log}:\n${indent(r.tail)}`);
+      }
+      // handed over to the state: from now on dev down owns it
+      starting.delete(r.started.pid);
+      n.pid = r.started.pid;
+      if (index === 1) s.server = { ...s.server, pid: r.started.pid };
+      writeJson(p.stateFile, { ...s, nodes });
+      restarted.push({ nodeId: n.nodeId, previousPid, stopped, pid: r.started.pid, port: n.port });
+    }
+    return { dataDir: p.dataDir, restarted };
+  } finally {
+    release();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 // down
 // ---------------------------------------------------------------------------------------------
 

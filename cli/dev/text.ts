@@ -5,7 +5,7 @@
 import { randomUUID } from "node:crypto";
 import path from "node:path";
 import { keyValues } from "../format.js";
-import { authorityLine, type DevDownResult, type DevRedisAccess, type DevStatusResult, type DevUpResult } from "./stack.js";
+import { authorityLine, type DevDownResult, type DevRedisAccess, type DevRestartResult, type DevStatusResult, type DevUpResult } from "./stack.js";
 
 /** A path as a person would type it from here. */
 export function shown(file: string, cwd = process.cwd()): string {
@@ -147,4 +147,14 @@ function downPlanLines(r: DevDownResult): string {
   if (r.contextsRemoved.length > 0) lines.push(`  would remove the contexts: ${r.contextsRemoved.join(", ")}`);
   if (r.removed.length > 0) lines.push("  would remove:", ...r.removed.map((f) => `    ${shown(f)}`));
   return lines.join("\n");
+}
+
+/** dev restart: each node restarted, its old and new pid. */
+export function restartLines(r: DevRestartResult): string {
+  const how = (x: DevRestartResult["restarted"][number]) =>
+    x.stopped === "SIGTERM" ? "stopped (SIGTERM)" : x.stopped === "SIGKILL" ? "killed (SIGKILL after the grace period)" : x.stopped === "not ours" ? "its pid belongs to another program now (not touched)" : "was not running";
+  return [
+    `Dev stack in ${shown(r.dataDir)}: restarted ${r.restarted.map((x) => x.nodeId).join(", ")}`,
+    ...r.restarted.map((x) => `  ${x.nodeId}: pid ${x.previousPid} ${how(x)}; now pid ${x.pid}, answering on localhost:${x.port}`),
+  ].join("\n");
 }

@@ -737,13 +737,13 @@ export function contextIsOurs(c: NamedContext | undefined, p: DevPaths): boolean
 const MAX_CONTEXT_SUFFIX = 9;
 
 /**
- * The base name of a stack's named context: `dev` for the default data dir (.qim/dev), else
- * `dev-<name of the data dir>` (.qim/dev2 → dev-dev2), so that a second stack never needs the
- * first one's name; a caller's own base (the demo's `demo`) as given.
+ * The base name of a stack's named context: `dev` for a data dir named dev (the default .qim/dev,
+ * in any working directory), else `dev-<name of the data dir>` (.qim/dev2 → dev-dev2), so that a
+ * second stack never needs the first one's name; a caller's own base (the demo's `demo`) as given.
  */
 export function baseContextName(p: DevPaths, given?: string): string {
   if (given !== undefined) return given;
-  if (p.dataDir === path.resolve(DEFAULT_DEV_DIR)) return "dev";
+  if (path.basename(p.dataDir) === path.basename(DEFAULT_DEV_DIR)) return "dev";
   // the characters a context name allows (cli/context.ts), at most its 64
   const slug = path.basename(p.dataDir).replace(/[^A-Za-z0-9._@-]/g, "-").replace(/\.json$/, "-json").slice(0, 64 - "dev-".length - `-${MAX_CONTEXT_SUFFIX}`.length);
   return slug === "" ? "dev" : `dev-${slug}`;

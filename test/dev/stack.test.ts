@@ -58,8 +58,9 @@ describe("dev stack decisions", () => {
     assert.equal(otherDown.contexts["dev-3"]!.endpoint, "localhost:9");
   });
 
-  it("the base name of a stack's context: dev for .qim/dev, dev-<dir name> for another data dir, as given for the demo", () => {
+  it("the base name of a stack's context: dev for a data dir named dev, dev-<dir name> for another, as given for the demo", () => {
     assert.equal(baseContextName(devPaths(path.join(".qim", "dev"))), "dev");
+    assert.equal(baseContextName(devPaths("/srv/other-project/.qim/dev")), "dev", "a dir named dev anywhere (a clash is settled by dev-2 …)");
     assert.equal(baseContextName(devPaths(path.join(".qim", "dev2"))), "dev-dev2");
     assert.equal(baseContextName(devPaths("/tmp/my stack.json")), "dev-my-stack-json");
     assert.equal(baseContextName(devPaths(path.join(".qim", "demo")), "demo"), "demo");

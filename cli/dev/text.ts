@@ -145,7 +145,7 @@ function downPlanLines(r: DevDownResult): string {
   lines.push(stops.length > 0 ? `  would stop: ${stops.map((x) => `${x.process} pid ${x.pid}`).join(", ")}` : "  would stop: nothing (nothing running)");
   for (const x of r.stopped.filter((y) => y.how === "not ours")) lines.push(`  ${x.process} pid ${x.pid} now belongs to another program: would not be touched`);
   if (r.contextsRemoved.length > 0) lines.push(`  would remove the contexts: ${r.contextsRemoved.join(", ")}`);
-  if (r.removed.length > 0) lines.push("  would remove:", ...r.removed.map((f) => `    ${shown(f)}`));
+  if (r.removed.length > 0) lines.push("  would remove:", ...r.removed.map((f) => `    ${shown(f)}`), `  then ${shown(r.dataDir)} itself if nothing else is left in it`);
   return lines.join("\n");
 }
 

@@ -25,7 +25,7 @@ export const SERVICE_CATALOG = [
   { name: "qim.admin.v1.DispatchService", definition: DispatchServiceService, client: DispatchServiceClient, rename: { audit: "auditDispatch" } },
   { name: "qim.admin.v1.DrillService", definition: DrillServiceService, client: DrillServiceClient, rename: {} },
   { name: "qim.admin.v1.ObserveService", definition: ObserveServiceService, client: ObserveServiceClient, rename: {} },
-  { name: "qim.admin.v1.ClusterService", definition: ClusterServiceService, client: ClusterServiceClient, rename: { drain: "drainNode", getOwner: "getUnitOwner" } },
+  { name: "qim.admin.v1.ClusterService", definition: ClusterServiceService, client: ClusterServiceClient, rename: { drain: "drainNode", undrain: "undrainNode", getOwner: "getUnitOwner" } },
   { name: "qim.admin.v1.ConversationListService", definition: ConversationListServiceService, client: ConversationListServiceClient, rename: {} },
   { name: "qim.admin.v1.CmdService", definition: CmdServiceService, client: CmdServiceClient, rename: { send: "cmdSend", sync: "cmdSync", ack: "cmdAck", getPending: "getCmdPending", getState: "getCmdState", getOwner: "getCmdOwner", flush: "cmdFlush", getStatus: "getCmdStatus" } },
 ] as const satisfies readonly CatalogEntry[];

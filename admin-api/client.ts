@@ -19,13 +19,13 @@ import type { ConversationSummary, HistoryPage, ListConversationSummariesRequest
 import type { DispatchAuditRequest, DispatchAuditResponse } from "./gen/qim/admin/v1/dispatch.js";
 import type { DrillDifference, DrillEvent, DrillProgress, DrillReport, DrillUser, RunRebuildDrillRequest } from "./gen/qim/admin/v1/drill.js";
 import type { AuditLine, Counters, Snapshot, WatchRequest } from "./gen/qim/admin/v1/observe.js";
-import type { ClusterNode, DrainResponse, GetOwnerResponse, ListNodesResponse } from "./gen/qim/admin/v1/cluster.js";
+import type { ClusterNode, DrainResponse, GetOwnerResponse, ListNodesResponse, UndrainResponse } from "./gen/qim/admin/v1/cluster.js";
 import type {
   BumpEpochRequest, EpochBump, EpochInfo, GetEpochRequest, GetProjectionStatusRequest, OffsetRange, PartitionState, PendingQueue, ProjectionStatus,
   RebuildUserRequest, RebuildUserResponse,
 } from "./gen/qim/admin/v1/projection.js";
 
-export type { ClusterNode, DrainResponse, GetOwnerResponse, ListNodesResponse };
+export type { ClusterNode, DrainResponse, GetOwnerResponse, ListNodesResponse, UndrainResponse };
 export type {
   CmdBadFile, CmdFlushResponse, CmdMessage, CmdOwnerResponse, CmdPendingResponse, CmdSendResponse, CmdStateResponse, CmdStatusResponse, CmdUserAckResponse, CmdUserSyncResponse,
 } from "./gen/qim/admin/v1/cmd.js";

@@ -56,19 +56,30 @@ export function writableDir(flag: string, dir: string): string {
 }
 
 /**
- * The data dir of the dev stack when the connection's endpoint comes from a context file that
- * `qimctl dev up` wrote (it marks it `"dev": true` with its `dataDir`); null otherwise (an
- * endpoint from a flag or QIMCTL_ENDPOINT may be any server).
+ * The data dir of the dev stack when the connection's endpoint comes from a context that `qimctl
+ * dev up` (or `qimctl demo`) wrote — a named context of the config file, whatever its name, or a
+ * context file such as `<data-dir>/context.json` — marked `"dev": true` with its `dataDir`; null
+ * otherwise (an endpoint from a flag or QIMCTL_ENDPOINT may be any server).
  */
 export function devDataDirOf(conn: ResolvedConnection): string | null {
   if (conn.endpoint?.source !== "context" || !conn.contextPath) return null;
   try {
-    const ctx = JSON.parse(readFileSync(conn.contextPath, "utf8")) as { dev?: unknown; dataDir?: unknown };
-    return ctx.dev === true && typeof ctx.dataDir === "string" && ctx.dataDir !== "" ? path.resolve(path.dirname(conn.contextPath), ctx.dataDir) : null;
+    const raw = JSON.parse(readFileSync(conn.contextPath, "utf8")) as { dev?: unknown; dataDir?: unknown; contexts?: Record<string, { dev?: unknown; dataDir?: unknown }> };
+    // a named context lives in the config file's "contexts"; a context file is the object itself
+    const ctx = conn.contextName !== undefined ? raw.contexts?.[conn.contextName] : raw;
+    return ctx?.dev === true && typeof ctx.dataDir === "string" && ctx.dataDir !== "" ? path.resolve(path.dirname(conn.contextPath), ctx.dataDir) : null;
   } catch {
     return null;
   }
 }
+
+/** A drill report's file name in a report directory (drill rebuild's --report-dir and its default, the demo's). */
+export function drillReportName(drillId: string): string {
+  return `qim-drill-${drillId}.json`;
+}
+
+/** What drillReportName gives: what `dev down --purge` removes from a dev stack's data dir. */
+export const DRILL_REPORT_NAME = /^qim-drill-.*\.json$/;
 
 /** `$XDG_STATE_HOME/qimctl/reports`, else `~/.local/state/qimctl/reports` (a relative XDG_STATE_HOME is ignored, as the spec says). */
 export function stateReportsDir(env: NodeJS.ProcessEnv, home: string): string {

@@ -16,7 +16,7 @@ function clusterOf(deps: ServerDeps): ClusterMembership {
   return deps.runtime.cluster;
 }
 
-/** ClusterService: the engine cluster's nodes, the owner of a unit, drain (issue 11). */
+/** ClusterService: the engine cluster's nodes, the owner of a unit, drain (issue 11) and undrain (issue 24). */
 export const clusterService = defineService(catalogEntry("qim.admin.v1.ClusterService"), {
   listNodes: unary({
     roles: ALL_ROLES, mutates: false,
@@ -65,6 +65,22 @@ export const clusterService = defineService(catalogEntry("qim.admin.v1.ClusterSe
       return {
         response: { nodeId, changed: true, handedOver: ownedOut(o) },
         detail: `node ${nodeId} drained: ${o.relayBuckets} relay bucket(s), ${o.partitions} partition(s), ${o.slots} slot(s) handed over; it takes no new units`,
+      };
+    },
+  }),
+  undrain: unary({
+    roles: MUTATE, mutates: true,
+    async handle(req, { deps }) {
+      const nodeId = req.nodeId.trim();
+      if (nodeId === "") throw new InvalidArgumentError("node_id", "name the node to undrain (qimctl cluster nodes lists them)");
+      const cluster = clusterOf(deps);
+      const node = (await cluster.nodes()).find((n) => n.nodeId === nodeId);
+      if (!node) throw new NotFoundError("node", nodeId);
+      // the flag itself decides: a drain racing this call is undone as well, and said so
+      const changed = await cluster.undrain(nodeId);
+      return {
+        response: { nodeId, changed },
+        detail: changed ? `node ${nodeId} undrained: it takes its share of units again` : `node ${nodeId} is not draining; nothing changed`,
       };
     },
   }),

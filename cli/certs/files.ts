@@ -54,3 +54,23 @@ export async function writeCertificate(pair: PemPair, certPath: string, keyPath:
   writePkiFile(certPath, pair.certPem, { private: false, overwrite: force });
   return certificateResult(certificateInfo(pair.certPem), certPath, keyPath, role);
 }
+
+/**
+ * The PKI dirs of the dev stacks this machine knows, each with its CA present: those of the named
+ * contexts `qimctl dev up` (and the demo) wrote — marked `"dev": true` with their data dir — and the
+ * default data dirs .qim/dev and .qim/demo under `cwd`. Absolute, without duplicates, sorted.
+ */
+export function devPkiDirs(contexts: Readonly<Record<string, { dev?: boolean; dataDir?: string }>>, cwd: string): string[] {
+  const dataDirs = [
+    ...Object.values(contexts).filter((c) => c.dev === true && typeof c.dataDir === "string").map((c) => path.resolve(c.dataDir!)),
+    // the default data dirs of dev up and demo (cli/dev/stack.ts)
+    path.resolve(cwd, ".qim", "dev"),
+    path.resolve(cwd, ".qim", "demo"),
+  ];
+  return [...new Set(dataDirs.map((d) => path.join(d, "pki")))].filter((pki) => existsSync(path.join(pki, "ca.crt")) && existsSync(path.join(pki, "ca.key"))).sort();
+}
+
+/** An argument as a shell reads it back: quoted when it holds anything but plain characters. */
+export function shellWord(s: string): string {
+  return /^[\w./:@=+,-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`;
+}

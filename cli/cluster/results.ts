@@ -1,5 +1,5 @@
 /** The JSON results of the `cluster` commands (docs/operator-guide.md "Cluster"). */
-import type { ClusterNode, DrainResponse, GetOwnerResponse, ListNodesResponse } from "../../admin-api/client.js";
+import type { ClusterNode, DrainResponse, GetOwnerResponse, ListNodesResponse, UndrainResponse } from "../../admin-api/client.js";
 import { nonEmpty, u64 } from "../format.js";
 
 export interface OwnedResult {
@@ -76,4 +76,14 @@ export interface DrainResult {
 
 export function drainResult(r: DrainResponse): DrainResult {
   return { nodeId: r.nodeId, changed: r.changed, handedOver: ownedResult(r.handedOver) };
+}
+
+export interface UndrainResult {
+  nodeId: string;
+  /** False when the node was not draining: nothing changed. */
+  changed: boolean;
+}
+
+export function undrainResult(r: UndrainResponse): UndrainResult {
+  return { nodeId: r.nodeId, changed: r.changed };
 }

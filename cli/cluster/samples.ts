@@ -2,6 +2,7 @@
 import type ClusterDrain from "../commands/cluster/drain.js";
 import type ClusterNodes from "../commands/cluster/nodes.js";
 import type ClusterOwner from "../commands/cluster/owner.js";
+import type ClusterUndrain from "../commands/cluster/undrain.js";
 import { samplesOf, type ResultOf } from "../contract.js";
 
 const node: ResultOf<typeof ClusterNodes>["nodes"][number] = {
@@ -21,5 +22,9 @@ export const samples = {
   "cluster drain": samplesOf<ResultOf<typeof ClusterDrain>>(
     { nodeId: "node-2", changed: true, handedOver: { relayBuckets: 128, partitions: 4, slots: 128 } },
     { nodeId: "node-2", changed: false, handedOver: { relayBuckets: 0, partitions: 0, slots: 0 } },
+  ),
+  "cluster undrain": samplesOf<ResultOf<typeof ClusterUndrain>>(
+    { nodeId: "node-2", changed: true },
+    { nodeId: "node-2", changed: false },
   ),
 };

@@ -1,6 +1,6 @@
 /** Table-mode text of the `cluster` commands. */
 import { formatDuration, table } from "../format.js";
-import { UNIT_KINDS, type DrainResult, type NodesResult, type OwnerResult } from "./results.js";
+import { UNIT_KINDS, type DrainResult, type NodesResult, type OwnerResult, type UndrainResult } from "./results.js";
 
 export function nodesText(out: NodesResult): string {
   if (out.nodes.length === 0) return "No nodes registered.";
@@ -29,4 +29,10 @@ export function drainText(out: DrainResult): string {
   return out.changed
     ? `Node ${out.nodeId} drained: ${h.relayBuckets} relay bucket(s), ${h.partitions} partition(s), ${h.slots} slot(s) handed over; it takes no new units until it restarts`
     : `Node ${out.nodeId} is draining already; nothing changed`;
+}
+
+export function undrainText(out: UndrainResult): string {
+  return out.changed
+    ? `Node ${out.nodeId} undrained: it takes its share of units again at the next heartbeats (qimctl cluster nodes shows it)`
+    : `Node ${out.nodeId} is not draining; nothing changed`;
 }

@@ -21,7 +21,7 @@ export default class Demo extends DevCommand<typeof Demo> {
 - history-boundaries: history as each member; dave sees from his join event, carol up to her removal (never seq 7)
 - conversation-summaries: conversation lists from the session projection, once GetStatus shows it caught up
 - bump-epoch: the projection epoch +1 (reason "demo"); alice's next pull is rebuilt from the authority
-- rebuild-drill: a rebuild drill over the demo's four users finds no difference
+- rebuild-drill: a rebuild drill over the demo's four users finds no difference; its JSON report goes to <data-dir>/qim-drill-<drillId>.json (dev down --purge removes it)
 - dispatch-audit: every dispatch-log partition is OK
 - bulk-add: 2,500 new users added to a new group from a temporary file in batches of 1,000 (as membership add --from-file), with a progress bar on a terminal; a re-run adds nothing
 
@@ -88,7 +88,7 @@ Exit codes: 0 every step OK; 1 a step failed (named on stderr; the summary is pr
         deadlineMs: 30_000,
       });
       try {
-        const r = await runScenario({ client, tenant: up.tenant, say, progress: new ProgressLine(process.stderr, !this.jsonEnabled()) });
+        const r = await runScenario({ client, tenant: up.tenant, reportDir: up.dataDir, say, progress: new ProgressLine(process.stderr, !this.jsonEnabled()) });
         steps.push(...r.steps);
         world = r.world;
       } finally {

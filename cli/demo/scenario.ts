@@ -16,6 +16,7 @@ import { nodesResult } from "../cluster/results.js";
 import { sleep } from "../dev/process.js";
 import { dispatchAuditResult } from "../dispatch/results.js";
 import { drillReportResult } from "../drill/results.js";
+import { drillReportName, writeFileWhole } from "../output-files.js";
 import { groupResult } from "../group/results.js";
 import { historyResult, type HistoryResult } from "../history/results.js";
 import { batchesOf, runBulk } from "../membership/bulk.js";
@@ -85,6 +86,8 @@ export interface ScenarioOptions {
   progress?: ProgressLine;
   /** How many users the bulk add adds from its file. */
   crowd?: number;
+  /** Where the drill's JSON report goes (as drill rebuild's --report-dir): the stack's data dir. */
+  reportDir: string;
 }
 
 const range = (seqs: number[]) => (seqs.length === 0 ? "nothing" : seqs.length === 1 ? `seq ${seqs[0]}` : `seq ${seqs[0]}–${seqs[seqs.length - 1]}`);
@@ -304,16 +307,20 @@ export async function runScenario(opts: ScenarioOptions): Promise<{ steps: DemoS
   await step("rebuild-drill", "Rebuild drill over the demo's users", async () => {
     await settle();
     const report = drillReportResult(await client.runRebuildDrill({ users: PEOPLE.map((p) => ({ tenant, user: users[p] })), wipe: "projection", reason: "demo" }));
+    // written ok or not, where drill rebuild through this stack's context writes its own (dev down --purge removes it)
+    const reportPath = path.join(opts.reportDir, drillReportName(report.drillId));
+    writeFileWhole(reportPath, `${JSON.stringify(report, null, 2)}\n`);
     check(report.users === PEOPLE.length, `the drill should cover ${PEOPLE.length} users, covered ${report.users}`);
     check(report.conversationsBefore === 6 && report.conversationsAfter === 6, `expected 6 conversations before and after (alice 2, bob 2, carol 1, dave 1); got ${report.conversationsBefore} → ${report.conversationsAfter}`);
     if (!report.ok || report.differences.length > 0) {
       throw new CheckFailed(`the drill found ${report.differences.length} difference(s): ${report.differences.slice(0, 5).map((x) => `user ${name(x.user)} conversation ${x.conversation} ${x.field} ${JSON.stringify(x.before)} → ${JSON.stringify(x.after)}`).join("; ")}`, { report });
     }
     return {
-      details: { report },
+      details: { report, reportPath },
       lines: [
         `Drill ${report.drillId}: recorded ${report.users} users' ${report.conversationsBefore} conversations, wiped their projection, bumped the epoch ${report.epochBefore} → ${report.epochAfter}, rebuilt each list from the authority and compared: no difference.`,
         `This is what CI runs (qimctl drill rebuild) to prove the projection can be rebuilt from ${report.authority.split(" (")[0]}.`,
+        `Its report: ${reportPath} (qimctl dev down --purge removes it with the stack).`,
       ],
     };
   });

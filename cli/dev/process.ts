@@ -170,18 +170,46 @@ export interface RedisCredentials {
 }
 
 /**
- * Sends commands (pipelined) to a Redis on 127.0.0.1:port, over TLS when `tls` is given; resolves
- * with the first line of each reply ("+PONG", "-NOAUTH …"). Only for commands whose replies are
- * one line (status or error replies): AUTH, PING.
+ * The replies of a RESP byte stream, as far as they are complete: a status or error reply as its
+ * line with the type byte ("+PONG", "-LOADING …"), an integer as ":N", a bulk string as its text
+ * (null for a null bulk). Enough for the commands sent here (AUTH, PING, INFO); no arrays.
  */
-function redisCommands(port: number, commands: readonly (readonly string[])[], tls: { caPem: Buffer } | null, timeoutMs = 1000): Promise<string[]> {
+function respReplies(buf: Buffer): (string | null)[] {
+  const out: (string | null)[] = [];
+  let at = 0;
+  for (;;) {
+    const eol = buf.indexOf("\r\n", at);
+    if (eol < 0) return out;
+    const line = buf.toString("utf8", at, eol);
+    if (line[0] !== "$") {
+      out.push(line);
+      at = eol + 2;
+      continue;
+    }
+    const len = Number(line.slice(1));
+    if (len < 0) {
+      out.push(null);
+      at = eol + 2;
+      continue;
+    }
+    if (buf.length < eol + 2 + len + 2) return out;
+    out.push(buf.toString("utf8", eol + 2, eol + 2 + len));
+    at = eol + 2 + len + 2;
+  }
+}
+
+/**
+ * Sends commands (pipelined) to a Redis on 127.0.0.1:port, over TLS when `tls` is given; resolves
+ * with one reply per command (respReplies: "+PONG", "-NOAUTH …", a bulk string's text).
+ */
+function redisCommands(port: number, commands: readonly (readonly string[])[], tls: { caPem: Buffer } | null, timeoutMs = 1000): Promise<(string | null)[]> {
   return new Promise((resolve, reject) => {
     const where = `${tls ? "rediss://" : ""}${LOOPBACK}:${port}`;
     const request = commands.map((args) => `*${args.length}\r\n${args.map((a) => `$${Buffer.byteLength(a)}\r\n${a}\r\n`).join("")}`).join("");
     // the server certificate names 127.0.0.1 (an IP SAN): no SNI, the address is what is checked
     const sock = tls ? tlsConnect({ host: LOOPBACK, port, ca: tls.caPem }) : net.connect({ host: LOOPBACK, port });
-    let buf = "";
-    const done = (err: Error | null, value?: string[]) => {
+    let buf = Buffer.alloc(0);
+    const done = (err: Error | null, value?: (string | null)[]) => {
       clearTimeout(timer);
       sock.destroy();
       if (err) reject(err);
@@ -192,9 +220,9 @@ function redisCommands(port: number, commands: readonly (readonly string[])[], t
     sock.once("close", () => done(new Error(`connection to ${where} closed`)));
     sock.on(tls ? "secureConnect" : "connect", () => sock.write(request));
     sock.on("data", (chunk: Buffer) => {
-      buf += chunk.toString("utf8");
-      const lines = buf.split("\r\n");
-      if (lines.length > commands.length) done(null, lines.slice(0, commands.length));
+      buf = Buffer.concat([buf, chunk]);
+      const replies = respReplies(buf);
+      if (replies.length >= commands.length) done(null, replies.slice(0, commands.length));
     });
   });
 }
@@ -204,12 +232,29 @@ function redisCommands(port: number, commands: readonly (readonly string[])[], t
  * after `AUTH user password` (a raw socket rather than ioredis, which the CLI does not load).
  */
 export async function redisAnswers(port: number, credentials: RedisCredentials | null = null): Promise<boolean> {
+  return (await redisReadiness(port, credentials)).state === "ready";
+}
+
+/**
+ * Where a starting Redis is: `ready` (PING answers PONG); `loading` its data set from the AOF or
+ * RDB (PING answers LOADING; `percent` is INFO persistence's loading_loaded_perc, null when it
+ * does not say); `down` (no connection, no answer, or refused, e.g. a wrong password).
+ */
+export type RedisReadiness = { state: "ready" } | { state: "loading"; percent: number | null } | { state: "down" };
+
+/** One probe of a Redis: PING (after AUTH with credentials, over TLS) and, while it loads, INFO persistence — both allowed during loading. */
+export async function redisReadiness(port: number, credentials: RedisCredentials | null = null): Promise<RedisReadiness> {
   try {
-    if (!credentials) return (await redisCommands(port, [["PING"]], null, 1000))[0] === "+PONG";
-    const [auth, ping] = await redisCommands(port, [["AUTH", credentials.user, credentials.password], ["PING"]], { caPem: credentials.caPem }, 2000);
-    return auth === "+OK" && ping === "+PONG";
+    const auth = credentials ? [["AUTH", credentials.user, credentials.password]] : [];
+    const replies = await redisCommands(port, [...auth, ["PING"], ["INFO", "persistence"]], credentials ? { caPem: credentials.caPem } : null, credentials ? 2000 : 1000);
+    if (credentials && replies[0] !== "+OK") return { state: "down" };
+    const [ping, info] = replies.slice(auth.length);
+    if (ping === "+PONG") return { state: "ready" };
+    if (!ping?.startsWith("-LOADING")) return { state: "down" };
+    const perc = /^loading_loaded_perc:([\d.]+)\r?$/m.exec(info ?? "")?.[1];
+    return { state: "loading", percent: perc === undefined ? null : Number(perc) };
   } catch {
-    return false;
+    return { state: "down" };
   }
 }
 

@@ -1,5 +1,6 @@
-/** Contract samples of `dev up`, `dev status` and `dev down` (cli/contract.ts). */
+/** Contract samples of `dev up`, `dev status`, `dev restart` and `dev down` (cli/contract.ts). */
 import type DevDown from "../commands/dev/down.js";
+import type DevRestart from "../commands/dev/restart.js";
 import type DevStatus from "../commands/dev/status.js";
 import type DevUp from "../commands/dev/up.js";
 import { samplesOf, type ResultOf } from "../contract.js";
@@ -72,6 +73,16 @@ export const samples = {
     { ...status, nodes: [status.nodes[0]!, { ...status.nodes[1]!, syncUrl: null }] },
     { dataDir: "/home/alice/qim/.qim/dev", state: "partial", endpoint: null, tenant: null, authority: null, startedAt: null, redis: null, redisAccess: null, server: null, nodes: [], syncUrl: null, context: null, strays: [9470] },
   ),
+  "dev restart": samplesOf<ResultOf<typeof DevRestart>>(
+    { dataDir: "/home/alice/qim/.qim/dev", restarted: [{ nodeId: "dev-2", previousPid: 9471, stopped: "SIGTERM", pid: 9530, port: 45311 }] },
+    {
+      dataDir: "/home/alice/qim/.qim/dev",
+      restarted: [
+        { nodeId: "dev-1", previousPid: 9467, stopped: "already gone", pid: 9541, port: 45307 },
+        { nodeId: "dev-2", previousPid: 9471, stopped: "SIGKILL", pid: 9552, port: 45311 },
+      ],
+    },
+  ),
   "dev down": samplesOf<ResultOf<typeof DevDown>>(
     {
       dataDir: "/home/alice/qim/.qim/dev",
@@ -80,7 +91,19 @@ export const samples = {
       stateRemoved: true,
       contextsRemoved: ["dev"],
       purged: true,
+      dryRun: false,
+      removed: ["/home/alice/qim/.qim/dev/redis", "/home/alice/qim/.qim/dev/pki", "/home/alice/qim/.qim/dev/redis.log", "/home/alice/qim/.qim/dev/server.log", "/home/alice/qim/.qim/dev/audit.log", "/home/alice/qim/.qim/dev/context.json", "/home/alice/qim/.qim/dev/qim-drill-5b2f0c3e-9d1a-4c6e-8f7b-2a4d6c8e0f13.json", "/home/alice/qim/.qim/dev"],
     },
-    { dataDir: "/home/alice/qim/.qim/dev", wasRunning: false, stopped: [], stateRemoved: false, contextsRemoved: [], purged: false },
+    { dataDir: "/home/alice/qim/.qim/dev", wasRunning: false, stopped: [], stateRemoved: false, contextsRemoved: [], purged: false, dryRun: false, removed: [] },
+    {
+      dataDir: "/home/alice/qim/.qim/dev",
+      wasRunning: true,
+      stopped: [{ process: "server", pid: 9467, how: "would stop" }, { process: "redis", pid: 9462, how: "would stop" }],
+      stateRemoved: true,
+      contextsRemoved: ["dev"],
+      purged: false,
+      dryRun: true,
+      removed: ["/home/alice/qim/.qim/dev/redis", "/home/alice/qim/.qim/dev/pki", "/home/alice/qim/.qim/dev/context.json", "/home/alice/qim/.qim/dev/dev.json"],
+    },
   ),
 };

@@ -32,13 +32,13 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { writeCertificate } from "../certs/files.js";
 import { defaultConfigPath, ENV, parseContextFile, type ConfigFile, type ContextFile, type NamedContext } from "../context.js";
-import { updateConfig } from "../context/config.js";
+import { readConfig, updateConfig } from "../context/config.js";
 import { EXIT, type ExitCode } from "../exit-codes.js";
-import { writableDir } from "../output-files.js";
+import { DRILL_REPORT_NAME, writableDir } from "../output-files.js";
 import { uuid } from "../validate.js";
 import {
-  findOnPath, findProcesses, freePort, healthCheck, isAlive, isOurs, LOOPBACK, portIsFree, redisAnswers, redisServerVersion, sleep, stopPid,
-  tcpAccepts, versionAtLeast, type Identity, type StopHow, type TlsClientFiles,
+  findOnPath, findProcesses, freePort, healthCheck, isAlive, isOurs, LOOPBACK, portIsFree, redisReadiness, redisServerVersion, sleep, stopPid,
+  tcpAccepts, versionAtLeast, type Identity, type RedisReadiness, type StopHow, type TlsClientFiles,
 } from "./process.js";
 
 export const DEFAULT_DEV_DIR = path.join(".qim", "dev");
@@ -51,6 +51,16 @@ const REDIS_INSTALL_ROOT = "apt-get install -y redis-server";
 
 /** Bounds of the waits, in attempts (each ≈ 50–100 ms plus the probe). */
 const REDIS_READY_ATTEMPTS = 200;
+/**
+ * How long dev up waits while redis-server answers LOADING (it replays its AOF before it answers
+ * anything else): a data dir that grew for weeks loads at roughly a million keys per few seconds,
+ * so minutes are normal; stopping it mid-load (as the 12 s of REDIS_READY_ATTEMPTS did) only makes
+ * the next try start over.
+ */
+const REDIS_LOADING_MAX_MS = 15 * 60_000;
+/** A loading Redis is asked again this often; the "waiting … N%" line at most every LOADING_PROGRESS_EVERY_MS. */
+const LOADING_POLL_MS = 250;
+const LOADING_PROGRESS_EVERY_MS = 2000;
 const SERVER_READY_ATTEMPTS = 300;
 /** Cassandra may need to create its keyspace and table first. */
 const SERVER_READY_ATTEMPTS_CASSANDRA = 1200;
@@ -200,7 +210,7 @@ export interface DevState {
   service?: { cert: string; key: string };
   /** The context file in the data dir. */
   context: string;
-  /** The named context dev up keeps for this stack (dev, or demo for the demo) in the config file. */
+  /** The named context dev up keeps for this stack in the config file (dev, dev-<data dir name>, demo for the demo; -2 … when another stack holds the name). */
   namedContext: NamedContextPlan;
 }
 
@@ -245,7 +255,7 @@ export interface DevUpOptions {
   nodes?: number;
   env?: NodeJS.ProcessEnv;
   home?: string;
-  /** The named context this stack gets in the config file: dev (default), demo for the demo. */
+  /** The base name of this stack's context in the config file (default: baseContextName), demo for the demo. */
   contextName?: string;
   /** Progress lines for people (stderr in table mode). */
   progress?: (line: string) => void;
@@ -457,7 +467,7 @@ async function requireRedisServer(env: NodeJS.ProcessEnv = process.env): Promise
   return { binary, version: version ?? "unknown" };
 }
 
-async function startRedis(p: DevPaths, binary: string, env: NodeJS.ProcessEnv, secure: boolean): Promise<{ started: Started; port: number }> {
+async function startRedis(p: DevPaths, binary: string, env: NodeJS.ProcessEnv, secure: boolean, progress: (line: string) => void): Promise<{ started: Started; port: number }> {
   mkdirSync(p.redisDir, { recursive: true });
   for (let attempt = 0; ; attempt++) {
     const port = await freePort();
@@ -487,15 +497,38 @@ async function startRedis(p: DevPaths, binary: string, env: NodeJS.ProcessEnv, s
       // last, so that the arguments end with the mark before redis sets its title
       "--proc-title-template", `{title} {listen-addr} ${REDIS_TITLE_MARK} ${p.dataDir}`,
     ], p.redisDir, p.redisLog, env);
-    for (let i = 0; i < REDIS_READY_ATTEMPTS; i++) {
+    let loadingSince: number | null = null;
+    let said = 0;
+    let loadingTooLong = false;
+    // attempts count only while Redis does not answer at all: loading a big AOF is progress
+    for (let i = 0; i < REDIS_READY_ATTEMPTS;) {
       if (started.exited()) break;
-      if (await redisUp(port, redisAccess(p, secure, port))) return { started, port };
+      const st = await redisState(port, redisAccess(p, secure, port));
+      if (st.state === "ready") return { started, port };
+      if (st.state === "loading") {
+        const now = Date.now();
+        loadingSince ??= now;
+        if (now - loadingSince > REDIS_LOADING_MAX_MS) {
+          loadingTooLong = true;
+          break;
+        }
+        if (now - said >= LOADING_PROGRESS_EVERY_MS) {
+          said = now;
+          progress(`waiting for Redis to load its data (${st.percent === null ? "progress unknown" : `${st.percent.toFixed(0)}% loaded`}, ${Math.round((now - loadingSince) / 1000)} s so far; ${p.redisLog})`);
+        }
+        await sleep(LOADING_POLL_MS);
+        continue;
+      }
+      i++;
       await sleep(50);
     }
     const exited = started.exited();
     await stopStarted(started);
     const tail = logTail(p.redisLog, from);
     if (exited && /Address already in use/i.test(tail) && attempt < 3) continue;
+    if (loadingTooLong) {
+      throw new DevStackError(EXIT.CONNECTION, "REDIS_START_FAILED", `redis-server was still loading its data after ${REDIS_LOADING_MAX_MS / 60_000} minutes; it is stopped again. The end of ${p.redisLog}:\n${indent(tail)}`);
+    }
     const noTls = secure && exited && /tls/i.test(tail) ? " (--secure-redis needs a redis-server built with TLS support)" : "";
     throw new DevStackError(exited ? EXIT.INTERNAL : EXIT.CONNECTION, "REDIS_START_FAILED",
       `redis-server ${exited ? "exited during start-up" : `did not answer PING on ${secure ? `rediss://${LOOPBACK}:${port} as user ${SECURE_REDIS_USER}` : `${LOOPBACK}:${port}`}`}${noTls}; the end of ${p.redisLog}:\n${indent(tail)}`);
@@ -569,16 +602,21 @@ function writeRedisAcl(p: DevPaths, password: string): void {
 
 /** Whether the stack's Redis answers PING: plaintext, or over TLS after AUTH with the password file. */
 async function redisUp(port: number, access: DevRedisAccess): Promise<boolean> {
-  if (!access.secure) return redisAnswers(port);
+  return (await redisState(port, access)).state === "ready";
+}
+
+/** Where the stack's Redis is (ready, loading its data, down): plaintext, or over TLS after AUTH with the password file. */
+async function redisState(port: number, access: DevRedisAccess): Promise<RedisReadiness> {
+  if (!access.secure) return redisReadiness(port);
   const password = readRedisPassword(access.passwordFile ?? "");
-  if (password === null || access.ca === null || access.user === null) return false;
+  if (password === null || access.ca === null || access.user === null) return { state: "down" };
   let caPem: Buffer;
   try {
     caPem = readFileSync(access.ca);
   } catch {
-    return false;
+    return { state: "down" };
   }
-  return redisAnswers(port, { caPem, user: access.user, password });
+  return redisReadiness(port, { caPem, user: access.user, password });
 }
 
 /** The admin server's Redis flags for this stack; the password only by its file. */
@@ -695,38 +733,65 @@ export function contextIsOurs(c: NamedContext | undefined, p: DevPaths): boolean
   return c?.dev === true && typeof c.dataDir === "string" && path.resolve(c.dataDir) === p.dataDir;
 }
 
+/** Names tried after the base name when another dev stack holds it: base-2 … base-MAX. */
+const MAX_CONTEXT_SUFFIX = 9;
+
 /**
- * Writes this stack's named context into `cfg` when it may: when there is none of that name, when
- * it is this stack's, or another dev stack's that is no longer up (its state file is gone). One of
- * that name written otherwise (`qimctl context set`, or a dev stack still up) is left alone. The
- * context becomes current only when no context is. Returns the note for people, if any.
+ * The base name of a stack's named context: `dev` for a data dir named dev (the default .qim/dev,
+ * in any working directory), else `dev-<name of the data dir>` (.qim/dev2 → dev-dev2), so that a
+ * second stack never needs the first one's name; a caller's own base (the demo's `demo`) as given.
  */
-export function planNamedContext(cfg: ConfigFile, name: string, ctx: NamedContext, p: DevPaths): { written: boolean; note: string | null } {
-  const existing = Object.hasOwn(cfg.contexts, name) ? cfg.contexts[name] : undefined;
-  let note: string | null = null;
-  if (existing && !contextIsOurs(existing, p)) {
-    if (existing.dev !== true || typeof existing.dataDir !== "string") {
-      return { written: false, note: `the context "${name}" exists and was not written by qimctl dev up: left as it is` };
-    }
-    const other = path.resolve(existing.dataDir);
-    if (existsSync(path.join(other, "dev.json"))) return { written: false, note: `the context "${name}" points at the dev stack in ${other}, which is up: left as it is` };
-    note = `the context "${name}" pointed at the dev stack in ${other}, which is down: it points at this one now`;
-  }
-  cfg.contexts[name] = ctx;
-  cfg.current ??= name;
-  return { written: true, note };
+export function baseContextName(p: DevPaths, given?: string): string {
+  if (given !== undefined) return given;
+  if (path.basename(p.dataDir) === path.basename(DEFAULT_DEV_DIR)) return "dev";
+  // the characters a context name allows (cli/context.ts), at most its 64
+  const slug = path.basename(p.dataDir).replace(/[^A-Za-z0-9._@-]/g, "-").replace(/\.json$/, "-json").slice(0, 64 - "dev-".length - `-${MAX_CONTEXT_SUFFIX}`.length);
+  return slug === "" ? "dev" : `dev-${slug}`;
 }
 
-function writeContexts(p: DevPaths, endpoint: string, tenant: string, env: NodeJS.ProcessEnv, home: string, name: string): NamedContextPlan {
+/**
+ * Chooses and writes this stack's named context into `cfg`. Its own context (one dev up wrote for
+ * this data dir) keeps its name. Otherwise the base name, unless another dev stack's context holds
+ * it: then base-2, base-3 … (another stack's context is never overwritten, up or down; only one
+ * whose data dir is gone altogether is taken over). A context of the base name written otherwise
+ * (`qimctl context set`) is left alone and none is written. The context becomes current only when
+ * no context is. Returns the name and the note for people, if any.
+ */
+export function planNamedContext(cfg: ConfigFile, base: string, ctx: NamedContext, p: DevPaths): { name: string; written: boolean; note: string | null } {
+  const candidates = [base, ...Array.from({ length: MAX_CONTEXT_SUFFIX - 1 }, (_, i) => `${base}-${i + 2}`)];
+  const at = (n: string) => (Object.hasOwn(cfg.contexts, n) ? cfg.contexts[n] : undefined);
+  const write = (name: string, note: string | null) => {
+    cfg.contexts[name] = ctx;
+    cfg.current ??= name;
+    return { name, written: true, note };
+  };
+  const own = candidates.find((n) => contextIsOurs(at(n), p));
+  if (own !== undefined) return write(own, null);
+  const existing = at(base);
+  if (existing && (existing.dev !== true || typeof existing.dataDir !== "string")) {
+    return { name: base, written: false, note: `the context "${base}" exists and was not written by qimctl dev up: left as it is` };
+  }
+  for (const name of candidates) {
+    const c = at(name);
+    if (!c) return write(name, name === base ? null : `the context "${base}" belongs to the dev stack in ${path.resolve(existing!.dataDir!)}: this stack's context is "${name}"`);
+    // a dev stack whose data dir is gone (removed by hand) cannot be reached any more: its context is stale
+    if (c.dev === true && typeof c.dataDir === "string" && !existsSync(path.resolve(c.dataDir))) {
+      return write(name, `the context "${name}" pointed at the dev stack in ${path.resolve(c.dataDir)}, whose data dir is gone: it points at this one now`);
+    }
+  }
+  return { name: base, written: false, note: `the contexts ${candidates[0]} … ${candidates.at(-1)} all belong to other dev stacks: none written` };
+}
+
+function writeContexts(p: DevPaths, endpoint: string, tenant: string, env: NodeJS.ProcessEnv, home: string, base: string): NamedContextPlan {
   const ctx = devContext(p, endpoint, tenant);
   writeJson(p.contextFile, ctx, 0o600);
-  const change = updateConfig(env, home, (cfg) => ({ ...planNamedContext(cfg, name, ctx, p), current: cfg.current }));
+  const change = updateConfig(env, home, (cfg) => ({ ...planNamedContext(cfg, base, ctx, p), current: cfg.current }));
   const notes = [
     ...(change.imported ? [`imported ${change.imported.from} as the context "${change.imported.name}" of ${change.config} (it is no longer read)`] : []),
     ...(change.result.note ? [change.result.note] : []),
     ...(env[ENV.context] ? [`${ENV.context}=${env[ENV.context]} is set and takes precedence over the current context`] : []),
   ];
-  return { config: change.config, name, written: change.result.written, current: change.result.current, note: notes.length > 0 ? notes.join("; ") : null };
+  return { config: change.config, name: change.result.name, written: change.result.written, current: change.result.current, note: notes.length > 0 ? notes.join("; ") : null };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -871,7 +936,7 @@ export async function devUp(opts: DevUpOptions): Promise<DevUpResult> {
   const home = opts.home ?? os.homedir();
   const progress = opts.progress ?? (() => {});
   const p = devPaths(opts.dataDir);
-  const contextName = opts.contextName ?? "dev";
+  const contextName = baseContextName(p, opts.contextName);
   const nodeCount = opts.nodes ?? 1;
   if (!Number.isInteger(nodeCount) || nodeCount < 1 || nodeCount > MAX_DEV_NODES) {
     throw new DevStackError(EXIT.USAGE, "INVALID_NODES", `--nodes must be a whole number from 1 to ${MAX_DEV_NODES}, got ${nodeCount}`);
@@ -943,7 +1008,7 @@ export async function devUp(opts: DevUpOptions): Promise<DevUpResult> {
     progress(secure
       ? `starting redis-server (TLS only, ACL user ${SECURE_REDIS_USER}, default user off; AOF, appendfsync always) in ${p.redisDir}`
       : `starting redis-server (AOF, appendfsync always) in ${p.redisDir}`);
-    const redis = await startRedis(p, redisBin.binary, env, secure);
+    const redis = await startRedis(p, redisBin.binary, env, secure, progress);
     const access = redisAccess(p, secure, redis.port);
     let server: Started | undefined;
     let metricsPort = 0;
@@ -1088,14 +1153,101 @@ export async function devStatus(dataDir: string): Promise<DevStatusResult> {
 }
 
 // ---------------------------------------------------------------------------------------------
+// restart
+// ---------------------------------------------------------------------------------------------
+
+export interface RestartedNode {
+  nodeId: string;
+  /** The pid it had, and how it was stopped (not ours: the pid belongs to another program now, untouched; already gone: it had exited). */
+  previousPid: number;
+  stopped: StopHow | "not ours";
+  /** The new process, on the same admin, metrics and CMD sync ports, answering the health check. */
+  pid: number;
+  port: number;
+}
+
+export interface DevRestartResult {
+  dataDir: string;
+  /** The nodes restarted, in order (one with --node, else every node of the stack); Redis is never restarted. */
+  restarted: RestartedNode[];
+}
+
+/** The admin server processes of the stack again, one node after the other: each stopped (SIGTERM, SIGKILL after the grace period) and started with the settings dev up gave it. */
+export async function devRestart(opts: { dataDir: string; node?: number; env?: NodeJS.ProcessEnv; progress?: (line: string) => void }): Promise<DevRestartResult> {
+  const env = opts.env ?? process.env;
+  const progress = opts.progress ?? (() => {});
+  const p = devPaths(opts.dataDir);
+  const dd = ` --data-dir ${p.dataDir}`;
+  if (!existsSync(p.stateFile)) throw new DevStackError(EXIT.CONNECTION, "DEV_STACK_DOWN", `the dev stack in ${p.dataDir} is not running (no state file); start it with qimctl dev up${dd}`);
+  const release = lock(p);
+  try {
+    const s = readState(p);
+    if (!s) throw new DevStackError(EXIT.CONNECTION, "DEV_STACK_DOWN", `the dev stack in ${p.dataDir} is not running (no state file); start it with qimctl dev up${dd}`);
+    const nodes = stateNodes(s);
+    if (opts.node !== undefined && (!Number.isInteger(opts.node) || opts.node < 1 || opts.node > nodes.length)) {
+      const range = nodes.length === 1 ? "1 (the stack runs one node, dev-1)" : `1 to ${nodes.length} (the stack runs dev-1 … dev-${nodes.length})`;
+      throw new DevStackError(EXIT.USAGE, "INVALID_NODE", `--node must be ${range}, got ${opts.node}`);
+    }
+    if (!(await redisUp(s.redis.port, s.redisAccess))) {
+      throw new DevStackError(EXIT.CONNECTION, "DEV_STACK_PARTIAL", `the dev stack's Redis (pid ${s.redis.pid}, port ${s.redis.port}) does not answer, so a node started now could not work; repair the stack with qimctl dev up${dd}`);
+    }
+    // the server reads the authority from its environment: a restart without it would switch authorities under the data
+    if ((cassandraConfigured(env) !== null) !== (s.authorityKind === "cassandra")) {
+      throw new DevStackError(EXIT.USAGE, "DEV_STACK_AUTHORITY", s.authorityKind === "cassandra"
+        ? `the dev stack in ${p.dataDir} runs with Cassandra as its authority: set QIM_CASSANDRA_CONTACT_POINTS (and the other QIM_CASSANDRA_* variables) as for its dev up`
+        : `QIM_CASSANDRA_CONTACT_POINTS is set, but the dev stack in ${p.dataDir} runs with the Redis-hash authority: unset it, or run dev down and dev up to switch`);
+    }
+    const chosen = opts.node !== undefined ? [opts.node] : nodes.map((_, i) => i + 1);
+    const identity = serverIdentity(p);
+    const restarted: RestartedNode[] = [];
+    for (const index of chosen) {
+      const n = nodes[index - 1]!;
+      const previousPid = n.pid;
+      const files = devNodeFiles(p, index);
+      let stopped: RestartedNode["stopped"];
+      if (!isAlive(n.pid)) stopped = "already gone";
+      else if (!isOurs(n.pid, identity)) stopped = "not ours";
+      else {
+        progress(`stopping node ${n.nodeId} (pid ${n.pid}: SIGTERM, SIGKILL after ${STOP_GRACE_ATTEMPTS * 50 / 1000} s)`);
+        try {
+          stopped = await stopPid(n.pid, STOP_GRACE_ATTEMPTS);
+        } catch {
+          throw new DevStackError(EXIT.INTERNAL, "DEV_STACK_STILL_RUNNING", `node ${n.nodeId} (pid ${n.pid}) is still running after SIGKILL`);
+        }
+      }
+      const syncPort = n.syncUrl ? Number(new URL(n.syncUrl).port) : null;
+      progress(`starting node ${n.nodeId} on localhost:${n.port}; log ${files.log}`);
+      const r = await startServer(p, s.redisAccess, s.redis.port, n.port, n.metricsPort, env, files, syncPort !== null ? { port: syncPort, tenant: s.tenant } : null);
+      if (!("started" in r)) {
+        const why = r.failed === "address-in-use" ? `could not listen again on its ports (admin ${n.port}, metrics ${n.metricsPort}${syncPort !== null ? `, cmd sync ${syncPort}` : ""}): another program took one` : r.failed === "no-answer" ? `did not answer the health check on localhost:${n.port} (last: ${r.detail})` : "exited during start-up";
+        throw new DevStackError(r.failed === "no-answer" ? EXIT.CONNECTION : EXIT.INTERNAL, "SERVER_START_FAILED",
+          `node ${n.nodeId} ${why}; it is not running now (qimctl dev up${dd} starts the stack afresh). The end of ${files.log}:\n${indent(r.tail)}`);
+      }
+      // handed over to the state: from now on dev down owns it
+      starting.delete(r.started.pid);
+      n.pid = r.started.pid;
+      if (index === 1) s.server = { ...s.server, pid: r.started.pid };
+      writeJson(p.stateFile, { ...s, nodes });
+      restarted.push({ nodeId: n.nodeId, previousPid, stopped, pid: r.started.pid, port: n.port });
+    }
+    return { dataDir: p.dataDir, restarted };
+  } finally {
+    release();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 // down
 // ---------------------------------------------------------------------------------------------
 
 export interface StoppedProcess {
   process: "server" | "redis";
   pid: number;
-  /** SIGTERM (stopped in time), SIGKILL (after the grace period), already gone, or not ours (the pid now belongs to another program: untouched). */
-  how: StopHow | "not ours";
+  /**
+   * SIGTERM (stopped in time), SIGKILL (after the grace period), already gone, not ours (the pid
+   * now belongs to another program: untouched), or (--dry-run) would stop.
+   */
+  how: StopHow | "not ours" | "would stop";
 }
 
 export interface DevDownResult {
@@ -1108,15 +1260,21 @@ export interface DevDownResult {
   contextsRemoved: string[];
   /** --purge: the data dir's files (Redis data, PKI, logs, contexts) were removed. */
   purged: boolean;
+  /** --dry-run: nothing was stopped or removed; stopped, contextsRemoved and removed say what would be. */
+  dryRun: boolean;
+  /** --purge: the files and directories removed (or, with --dry-run, that would be), absolute, in the order removed. */
+  removed: string[];
 }
 
-export async function devDown(opts: { dataDir: string; purge?: boolean; env?: NodeJS.ProcessEnv; home?: string }): Promise<DevDownResult> {
+export async function devDown(opts: { dataDir: string; purge?: boolean; dryRun?: boolean; env?: NodeJS.ProcessEnv; home?: string }): Promise<DevDownResult> {
   const env = opts.env ?? process.env;
   const home = opts.home ?? os.homedir();
   const p = devPaths(opts.dataDir);
+  const dryRun = opts.dryRun === true;
   if (!existsSync(p.dataDir)) {
-    return { dataDir: p.dataDir, wasRunning: false, stopped: [], stateRemoved: false, contextsRemoved: [], purged: false };
+    return { dataDir: p.dataDir, wasRunning: false, stopped: [], stateRemoved: false, contextsRemoved: [], purged: false, dryRun, removed: [] };
   }
+  if (dryRun) return devDownPlan(p, opts.purge === true, env, home);
   const release = lock(p);
   try {
     const s = readState(p);
@@ -1149,7 +1307,7 @@ export async function devDown(opts: { dataDir: string; purge?: boolean; env?: No
     rmSync(p.stateFile, { force: true });
     // the contexts outlive a stop (the next dev up refreshes them), not a purge: their files are gone
     const contextsRemoved = opts.purge ? removeOurContexts(p, env, home) : [];
-    if (opts.purge) purge(p);
+    const removed = opts.purge ? purge(p) : [];
     return {
       dataDir: p.dataDir,
       wasRunning: stopped.some((x) => x.how === "SIGTERM" || x.how === "SIGKILL"),
@@ -1157,10 +1315,43 @@ export async function devDown(opts: { dataDir: string; purge?: boolean; env?: No
       stateRemoved,
       contextsRemoved,
       purged: opts.purge === true,
+      dryRun: false,
+      removed,
     };
   } finally {
     release();
   }
+}
+
+/** What dev down would do (--dry-run): the processes it would stop, and with --purge the contexts and files it would remove. Changes nothing, takes no lock. */
+function devDownPlan(p: DevPaths, purging: boolean, env: NodeJS.ProcessEnv, home: string): DevDownResult {
+  const s = readState(p);
+  const running = stackProcesses(p);
+  const server = serverIdentity(p);
+  const redis = redisIdentity(p);
+  const stopped: StoppedProcess[] = [];
+  const plan = (what: StoppedProcess["process"], pid: number, identity: Identity) => {
+    if (stopped.some((x) => x.pid === pid)) return;
+    stopped.push({ process: what, pid, how: !isAlive(pid) ? "already gone" : isOurs(pid, identity) ? "would stop" : "not ours" });
+  };
+  for (const pid of [...(s ? stateNodes(s).map((n) => n.pid) : []), ...running.server]) plan("server", pid, server);
+  for (const pid of [...(s ? [s.redis.pid] : []), ...running.redis]) plan("redis", pid, redis);
+  return {
+    dataDir: p.dataDir,
+    wasRunning: stopped.some((x) => x.how === "would stop"),
+    stopped,
+    stateRemoved: existsSync(p.stateFile),
+    contextsRemoved: purging ? ourContexts(p, env, home) : [],
+    purged: false,
+    dryRun: true,
+    removed: purging ? purgeTargets(p) : [],
+  };
+}
+
+/** The named contexts of the config file that dev up wrote for this data dir (it marks them with the data dir). */
+function ourContexts(p: DevPaths, env: NodeJS.ProcessEnv, home: string): string[] {
+  const cfg = readConfig(defaultConfigPath(env, home));
+  return cfg ? Object.keys(cfg.contexts).filter((n) => contextIsOurs(cfg.contexts[n], p)).sort() : [];
 }
 
 /** Removes the named contexts this stack wrote; the current one among them leaves no context current. */
@@ -1174,21 +1365,35 @@ function removeOurContexts(p: DevPaths, env: NodeJS.ProcessEnv, home: string): s
   }).result;
 }
 
-/** Removes what the dev stack keeps in the data dir — only those names, never anything else — then the dir if empty. */
-function purge(p: DevPaths): void {
-  for (const f of [p.redisDir, p.pkiDir]) rmSync(f, { recursive: true, force: true });
-  for (const f of [p.redisLog, p.redisPassword, p.redisAcl, p.serverLog, p.auditLog, p.nodeIdFile, p.contextFile, p.stateFile]) rmSync(f, { force: true });
-  // drill reports (the default --report-dir with the dev context) and rotated audit logs
-  for (const name of safeList(p.dataDir)) if (/^qim-drill-.*\.json$/.test(name) || /^audit(-\d+)?\.log(\.\d+)?$/.test(name) || /^server-\d+\.log$/.test(name)) rmSync(path.join(p.dataDir, name), { force: true });
-  for (const name of safeList(p.dataDir)) if (/^node-\d+$/.test(name)) rmSync(path.join(p.dataDir, name), { recursive: true, force: true });
+/**
+ * What a purge removes, absolute, of what exists: only the names the dev stack writes in its data
+ * dir — the Redis data, the PKI, the logs (rotated audit logs too), the nodes' state dirs, the
+ * password and ACL files, the context file, the state, and the drill reports written there (the
+ * default --report-dir of drill rebuild through a dev stack's context, and the demo's) — never
+ * anything else.
+ */
+function purgeTargets(p: DevPaths): string[] {
+  const fixed = [p.redisDir, p.pkiDir, p.redisLog, p.redisPassword, p.redisAcl, p.serverLog, p.auditLog, p.nodeIdFile, p.contextFile, p.stateFile];
+  const named = safeList(p.dataDir).sort()
+    .filter((name) => DRILL_REPORT_NAME.test(name) || /^audit(-\d+)?\.log(\.\d+)?$/.test(name) || /^server-\d+\.log$/.test(name) || /^node-\d+$/.test(name))
+    .map((name) => path.join(p.dataDir, name));
+  return [...new Set([...fixed, ...named])].filter((f) => existsSync(f));
+}
+
+/** Removes what the dev stack keeps in the data dir (purgeTargets), then the dir if nothing else is in it; returns what it removed. */
+function purge(p: DevPaths): string[] {
+  const removed = purgeTargets(p);
+  for (const f of removed) rmSync(f, { recursive: true, force: true });
   try {
     if (safeList(p.dataDir).every((n) => n === "dev.lock")) {
       rmSync(p.lockFile, { force: true });
       rmdirSync(p.dataDir);
+      removed.push(p.dataDir);
     }
   } catch {
     // not empty: something of the user's is in there
   }
+  return removed;
 }
 
 function safeList(dir: string): string[] {

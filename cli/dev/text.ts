@@ -5,7 +5,7 @@
 import { randomUUID } from "node:crypto";
 import path from "node:path";
 import { keyValues } from "../format.js";
-import { authorityLine, type DevDownResult, type DevRedisAccess, type DevStatusResult, type DevUpResult } from "./stack.js";
+import { authorityLine, type DevDownResult, type DevRedisAccess, type DevRestartResult, type DevStatusResult, type DevUpResult } from "./stack.js";
 
 /** A path as a person would type it from here. */
 export function shown(file: string, cwd = process.cwd()): string {
@@ -120,11 +120,12 @@ export function statusLines(r: DevStatusResult, defaultDir: string): string {
 }
 
 export function downLines(r: DevDownResult): string {
+  if (r.dryRun) return downPlanLines(r);
   if (r.stopped.length === 0 || !r.wasRunning) {
     const lines = [`Nothing running for the dev stack in ${shown(r.dataDir)}${r.stateRemoved ? " (stale state removed)" : ""}.`];
     for (const s of r.stopped.filter((x) => x.how === "not ours")) lines.push(`  ${s.process} pid ${s.pid} now belongs to another program: not touched`);
     if (r.contextsRemoved.length > 0) lines.push(`  removed the contexts that pointed at it: ${r.contextsRemoved.join(", ")}`);
-    if (r.purged) lines.push("  purged: Redis data, PKI, logs and contexts removed");
+    if (r.purged) lines.push(`  purged: removed ${r.removed.length} file(s) and dir(s) the stack wrote${r.removed.length > 0 ? `: ${r.removed.map((f) => shown(f)).join(", ")}` : ""}`);
     return lines.join("\n");
   }
   const lines = [`Dev stack in ${shown(r.dataDir)} stopped.`];
@@ -133,6 +134,27 @@ export function downLines(r: DevDownResult): string {
     lines.push(`  ${s.process.padEnd(6)} pid ${s.pid}: ${how}`);
   }
   if (r.contextsRemoved.length > 0) lines.push(`  removed the contexts that pointed at it: ${r.contextsRemoved.join(", ")}`);
-  lines.push(r.purged ? "  purged: Redis data, PKI, logs and contexts removed" : `  kept: Redis data, PKI, logs and ${shown(path.join(r.dataDir, "context.json"))} (--purge removes them)`);
+  lines.push(r.purged ? `  purged: removed ${r.removed.length} file(s) and dir(s) the stack wrote: ${r.removed.map((f) => shown(f)).join(", ")}` : `  kept: Redis data, PKI, logs and ${shown(path.join(r.dataDir, "context.json"))} (--purge removes them)`);
   return lines.join("\n");
+}
+
+/** dev down --dry-run: what it would stop and remove; nothing was changed. */
+function downPlanLines(r: DevDownResult): string {
+  const stops = r.stopped.filter((x) => x.how === "would stop");
+  const lines = [`Dry run for the dev stack in ${shown(r.dataDir)}: nothing stopped or removed.`];
+  lines.push(stops.length > 0 ? `  would stop: ${stops.map((x) => `${x.process} pid ${x.pid}`).join(", ")}` : "  would stop: nothing (nothing running)");
+  for (const x of r.stopped.filter((y) => y.how === "not ours")) lines.push(`  ${x.process} pid ${x.pid} now belongs to another program: would not be touched`);
+  if (r.contextsRemoved.length > 0) lines.push(`  would remove the contexts: ${r.contextsRemoved.join(", ")}`);
+  if (r.removed.length > 0) lines.push("  would remove:", ...r.removed.map((f) => `    ${shown(f)}`), `  then ${shown(r.dataDir)} itself if nothing else is left in it`);
+  return lines.join("\n");
+}
+
+/** dev restart: each node restarted, its old and new pid. */
+export function restartLines(r: DevRestartResult): string {
+  const how = (x: DevRestartResult["restarted"][number]) =>
+    x.stopped === "SIGTERM" ? "stopped (SIGTERM)" : x.stopped === "SIGKILL" ? "killed (SIGKILL after the grace period)" : x.stopped === "not ours" ? "its pid belongs to another program now (not touched)" : "was not running";
+  return [
+    `Dev stack in ${shown(r.dataDir)}: restarted ${r.restarted.map((x) => x.nodeId).join(", ")}`,
+    ...r.restarted.map((x) => `  ${x.nodeId}: pid ${x.previousPid} ${how(x)}; now pid ${x.pid}, answering on localhost:${x.port}`),
+  ].join("\n");
 }

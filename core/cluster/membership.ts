@@ -447,6 +447,16 @@ export class ClusterMembership implements UnitGate {
     if (nodeId === this.nodeId && !this.stopped) await this.tick();
   }
 
+  /**
+   * Clears a node's draining flag: the others' next reconciliation counts it again and hands it
+   * its share (at once when it is this one). Returns whether it was draining.
+   */
+  async undrain(nodeId: string): Promise<boolean> {
+    const removed = await this.store.clientForKey(drainingKey(this.keys)).hdel(drainingKey(this.keys), nodeId);
+    if (nodeId === this.nodeId && !this.stopped) await this.tick();
+    return removed > 0;
+  }
+
   private async readRegistry(): Promise<RegistryView> {
     return heartbeatScript.run(this.store.clientForKey(nodesKey(this.keys)), { nodes: nodesKey(this.keys), draining: drainingKey(this.keys), units: unitsKey(this.keys) }, {
       nodeId: "", address: "", version: "", startedAt: 0, fresh: false, forgetAfterMs: Math.max(60_000, FORGET_AFTER_TTLS * this.leaseTtlMs), units: UNIT_KINDS,

@@ -66,6 +66,7 @@ const INVALID_INPUT: Record<string, { request: object; field: string } | "no fie
   "/qim.admin.v1.ClusterService/ListNodes": "no fields",
   "/qim.admin.v1.ClusterService/GetOwner": { request: { user: { tenant, user: "u" } }, field: "user.user" },
   "/qim.admin.v1.ClusterService/Drain": { request: { nodeId: " " }, field: "node_id" },
+  "/qim.admin.v1.ClusterService/Undrain": { request: { nodeId: " " }, field: "node_id" },
   "/qim.admin.v1.ConversationListService/ListConversations": { request: { tenant, user: newUuid(), cursor: "%%" }, field: "cursor" },
   "/qim.admin.v1.ConversationListService/WatchUser": { request: { tenant, user: "u" }, field: "user" },
   "/qim.admin.v1.ConversationListService/GetBadge": { request: { tenant: "t", user: newUuid() }, field: "tenant" },

@@ -45,4 +45,16 @@ describe("output files", () => {
     writeFileSync(ctx, JSON.stringify({ endpoint: "localhost:1" }));
     assert.equal(devDataDirOf(fromContext), null, "a context dev up did not write");
   });
+
+  it("the dev stack's data dir through a named context too, whatever its name: the config file's entry decides", () => {
+    const config = path.join(dir, "config.json");
+    writeFileSync(config, JSON.stringify({ current: "mine", contexts: {
+      mine: { endpoint: "localhost:1", dev: true, dataDir: "/work/.qim/dev2" },
+      prod: { endpoint: "qim.internal:7443" },
+    } }));
+    const named = (name: string) => ({ endpoint: { value: "localhost:1", source: "context" as const, origin: config }, insecure: { value: false, source: "default" as const, origin: "" }, contextPath: config, contextName: name });
+    assert.equal(devDataDirOf(named("mine")), "/work/.qim/dev2");
+    assert.equal(devDataDirOf(named("prod")), null, "a context dev up did not write");
+    assert.equal(devDataDirOf(named("absent")), null);
+  });
 });

@@ -27,7 +27,7 @@ describe("qimctl dev up|status|down with real processes", { timeout: 300_000 }, 
   });
 
   after(async () => {
-    for (const d of ["dev", "stale", "mine"]) await qimctl(["dev", "down", "--data-dir", path.join(tmp, d)], { env });
+    for (const d of ["dev", "stale", path.join("mine", "dev")]) await qimctl(["dev", "down", "--data-dir", path.join(tmp, d)], { env });
     const left = killMentioning(tmp);
     rmSync(tmp, { recursive: true, force: true });
     assert.deepEqual(left, [], "a test left processes behind");
@@ -165,7 +165,8 @@ describe("qimctl dev up|status|down with real processes", { timeout: 300_000 }, 
   });
 
   it("an old default context file not written by dev up stays the current context (imported as default); dev up adds dev and says how to use it", async () => {
-    const dir = path.join(tmp, "mine");
+    // a data dir named dev: its context is called dev (another name would get dev-<name>)
+    const dir = path.join(tmp, "mine", "dev");
     rmSync(config, { force: true });
     mkdirSync(path.dirname(defaultContext), { recursive: true });
     const theirs = `${JSON.stringify({ endpoint: "qim-admin.internal:7443", tenant: "33333333-3333-4333-8333-333333333333" })}\n`;

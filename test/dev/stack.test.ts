@@ -11,18 +11,18 @@ import path from "node:path";
 import { after, describe, it } from "node:test";
 import { findProcesses, isAlive, versionAtLeast } from "../../cli/dev/process.js";
 import type { ConfigFile } from "../../cli/context.js";
-import { authorityKind, authorityLine, contextIsOurs, devPaths, planNamedContext, redisIdentity, serverIdentity } from "../../cli/dev/stack.js";
+import { authorityKind, authorityLine, baseContextName, contextIsOurs, devPaths, planNamedContext, redisIdentity, serverIdentity } from "../../cli/dev/stack.js";
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), "qimctl-dev-unit-"));
 after(() => rmSync(tmp, { recursive: true, force: true }));
 
 describe("dev stack decisions", () => {
-  it("the named context is written when absent, ours, or another dev stack's that is down; otherwise left alone; current only when none is", () => {
+  it("the named context: its own name kept; absent written; another dev stack's never overwritten (base-2 then) unless its data dir is gone; one written by hand left alone; current only when none is", () => {
     const p = devPaths(path.join(tmp, "a"));
     const other = devPaths(path.join(tmp, "b"));
     const ours = { endpoint: "localhost:1", dev: true, dataDir: p.dataDir };
     const cfg: ConfigFile = { current: null, contexts: {} };
-    assert.deepEqual(planNamedContext(cfg, "dev", ours, p), { written: true, note: null });
+    assert.deepEqual(planNamedContext(cfg, "dev", ours, p), { name: "dev", written: true, note: null });
     assert.deepEqual(cfg, { current: "dev", contexts: { dev: ours } }, "absent: written, and current (there was none)");
 
     const prod = { endpoint: "prod:7443" };
@@ -36,20 +36,34 @@ describe("dev stack decisions", () => {
     assert.match(plan.note!, /not written by qimctl dev up/);
     assert.deepEqual(theirs, { current: null, contexts: { dev: { endpoint: "x:1" } } }, "nothing changed");
 
-    const otherDown: ConfigFile = { current: "dev", contexts: { dev: { endpoint: "localhost:2", dev: true, dataDir: other.dataDir } } };
-    const replaced = planNamedContext(otherDown, "dev", ours, p);
-    assert.equal(replaced.written, true, "the other stack is down (no dev.json)");
-    assert.match(replaced.note!, /pointed at the dev stack in .*b, which is down/);
-    assert.equal(contextIsOurs(otherDown.contexts.dev, p), true);
-    assert.equal(contextIsOurs(otherDown.contexts.dev, other), false);
+    // the other stack's data dir does not exist: its context can reach nothing, it is taken over
+    const otherGone: ConfigFile = { current: "dev", contexts: { dev: { endpoint: "localhost:2", dev: true, dataDir: other.dataDir } } };
+    const replaced = planNamedContext(otherGone, "dev", ours, p);
+    assert.deepEqual([replaced.name, replaced.written], ["dev", true]);
+    assert.match(replaced.note!, /pointed at the dev stack in .*b, whose data dir is gone/);
+    assert.equal(contextIsOurs(otherGone.contexts.dev, p), true);
+    assert.equal(contextIsOurs(otherGone.contexts.dev, other), false);
 
+    // the other stack's data dir exists (down or up): its context stays, this stack gets dev-2
     mkdirSync(other.dataDir, { recursive: true });
+    const theirsDev = { endpoint: "localhost:2", dev: true, dataDir: other.dataDir };
+    const otherDown: ConfigFile = { current: "dev", contexts: { dev: theirsDev, "dev-2": { endpoint: "typed:1" } } };
+    const second = planNamedContext(otherDown, "dev", ours, p);
+    assert.deepEqual([second.name, second.written], ["dev-3", true], "dev-2 was written by hand: skipped too");
+    assert.match(second.note!, /the context "dev" belongs to the dev stack in .*b: this stack's context is "dev-3"/);
+    assert.deepEqual(otherDown.contexts.dev, theirsDev, "the other stack's context is untouched");
+    assert.equal(otherDown.current, "dev", "the current context stays");
     writeFileSync(other.stateFile, "{}");
-    const otherUp: ConfigFile = { current: "dev", contexts: { dev: { endpoint: "localhost:2", dev: true, dataDir: other.dataDir } } };
-    const kept = planNamedContext(otherUp, "dev", ours, p);
-    assert.equal(kept.written, false, "the other stack is up");
-    assert.match(kept.note!, /points at the dev stack in .*b, which is up/);
-    assert.equal(otherUp.contexts.dev!.endpoint, "localhost:2");
+    assert.deepEqual(planNamedContext(otherDown, "dev", { ...ours, endpoint: "localhost:9" }, p), { name: "dev-3", written: true, note: null }, "its own name is kept on the next dev up");
+    assert.equal(otherDown.contexts["dev-3"]!.endpoint, "localhost:9");
+  });
+
+  it("the base name of a stack's context: dev for a data dir named dev, dev-<dir name> for another, as given for the demo", () => {
+    assert.equal(baseContextName(devPaths(path.join(".qim", "dev"))), "dev");
+    assert.equal(baseContextName(devPaths("/srv/other-project/.qim/dev")), "dev", "a dir named dev anywhere (a clash is settled by dev-2 …)");
+    assert.equal(baseContextName(devPaths(path.join(".qim", "dev2"))), "dev-dev2");
+    assert.equal(baseContextName(devPaths("/tmp/my stack.json")), "dev-my-stack-json");
+    assert.equal(baseContextName(devPaths(path.join(".qim", "demo")), "demo"), "demo");
   });
 
   it("processes are recognised by their arguments, never those of a sibling data dir", () => {

@@ -84,6 +84,11 @@ describe("qimctl demo in a clean directory", { timeout: 300_000 }, () => {
     assert.equal(step("bump-epoch").bump.reason, "demo");
     assert.equal(step("rebuild-drill").report.ok, true);
     assert.equal(step("rebuild-drill").report.users, 4);
+    // the drill's report goes where drill rebuild through the demo's context writes its own: the data dir
+    const reportPath = step("rebuild-drill").reportPath;
+    assert.equal(reportPath, path.join(dataDir, `qim-drill-${step("rebuild-drill").report.drillId}.json`));
+    assert.deepEqual(JSON.parse(readFileSync(reportPath, "utf8")), step("rebuild-drill").report);
+    assert.match(first.stdout, /^ {3}Its report: .*\.qim\/demo\/qim-drill-[0-9a-f-]+\.json \(qimctl dev down --purge removes it with the stack\)\.$/m);
     assert.ok(step("dispatch-audit").audit.partitions.every((p: any) => p.verdict === "OK"));
     // alice's page: side pinned first, its unread 1 by hand (bob's one message, unread by alice)
     assert.deepEqual(step("user-sessions").page.summaries.map((x: any) => [x.pinned, x.unread > 0]), [[true, true], [false, true]]);
@@ -105,6 +110,13 @@ describe("qimctl demo in a clean directory", { timeout: 300_000 }, () => {
     assert.ok(!existsSync(path.join(tmp, "xdg", "qimctl", "context.json")), "the old single context file is never written");
     assert.deepEqual(step("dev-down").contextsRemoved, [], "--down keeps the context (a purge would remove it)");
     assert.deepEqual(readdirSync(os.tmpdir()).filter((f) => f.startsWith("qim-demo-crowd-") && !crowdDirsBefore.includes(f)), [], "the bulk add's temporary file is removed");
+
+    // a purge removes what the demo wrote: both runs' drill reports, the data dir, the context demo
+    assert.equal(readdirSync(dataDir).filter((f) => /^qim-drill-.*\.json$/.test(f)).length, 2, "one report per run");
+    const purged = ok(await qimctl(["dev", "down", "--data-dir", ".qim/demo", "--purge", "--yes"], { env, cwd: tmp }), "dev down --purge");
+    assert.ok(purged.removed.includes(reportPath));
+    assert.deepEqual(purged.contextsRemoved, ["demo"]);
+    assert.ok(!existsSync(dataDir), "nothing of the demo is left in its data dir");
   });
 });
 

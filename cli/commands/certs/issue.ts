@@ -1,12 +1,13 @@
+import { existsSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import * as Flags from "@oclif/core/flags";
 import { BaseCommand } from "../../base.js";
-import { fileBase, forceFlag, pkiDirFlag, positiveDays, readCaFile, refuseExisting, writeCertificate } from "../../certs/files.js";
+import { DEFAULT_PKI_DIR, devPkiDirs, fileBase, forceFlag, pkiDirFlag, shellWord, positiveDays, readCaFile, refuseExisting, writeCertificate } from "../../certs/files.js";
 import type { IssueResult } from "../../certs/results.js";
 import { certificateLines, subjectText } from "../../certs/text.js";
-import { contextName, ENV, isContextPath, type ContextFile } from "../../context.js";
-import { updateConfig, writeAtomically } from "../../context/config.js";
+import { contextName, defaultConfigPath, ENV, isContextPath, type ContextFile } from "../../context.js";
+import { readConfig, updateConfig, writeAtomically } from "../../context/config.js";
 import { UsageError } from "../../exit-codes.js";
 import { endpoint as checkEndpoint, uuid } from "../../validate.js";
 
@@ -21,6 +22,8 @@ export default class CertsIssue extends BaseCommand<typeof CertsIssue> {
 --role node issues a node certificate instead: an engine server's identity towards the other nodes of its cluster (node-to-node RPC, docs/operator-guide.md "Cluster"). CN = --name (the node id), OU = node, usable as a server AND a client certificate (extKeyUsage serverAuth and clientAuth), with every --host (default localhost, 127.0.0.1) as a subjectAltName: the addresses peers reach its node.listen on. A node certificate may call only the node service, never an admin RPC; give it to the server as node.tls.cert/node.tls.key.
 
 --role service issues a client certificate (OU = service) for an application server that calls the CMD sync HTTP API (POST /message/sync and /message/syncack on sync.listen, docs/cmd-sync.md). It may call only that API, never an admin RPC, and no operator certificate may call that API.
+
+A dev stack (qimctl dev up) has its own CA in <data-dir>/pki, the only one its server trusts: issue with --dir <data-dir>/pki. When --dir is left at its default and holds no CA while a dev stack's CA exists (a context dev up wrote, or .qim/dev, .qim/demo here), the command refuses (exit 2) with the exact command to run instead of suggesting certs init.
 
 --write-context also writes a qimctl context pointing at the CA, this certificate and key, with --endpoint and --tenant, so that the next qimctl command just works: the named context --name (or --context NAME) in $XDG_CONFIG_HOME/qimctl/config.json, made the current context (see qimctl context list); or, when --context is a path (it has a / or ends in .json), a context file there.`;
   static override examples = [
@@ -64,6 +67,7 @@ export default class CertsIssue extends BaseCommand<typeof CertsIssue> {
     const tenant = this.flags.tenant === undefined ? undefined : uuid("--tenant", this.flags.tenant);
     const endpoint = checkEndpoint("--endpoint", this.flags.endpoint);
     const caPath = this.flags["ca-cert"] ?? path.join(dir, "ca.crt");
+    if (this.flags["ca-cert"] === undefined && this.flags["ca-key"] === undefined && dir === DEFAULT_PKI_DIR && !existsSync(caPath)) this.pointAtDevCa(caPath);
     const caPem = readCaFile(caPath, "--ca-cert");
     const caKeyPem = readCaFile(this.flags["ca-key"] ?? path.join(dir, "ca.key"), "--ca-key");
     const certPath = path.join(dir, `${fileBase(name)}.crt`);
@@ -107,6 +111,28 @@ export default class CertsIssue extends BaseCommand<typeof CertsIssue> {
     this.log(certificateLines(cert, (contextPath ? [["context", `${where} (endpoint ${endpoint}${tenant ? `, tenant ${tenant}` : ", no tenant: give --tenant or QIMCTL_TENANT"})`] as const] : [])));
     return { ...cert, caPath: path.resolve(caPath), contextPath, contextName: writtenName };
   }
+
+  /** Throws the refusal that names the dev stacks' CAs, when there are any (else returns: the usual "cannot read" follows). */
+  private pointAtDevCa(caPath: string): void {
+    const commands = devCaCommands(this.argv, process.env, process.cwd());
+    if (commands.length === 0) return;
+    throw new UsageError("--dir", `no CA in ${path.resolve(path.dirname(caPath))} (the default --dir); a dev stack's certificates must come from its own CA${commands.length > 1 ? " — one of these" : ""}: ${commands.join("  |  ")}`);
+  }
+}
+
+/**
+ * No CA in the default dir, but a dev stack's CA on this machine (dev up made one in its data
+ * dir): the dev stack's server trusts only that one, so `certs init` would be the wrong advice.
+ * Refuses with the exact command that uses it (exit 2, nothing written).
+ */
+function devCaCommands(argv: readonly string[], env: NodeJS.ProcessEnv, cwd: string): string[] {
+  let contexts = {};
+  try {
+    contexts = readConfig(defaultConfigPath(env, os.homedir()))?.contexts ?? {};
+  } catch {
+    // an unreadable config file: the default data dirs are still looked at
+  }
+  return devPkiDirs(contexts, cwd).map((pki) => ["qimctl", "certs", "issue", ...argv, "--dir", pki].map(shellWord).join(" "));
 }
 
 /** Where --write-context writes: --context (else QIMCTL_CONTEXT) as a file or a name, else the context named after the certificate. */

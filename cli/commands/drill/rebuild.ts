@@ -9,7 +9,7 @@ import { drillJUnit } from "../../drill/junit.js";
 import { drillReportResult, type DrillRunResult } from "../../drill/results.js";
 import { differencesMessage, differencesText, drillText } from "../../drill/text.js";
 import { junitXml } from "../../junit.js";
-import { devDataDirOf, stateReportsDir, writableDir, writableFile, writeFileWhole } from "../../output-files.js";
+import { devDataDirOf, drillReportName, stateReportsDir, writableDir, writableFile, writeFileWhole } from "../../output-files.js";
 import { LIMITS, reason as checkReason, uuidList } from "../../validate.js";
 
 const WIPES = ["projection", "checkpoints", "both"] as const;
@@ -89,7 +89,7 @@ Exit codes: 0 the drill found no difference; 4 differences found (the report nam
       if (live) process.stderr.write("\r\x1b[2K");
     }
     const report = drillReportResult(raw);
-    const reportPath = reportFile ?? path.join(reportDir!.dir, `qim-drill-${report.drillId}.json`);
+    const reportPath = reportFile ?? path.join(reportDir!.dir, drillReportName(report.drillId));
     writeFileWhole(reportPath, `${JSON.stringify(report, null, 2)}\n`, reportDir?.mode);
     const out: DrillRunResult = { ...report, reportPath };
     if (junitFile !== undefined) writeFileWhole(junitFile, junitXml(drillJUnit(out, endpoint)));

@@ -36,7 +36,7 @@ export function useRedis(): LuaFixture {
 
 /** The scripts whose keys are all one conversation's (the session scripts have their own tests). */
 export type ConversationScriptName =
-  | "createGroup" | "commitMessages" | "applyMembership" | "readPlan" | "loadForDispatch" | "markCommitted" | "readHistory" | "conversationSummary" | "markRead" | "transferOwner";
+  | "createGroup" | "commitMessages" | "applyMembership" | "readPlan" | "loadForDispatch" | "markCommitted" | "readHistory" | "conversationSummary" | "markRead" | "transferOwner" | "dissolveGroup";
 
 /** Each conversation script's KEYS, in the order of its header. */
 export const SCRIPT_KEYS: Record<ConversationScriptName, (k: ConversationKeys) => string[]> = {
@@ -47,10 +47,11 @@ export const SCRIPT_KEYS: Record<ConversationScriptName, (k: ConversationKeys) =
   loadForDispatch: (k) => [k.commits, k.hist, k.grpmembers, k.grpdeltas, k.grpmeta, k.vpending],
   // KEYS[5], the bucket's relay lease, sits on the same tag; these tests run without a cluster (no lease)
   markCommitted: (k) => [k.commits, k.outbox, k.vpending, k.grpdeltas, unitLeaseKey(new KeySpace(k.outbox.split(":")[0]!), "relay", k.bucket)],
-  readHistory: (k) => [k.grpmembers, k.hist],
-  conversationSummary: (k) => [k.grpmembers, k.hist, k.readseq],
-  markRead: (k) => [k.grpmembers, k.hist, k.readseq],
+  readHistory: (k) => [k.grpmembers, k.hist, k.grpmeta],
+  conversationSummary: (k) => [k.grpmembers, k.hist, k.readseq, k.grpmeta],
+  markRead: (k) => [k.grpmembers, k.hist, k.readseq, k.grpmeta],
   transferOwner: (k) => [k.grpmeta, k.grpmembers, k.grpdeltas, k.vpending],
+  dissolveGroup: (k) => [k.grpmeta, k.cseq, k.hist, k.vpending, k.grpdeltas, k.outbox],
 };
 
 /** A random id in the scripts' 32-hex form. */

@@ -4,7 +4,7 @@ import type {
   HistoryPage as CoreHistoryPage, HistoryRecord as CoreRecord, Member as CoreMember, MembershipChangeResult, PartitionAudit,
   ProjectionStatus as CoreProjectionStatus, SendResult, TransferOwnerResult, UserGroupsPage, DissolveGroupResult,
 } from "../core/index.js";
-import { opName } from "../core/index.js";
+import { groupEventOpName, opName } from "../core/index.js";
 import type { ClusterNode } from "./gen/qim/admin/v1/cluster.js";
 import type { HistoryRecord, Member } from "./gen/qim/admin/v1/common.js";
 import type { DrillProgress, DrillReport } from "./gen/qim/admin/v1/drill.js";
@@ -83,6 +83,7 @@ export function recordOut(r: CoreRecord): HistoryRecord {
     payload: Buffer.from(r.payload),
     text: r.contentType === "text/plain" ? Buffer.from(r.payload).toString("utf8") : "",
     ...(r.membership ? { membership: { op: opName(r.membership.op), actor: r.membership.actor, users: r.membership.users } } : {}),
+    ...(r.groupEvent ? { groupEvent: { op: groupEventOpName(r.groupEvent.op), actor: r.groupEvent.actor } } : {}),
   };
 }
 

@@ -11,6 +11,12 @@ export const GROUP_EVENT_CUSTOM_TYPE = "qim.group.v1";
 export const GroupEventOp = { DISSOLVE: 1 } as const;
 export type GroupEventOpCode = (typeof GroupEventOp)[keyof typeof GroupEventOp];
 
+/** The op's name on the wire and in qimctl's output. */
+export function groupEventOpName(op: GroupEventOpCode): "dissolve" {
+  if (op === GroupEventOp.DISSOLVE) return "dissolve";
+  throw new Error(`unknown group event op ${String(op)}`);
+}
+
 export interface GroupEventBody {
   op: GroupEventOpCode;
   /** ZERO_UUID (ADMIN_ACTOR): a dissolve is an admin action; the recorded sender is the owner. */

@@ -89,6 +89,18 @@ describe("qimctl group dissolve against the real server", { timeout: 180_000 }, 
     assert.deepEqual(page.records.map((r: { conversationSeq: number; contentType: string; messageId: string }) => [r.conversationSeq, r.contentType]),
       [[1, "text/plain"], [2, "qim.group.v1"]]);
     assert.equal(page.records[1].messageId, done.messageId);
+    assert.deepEqual(page.records[1].groupEvent, { op: "dissolve", actor: "00000000-0000-0000-0000-000000000000" });
+    const historyTable = await run(["history", "--group", group, "--as", member], { context: ctx.viewer!, json: false });
+    assert.match(historyTable.stdout, /group dissolved/);
+    // the conversation stays in the owner's list, the dissolve event its head; the member's message
+    // is the one unread (control messages never count)
+    let row: any;
+    for (let i = 0; i < 200 && row?.head?.conversationSeq !== 2; i++) {
+      if (i > 0) await new Promise((r) => setTimeout(r, 100));
+      const list = ok(await run(["sessions", "--user", owner], { context: ctx.viewer! }), "sessions");
+      row = list.summaries.find((x: { group: string }) => x.group === group);
+    }
+    assert.deepEqual({ head: row?.head?.conversationSeq, event: row?.head?.groupEvent?.op, unread: row?.unread }, { head: 2, event: "dissolve", unread: 1 });
     const members = ok(await run(["membership", "list", "--group", group], { context: ctx.viewer! }), "membership list");
     assert.equal(members.members.length, 2);
 

@@ -14,6 +14,7 @@ import type { AuditEntry, TailAuditRequest, TailAuditResponse } from "./gen/qim/
 import type { HistoryRecord, Member, MembershipEvent } from "./gen/qim/admin/v1/common.js";
 import type {
   ChangeMembersRequest, CreateGroupRequest, GetGroupRequest, Group, ListMembersRequest, ListMembersResponse, ListUserGroupsRequest, ListUserGroupsResponse, MembershipChange, OwnerTransfer, TransferOwnerRequest, UserGroup, ListGroupsRequest, ListGroupsResponse,
+  DissolveGroupRequest, GroupDissolution,
 } from "./gen/qim/admin/v1/groups.js";
 import type { ConversationSummary, HistoryPage, ListConversationSummariesRequest, ListConversationSummariesResponse, ReadHistoryRequest, SendMessageRequest, SendMessageResponse } from "./gen/qim/admin/v1/messages.js";
 import type { DispatchAuditRequest, DispatchAuditResponse } from "./gen/qim/admin/v1/dispatch.js";
@@ -40,6 +41,7 @@ export type {
   ListMembersRequest, ListMembersResponse, ListUserGroupsRequest, ListUserGroupsResponse, Member, MembershipChange, MembershipEvent, OffsetRange, PartitionState, PendingQueue,
   ProjectionStatus, ReadHistoryRequest, RebuildUserRequest, RebuildUserResponse, RunRebuildDrillRequest, SendMessageRequest,
   SendMessageResponse, Snapshot, TailAuditRequest, TailAuditResponse, UserGroup, WatchRequest, OwnerTransfer, TransferOwnerRequest, ListGroupsRequest, ListGroupsResponse,
+  DissolveGroupRequest, GroupDissolution,
 };
 
 type Catalog = typeof SERVICE_CATALOG;

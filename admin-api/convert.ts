@@ -2,13 +2,13 @@ import type {
   NodeRecord,
   ConversationSummary as CoreSummary, DrillProgress as CoreDrillProgress, DrillReport as CoreDrillReport, EpochBump as CoreEpochBump, GroupInfo,
   HistoryPage as CoreHistoryPage, HistoryRecord as CoreRecord, Member as CoreMember, MembershipChangeResult, PartitionAudit,
-  ProjectionStatus as CoreProjectionStatus, SendResult, TransferOwnerResult, UserGroupsPage,
+  ProjectionStatus as CoreProjectionStatus, SendResult, TransferOwnerResult, UserGroupsPage, DissolveGroupResult,
 } from "../core/index.js";
-import { opName } from "../core/index.js";
+import { groupEventOpName, opName } from "../core/index.js";
 import type { ClusterNode } from "./gen/qim/admin/v1/cluster.js";
 import type { HistoryRecord, Member } from "./gen/qim/admin/v1/common.js";
 import type { DrillProgress, DrillReport } from "./gen/qim/admin/v1/drill.js";
-import type { Group, ListUserGroupsResponse, MembershipChange, OwnerTransfer } from "./gen/qim/admin/v1/groups.js";
+import type { Group, GroupDissolution, ListUserGroupsResponse, MembershipChange, OwnerTransfer } from "./gen/qim/admin/v1/groups.js";
 import type { ConversationSummary, HistoryPage, SendMessageResponse } from "./gen/qim/admin/v1/messages.js";
 import type { EpochBump, PartitionState, ProjectionStatus } from "./gen/qim/admin/v1/projection.js";
 
@@ -25,7 +25,23 @@ export function groupOut(g: GroupInfo): Group {
     memberCount: g.memberCount,
     createdAtMs: u64(g.createdAt),
     conversationSeq: u64(g.conversationSeq),
+    state: g.state,
+    ...(g.dissolvedAt !== null ? { dissolvedAt: u64(g.dissolvedAt) } : {}),
   };
+}
+
+export function dissolutionOut(r: DissolveGroupResult): GroupDissolution {
+  return {
+    outcome: r.outcome, owner: r.owner, memberCount: r.memberCount, version: u64(r.version),
+    ...(r.dissolvedAt !== null ? { dissolvedAt: u64(r.dissolvedAt) } : {}), messageId: r.messageId ?? "", attempts: r.attempts,
+  };
+}
+
+/** The audit line of a dissolve. */
+export function describeDissolve(r: DissolveGroupResult): string {
+  if (r.outcome === "noop") return `group ${r.group} already was dissolved at conversation_seq ${r.dissolvedAt}; version ${r.version}`;
+  if (r.outcome === "planned") return `dry run: would dissolve group ${r.group} (owner ${r.owner}, ${r.memberCount} members) at version ${r.version}`;
+  return `dissolved group ${r.group} (owner ${r.owner}, ${r.memberCount} members) at conversation_seq ${r.dissolvedAt}; version ${r.version}`;
 }
 
 export function membershipOut(r: MembershipChangeResult): MembershipChange {
@@ -67,6 +83,7 @@ export function recordOut(r: CoreRecord): HistoryRecord {
     payload: Buffer.from(r.payload),
     text: r.contentType === "text/plain" ? Buffer.from(r.payload).toString("utf8") : "",
     ...(r.membership ? { membership: { op: opName(r.membership.op), actor: r.membership.actor, users: r.membership.users } } : {}),
+    ...(r.groupEvent ? { groupEvent: { op: groupEventOpName(r.groupEvent.op), actor: r.groupEvent.actor } } : {}),
   };
 }
 

@@ -1,7 +1,7 @@
 import type { ConversationService } from "../../core/index.js";
 import { catalogEntry } from "../catalog.js";
 import type { ChangeMembersRequest } from "../gen/qim/admin/v1/groups.js";
-import { describeChange, describeTransfer, groupOut, memberOut, membershipOut, ownerTransferOut, userGroupsOut } from "../convert.js";
+import { describeChange, describeDissolve, describeTransfer, dissolutionOut, groupOut, memberOut, membershipOut, ownerTransferOut, userGroupsOut } from "../convert.js";
 import { VersionConflictError } from "../../core/index.js";
 import { failpoint, FAILPOINTS } from "../../core/support/index.js";
 import { ALL_ROLES, defineService, MUTATE, unary } from "../rpc.js";
@@ -47,6 +47,20 @@ export const groupService = defineService(catalogEntry("qim.admin.v1.GroupServic
         tenant: req.tenant, group: req.group, to: req.to, dryRun: req.dryRun, ...(req.expectVersion !== undefined ? { expectVersion: Number(req.expectVersion) } : {}),
       });
       return { response: ownerTransferOut(r), detail: describeTransfer(r) };
+    },
+  }),
+  dissolveGroup: unary({
+    roles: MUTATE, mutates: true,
+    async handle(req, { deps }) {
+      if (req.expectVersion !== undefined && req.expectVersion > BigInt(Number.MAX_SAFE_INTEGER)) {
+        // as for AddMembers: a version never gets past 2^53−1, so such a compare-and-set is a conflict
+        const g = await deps.runtime.conversations.getGroup(req.tenant, req.group);
+        throw new VersionConflictError(req.expectVersion, g.version);
+      }
+      const r = await deps.runtime.conversations.dissolveGroup({
+        tenant: req.tenant, group: req.group, dryRun: req.dryRun, ...(req.expectVersion !== undefined ? { expectVersion: Number(req.expectVersion) } : {}),
+      });
+      return { response: dissolutionOut(r), detail: describeDissolve(r) };
     },
   }),
   listGroups: unary({

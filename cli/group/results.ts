@@ -1,6 +1,6 @@
 /** The JSON results of the `group` commands (docs/operator-guide.md). */
-import type { Group, OwnerTransfer } from "../../admin-api/client.js";
-import { u64 } from "../format.js";
+import type { Group, GroupDissolution, OwnerTransfer } from "../../admin-api/client.js";
+import { nonEmpty, optionalU64, u64 } from "../format.js";
 
 export interface GroupResult {
   tenant: string;
@@ -12,6 +12,10 @@ export interface GroupResult {
   createdAtMs: number;
   /** The latest conversation_seq allocated in the group (messages and membership events share it). */
   conversationSeq: number;
+  /** "ACTIVE", or "DISSOLVED" after `group dissolve`. */
+  state: "ACTIVE" | "DISSOLVED";
+  /** The dissolve event's conversation_seq; null while ACTIVE. */
+  dissolvedAt: number | null;
 }
 
 export function groupResult(g: Group): GroupResult {
@@ -23,6 +27,8 @@ export function groupResult(g: Group): GroupResult {
     memberCount: g.memberCount,
     createdAtMs: u64(g.createdAtMs),
     conversationSeq: u64(g.conversationSeq),
+    state: g.state === "DISSOLVED" ? "DISSOLVED" : "ACTIVE",
+    dissolvedAt: optionalU64(g.dissolvedAt),
   };
 }
 
@@ -59,4 +65,37 @@ export interface GroupListResult {
   groups: GroupResult[];
   /** The --cursor of the next page; null after the last page (always null with --all). */
   nextCursor: string | null;
+}
+
+/** The JSON result of `group dissolve`. */
+export interface DissolutionResult {
+  tenant: string;
+  group: string;
+  /** "committed", "noop" (already dissolved: a re-run; no second event) or "planned" (--dry-run). */
+  outcome: "committed" | "noop" | "planned";
+  /** The recorded sender of the dissolve event. */
+  owner: string;
+  /** The members the dissolve event goes to (would go to, for --dry-run). */
+  memberCount: number;
+  /** The member version after the dissolve (the current one for --dry-run). */
+  version: number;
+  /** The dissolve event's conversation_seq J; null for --dry-run. */
+  dissolvedAt: number | null;
+  /** The dissolve event's message id; null for --dry-run (or a noop whose event retention dropped). */
+  messageId: string | null;
+  attempts: number;
+}
+
+export function dissolutionResult(tenant: string, group: string, d: GroupDissolution): DissolutionResult {
+  return {
+    tenant,
+    group,
+    outcome: d.outcome as DissolutionResult["outcome"],
+    owner: d.owner,
+    memberCount: d.memberCount,
+    version: u64(d.version),
+    dissolvedAt: optionalU64(d.dissolvedAt),
+    messageId: nonEmpty(d.messageId),
+    attempts: d.attempts,
+  };
 }

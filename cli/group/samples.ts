@@ -1,5 +1,6 @@
 /** Contract samples of the `group` commands (cli/contract.ts). */
 import type GroupCreate from "../commands/group/create.js";
+import type GroupDissolve from "../commands/group/dissolve.js";
 import type GroupList from "../commands/group/list.js";
 import type GroupShow from "../commands/group/show.js";
 import type GroupTransferOwner from "../commands/group/transfer-owner.js";
@@ -13,6 +14,22 @@ const group: ResultOf<typeof GroupShow> = {
   memberCount: 2,
   createdAtMs: 1795989711836,
   conversationSeq: 0,
+  state: "ACTIVE",
+  dissolvedAt: null,
+};
+
+const dissolvedGroup: ResultOf<typeof GroupShow> = { ...group, version: 2, conversationSeq: 7, state: "DISSOLVED", dissolvedAt: 7 };
+
+const dissolution: ResultOf<typeof GroupDissolve> = {
+  tenant: group.tenant,
+  group: group.group,
+  outcome: "committed",
+  owner: group.owner,
+  memberCount: 2,
+  version: 2,
+  dissolvedAt: 7,
+  messageId: "0191d3a4-5b6c-7d8e-9f0a-1b2c3d4e5f60",
+  attempts: 1,
 };
 
 const transfer: ResultOf<typeof GroupTransferOwner> = {
@@ -27,14 +44,19 @@ const transfer: ResultOf<typeof GroupTransferOwner> = {
 
 export const samples = {
   "group create": samplesOf<ResultOf<typeof GroupCreate>>(group),
-  "group show": samplesOf<ResultOf<typeof GroupShow>>(group),
+  "group show": samplesOf<ResultOf<typeof GroupShow>>(group, dissolvedGroup),
   "group list": samplesOf<ResultOf<typeof GroupList>>(
-    { tenant: group.tenant, groups: [group], nextCursor: "0.1536" },
+    { tenant: group.tenant, groups: [group, dissolvedGroup], nextCursor: "0.1536" },
     { tenant: group.tenant, groups: [], nextCursor: null },
   ),
   "group transfer-owner": samplesOf<ResultOf<typeof GroupTransferOwner>>(
     { ...transfer, outcome: "committed" },
     { ...transfer, outcome: "noop", previousOwner: transfer.owner, version: 3 },
     { ...transfer, outcome: "planned", version: 2 },
+  ),
+  "group dissolve": samplesOf<ResultOf<typeof GroupDissolve>>(
+    dissolution,
+    { ...dissolution, outcome: "noop" },
+    { ...dissolution, outcome: "planned", version: 1, dissolvedAt: null, messageId: null },
   ),
 };

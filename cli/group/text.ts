@@ -1,6 +1,6 @@
 /** Table-mode text of the `group` commands. */
 import { keyValues, table } from "../format.js";
-import type { GroupListResult, GroupResult, OwnerTransferResult } from "./results.js";
+import type { DissolutionResult, GroupListResult, GroupResult, OwnerTransferResult } from "./results.js";
 
 export function createdText(g: GroupResult): string {
   return `Created group ${g.group} (owner ${g.owner}) with ${g.memberCount} member(s): version ${g.version}`;
@@ -15,6 +15,8 @@ export function groupText(g: GroupResult): string {
     ["members", g.memberCount],
     ["conversation seq", g.conversationSeq],
     ["created", new Date(g.createdAtMs).toISOString()],
+    ["state", g.state],
+    ...(g.dissolvedAt !== null ? [["dissolved at", g.dissolvedAt] as [string, number]] : []),
   ]);
 }
 
@@ -25,6 +27,15 @@ export function ownerTransferText(t: OwnerTransferResult): string {
 }
 
 export function groupListText(l: GroupListResult): string {
-  const rows = table(["GROUP", "OWNER", "VERSION", "MEMBERS", "SEQ"], l.groups.map((g) => [g.group, g.owner, g.version, g.memberCount, g.conversationSeq]));
+  const rows = table(["GROUP", "OWNER", "VERSION", "MEMBERS", "SEQ", "STATE"], l.groups.map((g) => [g.group, g.owner, g.version, g.memberCount, g.conversationSeq, g.state]));
   return l.nextCursor === null ? rows : `${rows}\nmore: --cursor ${l.nextCursor}`;
+}
+
+export function dissolutionText(d: DissolutionResult): string {
+  if (d.outcome === "noop") return `Group ${d.group} already was dissolved at conversation_seq ${d.dissolvedAt}: nothing changed (version ${d.version})`;
+  if (d.outcome === "planned") {
+    return `Dry run: would dissolve group ${d.group} (owner ${d.owner}) at version ${d.version}: one dissolve event to its ${d.memberCount} member(s), who keep reading the history up to it; `
+      + "then every send, membership change, transfer and CMD to the group is refused (nothing changed)";
+  }
+  return `Dissolved group ${d.group}: event at conversation_seq ${d.dissolvedAt} to ${d.memberCount} member(s), version ${d.version}`;
 }

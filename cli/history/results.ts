@@ -16,6 +16,8 @@ export interface RecordResult {
   payloadBase64: string;
   /** The decoded qim.membership.v1 body of a control message, else null. */
   membership: { op: string; actor: string; users: string[] } | null;
+  /** The decoded qim.group.v1 body of a control message (op "dissolve": the group's last record), else null. */
+  groupEvent: { op: string; actor: string } | null;
 }
 
 export function recordResult(r: HistoryRecord): RecordResult {
@@ -30,6 +32,7 @@ export function recordResult(r: HistoryRecord): RecordResult {
     text: r.contentType === "text/plain" ? r.text : null,
     payloadBase64: Buffer.from(r.payload).toString("base64"),
     membership: r.membership ? { op: r.membership.op, actor: r.membership.actor, users: [...r.membership.users] } : null,
+    groupEvent: r.groupEvent ? { op: r.groupEvent.op, actor: r.groupEvent.actor } : null,
   };
 }
 

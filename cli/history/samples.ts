@@ -14,6 +14,7 @@ export const controlRecord: RecordResult = {
   text: null,
   payloadBase64: "AQAA",
   membership: { op: "join", actor: "00000000-0000-0000-0000-000000000000", users: ["9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d"] },
+  groupEvent: null,
 };
 
 export const textRecord: RecordResult = {
@@ -27,6 +28,22 @@ export const textRecord: RecordResult = {
   text: "hello",
   payloadBase64: "aGVsbG8=",
   membership: null,
+  groupEvent: null,
+};
+
+/** The last record of a dissolved group (group dissolve). */
+export const dissolveRecord: RecordResult = {
+  conversationSeq: 4,
+  messageId: "01a22956-1c3d-7e5f-9a21-4f7a0e3d6c8b",
+  senderId: "1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f",
+  kind: "control",
+  countsUnread: false,
+  createdAtMs: 1795989715113,
+  contentType: "qim.group.v1",
+  text: null,
+  payloadBase64: "AQAAAAAAAAAAAAAAAAAAAAA=",
+  membership: null,
+  groupEvent: { op: "dissolve", actor: "00000000-0000-0000-0000-000000000000" },
 };
 
 export const samples = {
@@ -38,7 +55,7 @@ export const samples = {
       leftAt: null,
       state: "ACTIVE",
       earliestAvailableConversationSeq: 2,
-      records: [controlRecord, textRecord],
+      records: [controlRecord, textRecord, dissolveRecord],
     },
     {
       group: "5b0c1f9e-3d4a-4c2b-9f1e-8a7d6c5b4a39",

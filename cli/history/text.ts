@@ -2,9 +2,10 @@
 import { keyValues, table } from "../format.js";
 import type { HistoryResult, RecordResult } from "./results.js";
 
-/** What a history record shows in a table: text, or the membership event, or the payload size. */
+/** What a history record shows in a table: text, or the membership or group event, or the payload size. */
 export function recordText(r: RecordResult): string {
   if (r.membership) return `${r.membership.op} ${r.membership.users.join(", ")}`;
+  if (r.groupEvent) return r.groupEvent.op === "dissolve" ? "group dissolved" : r.groupEvent.op;
   if (r.text !== null) return r.text.replace(/\s+/g, " ").slice(0, 120);
   return `<${Buffer.from(r.payloadBase64, "base64").length} bytes ${r.contentType}>`;
 }

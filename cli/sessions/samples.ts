@@ -3,7 +3,7 @@ import type Sessions from "../commands/sessions.js";
 import type SessionsWatch from "../commands/sessions/watch.js";
 import { lineSamplesOf, samplesOf, type ResultOf } from "../contract.js";
 import { deletedRow, sampleRow } from "../conversation/samples.js";
-import { controlRecord, textRecord } from "../history/samples.js";
+import { controlRecord, dissolveRecord, textRecord } from "../history/samples.js";
 
 const user = "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d";
 
@@ -15,6 +15,7 @@ export const samples = {
         { group: "5b0c1f9e-3d4a-4c2b-9f1e-8a7d6c5b4a39", joinedAt: 1, leftAt: null, state: "ACTIVE", readConversationSeq: 0, head: textRecord, unread: 1, unreadExact: true, mentions: 1, pinned: true, pinRank: 0, muted: false, archived: false },
         { group: "7e6d5c4b-3a29-4180-9f7e-6d5c4b3a2918", joinedAt: 1, leftAt: null, state: "ACTIVE", readConversationSeq: 2, head: controlRecord, unread: 0, unreadExact: true, mentions: 0, pinned: false, pinRank: null, muted: true, archived: false },
         { group: "6d5c4b3a-2918-4f7e-8d6c-5b4a39281706", joinedAt: null, leftAt: null, state: null, readConversationSeq: null, head: null, unread: 200, unreadExact: false, mentions: 0, pinned: false, pinRank: null, muted: false, archived: true },
+        { group: "4c3b2a19-0817-4f6e-9d5c-4b3a29180716", joinedAt: 0, leftAt: null, state: "ACTIVE", readConversationSeq: 3, head: dissolveRecord, unread: 0, unreadExact: true, mentions: 0, pinned: false, pinRank: null, muted: false, archived: false },
       ],
     },
     {

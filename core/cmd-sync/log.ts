@@ -2,7 +2,7 @@ import {
   hexToUuid, InternalError, InvalidArgumentError, newMessageId, newUuid, NotFoundError, parseUuid, uuidToHex,
   type KeySpace, type Uuid,
 } from "../base/index.js";
-import { parseMemberValue } from "../conversation/index.js";
+import { groupDissolvedError, parseMemberValue } from "../conversation/index.js";
 import type { RedisStore } from "../store/index.js";
 import { cmdChannelKeys, sourceGroupOf, type CmdChannelKeys } from "./log-keys.js";
 import { logMetrics } from "./log-metrics.js";
@@ -62,7 +62,7 @@ function entryNames(entry: string, userHex: string): boolean {
   return false;
 }
 
-/** Decodes one cmdhist member (lua/cmd-sync/commitCmd-5.lua's entry). */
+/** Decodes one cmdhist member (lua/cmd-sync/commitCmd-6.lua's entry). */
 export function decodeCmdEntry(tenant: Uuid, channel: CommandChannelKey, entry: string): CmdMessage {
   const f = entry.split("|");
   if (f.length !== 8) throw new InternalError(`malformed CMD history entry of ${channel.channelId}: ${entry.slice(0, 80)}`);
@@ -140,7 +140,7 @@ export class CmdLog implements CmdMessageSource {
       return { message: { ...base, messageSeq: 0, timestampMs: this.now(), noPersist: true, recipients }, duplicate: false };
     }
     const r = await commitCmdScript.run(this.store.clientFor(k.tag), {
-      seq: k.seq, hist: k.hist, idem: k.idem, recent: k.recent, grpmembers: explicit === null ? k.grpmembers! : k.hist,
+      seq: k.seq, hist: k.hist, idem: k.idem, recent: k.recent, grpmembers: explicit === null ? k.grpmembers! : k.hist, grpmeta: explicit === null ? k.grpmeta! : k.hist,
     }, {
       groupSourced: explicit === null, clientMsgNo, messageIdHex: uuidToHex(messageId), flags: (redDot ? RED_DOT : 0) | (syncOnce ? SYNC_ONCE : 0),
       fromHex: from === null ? "" : uuidToHex(from), clientMsgNoB64: b64(clientMsgNo), payloadB64: Buffer.from(req.payload).toString("base64"),
@@ -156,6 +156,8 @@ export class CmdLog implements CmdMessageSource {
         return { message: decodeCmdEntry(tenant, channel, r.entry), duplicate: true };
       case "GROUP_NOT_FOUND":
         throw new NotFoundError("group", group!);
+      case "GROUP_DISSOLVED":
+        throw groupDissolvedError(group!, r.dissolvedAt);
       case "CMD_TOO_MANY_RECIPIENTS":
         throw new InvalidArgumentError("to", `group ${group!} has ${r.count} active members; a CMD message to the group's members may have at most ${this.maxRecipients} (name the recipients in batches)`);
     }
@@ -163,9 +165,11 @@ export class CmdLog implements CmdMessageSource {
 
   /** The source group's active members now (NoPersist: nothing is allocated, so nothing to freeze atomically). */
   private async activeMembers(tenant: Uuid, group: Uuid, k: CmdChannelKeys): Promise<Uuid[]> {
-    const all = await this.store.clientFor(k.tag).hgetall(k.grpmembers!);
-    const entries = Object.entries(all);
+    const res = await this.store.clientFor(k.tag).multi().hgetall(k.grpmembers!).hget(k.grpmeta!, "dissolved_at").exec();
+    const entries = Object.entries((res?.[0]?.[1] ?? {}) as Record<string, string>);
     if (entries.length === 0) throw new NotFoundError("group", group);
+    const dissolvedAt = res?.[1]?.[1] as string | null | undefined;
+    if (dissolvedAt != null) throw groupDissolvedError(group, Number(dissolvedAt));
     const active = entries.filter(([hex, raw]) => parseMemberValue(hex, raw).state === "ACTIVE").map(([hex]) => hexToUuid(hex)).sort();
     if (active.length > this.maxRecipients) {
       throw new InvalidArgumentError("to", `group ${group} of tenant ${tenant} has ${active.length} active members; a CMD message to the group's members may have at most ${this.maxRecipients}`);

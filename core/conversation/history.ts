@@ -1,5 +1,6 @@
 import { InvalidArgumentError } from "../base/index.js";
 import { hexToUuid, splitHexIds, uuidToHex, type Uuid } from "../base/index.js";
+import { decodeGroupEventPayload, GROUP_EVENT_CUSTOM_TYPE, type GroupEventBody } from "./group-event.js";
 import { decodeMembershipPayload, MEMBERSHIP_CUSTOM_TYPE, type MembershipEventBody } from "./membership-event.js";
 
 /**
@@ -22,6 +23,8 @@ export interface HistoryRecord {
   payload: Uint8Array;
   /** The decoded body of a `qim.membership.v1` control message. */
   membership?: MembershipEventBody;
+  /** The decoded body of a `qim.group.v1` control message (a dissolve). */
+  groupEvent?: GroupEventBody;
   /** Users the message mentions (spec 002 §3.2 mention_count); absent when none. */
   mentions?: Uuid[];
 }
@@ -36,7 +39,7 @@ export function validateContentType(contentType: string): string {
 }
 
 /** The entry without its seq, which the committing script allocates and prepends. */
-export function encodeHistoryRest(r: Omit<HistoryRecord, "conversationSeq" | "membership">): string {
+export function encodeHistoryRest(r: Omit<HistoryRecord, "conversationSeq" | "membership" | "groupEvent">): string {
   const fields = [
     uuidToHex(r.messageId),
     uuidToHex(r.senderId),
@@ -66,5 +69,6 @@ export function decodeHistoryEntry(entry: string): HistoryRecord {
   };
   if (f.length === 9 && f[8] !== "") rec.mentions = splitHexIds(f[8]!);
   if (rec.kind === "control" && rec.contentType === MEMBERSHIP_CUSTOM_TYPE) rec.membership = decodeMembershipPayload(payload);
+  if (rec.kind === "control" && rec.contentType === GROUP_EVENT_CUSTOM_TYPE) rec.groupEvent = decodeGroupEventPayload(payload);
   return rec;
 }

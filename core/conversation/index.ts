@@ -5,6 +5,7 @@
  */
 export * from "./history.js";
 export { conversationKeys, outboxKey, type ConversationKeys } from "./keys.js";
+export * from "./group-event.js";
 export * from "./membership-event.js";
 export * from "./service.js";
 export type { WriteOutcome } from "./writer.js";

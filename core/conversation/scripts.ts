@@ -34,6 +34,8 @@ export type CommitOutcome =
   /** conversationSeq: the message that holds the id (0 when it is earlier in the same batch). */
   | { status: "IDEMPOTENCY_CONFLICT"; conversationSeq: number }
   | { status: "SENDER_NOT_MEMBER" | "GROUP_NOT_FOUND" }
+  /** The group was dissolved at conversation_seq dissolvedAt: nothing of the batch was written. */
+  | { status: "GROUP_DISSOLVED"; dissolvedAt: number }
   /** A status this code does not know: that message fails, the others of the batch stand. */
   | { status: "UNEXPECTED"; code: string };
 
@@ -58,6 +60,7 @@ export const commitMessagesScript = defineScript({
         case "DUPLICATE": out.push({ status, conversationSeq: seq, messageId: id }); break;
         case "MEMBERSHIP_CHANGED": out.push({ status, currentVersion: String(r[i + 1]) }); break;
         case "IDEMPOTENCY_CONFLICT": out.push({ status, conversationSeq: seq }); break;
+        case "GROUP_DISSOLVED": out.push({ status, dissolvedAt: seq }); break;
         case "SENDER_NOT_MEMBER":
         case "GROUP_NOT_FOUND": out.push({ status }); break;
         default: out.push({ status: "UNEXPECTED", code: String(r[i]) });
@@ -70,6 +73,7 @@ export const commitMessagesScript = defineScript({
 export type MembershipApplyOutcome =
   | { status: "OK" | "DUPLICATE"; conversationSeq: number; messageId: UuidHex | ""; version: number; memberCount: number; audienceSize: number }
   | { status: "MEMBERSHIP_CHANGED"; currentVersion: number }
+  | { status: "GROUP_DISSOLVED"; dissolvedAt: number }
   | { status: "GROUP_NOT_FOUND" | "PLAN_STALE" | "OWNER_IMMUTABLE" };
 
 export const applyMembershipScript = defineScript({
@@ -85,6 +89,8 @@ export const applyMembershipScript = defineScript({
         return { status, conversationSeq: Number(r[1]), messageId: String(r[2]) as UuidHex | "", version: Number(r[3]), memberCount: Number(r[4]), audienceSize: Number(r[5]) };
       case "MEMBERSHIP_CHANGED":
         return { status, currentVersion: Number(r[1]) };
+      case "GROUP_DISSOLVED":
+        return { status, dissolvedAt: Number(r[1]) };
       case "GROUP_NOT_FOUND":
       case "PLAN_STALE":
       case "OWNER_IMMUTABLE":
@@ -99,6 +105,7 @@ export type TransferOwnerOutcome =
   | { status: "OK"; version: number; previousOwner: UuidHex }
   | { status: "DUPLICATE" | "MEMBERSHIP_CHANGED"; version: number }
   | { status: "GROUP_NOT_FOUND" }
+  | { status: "GROUP_DISSOLVED"; dissolvedAt: number }
   | { status: "PLAN_STALE" };
 
 export const transferOwnerScript = defineScript({
@@ -111,9 +118,31 @@ export const transferOwnerScript = defineScript({
       case "OK": return { status, version: Number(r[1]), previousOwner: String(r[2]) as UuidHex };
       case "DUPLICATE":
       case "MEMBERSHIP_CHANGED": return { status, version: Number(r[1]) };
+      case "GROUP_DISSOLVED": return { status, dissolvedAt: Number(r[1]) };
       case "GROUP_NOT_FOUND":
       case "PLAN_STALE": return { status };
       default: throw new InternalError(`transferOwner: unexpected ${status}`);
+    }
+  },
+});
+
+export type DissolveOutcome =
+  | { status: "OK" | "DUPLICATE"; dissolvedAt: number; messageId: UuidHex | ""; version: number }
+  | { status: "MEMBERSHIP_CHANGED"; version: number }
+  | { status: "GROUP_NOT_FOUND" };
+
+export const dissolveGroupScript = defineScript({
+  name: "dissolveGroup",
+  keys: ["grpmeta", "cseq", "hist", "vpending", "grpdeltas", "outbox"] satisfies (keyof ConversationKeys)[],
+  args: (a: { version: number; rest: string; outboxRef: string }) => [a.version, a.rest, a.outboxRef],
+  reply: (r): DissolveOutcome => {
+    const status = luaStatus(r);
+    switch (status) {
+      case "OK":
+      case "DUPLICATE": return { status, dissolvedAt: Number(r[1]), messageId: String(r[2]) as UuidHex | "", version: Number(r[3]) };
+      case "MEMBERSHIP_CHANGED": return { status, version: Number(r[1]) };
+      case "GROUP_NOT_FOUND": return { status };
+      default: throw new InternalError(`dissolveGroup: unexpected ${status}`);
     }
   },
 });
@@ -129,8 +158,10 @@ export const readPlanScript = defineScript({
       version: Number(r[1]),
       owner: hexToUuid(String(r[2])),
       memberCount: Number(r[3]),
+      /** The group's dissolved_at J; null while it is not dissolved. */
+      dissolvedAt: Number(r[4]) > 0 ? Number(r[4]) : null,
       /** Each target's state, in ARGV order. */
-      states: r.slice(4).map((s) => String(s) as MemberStateLetter),
+      states: r.slice(5).map((s) => String(s) as MemberStateLetter),
     },
 });
 
@@ -143,7 +174,7 @@ export interface VisibleInterval {
 
 export const readHistoryScript = defineScript({
   name: "readHistory",
-  keys: ["grpmembers", "hist"] satisfies (keyof ConversationKeys)[],
+  keys: ["grpmembers", "hist", "grpmeta"] satisfies (keyof ConversationKeys)[],
   args: (a: { user: UuidHex; after: number; limit: number }) => [a.user, a.after, a.limit],
   reply: (r) => luaStatus(r) === "NOT_VISIBLE"
     ? { status: "NOT_VISIBLE" as const }
@@ -161,7 +192,7 @@ export type SummaryReply =
 
 export const conversationSummaryScript = defineScript({
   name: "conversationSummary",
-  keys: ["grpmembers", "hist", "readseq"] satisfies (keyof ConversationKeys)[],
+  keys: ["grpmembers", "hist", "readseq", "grpmeta"] satisfies (keyof ConversationKeys)[],
   args: (a: { user: UuidHex; unreadPreciseLimit: number; hiddenBefore: number; deletedBefore: number }) =>
     [a.user, a.unreadPreciseLimit, a.hiddenBefore, a.deletedBefore],
   reply: (r): SummaryReply => {
@@ -180,7 +211,7 @@ export const conversationSummaryScript = defineScript({
 
 export const markReadScript = defineScript({
   name: "markRead",
-  keys: ["grpmembers", "hist", "readseq"] satisfies (keyof ConversationKeys)[],
+  keys: ["grpmembers", "hist", "readseq", "grpmeta"] satisfies (keyof ConversationKeys)[],
   args: (a: { user: UuidHex; seq: number }) => [a.user, a.seq],
   reply: (r) => (luaStatus(r) === "NOT_VISIBLE" ? { status: "NOT_VISIBLE" as const } : { status: "OK" as const, readConversationSeq: Number(r[1]) }),
 });

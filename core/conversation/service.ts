@@ -20,8 +20,10 @@ import type { RedisStore } from "../store/index.js";
 import { decodeHistoryEntry, encodeHistoryRest, validateContentType, type HistoryRecord } from "./history.js";
 import { conversationKeys, type ConversationKeys } from "./keys.js";
 import {
-  applyMembershipScript, conversationSummaryScript, createGroupScript, markReadScript, readHistoryScript, readPlanScript, transferOwnerScript, type SummaryReply,
+  applyMembershipScript, conversationSummaryScript, createGroupScript, dissolveGroupScript, markReadScript, readHistoryScript, readPlanScript, transferOwnerScript,
+  type SummaryReply,
 } from "./scripts.js";
+import { encodeGroupEventPayload, GROUP_EVENT_CUSTOM_TYPE, GroupEventOp, groupDissolvedError } from "./group-event.js";
 import {
   ADMIN_ACTOR,
   encodeMembershipPayload,
@@ -108,7 +110,13 @@ export interface GroupInfo {
   createdAt: number;
   /** The latest conversation_seq allocated (0 before the first message). */
   conversationSeq: number;
+  /** DISSOLVED once `group dissolve` committed its event (grpmeta.dissolved_at is set). */
+  state: GroupState;
+  /** The dissolve event's conversation_seq J; null while ACTIVE. */
+  dissolvedAt: number | null;
 }
+
+export type GroupState = "ACTIVE" | "DISSOLVED";
 
 export interface CreateGroupRequest {
   tenant: string;
@@ -170,6 +178,33 @@ export interface TransferOwnerResult {
   owner: Uuid;
   /** The member version after the transfer (the current one for noop and dry run). */
   version: number;
+  attempts: number;
+}
+
+export interface DissolveGroupRequest {
+  tenant: string;
+  group: string;
+  /** Compare-and-set against the group's member version. */
+  expectVersion?: number;
+  /** Plan only: nothing is written. */
+  dryRun?: boolean;
+}
+
+export interface DissolveGroupResult {
+  tenant: Uuid;
+  group: Uuid;
+  /** committed; noop: the group already was dissolved (a re-run); planned: dry run. */
+  outcome: "committed" | "noop" | "planned";
+  /** The recorded sender of the dissolve event. */
+  owner: Uuid;
+  /** Members at the dissolve (the event's audience); for a dry run, those it would have. */
+  memberCount: number;
+  /** The member version after the dissolve (the current one for a dry run). */
+  version: number;
+  /** The dissolve event's conversation_seq J (null for a dry run). */
+  dissolvedAt: number | null;
+  /** The dissolve event's message id (null for a dry run, or a noop whose event retention dropped). */
+  messageId: Uuid | null;
   attempts: number;
 }
 
@@ -249,6 +284,11 @@ export function parseMemberValue(userHex: string, raw: string): Member {
   return { userId: hexToUuid(userHex), joinedAt: Number(m[1]), leftAt: m[2] === "" ? null : Number(m[2]), state: STATE[m[3]!]! };
 }
 
+/** A group's state from grpmeta.dissolved_at (set once, by dissolveGroup-6). */
+function dissolution(dissolvedAt: string | null | undefined): Pick<GroupInfo, "state" | "dissolvedAt"> {
+  return dissolvedAt == null ? { state: "ACTIVE", dissolvedAt: null } : { state: "DISSOLVED", dissolvedAt: Number(dissolvedAt) };
+}
+
 function positiveInt(v: unknown, field: string, min = 0): number {
   if (typeof v !== "number" || !Number.isSafeInteger(v) || v < min) throw new InvalidArgumentError(field, `${field} must be an integer ≥ ${min}`);
   return v;
@@ -311,7 +351,7 @@ export class ConversationService {
     const createdAt = this.opts.now();
     const reply = await createGroupScript.run(this.clientOf(k), k, { owner: uuidToHex(owner), createdAt, members: members.map(uuidToHex) });
     if (reply.status === "GROUP_EXISTS") throw new AlreadyExistsError("group", group);
-    return { tenant, group, owner, version: reply.version, memberCount: reply.memberCount, createdAt, conversationSeq: 0 };
+    return { tenant, group, owner, version: reply.version, memberCount: reply.memberCount, createdAt, conversationSeq: 0, state: "ACTIVE", dissolvedAt: null };
   }
 
   /**
@@ -353,13 +393,16 @@ export class ConversationService {
     const metas = await Promise.all(found.map(async (key) => {
       const group = hexToUuid(key.slice(key.lastIndexOf(":") + 1));
       const k = this.conversationKeys(tenant, group);
-      const res = await this.clientOf(k).multi().hmget(k.grpmeta, "version", "owner", "member_count", "created_at").get(k.cseq).exec();
+      const res = await this.clientOf(k).multi().hmget(k.grpmeta, "version", "owner", "member_count", "created_at", "dissolved_at").get(k.cseq).exec();
       return { group, meta: (res?.[0]?.[1] ?? []) as (string | null)[], seq: (res?.[1]?.[1] ?? null) as string | null };
     }));
     for (const { group, meta, seq } of metas) {
-      const [version, ownerHex, count, created] = meta;
+      const [version, ownerHex, count, created, dissolved] = meta;
       if (version == null || ownerHex == null) continue; // deleted since the scan saw it
-      const g = { tenant, group, owner: hexToUuid(ownerHex), version: Number(version), memberCount: Number(count), createdAt: Number(created), conversationSeq: Number(seq ?? 0) };
+      const g: GroupInfo = {
+        tenant, group, owner: hexToUuid(ownerHex), version: Number(version), memberCount: Number(count), createdAt: Number(created), conversationSeq: Number(seq ?? 0),
+        ...dissolution(dissolved),
+      };
       if (owner === undefined || g.owner === owner) groups.push(g);
     }
     groups.sort((a, b) => a.group.localeCompare(b.group));
@@ -381,6 +424,7 @@ export class ConversationService {
       memberCount: Number(meta.member_count),
       createdAt: Number(meta.created_at),
       conversationSeq: Number((res?.[1]?.[1] as string | null) ?? 0),
+      ...dissolution(meta.dissolved_at),
     };
   }
 
@@ -414,6 +458,7 @@ export class ConversationService {
       // plan: one consistent read of the meta and the targets' member entries
       const plan = await readPlanScript.run(client, k, { targets: requestedHex });
       if (plan.status === "GROUP_NOT_FOUND") throw new NotFoundError("group", group);
+      if (plan.dissolvedAt !== null) throw groupDissolvedError(group, plan.dissolvedAt);
       const { version: current, owner, memberCount } = plan;
       const isActive = requested.map((_, i) => plan.states[i] === "A");
       const changed = requested.filter((_, i) => (op === "join" ? !isActive[i] : isActive[i]));
@@ -469,6 +514,7 @@ export class ConversationService {
         };
       }
       if (status === "GROUP_NOT_FOUND") throw new NotFoundError("group", group);
+      if (reply.status === "GROUP_DISSOLVED") throw groupDissolvedError(group, reply.dissolvedAt);
       if (status === "OWNER_IMMUTABLE") throw new FailedPreconditionError(`the owner cannot leave or be removed`, { field: "users" });
       // the version moved under a compare-and-set: a conflict; a stale plan at the expected version
       // is planned again (the next plan sees what moved) like any other stale plan
@@ -496,6 +542,7 @@ export class ConversationService {
     for (let attempt = 1; ; attempt++) {
       const plan = await readPlanScript.run(client, k, { targets: [uuidToHex(to)] });
       if (plan.status === "GROUP_NOT_FOUND") throw new NotFoundError("group", group);
+      if (plan.dissolvedAt !== null) throw groupDissolvedError(group, plan.dissolvedAt);
       const base = { tenant, group, attempts: attempt };
       if (plan.owner === to) return { ...base, outcome: "noop", previousOwner: to, owner: to, version: plan.version };
       if (expectVersion !== undefined && expectVersion !== plan.version) throw new VersionConflictError(expectVersion, plan.version);
@@ -507,7 +554,54 @@ export class ConversationService {
         case "OK": return { ...base, outcome: "committed", previousOwner: hexToUuid(reply.previousOwner), owner: to, version: reply.version };
         case "DUPLICATE": return { ...base, outcome: "noop", previousOwner: to, owner: to, version: reply.version };
         case "GROUP_NOT_FOUND": throw new NotFoundError("group", group);
+        case "GROUP_DISSOLVED": throw groupDissolvedError(group, reply.dissolvedAt);
         case "PLAN_STALE": throw notMember();
+        case "MEMBERSHIP_CHANGED":
+          if (expectVersion !== undefined) throw new VersionConflictError(expectVersion, reply.version);
+          if (attempt > this.opts.maxRetries) throw new MembershipChangedError(attempt);
+          metrics.membershipRetries.inc({ path: "membership" });
+      }
+    }
+  }
+
+  /**
+   * Dissolves the group (issue 24; docs/architecture.md "Dissolving a group"): one CONTROL message
+   * at J (qim.group.v1, op dissolve, sent as the owner) committed like a group message — its
+   * audience the members at the new version, expanded by the relay — in the script that sets
+   * grpmeta.dissolved_at = J and bumps the member version. Constant cost: no member entry is read
+   * or rewritten; readers bound every interval at J (visibleBounds) and writers refuse from then on.
+   * Already dissolved: succeeds as a noop whatever the version (a re-run says so; no second event).
+   */
+  async dissolveGroup(req: DissolveGroupRequest): Promise<DissolveGroupResult> {
+    const tenant = parseUuid(req.tenant, "tenant");
+    const group = parseUuid(req.group, "group");
+    const expectVersion = req.expectVersion === undefined ? undefined : positiveInt(req.expectVersion, "expectVersion", 1);
+    const k = this.conversationKeys(tenant, group);
+    const client = this.clientOf(k);
+    for (let attempt = 1; ; attempt++) {
+      const plan = await readPlanScript.run(client, k, { targets: [] });
+      if (plan.status === "GROUP_NOT_FOUND") throw new NotFoundError("group", group);
+      const base = { tenant, group, attempts: attempt, owner: plan.owner, memberCount: plan.memberCount };
+      if (plan.dissolvedAt !== null) {
+        const entry = (await client.zrangebyscore(k.hist, plan.dissolvedAt, plan.dissolvedAt))[0];
+        return { ...base, outcome: "noop", version: plan.version, dissolvedAt: plan.dissolvedAt, messageId: entry ? decodeHistoryEntry(entry).messageId : null };
+      }
+      if (expectVersion !== undefined && expectVersion !== plan.version) throw new VersionConflictError(expectVersion, plan.version);
+      if (req.dryRun) return { ...base, outcome: "planned", version: plan.version, dissolvedAt: null, messageId: null };
+
+      const rest = encodeHistoryRest({
+        messageId: newMessageId(), senderId: plan.owner, kind: "control", countsUnread: false, createdAt: this.opts.now(),
+        contentType: GROUP_EVENT_CUSTOM_TYPE, payload: encodeGroupEventPayload({ op: GroupEventOp.DISSOLVE, actor: ADMIN_ACTOR }),
+      });
+      const reply = await dissolveGroupScript.run(client, k, { version: plan.version, rest, outboxRef: k.outboxRef });
+      switch (reply.status) {
+        case "OK":
+        case "DUPLICATE": {
+          if (reply.status === "OK") this.opts.onCommit?.(k.bucket);
+          const messageId = reply.messageId === "" ? null : hexToUuid(reply.messageId);
+          return { ...base, outcome: reply.status === "OK" ? "committed" : "noop", version: reply.version, dissolvedAt: reply.dissolvedAt, messageId };
+        }
+        case "GROUP_NOT_FOUND": throw new NotFoundError("group", group);
         case "MEMBERSHIP_CHANGED":
           if (expectVersion !== undefined) throw new VersionConflictError(expectVersion, reply.version);
           if (attempt > this.opts.maxRetries) throw new MembershipChangedError(attempt);
@@ -590,6 +684,7 @@ export class ConversationService {
       payload = req.payload;
       contentType = validateContentType(req.contentType ?? "application/octet-stream");
       if (contentType === MEMBERSHIP_CUSTOM_TYPE) throw new InvalidArgumentError("contentType", `${MEMBERSHIP_CUSTOM_TYPE} is reserved for membership events`);
+      if (contentType === GROUP_EVENT_CUSTOM_TYPE) throw new InvalidArgumentError("contentType", `${GROUP_EVENT_CUSTOM_TYPE} is reserved for group lifecycle events`);
     } else {
       throw new InvalidArgumentError("text", "a message needs text or a payload");
     }

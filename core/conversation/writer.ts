@@ -1,5 +1,6 @@
 import { hexToUuid, IdempotencyConflictError, InternalError, MembershipChangedError, PermissionDeniedError, type Uuid, type UuidHex } from "../base/index.js";
 import type { RedisStore } from "../store/index.js";
+import { groupDissolvedError } from "./group-event.js";
 import type { ConversationKeys } from "./keys.js";
 import { metrics } from "./metrics.js";
 import { commitMessagesScript } from "./scripts.js";
@@ -143,6 +144,9 @@ export class GroupCommitWriter {
           return;
         case "IDEMPOTENCY_CONFLICT":
           p.reject(new IdempotencyConflictError(hexToUuid(p.clientMessageId), o.conversationSeq));
+          return;
+        case "GROUP_DISSOLVED":
+          p.reject(groupDissolvedError(hexToUuid(k.outboxRef.slice(k.outboxRef.indexOf("|") + 1)), o.dissolvedAt));
           return;
         case "SENDER_NOT_MEMBER":
         case "GROUP_NOT_FOUND":

@@ -11,7 +11,7 @@
   with nothing pending no delta is written and older ones are dropped (memory stays bounded).
 
   KEYS[1] idem        hash: idempotency id -> seq
-  KEYS[2] grpmeta     hash: version, owner, member_count
+  KEYS[2] grpmeta     hash: version, owner, member_count, dissolved_at
   KEYS[3] grpmembers  hash: user hex -> "joinedAt|leftAt|state"
   KEYS[4] grpdeltas   hash: version -> "op|targets" (targets: concatenated 32-hex ids)
   KEYS[5] vpending    zset: score version, member seq — undispatched group-audience messages
@@ -37,6 +37,7 @@
           {-6, target}   the plan no longer holds: a join target is already a member, or a leave/remove target is not
                          (also: a target named twice, or no target at all — "" — which the engine never sends)
           {-7}           the owner cannot leave or be removed
+          {-15, J}       the group was dissolved at J: no membership change after it (issue 24)
 ]]
 --- @include "includes/parseMember"
 --- @include "includes/histField"
@@ -49,8 +50,9 @@ if existing then
   return {1, tonumber(existing), entry and histField(entry, 2) or "", tonumber(meta[1]), tonumber(meta[2]), 0}
 end
 
-local meta = redis.call("HMGET", KEYS[2], "version", "owner", "member_count")
+local meta = redis.call("HMGET", KEYS[2], "version", "owner", "member_count", "dissolved_at")
 if not meta[1] then return {-3} end
+if meta[4] then return {-15, tonumber(meta[4])} end
 if meta[1] ~= ARGV[2] then return {-1, tonumber(meta[1])} end
 local op = ARGV[3]
 local owner = meta[2]

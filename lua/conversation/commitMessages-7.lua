@@ -16,7 +16,7 @@
                       message was committed at; contentDigest the sha1 hex of the entry's content,
                       see below). Entries written before issue 24 hold "seq" alone: read as a retry
                       (no digest to compare) whose version is unknown.
-  KEYS[2] grpmeta     hash: version, owner, member_count
+  KEYS[2] grpmeta     hash: version, owner, member_count, dissolved_at
   KEYS[3] grpmembers  hash: user hex -> "joinedAt|leftAt|state"
   KEYS[4] cseq        string: the conversation_seq counter
   KEYS[5] hist        zset: score seq, member "seq|messageId|sender|kind|countsUnread|createdAt|contentType|body"
@@ -47,6 +47,9 @@
    -14  idempotency conflict: this client_message_id was taken by a message with other content;
         seq is that message's seq (0 when it is earlier in this batch), messageId ""; nothing of
         this message is written and no sequence consumed for it
+   -15  the group was dissolved: seq is its dissolved_at J, messageId ""; nothing of the batch
+        was written (issue 24: nothing is committed after the dissolve event). A retry of a
+        message committed before the dissolve still answers 1 (the look-up comes first)
 ]]
 --- @include "includes/histField"
 
@@ -98,8 +101,10 @@ local function refuseAll(status, seq)
   for _, m in ipairs(fresh) do refuse(m, status, seq) end
   return out
 end
-local version = redis.call("HGET", KEYS[2], "version")
+local meta = redis.call("HMGET", KEYS[2], "version", "dissolved_at")
+local version = meta[1]
 if not version then return refuseAll(-3, 0) end
+if meta[2] then return refuseAll(-15, tonumber(meta[2])) end
 if version ~= ARGV[1] then return refuseAll(-1, tonumber(version)) end
 
 local accepted = {}

@@ -11,7 +11,7 @@
   version (loadForDispatch), so a delta with no targets ("4|") is written for V+1 while anything
   is pending, exactly like applyMembership writes its own.
 
-  KEYS[1] grpmeta     hash: version, owner, member_count
+  KEYS[1] grpmeta     hash: version, owner, member_count, dissolved_at
   KEYS[2] grpmembers  hash: user hex -> "joinedAt|leftAt|state"
   KEYS[3] grpdeltas   hash: version -> "op|targets"
   KEYS[4] vpending    zset: score version, member seq — undispatched group-audience messages
@@ -24,11 +24,13 @@
           {-1, version}                membership changed: the member version is no longer V
           {-3}                         no such group
           {-6, target}                 the new owner is not a current (ACTIVE) member
+          {-15, J}                     the group was dissolved at J: nothing changes after it (issue 24)
 ]]
 --- @include "includes/parseMember"
 
-local meta = redis.call("HMGET", KEYS[1], "version", "owner")
+local meta = redis.call("HMGET", KEYS[1], "version", "owner", "dissolved_at")
 if not meta[1] then return {-3} end
+if meta[3] then return {-15, tonumber(meta[3])} end
 if meta[2] == ARGV[2] then return {1, tonumber(meta[1])} end
 if meta[1] ~= ARGV[1] then return {-1, tonumber(meta[1])} end
 local _, _, state = parseMember(redis.call("HGET", KEYS[2], ARGV[2]))

@@ -51,6 +51,7 @@ const INVALID_INPUT: Record<string, { request: object; field: string } | "no fie
   "/qim.admin.v1.GroupService/ListUserGroups": { request: { tenant, user: "u" }, field: "user" },
   "/qim.admin.v1.GroupService/ListGroups": { request: { tenant, owner: "o" }, field: "owner" },
   "/qim.admin.v1.GroupService/TransferOwner": { request: { tenant, group: newUuid(), to: "not-a-uuid" }, field: "to" },
+  "/qim.admin.v1.GroupService/DissolveGroup": { request: { tenant, group: "not-a-uuid" }, field: "group" },
   "/qim.admin.v1.MessageService/SendMessage": { request: { tenant, group: newUuid(), sender: "s", text: "hi" }, field: "sender" },
   "/qim.admin.v1.MessageService/ReadHistory": { request: { tenant, group: newUuid(), user: newUuid(), limit: 5000 }, field: "limit" },
   "/qim.admin.v1.MessageService/ListConversationSummaries": { request: { tenant, user: "u" }, field: "user" },

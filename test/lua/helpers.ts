@@ -37,7 +37,7 @@ export function useRedis(): LuaFixture {
 /** The scripts whose keys are all one conversation's (the session scripts have their own tests). */
 export type ConversationScriptName =
   | "createGroup" | "commitMessages" | "applyMembership" | "readPlan" | "loadForDispatch" | "markCommitted" | "expandAudience" | "saveFanoutProgress"
-  | "readHistory" | "conversationSummary" | "markRead" | "transferOwner";
+  | "readHistory" | "conversationSummary" | "markRead" | "transferOwner" | "dissolveGroup";
 
 /** The key space a conversation's keys were made in (its prefix leads every key). */
 const spaceOf = (k: ConversationKeys) => new KeySpace(k.outbox.split(":")[0]!);
@@ -58,10 +58,11 @@ export const SCRIPT_KEYS: Record<ConversationScriptName, (k: ConversationKeys) =
   markCommitted: (k) => [k.commits, k.outbox, k.vpending, k.grpdeltas, unitLeaseKey(spaceOf(k), "relay", k.bucket), fanoutOf(k).fanoutJobs, fanoutOf(k).fanoutState, fanoutOf(k).fanoutPending],
   expandAudience: (k) => [k.grpmembers, k.hist, fanoutOf(k).fanoutState],
   saveFanoutProgress: (k) => [unitLeaseKey(spaceOf(k), "relay", k.bucket), fanoutOf(k).fanoutJobs, fanoutOf(k).fanoutState, fanoutOf(k).fanoutPending],
-  readHistory: (k) => [k.grpmembers, k.hist],
-  conversationSummary: (k) => [k.grpmembers, k.hist, k.readseq],
-  markRead: (k) => [k.grpmembers, k.hist, k.readseq],
+  readHistory: (k) => [k.grpmembers, k.hist, k.grpmeta],
+  conversationSummary: (k) => [k.grpmembers, k.hist, k.readseq, k.grpmeta],
+  markRead: (k) => [k.grpmembers, k.hist, k.readseq, k.grpmeta],
   transferOwner: (k) => [k.grpmeta, k.grpmembers, k.grpdeltas, k.vpending],
+  dissolveGroup: (k) => [k.grpmeta, k.cseq, k.hist, k.vpending, k.grpdeltas, k.outbox],
 };
 
 /** A random id in the scripts' 32-hex form. */

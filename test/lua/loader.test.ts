@@ -20,14 +20,15 @@ const EXPECTED_KEYS: Record<string, number | "n"> = {
   commitMessages: 7,
   applyMembership: 9,
   transferOwner: 4,
+  dissolveGroup: 6,
   readPlan: 2,
   loadForDispatch: 7,
   markCommitted: 8,
   expandAudience: 3,
   saveFanoutProgress: 4,
-  readHistory: 2,
-  conversationSummary: 3,
-  markRead: 3,
+  readHistory: 3,
+  conversationSummary: 4,
+  markRead: 4,
   projectEntries: "n",
   popRegistered: 2,
   deadLetterRegistration: 2,
@@ -38,12 +39,12 @@ const EXPECTED_KEYS: Record<string, number | "n"> = {
   heartbeat: 3,
   acquireUnit: 1,
   releaseUnit: 1,
-  recomputeUnread: 3,
+  recomputeUnread: 4,
   applyRows: 4,
   advanceListCheckpoint: 1,
   upsertCmdStates: 4, advanceCmdStateReads: 3, indexLegacyCmdStates: 5,
   // CMD log (core/cmd-sync/log-scripts.ts)
-  commitCmd: 5,
+  commitCmd: 6,
   scanCmdRecent: 1,
   scanCmdRecents: "n",
   raiseCmdFlushPoint: 2,
@@ -52,7 +53,7 @@ const SCRIPT_NAMES = Object.keys(EXPECTED_KEYS);
 
 /** The module folder each script lives in. */
 const MODULE_OF: Record<string, string> = {
-  createGroup: "conversation", commitMessages: "conversation", applyMembership: "conversation", transferOwner: "conversation", readPlan: "conversation", readHistory: "conversation",
+  createGroup: "conversation", commitMessages: "conversation", applyMembership: "conversation", transferOwner: "conversation", dissolveGroup: "conversation", readPlan: "conversation", readHistory: "conversation",
   conversationSummary: "conversation", markRead: "conversation", loadForDispatch: "dispatch", markCommitted: "dispatch", expandAudience: "dispatch", saveFanoutProgress: "dispatch", projectEntries: "projection",
   popRegistered: "projection", deadLetterRegistration: "projection", advanceCheckpoint: "projection", bumpEpoch: "projection", raiseEpochMark: "projection",
   releaseLock: "projection", heartbeat: "cluster", acquireUnit: "cluster", releaseUnit: "cluster",
@@ -141,12 +142,12 @@ test("loader: a circular include fails", () => {
 });
 
 test("loader: scripts are found in module folders, each named after its folder", () => {
-  const dir = luaDir({ "markRead-3.lua": null });
+  const dir = luaDir({ "markRead-4.lua": null });
   mkdirSync(path.join(dir, "conversation"));
-  writeFileSync(path.join(dir, "conversation", "markRead-3.lua"), "return 3\n");
+  writeFileSync(path.join(dir, "conversation", "markRead-4.lua"), "return 3\n");
   const s = loadScriptsFrom(dir).get("markRead")!;
   assert.equal(s.module, "conversation");
-  assert.equal(s.file, "conversation/markRead-3.lua");
+  assert.equal(s.file, "conversation/markRead-4.lua");
   assert.equal(s.lua, "return 3\n");
 });
 
@@ -173,8 +174,8 @@ test("loader: a stray .lua file at the top of lua/ fails; a missing script fails
 });
 
 test("loader: two files for one script fail", () => {
-  const dir = luaDir({ "markRead-4.lua": "return 1\n" });
-  assert.throws(() => loadScriptsFrom(dir), /two files define script markRead: lua\/markRead-3\.lua and lua\/markRead-4\.lua/);
+  const dir = luaDir({ "markRead-5.lua": "return 1\n" });
+  assert.throws(() => loadScriptsFrom(dir), /two files define script markRead: lua\/markRead-4\.lua and lua\/markRead-5\.lua/);
 });
 
 test("loader: loadScripts() reads every script of lua/ with the key count of its file name", () => {
@@ -233,7 +234,7 @@ test("loader: callScript with the wrong number of keys throws and runs nothing",
 test("loader: callScript on a client without the scripts defined throws", async () => {
   const plain = new Redis({ host: server!.host, port: server!.port, lazyConnect: true });
   try {
-    await assert.rejects(callScript(plain, "markRead", ["a", "b", "c"], ["x", 1]), /script markRead is not defined on this client/);
+    await assert.rejects(callScript(plain, "markRead", ["a", "b", "c", "d"], ["x", 1]), /script markRead is not defined on this client/);
   } finally {
     plain.disconnect();
   }

@@ -12,8 +12,8 @@ test("readPlan: version, owner, member count and each user's state in one snapsh
   await c.membership(3, 1, [b], { sender: owner }); // b REMOVED, version 2
   await c.membership(2, 2, [a]); // a LEFT, version 3
   const before = await c.snapshot();
-  assert.deepEqual(await c.run("readPlan", [owner, a, b, stranger]), [LUA_STATUS.OK, 3, owner, 1, "A", "L", "R", ""]);
-  assert.deepEqual(await c.run("readPlan", []), [0, 3, owner, 1]);
+  assert.deepEqual(await c.run("readPlan", [owner, a, b, stranger]), [LUA_STATUS.OK, 3, owner, 1, 0, "A", "L", "R", ""]);
+  assert.deepEqual(await c.run("readPlan", []), [0, 3, owner, 1, 0]);
   assert.deepEqual(await c.snapshot(), before);
 });
 

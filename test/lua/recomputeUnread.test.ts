@@ -7,7 +7,7 @@ const fx = useRedis();
 const LEAVE = 2;
 
 const recompute = (c: Conv, user: string, hidden: number, deleted: number, cap = 200) =>
-  callScript(c.client, "recomputeUnread", [c.keys.grpmembers, c.keys.hist, c.keys.readseq], [user, hidden, deleted, cap]);
+  callScript(c.client, "recomputeUnread", [c.keys.grpmembers, c.keys.hist, c.keys.readseq, c.keys.grpmeta], [user, hidden, deleted, cap]);
 
 test("recomputeUnread: base = max(read, hidden, joined_at, deleted); mentions from field 9; own messages and control messages never count", async () => {
   const c = new Conv(fx);

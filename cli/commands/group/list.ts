@@ -7,7 +7,7 @@ import { uuid } from "../../validate.js";
 
 export default class GroupList extends ConnectedCommand<typeof GroupList> {
   static override summary = "List the tenant's groups, a page at a time (optionally those one user owns).";
-  static override description = `Pages come from a bounded scan of the group keys on each Redis node in turn, so every group is listed whenever it was created, and no call reads every group at once. --limit N (1 to 1,000, default 100) is the page size aimed at: a page may hold a few more or fewer, even none while the scan crosses keys of other tenants; follow nextCursor (--cursor) until it is null, or use --all. A group may show on two pages if Redis rehashed meanwhile (--all removes the repeat). Within a page, groups are in id order.
+  static override description = `Pages come from a bounded scan of the group keys on each Redis node in turn, so every group is listed whenever it was created, and no call reads every group at once. --limit N (1 to 1,000, default 100) is the page size aimed at: a page may hold a few more or fewer, even none while the scan crosses keys of other tenants; follow nextCursor (--cursor) until it is null, or use --all. A group may show on two pages if Redis rehashed meanwhile (--all removes the repeat). Within a page, groups are in id order. Each group is the object of group show, with its state (ACTIVE or DISSOLVED).
 
 Any role. Exit codes: 0 listed (also none); 2 bad --owner, --limit or --cursor; 5 server unreachable; 6 refused certificate.`;
   static override examples = [

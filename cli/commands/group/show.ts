@@ -5,8 +5,8 @@ import { groupText } from "../../group/text.js";
 import { uuid } from "../../validate.js";
 
 export default class GroupShow extends ConnectedCommand<typeof GroupShow> {
-  static override summary = "Show a group: owner, member version, member count, latest conversation_seq.";
-  static override description = `The member version starts at 1 and grows by one per membership event; it is what --expect-version of membership add/remove compares against. conversationSeq is the latest sequence allocated in the group's conversation (messages and membership events share it). Exits 3 when the group does not exist.`;
+  static override summary = "Show a group: owner, member version, member count, latest conversation_seq, state.";
+  static override description = `The member version starts at 1 and grows by one per membership event; it is what --expect-version of membership add/remove compares against. conversationSeq is the latest sequence allocated in the group's conversation (messages and membership events share it). state is ACTIVE, or DISSOLVED after group dissolve, with dissolvedAt the dissolve event's conversation_seq (null while ACTIVE). Exits 3 when the group does not exist.`;
   static override examples = [
     "<%= config.bin %> <%= command.id %> --group 5b0c1f9e-3d4a-4c2b-9f1e-8a7d6c5b4a39",
     "<%= config.bin %> <%= command.id %> -g 5b0c1f9e-3d4a-4c2b-9f1e-8a7d6c5b4a39 --json | jq .version",

@@ -12,6 +12,7 @@
   KEYS[1] grpmembers  hash: user hex -> "joinedAt|leftAt|state"
   KEYS[2] hist        zset: the conversation history
   KEYS[3] readseq     hash: user hex -> read_conversation_seq
+  KEYS[4] grpmeta     hash: dissolved_at (issue 24: the bound of a dissolved group)
 
   ARGV[1] user (32 hex)
   ARGV[2] hidden_before_conversation_seq
@@ -28,7 +29,7 @@
 
 local user = ARGV[1]
 local cap = tonumber(ARGV[4])
-local joinedAt, upper, leftAt, state = visibleBounds(KEYS[1], user)
+local joinedAt, upper, leftAt, state = visibleBounds(KEYS[1], KEYS[4], user)
 if not joinedAt then return {-5} end
 local readSeq = tonumber(redis.call("HGET", KEYS[3], user) or "0")
 local head = redis.call("ZREVRANGEBYSCORE", KEYS[2], upper, "(" .. joinedAt, "WITHSCORES", "LIMIT", 0, 1)

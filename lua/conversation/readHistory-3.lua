@@ -5,6 +5,7 @@
 
   KEYS[1] grpmembers  hash: user hex -> "joinedAt|leftAt|state"
   KEYS[2] hist        zset: the conversation history
+  KEYS[3] grpmeta     hash: dissolved_at (issue 24: the bound of a dissolved group)
 
   ARGV[1] user (32 hex)
   ARGV[2] after: return records with seq > after
@@ -16,7 +17,7 @@
 --- @include "includes/parseMember"
 --- @include "includes/visibleBounds"
 
-local joinedAt, upper, leftAt, state = visibleBounds(KEYS[1], ARGV[1])
+local joinedAt, upper, leftAt, state = visibleBounds(KEYS[1], KEYS[3], ARGV[1])
 if not joinedAt then return {-5} end
 local globalEarliest = 1
 local first = redis.call("ZRANGE", KEYS[2], 0, 0, "WITHSCORES")

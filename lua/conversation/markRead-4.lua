@@ -5,6 +5,7 @@
   KEYS[1] grpmembers  hash: user hex -> "joinedAt|leftAt|state"
   KEYS[2] hist        zset: the conversation history
   KEYS[3] readseq     hash: user hex -> read_conversation_seq
+  KEYS[4] grpmeta     hash: dissolved_at (issue 24: the bound of a dissolved group)
 
   ARGV[1] user (32 hex)
   ARGV[2] seq the user has read up to
@@ -15,7 +16,7 @@
 --- @include "includes/parseMember"
 --- @include "includes/visibleBounds"
 
-local joinedAt, upper = visibleBounds(KEYS[1], ARGV[1])
+local joinedAt, upper = visibleBounds(KEYS[1], KEYS[4], ARGV[1])
 if not joinedAt then return {-5} end
 local head = redis.call("ZREVRANGEBYSCORE", KEYS[2], upper, "-inf", "WITHSCORES", "LIMIT", 0, 1)
 local headSeq = 0

@@ -13,6 +13,7 @@
   KEYS[1] grpmembers  hash: user hex -> "joinedAt|leftAt|state"
   KEYS[2] hist        zset: the conversation history
   KEYS[3] readseq     hash: user hex -> read_conversation_seq
+  KEYS[4] grpmeta     hash: dissolved_at (issue 24: the bound of a dissolved group)
 
   ARGV[1] user (32 hex)
   ARGV[2] cap (unread_precise_limit, 200)
@@ -27,7 +28,7 @@
 --- @include "includes/visibleBounds"
 
 local user = ARGV[1]
-local joinedAt, upper, leftAt, state = visibleBounds(KEYS[1], user)
+local joinedAt, upper, leftAt, state = visibleBounds(KEYS[1], KEYS[4], user)
 if not joinedAt then return {-5} end
 local readSeq = tonumber(redis.call("HGET", KEYS[3], user) or "0")
 local base = math.max(readSeq, joinedAt, tonumber(ARGV[3] or "0"), tonumber(ARGV[4] or "0"))

@@ -12,6 +12,8 @@
   KEYS[4] cmdrecent   zset (the bucket's): score commit ms, member "tenantHex|type|channelId|seq"
   KEYS[5] grpmembers  hash of the source group (user hex -> "joinedAt|leftAt|state"); for a
                       request-scoped send any key of the same tag, never read
+  KEYS[6] grpmeta     hash of the source group (dissolved_at: issue 24); for a request-scoped
+                      send any key of the same tag, never read
 
   ARGV[1] mode: "g" group-sourced, "r" request-scoped
   ARGV[2] client_msg_no (the idempotency key, as given)
@@ -28,6 +30,8 @@
     {1, seq, entry}                         this client_msg_no was committed before: its entry, nothing written
     {-3}                                    group-sourced and no such group: nothing written
     {-13, count}                            more recipients than ARGV[10]: nothing written
+    {-15, J}                                group-sourced and the group was dissolved at J: nothing
+                                            written (nothing goes to a group after its dissolve event)
 ]]
 local existing = redis.call("HGET", KEYS[3], ARGV[2])
 if existing then
@@ -37,6 +41,8 @@ end
 
 local recipients = ARGV[11]
 if ARGV[1] == "g" then
+  local dissolvedAt = redis.call("HGET", KEYS[6], "dissolved_at")
+  if dissolvedAt then return {-15, tonumber(dissolvedAt)} end
   local all = redis.call("HGETALL", KEYS[5])
   if #all == 0 then return {-3} end
   local active = {}

@@ -5,6 +5,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { CassandraAuthorityOptions, TopologyConfig } from "../core/index.js";
 import type { DaemonSettings, StoreTlsSettings } from "./daemon-settings.js";
+import { serverLog } from "./log.js";
 import { startAdminServer, type AdminServer } from "./server.js";
 
 export { DAEMON_DEFAULTS, parseDuration, toDaemonSettings, type DaemonSettings } from "./daemon-settings.js";
@@ -116,8 +117,8 @@ export async function runDaemon(s: DaemonSettings): Promise<AdminServer> {
   const stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
-    process.stderr.write(`${signal}: shutting down\n`);
-    server.close().then(() => process.exit(0), (err: unknown) => { process.stderr.write(`shutdown failed: ${String(err)}\n`); process.exit(1); });
+    serverLog(`${signal}: shutting down`);
+    server.close().then(() => process.exit(0), (err: unknown) => { serverLog(`shutdown failed: ${String(err)}`); process.exit(1); });
   };
   // SIGHUP re-reads the deny list (it is also polled every second); without one, SIGHUP keeps its
   // default action

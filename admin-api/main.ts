@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { Command, Option } from "commander";
 import { runDaemon, toDaemonSettings } from "./daemon.js";
+import { serverLog } from "./log.js";
 import {
   CONFIG_ENV, CONFIG_FLAG, helpOf, PRINT_CONFIG_FLAG, renderEffective, resolveSettings, SETTINGS, SettingsError,
 } from "./settings/index.js";
@@ -43,7 +44,7 @@ the credentials or the TLS handshake (one line says which).`);
 program.parse();
 const o = program.opts<Record<string, unknown>>();
 const fail = (code: number, message: string): never => {
-  process.stderr.write(`qim-admin-server: ${message}\n`);
+  serverLog(`qim-admin-server: ${message}`);
   process.exit(code);
 };
 let settings;

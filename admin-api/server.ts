@@ -34,6 +34,7 @@ import { openNodeService, type NodeService } from "./node/service.js";
 import { mapError, toServiceError, type MappedError } from "./errors.js";
 import { DIAGNOSTICS_ENV, startDiagnostics } from "./diagnostics.js";
 import { Observer } from "./observe.js";
+import { serverLog } from "./log.js";
 import { ReflectedServer, requestTypeOf, serveReflection } from "./reflection.js";
 import type { ServerDeps, ServerStreamRpc, UnaryRpc } from "./rpc.js";
 import { SERVICES } from "./services/index.js";
@@ -115,6 +116,7 @@ export interface AdminServerOptions {
   /**
    * One line per notable event. A start-up refused by the session projection logs one line per
    * partition ("session projection: partition N VERDICT: detail") and a last line saying so.
+   * Default: stderr, each line stamped with its UTC time (admin-api/log.ts).
    */
   log?: (line: string) => void;
 }
@@ -243,7 +245,7 @@ if (typeof baseCreateHttp2Server === "function") {
 }
 
 export async function startAdminServer(opts: AdminServerOptions): Promise<AdminServer> {
-  const log = opts.log ?? ((line: string) => process.stderr.write(line + "\n"));
+  const log = opts.log ?? serverLog;
   if (!opts.insecureDev && !opts.tls) throw new InvalidArgumentError("tls", "TLS material is required (CA, server certificate and key) unless --insecure-dev");
   const insecure = opts.insecureDev === true;
   if (insecure) {

@@ -194,10 +194,10 @@ describe("production connectivity: an ACL + TLS Redis, a config file, secrets ke
     writeFileSync(wrong, "not-the-password\n", { mode: 0o600 });
     const otherCa = path.join(dir, "pki", "otherCa.crt");
     const cases: { args: string[]; env?: NodeJS.ProcessEnv; line: RegExp }[] = [
-      { args: ["--redis", redis.url, "--redis-user", "qim", "--redis-password-file", wrong, "--redis-tls-ca", pki.ca.certPath], line: /^qim-admin-server: Redis refused the credentials for user qim at 127\.0\.0\.1:\d+ \(WRONGPASS/m },
-      { args: ["--redis", redis.url, "--redis-user", "qim", "--redis-tls-ca", pki.ca.certPath], env: { QIM_REDIS_PASSWORD: "nope" }, line: /^qim-admin-server: Redis refused the credentials for user qim/m },
-      { args: ["--redis", redis.url, "--redis-user", "qim", "--redis-password-file", path.join(dir, "redis.password"), "--redis-tls-ca", otherCa], line: /^qim-admin-server: Redis TLS handshake with 127\.0\.0\.1:\d+ failed: the server certificate does not verify/m },
-      { args: ["--redis", redis.url, "--redis-tls-ca", pki.ca.certPath], line: /^qim-admin-server: Redis at 127\.0\.0\.1:\d+ requires authentication \(NOAUTH\)/m },
+      { args: ["--redis", redis.url, "--redis-user", "qim", "--redis-password-file", wrong, "--redis-tls-ca", pki.ca.certPath], line: /^\S+Z qim-admin-server: Redis refused the credentials for user qim at 127\.0\.0\.1:\d+ \(WRONGPASS/m },
+      { args: ["--redis", redis.url, "--redis-user", "qim", "--redis-tls-ca", pki.ca.certPath], env: { QIM_REDIS_PASSWORD: "nope" }, line: /^\S+Z qim-admin-server: Redis refused the credentials for user qim/m },
+      { args: ["--redis", redis.url, "--redis-user", "qim", "--redis-password-file", path.join(dir, "redis.password"), "--redis-tls-ca", otherCa], line: /^\S+Z qim-admin-server: Redis TLS handshake with 127\.0\.0\.1:\d+ failed: the server certificate does not verify/m },
+      { args: ["--redis", redis.url, "--redis-tls-ca", pki.ca.certPath], line: /^\S+Z qim-admin-server: Redis at 127\.0\.0\.1:\d+ requires authentication \(NOAUTH\)/m },
     ];
     for (const c of cases) {
       const port = await freePort();

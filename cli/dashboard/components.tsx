@@ -113,7 +113,7 @@ export function Rates({ rates, counters }: { rates: RateValues | null; counters:
         membership events/s <Text bold>{formatRate(rates?.membershipEventsPerSec)}</Text>   retries/s <Text bold>{formatRate(rates?.membershipRetriesPerSec)}</Text>   messages/s {formatRate(rates?.messagesCommittedPerSec)}   dispatched/s {formatRate(rates?.relayDispatchedPerSec)}
       </Text>
       <Text wrap="truncate">
-        users rebuilt {counters.usersRebuilt}   authority written {counters.conversationStateWritten}   failures <Text color={counters.conversationStateFailures > 0 ? "red" : undefined}>{counters.conversationStateFailures}</Text>   queued {counters.conversationStatePending}
+        users rebuilt {counters.usersRebuilt}   authority written {counters.conversationStateWritten}   failures <Text color={counters.conversationStateFailures > 0 ? "red" : undefined}>{counters.conversationStateFailures}</Text>   queued total {counters.conversationStateQueuedTotal}
       </Text>
     </Box>
   );
@@ -225,11 +225,11 @@ export function CmdBadFiles({ files }: { files: CmdBadFileResult[] }) {
   );
 }
 
-/** Registration queue depth per Redis instance (written to the authority in batches). */
+/** Registration queue depth per Redis instance (written to the authority in batches): the backlog now, beside the "queued total" counter. */
 export function Queues({ pending }: { pending: ProjectionStatusResult["pending"] }) {
   return (
     <Text wrap="truncate">
-      <Text bold>registration queue</Text>  {pending.length === 0 ? "-" : pending.map((q) => `instance ${q.instance}: ${q.depth}${q.deadLetters > 0 ? ` (${q.deadLetters} dead letters)` : ""}`).join("   ")}
+      <Text bold>registration queue (backlog now)</Text>  {pending.length === 0 ? "-" : pending.map((q) => `instance ${q.instance}: ${q.depth}${q.deadLetters > 0 ? ` (${q.deadLetters} dead letters)` : ""}`).join("   ")}
     </Text>
   );
 }

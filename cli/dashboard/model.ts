@@ -18,7 +18,12 @@ export interface CountersResult {
   membershipEvents: Record<string, number>;
   /** By path: send, membership. */
   membershipRetries: Record<string, number>;
-  conversationStatePending: number;
+  /**
+   * Conversations queued for the conversation-set authority since the server process started
+   * (qim_session_conversation_state_pending_total): a total, not the backlog, which is
+   * projection.pending[].depth ("queue_backlog" in the plain line).
+   */
+  conversationStateQueuedTotal: number;
   conversationStateWritten: number;
   conversationStateFailures: number;
   usersRebuilt: number;
@@ -58,7 +63,7 @@ export interface Rates {
   membershipRetriesPerSec: number;
   messagesCommittedPerSec: number;
   relayDispatchedPerSec: number;
-  conversationStatePendingPerSec: number;
+  conversationStateQueuedPerSec: number;
   conversationStateWrittenPerSec: number;
   conversationStateFailuresPerSec: number;
   usersRebuiltPerSec: number;
@@ -85,7 +90,7 @@ export function snapshotResult(s: Snapshot): DashboardSnapshot {
     counters: {
       membershipEvents: { ...c.membershipEvents },
       membershipRetries: { ...c.membershipRetries },
-      conversationStatePending: c.conversationStatePending,
+      conversationStateQueuedTotal: c.conversationStatePending,
       conversationStateWritten: c.conversationStateWritten,
       conversationStateFailures: c.conversationStateFailures,
       usersRebuilt: c.usersRebuilt,
@@ -118,7 +123,7 @@ export function rates(prev: DashboardSnapshot | null, cur: DashboardSnapshot): R
     membershipRetriesPerSec: per(sum(p.membershipRetries), sum(c.membershipRetries)),
     messagesCommittedPerSec: per(p.messagesCommitted, c.messagesCommitted),
     relayDispatchedPerSec: per(p.relayDispatched, c.relayDispatched),
-    conversationStatePendingPerSec: per(p.conversationStatePending, c.conversationStatePending),
+    conversationStateQueuedPerSec: per(p.conversationStateQueuedTotal, c.conversationStateQueuedTotal),
     conversationStateWrittenPerSec: per(p.conversationStateWritten, c.conversationStateWritten),
     conversationStateFailuresPerSec: per(p.conversationStateFailures, c.conversationStateFailures),
     usersRebuiltPerSec: per(p.usersRebuilt, c.usersRebuilt),
@@ -131,10 +136,10 @@ export function dashboardLine(s: DashboardSnapshot, r: Rates | null): DashboardL
 }
 
 /** Total lag over the partitions that have a checkpoint, and the number of partitions not OK. */
-export function projectionTotals(p: ProjectionStatusResult): { lag: number; pending: number; deadLetters: number; notOk: number } {
+export function projectionTotals(p: ProjectionStatusResult): { lag: number; queueBacklog: number; deadLetters: number; notOk: number } {
   return {
     lag: p.partitions.reduce((a, x) => a + (x.lag ?? 0), 0),
-    pending: p.pending.reduce((a, x) => a + x.depth, 0),
+    queueBacklog: p.pending.reduce((a, x) => a + x.depth, 0),
     deadLetters: p.pending.reduce((a, x) => a + x.deadLetters, 0),
     notOk: p.partitions.filter((x) => x.verdict !== "OK").length,
   };
@@ -151,7 +156,8 @@ export function plainLine(s: DashboardSnapshot, r: Rates | null): string {
     `events/s=${formatRate(r?.membershipEventsPerSec)}`,
     `retries/s=${formatRate(r?.membershipRetriesPerSec)}`,
     `lag=${t.lag}`,
-    `pending=${t.pending}`,
+    `queue_backlog=${t.queueBacklog}`,
+    `queued_total=${s.counters.conversationStateQueuedTotal}`,
     `rebuilt=${s.counters.usersRebuilt}`,
     `authority_written=${s.counters.conversationStateWritten}`,
     `failures=${s.counters.conversationStateFailures}`,

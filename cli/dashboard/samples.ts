@@ -11,7 +11,7 @@ const line: DashboardLine = {
   counters: {
     membershipEvents: keyedByData({ join: 7, leave: 0, remove: 2 }),
     membershipRetries: keyedByData({ send: 0, membership: 0 }),
-    conversationStatePending: 12,
+    conversationStateQueuedTotal: 12,
     conversationStateWritten: 12,
     conversationStateFailures: 0,
     usersRebuilt: 4,
@@ -36,7 +36,7 @@ export const samples = {
       membershipRetriesPerSec: 0,
       messagesCommittedPerSec: 3,
       relayDispatchedPerSec: 3,
-      conversationStatePendingPerSec: 0,
+      conversationStateQueuedPerSec: 0,
       conversationStateWrittenPerSec: 2,
       conversationStateFailuresPerSec: 0,
       usersRebuiltPerSec: 0,

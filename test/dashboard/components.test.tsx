@@ -32,7 +32,8 @@ function snapshot(over: { timeMs?: number; startedAtMs?: number; epoch?: number;
     counters: {
       membershipEvents: { join: over.join ?? 0, leave: 0, remove: over.remove ?? 0 },
       membershipRetries: { send: over.retries ?? 0, membership: 0 },
-      conversationStatePending: 12,
+      // a total since the process started, unlike the backlog (pending[].depth, 3 + 0 below)
+      conversationStateQueuedTotal: 17,
       conversationStateWritten: over.written ?? 12,
       conversationStateFailures: 0,
       usersRebuilt: over.rebuilt ?? 4,
@@ -106,8 +107,8 @@ describe("dashboard: lines when stdout is not a terminal", () => {
   it("plain: one line of key=value per snapshot; rates '-' until the second", () => {
     const a = snapshot({ timeMs: Date.UTC(2026, 10, 29, 23, 0, 0), join: 1 });
     const b = snapshot({ timeMs: Date.UTC(2026, 10, 29, 23, 0, 1), join: 2 });
-    assert.equal(plainLine(a, null), "2026-11-29T23:00:00Z epoch=3 events/s=- retries/s=- lag=125 pending=3 rebuilt=4 authority_written=12 failures=0 partitions_not_ok=1");
-    assert.equal(plainLine(b, rates(a, b)), "2026-11-29T23:00:01Z epoch=3 events/s=1.0 retries/s=0.0 lag=125 pending=3 rebuilt=4 authority_written=12 failures=0 partitions_not_ok=1");
+    assert.equal(plainLine(a, null), "2026-11-29T23:00:00Z epoch=3 events/s=- retries/s=- lag=125 queue_backlog=3 queued_total=17 rebuilt=4 authority_written=12 failures=0 partitions_not_ok=1");
+    assert.equal(plainLine(b, rates(a, b)), "2026-11-29T23:00:01Z epoch=3 events/s=1.0 retries/s=0.0 lag=125 queue_backlog=3 queued_total=17 rebuilt=4 authority_written=12 failures=0 partitions_not_ok=1");
     const dead: DashboardSnapshot = { ...a, projection: { ...a.projection, pending: [{ instance: 0, depth: 3, deadLetters: 2 }, { instance: 1, depth: 0, deadLetters: 1 }] } };
     assert.match(plainLine(dead, null), / partitions_not_ok=1 dead_letters=3$/);
   });
@@ -177,13 +178,13 @@ describe("dashboard components at 100 columns", () => {
     const b = snapshot({ timeMs: 4000, join: 6, retries: 2, rebuilt: 7, written: 40 });
     const text = frame(render(<Rates rates={rates(a, b)} counters={b.counters} />)).join("\n");
     assert.match(text, /membership events\/s 1\.5\s+retries\/s 0\.5/);
-    assert.match(text, /users rebuilt 7\s+authority written 40\s+failures 0/);
+    assert.match(text, /users rebuilt 7\s+authority written 40\s+failures 0\s+queued total 17/);
     const first = frame(render(<Rates rates={null} counters={a.counters} />)).join("\n");
     assert.match(first, /membership events\/s -\s+retries\/s -/);
   });
 
   it("Queues and AuditTail: depth per instance; the newest entries with principal, RPC and result", () => {
-    assert.match(frame(render(<Queues pending={[{ instance: 0, depth: 3, deadLetters: 0 }, { instance: 1, depth: 0, deadLetters: 0 }]} />)).join(""), /registration queue\s+instance 0: 3\s+instance 1: 0/);
+    assert.match(frame(render(<Queues pending={[{ instance: 0, depth: 3, deadLetters: 0 }, { instance: 1, depth: 0, deadLetters: 0 }]} />)).join(""), /registration queue \(backlog now\)\s+instance 0: 3\s+instance 1: 0/);
     // dead letters show only where there are some
     const dead = frame(render(<Queues pending={[{ instance: 0, depth: 0, deadLetters: 0 }, { instance: 1, depth: 2, deadLetters: 5 }]} />)).join("");
     assert.match(dead, /instance 0: 0\s+instance 1: 2 \(5 dead letters\)/);
@@ -214,7 +215,7 @@ describe("dashboard components at 100 columns", () => {
     for (const l of lines) assert.ok(l.length <= WIDTH, `fits ${WIDTH} columns: ${l}`);
     assert.match(text, /epoch 3\s+authority redis-hash/);
     assert.match(text, /membership events\/s 2\.0/);
-    assert.match(text, /registration queue\s+instance 0: 3/);
+    assert.match(text, /registration queue \(backlog now\)\s+instance 0: 3/);
     assert.match(text, /GroupService\/AddMembers/);
     assert.equal(lines.filter((l) => /^\d+\s+(OK|NO_CHECKPOINT)\s/.test(l)).length, 4);
     const waiting = frame(render(<Dashboard endpoint="localhost:7443" intervalMs={1000} snapshot={null} rates={null} state={{ kind: "connecting" }} paused={false} width={WIDTH} />)).join("\n");

@@ -32,7 +32,7 @@ function snapshot(t: number, c: { events?: number; messages?: number; dispatched
     time: new Date(timeMs).toISOString(), timeMs, startedAtMs: c.startedAtMs ?? 1,
     counters: {
       membershipEvents: { join: c.events ?? 0, leave: 0, remove: 0 }, membershipRetries: { send: 0, membership: 0 },
-      conversationStatePending: 0, conversationStateWritten: 0, conversationStateFailures: 0, usersRebuilt: 0,
+      conversationStateQueuedTotal: 0, conversationStateWritten: 0, conversationStateFailures: 0, usersRebuilt: 0,
       messagesCommitted: c.messages ?? 0, relayDispatched: c.dispatched ?? 0,
     },
     projection: { epoch: 1, authority: "redis-hash", retentionMs: 86_400_000, failure: null, partitions, pending: [{ instance: 0, depth: 0, deadLetters: 0 }] },

@@ -87,7 +87,7 @@ describe("qimctl dashboard against the real server", { timeout: 180_000 }, () =>
       for (const p of s.projection.partitions) for (const k of ["partition", "verdict", "checkpoint", "low", "high", "lag"]) assert.ok(k in p, k);
       assert.deepEqual(s.projection.pending.map((q: { instance: number }) => q.instance), [0]);
       assert.ok(s.counters.membershipEvents.join >= 1, "the join of before()");
-      for (const k of ["conversationStatePending", "conversationStateWritten", "conversationStateFailures", "usersRebuilt", "messagesCommitted", "relayDispatched"]) assert.equal(typeof s.counters[k], "number", k);
+      for (const k of ["conversationStateQueuedTotal", "conversationStateWritten", "conversationStateFailures", "usersRebuilt", "messagesCommitted", "relayDispatched"]) assert.equal(typeof s.counters[k], "number", k);
       assert.ok(s.audit.some((a: { rpc: string; result: string }) => a.rpc === "/qim.admin.v1.GroupService/AddMembers" && a.result === "OK"));
     }
     assert.equal(snaps[0].rates, null, "no rate from the first snapshot");
@@ -103,7 +103,7 @@ describe("qimctl dashboard against the real server", { timeout: 180_000 }, () =>
     assert.equal(r.code, 0, r.stderr);
     const lines = r.stdout.trimEnd().split("\n");
     assert.equal(lines.length, 2, r.stdout);
-    assert.match(lines[0]!, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ epoch=\d+ events\/s=- retries\/s=- lag=\d+ pending=\d+ rebuilt=\d+ authority_written=\d+ failures=\d+$/);
+    assert.match(lines[0]!, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ epoch=\d+ events\/s=- retries\/s=- lag=\d+ queue_backlog=\d+ queued_total=\d+ rebuilt=\d+ authority_written=\d+ failures=\d+$/);
     assert.match(lines[1]!, /^\S+Z epoch=\d+ events\/s=\d+\.\d retries\/s=\d+\.\d lag=\d+ /);
     assert.equal(r.stderr, "");
   });
@@ -196,7 +196,7 @@ describe("qimctl dashboard against the real server", { timeout: 180_000 }, () =>
       assert.match(shown, /WINDOW READ\s+LAG TREND ≤\d+$/m);
       assert.match(shown, /^trends\s+last \d+s \(up to 5m\)$/m);
       assert.match(shown, /^membership events\/s\s+[▁▂▃▄▅▆▇█ ]+now \d+\.\d\s+max \d+\.\d$/m);
-      assert.match(shown, /registration queue\s+instance 0: \d+/);
+      assert.match(shown, /registration queue \(backlog now\)\s+instance 0: \d+/);
       assert.match(shown, /GroupService\/AddMembers\s+OK/);
       assert.match(shown, /membership events\/s \d+\.\d/);
 

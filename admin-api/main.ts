@@ -50,9 +50,12 @@ const fail = (code: number, message: string): never => {
 let settings;
 try {
   const flags = Object.fromEntries(SETTINGS.filter((s) => s.flag).map((s) => [s.flag!, o[camel(s.flag!)]]));
-  const resolved = resolveSettings({ flags, env: process.env, configPath: o[camel(CONFIG_FLAG)] as string | undefined });
-  if (o[camel(PRINT_CONFIG_FLAG)] === true) {
+  const printConfig = o[camel(PRINT_CONFIG_FLAG)] === true;
+  // --print-config shows the defaults even when a required setting is missing (then it exits 2 naming it)
+  const resolved = resolveSettings({ flags, env: process.env, configPath: o[camel(CONFIG_FLAG)] as string | undefined }, { allowMissing: printConfig });
+  if (printConfig) {
     process.stdout.write(renderEffective(resolved));
+    if (resolved.missing.length > 0) fail(2, `required, not set: ${resolved.missing.map((m) => m.key).join(", ")} (${resolved.missing[0]!.message})`);
     process.exit(0);
   }
   settings = toDaemonSettings(resolved);

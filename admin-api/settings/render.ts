@@ -1,6 +1,6 @@
 import { stringify } from "yaml";
 import type { ResolvedSettings, SettingSource } from "./resolve.js";
-import { CONFIG_ENV, CONFIG_FLAG, SETTINGS, type SettingSpec } from "./schema.js";
+import { CONFIG_ENV, CONFIG_FLAG, SETTING_BY_KEY, SETTINGS, type SettingSpec } from "./schema.js";
 
 export const REDACTED = "<redacted>";
 
@@ -26,8 +26,30 @@ function shown(spec: SettingSpec, value: unknown): unknown {
   return spec.kind === "duration" ? formatDuration(value as number) : spec.kind === "size" ? formatSize(value as number) : value;
 }
 
-/** Effective settings as nested plain data, secrets redacted (`server start --print-config --output json`). */
-export function effectiveSettings(r: ResolvedSettings): { settings: Record<string, unknown>; sources: Record<string, SettingSource>; config: string | null } {
+/** A required setting given nowhere, as `server config --output json` lists it. */
+export interface MissingSetting {
+  key: string;
+  /** The flag that gives it (with dashes), or null. */
+  flag: string | null;
+  env: string[];
+  /** What start-up would refuse with. */
+  message: string;
+}
+
+function missingOf(r: ResolvedSettings): MissingSetting[] {
+  return r.missing.map((err) => {
+    const spec = SETTING_BY_KEY.get(err.key!)!;
+    return { key: spec.key, flag: spec.flag ? `--${spec.flag}` : null, env: [...spec.env], message: err.message };
+  });
+}
+
+/** Where a setting can be given, for people: "--tls-ca, env QIM_TLS_CA, or tls.ca in the config file". */
+function whereToGive(spec: SettingSpec): string {
+  return [...(spec.flag ? [`--${spec.flag}`] : []), ...spec.env.map((e) => `env ${e}`), `or ${spec.key} in the config file`].join(", ");
+}
+
+/** Effective settings as nested plain data, secrets redacted (`server start --print-config --output json`); `missing` lists the required settings given nowhere. */
+export function effectiveSettings(r: ResolvedSettings): { settings: Record<string, unknown>; sources: Record<string, SettingSource>; config: string | null; missing: MissingSetting[] } {
   const settings: Record<string, unknown> = {};
   const sources: Record<string, SettingSource> = {};
   for (const spec of SETTINGS) {
@@ -38,7 +60,7 @@ export function effectiveSettings(r: ResolvedSettings): { settings: Record<strin
     node[path[path.length - 1]!] = shown(spec, r.values.get(spec.key));
     sources[spec.key] = r.sources.get(spec.key)!;
   }
-  return { settings, sources, config: r.configPath };
+  return { settings, sources, config: r.configPath, missing: missingOf(r) };
 }
 
 const SOURCE_TEXT: Record<SettingSource, (spec: SettingSpec) => string> = {
@@ -58,6 +80,11 @@ export function renderEffective(r: ResolvedSettings): string {
     `# qim-admin-server effective settings (strongest first: flag, environment, config file, default)`,
     `# config file: ${r.configPath ?? "none"}`,
   ];
+  if (r.missing.length > 0) {
+    // comments, so that the file stays one that --config reads (and refuses for what it lacks)
+    lines.push("# REQUIRED, NOT SET (start-up refuses without them):");
+    for (const m of missingOf(r)) lines.push(`#   ${m.key}: ${whereToGive(SETTING_BY_KEY.get(m.key)!)}`);
+  }
   const open: string[] = [];
   for (const spec of SETTINGS) {
     if (!r.values.has(spec.key)) continue;

@@ -38,6 +38,18 @@ export interface ResolvedSettings {
   values: ReadonlyMap<string, unknown>;
   sources: ReadonlyMap<string, SettingSource>;
   configPath: string | null;
+  /**
+   * Required settings given nowhere (the TLS files without --insecure-dev, a Redis), each as the
+   * error start-up would refuse with. Only a resolution that allows them (`server config`, which
+   * shows the defaults of an empty command line) returns any; otherwise the first one is thrown.
+   */
+  missing: readonly SettingsError[];
+}
+
+/** How resolveSettings treats a required setting given nowhere. */
+export interface ResolveOptions {
+  /** Collect it in `missing` instead of throwing (`server config`, `--print-config`). */
+  allowMissing?: boolean;
 }
 
 const KEY_SEGMENT = /^[a-z][a-z0-9_]*$/;
@@ -265,7 +277,7 @@ export function parseSize(text: string): number {
  * Every setting from its strongest source: a flag, then the environment, then the config file,
  * then the default. Each value is parsed where it was given, so an error names that place.
  */
-export function resolveSettings(inputs: SettingInputs): ResolvedSettings {
+export function resolveSettings(inputs: SettingInputs, opts: ResolveOptions = {}): ResolvedSettings {
   const configPath = inputs.configPath ?? (inputs.env[CONFIG_ENV]?.trim() || undefined);
   const file = configPath !== undefined ? readConfigFile(configPath) : new Map<string, unknown>();
   const values = new Map<string, unknown>();
@@ -302,8 +314,12 @@ export function resolveSettings(inputs: SettingInputs): ResolvedSettings {
     const drop = a < c ? "redis.cluster" : c < a || sources.get("redis.cluster") === "env" ? "redis.addrs" : null;
     if (drop) { values.delete(drop); sources.delete(drop); }
   }
-  const r: ResolvedSettings = { values, sources, configPath: configPath ?? null };
-  checkCombinations(r);
+  const missing: SettingsError[] = [];
+  const r: ResolvedSettings = { values, sources, configPath: configPath ?? null, missing };
+  checkCombinations(r, (err) => {
+    if (!opts.allowMissing) throw err;
+    missing.push(err);
+  });
   return r;
 }
 
@@ -326,8 +342,8 @@ export function isLoopbackHost(host: string): boolean {
   return h === "localhost" || h === "::1" || /^127(\.\d{1,3}){3}$/.test(h) || h === "::ffff:127.0.0.1";
 }
 
-/** Settings that are fine alone but not together. */
-function checkCombinations(r: ResolvedSettings): void {
+/** Settings that are fine alone but not together; `required` is told of each required setting given nowhere. */
+function checkCombinations(r: ResolvedSettings, required: (err: SettingsError) => void): void {
   const has = (k: string) => r.values.has(k);
   const get = <T>(k: string) => r.values.get(k) as T;
   const fail = (key: string, message: string): never => { throw new SettingsError(whereOf(r, key), message, key); };
@@ -349,7 +365,7 @@ function checkCombinations(r: ResolvedSettings): void {
     }
   } else {
     for (const key of ["tls.ca", "tls.cert", "tls.key"]) {
-      if (!has(key)) fail(key, "mTLS needs --tls-ca, --tls-cert and --tls-key (create them with `qimctl certs init` and `qimctl certs issue-server`), or --insecure-dev on a development machine");
+      if (!has(key)) required(new SettingsError(whereOf(r, key), "mTLS needs --tls-ca, --tls-cert and --tls-key (create them with `qimctl certs init` and `qimctl certs issue-server`), or --insecure-dev on a development machine", key));
     }
   }
   if (has("node.tls.cert") !== has("node.tls.key")) fail(has("node.tls.cert") ? "node.tls.cert" : "node.tls.key", "a node certificate needs both node.tls.cert and node.tls.key");
@@ -361,7 +377,7 @@ function checkCombinations(r: ResolvedSettings): void {
     fail("redis.cluster", "give either standalone instances (--redis) or Cluster seeds (--redis-cluster), not both");
   }
   if (!has("redis.addrs") && !has("redis.cluster")) {
-    throw new SettingsError("--redis", "no Redis configured: give --redis host:port (or redis.addrs in the config file, or QIM_REDIS_ADDR), or --redis-cluster seeds", "redis.addrs");
+    required(new SettingsError("--redis", "no Redis configured: give --redis host:port (or redis.addrs in the config file, or QIM_REDIS_ADDR), or --redis-cluster seeds", "redis.addrs"));
   }
   for (const store of ["redis", "cassandra"]) {
     if (has(`${store}.password`) && has(`${store}.password_file`)) fail(`${store}.password_file`, `give the password once: ${store}.password_file or ${store}.password (${SETTING_BY_KEY.get(`${store}.password`)!.env[0]}), not both`);

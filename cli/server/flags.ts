@@ -23,10 +23,13 @@ export function settingFlags() {
  * setting that cannot be used is a UsageError naming its flag (exit 2). Loads the resolver (and
  * its YAML parser) only when a command runs, not for --help.
  */
-export async function resolveFromFlags(flags: Readonly<Record<string, unknown>>): Promise<import("../../admin-api/settings/index.js").ResolvedSettings> {
+export async function resolveFromFlags(
+  flags: Readonly<Record<string, unknown>>,
+  opts: import("../../admin-api/settings/index.js").ResolveOptions = {},
+): Promise<import("../../admin-api/settings/index.js").ResolvedSettings> {
   const { resolveSettings, SettingsError } = await import("../../admin-api/settings/index.js");
   try {
-    return resolveSettings({ flags: Object.fromEntries(SETTINGS.filter((s) => s.flag).map((s) => [s.flag!, flags[s.flag!]])), env: process.env, configPath: flags[CONFIG_FLAG] as string | undefined });
+    return resolveSettings({ flags: Object.fromEntries(SETTINGS.filter((s) => s.flag).map((s) => [s.flag!, flags[s.flag!]])), env: process.env, configPath: flags[CONFIG_FLAG] as string | undefined }, opts);
   } catch (err) {
     throw err instanceof SettingsError ? usageErrorOf(err) : err;
   }

@@ -16,4 +16,6 @@ export interface ServerConfigResult {
   settings: Record<string, unknown>;
   /** Dotted key → where its value came from. */
   sources: Record<string, "flag" | "env" | "file" | "default">;
+  /** Required settings given nowhere (then the command exits 2): the key, its flag (or null), its environment variables, the refusal. */
+  missing: { key: string; flag: string | null; env: string[]; message: string }[];
 }

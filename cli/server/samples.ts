@@ -14,6 +14,13 @@ export const samples = {
       // nested as in the config file: which keys appear depends on the settings
       settings: freeForm({ listen: "0.0.0.0:7443", redis: { addrs: ["rediss://10.0.0.5:6380"], user: "qim", password: "<redacted>" } }),
       sources: keyedByData({ listen: "file", "redis.addrs": "file", "redis.user": "file", "redis.password": "env" }),
+      missing: [],
+    },
+    {
+      config: null,
+      settings: freeForm({ listen: "0.0.0.0:7443", insecure_dev: false }),
+      sources: keyedByData({ listen: "default", insecure_dev: "default" }),
+      missing: [{ key: "redis.addrs", flag: "--redis", env: ["QIM_REDIS_ADDR", "QIM_MESSAGE_STORE_ADDRS"], message: "--redis: no Redis configured: give --redis host:port (or redis.addrs in the config file, or QIM_REDIS_ADDR), or --redis-cluster seeds" }],
     },
   ),
 };

@@ -1,4 +1,5 @@
 import { BaseCommand } from "../../base.js";
+import { EXIT } from "../../exit-codes.js";
 import { resolveFromFlags, settingFlags, usageErrorOf } from "../../server/flags.js";
 import type { ServerConfigResult } from "../../server/results.js";
 
@@ -8,9 +9,15 @@ export default class ServerConfig extends BaseCommand<typeof ServerConfig> {
 
 The same as \`qim-admin-server --print-config\`. Reference of every key: docs/config-reference.md.
 
-Exit codes: 0 the settings are valid; 2 a setting is not (the flag, variable or config key is named).`;
+Required settings given nowhere (a Redis; the TLS files unless --insecure-dev) do not hide the rest: without any argument it prints every default, lists what is required and not set at the top (in JSON: \`missing\`, each with its key, flag, variables and the refusal) and exits 2 naming them — what \`server start\` would refuse, so that a script checking a configuration with \`server config\` still fails on it.
+
+Exit codes: 0 the settings are valid; 2 a setting is not, or a required one is not set (the flag, variable or config key is named; the settings are printed all the same when only required ones are missing).`;
   static override examples = [
     "<%= config.bin %> <%= command.id %> --config /etc/qim/server.yaml",
+    {
+      description: "The defaults, and what has none (exit 2 until a Redis and the TLS files are given)",
+      command: "<%= config.bin %> <%= command.id %>",
+    },
     {
       description: "Where did the Redis address come from?",
       command: "<%= config.bin %> <%= command.id %> --config /etc/qim/server.yaml --output json | jq '.sources[\"redis.addrs\"]'",
@@ -19,16 +26,27 @@ Exit codes: 0 the settings are valid; 2 a setting is not (the flag, variable or 
   static override flags = settingFlags();
 
   async run(): Promise<ServerConfigResult> {
-    const resolved = await resolveFromFlags(this.flags as Record<string, unknown>);
+    const resolved = await resolveFromFlags(this.flags as Record<string, unknown>, { allowMissing: true });
     const { effectiveSettings, renderEffective, SettingsError } = await import("../../../admin-api/settings/index.js");
     const { toDaemonSettings } = await import("../../../admin-api/daemon-settings.js");
-    try {
-      // what server start would do next: read the password files (their contents stay here)
-      toDaemonSettings(resolved);
-    } catch (err) {
-      throw err instanceof SettingsError ? usageErrorOf(err) : err;
+    // what server start would do next, once nothing required is missing: read the password files (their contents stay here)
+    if (resolved.missing.length === 0) {
+      try {
+        toDaemonSettings(resolved);
+      } catch (err) {
+        throw err instanceof SettingsError ? usageErrorOf(err) : err;
+      }
     }
     if (!this.jsonEnabled()) process.stdout.write(renderEffective(resolved));
-    return effectiveSettings(resolved);
+    const result = effectiveSettings(resolved);
+    if (result.missing.length > 0) {
+      const first = usageErrorOf(resolved.missing[0]!);
+      const names = result.missing.map((m) => (m.flag ? `${m.key} (${m.flag})` : m.key)).join(", ");
+      this.failWithResult(result, {
+        exitCode: EXIT.USAGE, code: "INVALID_ARGUMENT", field: first.field,
+        message: `required, not set: ${names}; server start would refuse to start (${resolved.missing[0]!.message})`,
+      });
+    }
+    return result;
   }
 }

@@ -56,11 +56,40 @@ export function nonEmpty(s: string): string | null {
   return s === "" ? null : s;
 }
 
-/** Columns separated by two spaces; the last column is not padded. */
+/**
+ * The most characters a table cell shows (issue 24: a 1,000-user join event printed a 37 KB line
+ * and buried every other row). 200 is two and a half lines of an 80-column terminal, room for
+ * four UUIDs with their separators; what the system itself puts in a cell (UUIDs, times, verdicts,
+ * paths, audit details) stays below it, so only text that a user or a bulk change chose is cut.
+ * JSON output is never cut.
+ */
+export const TABLE_CELL_MAX_CHARS = 200;
+
+/** 1000 → "1,000": counts as people read them (fixed locale, so output does not depend on the machine's). */
+export function count(n: number): string {
+  return n.toLocaleString("en-US");
+}
+
+/** A partial escape that a cut left at the end ("\u20", "\x"): dropped, so that no half escape is shown. */
+const PARTIAL_ESCAPE = /\\(?:x[0-9a-f]?|u[0-9a-f]{0,3})?$/;
+
+/**
+ * A cell as a table shows it: visible() escapes, and a text longer than TABLE_CELL_MAX_CHARS cut
+ * with an ellipsis and its full length in characters ("hello wor… (12,345 chars)").
+ */
+export function cellText(value: string, max: number = TABLE_CELL_MAX_CHARS): string {
+  const shown = visible(value);
+  const chars = Array.from(shown);
+  if (chars.length <= max) return shown;
+  const tail = `… (${count(Array.from(value).length)} chars)`;
+  return chars.slice(0, Math.max(0, max - tail.length)).join("").replace(PARTIAL_ESCAPE, "") + tail;
+}
+
+/** Columns separated by two spaces; the last column is not padded. Every cell is bounded by cellText(). */
 export type Cell = string | number | null;
 
 export function table(headers: readonly string[], rows: ReadonlyArray<readonly Cell[]>): string {
-  const cells = [headers, ...rows.map((r) => r.map((c) => (c === null ? "-" : visible(String(c)))))];
+  const cells = [headers, ...rows.map((r) => r.map((c) => (c === null ? "-" : cellText(String(c)))))];
   const widths = headers.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? "").length)));
   return cells
     .map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join("  ").trimEnd())

@@ -22,7 +22,7 @@ import * as Flags from "@oclif/core/flags";
 import type { AdminClient, WatchStream } from "../admin-api/client.js";
 import { confirmOrStop, mustConfirm, type Destructive } from "./confirm.js";
 import { resolveConnection, type Resolved, type ResolvedConnection } from "./context.js";
-import { classifyError, fileSystemReason, GRPC_STATUS, InterruptedError, needsCertificateProbe, UsageError, type Failure, type FailureContext } from "./exit-codes.js";
+import { classifyError, fileSystemReason, GRPC_STATUS, InterruptedError, needsCertificateProbe, needsProtocolProbe, UsageError, type Failure, type FailureContext } from "./exit-codes.js";
 import { visibleLines } from "./format.js";
 import { endpoint as checkEndpoint, seconds, uuid } from "./validate.js";
 
@@ -184,7 +184,26 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
       const refused = await this.probeCertificateRefusal(err);
       if (refused !== undefined) this.failureContext.certificateRefused = refused;
     }
+    if (this.failureContext.serverProtocol === undefined) {
+      const other = await this.probeServerProtocol(err);
+      if (other !== undefined) this.failureContext.serverProtocol = other;
+    }
     return classifyError(err, this.failureContext);
+  }
+
+  /**
+   * A failure that never got a connection may be --insecure against a TLS server or the reverse
+   * (cli/exit-codes.ts needsProtocolProbe): one connection to the endpoint in the other protocol
+   * (cli/tls-probe.ts serverSpeaks) says which, or undefined when it is not that.
+   */
+  protected async probeServerProtocol(err: unknown): Promise<"tls" | "plaintext" | undefined> {
+    const e = err as { code?: unknown; details?: unknown } | null;
+    const { endpoint, insecure } = this.failureContext;
+    if (endpoint === undefined || typeof e?.code !== "number" || typeof e.details !== "string") return undefined;
+    if (!needsProtocolProbe(e.code, e.details, this.failureContext)) return undefined;
+    const { serverSpeaks } = await import("./tls-probe.js");
+    if (insecure) return (await serverSpeaks(endpoint, "tls")) ? "tls" : undefined;
+    return (await serverSpeaks(endpoint, "h2c")) ? "plaintext" : undefined;
   }
 
   /**
@@ -344,7 +363,7 @@ export abstract class ConnectedCommand<T extends typeof Command> extends BaseCom
     const endpoint = s.endpoint ? fromSetting(s.endpoint, () => checkEndpoint("--endpoint", s.endpoint!.value)) : checkEndpoint("--endpoint", undefined);
     const deadlineMs = seconds("--timeout", this.flags.timeout)!;
     const insecure = s.insecure.value;
-    this.failureContext = { endpoint, insecure, timeoutMs: deadlineMs };
+    this.failureContext = { endpoint, insecure, timeoutMs: deadlineMs, ...(insecure && s.insecure.source !== "flag" ? { insecureOrigin: s.insecure.origin } : {}) };
     let caPem: string | undefined;
     let certPem: string | undefined;
     let keyPem: string | undefined;

@@ -36,7 +36,7 @@ export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
 export const EXIT_CODE_HELP = [
   ["0", "ok (also: a change that had already taken effect; nothing changed)"],
   ["1", "internal error"],
-  ["2", "usage or invalid argument (checked locally before connecting, or INVALID_ARGUMENT from the server; the field is named); also a local file or directory that cannot be used (a key not the certificate's, a config or data dir that is a file or not writable)"],
+  ["2", "usage or invalid argument (checked locally before connecting, or INVALID_ARGUMENT from the server; the field is named); also a local file or directory that cannot be used (a key not the certificate's, a config or data dir that is a file or not writable), and --insecure against a TLS server or its absence against a plaintext one (SERVER_SPEAKS_TLS, SERVER_SPEAKS_PLAINTEXT)"],
   ["3", "not found"],
   ["4", "conflict or refused precondition (ABORTED: VERSION_CONFLICT or MEMBERSHIP_CHANGED; FAILED_PRECONDITION; ALREADY_EXISTS, also IDEMPOTENCY_CONFLICT; UNIMPLEMENTED)"],
   ["5", "connection: cannot reach the server, or no answer before --timeout (UNAVAILABLE, DEADLINE_EXCEEDED)"],
@@ -132,6 +132,13 @@ export interface FailureContext {
   timeoutMs?: number;
   /** A probe (cli/tls-probe.ts) saw the server close right after a handshake with our certificate. */
   certificateRefused?: boolean;
+  /** Where --insecure came from when not the flag ("context dev (~/.config/qimctl/contexts.json)"), for the mismatch message. */
+  insecureOrigin?: string;
+  /**
+   * A probe (cli/tls-probe.ts serverSpeaks) found that the server speaks the other protocol: "tls"
+   * while we connected in plaintext (--insecure), "plaintext" while we connected with TLS.
+   */
+  serverProtocol?: "tls" | "plaintext";
 }
 
 /** A grpc-js ServiceError, by shape (this module does not import grpc-js). */
@@ -176,6 +183,22 @@ const TLS_ALERT = /alert (certificate required|unknown ca|bad certificate|certif
 const CLOSED_AFTER_TLS = /Last error: Failed to connect \(/;
 /** The server reset the connection: a refused certificate at times (the close races our first write), or a network fault. */
 const RESET = /Last error: (read|write) (ECONNRESET|EPIPE)/;
+
+/** grpc-js never had a connection for the call (its pick waited until the deadline). */
+const NEVER_CONNECTED = /Waiting for LB pick/;
+/** The failure says plainly that nothing listens or the name does not resolve: no protocol to probe. */
+const NOTHING_THERE = /ECONNREFUSED|Name resolution failed|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH/;
+
+/**
+ * Whether a connection failure may be a plaintext client against a TLS server or the reverse
+ * (issue 24): grpc-js then keeps reconnecting and the call ends DEADLINE_EXCEEDED "Waiting for LB
+ * pick", or UNAVAILABLE without a reason of its own. cli/tls-probe.ts serverSpeaks decides it.
+ */
+export function needsProtocolProbe(code: number, details: string, ctx: Pick<FailureContext, "insecure" | "certificateRefused">): boolean {
+  if (NOTHING_THERE.test(details) || ctx.certificateRefused) return false;
+  if (code === GRPC_STATUS.DEADLINE_EXCEEDED) return NEVER_CONNECTED.test(details);
+  return code === GRPC_STATUS.UNAVAILABLE && classifyUnavailable(details, ctx) === "unreachable";
+}
 
 /** Whether an UNAVAILABLE is ambiguous enough that a TLS probe should decide it. */
 export function needsCertificateProbe(details: string, ctx: Pick<FailureContext, "insecure" | "certPem">): boolean {
@@ -325,6 +348,12 @@ export function classifyError(err: unknown, ctx: FailureContext = {}): Failure {
     const domain = metadataString(err, "qim-error-code");
     const field = metadataString(err, "qim-error-field");
     const where = ctx.endpoint ?? "the server";
+    if (ctx.serverProtocol && !domain && (err.code === GRPC_STATUS.UNAVAILABLE || err.code === GRPC_STATUS.DEADLINE_EXCEEDED)) {
+      // our --insecure (or its absence) does not match the server: a setting to change, not a server to wait for
+      return ctx.serverProtocol === "tls"
+        ? { exitCode: EXIT.USAGE, code: "SERVER_SPEAKS_TLS", field: "--insecure", message: `the server at ${where} speaks TLS; drop --insecure${ctx.insecureOrigin ? ` (set by ${ctx.insecureOrigin})` : ""} and connect with --ca, --cert and --key` }
+        : { exitCode: EXIT.USAGE, code: "SERVER_SPEAKS_PLAINTEXT", field: "--insecure", message: `the server at ${where} speaks plaintext (a server started with --insecure-dev, development only); add --insecure, or connect to its TLS endpoint` };
+    }
     if (err.code === GRPC_STATUS.UNAVAILABLE && !domain) {
       const details = cleanDetails(err.details);
       switch (classifyUnavailable(err.details, ctx)) {

@@ -8,7 +8,8 @@ import type {
 } from "./gen/qim/admin/v1/conversation_list.js";
 export { ConversationAction } from "./gen/qim/admin/v1/conversation_list.js";
 import type { DrillServiceClient } from "./gen/qim/admin/v1/drill.js";
-import type { ObserveServiceClient } from "./gen/qim/admin/v1/observe.js";
+import type { ObserveServiceClient, ServerInfo } from "./gen/qim/admin/v1/observe.js";
+export type { ServerInfo };
 
 import type { AuditEntry, TailAuditRequest, TailAuditResponse } from "./gen/qim/admin/v1/audit.js";
 import type { HistoryRecord, Member, MembershipEvent } from "./gen/qim/admin/v1/common.js";

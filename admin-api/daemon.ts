@@ -1,11 +1,10 @@
 import { randomBytes } from "node:crypto";
-import { existsSync, readFileSync } from "node:fs";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
 import type { CassandraAuthorityOptions, TopologyConfig } from "../core/index.js";
 import type { DaemonSettings, StoreTlsSettings } from "./daemon-settings.js";
 import { serverLog } from "./log.js";
+import { packageVersion } from "./version.js";
 import { startAdminServer, type AdminServer } from "./server.js";
 
 export { DAEMON_DEFAULTS, parseDuration, toDaemonSettings, type DaemonSettings } from "./daemon-settings.js";
@@ -64,12 +63,6 @@ export async function nodeIdOf(s: Pick<DaemonSettings, "nodeId" | "dataDir">): P
   return id;
 }
 
-/** This package's version (the node's version in the cluster registry). */
-export function packageVersion(): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  while (!existsSync(join(dir, "package.json")) && dirname(dir) !== dir) dir = dirname(dir);
-  return (JSON.parse(readFileSync(join(dir, "package.json"), "utf8")) as { version: string }).version;
-}
 
 /**
  * The node service's options from the node.* settings: its listener with the node certificate (CA:

@@ -15,7 +15,7 @@ export const WATCH_INTERVAL_MS = { min: 200, max: 60_000, default: 1000 } as con
 export const SNAPSHOT_AUDIT_ENTRIES = 8;
 
 /** The counters' epoch: prom-client counters live as long as the process (one registry per process). */
-const PROCESS_STARTED_AT_MS = BigInt(Math.round(performance.timeOrigin));
+export const PROCESS_STARTED_AT_MS = BigInt(Math.round(performance.timeOrigin));
 
 export function watchIntervalMs(req: WatchRequest): number {
   const ms = req.intervalMs === 0 ? WATCH_INTERVAL_MS.default : req.intervalMs;

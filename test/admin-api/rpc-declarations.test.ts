@@ -64,6 +64,7 @@ const INVALID_INPUT: Record<string, { request: object; field: string } | "no fie
   "/qim.admin.v1.DispatchService/Audit": "no fields",
   "/qim.admin.v1.DrillService/RunRebuildDrill": { request: { wipe: "everything" }, field: "wipe" },
   "/qim.admin.v1.ObserveService/Watch": { request: { intervalMs: 5 }, field: "interval_ms" },
+  "/qim.admin.v1.ObserveService/GetServerInfo": "no fields",
   "/qim.admin.v1.ClusterService/ListNodes": "no fields",
   "/qim.admin.v1.ClusterService/GetOwner": { request: { user: { tenant, user: "u" } }, field: "user.user" },
   "/qim.admin.v1.ClusterService/Drain": { request: { nodeId: " " }, field: "node_id" },

@@ -138,7 +138,7 @@ describe("production connectivity: an ACL + TLS Redis, a config file, secrets ke
       if (status !== "NOT_SERVING") await pause(100);
     }
     assert.equal(status, "NOT_SERVING", server.log().slice(before));
-    await server.waitForLog(/^Redis refused the credentials for user qim at 127\.0\.0\.1:\d+ \(WRONGPASS/, 10_000, before);
+    await server.waitForLog(/^\S+Z Redis refused the credentials for user qim at 127\.0\.0\.1:\d+ \(WRONGPASS/, 10_000, before);
     await pause(2000);
     // the test's own redis-cli calls are connections too (four); a storm would be one per 50–500 ms
     const connections = (await info(redis, "total_connections_received")) - connections0;

@@ -53,7 +53,10 @@ export function ownerTransferResult(tenant: string, group: string, t: OwnerTrans
   };
 }
 
-/** The JSON result of `group list`: one page, or with --all every page (deduplicated by group). */
+/**
+ * The JSON result of `group list`: one page, or with --all every page, printed as the pages arrive
+ * (a group may show twice if Redis rehashed meanwhile).
+ */
 export interface GroupListResult {
   tenant: string;
   groups: GroupResult[];

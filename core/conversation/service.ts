@@ -12,6 +12,7 @@ import {
   NotFoundError,
   parseUuid,
   PermissionDeniedError,
+  REDIS_CALL_MEMBER_BUDGET,
   uuidToHex,
   VersionConflictError,
   type Uuid,
@@ -188,6 +189,31 @@ export interface GroupListPage {
   /** "" after the last page. */
   nextCursor: string;
 }
+
+export interface ListMembersRequest {
+  tenant: string;
+  group: string;
+  /** List as this user: only while a current member, and only current members. */
+  asUser?: string;
+  /** HSCAN COUNT: the page size aimed at, 1 to REDIS_CALL_MEMBER_BUDGET (the default). */
+  limit?: number;
+  /** The previous page's nextCursor; absent or "": from the start. */
+  cursor?: string;
+}
+
+export interface MemberPage {
+  /** The member version when this page was read. */
+  version: number;
+  /** Current (ACTIVE) members when this page was read (grpmeta's member_count). */
+  memberCount: number;
+  /** This page's members, by user id (a member may show again on a later page, see listMembers). */
+  members: Member[];
+  /** "" after the last page. */
+  nextCursor: string;
+}
+
+/** A member-list cursor: Redis's HSCAN cursor, an unsigned 64-bit integer in decimal. */
+const MEMBER_CURSOR = /^\d{1,20}$/;
 
 /** The most scan steps one group-list page runs before it answers (with what it found so far). */
 export const GROUP_LIST_MAX_STEPS = 16;
@@ -657,25 +683,47 @@ export class ConversationService {
   }
 
   /**
-   * Members with their intervals. The admin path (`asUser` absent) sees everyone who ever was a
-   * member; a user may list only while a current member, and sees current members only.
+   * One page of a group's member table with the intervals: an HSCAN step of COUNT `limit` (at most
+   * REDIS_CALL_MEMBER_BUDGET), so no call reads more than a bounded number of members however big
+   * the group (issue 22). The cursor is Redis's HSCAN cursor as a decimal string ("" or absent:
+   * from the start; nextCursor "" after the last page). HSCAN's guarantee is the listing's:
+   * every member present for the whole listing is on some page (at least once: a member may show
+   * on two pages when Redis rehashed the table meanwhile); a page holds no repeat, is in user-id
+   * order, and may hold fewer than `limit` (even none, with a cursor to go on) or, for a table
+   * small enough that Redis keeps it compact (hash-max-listpack-entries), all of it at once.
+   *
+   * The admin path (`asUser` absent) sees everyone who ever was a member. A user may list only
+   * while a current member (one HGET of their own entry first, never a scan) and sees current
+   * members only.
    */
-  async listMembers(req: { tenant: string; group: string; asUser?: string }): Promise<{ version: number; members: Member[] }> {
+  async listMembers(req: ListMembersRequest): Promise<MemberPage> {
     const tenant = parseUuid(req.tenant, "tenant");
     const group = parseUuid(req.group, "group");
     const asUser = req.asUser === undefined ? undefined : parseUuid(req.asUser, "asUser");
+    const limit = req.limit === undefined ? REDIS_CALL_MEMBER_BUDGET : positiveInt(req.limit, "limit", 1);
+    if (limit > REDIS_CALL_MEMBER_BUDGET) throw new InvalidArgumentError("limit", `limit is at most ${REDIS_CALL_MEMBER_BUDGET}`);
+    const cursor = req.cursor === undefined || req.cursor === "" ? "0" : req.cursor;
+    if (!MEMBER_CURSOR.test(cursor)) throw new InvalidArgumentError("cursor", "cursor is not one this listing gave");
     const k = this.conversationKeys(tenant, group);
-    const res = await this.clientOf(k).multi().hget(k.grpmeta, "version").hgetall(k.grpmembers).exec();
-    const version = res![0]![1] as string | null;
-    const raw = (res![1]![1] ?? {}) as Record<string, string>;
-    if (version === null) {
+    const client = this.clientOf(k);
+    if (asUser !== undefined) {
+      const [exists, own] = await Promise.all([client.exists(k.grpmeta), client.hget(k.grpmembers, uuidToHex(asUser))]);
+      if (exists === 0 || own === null || parseMemberValue(uuidToHex(asUser), own).state !== "ACTIVE") throw new PermissionDeniedError();
+    }
+    const res = await client.multi().hmget(k.grpmeta, "version", "member_count").hscan(k.grpmembers, cursor, "COUNT", limit).exec();
+    const [version, count] = res![0]![1] as (string | null)[];
+    if (version == null) {
       if (asUser !== undefined) throw new PermissionDeniedError();
       throw new NotFoundError("group", group);
     }
-    const all = Object.entries(raw).map(([u, v]) => parseMemberValue(u, v)).sort((a, b) => a.joinedAt - b.joinedAt || a.userId.localeCompare(b.userId));
-    if (asUser === undefined) return { version: Number(version), members: all };
-    if (all.find((m) => m.userId === asUser)?.state !== "ACTIVE") throw new PermissionDeniedError();
-    return { version: Number(version), members: all.filter((m) => m.state === "ACTIVE") };
+    const [next, flat] = res![1]![1] as [string, string[]];
+    const page = new Map<string, Member>();
+    for (let i = 0; i + 1 < flat.length; i += 2) {
+      const m = parseMemberValue(flat[i]!, flat[i + 1]!);
+      if (asUser === undefined || m.state === "ACTIVE") page.set(m.userId, m);
+    }
+    const members = [...page.values()].sort((a, b) => (a.userId < b.userId ? -1 : a.userId > b.userId ? 1 : 0));
+    return { version: Number(version), memberCount: Number(count ?? 0), members, nextCursor: next === "0" ? "" : next };
   }
 
   /** The session head and definitional unread of one group for one user (spec 002 §3.1). */

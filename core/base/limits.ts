@@ -8,6 +8,13 @@
 export const MAX_USERS_PER_MEMBERSHIP_CALL = 1000;
 
 /**
+ * The default of groups.max_members, the most current (ACTIVE) members a group may have: issue 22
+ * asks that 1,000,000 work (member reads page, fanout runs in budgeted chunks) and that the limit
+ * be stated, so a group cannot grow past what was measured.
+ */
+export const DEFAULT_MAX_GROUP_MEMBERS = 1_000_000;
+
+/**
  * Members or recipients one Redis call may read or write. Redis runs one command or script at a
  * time: at ~1 µs per member a call stays around a millisecond, so PINGs, heartbeats and small
  * groups' sends wait at most that long behind it (issue 22: an HGETALL of a 1,000,000-member

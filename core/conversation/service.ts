@@ -1,5 +1,6 @@
 import {
   AlreadyExistsError,
+  DEFAULT_MAX_GROUP_MEMBERS,
   FailedPreconditionError,
   hexToUuid,
   InternalError,
@@ -45,6 +46,8 @@ export interface ConversationOptions {
   maxTargetsPerCall?: number;
   /** The most initial members a group may be created with. */
   maxInitialMembers?: number;
+  /** groups.max_members: the most current (ACTIVE) members a group may have (create, add). */
+  maxGroupMembers?: number;
   /** unread_precise_limit (spec 002 §3.3). */
   unreadPreciseLimit?: number;
   /** Re-freezes after "membership changed" before giving up (DESIGN §2: at most 3). */
@@ -82,6 +85,7 @@ export const CONVERSATION_DEFAULTS: Required<Omit<ConversationOptions, Hooks>> =
   broadcastMaxMembers: 500,
   maxTargetsPerCall: MAX_USERS_PER_MEMBERSHIP_CALL,
   maxInitialMembers: 10000,
+  maxGroupMembers: DEFAULT_MAX_GROUP_MEMBERS,
   unreadPreciseLimit: 200,
   maxRetries: 3,
   maxPayloadBytes: 64 * 1024,
@@ -109,6 +113,8 @@ export interface GroupInfo {
   createdAt: number;
   /** The latest conversation_seq allocated (0 before the first message). */
   conversationSeq: number;
+  /** groups.max_members of this engine: the most current members a create or add may leave the group with. */
+  maxMembers: number;
 }
 
 export interface CreateGroupRequest {
@@ -333,11 +339,13 @@ export class ConversationService {
     if (members.length > this.opts.maxInitialMembers) {
       throw new InvalidArgumentError("members", `a group is created with at most ${this.opts.maxInitialMembers} members`);
     }
+    // the group does not exist yet: its size is the distinct members named, known here exactly
+    if (members.length > this.opts.maxGroupMembers) throw this.groupFull(members.length, 0, this.opts.maxGroupMembers, "members");
     const k = this.conversationKeys(tenant, group);
     const createdAt = this.opts.now();
     const reply = await createGroupScript.run(this.clientOf(k), k, { owner: uuidToHex(owner), createdAt, members: members.map(uuidToHex) });
     if (reply.status === "GROUP_EXISTS") throw new AlreadyExistsError("group", group);
-    return { tenant, group, owner, version: reply.version, memberCount: reply.memberCount, createdAt, conversationSeq: 0 };
+    return { tenant, group, owner, version: reply.version, memberCount: reply.memberCount, createdAt, conversationSeq: 0, maxMembers: this.opts.maxGroupMembers };
   }
 
   /**
@@ -385,7 +393,7 @@ export class ConversationService {
     for (const { group, meta, seq } of metas) {
       const [version, ownerHex, count, created] = meta;
       if (version == null || ownerHex == null) continue; // deleted since the scan saw it
-      const g = { tenant, group, owner: hexToUuid(ownerHex), version: Number(version), memberCount: Number(count), createdAt: Number(created), conversationSeq: Number(seq ?? 0) };
+      const g = { tenant, group, owner: hexToUuid(ownerHex), version: Number(version), memberCount: Number(count), createdAt: Number(created), conversationSeq: Number(seq ?? 0), maxMembers: this.opts.maxGroupMembers };
       if (owner === undefined || g.owner === owner) groups.push(g);
     }
     groups.sort((a, b) => a.group.localeCompare(b.group));
@@ -407,6 +415,7 @@ export class ConversationService {
       memberCount: Number(meta.member_count),
       createdAt: Number(meta.created_at),
       conversationSeq: Number((res?.[1]?.[1] as string | null) ?? 0),
+      maxMembers: this.opts.maxGroupMembers,
     };
   }
 
@@ -461,6 +470,8 @@ export class ConversationService {
 
       const idem = Buffer.from(membershipIdempotencyId({ tenant, group, op: code, actor, version: current, targets: changed })).toString("hex");
       const after = memberCount + (op === "join" ? changed.length : -changed.length);
+      // the plan's check (a dry run says so too); applyMembership checks again atomically
+      if (op === "join" && after > this.opts.maxGroupMembers) throw this.groupFull(changed.length, memberCount, this.opts.maxGroupMembers, "users");
       if (req.dryRun) {
         const audienceSize = after <= this.opts.broadcastMaxMembers ? after + (op === "join" ? 0 : changed.length) : changed.length;
         return { ...base, outcome: "planned", changed, eventConversationSeq: null, messageId: null, version: current, memberCount: after, idempotencyId: idem, audienceSize };
@@ -473,7 +484,7 @@ export class ConversationService {
         contentType: MEMBERSHIP_CUSTOM_TYPE, payload: encodeMembershipPayload({ op: code, actor, users: changed }),
       });
       const reply = await applyMembershipScript.run(client, k, {
-        idempotencyId: idem, version: current, op: code, rest, outboxRef: k.outboxRef, broadcastMaxMembers: this.opts.broadcastMaxMembers,
+        idempotencyId: idem, version: current, op: code, rest, outboxRef: k.outboxRef, broadcastMaxMembers: this.opts.broadcastMaxMembers, maxMembers: this.opts.maxGroupMembers,
         targets: changed.map(uuidToHex),
       });
       const status = reply.status;
@@ -495,6 +506,7 @@ export class ConversationService {
         };
       }
       if (status === "GROUP_NOT_FOUND") throw new NotFoundError("group", group);
+      if (reply.status === "GROUP_FULL") throw this.groupFull(changed.length, reply.memberCount, reply.maxMembers, "users");
       if (status === "OWNER_IMMUTABLE") throw new FailedPreconditionError(`the owner cannot leave or be removed`, { field: "users" });
       // the version moved under a compare-and-set: a conflict; a stale plan at the expected version
       // is planned again (the next plan sees what moved) like any other stale plan
@@ -502,6 +514,15 @@ export class ConversationService {
       if (attempt > this.opts.maxRetries) throw new MembershipChangedError(attempt);
       metrics.membershipRetries.inc({ path: "membership" });
     }
+  }
+
+  /** A create or join that would take a group past groups.max_members: nothing was written. */
+  private groupFull(joining: number, memberCount: number, max: number, field: string): FailedPreconditionError {
+    const now = memberCount === 0 ? "" : ` (it has ${memberCount})`;
+    return new FailedPreconditionError(
+      `adding ${joining} member(s) would take the group past groups.max_members = ${max} current members${now}; nothing was changed`,
+      { field, reason: "GROUP_FULL" },
+    );
   }
 
   /**

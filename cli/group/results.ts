@@ -12,8 +12,8 @@ export interface GroupResult {
   createdAtMs: number;
   /** The latest conversation_seq allocated in the group (messages and membership events share it). */
   conversationSeq: number;
-  /** The server's groups.max_members (null from a server that does not say). */
-  maxMembers: number | null;
+  /** The server's groups.max_members (0 from a server older than issue 22, which does not say). */
+  maxMembers: number;
 }
 
 export function groupResult(g: Group): GroupResult {
@@ -25,7 +25,7 @@ export function groupResult(g: Group): GroupResult {
     memberCount: g.memberCount,
     createdAtMs: u64(g.createdAtMs),
     conversationSeq: u64(g.conversationSeq),
-    maxMembers: g.maxMembers === 0 ? null : g.maxMembers,
+    maxMembers: g.maxMembers,
   };
 }
 

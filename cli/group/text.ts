@@ -12,7 +12,7 @@ export function groupText(g: GroupResult): string {
     ["tenant", g.tenant],
     ["owner", g.owner],
     ["version", g.version],
-    ["members", g.maxMembers === null ? g.memberCount : `${g.memberCount} (at most ${g.maxMembers}: groups.max_members)`],
+    ["members", g.maxMembers === 0 ? g.memberCount : `${g.memberCount} (at most ${g.maxMembers}: groups.max_members)`],
     ["conversation seq", g.conversationSeq],
     ["created", new Date(g.createdAtMs).toISOString()],
   ]);

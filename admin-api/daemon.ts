@@ -87,8 +87,12 @@ export async function nodeServiceOf(s: DaemonSettings): Promise<{ listen: string
   };
 }
 
-/** The longest a SIGINT/SIGTERM stop may take before the process exits anyway (exit 1): Redis's grace and as long again for the rest. */
-export const STOP_DEADLINE_MS = 2 * STOP_REDIS_GRACE_MS;
+/**
+ * The longest a SIGINT/SIGTERM stop may take before the process exits anyway (exit 1): a stop whose
+ * Redis does not answer ends its waits on it after STOP_REDIS_GRACE_MS; this bounds a stop that is
+ * slow on a Redis that answers, and anything else that could hold it.
+ */
+export const STOP_DEADLINE_MS = 6 * STOP_REDIS_GRACE_MS;
 
 /** Starts a server from resolved settings (settings/resolve.ts checked them) and stops it cleanly on SIGINT/SIGTERM. */
 export async function runDaemon(s: DaemonSettings): Promise<AdminServer> {

@@ -364,6 +364,21 @@ export class RedisStore {
   }
 
   /**
+   * Whether every instance answers a PING within `timeoutMs` (an error, BUSY included, is no
+   * answer): unlike reachability(), bounded by `timeoutMs` rather than the command timeout.
+   */
+  async answers(timeoutMs: number): Promise<boolean> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<boolean>((resolve) => { timer = setTimeout(() => resolve(false), timeoutMs); });
+    const all = Promise.all(this.instances.map((c) => c.ping())).then(() => true, () => false);
+    try {
+      return await Promise.race([all, late]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /**
    * Drops every connection at once (this store's and its dedicated ones'), without QUIT: every
    * command waiting for an answer, queued while Redis is away or still to be retried fails at
    * once with "Connection is closed", and no reconnection follows. A stop whose Redis is gone

@@ -27,6 +27,7 @@ export function groupOut(g: GroupInfo): Group {
     conversationSeq: u64(g.conversationSeq),
     state: g.state,
     ...(g.dissolvedAt !== null ? { dissolvedAt: u64(g.dissolvedAt) } : {}),
+    maxMembers: g.maxMembers,
   };
 }
 

@@ -5,7 +5,7 @@ import type { CassandraAuthorityOptions, TopologyConfig } from "../core/index.js
 import type { DaemonSettings, StoreTlsSettings } from "./daemon-settings.js";
 import { serverLog } from "./log.js";
 import { packageVersion } from "./version.js";
-import { startAdminServer, type AdminServer } from "./server.js";
+import { startAdminServer, STOP_REDIS_GRACE_MS, type AdminServer } from "./server.js";
 
 export { DAEMON_DEFAULTS, parseDuration, toDaemonSettings, type DaemonSettings } from "./daemon-settings.js";
 
@@ -81,6 +81,13 @@ export async function nodeServiceOf(s: DaemonSettings): Promise<{ listen: string
   };
 }
 
+/**
+ * The longest a SIGINT/SIGTERM stop may take before the process exits anyway (exit 1): a stop whose
+ * Redis does not answer ends its waits on it after STOP_REDIS_GRACE_MS; this bounds a stop that is
+ * slow on a Redis that answers, and anything else that could hold it.
+ */
+export const STOP_DEADLINE_MS = 6 * STOP_REDIS_GRACE_MS;
+
 /** Starts a server from resolved settings (settings/resolve.ts checked them) and stops it cleanly on SIGINT/SIGTERM. */
 export async function runDaemon(s: DaemonSettings): Promise<AdminServer> {
   const cassandra = await cassandraOf(s);
@@ -97,6 +104,7 @@ export async function runDaemon(s: DaemonSettings): Promise<AdminServer> {
     dispatch: { clusterId: s.clusterId, topicId: "dispatch", partitionCount: s.partitions },
     retentionMs: s.dispatchRetentionMs,
     unreadAuditIntervalMs: s.unreadAuditIntervalMs,
+    engine: { maxGroupMembers: s.groupsMaxMembers },
     // every engine server is a node of the cluster; the node RPC address comes with node.listen
     cluster: { nodeId: await nodeIdOf(s), address: "", version: packageVersion(), leaseTtlMs: s.clusterLeaseTtlMs, heartbeatIntervalMs: s.clusterHeartbeatIntervalMs, units: s.clusterUnits },
     ...(node ? { node } : {}),
@@ -111,6 +119,11 @@ export async function runDaemon(s: DaemonSettings): Promise<AdminServer> {
     if (stopping) return;
     stopping = true;
     serverLog(`${signal}: shutting down`);
+    // the last resort: whatever a stop still waits on (its waits on Redis end at STOP_REDIS_GRACE_MS), the process exits
+    setTimeout(() => {
+      serverLog(`${signal}: the shutdown did not finish within ${STOP_DEADLINE_MS} ms: exiting without it`);
+      process.exit(1);
+    }, STOP_DEADLINE_MS).unref();
     server.close().then(() => process.exit(0), (err: unknown) => { serverLog(`shutdown failed: ${String(err)}`); process.exit(1); });
   };
   // SIGHUP re-reads the deny list (it is also polled every second); without one, SIGHUP keeps its

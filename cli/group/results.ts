@@ -16,6 +16,8 @@ export interface GroupResult {
   state: "ACTIVE" | "DISSOLVED";
   /** The dissolve event's conversation_seq; null while ACTIVE. */
   dissolvedAt: number | null;
+  /** The server's groups.max_members (0 from a server older than issue 22, which does not say). */
+  maxMembers: number;
 }
 
 export function groupResult(g: Group): GroupResult {
@@ -29,6 +31,7 @@ export function groupResult(g: Group): GroupResult {
     conversationSeq: u64(g.conversationSeq),
     state: g.state === "DISSOLVED" ? "DISSOLVED" : "ACTIVE",
     dissolvedAt: optionalU64(g.dissolvedAt),
+    maxMembers: g.maxMembers,
   };
 }
 
@@ -59,7 +62,10 @@ export function ownerTransferResult(tenant: string, group: string, t: OwnerTrans
   };
 }
 
-/** The JSON result of `group list`: one page, or with --all every page (deduplicated by group). */
+/**
+ * The JSON result of `group list`: one page, or with --all every page, printed as the pages arrive
+ * (a group may show twice if Redis rehashed meanwhile).
+ */
 export interface GroupListResult {
   tenant: string;
   groups: GroupResult[];

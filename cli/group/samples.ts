@@ -16,6 +16,7 @@ const group: ResultOf<typeof GroupShow> = {
   conversationSeq: 0,
   state: "ACTIVE",
   dissolvedAt: null,
+  maxMembers: 1000000,
 };
 
 const dissolvedGroup: ResultOf<typeof GroupShow> = { ...group, version: 2, conversationSeq: 7, state: "DISSOLVED", dissolvedAt: 7 };

@@ -1,5 +1,5 @@
 /** Table-mode text of the `group` commands. */
-import { keyValues, table } from "../format.js";
+import { keyValues, table, visible } from "../format.js";
 import type { DissolutionResult, GroupListResult, GroupResult, OwnerTransferResult } from "./results.js";
 
 export function createdText(g: GroupResult): string {
@@ -12,7 +12,7 @@ export function groupText(g: GroupResult): string {
     ["tenant", g.tenant],
     ["owner", g.owner],
     ["version", g.version],
-    ["members", g.memberCount],
+    ["members", g.maxMembers === 0 ? g.memberCount : `${g.memberCount} (at most ${g.maxMembers}: groups.max_members)`],
     ["conversation seq", g.conversationSeq],
     ["created", new Date(g.createdAtMs).toISOString()],
     ["state", g.state],
@@ -38,4 +38,21 @@ export function dissolutionText(d: DissolutionResult): string {
       + "then every send, membership change, transfer and CMD to the group is refused (nothing changed)";
   }
   return `Dissolved group ${d.group}: event at conversation_seq ${d.dissolvedAt} to ${d.memberCount} member(s), version ${d.version}`;
+}
+
+/**
+ * The rows of `group list --all`, printed as pages arrive: fixed widths (ids are 36 characters),
+ * since the widest cell of every page is not known before the last.
+ */
+const GROUP_COLUMNS = ["GROUP", "OWNER", "VERSION", "MEMBERS", "SEQ", "STATE"] as const;
+const GROUP_STREAM_WIDTHS = [36, 36, 7, 7, 7] as const;
+
+const streamLine = (cells: readonly string[]) => cells.map((c, i) => (i < GROUP_STREAM_WIDTHS.length ? c.padEnd(GROUP_STREAM_WIDTHS[i]!) : c)).join("  ").trimEnd();
+
+export function groupStreamHeader(): string {
+  return streamLine(GROUP_COLUMNS);
+}
+
+export function groupStreamRow(g: GroupResult): string {
+  return streamLine([g.group, g.owner, String(g.version), String(g.memberCount), String(g.conversationSeq), g.state].map(visible));
 }

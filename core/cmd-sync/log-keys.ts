@@ -27,7 +27,7 @@ export interface CmdChannelKeys {
   recent: string;
   /** The source group's member table when the channel is group-sourced, else null. */
   grpmembers: string | null;
-  /** The source group's meta (its dissolved_at: a dissolved group takes no CMD) when group-sourced, else null. */
+  /** The source group's meta hash (member_count; dissolved_at: a dissolved group takes no CMD) when the channel is group-sourced, else null. */
   grpmeta: string | null;
 }
 

@@ -1,5 +1,5 @@
 import {
-  hexToUuid, InternalError, InvalidArgumentError, newMessageId, newUuid, NotFoundError, parseUuid, uuidToHex,
+  hexToUuid, InternalError, InvalidArgumentError, newMessageId, newUuid, NotFoundError, parseUuid, REDIS_CALL_MEMBER_BUDGET, uuidToHex,
   type KeySpace, type Uuid,
 } from "../base/index.js";
 import { groupDissolvedError, parseMemberValue } from "../conversation/index.js";
@@ -163,18 +163,29 @@ export class CmdLog implements CmdMessageSource {
     }
   }
 
-  /** The source group's active members now (NoPersist: nothing is allocated, so nothing to freeze atomically). */
+  /**
+   * The source group's active members now (NoPersist: nothing is allocated, so nothing to freeze
+   * atomically). The cap is checked against the group's member_count first (one HGET), so a big
+   * group is refused before its table is read; the table is then read in HSCAN steps of at most
+   * REDIS_CALL_MEMBER_BUDGET (issue 22), a member seen twice (a rehash meanwhile) counted once.
+   */
   private async activeMembers(tenant: Uuid, group: Uuid, k: CmdChannelKeys): Promise<Uuid[]> {
-    const res = await this.store.clientFor(k.tag).multi().hgetall(k.grpmembers!).hget(k.grpmeta!, "dissolved_at").exec();
-    const entries = Object.entries((res?.[0]?.[1] ?? {}) as Record<string, string>);
-    if (entries.length === 0) throw new NotFoundError("group", group);
-    const dissolvedAt = res?.[1]?.[1] as string | null | undefined;
+    const client = this.store.clientFor(k.tag);
+    const [count, dissolvedAt] = await client.hmget(k.grpmeta!, "member_count", "dissolved_at");
+    if (count === null) throw new NotFoundError("group", group);
     if (dissolvedAt != null) throw groupDissolvedError(group, Number(dissolvedAt));
-    const active = entries.filter(([hex, raw]) => parseMemberValue(hex, raw).state === "ACTIVE").map(([hex]) => hexToUuid(hex)).sort();
-    if (active.length > this.maxRecipients) {
-      throw new InvalidArgumentError("to", `group ${group} of tenant ${tenant} has ${active.length} active members; a CMD message to the group's members may have at most ${this.maxRecipients}`);
-    }
-    return active;
+    const tooMany = (n: number) => new InvalidArgumentError("to", `group ${group} of tenant ${tenant} has ${n} active members; a CMD message to the group's members may have at most ${this.maxRecipients}`);
+    if (Number(count) > this.maxRecipients) throw tooMany(Number(count));
+    const active = new Set<string>();
+    let cursor = "0";
+    do {
+      const [next, flat] = await client.hscan(k.grpmembers!, cursor, "COUNT", REDIS_CALL_MEMBER_BUDGET);
+      for (let i = 0; i + 1 < flat.length; i += 2) if (parseMemberValue(flat[i]!, flat[i + 1]!).state === "ACTIVE") active.add(flat[i]!);
+      cursor = next;
+    } while (cursor !== "0");
+    // members who joined between the count and the scan
+    if (active.size > this.maxRecipients) throw tooMany(active.size);
+    return [...active].map(hexToUuid).sort();
   }
 
   /**

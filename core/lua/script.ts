@@ -37,6 +37,8 @@ export const LUA_STATUS = {
   IDEMPOTENCY_CONFLICT: -14,
   /** A write to a group that was dissolved (its reply carries dissolved_at; lua/conversation/dissolveGroup). */
   GROUP_DISSOLVED: -15,
+  /** A join that would take a group past groups.max_members (lua/conversation/applyMembership). */
+  GROUP_FULL: -16,
 } as const;
 export type LuaStatusName = keyof typeof LUA_STATUS;
 

@@ -61,7 +61,7 @@ describe("qimctl against the real admin server over mTLS", { timeout: 300_000 },
 
     const created = ok(await run(["group", "create", "--owner", owner, "--member", a], { context: ctx.operator! }), "group create");
     group = created.group;
-    assert.deepEqual({ ...created, createdAtMs: 0 }, { tenant, group, owner, version: 1, memberCount: 2, createdAtMs: 0, conversationSeq: 0, state: "ACTIVE", dissolvedAt: null });
+    assert.deepEqual({ ...created, createdAtMs: 0 }, { tenant, group, owner, version: 1, memberCount: 2, createdAtMs: 0, conversationSeq: 0, state: "ACTIVE", dissolvedAt: null, maxMembers: 1_000_000 });
 
     assert.equal(await send(a, "m1 before b"), 1);
     assert.equal(await send(owner, "m2 before b"), 2);

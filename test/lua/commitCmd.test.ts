@@ -46,10 +46,22 @@ test("commitCmd: group-sourced freezes the active members; no group and too many
   assert.deepEqual(await callScript(client, "commitCmd", keys, argv("g", "x", "")), [-3]);
   const [a, b, c] = hexIds(3);
   await client.hset(k.members, a!, "0||A", b!, "0|5|L", c!, "4||A");
+  await client.hset(k.meta, "version", 3, "member_count", 2);
   assert.deepEqual(await callScript(client, "commitCmd", keys, argv("g", "y", "", 1)), [-13, 2]);
   assert.equal(await client.exists(k.seq, k.hist, k.idem, k.recent), 0, "nothing written by the refusals");
   const r = await callScript(client, "commitCmd", keys, argv("g", "z", ""));
   assert.deepEqual([r[0], r[1], r[3]], [0, 1, [a, c].sort().join("")]);
+});
+
+test("commitCmd: a group past the cap is refused from its member_count, before its member table is read", async () => {
+  const k = channel();
+  const client = fx.store.clientFor("{b042}");
+  const keys = [k.seq, k.hist, k.idem, k.recent, k.members, k.meta];
+  // a member table that is not one (a string): any read of it as a hash would fail WRONGTYPE
+  await client.set(k.members, "not read");
+  await client.hset(k.meta, "version", 1, "member_count", 11);
+  assert.deepEqual(await callScript(client, "commitCmd", keys, argv("g", "big", "", 10)), [-13, 11]);
+  assert.equal(await client.exists(k.seq, k.hist, k.idem, k.recent), 0, "nothing written");
 });
 
 test("commitCmd: the recent index is trimmed by age at each commit", async () => {

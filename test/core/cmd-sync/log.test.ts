@@ -182,6 +182,7 @@ for (const kind of ["single", "cluster"] as const) {
       await field(req(tenant, { to: [owner!], payload: new Uint8Array(64 * 1024 + 1) }), "payload");
       await field(req(tenant, { to: [owner!], clientMsgNo: "has space" }), "clientMsgNo");
       await field(req(tenant, { channelId: big.group, channelType: 2 }), "to");
+      await field(req(tenant, { channelId: big.group, channelType: 2, noPersist: true }), "to");
       await assert.rejects(log.commit(req(tenant, { channelId: newUuid(), channelType: 2 })), NotFoundError);
       assert.deepEqual(await allKeys(), beforeKeys, "nothing was written by any refused send");
     });

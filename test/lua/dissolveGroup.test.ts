@@ -55,7 +55,9 @@ test("dissolveGroup: one CONTROL message at J, dissolved_at = J, version V+1, fr
   assert.equal((await c.lrange(c.keys.outbox)).at(-1), `${c.keys.outboxRef}|4`);
   assert.deepEqual(await c.hgetall(c.keys.grpdeltas), { 2: `2|${b}`, 3: "5|" });
   // the relay: the event goes to the members (owner, a); seq 1, frozen at version 1, still to all three
-  assert.deepEqual(await c.run("loadForDispatch", ["4", "1"]), ["4", entries[3], "3", [owner, a].sort().join(""), "1", entries[0], "1", [owner, a, b].sort().join("")]);
+  // (loadForDispatch: member budget, outbox ref, seqs; 5 items per seq, "D" = dispatched directly)
+  assert.deepEqual((await c.run("loadForDispatch", [1000, c.keys.outboxRef, "4", "1"])).map(String),
+    ["4", "D", entries[3], "3", [owner, a].sort().join(""), "1", "D", entries[0], "1", [owner, a, b].sort().join("")]);
 });
 
 test("dissolveGroup: with nothing pending, no delta; a stale version {-1}; no group {-3}; nothing written", async () => {

@@ -8,9 +8,10 @@
   mentions: the counting messages of that range whose mention list (field 9) names u, with the
   first one's seq. When head - base exceeds the cap (unread_precise_limit) unread = cap and
   exact = 0, and mentions are counted over the newest `cap` records only.
-  The counting records are read from the unread index (includes/unreadRange), never from the
+  The counting records are read from the unread index (includes/unreadRange), not from the
   history entries, which a 1,000-user join event makes ~21 KB each (issue 22): the work is at most
-  `cap` index members of a few dozen bytes, plus the one head entry, whatever the history holds.
+  `cap` index members of a few dozen bytes, plus the one head entry, whatever the history holds
+  (only a range below unread_index_from, history older than the index, still reads entries).
 
   KEYS[1] grpmembers  hash: user hex -> "joinedAt|leftAt|state"
   KEYS[2] hist        zset: the conversation history

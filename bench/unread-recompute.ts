@@ -11,7 +11,7 @@
  *            every member's row sees the send as "not newer" and is recomputed)
  * Measured over what follows the adds (settled: the send; lagging: the send and the one settle;
  * replay: the second reading): the list's recomputes by cause (its metrics), and per command and
- * Lua script the calls, total and longest time (SLOWLOG with threshold 0, so that every call is
+ * Lua script the calls, total, 99th percentile and longest time (SLOWLOG with threshold 0, so that every call is
  * logged; a script is named by the sha of its text).
  * Usage: node dist/bench/unread-recompute.js [--json] [--members N] [--mode settled|lagging|replay]
  */
@@ -118,16 +118,20 @@ async function main() {
     out.recomputes = diff(await recomputesByCause(), before);
     await raw.config("SET", "slowlog-log-slower-than", "10000");
     const log = (await raw.slowlog("GET", -1)) as [number, number, number, string[]][];
-    const perScript: Record<string, { calls: number; totalMs: number; maxMs: number }> = {};
+    const perScript: Record<string, { calls: number; totalMs: number; p99Ms: number; maxMs: number }> = {};
+    const times = new Map<string, number[]>();
     for (const [, , micros, argv] of log) {
       const cmd = String(argv[0]).toLowerCase();
       const name = cmd === "evalsha" ? (names.get(String(argv[1])) ?? String(argv[1])) : cmd;
-      const s = (perScript[name] ??= { calls: 0, totalMs: 0, maxMs: 0 });
-      s.calls++;
-      s.totalMs += micros / 1000;
-      s.maxMs = Math.max(s.maxMs, micros / 1000);
+      let t = times.get(name);
+      if (!t) times.set(name, (t = []));
+      t.push(micros / 1000);
     }
-    for (const s of Object.values(perScript)) s.totalMs = Math.round(s.totalMs * 10) / 10;
+    for (const [name, t] of times) {
+      t.sort((a, b) => a - b);
+      const total = t.reduce((a, b) => a + b, 0);
+      perScript[name] = { calls: t.length, totalMs: Math.round(total * 10) / 10, p99Ms: t[Math.floor(t.length * 0.99)]!, maxMs: t[t.length - 1]! };
+    }
     out.perScript = perScript;
     const stats = await raw.info("commandstats");
     out.evalshaStats = stats.split("\n").find((l) => l.startsWith("cmdstat_evalsha"))?.trim();

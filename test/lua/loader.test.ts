@@ -17,7 +17,7 @@ import { newUuid } from "../../core/index.js";
 /** The key count of each script, as its file name in lua/<module>/ carries it. */
 const EXPECTED_KEYS: Record<string, number | "n"> = {
   createGroup: 2,
-  commitMessages: 7,
+  commitMessages: 8,
   applyMembership: 9,
   transferOwner: 4,
   dissolveGroup: 6,
@@ -27,7 +27,7 @@ const EXPECTED_KEYS: Record<string, number | "n"> = {
   expandAudience: 3,
   saveFanoutProgress: 4,
   readHistory: 3,
-  conversationSummary: 4,
+  conversationSummary: 5,
   markRead: 4,
   projectEntries: "n",
   popRegistered: 2,
@@ -39,7 +39,7 @@ const EXPECTED_KEYS: Record<string, number | "n"> = {
   heartbeat: 3,
   acquireUnit: 1,
   releaseUnit: 1,
-  recomputeUnread: 4,
+  recomputeUnread: 5,
   applyRows: 4,
   advanceListCheckpoint: 1,
   upsertCmdStates: 4, advanceCmdStateReads: 3, indexLegacyCmdStates: 5,
@@ -95,7 +95,7 @@ test("loader: the key count comes from the file name and the command name is ver
   assert.equal(cg.command, `qim_v${SCRIPT_VERSION}_createGroup`);
   assert.equal(cg.lua, "return 7\n");
   assert.equal(scripts.get("applyMembership")!.numberOfKeys, 9);
-  assert.equal(scripts.get("commitMessages")!.numberOfKeys, 7);
+  assert.equal(scripts.get("commitMessages")!.numberOfKeys, 8);
   assert.equal(scripts.get("loadForDispatch")!.numberOfKeys, 7);
 });
 

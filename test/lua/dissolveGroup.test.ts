@@ -47,7 +47,7 @@ async function dissolved() {
 test("dissolveGroup: one CONTROL message at J, dissolved_at = J, version V+1, frozen like a group message; no member entry touched", async () => {
   const { c, owner, a, b, members, messageId, reply, entries } = await dissolved();
   assert.deepEqual(reply, [LUA_STATUS.OK, 4, messageId, 3]);
-  assert.deepEqual(await c.hgetall(c.keys.grpmeta), { version: "3", owner, member_count: "2", created_at: String(CREATED_AT), dissolved_at: "4" });
+  assert.deepEqual(await c.hgetall(c.keys.grpmeta), { version: "3", owner, member_count: "2", created_at: String(CREATED_AT), unread_index_from: "1", dissolved_at: "4" }, "unread_index_from: the first commit (seq 1) started the unread index");
   assert.deepEqual(await c.hgetall(c.keys.grpmembers), members, "no interval rewritten");
   assert.equal(await c.get(c.keys.cseq), "4");
   assert.equal(entries[3], `4|${dissolveRest(messageId, owner)}`);
@@ -121,7 +121,7 @@ test("dissolved: every reader's bound stops at J (the event included); who left 
   // a: head = the dissolve event; unread = seq 1 (owner's; seq 3 is a's own, 4 a control message)
   assert.deepEqual(await c.run("conversationSummary", [a, 200, 0, 0]), [0, 0, -1, "A", 0, entries[3], 1, 1]);
   assert.deepEqual(await c.run("conversationSummary", [b, 200, 0, 0]), [0, 0, 2, "L", 0, entries[0], 1, 1]);
-  const recompute = (u: string) => callScript(c.client, "recomputeUnread", [c.keys.grpmembers, c.keys.hist, c.keys.readseq, c.keys.grpmeta], [u, 0, 0, 200]);
+  const recompute = (u: string) => callScript(c.client, "recomputeUnread", [c.keys.grpmembers, c.keys.hist, c.keys.readseq, c.keys.grpmeta, c.keys.unreadidx], [u, 0, 0, 200]);
   const [, , , , , headSeq, , , unread] = await recompute(owner);
   assert.deepEqual({ headSeq, unread }, { headSeq: 4, unread: 1 }, "owner: a's seq 3 only (seq 1 is the owner's own, 4 a control message, 5 past J)");
   assert.deepEqual((await recompute(a)).slice(5, 10), [4, entries[3]!.split("|")[1], CREATED_AT, 1, 1]);

@@ -246,3 +246,27 @@ export function errorField(err: unknown): string | undefined {
   const v = (err as grpc.ServiceError | undefined)?.metadata?.get("qim-error-field")[0];
   return typeof v === "string" ? v : undefined;
 }
+
+/**
+ * Every page of a group's member table, one ListMembers call per page, until the last: the
+ * caller handles a page before the next is read, so no side holds the whole group (a member may
+ * show on two pages if Redis rehashed meanwhile: ListMembersResponse).
+ */
+export async function* memberPages(client: AdminClient, r: { tenant: string; group: string; limit?: number; cursor?: string }): AsyncGenerator<ListMembersResponse> {
+  let cursor = r.cursor ?? "";
+  do {
+    const page = await client.listMembers({ tenant: r.tenant, group: r.group, limit: r.limit ?? 0, cursor });
+    yield page;
+    cursor = page.nextCursor;
+  } while (cursor !== "");
+}
+
+/** Every page of a tenant's group listing (ListGroups), one call per page, until the last (as memberPages). */
+export async function* groupPages(client: AdminClient, r: { tenant: string; owner?: string; limit?: number }): AsyncGenerator<ListGroupsResponse> {
+  let cursor = "";
+  do {
+    const page = await client.listGroups({ tenant: r.tenant, owner: r.owner ?? "", limit: r.limit ?? 0, cursor });
+    yield page;
+    cursor = page.nextCursor;
+  } while (cursor !== "");
+}

@@ -25,6 +25,7 @@ export function groupOut(g: GroupInfo): Group {
     memberCount: g.memberCount,
     createdAtMs: u64(g.createdAt),
     conversationSeq: u64(g.conversationSeq),
+    maxMembers: g.maxMembers,
   };
 }
 

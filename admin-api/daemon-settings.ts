@@ -73,6 +73,8 @@ export interface DaemonSettings {
   clusterHeartbeatIntervalMs: number;
   /** The background unread audit's step interval in ms (conversation_list.unread_audit_interval; 0: off). */
   unreadAuditIntervalMs: number;
+  /** The most current members a group may have (groups.max_members). */
+  groupsMaxMembers: number;
   /** The kinds of units this node takes (cluster.units): relay, partition, slot. */
   clusterUnits: ("relay" | "partition" | "slot")[];
 }
@@ -111,6 +113,7 @@ export function toDaemonSettings(r: ResolvedSettings): DaemonSettings {
     clusterId: v<string>("dispatch.cluster_id")!,
     dispatchRetentionMs: v<number>("dispatch.retention")!,
     unreadAuditIntervalMs: v<number>("conversation_list.unread_audit_interval")!,
+    groupsMaxMembers: v<number>("groups.max_members")!,
     nodeListen: v<string | null>("node.listen") ?? null,
     ...opt("nodeAdvertise", "node.advertise"),
     ...opt("nodeTlsCert", "node.tls.cert"),

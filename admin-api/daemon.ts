@@ -5,7 +5,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { CassandraAuthorityOptions, TopologyConfig } from "../core/index.js";
 import type { DaemonSettings, StoreTlsSettings } from "./daemon-settings.js";
-import { startAdminServer, type AdminServer } from "./server.js";
+import { startAdminServer, STOP_REDIS_GRACE_MS, type AdminServer } from "./server.js";
 
 export { DAEMON_DEFAULTS, parseDuration, toDaemonSettings, type DaemonSettings } from "./daemon-settings.js";
 
@@ -87,6 +87,9 @@ export async function nodeServiceOf(s: DaemonSettings): Promise<{ listen: string
   };
 }
 
+/** The longest a SIGINT/SIGTERM stop may take before the process exits anyway (exit 1): Redis's grace and as long again for the rest. */
+export const STOP_DEADLINE_MS = 2 * STOP_REDIS_GRACE_MS;
+
 /** Starts a server from resolved settings (settings/resolve.ts checked them) and stops it cleanly on SIGINT/SIGTERM. */
 export async function runDaemon(s: DaemonSettings): Promise<AdminServer> {
   const cassandra = await cassandraOf(s);
@@ -103,6 +106,7 @@ export async function runDaemon(s: DaemonSettings): Promise<AdminServer> {
     dispatch: { clusterId: s.clusterId, topicId: "dispatch", partitionCount: s.partitions },
     retentionMs: s.dispatchRetentionMs,
     unreadAuditIntervalMs: s.unreadAuditIntervalMs,
+    engine: { maxGroupMembers: s.groupsMaxMembers },
     // every engine server is a node of the cluster; the node RPC address comes with node.listen
     cluster: { nodeId: await nodeIdOf(s), address: "", version: packageVersion(), leaseTtlMs: s.clusterLeaseTtlMs, heartbeatIntervalMs: s.clusterHeartbeatIntervalMs, units: s.clusterUnits },
     ...(node ? { node } : {}),
@@ -117,6 +121,11 @@ export async function runDaemon(s: DaemonSettings): Promise<AdminServer> {
     if (stopping) return;
     stopping = true;
     process.stderr.write(`${signal}: shutting down\n`);
+    // the last resort: whatever a stop still waits on (its waits on Redis end at STOP_REDIS_GRACE_MS), the process exits
+    setTimeout(() => {
+      process.stderr.write(`${signal}: the shutdown did not finish within ${STOP_DEADLINE_MS} ms: exiting without it\n`);
+      process.exit(1);
+    }, STOP_DEADLINE_MS).unref();
     server.close().then(() => process.exit(0), (err: unknown) => { process.stderr.write(`shutdown failed: ${String(err)}\n`); process.exit(1); });
   };
   // SIGHUP re-reads the deny list (it is also polled every second); without one, SIGHUP keeps its

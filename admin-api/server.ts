@@ -185,6 +185,16 @@ type GuardedCall = CallWithAuth & { request: unknown; getPeer(): string };
  */
 const SCRAPE_STATUS_WAIT_MS = 2000;
 
+/**
+ * How long a stop waits on Redis for its graceful steps (answers in flight, the units handed over,
+ * the CMD buffer's last flush, leaving the node registry): a lease TTL's worth. Past it every
+ * Redis connection is dropped (RedisStore.disconnect), so each wait still open fails at once and
+ * the stop goes on: the units expire by their TTL instead, and the CMD buffer is kept in its file.
+ * With a Redis that answers nothing (stopped, or busy with a long script) each step would
+ * otherwise wait out its command timeout in turn: more than 15 s in issue 22, 22 s measured.
+ */
+export const STOP_REDIS_GRACE_MS = 5000;
+
 const STATUS_NAME = Object.fromEntries(Object.entries(grpc.status).filter(([, v]) => typeof v === "number").map(([k, v]) => [v, k])) as Record<number, string>;
 
 /** host:port of a listening socket; port 0 asks the OS for a free one. */
@@ -589,6 +599,11 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
     sync: syncServer,
     reloadDenyList: (reason = "reload requested") => denyList ? denyList.reload(reason) : Promise.resolve(),
     async close() {
+      const cut = setTimeout(() => {
+        log(`stop: Redis did not let the stop finish within ${STOP_REDIS_GRACE_MS} ms: dropping its connections (units expire by their lease TTL)`);
+        store.disconnect();
+      }, STOP_REDIS_GRACE_MS);
+      cut.unref();
       if (healthTimer) clearTimeout(healthTimer);
       diagnostics?.stop();
       observer.close();
@@ -602,6 +617,7 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
       await nodeService?.close();
       if (metricsServer) await new Promise<void>((resolve) => metricsServer!.close(() => resolve()));
       await audit.close();
+      clearTimeout(cut);
       await store.close();
     },
   };

@@ -137,6 +137,7 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
 
   /** Plain, stable JSON (no colours), whatever the terminal. */
   override logJson(json: unknown): void {
+    if (this.streamed) return;
     process.stdout.write(`${this.jsonLines ? JSON.stringify(json) : JSON.stringify(json, null, 2)}\n`);
   }
 
@@ -161,6 +162,57 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
     });
     // the stream ended without an error (a reader that went away): exit 0 with nothing more to print
     this.exit(0);
+  }
+
+  /** Set by a command that printed its result as it went (streamList): nothing is printed at the end. */
+  private streamed = false;
+
+  /**
+   * Prints a paged listing as its pages arrive and keeps none of it (`--all` of a list whose whole
+   * may not fit in memory: a million-member group). JSON: one document of the same shape as a
+   * single page's result, written piece by piece, `{ ...head, "<key>": [ one item per line ],
+   * ...tail }` (tail: from the last page); table: `text.head` of the first page, a row per item,
+   * `text.tail`. A reader that went away (`| head`) ends it quietly with exit 0. Returns how many
+   * items it printed.
+   */
+  protected async streamList<P, I>(pages: AsyncIterable<P>, o: {
+    itemsOf: (page: P) => readonly I[];
+    head: Record<string, unknown>;
+    key: string;
+    tail: (last: P | undefined) => Record<string, unknown>;
+    text: { head: (first: P) => string; row: (item: I) => string };
+  }): Promise<number> {
+    this.streamed = true;
+    const json = this.jsonEnabled();
+    let gone = false;
+    let full = false;
+    const out = (text: string) => { if (!gone && !process.stdout.write(text)) full = true; };
+    let failure: Error | undefined;
+    const onError = (err: NodeJS.ErrnoException) => { gone = true; if (err.code !== "EPIPE") failure = err; };
+    process.stdout.on("error", onError);
+    const inner = (o2: Record<string, unknown>) => JSON.stringify(o2).slice(1, -1);
+    let n = 0;
+    let last: P | undefined;
+    if (json) out(`{${inner(o.head)}${Object.keys(o.head).length > 0 ? "," : ""}\n${JSON.stringify(o.key)}:[`);
+    for await (const page of pages) {
+      if (last === undefined && !json) out(`${visibleLines(o.text.head(page))}\n`);
+      last = page;
+      for (const item of o.itemsOf(page)) {
+        out(json ? `${n === 0 ? "\n" : ",\n"}${JSON.stringify(item)}` : `${visibleLines(o.text.row(item))}\n`);
+        n++;
+      }
+      if (gone) break;
+      // a reader slower than the pages (stdout is asynchronous on some platforms): wait before the next page
+      if (full) await new Promise<void>((resolve) => { process.stdout.once("drain", resolve); process.stdout.once("error", () => resolve()); });
+      full = false;
+    }
+    const tail = inner(o.tail(last));
+    if (json) out(`${n === 0 ? "" : "\n"}]${tail === "" ? "" : `,\n${tail}`}}\n`);
+    // a write that failed after the loop (EPIPE) reports asynchronously: let it land before the listener goes
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    process.stdout.off("error", onError);
+    if (failure) throw failure;
+    return n;
   }
 
   /** A diagnostic line on stderr (table mode only: JSON mode keeps stderr for the error object). */

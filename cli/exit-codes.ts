@@ -103,6 +103,20 @@ export class UsageError extends Error {
   }
 }
 
+/**
+ * A precondition the CLI can see is refused before it sends a change (exit 4, as the server's
+ * FAILED_PRECONDITION): shaped as core's domain errors, so classifyError maps it the same way.
+ */
+export class PreconditionError extends Error {
+  readonly code = "FAILED_PRECONDITION";
+  readonly details: { field: string };
+  constructor(field: string, message: string) {
+    super(message);
+    this.name = "PreconditionError";
+    this.details = { field };
+  }
+}
+
 /** Ctrl+C or a declined confirmation. */
 export class InterruptedError extends Error {
   constructor(message = "interrupted") {

@@ -59,8 +59,8 @@ export const groupService = defineService(catalogEntry("qim.admin.v1.GroupServic
   listMembers: unary({
     roles: ALL_ROLES, mutates: false,
     async handle(req, { deps }) {
-      const r = await deps.runtime.conversations.listMembers({ tenant: req.tenant, group: req.group });
-      return { response: { version: BigInt(r.version), members: r.members.map(memberOut) } };
+      const r = await deps.runtime.conversations.listMembers({ tenant: req.tenant, group: req.group, cursor: req.cursor, ...(req.limit ? { limit: req.limit } : {}) });
+      return { response: { version: BigInt(r.version), members: r.members.map(memberOut), nextCursor: r.nextCursor, memberCount: r.memberCount } };
     },
   }),
   listUserGroups: unary({

@@ -12,6 +12,8 @@ export interface GroupResult {
   createdAtMs: number;
   /** The latest conversation_seq allocated in the group (messages and membership events share it). */
   conversationSeq: number;
+  /** The server's groups.max_members (0 from a server older than issue 22, which does not say). */
+  maxMembers: number;
 }
 
 export function groupResult(g: Group): GroupResult {
@@ -23,6 +25,7 @@ export function groupResult(g: Group): GroupResult {
     memberCount: g.memberCount,
     createdAtMs: u64(g.createdAtMs),
     conversationSeq: u64(g.conversationSeq),
+    maxMembers: g.maxMembers,
   };
 }
 
@@ -53,7 +56,10 @@ export function ownerTransferResult(tenant: string, group: string, t: OwnerTrans
   };
 }
 
-/** The JSON result of `group list`: one page, or with --all every page (deduplicated by group). */
+/**
+ * The JSON result of `group list`: one page, or with --all every page, printed as the pages arrive
+ * (a group may show twice if Redis rehashed meanwhile).
+ */
 export interface GroupListResult {
   tenant: string;
   groups: GroupResult[];

@@ -13,6 +13,7 @@ const group: ResultOf<typeof GroupShow> = {
   memberCount: 2,
   createdAtMs: 1795989711836,
   conversationSeq: 0,
+  maxMembers: 1000000,
 };
 
 const transfer: ResultOf<typeof GroupTransferOwner> = {

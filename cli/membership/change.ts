@@ -19,7 +19,7 @@ import type { Command } from "@oclif/core/command";
 import * as Flags from "@oclif/core/flags";
 import type { ChangeMembersRequest, MembershipChange } from "../../admin-api/client.js";
 import { ConnectedCommand } from "../base.js";
-import { EXIT, UsageError } from "../exit-codes.js";
+import { EXIT, PreconditionError, UsageError } from "../exit-codes.js";
 import { ProgressLine, progressBar } from "../progress.js";
 import { LIMITS, u64Flag, uuid, uuidList } from "../validate.js";
 import { batchesOf, runBulk, type BulkRun, type MembershipOp } from "./bulk.js";
@@ -107,6 +107,15 @@ export abstract class MembershipChangeCommand<T extends typeof Command> extends 
     const tenant = this.tenant();
     const { client } = await this.connect();
     const rpc = (req: ChangeMembersRequest): Promise<MembershipChange> => (this.op === "join" ? client.addMembers(req) : client.removeMembers(req));
+    if (this.op === "join") {
+      // every user of the input is a member once the run completes: more than groups.max_members
+      // of them can only fail part-way, so say it before the first batch (the server checks each batch anyway)
+      const distinct = batches.reduce((n, b) => n + b.length, 0);
+      const { maxMembers } = await client.getGroup({ tenant, group });
+      if (maxMembers > 0 && distinct > maxMembers) {
+        throw new PreconditionError("--from-file", `${file === "-" ? "stdin" : file} names ${distinct} distinct users; a group has at most ${maxMembers} current members (the server's groups.max_members): nothing was changed`);
+      }
+    }
     const run: BulkRun = { tenant, group, op: this.op, batches, duplicates, dryRun: flags["dry-run"], resume: this.resumeCommand(), rpc };
 
     // remove on a terminal: every batch planned (dry runs), the totals shown, one question for the

@@ -48,14 +48,23 @@ export function memberResult(m: Member): MemberResult {
   return { userId: m.userId, joinedAt: u64(m.joinedAt), leftAt: optionalU64(m.leftAt), state: m.state };
 }
 
+/**
+ * The JSON result of `membership list`: one page (by user id), or with --all every page, printed
+ * as the pages arrive (members across pages in no particular order; one may show twice if Redis
+ * rehashed the table meanwhile). version and memberCount: when the (last) page was read.
+ */
 export interface MemberListResult {
   group: string;
-  version: number;
   members: MemberResult[];
+  version: number;
+  /** Current (ACTIVE) members. */
+  memberCount: number;
+  /** The --cursor of the next page; null after the last page (always null with --all). */
+  nextCursor: string | null;
 }
 
 export function memberListResult(group: string, r: ListMembersResponse): MemberListResult {
-  return { group, version: u64(r.version), members: r.members.map(memberResult) };
+  return { group, members: r.members.map(memberResult), version: u64(r.version), memberCount: r.memberCount, nextCursor: r.nextCursor === "" ? null : r.nextCursor };
 }
 
 /** A batch's event in the summary of `membership add|remove --from-file`. */

@@ -85,14 +85,16 @@ export const samples = {
   "membership add": withFlag(samplesOf<ResultOf<typeof MembershipAdd>>(committed, noop), "from-file", fromFile),
   "membership remove": withFlag(samplesOf<ResultOf<typeof MembershipRemove>>(committed, noop), "from-file", fromFile),
   "membership list": samplesOf<ResultOf<typeof MembershipList>>(
-    { group: "5b0c1f9e-3d4a-4c2b-9f1e-8a7d6c5b4a39", version: 2, members: [] },
+    { group: "5b0c1f9e-3d4a-4c2b-9f1e-8a7d6c5b4a39", members: [], version: 2, memberCount: 0, nextCursor: null },
     {
       group: "5b0c1f9e-3d4a-4c2b-9f1e-8a7d6c5b4a39",
-      version: 2,
       members: [
-        { userId: "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d", joinedAt: 1, leftAt: null, state: "ACTIVE" },
         { userId: "0d7e2c4a-1b3f-4e5d-8c9a-7b6f5e4d3c2b", joinedAt: 0, leftAt: 2, state: "REMOVED" },
+        { userId: "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d", joinedAt: 1, leftAt: null, state: "ACTIVE" },
       ],
+      version: 2,
+      memberCount: 1,
+      nextCursor: "1536",
     },
   ),
 };

@@ -2,8 +2,8 @@
  * Table-mode text of the `membership` commands: a change prints one sentence with ids (etcdctl:
  * "Member 8e9e05c52164694d removed from cluster …"), a dry run its plan, a list a table.
  */
-import { keyValues, table } from "../format.js";
-import type { MemberListResult, MembershipBulkLine, MembershipChangeResult } from "./results.js";
+import { keyValues, table, visible } from "../format.js";
+import type { MemberListResult, MemberResult, MembershipBulkLine, MembershipChangeResult } from "./results.js";
 
 const verb = (op: string) => (op === "join" ? { done: "Added", doing: "add", prep: "to" } : { done: "Removed", doing: "remove", prep: "from" });
 
@@ -34,12 +34,33 @@ export function describeMembershipChange(r: MembershipChangeResult): string {
   }
 }
 
+/** The line above a member table: the group, its version and current member count. */
+export function memberListHead(group: string, version: number, memberCount: number): string {
+  return `Group ${group} at version ${version}: ${memberCount} current member(s)`;
+}
+
+const MEMBER_COLUMNS = ["USER", "STATE", "JOINED AT", "LEFT AT"] as const;
+
+/** One page as a table. */
 export function memberListText(r: MemberListResult): string {
-  const active = r.members.filter((m) => m.state === "ACTIVE").length;
-  return [
-    `Group ${r.group} at version ${r.version}: ${active} active of ${r.members.length} listed`,
-    table(["USER", "STATE", "JOINED AT", "LEFT AT"], r.members.map((m) => [m.userId, m.state, m.joinedAt, m.leftAt])),
-  ].join("\n");
+  const rows = table(MEMBER_COLUMNS, r.members.map((m) => [m.userId, m.state, m.joinedAt, m.leftAt]));
+  return [memberListHead(r.group, r.version, r.memberCount), rows, ...(r.nextCursor === null ? [] : [`more: --cursor ${r.nextCursor}`])].join("\n");
+}
+
+/**
+ * The rows of `membership list --all`, printed as pages arrive: fixed column widths (a user id is
+ * 36 characters, a state at most 7), since the widest cell of a million rows is not known before
+ * the last.
+ */
+const STREAM_WIDTHS = [36, 7, 10] as const;
+
+export function memberStreamHeader(): string {
+  return MEMBER_COLUMNS.map((c, i) => (i < STREAM_WIDTHS.length ? c.padEnd(STREAM_WIDTHS[i]!) : c)).join("  ");
+}
+
+export function memberStreamRow(m: MemberResult): string {
+  const cells = [m.userId, m.state, String(m.joinedAt), m.leftAt === null ? "-" : String(m.leftAt)].map(visible);
+  return cells.map((c, i) => (i < STREAM_WIDTHS.length ? c.padEnd(STREAM_WIDTHS[i]!) : c)).join("  ");
 }
 
 const already = (op: string) => (op === "join" ? "already members" : "not members");

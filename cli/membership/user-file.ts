@@ -7,14 +7,16 @@
  *
  * Pure: the command reads the file (or stdin) and turns the bad lines into a usage error.
  */
+import { DEFAULT_MAX_GROUP_MEMBERS } from "../../core/base/index.js";
 import { canonicalUuid } from "../validate.js";
 
 /**
- * The most users a --from-file input is meant to hold: the engine sets no group size, so the
- * largest onboarding we plan for — a million users, a thousand batches of
- * MAX_USERS_PER_MEMBERSHIP_CALL (a run of about an hour at the server's pace).
+ * The most users a --from-file input is meant to hold: the default group size limit
+ * (groups.max_members, DEFAULT_MAX_GROUP_MEMBERS) — a thousand batches of
+ * MAX_USERS_PER_MEMBERSHIP_CALL (a run of about an hour at the server's pace). The server's own
+ * limit, when lower, is checked against the input's users before the first batch.
  */
-export const FROM_FILE_MAX_USERS = 1_000_000;
+export const FROM_FILE_MAX_USERS = DEFAULT_MAX_GROUP_MEMBERS;
 
 /**
  * The most bytes a --from-file line may average: a UUID (36) and CRLF, or a spreadsheet export

@@ -27,6 +27,8 @@ export interface CmdChannelKeys {
   recent: string;
   /** The source group's member table when the channel is group-sourced, else null. */
   grpmembers: string | null;
+  /** The source group's meta hash (member_count) when the channel is group-sourced, else null. */
+  grpmeta: string | null;
 }
 
 const UUID_TEXT = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -76,6 +78,7 @@ export function cmdChannelKeys(space: KeySpace, tenant: Uuid, channel: CommandCh
     idem: space.key(tag, "cmdidem", ref),
     recent: cmdRecentKey(space, bucket),
     grpmembers: group === null ? null : conversationKeys(space, tenant, group).grpmembers,
+    grpmeta: group === null ? null : conversationKeys(space, tenant, group).grpmeta,
   };
 }
 

@@ -11,7 +11,7 @@ export type CommitCmdReply =
 
 export const commitCmdScript = defineScript({
   name: "commitCmd",
-  keys: ["seq", "hist", "idem", "recent", "grpmembers"],
+  keys: ["seq", "hist", "idem", "recent", "grpmembers", "grpmeta"],
   args: (a: {
     groupSourced: boolean; clientMsgNo: string; messageIdHex: string; flags: number; fromHex: string; clientMsgNoB64: string;
     payloadB64: string; recentRef: string; retentionMs: number; maxRecipients: number; recipientsHex: string;

@@ -1,5 +1,5 @@
 import {
-  hexToUuid, InternalError, InvalidArgumentError, newMessageId, newUuid, NotFoundError, parseUuid, uuidToHex,
+  hexToUuid, InternalError, InvalidArgumentError, newMessageId, newUuid, NotFoundError, parseUuid, REDIS_CALL_MEMBER_BUDGET, uuidToHex,
   type KeySpace, type Uuid,
 } from "../base/index.js";
 import { parseMemberValue } from "../conversation/index.js";
@@ -62,7 +62,7 @@ function entryNames(entry: string, userHex: string): boolean {
   return false;
 }
 
-/** Decodes one cmdhist member (lua/cmd-sync/commitCmd-5.lua's entry). */
+/** Decodes one cmdhist member (lua/cmd-sync/commitCmd-6.lua's entry). */
 export function decodeCmdEntry(tenant: Uuid, channel: CommandChannelKey, entry: string): CmdMessage {
   const f = entry.split("|");
   if (f.length !== 8) throw new InternalError(`malformed CMD history entry of ${channel.channelId}: ${entry.slice(0, 80)}`);
@@ -140,7 +140,7 @@ export class CmdLog implements CmdMessageSource {
       return { message: { ...base, messageSeq: 0, timestampMs: this.now(), noPersist: true, recipients }, duplicate: false };
     }
     const r = await commitCmdScript.run(this.store.clientFor(k.tag), {
-      seq: k.seq, hist: k.hist, idem: k.idem, recent: k.recent, grpmembers: explicit === null ? k.grpmembers! : k.hist,
+      seq: k.seq, hist: k.hist, idem: k.idem, recent: k.recent, grpmembers: explicit === null ? k.grpmembers! : k.hist, grpmeta: explicit === null ? k.grpmeta! : k.hist,
     }, {
       groupSourced: explicit === null, clientMsgNo, messageIdHex: uuidToHex(messageId), flags: (redDot ? RED_DOT : 0) | (syncOnce ? SYNC_ONCE : 0),
       fromHex: from === null ? "" : uuidToHex(from), clientMsgNoB64: b64(clientMsgNo), payloadB64: Buffer.from(req.payload).toString("base64"),
@@ -161,16 +161,28 @@ export class CmdLog implements CmdMessageSource {
     }
   }
 
-  /** The source group's active members now (NoPersist: nothing is allocated, so nothing to freeze atomically). */
+  /**
+   * The source group's active members now (NoPersist: nothing is allocated, so nothing to freeze
+   * atomically). The cap is checked against the group's member_count first (one HGET), so a big
+   * group is refused before its table is read; the table is then read in HSCAN steps of at most
+   * REDIS_CALL_MEMBER_BUDGET (issue 22), a member seen twice (a rehash meanwhile) counted once.
+   */
   private async activeMembers(tenant: Uuid, group: Uuid, k: CmdChannelKeys): Promise<Uuid[]> {
-    const all = await this.store.clientFor(k.tag).hgetall(k.grpmembers!);
-    const entries = Object.entries(all);
-    if (entries.length === 0) throw new NotFoundError("group", group);
-    const active = entries.filter(([hex, raw]) => parseMemberValue(hex, raw).state === "ACTIVE").map(([hex]) => hexToUuid(hex)).sort();
-    if (active.length > this.maxRecipients) {
-      throw new InvalidArgumentError("to", `group ${group} of tenant ${tenant} has ${active.length} active members; a CMD message to the group's members may have at most ${this.maxRecipients}`);
-    }
-    return active;
+    const client = this.store.clientFor(k.tag);
+    const count = await client.hget(k.grpmeta!, "member_count");
+    if (count === null) throw new NotFoundError("group", group);
+    const tooMany = (n: number) => new InvalidArgumentError("to", `group ${group} of tenant ${tenant} has ${n} active members; a CMD message to the group's members may have at most ${this.maxRecipients}`);
+    if (Number(count) > this.maxRecipients) throw tooMany(Number(count));
+    const active = new Set<string>();
+    let cursor = "0";
+    do {
+      const [next, flat] = await client.hscan(k.grpmembers!, cursor, "COUNT", REDIS_CALL_MEMBER_BUDGET);
+      for (let i = 0; i + 1 < flat.length; i += 2) if (parseMemberValue(flat[i]!, flat[i + 1]!).state === "ACTIVE") active.add(flat[i]!);
+      cursor = next;
+    } while (cursor !== "0");
+    // members who joined between the count and the scan
+    if (active.size > this.maxRecipients) throw tooMany(active.size);
+    return [...active].map(hexToUuid).sort();
   }
 
   /**

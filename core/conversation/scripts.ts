@@ -70,13 +70,14 @@ export const commitMessagesScript = defineScript({
 export type MembershipApplyOutcome =
   | { status: "OK" | "DUPLICATE"; conversationSeq: number; messageId: UuidHex | ""; version: number; memberCount: number; audienceSize: number }
   | { status: "MEMBERSHIP_CHANGED"; currentVersion: number }
-  | { status: "GROUP_NOT_FOUND" | "PLAN_STALE" | "OWNER_IMMUTABLE" };
+  | { status: "GROUP_NOT_FOUND" | "PLAN_STALE" | "OWNER_IMMUTABLE" }
+  | { status: "GROUP_FULL"; memberCount: number; maxMembers: number };
 
 export const applyMembershipScript = defineScript({
   name: "applyMembership",
   keys: ["idem", "grpmeta", "grpmembers", "grpdeltas", "vpending", "cseq", "hist", "commits", "outbox"] satisfies (keyof ConversationKeys)[],
-  args: (a: { idempotencyId: string; version: number; op: number; rest: string; outboxRef: string; broadcastMaxMembers: number; targets: readonly UuidHex[] }) =>
-    [a.idempotencyId, a.version, a.op, a.rest, a.outboxRef, a.broadcastMaxMembers, ...a.targets],
+  args: (a: { idempotencyId: string; version: number; op: number; rest: string; outboxRef: string; broadcastMaxMembers: number; maxMembers: number; targets: readonly UuidHex[] }) =>
+    [a.idempotencyId, a.version, a.op, a.rest, a.outboxRef, a.broadcastMaxMembers, a.maxMembers, ...a.targets],
   reply: (r): MembershipApplyOutcome => {
     const status = luaStatus(r);
     switch (status) {
@@ -89,6 +90,8 @@ export const applyMembershipScript = defineScript({
       case "PLAN_STALE":
       case "OWNER_IMMUTABLE":
         return { status };
+      case "GROUP_FULL":
+        return { status, memberCount: Number(r[1]), maxMembers: Number(r[2]) };
       default:
         throw new InternalError(`applyMembership: unexpected ${status}`);
     }

@@ -1,5 +1,6 @@
 import {
   AlreadyExistsError,
+  DEFAULT_MAX_GROUP_MEMBERS,
   FailedPreconditionError,
   hexToUuid,
   InternalError,
@@ -12,6 +13,7 @@ import {
   NotFoundError,
   parseUuid,
   PermissionDeniedError,
+  REDIS_CALL_MEMBER_BUDGET,
   uuidToHex,
   VersionConflictError,
   type Uuid,
@@ -44,6 +46,8 @@ export interface ConversationOptions {
   maxTargetsPerCall?: number;
   /** The most initial members a group may be created with. */
   maxInitialMembers?: number;
+  /** groups.max_members: the most current (ACTIVE) members a group may have (create, add). */
+  maxGroupMembers?: number;
   /** unread_precise_limit (spec 002 §3.3). */
   unreadPreciseLimit?: number;
   /** Re-freezes after "membership changed" before giving up (DESIGN §2: at most 3). */
@@ -81,6 +85,7 @@ export const CONVERSATION_DEFAULTS: Required<Omit<ConversationOptions, Hooks>> =
   broadcastMaxMembers: 500,
   maxTargetsPerCall: MAX_USERS_PER_MEMBERSHIP_CALL,
   maxInitialMembers: 10000,
+  maxGroupMembers: DEFAULT_MAX_GROUP_MEMBERS,
   unreadPreciseLimit: 200,
   maxRetries: 3,
   maxPayloadBytes: 64 * 1024,
@@ -108,6 +113,8 @@ export interface GroupInfo {
   createdAt: number;
   /** The latest conversation_seq allocated (0 before the first message). */
   conversationSeq: number;
+  /** groups.max_members of this engine: the most current members a create or add may leave the group with. */
+  maxMembers: number;
 }
 
 export interface CreateGroupRequest {
@@ -188,6 +195,31 @@ export interface GroupListPage {
   /** "" after the last page. */
   nextCursor: string;
 }
+
+export interface ListMembersRequest {
+  tenant: string;
+  group: string;
+  /** List as this user: only while a current member, and only current members. */
+  asUser?: string;
+  /** HSCAN COUNT: the page size aimed at, 1 to REDIS_CALL_MEMBER_BUDGET (the default). */
+  limit?: number;
+  /** The previous page's nextCursor; absent or "": from the start. */
+  cursor?: string;
+}
+
+export interface MemberPage {
+  /** The member version when this page was read. */
+  version: number;
+  /** Current (ACTIVE) members when this page was read (grpmeta's member_count). */
+  memberCount: number;
+  /** This page's members, by user id (a member may show again on a later page, see listMembers). */
+  members: Member[];
+  /** "" after the last page. */
+  nextCursor: string;
+}
+
+/** A member-list cursor: Redis's HSCAN cursor, an unsigned 64-bit integer in decimal. */
+const MEMBER_CURSOR = /^\d{1,20}$/;
 
 /** The most scan steps one group-list page runs before it answers (with what it found so far). */
 export const GROUP_LIST_MAX_STEPS = 16;
@@ -307,11 +339,13 @@ export class ConversationService {
     if (members.length > this.opts.maxInitialMembers) {
       throw new InvalidArgumentError("members", `a group is created with at most ${this.opts.maxInitialMembers} members`);
     }
+    // the group does not exist yet: its size is the distinct members named, known here exactly
+    if (members.length > this.opts.maxGroupMembers) throw this.groupFull(members.length, 0, this.opts.maxGroupMembers, "members");
     const k = this.conversationKeys(tenant, group);
     const createdAt = this.opts.now();
     const reply = await createGroupScript.run(this.clientOf(k), k, { owner: uuidToHex(owner), createdAt, members: members.map(uuidToHex) });
     if (reply.status === "GROUP_EXISTS") throw new AlreadyExistsError("group", group);
-    return { tenant, group, owner, version: reply.version, memberCount: reply.memberCount, createdAt, conversationSeq: 0 };
+    return { tenant, group, owner, version: reply.version, memberCount: reply.memberCount, createdAt, conversationSeq: 0, maxMembers: this.opts.maxGroupMembers };
   }
 
   /**
@@ -359,7 +393,7 @@ export class ConversationService {
     for (const { group, meta, seq } of metas) {
       const [version, ownerHex, count, created] = meta;
       if (version == null || ownerHex == null) continue; // deleted since the scan saw it
-      const g = { tenant, group, owner: hexToUuid(ownerHex), version: Number(version), memberCount: Number(count), createdAt: Number(created), conversationSeq: Number(seq ?? 0) };
+      const g = { tenant, group, owner: hexToUuid(ownerHex), version: Number(version), memberCount: Number(count), createdAt: Number(created), conversationSeq: Number(seq ?? 0), maxMembers: this.opts.maxGroupMembers };
       if (owner === undefined || g.owner === owner) groups.push(g);
     }
     groups.sort((a, b) => a.group.localeCompare(b.group));
@@ -381,6 +415,7 @@ export class ConversationService {
       memberCount: Number(meta.member_count),
       createdAt: Number(meta.created_at),
       conversationSeq: Number((res?.[1]?.[1] as string | null) ?? 0),
+      maxMembers: this.opts.maxGroupMembers,
     };
   }
 
@@ -435,6 +470,8 @@ export class ConversationService {
 
       const idem = Buffer.from(membershipIdempotencyId({ tenant, group, op: code, actor, version: current, targets: changed })).toString("hex");
       const after = memberCount + (op === "join" ? changed.length : -changed.length);
+      // the plan's check (a dry run says so too); applyMembership checks again atomically
+      if (op === "join" && after > this.opts.maxGroupMembers) throw this.groupFull(changed.length, memberCount, this.opts.maxGroupMembers, "users");
       if (req.dryRun) {
         const audienceSize = after <= this.opts.broadcastMaxMembers ? after + (op === "join" ? 0 : changed.length) : changed.length;
         return { ...base, outcome: "planned", changed, eventConversationSeq: null, messageId: null, version: current, memberCount: after, idempotencyId: idem, audienceSize };
@@ -447,7 +484,7 @@ export class ConversationService {
         contentType: MEMBERSHIP_CUSTOM_TYPE, payload: encodeMembershipPayload({ op: code, actor, users: changed }),
       });
       const reply = await applyMembershipScript.run(client, k, {
-        idempotencyId: idem, version: current, op: code, rest, outboxRef: k.outboxRef, broadcastMaxMembers: this.opts.broadcastMaxMembers,
+        idempotencyId: idem, version: current, op: code, rest, outboxRef: k.outboxRef, broadcastMaxMembers: this.opts.broadcastMaxMembers, maxMembers: this.opts.maxGroupMembers,
         targets: changed.map(uuidToHex),
       });
       const status = reply.status;
@@ -469,6 +506,7 @@ export class ConversationService {
         };
       }
       if (status === "GROUP_NOT_FOUND") throw new NotFoundError("group", group);
+      if (reply.status === "GROUP_FULL") throw this.groupFull(changed.length, reply.memberCount, reply.maxMembers, "users");
       if (status === "OWNER_IMMUTABLE") throw new FailedPreconditionError(`the owner cannot leave or be removed`, { field: "users" });
       // the version moved under a compare-and-set: a conflict; a stale plan at the expected version
       // is planned again (the next plan sees what moved) like any other stale plan
@@ -476,6 +514,15 @@ export class ConversationService {
       if (attempt > this.opts.maxRetries) throw new MembershipChangedError(attempt);
       metrics.membershipRetries.inc({ path: "membership" });
     }
+  }
+
+  /** A create or join that would take a group past groups.max_members: nothing was written. */
+  private groupFull(joining: number, memberCount: number, max: number, field: string): FailedPreconditionError {
+    const now = memberCount === 0 ? "" : ` (it has ${memberCount})`;
+    return new FailedPreconditionError(
+      `adding ${joining} member(s) would take the group past groups.max_members = ${max} current members${now}; nothing was changed`,
+      { field, reason: "GROUP_FULL" },
+    );
   }
 
   /**
@@ -657,25 +704,47 @@ export class ConversationService {
   }
 
   /**
-   * Members with their intervals. The admin path (`asUser` absent) sees everyone who ever was a
-   * member; a user may list only while a current member, and sees current members only.
+   * One page of a group's member table with the intervals: an HSCAN step of COUNT `limit` (at most
+   * REDIS_CALL_MEMBER_BUDGET), so no call reads more than a bounded number of members however big
+   * the group (issue 22). The cursor is Redis's HSCAN cursor as a decimal string ("" or absent:
+   * from the start; nextCursor "" after the last page). HSCAN's guarantee is the listing's:
+   * every member present for the whole listing is on some page (at least once: a member may show
+   * on two pages when Redis rehashed the table meanwhile); a page holds no repeat, is in user-id
+   * order, and may hold fewer than `limit` (even none, with a cursor to go on) or, for a table
+   * small enough that Redis keeps it compact (hash-max-listpack-entries), all of it at once.
+   *
+   * The admin path (`asUser` absent) sees everyone who ever was a member. A user may list only
+   * while a current member (one HGET of their own entry first, never a scan) and sees current
+   * members only.
    */
-  async listMembers(req: { tenant: string; group: string; asUser?: string }): Promise<{ version: number; members: Member[] }> {
+  async listMembers(req: ListMembersRequest): Promise<MemberPage> {
     const tenant = parseUuid(req.tenant, "tenant");
     const group = parseUuid(req.group, "group");
     const asUser = req.asUser === undefined ? undefined : parseUuid(req.asUser, "asUser");
+    const limit = req.limit === undefined ? REDIS_CALL_MEMBER_BUDGET : positiveInt(req.limit, "limit", 1);
+    if (limit > REDIS_CALL_MEMBER_BUDGET) throw new InvalidArgumentError("limit", `limit is at most ${REDIS_CALL_MEMBER_BUDGET}`);
+    const cursor = req.cursor === undefined || req.cursor === "" ? "0" : req.cursor;
+    if (!MEMBER_CURSOR.test(cursor)) throw new InvalidArgumentError("cursor", "cursor is not one this listing gave");
     const k = this.conversationKeys(tenant, group);
-    const res = await this.clientOf(k).multi().hget(k.grpmeta, "version").hgetall(k.grpmembers).exec();
-    const version = res![0]![1] as string | null;
-    const raw = (res![1]![1] ?? {}) as Record<string, string>;
-    if (version === null) {
+    const client = this.clientOf(k);
+    if (asUser !== undefined) {
+      const [exists, own] = await Promise.all([client.exists(k.grpmeta), client.hget(k.grpmembers, uuidToHex(asUser))]);
+      if (exists === 0 || own === null || parseMemberValue(uuidToHex(asUser), own).state !== "ACTIVE") throw new PermissionDeniedError();
+    }
+    const res = await client.multi().hmget(k.grpmeta, "version", "member_count").hscan(k.grpmembers, cursor, "COUNT", limit).exec();
+    const [version, count] = res![0]![1] as (string | null)[];
+    if (version == null) {
       if (asUser !== undefined) throw new PermissionDeniedError();
       throw new NotFoundError("group", group);
     }
-    const all = Object.entries(raw).map(([u, v]) => parseMemberValue(u, v)).sort((a, b) => a.joinedAt - b.joinedAt || a.userId.localeCompare(b.userId));
-    if (asUser === undefined) return { version: Number(version), members: all };
-    if (all.find((m) => m.userId === asUser)?.state !== "ACTIVE") throw new PermissionDeniedError();
-    return { version: Number(version), members: all.filter((m) => m.state === "ACTIVE") };
+    const [next, flat] = res![1]![1] as [string, string[]];
+    const page = new Map<string, Member>();
+    for (let i = 0; i + 1 < flat.length; i += 2) {
+      const m = parseMemberValue(flat[i]!, flat[i + 1]!);
+      if (asUser === undefined || m.state === "ACTIVE") page.set(m.userId, m);
+    }
+    const members = [...page.values()].sort((a, b) => (a.userId < b.userId ? -1 : a.userId > b.userId ? 1 : 0));
+    return { version: Number(version), memberCount: Number(count ?? 0), members, nextCursor: next === "0" ? "" : next };
   }
 
   /** The session head and definitional unread of one group for one user (spec 002 §3.1). */

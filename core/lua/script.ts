@@ -35,6 +35,8 @@ export const LUA_STATUS = {
   CMD_TOO_MANY_RECIPIENTS: -13,
   /** A client_message_id reused for a message with other content (lua/conversation/commitMessages). */
   IDEMPOTENCY_CONFLICT: -14,
+  /** A join that would take a group past groups.max_members (lua/conversation/applyMembership). */
+  GROUP_FULL: -15,
 } as const;
 export type LuaStatusName = keyof typeof LUA_STATUS;
 

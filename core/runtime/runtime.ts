@@ -104,7 +104,9 @@ export class EngineRuntime {
     this.keys = new KeySpace(opts.keyPrefix ?? "qim");
     const relayRef: { relay?: OutboxRelay; list?: ConversationList } = {};
     const dispatch = opts.dispatch ?? DEFAULT_DISPATCH;
-    const cluster = opts.cluster ? new ClusterMembership(this.store, this.keys, dispatch.partitionCount, { ...(opts.log ? { log: opts.log } : {}), ...opts.cluster }) : null;
+    // heartbeats and lease renewals over connections of their own: they keep their deadline while
+    // the node's data connections carry deep pipelines and long scripts (issue 22)
+    const cluster = opts.cluster ? new ClusterMembership(this.store.dedicated(), this.keys, dispatch.partitionCount, { ...(opts.log ? { log: opts.log } : {}), ...opts.cluster }) : null;
     this.cluster = cluster;
     // a commit into a bucket another node owns goes to that node (the forwarder), else to our relay
     const onCommit = cluster

@@ -123,7 +123,7 @@ export class RedisStore {
   private readonly instances: RedisClient[];
   readonly kind: TopologyConfig["kind"];
 
-  constructor(readonly topology: TopologyConfig, opts: StoreOptions = {}) {
+  constructor(readonly topology: TopologyConfig, private readonly opts: StoreOptions = {}) {
     const user = redisUserOf(topology);
     const hasPassword = topology.auth !== undefined;
     // the last refusal per address: a refused connection retries slowly (see refusalOf)
@@ -345,12 +345,42 @@ export class RedisStore {
     return this.instances as Redis[];
   }
 
+  /** Stores of their own connections made by dedicated(), closed with this one. */
+  private readonly dedicatedStores: RedisStore[] = [];
+
+  /**
+   * A store with connections of its own to the same Redis (same topology and options), closed
+   * and disconnected with this one. ioredis answers a connection's commands in order, so a
+   * command written behind a deep pipeline or a long script of this store waits for all of it:
+   * traffic that must keep a deadline whatever else the node does (the cluster's heartbeats and
+   * lease renewals) goes over such a store and never queues behind the node's own bulk work
+   * (issue 22). Redis itself still runs one command at a time; that each call stays short is
+   * REDIS_CALL_MEMBER_BUDGET's part.
+   */
+  dedicated(): RedisStore {
+    const store = new RedisStore(this.topology, this.opts);
+    this.dedicatedStores.push(store);
+    return store;
+  }
+
+  /**
+   * Drops every connection at once (this store's and its dedicated ones'), without QUIT: every
+   * command waiting for an answer, queued while Redis is away or still to be retried fails at
+   * once with "Connection is closed", and no reconnection follows. A stop whose Redis is gone
+   * calls it so that no wait on Redis outlives its deadline.
+   */
+  disconnect(): void {
+    for (const c of this.instances) c.disconnect();
+    for (const s of this.dedicatedStores) s.disconnect();
+  }
+
   /**
    * QUIT on every connected client; one that is not connected (refused, unreachable, still
    * reconnecting) is disconnected at once — a QUIT would wait in its offline queue for the
    * command timeout (a store refused by its CA took 10 s to close).
    */
   async close(): Promise<void> {
+    await Promise.all(this.dedicatedStores.map((s) => s.close()));
     await Promise.all(this.instances.map(async (c) => {
       if (c.status !== "ready") { c.disconnect(); return; }
       await c.quit().catch(() => c.disconnect());

@@ -16,6 +16,10 @@
   ARGV[7] the kinds of units the node takes, comma-separated; "" : every kind
 
   Returns {now, nodeId1, record1, drainedAt1 ("" when not draining), units1 ("" : every kind), nodeId2, ...}.
+
+  Bounded (issue 22): KEYS[1] holds one field per node of the engine cluster — the live ones and
+  those silent for less than ARGV[6] (then forgotten here) — never per unit, member or message,
+  so its HGETALL reads as many entries as the cluster has nodes, whatever the groups' sizes.
 ]]
 local t = redis.call("TIME")
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)

@@ -26,7 +26,8 @@
   ARGV[4] history entry without its seq: "messageId|sender|C|0|createdAt|qim.membership.v1|payloadBase64"
   ARGV[5] outbox ref "tenantHex|conversationHex"
   ARGV[6] membership_event_broadcast_max_members (500)
-  ARGV[7..] targets (32 hex, distinct, sorted)
+  ARGV[7] groups.max_members: the most ACTIVE members the group may have after a join
+  ARGV[8..] targets (32 hex, distinct, sorted)
 
   Returns {0, J, messageId, version, memberCount, audienceSize}  the change was committed at J
           {1, J, messageId, version, memberCount, 0}             this change was committed before (the existing event);
@@ -37,6 +38,7 @@
           {-6, target}   the plan no longer holds: a join target is already a member, or a leave/remove target is not
                          (also: a target named twice, or no target at all — "" — which the engine never sends)
           {-7}           the owner cannot leave or be removed
+          {-15, memberCount, max}  a join would take the group past ARGV[7] members: nothing written
 ]]
 --- @include "includes/parseMember"
 --- @include "includes/histField"
@@ -57,8 +59,8 @@ local owner = meta[2]
 
 local targets = {}
 local seen = {}
-if #ARGV < 7 then return {-6, ""} end
-for i = 7, #ARGV do
+if #ARGV < 8 then return {-6, ""} end
+for i = 8, #ARGV do
   local t = ARGV[i]
   if seen[t] then return {-6, t} end
   seen[t] = true
@@ -72,9 +74,13 @@ for i = 7, #ARGV do
   targets[#targets + 1] = t
 end
 
+-- the size limit, here in the atomic region and before any write, so that concurrent adds
+-- planned against the same count cannot together overshoot it (member_count: the ACTIVE members)
+local count = tonumber(meta[3])
+if op == "1" and count + #targets > tonumber(ARGV[7]) then return {-15, count, tonumber(ARGV[7])} end
+
 local j = redis.call("INCR", KEYS[6])
 local version = tonumber(meta[1]) + 1
-local count = tonumber(meta[3])
 
 -- member set and intervals: join -> joined_at = J - 1 (the join event itself is visible),
 -- left_at cleared, a rejoin replaces the old interval; leave/remove -> left_at = J.

@@ -2,6 +2,7 @@
 import assert from "node:assert/strict";
 import type * as grpc from "@grpc/grpc-js";
 import type { Redis } from "ioredis";
+import { memberPages, type AdminClient, type Member } from "../../admin-api/client.js";
 import { dumpKeys } from "../harness/dump.js";
 
 /** Every key in the server's Redis with its full value, the dispatch log aside: "nothing changed" means this is equal. */
@@ -16,4 +17,15 @@ export async function rejected(p: Promise<unknown>): Promise<grpc.ServiceError> 
   const err = await p.then(() => undefined, (e: unknown) => e);
   assert.ok(err, "the call should have been refused");
   return err as grpc.ServiceError;
+}
+
+/** Every member of a group, all ListMembers pages read and collected (a test's groups are small enough), each user once. */
+export async function allMembers(client: AdminClient, tenant: string, group: string): Promise<{ version: bigint; members: Member[] }> {
+  const byUser = new Map<string, Member>();
+  let version = 0n;
+  for await (const page of memberPages(client, { tenant, group })) {
+    version = page.version;
+    for (const m of page.members) byUser.set(m.userId, m);
+  }
+  return { version, members: [...byUser.values()] };
 }

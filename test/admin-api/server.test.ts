@@ -91,7 +91,7 @@ describe("admin API over mTLS", () => {
     assert.equal(ha.leftAt, 3n);
     assert.equal(ha.state, "REMOVED");
     assert.deepEqual(ha.records.map((r) => r.text), ["hello", ""]);
-    const members = await op.listMembers({ tenant, group: g.group });
+    const members = await op.listMembers({ tenant, group: g.group, limit: 0, cursor: "" });
     assert.equal(members.version, 3n);
     assert.deepEqual(members.members.map((m) => [m.userId, m.state]).sort(), [[owner, "ACTIVE"], [a, "REMOVED"], [b, "ACTIVE"]].sort());
     const s = await drill.listConversationSummaries({ tenant, user: b, groups: [g.group] });
@@ -180,8 +180,8 @@ describe("admin API over mTLS", () => {
       ["AddMembers unknown group", () => op.addMembers({ tenant, group: randomUUID(), users: [randomUUID()], dryRun: false }), grpc.status.NOT_FOUND, undefined],
       ["RemoveMembers group", () => op.removeMembers({ tenant, group: "", users: [randomUUID()], dryRun: false }), grpc.status.INVALID_ARGUMENT, "group"],
       ["RemoveMembers unknown group", () => op.removeMembers({ tenant, group: randomUUID(), users: [randomUUID()], dryRun: false }), grpc.status.NOT_FOUND, undefined],
-      ["ListMembers tenant", () => op.listMembers({ tenant: "", group: g.group }), grpc.status.INVALID_ARGUMENT, "tenant"],
-      ["ListMembers unknown", () => op.listMembers({ tenant, group: randomUUID() }), grpc.status.NOT_FOUND, undefined],
+      ["ListMembers tenant", () => op.listMembers({ tenant: "", group: g.group, limit: 0, cursor: "" }), grpc.status.INVALID_ARGUMENT, "tenant"],
+      ["ListMembers unknown", () => op.listMembers({ tenant, group: randomUUID(), limit: 0, cursor: "" }), grpc.status.NOT_FOUND, undefined],
       ["SendMessage sender", () => op.sendMessage({ tenant, group: g.group, sender: bad, text: "x", clientMessageId: "", mentions: [] }), grpc.status.INVALID_ARGUMENT, "sender"],
       ["SendMessage empty", () => op.sendMessage({ tenant, group: g.group, sender: randomUUID(), text: "", clientMessageId: "", mentions: [] }), grpc.status.INVALID_ARGUMENT, "text"],
       ["SendMessage client id", () => op.sendMessage({ tenant, group: g.group, sender: randomUUID(), text: "x", clientMessageId: "abc", mentions: [] }), grpc.status.INVALID_ARGUMENT, "clientMessageId"],

@@ -220,6 +220,16 @@ describe("cluster settings (issue 11)", () => {
     assert.equal(refusal(() => resolve({ "conversation-list-unread-audit-interval": "soon" })).key, "conversation_list.unread_audit_interval");
   });
 
+  it("groups.max_members: the default is core's DEFAULT_MAX_GROUP_MEMBERS (1,000,000), an integer from flag, environment or file, at least 1", async () => {
+    const { DEFAULT_MAX_GROUP_MEMBERS } = await import("../../core/index.js");
+    assert.equal(DEFAULT_MAX_GROUP_MEMBERS, 1_000_000);
+    assert.equal(toDaemonSettings(resolve({})).groupsMaxMembers, DEFAULT_MAX_GROUP_MEMBERS);
+    assert.equal(toDaemonSettings(resolve({ "groups-max-members": "2500" })).groupsMaxMembers, 2500);
+    assert.equal(toDaemonSettings(resolve({}, { configPath: config("groups.yaml", "groups:\n  max_members: 5000000\n") })).groupsMaxMembers, 5_000_000);
+    assert.equal(refusal(() => resolve({ "groups-max-members": "0" })).key, "groups.max_members");
+    assert.equal(refusal(() => resolve({ "groups-max-members": "many" })).key, "groups.max_members");
+  });
+
   it("refuses a lease shorter than two heartbeats, an 'off' lease or heartbeat, and a malformed node id, naming the setting", () => {
     assert.equal(refusal(() => resolve({ "cluster-lease-ttl": "1s" })).key, "cluster.lease_ttl");
     assert.equal(refusal(() => resolve({ "cluster-lease-ttl": "off" })).key, "cluster.lease_ttl");

@@ -59,7 +59,7 @@ describe("membership add|remove --from-file against a real server process", { ti
     const h = ok(await run(["history", "--group", group, "--as", owner, "--limit", "1000"], { context }), "history as the owner");
     return (h.records as ControlRecord[]).filter((r) => r.kind === "control");
   };
-  const members = async (group: string) => ok(await run(["membership", "list", "--group", group], { context }), "membership list").members as { userId: string; state: string }[];
+  const members = async (group: string) => ok(await run(["membership", "list", "--group", group, "--all"], { context, maxBuffer: 16 * 1024 * 1024 }), "membership list --all").members as { userId: string; state: string }[];
   const version = async (group: string) => ok(await run(["group", "show", "--group", group], { context }), "group show").version as number;
   /** qimctl with `input` on its stdin (run() gives it none). */
   const runWithInput = (args: string[], input: string) => new Promise<Run>((resolve) => {

@@ -11,6 +11,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { startAdminServer, type AdminServer } from "../../admin-api/server.js";
+import type { ConversationOptions } from "../../core/index.js";
 import { writeTestPki, type TestPkiFiles, type TestPkiName } from "../certs/fixture.js";
 import { outputMismatch } from "../cli/contract.js";
 import { freePort, startRedis, type RedisServer, type StartRedisOptions } from "../harness/redis.js";
@@ -99,7 +100,7 @@ export interface E2eServer {
  * `redis`: options of its redis-server (e.g. AOF, for a test that restarts it and needs the data back).
  * `syncTenant`: also start the CMD sync HTTP API (`server.sync`, /message/sync) for that tenant.
  */
-export async function startE2eServer(dir: string, opts: { redis?: StartRedisOptions; syncTenant?: string } = {}): Promise<E2eServer> {
+export async function startE2eServer(dir: string, opts: { redis?: StartRedisOptions; syncTenant?: string; engine?: ConversationOptions } = {}): Promise<E2eServer> {
   const pki = await writeTestPki(path.join(dir, "pki"));
   const redis = await startRedis(opts.redis);
   const log: string[] = [];
@@ -111,6 +112,7 @@ export async function startE2eServer(dir: string, opts: { redis?: StartRedisOpti
     tls: { caPem: readFileSync(pki.ca.certPath), certPem: readFileSync(pki.server.certPath), keyPem: readFileSync(pki.server.keyPath) },
     log: (line) => { log.push(line); },
     ...(opts.syncTenant ? { sync: { listen: "127.0.0.1:0", tenant: opts.syncTenant } } : {}),
+    ...(opts.engine ? { engine: opts.engine } : {}),
     // no background unread audit: it corrects drift, and tests inject drift for `unread audit` to
     // find (the sampler has its own tests in test/core/conversation-list)
     unreadAuditIntervalMs: 0,

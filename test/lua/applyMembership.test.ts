@@ -232,3 +232,23 @@ test("applyMembership: a target named twice, or no target at all, is refused (-6
   assert.deepEqual((await c.membership(JOIN, 1, [], { sender: owner })).reply, [LUA_STATUS.PLAN_STALE, ""]);
   assert.deepEqual(await c.snapshot(), before);
 });
+
+test("applyMembership: a join past the size limit (ARGV[7]) is refused before anything is written; a remove is not limited", async () => {
+  const c = new Conv(fx);
+  const [owner, a, b, d] = hexIds(4) as [string, string, string, string];
+  await c.createGroup(owner, [owner, a]);
+  const before = await c.snapshot();
+  // 2 members + 2 joiners = 4 > 3: refused with the count and the limit
+  const over = await c.membership(JOIN, 1, [b, d], { sender: owner, maxMembers: 3 });
+  assert.deepEqual(over.reply, [LUA_STATUS.GROUP_FULL, 2, 3]);
+  assert.equal(luaStatus(over.reply), "GROUP_FULL");
+  assert.equal(await c.snapshot(), before, "nothing written: no seq, no version, no member");
+  // exactly at the limit is allowed
+  const at = await c.membership(JOIN, 1, [b], { sender: owner, maxMembers: 3 });
+  assert.equal(luaStatus(at.reply), "OK");
+  assert.equal((await c.hgetall(c.keys.grpmeta)).member_count, "3");
+  // a group already past a lowered limit may still shrink, and may not grow
+  const removed = await c.membership(REMOVE, 2, [a], { sender: owner, maxMembers: 1 });
+  assert.equal(luaStatus(removed.reply), "OK");
+  assert.deepEqual((await c.membership(JOIN, 3, [d], { sender: owner, maxMembers: 1 })).reply, [LUA_STATUS.GROUP_FULL, 2, 1]);
+});

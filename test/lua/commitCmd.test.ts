@@ -1,5 +1,5 @@
 /**
- * lua/cmd-sync/commitCmd-5.lua called raw (its header's KEYS and ARGV): the replies of every
+ * lua/cmd-sync/commitCmd-6.lua called raw (its header's KEYS and ARGV): the replies of every
  * outcome and what each writes, read back straight from Redis. The typed path is covered by
  * test/core/cmd-sync/log.test.ts.
  */
@@ -14,7 +14,7 @@ const fx = useRedis();
 function channel() {
   const ks = new KeySpace(keyPrefix());
   const k = (name: string) => ks.key("{b042}", name, "t:1:c____cmd");
-  return { seq: k("cmdseq"), hist: k("cmdhist"), idem: k("cmdidem"), recent: ks.key("{b042}", "cmdrecent"), members: ks.key("{b042}", "grpmembers", "t:g") };
+  return { seq: k("cmdseq"), hist: k("cmdhist"), idem: k("cmdidem"), recent: ks.key("{b042}", "cmdrecent"), members: ks.key("{b042}", "grpmembers", "t:g"), meta: ks.key("{b042}", "grpmeta", "t:g") };
 }
 
 const argv = (mode: "g" | "r", cmno: string, recipients: string, max = 10) => [mode, cmno, "mid", 3, "", "Y21ubw==", "cGF5", "tt|1|c____cmd|", 86_400_000, max, recipients];
@@ -23,7 +23,7 @@ test("commitCmd: request-scoped commit, then a duplicate that writes nothing", a
   const k = channel();
   const client = fx.store.clientFor("{b042}");
   const rcpt = hexIds(2);
-  const keys = [k.seq, k.hist, k.idem, k.recent, k.hist];
+  const keys = [k.seq, k.hist, k.idem, k.recent, k.hist, k.hist];
   const r1 = await callScript(client, "commitCmd", keys, argv("r", "m1", rcpt.join("")));
   assert.equal(r1[0], 0);
   assert.equal(r1[1], 1);
@@ -42,21 +42,33 @@ test("commitCmd: request-scoped commit, then a duplicate that writes nothing", a
 test("commitCmd: group-sourced freezes the active members; no group and too many members write nothing", async () => {
   const k = channel();
   const client = fx.store.clientFor("{b042}");
-  const keys = [k.seq, k.hist, k.idem, k.recent, k.members];
+  const keys = [k.seq, k.hist, k.idem, k.recent, k.members, k.meta];
   assert.deepEqual(await callScript(client, "commitCmd", keys, argv("g", "x", "")), [-3]);
   const [a, b, c] = hexIds(3);
   await client.hset(k.members, a!, "0||A", b!, "0|5|L", c!, "4||A");
+  await client.hset(k.meta, "version", 3, "member_count", 2);
   assert.deepEqual(await callScript(client, "commitCmd", keys, argv("g", "y", "", 1)), [-13, 2]);
   assert.equal(await client.exists(k.seq, k.hist, k.idem, k.recent), 0, "nothing written by the refusals");
   const r = await callScript(client, "commitCmd", keys, argv("g", "z", ""));
   assert.deepEqual([r[0], r[1], r[3]], [0, 1, [a, c].sort().join("")]);
 });
 
+test("commitCmd: a group past the cap is refused from its member_count, before its member table is read", async () => {
+  const k = channel();
+  const client = fx.store.clientFor("{b042}");
+  const keys = [k.seq, k.hist, k.idem, k.recent, k.members, k.meta];
+  // a member table that is not one (a string): any read of it as a hash would fail WRONGTYPE
+  await client.set(k.members, "not read");
+  await client.hset(k.meta, "version", 1, "member_count", 11);
+  assert.deepEqual(await callScript(client, "commitCmd", keys, argv("g", "big", "", 10)), [-13, 11]);
+  assert.equal(await client.exists(k.seq, k.hist, k.idem, k.recent), 0, "nothing written");
+});
+
 test("commitCmd: the recent index is trimmed by age at each commit", async () => {
   const k = channel();
   const client = fx.store.clientFor("{b042}");
   await client.zadd(k.recent, 5, "ancient");
-  await callScript(client, "commitCmd", [k.seq, k.hist, k.idem, k.recent, k.hist], argv("r", "t1", hexId()));
+  await callScript(client, "commitCmd", [k.seq, k.hist, k.idem, k.recent, k.hist, k.hist], argv("r", "t1", hexId()));
   assert.equal(await client.zscore(k.recent, "ancient"), null);
   assert.equal(await client.zcard(k.recent), 1);
 });

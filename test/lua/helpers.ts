@@ -138,11 +138,11 @@ export class Conv {
   }
 
   /** applyMembership (op 1 join, 2 leave, 3 remove) planned at `version`. */
-  async membership(op: 1 | 2 | 3, version: number, targets: string[], opts: { idem?: string; sender?: string; broadcastMax?: number; messageId?: string } = {}) {
+  async membership(op: 1 | 2 | 3, version: number, targets: string[], opts: { idem?: string; sender?: string; broadcastMax?: number; maxMembers?: number; messageId?: string } = {}) {
     const idem = opts.idem ?? hexId();
     const messageId = opts.messageId ?? hexId();
     const rest = controlRest(messageId, opts.sender ?? targets[0]!, op, targets);
-    const reply = await this.run("applyMembership", [idem, version, op, rest, this.keys.outboxRef, opts.broadcastMax ?? 500, ...targets]);
+    const reply = await this.run("applyMembership", [idem, version, op, rest, this.keys.outboxRef, opts.broadcastMax ?? 500, opts.maxMembers ?? 1_000_000, ...targets]);
     return { reply, rest, messageId, idem };
   }
 

@@ -41,7 +41,7 @@ const EXPECTED_KEYS: Record<string, number | "n"> = {
   advanceListCheckpoint: 1,
   upsertCmdStates: 4, advanceCmdStateReads: 3, indexLegacyCmdStates: 5,
   // CMD log (core/cmd-sync/log-scripts.ts)
-  commitCmd: 5,
+  commitCmd: 6,
   scanCmdRecent: 1,
   scanCmdRecents: "n",
   raiseCmdFlushPoint: 2,

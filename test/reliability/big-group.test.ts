@@ -15,7 +15,7 @@ import { decodeHistoryEntry, uuidToHex, type DispatchRecord, type Uuid } from ".
 import { checkConversation } from "../core/checker.js";
 import { conversationKeyList, dumpKeys } from "../harness/dump.js";
 import { ALL_TOPOLOGIES, type TopologyKind } from "../harness/redis.js";
-import { rejected } from "../admin-api/helpers.js";
+import { allMembers, rejected } from "../admin-api/helpers.js";
 import { SOAK } from "./common.js";
 import { startReliabilityServer, type ReliabilityServer } from "./server.js";
 import { newUuid } from "../../core/index.js";
@@ -124,7 +124,7 @@ for (const kind of TOPOLOGIES) {
             fillCalls++;
           }
         }
-        let members = new Set((await op.listMembers({ tenant, group })).members.filter((m) => m.state === "ACTIVE").map((m) => parseUuid(m.userId, "userId")));
+        let members = new Set((await allMembers(op, tenant, group)).members.filter((m) => m.state === "ACTIVE").map((m) => parseUuid(m.userId, "userId")));
         assert.ok(members.size >= MAX_INITIAL);
         const removable = () => [...members].filter((u) => u !== owner);
         const sender = removable()[0]!;
@@ -182,7 +182,7 @@ for (const kind of TOPOLOGIES) {
         const events = records.filter((r) => decodeHistoryEntry(r.entry).membership);
         assert.equal(events.length, report.events);
         for (const r of events) assert.ok(r.recipients.length <= PER_CALL, `event ${r.conversationSeq}: ${r.recipients.length} recipients`);
-        members = new Set((await op.listMembers({ tenant, group })).members.filter((m) => m.state === "ACTIVE").map((m) => parseUuid(m.userId, "userId")));
+        members = new Set((await allMembers(op, tenant, group)).members.filter((m) => m.state === "ACTIVE").map((m) => parseUuid(m.userId, "userId")));
         assert.equal(members.size, info.memberCount);
 
         // Bounded memory. Nothing per version survives the relay (no delta, commit record or
@@ -195,7 +195,7 @@ for (const kind of TOPOLOGIES) {
         assert.equal(await client.exists(k.grpdeltas), 0);
         assert.equal(await client.hlen(k.commits), 0);
         assert.equal(await client.zcard(k.vpending), 0);
-        const everyone = (await op.listMembers({ tenant, group })).members.map((m) => parseUuid(m.userId, "userId"));
+        const everyone = (await allMembers(op, tenant, group)).members.map((m) => parseUuid(m.userId, "userId"));
         assert.equal(await client.hlen(k.grpmembers), everyone.length);
         assert.equal(everyone.length, initial.length + (fillCalls + BIG_CYCLES) * PER_CALL, "one entry per user ever added, whatever the number of changes");
         const usage = async (key: string) => Number((await client.call("MEMORY", "USAGE", key, "SAMPLES", "0")) ?? 0);

@@ -16,6 +16,7 @@ import { errorCode, type AdminClient, type MembershipChange } from "../../admin-
 import { registry, type Uuid } from "../../core/index.js";
 import { checkConversation } from "../core/checker.js";
 import { ALL_TOPOLOGIES, type TopologyKind } from "../harness/redis.js";
+import { allMembers } from "../admin-api/helpers.js";
 import { SOAK } from "./common.js";
 import { startReliabilityServer, type ReliabilityServer } from "./server.js";
 import { newUuid } from "../../core/index.js";
@@ -195,7 +196,7 @@ for (const kind of TOPOLOGIES) {
         const info = await admins[0]!.getGroup({ tenant, group: run.group });
         assert.equal(info.conversationSeq, BigInt(report.messages + report.events), "no gap: every allocated seq is a dispatched record");
         assert.equal(info.version, BigInt(1 + report.events));
-        const members = await admins[0]!.listMembers({ tenant, group: run.group });
+        const members = await allMembers(admins[0]!, tenant, run.group);
         assert.deepEqual(members.members.filter((m) => m.state === "ACTIVE").map((m) => m.userId).sort(), [...run.active].sort());
         totals.messages += report.messages;
         totals.events += report.events;

@@ -1,13 +1,14 @@
 import * as Flags from "@oclif/core/flags";
 import { ConnectedCommand } from "../../base.js";
 import { UsageError } from "../../exit-codes.js";
-import { groupResult, type GroupListResult, type GroupResult } from "../../group/results.js";
-import { groupListText } from "../../group/text.js";
+import { groupPages } from "../../../admin-api/client.js";
+import { groupResult, type GroupListResult } from "../../group/results.js";
+import { groupListText, groupStreamHeader, groupStreamRow } from "../../group/text.js";
 import { uuid } from "../../validate.js";
 
 export default class GroupList extends ConnectedCommand<typeof GroupList> {
   static override summary = "List the tenant's groups, a page at a time (optionally those one user owns).";
-  static override description = `Pages come from a bounded scan of the group keys on each Redis node in turn, so every group is listed whenever it was created, and no call reads every group at once. --limit N (1 to 1,000, default 100) is the page size aimed at: a page may hold a few more or fewer, even none while the scan crosses keys of other tenants; follow nextCursor (--cursor) until it is null, or use --all. A group may show on two pages if Redis rehashed meanwhile (--all removes the repeat). Within a page, groups are in id order.
+  static override description = `Pages come from a bounded scan of the group keys on each Redis node in turn, so every group is listed whenever it was created, and no call reads every group at once. --limit N (1 to 1,000, default 100) is the page size aimed at: a page may hold a few more or fewer, even none while the scan crosses keys of other tenants; follow nextCursor (--cursor) until it is null, or use --all, which prints every page as it arrives and keeps none of it in memory (with --output json: the same document as one page, written as it goes, one group per line). A group may show on two pages if Redis rehashed meanwhile. Within a page, groups are in id order; across pages in no particular order.
 
 Any role. Exit codes: 0 listed (also none); 2 bad --owner, --limit or --cursor; 5 server unreachable; 6 refused certificate.`;
   static override examples = [
@@ -19,7 +20,7 @@ Any role. Exit codes: 0 listed (also none); 2 bad --owner, --limit or --cursor; 
     owner: Flags.string({ description: "only the groups this user owns" }),
     limit: Flags.integer({ char: "n", min: 1, max: 1000, description: "page size aimed at, 1 to 1000 (default 100)" }),
     cursor: Flags.string({ char: "c", exclusive: ["all"], description: "the nextCursor of the previous page" }),
-    all: Flags.boolean({ char: "a", exclusive: ["cursor"], description: "every page, followed for you" }),
+    all: Flags.boolean({ char: "a", exclusive: ["cursor"], description: "every page, printed as it arrives" }),
   };
 
   async run(): Promise<GroupListResult> {
@@ -29,22 +30,20 @@ Any role. Exit codes: 0 listed (also none); 2 bad --owner, --limit or --cursor; 
     const tenant = this.tenant();
     const limit = this.flags.limit ?? 0;
     const { client } = await this.connect();
-    const page = async (c: string) => client.listGroups({ tenant, owner, limit, cursor: c });
-    let out: GroupListResult;
     if (!this.flags.all) {
-      const p = await page(cursor ?? "");
-      out = { tenant, groups: p.groups.map(groupResult), nextCursor: p.nextCursor === "" ? null : p.nextCursor };
-    } else {
-      const seen = new Map<string, GroupResult>();
-      let next = "";
-      do {
-        const p = await page(next);
-        for (const g of p.groups) seen.set(g.group, groupResult(g));
-        next = p.nextCursor;
-      } while (next !== "");
-      out = { tenant, groups: [...seen.values()].sort((a, b) => (a.group < b.group ? -1 : 1)), nextCursor: null };
+      const p = await client.listGroups({ tenant, owner, limit, cursor: cursor ?? "" });
+      const out: GroupListResult = { tenant, groups: p.groups.map(groupResult), nextCursor: p.nextCursor === "" ? null : p.nextCursor };
+      this.log(groupListText(out));
+      return out;
     }
-    this.log(groupListText(out));
-    return out;
+    const n = await this.streamList(groupPages(client, { tenant, owner, limit }), {
+      itemsOf: (p) => p.groups.map(groupResult),
+      head: { tenant },
+      key: "groups",
+      tail: () => ({ nextCursor: null }),
+      text: { head: () => groupStreamHeader(), row: groupStreamRow },
+    });
+    this.note(`${n} group(s) listed`);
+    return { tenant, groups: [], nextCursor: null };
   }
 }

@@ -1,5 +1,5 @@
 /**
- * The durable CMD log (core/cmd-sync/log.ts, lua/cmd-sync/commitCmd-5.lua) on a real Redis and on a
+ * The durable CMD log (core/cmd-sync/log.ts, lua/cmd-sync/commitCmd-6.lua) on a real Redis and on a
  * real 3-master Redis Cluster (where any key outside the channel's tag fails the script with
  * CROSSSLOT): per-channel seq, frozen audience (WuKongIM #527), idempotency, NoPersist, validation
  * before any write, paging, the recent-commit index and its trim, and the isolation from the
@@ -182,6 +182,7 @@ for (const kind of ["single", "cluster"] as const) {
       await field(req(tenant, { to: [owner!], payload: new Uint8Array(64 * 1024 + 1) }), "payload");
       await field(req(tenant, { to: [owner!], clientMsgNo: "has space" }), "clientMsgNo");
       await field(req(tenant, { channelId: big.group, channelType: 2 }), "to");
+      await field(req(tenant, { channelId: big.group, channelType: 2, noPersist: true }), "to");
       await assert.rejects(log.commit(req(tenant, { channelId: newUuid(), channelType: 2 })), NotFoundError);
       assert.deepEqual(await allKeys(), beforeKeys, "nothing was written by any refused send");
     });

@@ -12,6 +12,8 @@
   KEYS[4] cmdrecent   zset (the bucket's): score commit ms, member "tenantHex|type|channelId|seq"
   KEYS[5] grpmembers  hash of the source group (user hex -> "joinedAt|leftAt|state"); for a
                       request-scoped send any key of the same tag, never read
+  KEYS[6] grpmeta     hash of the source group (member_count: its ACTIVE members); for a
+                      request-scoped send any key of the same tag, never read
 
   ARGV[1] mode: "g" group-sourced, "r" request-scoped
   ARGV[2] client_msg_no (the idempotency key, as given)
@@ -37,8 +39,14 @@ end
 
 local recipients = ARGV[11]
 if ARGV[1] == "g" then
+  -- the cap first, from the group's count (one HGET): a group past it is refused before its member
+  -- table is read, so this script never reads more than ARGV[10] current members (issue 22: a
+  -- million-member group's table read in one script blocked Redis for seconds). The table also
+  -- holds former members (their intervals), which the read below passes over.
+  local count = redis.call("HGET", KEYS[6], "member_count")
+  if not count then return {-3} end
+  if tonumber(count) > tonumber(ARGV[10]) then return {-13, tonumber(count)} end
   local all = redis.call("HGETALL", KEYS[5])
-  if #all == 0 then return {-3} end
   local active = {}
   for i = 1, #all, 2 do
     if string.sub(all[i + 1], -2) == "|A" then active[#active + 1] = all[i] end

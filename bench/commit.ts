@@ -160,7 +160,7 @@ async function main() {
         if (relayKeepsUp) await relay.drainAll();
       }
       const k = engine.conversationKeys(tenant, group);
-      const keys = [k.grpmeta, k.grpmembers, k.grpdeltas, k.vpending, k.cseq, k.hist, k.commits, k.idem, k.readseq];
+      const keys = [k.grpmeta, k.grpmembers, k.grpdeltas, k.vpending, k.cseq, k.hist, k.commits, k.idem, k.readseq, k.unreadidx];
       const usage = async () => {
         let sum = 0;
         for (const key of keys) sum += Number((await raw.call("MEMORY", "USAGE", key, "SAMPLES", "0")) ?? 0);

@@ -22,7 +22,7 @@ export interface RecomputeReply {
 /** The definitional row from the conversation's own keys (its {bNNN} tag). */
 export const recomputeUnreadScript = defineScript({
   name: "recomputeUnread",
-  keys: ["grpmembers", "hist", "readseq"],
+  keys: ["grpmembers", "hist", "readseq", "grpmeta", "unreadidx"],
   args: (a: { user: string; hidden: number; deleted: number; cap: number }) => [a.user, a.hidden, a.deleted, a.cap],
   reply: (r): RecomputeReply => {
     if (luaStatus(r) !== "OK") {

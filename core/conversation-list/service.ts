@@ -107,7 +107,7 @@ interface Staged {
  * the cached unread and mentions kept by the three-state update, the user's badge maintained in
  * the same atomic step, the actions (clear, delete, pin, mute, archive, read), reconcile and
  * rebuild from the authority, and the unread audit. The definitional unread (§3.1, computed by
- * recomputeUnread-3.lua from the history) is the truth every cache is corrected to.
+ * recomputeUnread-5.lua from the unread index and the history) is the truth every cache is corrected to.
  *
  * Writes of one user are serialized in this process; across processes every row write is a
  * compare-and-set against the row it was computed from, retried from the stored row.

@@ -21,6 +21,14 @@ export interface ConversationKeys {
   grpdeltas: string;
   vpending: string;
   readseq: string;
+  /**
+   * The unread index: zset, score seq, member "seq|sender|mentions" of every record that counts
+   * toward unread, written with its history entry (commitMessages-8.lua). The unread scripts read
+   * it instead of the entries, whose payloads can be tens of KB (issue 22). grpmeta's
+   * `unread_index_from` is the first seq it covers; older records are read from `hist`. It lives
+   * and goes with `hist`: history is never trimmed today, and a trim must drop the same seqs here.
+   */
+  unreadidx: string;
   outbox: string;
 }
 
@@ -42,6 +50,7 @@ export function conversationKeys(space: KeySpace, tenant: Uuid, conversation: Uu
     grpdeltas: k("grpdeltas"),
     vpending: k("vpending"),
     readseq: k("readseq"),
+    unreadidx: k("unreadidx"),
     outbox: outboxKey(space, bucket),
   };
 }

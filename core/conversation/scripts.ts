@@ -39,7 +39,7 @@ export type CommitOutcome =
 
 export const commitMessagesScript = defineScript({
   name: "commitMessages",
-  keys: ["idem", "grpmeta", "grpmembers", "cseq", "hist", "outbox", "vpending"] satisfies (keyof ConversationKeys)[],
+  keys: ["idem", "grpmeta", "grpmembers", "cseq", "hist", "outbox", "vpending", "unreadidx"] satisfies (keyof ConversationKeys)[],
   args: (a: { version: string; outboxRef: string; messages: readonly CommitMessage[] }) => {
     const out: Arg[] = [a.version, a.outboxRef];
     for (const m of a.messages) out.push(m.clientMessageId, m.sender, m.rest);
@@ -164,7 +164,7 @@ export type SummaryReply =
 
 export const conversationSummaryScript = defineScript({
   name: "conversationSummary",
-  keys: ["grpmembers", "hist", "readseq"] satisfies (keyof ConversationKeys)[],
+  keys: ["grpmembers", "hist", "readseq", "grpmeta", "unreadidx"] satisfies (keyof ConversationKeys)[],
   args: (a: { user: UuidHex; unreadPreciseLimit: number; hiddenBefore: number; deletedBefore: number }) =>
     [a.user, a.unreadPreciseLimit, a.hiddenBefore, a.deletedBefore],
   reply: (r): SummaryReply => {

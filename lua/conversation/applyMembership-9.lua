@@ -11,7 +11,7 @@
   with nothing pending no delta is written and older ones are dropped (memory stays bounded).
 
   KEYS[1] idem        hash: idempotency id -> seq
-  KEYS[2] grpmeta     hash: version, owner, member_count
+  KEYS[2] grpmeta     hash: version, owner, member_count, unread_index_from
   KEYS[3] grpmembers  hash: user hex -> "joinedAt|leftAt|state"
   KEYS[4] grpdeltas   hash: version -> "op|targets" (targets: concatenated 32-hex ids)
   KEYS[5] vpending    zset: score version, member seq — undispatched group-audience messages
@@ -118,5 +118,8 @@ else
 end
 
 recordCommit(KEYS[7], KEYS[1], KEYS[9], j, ARGV[4], ARGV[1], ARGV[5])
+-- a control message never counts toward unread, so the unread index (commitMessages-8) is
+-- complete from J on: reads of a group whose first record is this event never read its history
+redis.call("HSETNX", KEYS[2], "unread_index_from", j)
 redis.call("HSET", KEYS[8], j, "R|" .. version .. "|" .. table.concat(audience))
 return {0, j, histField(ARGV[4], 1), version, count, #audience}

@@ -117,7 +117,7 @@ for (const kind of ACCEPTANCE_TOPOLOGIES) {
       const client = fx.store.clientFor(k.tag);
       const before = await client.get(k.cseq);
       const reply = await callScript(client, "commitMessages",
-        [k.idem, k.grpmeta, k.grpmembers, k.cseq, k.hist, k.outbox, k.vpending],
+        [k.idem, k.grpmeta, k.grpmembers, k.cseq, k.hist, k.outbox, k.vpending, k.unreadidx],
         [1, k.outboxRef, uuidToHex(newUuid()), uuidToHex(owner), `${uuidToHex(newUuid())}|${uuidToHex(owner)}|N|1|1|text/plain|eA==`]);
       assert.equal(reply[1], LUA_STATUS.MEMBERSHIP_CHANGED);
       assert.equal(reply[2], 2, "the refusal carries the current version");

@@ -22,5 +22,5 @@ export async function dumpKeys(client: RedisClient, keys: readonly string[]): Pr
 
 /** Every key of one conversation (its bucket's outbox included). */
 export function conversationKeyList(k: ConversationKeys): string[] {
-  return [k.cseq, k.hist, k.commits, k.idem, k.grpmeta, k.grpmembers, k.grpdeltas, k.vpending, k.readseq, k.outbox];
+  return [k.cseq, k.hist, k.commits, k.idem, k.grpmeta, k.grpmembers, k.grpdeltas, k.vpending, k.readseq, k.unreadidx, k.outbox];
 }

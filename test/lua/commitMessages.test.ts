@@ -414,3 +414,22 @@ test("commitMessages: an idempotency entry written before digests (\"seq\" alone
   assert.deepEqual(other.raw, [0, 1, 1, first.messageId]);
   assert.deepEqual(await c.snapshot(), before);
 });
+
+test("commitMessages: the unread index gets \"seq|sender|mentions\" of each accepted message that counts, and unread_index_from the first seq once", async () => {
+  const c = new Conv(fx);
+  const [owner, b, u] = hexIds(3) as [string, string, string];
+  await c.createGroup(owner, [owner, b]);
+  const cmid = hexId();
+  const mention = `${hexId()}|${b}|N|1|1700000000000|text/plain|aGk=|${owner}${u}`;
+  const { raw } = await c.sendBatch(1, [
+    { sender: owner, clientMessageId: cmid }, // 1
+    { sender: b, countsUnread: false }, // 2: does not count, not indexed
+    { sender: u }, // not a member: refused, nothing
+    { sender: owner, clientMessageId: cmid }, // a duplicate of 1
+  ]);
+  assert.deepEqual([raw[1], raw[4], raw[7], raw[10]], [0, 0, LUA_STATUS.SENDER_NOT_MEMBER, 1]);
+  await c.run("commitMessages", [1, c.keys.outboxRef, hexId(), b, mention]); // 3: names owner and u
+  assert.deepEqual(await c.zrange(c.keys.unreadidx), [[`1|${owner}|`, 1], [`3|${b}|${owner}${u}`, 3]]);
+  // set by the first commit, kept by later ones
+  assert.equal((await c.hgetall(c.keys.grpmeta)).unread_index_from, "1");
+});

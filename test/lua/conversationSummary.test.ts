@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { LUA_STATUS, luaStatus } from "../../core/index.js";
-import { Conv, hexId, hexIds, useRedis, type LuaFixture } from "./helpers.js";
+import { Conv, hexId, hexIds, legacyHistory, normalRest, useRedis, type LuaFixture } from "./helpers.js";
 
 const fx = useRedis();
 
@@ -84,4 +84,39 @@ test("conversationSummary: -5 for a never-member and for a missing group", async
   assert.deepEqual(never, [LUA_STATUS.NOT_VISIBLE]);
   assert.equal(luaStatus(never), "NOT_VISIBLE");
   assert.deepEqual(await new Conv(fx).run("conversationSummary", [hexId(), CAP]), [-5]);
+});
+
+/** [unread, exact] of a summary reply. */
+const unreadOf = (r: unknown[]) => [r[6], r[7]];
+
+test("conversationSummary: 1,000-user join events in (base, head] count for nothing", async () => {
+  const c = new Conv(fx);
+  const [owner, u] = hexIds(2) as [string, string];
+  await c.createGroup(owner, [owner, u]);
+  await c.send(owner, 1); // 1
+  for (let v = 1; v <= 3; v++) await c.membership(JOIN, v, hexIds(1000), { sender: owner }); // 2, 3, 4
+  await c.send(owner, 4); // 5
+  await c.send(u, 4); // 6: u's own
+  // u: 1 and 5; owner: 6
+  assert.deepEqual(unreadOf(await c.run("conversationSummary", [u, CAP])), [2, 1]);
+  assert.deepEqual(unreadOf(await c.run("conversationSummary", [owner, CAP])), [1, 1]);
+  // hidden_before 1: 5 alone; cap 5: 6 - 0 > 5, inexact
+  assert.deepEqual(unreadOf(await c.run("conversationSummary", [u, CAP, 1, 0])), [1, 1]);
+  assert.deepEqual(unreadOf(await c.run("conversationSummary", [u, 5])), [5, 0]);
+});
+
+test("conversationSummary: history written before the unread index counts with the records after it", async () => {
+  const c = new Conv(fx);
+  const [owner, u] = hexIds(2) as [string, string];
+  await legacyHistory(c, owner, [owner, u], u); // 1 owner, 2 owner, 3 control (old layout)
+  await c.run("commitMessages", [1, c.keys.outboxRef, hexId(), owner, normalRest(hexId(), owner)]); // 4: the first of this code
+  await c.send(u, 1); // 5
+  assert.equal((await c.hgetall(c.keys.grpmeta)).unread_index_from, "4");
+  // u: 1, 2 (hist) and 4 (index); read 1: 2 and 4; read 3: 4; owner: 5
+  assert.deepEqual(unreadOf(await c.run("conversationSummary", [u, CAP])), [3, 1]);
+  await c.client.hset(c.keys.readseq, u, 1);
+  assert.deepEqual(unreadOf(await c.run("conversationSummary", [u, CAP])), [2, 1]);
+  await c.client.hset(c.keys.readseq, u, 3);
+  assert.deepEqual(unreadOf(await c.run("conversationSummary", [u, CAP])), [1, 1]);
+  assert.deepEqual(unreadOf(await c.run("conversationSummary", [owner, CAP])), [1, 1]);
 });

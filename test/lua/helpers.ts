@@ -41,14 +41,14 @@ export type ConversationScriptName =
 /** Each conversation script's KEYS, in the order of its header. */
 export const SCRIPT_KEYS: Record<ConversationScriptName, (k: ConversationKeys) => string[]> = {
   createGroup: (k) => [k.grpmeta, k.grpmembers],
-  commitMessages: (k) => [k.idem, k.grpmeta, k.grpmembers, k.cseq, k.hist, k.outbox, k.vpending],
+  commitMessages: (k) => [k.idem, k.grpmeta, k.grpmembers, k.cseq, k.hist, k.outbox, k.vpending, k.unreadidx],
   applyMembership: (k) => [k.idem, k.grpmeta, k.grpmembers, k.grpdeltas, k.vpending, k.cseq, k.hist, k.commits, k.outbox],
   readPlan: (k) => [k.grpmeta, k.grpmembers],
   loadForDispatch: (k) => [k.commits, k.hist, k.grpmembers, k.grpdeltas, k.grpmeta, k.vpending],
   // KEYS[5], the bucket's relay lease, sits on the same tag; these tests run without a cluster (no lease)
   markCommitted: (k) => [k.commits, k.outbox, k.vpending, k.grpdeltas, unitLeaseKey(new KeySpace(k.outbox.split(":")[0]!), "relay", k.bucket)],
   readHistory: (k) => [k.grpmembers, k.hist],
-  conversationSummary: (k) => [k.grpmembers, k.hist, k.readseq],
+  conversationSummary: (k) => [k.grpmembers, k.hist, k.readseq, k.grpmeta, k.unreadidx],
   markRead: (k) => [k.grpmembers, k.hist, k.readseq],
   transferOwner: (k) => [k.grpmeta, k.grpmembers, k.grpdeltas, k.vpending],
 };
@@ -202,6 +202,27 @@ export function controlRest(messageId: string, sender: string, op: number, targe
     ...targets.map((t) => Buffer.from(t, "hex")),
   ]);
   return `${messageId}|${sender}|C|0|${CREATED_AT}|qim.membership.v1|${payload.toString("base64")}`;
+}
+
+/**
+ * A conversation's history as the code before the unread index (issue 22) left it: records
+ * 1 `owner`, 2 `owner` mentioning `mentioned` (field 9), 3 a membership CONTROL event naming 1,000
+ * users (a ~21 KB entry, as a bulk add writes it) — hist entries, idempotency entries and the seq
+ * counter written raw, and no unread index nor grpmeta `unread_index_from`. The group has
+ * `members` at member version 1.
+ */
+export async function legacyHistory(c: Conv, owner: string, members: string[], mentioned: string): Promise<void> {
+  await c.createGroup(owner, members);
+  const rests = [
+    normalRest(hexId(), owner),
+    `${normalRest(hexId(), owner)}|${mentioned}`,
+    controlRest(hexId(), owner, 1, hexIds(1000)),
+  ];
+  for (const [i, rest] of rests.entries()) {
+    await c.client.zadd(c.keys.hist, i + 1, `${i + 1}|${rest}`);
+    await c.client.hset(c.keys.idem, hexId(), String(i + 1));
+  }
+  await c.client.set(c.keys.cseq, rests.length);
 }
 
 /** A fresh key prefix, so every test writes keys of its own. */

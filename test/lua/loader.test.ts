@@ -17,14 +17,14 @@ import { newUuid } from "../../core/index.js";
 /** The key count of each script, as its file name in lua/<module>/ carries it. */
 const EXPECTED_KEYS: Record<string, number | "n"> = {
   createGroup: 2,
-  commitMessages: 7,
+  commitMessages: 8,
   applyMembership: 9,
   transferOwner: 4,
   readPlan: 2,
   loadForDispatch: 6,
   markCommitted: 5,
   readHistory: 2,
-  conversationSummary: 3,
+  conversationSummary: 5,
   markRead: 3,
   projectEntries: "n",
   popRegistered: 2,
@@ -36,7 +36,7 @@ const EXPECTED_KEYS: Record<string, number | "n"> = {
   heartbeat: 3,
   acquireUnit: 1,
   releaseUnit: 1,
-  recomputeUnread: 3,
+  recomputeUnread: 5,
   applyRows: 4,
   advanceListCheckpoint: 1,
   upsertCmdStates: 4, advanceCmdStateReads: 3, indexLegacyCmdStates: 5,
@@ -92,7 +92,7 @@ test("loader: the key count comes from the file name and the command name is ver
   assert.equal(cg.command, `qim_v${SCRIPT_VERSION}_createGroup`);
   assert.equal(cg.lua, "return 7\n");
   assert.equal(scripts.get("applyMembership")!.numberOfKeys, 9);
-  assert.equal(scripts.get("commitMessages")!.numberOfKeys, 7);
+  assert.equal(scripts.get("commitMessages")!.numberOfKeys, 8);
   assert.equal(scripts.get("loadForDispatch")!.numberOfKeys, 6);
 });
 

@@ -201,7 +201,7 @@ for (const kind of TOPOLOGIES) {
         const usage = async (key: string) => Number((await client.call("MEMORY", "USAGE", key, "SAMPLES", "0")) ?? 0);
         const tableBytes = await usage(k.grpmembers);
         let groupBytes = 0;
-        for (const key of [k.grpmeta, k.grpmembers, k.grpdeltas, k.vpending, k.cseq, k.hist, k.commits, k.idem, k.readseq]) groupBytes += await usage(key);
+        for (const key of [k.grpmeta, k.grpmembers, k.grpdeltas, k.vpending, k.cseq, k.hist, k.commits, k.idem, k.readseq, k.unreadidx]) groupBytes += await usage(key);
         const bareSet = async (ids: Uuid[]) => {
           const ref = `${k.grpmeta}:reference-member-set`;
           for (let i = 0; i < ids.length; i += 1000) await client.sadd(ref, ...ids.slice(i, i + 1000).map(uuidToHex));

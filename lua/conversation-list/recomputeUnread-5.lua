@@ -8,10 +8,16 @@
   mentions: the counting messages of that range whose mention list (field 9) names u, with the
   first one's seq. When head - base exceeds the cap (unread_precise_limit) unread = cap and
   exact = 0, and mentions are counted over the newest `cap` records only.
+  The counting records are read from the unread index (includes/unreadRange), not from the
+  history entries, which a 1,000-user join event makes ~21 KB each (issue 22): the work is at most
+  `cap` index members of a few dozen bytes, plus the one head entry, whatever the history holds
+  (only a range below unread_index_from, history older than the index, still reads entries).
 
   KEYS[1] grpmembers  hash: user hex -> "joinedAt|leftAt|state"
   KEYS[2] hist        zset: the conversation history
   KEYS[3] readseq     hash: user hex -> read_conversation_seq
+  KEYS[4] grpmeta     hash: unread_index_from (the first seq the unread index holds)
+  KEYS[5] unreadidx   zset: score seq, member "seq|sender|mentions" of every counting record
 
   ARGV[1] user (32 hex)
   ARGV[2] hidden_before_conversation_seq
@@ -25,6 +31,7 @@
 --- @include "includes/parseMember"
 --- @include "includes/histField"
 --- @include "includes/visibleBounds"
+--- @include "includes/unreadRange"
 
 local user = ARGV[1]
 local cap = tonumber(ARGV[4])
@@ -37,31 +44,8 @@ if #head > 0 then
   headSeq = tonumber(head[2]); headId = histField(head[1], 2); headAt = tonumber(histField(head[1], 6))
 end
 local base = math.max(readSeq, joinedAt, tonumber(ARGV[2]), tonumber(ARGV[3]))
-local function mentions(field)
-  if not field or field == "" then return false end
-  local at = 1
-  while true do
-    local i = string.find(field, user, at, true)
-    if not i then return false end
-    if (i - 1) % 32 == 0 then return true end
-    at = i + 1
-  end
-end
-local unread, exact, mcount, mfirst = 0, 1, 0, -1
-local from = base
-if headSeq - base > cap then
-  unread, exact = cap, 0
-  from = headSeq - cap
-end
-if headSeq > base then
-  for _, e in ipairs(redis.call("ZRANGEBYSCORE", KEYS[2], "(" .. from, headSeq)) do
-    if histField(e, 3) ~= user and histField(e, 5) == "1" then
-      if exact == 1 then unread = unread + 1 end
-      if mentions(histField(e, 9)) then
-        mcount = mcount + 1
-        if mfirst < 0 then mfirst = tonumber(histField(e, 1)) end
-      end
-    end
-  end
-end
+local exact, from = 1, base
+if headSeq - base > cap then exact, from = 0, headSeq - cap end
+local unread, mcount, mfirst = unreadRange(KEYS[4], KEYS[2], KEYS[5], user, from, headSeq)
+if exact == 0 then unread = cap end
 return {0, joinedAt, leftAt or -1, state, readSeq, headSeq, headId, headAt, unread, exact, mcount, mfirst}

@@ -8,11 +8,14 @@
   deleted_before): after a clear or a delete (spec 002 §7) nothing at or below the watermark is
   shown, and the unread counts from it. Control messages never count (counts_unread = 0).
   Bounded recompute (spec 002 §3.3): when the newest visible seq - base exceeds the cap,
-  unread = cap and exact = 0 (the rule on the span every path of the list applies).
+  unread = cap and exact = 0 (the rule on the span every path of the list applies). The counting
+  records come from the unread index (includes/unreadRange), not from the history entries (issue 22).
 
   KEYS[1] grpmembers  hash: user hex -> "joinedAt|leftAt|state"
   KEYS[2] hist        zset: the conversation history
   KEYS[3] readseq     hash: user hex -> read_conversation_seq
+  KEYS[4] grpmeta     hash: unread_index_from (the first seq the unread index holds)
+  KEYS[5] unreadidx   zset: score seq, member "seq|sender|mentions" of every counting record
 
   ARGV[1] user (32 hex)
   ARGV[2] cap (unread_precise_limit, 200)
@@ -25,6 +28,7 @@
 --- @include "includes/parseMember"
 --- @include "includes/histField"
 --- @include "includes/visibleBounds"
+--- @include "includes/unreadRange"
 
 local user = ARGV[1]
 local joinedAt, upper, leftAt, state = visibleBounds(KEYS[1], user)
@@ -38,9 +42,7 @@ if #head > 0 then headEntry = head[1]; headSeq = tonumber(head[2]) end
 local unread, exact = 0, 1
 if headSeq - base > tonumber(ARGV[2]) then
   unread, exact = tonumber(ARGV[2]), 0
-elseif headSeq > base then
-  for _, e in ipairs(redis.call("ZRANGEBYSCORE", KEYS[2], "(" .. base, headSeq)) do
-    if histField(e, 3) ~= user and histField(e, 5) == "1" then unread = unread + 1 end
-  end
+else
+  unread = unreadRange(KEYS[4], KEYS[2], KEYS[5], user, base, headSeq)
 end
 return {0, joinedAt, leftAt or -1, state, readSeq, headEntry, unread, exact}

@@ -16,12 +16,17 @@
                       message was committed at; contentDigest the sha1 hex of the entry's content,
                       see below). Entries written before issue 24 hold "seq" alone: read as a retry
                       (no digest to compare) whose version is unknown.
-  KEYS[2] grpmeta     hash: version, owner, member_count
+  KEYS[2] grpmeta     hash: version, owner, member_count, unread_index_from
   KEYS[3] grpmembers  hash: user hex -> "joinedAt|leftAt|state"
   KEYS[4] cseq        string: the conversation_seq counter
   KEYS[5] hist        zset: score seq, member "seq|messageId|sender|kind|countsUnread|createdAt|contentType|body"
   KEYS[6] outbox      list: "tenantHex|conversationHex|seq" (the bucket's outbox)
   KEYS[7] vpending    zset: score member version, member seq — RECORDED group messages (removed when COMMITTED)
+  KEYS[8] unreadidx   zset: score seq, member "seq|sender|mentions" — every record that counts toward
+                      unread (countsUnread 1), written with its history entry: what the unread
+                      scripts read instead of the entries (includes/unreadRange, issue 22).
+                      grpmeta's unread_index_from (set once, by the first commit or membership
+                      event of this code) is the first seq it covers; older records are read from hist.
 
   ARGV[1] V, the member version the writer froze the batch at
   ARGV[2] outbox ref "tenantHex|conversationHex"
@@ -98,7 +103,8 @@ local function refuseAll(status, seq)
   for _, m in ipairs(fresh) do refuse(m, status, seq) end
   return out
 end
-local version = redis.call("HGET", KEYS[2], "version")
+local meta = redis.call("HMGET", KEYS[2], "version", "unread_index_from")
+local version = meta[1]
 if not version then return refuseAll(-3, 0) end
 if version ~= ARGV[1] then return refuseAll(-1, tonumber(version)) end
 
@@ -115,12 +121,18 @@ if #accepted == 0 then return out end
 
 local last = redis.call("INCRBY", KEYS[4], #accepted)
 local first = last - #accepted + 1
-local hist, idem, outbox, pending = {}, {}, {}, {}
+local hist, idem, outbox, pending, unread = {}, {}, {}, {}, {}
 for j, m in ipairs(accepted) do
   local seq = first + j - 1
   out[m.slot] = 0; out[m.slot + 1] = seq; out[m.slot + 2] = histField(m.rest, 1)
   for _, d in ipairs(m.dups) do out[d + 1] = seq end
   hist[#hist + 1] = seq; hist[#hist + 1] = seq .. "|" .. m.rest
+  -- rest = messageId|sender|kind|countsUnread|createdAt|contentType|body[|mentions]: one pass
+  -- (no field holds a "|"; without mentions the optional "|" and the capture match nothing)
+  local sender, counts, mentions = string.match(m.rest, "^[^|]*|([^|]*)|[^|]*|([^|]*)|[^|]*|[^|]*|[^|]*|?([^|]*)$")
+  if counts == "1" then
+    unread[#unread + 1] = seq; unread[#unread + 1] = seq .. "|" .. sender .. "|" .. mentions
+  end
   idem[#idem + 1] = m.cmid; idem[#idem + 1] = seq .. "|" .. version .. "|" .. m.digest
   outbox[#outbox + 1] = ARGV[2] .. "|" .. seq
   pending[#pending + 1] = version; pending[#pending + 1] = seq
@@ -129,4 +141,6 @@ redis.call("ZADD", KEYS[5], unpack(hist))
 redis.call("HSET", KEYS[1], unpack(idem))
 redis.call("RPUSH", KEYS[6], unpack(outbox))
 redis.call("ZADD", KEYS[7], unpack(pending))
+if not meta[2] then redis.call("HSET", KEYS[2], "unread_index_from", first) end
+if #unread > 0 then redis.call("ZADD", KEYS[8], unpack(unread)) end
 return out

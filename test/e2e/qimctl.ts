@@ -128,7 +128,7 @@ export async function startE2eServer(dir: string, opts: { redis?: StartRedisOpti
 }
 
 /** Writes a CLI context for `who`'s certificate of the server's test PKI and `tenant` into `dir`; returns its path. */
-export function writeContext(e2e: E2eServer, dir: string, tenant: string, who: TestPkiName): string {
+export function writeContext(e2e: Pick<E2eServer, "endpoint" | "pki">, dir: string, tenant: string, who: TestPkiName): string {
   const file = path.join(dir, `context-${who}.json`);
   writeFileSync(file, JSON.stringify({ endpoint: e2e.endpoint, ca: e2e.pki.ca.certPath, tenant, cert: e2e.pki[who].certPath, key: e2e.pki[who].keyPath }));
   return file;

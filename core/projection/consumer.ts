@@ -30,6 +30,9 @@ function leavingUsers(record: DispatchRecord): Set<Uuid> | null {
 /** Entries per registration script call: bounds how long one call holds Redis. */
 const MAX_ENTRIES_PER_CALL = 512;
 
+/** Registration calls one target's connection has queued at most while a batch is projected. */
+const PROJECT_CALLS_IN_FLIGHT = 2;
+
 /**
  * Writes dispatch records into the session projection through the ONE registration script
  * (lua/projectEntries-n.lua), shared by the durable consumer and the low-latency path: one call
@@ -72,14 +75,20 @@ export class ProjectionWriter {
         entries.push({ keys: u.keys, conversationHex, createdAt: score, pendingItem: encodeRegistrationHex(tenantHex, u.hex, conversationHex, "group", createdAt) });
       }
     }
-    const counts = await Promise.all(this.store.byTarget(tags).flatMap(({ client, idx }) => {
+    const counts = await Promise.all(this.store.byTarget(tags).map(async ({ client, idx }) => {
       // every entry on one target: the list as built, in one call when it fits
-      if (idx.length === entries.length && idx.length <= MAX_ENTRIES_PER_CALL) return [projectEntriesScript.run(client, entries)];
-      const calls: Promise<number>[] = [];
-      for (let i = 0; i < idx.length; i += MAX_ENTRIES_PER_CALL) {
-        calls.push(projectEntriesScript.run(client, idx.slice(i, i + MAX_ENTRIES_PER_CALL).map((j) => entries[j]!)));
+      if (idx.length === entries.length && idx.length <= MAX_ENTRIES_PER_CALL) return projectEntriesScript.run(client, entries);
+      // a fanout's chunks bring thousands of entries: at most PROJECT_CALLS_IN_FLIGHT calls queue on
+      // the connection at once, so a small group's send behind them waits for two calls, not for
+      // the whole audience (issue 22: 200 calls queued at once made that wait ~300 ms)
+      let sum = 0;
+      const slices: number[][] = [];
+      for (let i = 0; i < idx.length; i += MAX_ENTRIES_PER_CALL) slices.push(idx.slice(i, i + MAX_ENTRIES_PER_CALL));
+      for (let i = 0; i < slices.length; i += PROJECT_CALLS_IN_FLIGHT) {
+        const done = await Promise.all(slices.slice(i, i + PROJECT_CALLS_IN_FLIGHT).map((slice) => projectEntriesScript.run(client, slice.map((j) => entries[j]!))));
+        sum += done.reduce((a, n) => a + n, 0);
       }
-      return calls;
+      return sum;
     }));
     const registered = counts.reduce((a, n) => a + n, 0);
     if (registered > 0) metrics.ucsPending.inc(registered);

@@ -182,8 +182,8 @@ function probe(tenant: Uuid, small: { group: Uuid; owner: Uuid }[]) {
     stopped = true;
     await Promise.all([...senders, pinger]);
     ping.disconnect();
-    return { sends: sends.length, sendP50Ms: r2(pct(sends, 0.5)), sendP99Ms: r2(pct(sends, 0.99)), sendMaxMs: r2(Math.max(0, ...sends)), sendFailures: failures,
-      pings: pings.length, pingP99Ms: r2(pct(pings, 0.99)), pingMaxMs: r2(Math.max(0, ...pings)) };
+    return { sends: sends.length, sendP50Ms: r2(pct(sends, 0.5)), sendP99Ms: r2(pct(sends, 0.99)), sendMaxMs: r2(sends.reduce((a, b) => Math.max(a, b), 0)), sendFailures: failures,
+      pings: pings.length, pingP99Ms: r2(pct(pings, 0.99)), pingMaxMs: r2(pings.reduce((a, b) => Math.max(a, b), 0)) };
   };
 }
 

@@ -294,6 +294,9 @@ export class OutboxRelay {
     const fanout = fanoutKeys(this.keys, bucket);
     const lease = unitLeaseKey(this.keys, "relay", bucket);
     let steps = 0;
+    // the lease is read once per turn, not per chunk: every step's progress save is fenced, so a
+    // node whose lease moved mid-turn appends at most this turn's chunks again (at-least-once)
+    let leaseChecked = false;
     while (steps < this.chunksPerPass) {
       const job = await client.lindex(fanout.fanoutJobs, 0);
       if (job === null) break;
@@ -313,7 +316,8 @@ export class OutboxRelay {
           recipients: step.recipients.slice(i, i + this.chunkRecipients), chunk: step.chunk + records.length });
       }
       if (records.length > 0) {
-        if (!(await this.leaseHolds(bucket, fence))) break;
+        if (!leaseChecked && !(await this.leaseHolds(bucket, fence))) break;
+        leaseChecked = true;
         await this.log.append(records);
         if (this.opts.onAppended) this.handOff(this.opts.onAppended, records);
         metrics.fanoutChunks.inc(records.length);

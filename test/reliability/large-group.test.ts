@@ -46,16 +46,21 @@ const PROBE_PAUSE_MS = 100;
 /** PINGs on each Redis master this often during the probe (a client's keep-alive pace, not a load). */
 const PING_EVERY_MS = 20;
 /**
- * The probe's p99 bound, for small-group sends (commit to ack through gRPC + mTLS + the audit
- * log's fdatasync) and for PINGs alike: 250 ms, or 3× the same probe's p99 measured just before the
- * send (the machine's own noise) when that is larger. Generous on purpose: this machine is 2 shared
- * cores, the fanout's Node work runs in the same server process, and other work on the machine
- * alone has pushed a quiet probe's send p99 to ~400 ms here. On a quiet machine the bound is
- * 250 ms: 5× below what the issue saw at this size (PINGs blocked up to 1,273 ms) and 20× below
- * the lease TTL the node would lose its units at, so a fanout that holds Redis or the node's event
- * loop for a whole audience fails it, whatever the noise.
+ * The probe's p99 bounds, or 3× the same probe's p99 measured just before the send (the machine's
+ * own noise) when that is larger. Generous on purpose: this machine is 2 shared cores and CI runs
+ * two test files at a time; what the bounds must catch is the outage class of the issue, seconds.
+ * - PINGs (their own connection to Redis) measure whether Redis is held: 250 ms, 5× below what the
+ *   issue saw at this size (PINGs blocked up to 1,273 ms; bench/large-group on main before the fix:
+ *   2,071 ms) and 20× below the lease TTL. A script or read over a whole audience fails it.
+ * - Small-group sends (commit to ack through gRPC + mTLS + the audit log's fdatasync) also share
+ *   the server process's event loop with the fanout's Node work, so they carry the machine's
+ *   scheduling too: 154 ms here on a quiet machine, 276 ms once on CI beside another test file.
+ *   1,000 ms: 5× below the send p99 main had before the fix at this size (5,047 ms) and 10× below
+ *   the 10.3 s this test measured then, so a fanout that holds Redis or the node's event loop for
+ *   a whole audience fails it, whatever the noise.
  */
-const PROBE_P99_BOUND_MS = 250;
+const PING_P99_BOUND_MS = 250;
+const SEND_P99_BOUND_MS = 1000;
 const PROBE_NOISE_FACTOR = 3;
 /**
  * SLOWLOG threshold during the send and the change (µs). The budget per Redis call bounds what one
@@ -377,8 +382,8 @@ for (const topology of ["single", "cluster"] as const) {
       assert.equal(caughtUp, null, "the engine caught up after the fanout");
       assert.deepEqual(during.failures.slice(0, 3), [], "every probe send succeeded");
       assert.deepEqual(slow, [], `no script or read over the ${SLOWLOG_BUDGET_US / 1000} ms budget + ${noiseMs.toFixed(1)} ms of scheduling noise`);
-      const pingBound = Math.max(PROBE_P99_BOUND_MS, PROBE_NOISE_FACTOR * p99(without.pings));
-      const sendBound = Math.max(PROBE_P99_BOUND_MS, PROBE_NOISE_FACTOR * p99(without.sends));
+      const pingBound = Math.max(PING_P99_BOUND_MS, PROBE_NOISE_FACTOR * p99(without.pings));
+      const sendBound = Math.max(SEND_P99_BOUND_MS, PROBE_NOISE_FACTOR * p99(without.sends));
       assert.ok(p99(during.pings) <= pingBound, `PING p99 ${p99(during.pings).toFixed(1)} ms during the fanout (bound ${pingBound.toFixed(1)} ms)`);
       assert.ok(p99(during.sends) <= sendBound, `small-group send p99 ${p99(during.sends).toFixed(1)} ms during the fanout (bound ${sendBound.toFixed(1)} ms)`);
       assert.deepEqual(leasesAfter, leasesBefore, "the node kept every unit, each with the same token");

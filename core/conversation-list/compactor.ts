@@ -1,4 +1,4 @@
-import { uuidToHex, type KeySpace, type Uuid } from "../base/index.js";
+import { REDIS_CALL_MEMBER_BUDGET, uuidToHex, type KeySpace, type Uuid } from "../base/index.js";
 import { decodeMembershipPayload, MEMBERSHIP_CUSTOM_TYPE } from "../conversation/index.js";
 import { SOLO_GATE, type UnitGate } from "../cluster/index.js";
 import type { DispatchLog, DispatchRecord, LogPosition } from "../dispatch/index.js";
@@ -14,6 +14,22 @@ export const PROJECTION_COMPACTION_WINDOW_MS = 5000;
 
 /** Rows held in memory at most before the window is flushed early (bounds the consumer's memory). */
 export const MAX_PENDING_ROWS = 100_000;
+
+/**
+ * Users whose rows one flush writes at the same time. A user's write is a read and a script on
+ * that user's keys; one after another, a message to a million members was a million such writes in
+ * a row (the list lagged the session projection by minutes, issue 22). Writes of different users
+ * touch different keys and the per-user lock orders one user's writes, so they may overlap; 8 keeps
+ * what waits on the shared connections ahead of a small group's send short.
+ */
+export const FLUSH_USERS_IN_FLIGHT = 8;
+
+/**
+ * Recipients ingested from the log before the consumer yields the event loop: a read of 512
+ * records of a big group's fanout is 512,000 recipients, held in one synchronous turn otherwise
+ * (every request of the node waits). One call's budget of members (core/base/limits.ts).
+ */
+export const INGEST_RECIPIENTS_PER_TURN = REDIS_CALL_MEMBER_BUDGET;
 
 export interface CompactorOptions {
   /** projection_compaction_window. */
@@ -255,7 +271,15 @@ export class ListCompactor {
             st.next = w.lowPosition;
             continue;
           }
-          for (const e of entries) this.ingest(e.record, true, touched);
+          let sinceYield = 0;
+          for (const e of entries) {
+            this.ingest(e.record, true, touched);
+            sinceYield += e.record.recipients.length;
+            if (sinceYield >= INGEST_RECIPIENTS_PER_TURN) {
+              sinceYield = 0;
+              await new Promise<void>((resolve) => setImmediate(resolve));
+            }
+          }
           total += entries.length;
           metrics.consumedRecords.inc(entries.length);
           if (entries.length > 0) {
@@ -423,18 +447,23 @@ export class ListCompactor {
       this.ahead = new Map();
       const targets = this.partitions.map((p) => positionText(p.next));
       let failed: unknown;
-      for (const [id, u] of users) {
-        const rows: PendingRow[] = [...u.rows.entries()].map(([conversationHex, r]) => ({ conversationHex, entries: r.entries }));
-        try {
-          await this.list.flushUser(u.tenant, u.user, rows);
-          for (const [hex, r] of u.rows) this.wroteAhead(id, hex, r.seqs);
-        } catch (err) {
-          failed ??= err;
-          for (const [hex, r] of u.rows) for (const e of r.entries) this.hold(u.tenant, u.user, hex, e, r.seqs.get(e.seq) ?? true);
-        } finally {
-          this.inFlight.delete(id);
+      let next = 0;
+      const writer = async () => {
+        while (next < users.length) {
+          const [id, u] = users[next++]!;
+          const rows: PendingRow[] = [...u.rows.entries()].map(([conversationHex, r]) => ({ conversationHex, entries: r.entries }));
+          try {
+            await this.list.flushUser(u.tenant, u.user, rows);
+            for (const [hex, r] of u.rows) this.wroteAhead(id, hex, r.seqs);
+          } catch (err) {
+            failed ??= err;
+            for (const [hex, r] of u.rows) for (const e of r.entries) this.hold(u.tenant, u.user, hex, e, r.seqs.get(e.seq) ?? true);
+          } finally {
+            this.inFlight.delete(id);
+          }
         }
-      }
+      };
+      await Promise.all(Array.from({ length: Math.min(FLUSH_USERS_IN_FLIGHT, users.length) }, writer));
       this.flushes++;
       metrics.flushes.inc({ reason });
       if (failed !== undefined) throw failed;

@@ -78,7 +78,10 @@ export function decodeHistoryParts(entry: string): HistoryEntryParts {
         fields.set(field.slice(0, eq), field.slice(eq + 1));
       }
     }
-    return { conversationSeq: v2[1] === "" ? null : Number(v2[1]), version: Number(v2[2]), fields, body: entry.slice(nl + 1) };
+    const version = Number(v2[2]);
+    // a new version is made only for a change this code would misread: refuse it, never guess
+    if (version > HISTORY_RECORD_VERSION) throw new Error(`history entry version ${version} is newer than this code reads (${HISTORY_RECORD_VERSION}): ${entry.slice(0, 80)}`);
+    return { conversationSeq: v2[1] === "" ? null : Number(v2[1]), version, fields, body: entry.slice(nl + 1) };
   }
   // version 1: a rest's first field is its 32-hex message id, an entry's its (shorter) seq
   const f = entry.split("|");
@@ -105,7 +108,7 @@ export function encodeHistoryParts(p: Omit<HistoryEntryParts, "version">): strin
 }
 
 /**
- * A history entry decoded (history.ts layout). kind N (normal) or C (control). The Lua scripts
+ * A history entry decoded. kind N (normal) or C (control). The Lua scripts
  * read sender, counts_unread and mentions for the definitional unread and the mention counts
  * (spec 002 §3.2) through lua/includes/histRecord.lua.
  */

@@ -42,7 +42,7 @@ local readSeq = tonumber(redis.call("HGET", KEYS[3], user) or "0")
 local head = redis.call("ZREVRANGEBYSCORE", KEYS[2], upper, "(" .. joinedAt, "WITHSCORES", "LIMIT", 0, 1)
 local headSeq, headId, headAt = joinedAt, "", 0
 if #head > 0 then
-  local f = histRecord.header(head[1]).fields
+  local f = histHeader(head[1]).fields
   headSeq = tonumber(head[2]); headId = f[HIST.MESSAGE_ID]; headAt = tonumber(f[HIST.CREATED_AT])
 end
 local base = math.max(readSeq, joinedAt, tonumber(ARGV[2]), tonumber(ARGV[3]))

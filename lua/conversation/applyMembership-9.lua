@@ -50,7 +50,7 @@ local existing = redis.call("HGET", KEYS[1], ARGV[1])
 if existing then
   local entry = redis.call("ZRANGEBYSCORE", KEYS[7], existing, existing)[1]
   local meta = redis.call("HMGET", KEYS[2], "version", "member_count")
-  return {1, tonumber(existing), entry and histRecord.get(entry, HIST.MESSAGE_ID) or "", tonumber(meta[1]), tonumber(meta[2]), 0}
+  return {1, tonumber(existing), entry and histGet(entry, HIST.MESSAGE_ID) or "", tonumber(meta[1]), tonumber(meta[2]), 0}
 end
 
 local meta = redis.call("HMGET", KEYS[2], "version", "owner", "member_count", "dissolved_at")
@@ -125,4 +125,4 @@ recordCommit(KEYS[7], KEYS[1], KEYS[9], j, ARGV[4], ARGV[1], ARGV[5])
 -- complete from J on: reads of a group whose first record is this event never read its history
 redis.call("HSETNX", KEYS[2], "unread_index_from", j)
 redis.call("HSET", KEYS[8], j, "R|" .. version .. "|" .. table.concat(audience))
-return {0, j, histRecord.get(ARGV[4], HIST.MESSAGE_ID), version, count, #audience}
+return {0, j, histGet(ARGV[4], HIST.MESSAGE_ID), version, count, #audience}

@@ -35,7 +35,7 @@
             (at most 128 messages; a malformed list is an error reply with nothing written)
   Idempotency is by client_message_id plus content: a message's content is its history entry
   without messageId and createdAt (which the writer mints anew on every attempt): sender, kind,
-  countsUnread, contentType, body, mentions and any later field (histRecord.content). The same id with the
+  countsUnread, contentType, body, mentions and any later field (histContent). The same id with the
   same content is a retry (a duplicate of the first commit, also within the batch); the same id
   with other content is refused as an idempotency conflict, an idempotency key being reusable
   for one message only (issue 24).
@@ -67,9 +67,9 @@ local inBatch = {} -- client_message_id -> index into fresh
 
 for i = 3, #ARGV, 3 do
   local cmid, sender, rest = ARGV[i], ARGV[i + 1], ARGV[i + 2]
-  local head = histRecord.header(rest)
+  local head = histHeader(rest)
   if not head then return redis.error_reply("ERR commitMessages: message " .. (i / 3) .. " is no history entry") end
-  local digest = redis.sha1hex(histRecord.content(rest))
+  local digest = redis.sha1hex(histContent(rest, head))
   local slot = #out + 1
   out[slot] = 1; out[slot + 1] = 0; out[slot + 2] = ""
   local earlier = inBatch[cmid]
@@ -90,7 +90,7 @@ for i = 3, #ARGV, 3 do
       else
         local entry = redis.call("ZRANGEBYSCORE", KEYS[5], seq, seq)[1]
         out[slot + 1] = tonumber(seq)
-        out[slot + 2] = entry and histRecord.get(entry, HIST.MESSAGE_ID) or ""
+        out[slot + 2] = entry and histGet(entry, HIST.MESSAGE_ID) or ""
       end
     else
       fresh[#fresh + 1] = { cmid = cmid, sender = sender, rest = rest, head = head, digest = digest, slot = slot, dups = {} }
@@ -133,7 +133,7 @@ for j, m in ipairs(accepted) do
   local f = m.head.fields
   out[m.slot] = 0; out[m.slot + 1] = seq; out[m.slot + 2] = f[HIST.MESSAGE_ID]
   for _, d in ipairs(m.dups) do out[d + 1] = seq end
-  hist[#hist + 1] = seq; hist[#hist + 1] = histRecord.stamp(seq, m.rest)
+  hist[#hist + 1] = seq; hist[#hist + 1] = histStamp(seq, m.rest)
   if f[HIST.COUNTS_UNREAD] == "1" then
     unread[#unread + 1] = seq; unread[#unread + 1] = seq .. "|" .. f[HIST.SENDER_ID] .. "|" .. (f[HIST.MENTIONS] or "")
   end

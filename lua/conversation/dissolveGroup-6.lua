@@ -39,7 +39,7 @@ local meta = redis.call("HMGET", KEYS[1], "version", "dissolved_at")
 if not meta[1] then return {-3} end
 if meta[2] then
   local entry = redis.call("ZRANGEBYSCORE", KEYS[3], meta[2], meta[2])[1]
-  return {1, tonumber(meta[2]), entry and histRecord.get(entry, HIST.MESSAGE_ID) or "", tonumber(meta[1])}
+  return {1, tonumber(meta[2]), entry and histGet(entry, HIST.MESSAGE_ID) or "", tonumber(meta[1])}
 end
 if meta[1] ~= ARGV[1] then return {-1, tonumber(meta[1])} end
 
@@ -51,7 +51,7 @@ else
   redis.call("DEL", KEYS[5])
 end
 redis.call("HSET", KEYS[1], "version", version, "dissolved_at", j)
-redis.call("ZADD", KEYS[3], j, histRecord.stamp(j, ARGV[2]))
+redis.call("ZADD", KEYS[3], j, histStamp(j, ARGV[2]))
 redis.call("ZADD", KEYS[4], version, j)
 redis.call("RPUSH", KEYS[6], ARGV[3] .. "|" .. j)
-return {0, j, histRecord.get(ARGV[2], HIST.MESSAGE_ID), version}
+return {0, j, histGet(ARGV[2], HIST.MESSAGE_ID), version}

@@ -18,7 +18,15 @@
 --   seq|messageId|sender|kind|countsUnread|createdAt|contentType|body[|mentions]
 --
 -- A writer (TypeScript) encodes the entry without its seq (a "rest": "v2|…"); the committing
--- script allocates the seq and stamps it in front. Every function here takes an entry or a rest.
+-- script allocates the seq and stamps it in front. Every function here takes an entry or a rest:
+--   histGet(s, name)      one header field (nil: absent), the cheap read
+--   histHeader(s)         { seq, version, fields, other, bodyAt }: every header field, no body
+--   histDecode(s)         the header's and body: the whole record
+--   histEncode(rec)       the entry (a rest when rec.seq is nil) in the current version
+--   histStamp(seq, rest)  the entry a writer's rest becomes at seq
+--   histContent(rest)     a message's content for its idempotency digest
+-- They are local functions, not a table of them: an include's top level runs on every call of
+-- its script, and the commit path pays for each table it builds.
 
 -- The header fields (spec names in the comments). history.ts HIST_FIELD holds the same names
 -- (test/lua/histRecord.test.ts compares them).
@@ -34,23 +42,56 @@ local HIST = {
 local HIST_VERSION = 2
 -- the order encode writes the known fields in (the fields it does not know follow)
 local HIST_ORDER = { HIST.MESSAGE_ID, HIST.SENDER_ID, HIST.KIND, HIST.COUNTS_UNREAD, HIST.CREATED_AT, HIST.CONTENT_TYPE, HIST.MENTIONS }
--- version 1: the fields before the body, in their positions after the seq
-local HIST_V1 = { HIST.MESSAGE_ID, HIST.SENDER_ID, HIST.KIND, HIST.COUNTS_UNREAD, HIST.CREATED_AT, HIST.CONTENT_TYPE }
+-- Both encoders write the six fields every record has first, in HIST_ORDER: one match reads them
+-- (the commit path's cost), any other header field is read one by one. (An include's top level
+-- runs on every call of its script: one concatenation, no loop.)
+local HIST_LEAD_PATTERN = "^(%d*)|?v(%d+)|" .. HIST.MESSAGE_ID .. "=([^|\n]*)|" .. HIST.SENDER_ID .. "=([^|\n]*)|"
+  .. HIST.KIND .. "=([^|\n]*)|" .. HIST.COUNTS_UNREAD .. "=([^|\n]*)|" .. HIST.CREATED_AT .. "=([^|\n]*)|"
+  .. HIST.CONTENT_TYPE .. "=([^|\n]*)()"
+-- The fields version 1 holds before its body are HIST_ORDER's first HIST_LEAD, in that order.
+local HIST_LEAD = 6
 
-local histRecord = {}
+-- Whether this code knows the field (read only for fields after the lead: mentions and newer ones).
+local function histKnown(name)
+  for _, known in ipairs(HIST_ORDER) do if known == name then return true end end
+  return false
+end
 
--- The parts of an entry or rest: seq (nil for a rest), version, the header's named fields as
--- (name -> value, names in the order read), and the body's first index; header only (the body
--- is not read) unless `tail`: a version 1 entry's mentions follow its body.
+-- A new version is made only for a change this code would misread: refuse it, never guess.
+local function histNewer(version, s)
+  if tonumber(version) > HIST_VERSION then
+    error("histRecord: entry version " .. version .. " is newer than this code reads (" .. HIST_VERSION .. "): " .. string.sub(s, 1, 80))
+  end
+end
+
+-- The parts of an entry or rest: seq (nil for a rest), version, the header's named fields
+-- (name -> value), the names of those this code does not know in the order read (nil: none), and
+-- the body's first index; header only (the body is not read) unless `tail`: a version 1 entry's
+-- mentions follow its body. Each field is one anchored match that stops at "|" or "\n".
 local function histParts(s, tail)
-  local seq, version, at = string.match(s, "^(%d*)|?v(%d+)()")
-  local fields, names = {}, {}
+  local fields, other
+  local seq, version, f1, f2, f3, f4, f5, f6, at = string.match(s, HIST_LEAD_PATTERN)
+  if seq then
+    -- one constructor: the table is made at its size once, not grown field by field
+    fields = { [HIST.MESSAGE_ID] = f1, [HIST.SENDER_ID] = f2, [HIST.KIND] = f3, [HIST.COUNTS_UNREAD] = f4, [HIST.CREATED_AT] = f5, [HIST.CONTENT_TYPE] = f6 }
+  else
+    fields = {}
+    seq, version, at = string.match(s, "^(%d*)|?v(%d+)()")
+  end
   if version then
+    histNewer(version, s)
     local nl = string.find(s, "\n", at, true) or (#s + 1)
-    for name, value in string.gmatch(string.sub(s, at, nl - 1), "|([^=|]+)=([^|]*)") do
-      fields[name] = value; names[#names + 1] = name
+    while at < nl do
+      local name, value, nxt = string.match(s, "^|([^=|\n]+)=([^|\n]*)()", at)
+      if not name then return nil end
+      fields[name] = value
+      if not histKnown(name) then
+        other = other or {}
+        other[#other + 1] = name
+      end
+      at = nxt
     end
-    return tonumber(seq), tonumber(version), fields, names, nl + 1
+    return tonumber(seq), tonumber(version), fields, other, nl + 1
   end
   -- version 1: a rest's first field is its 32-hex message id, an entry's its (shorter) seq
   local p = 1
@@ -61,24 +102,25 @@ local function histParts(s, tail)
   else
     seq = nil
   end
-  for i = 1, #HIST_V1 do
+  for i = 1, HIST_LEAD do
     local bar = string.find(s, "|", p, true)
     if not bar then return nil end
-    fields[HIST_V1[i]] = string.sub(s, p, bar - 1); names[i] = HIST_V1[i]
+    fields[HIST_ORDER[i]] = string.sub(s, p, bar - 1)
     p = bar + 1
   end
   if tail then
     local bar = string.find(s, "|", p, true)
-    if bar then fields[HIST.MENTIONS] = string.sub(s, bar + 1); names[#names + 1] = HIST.MENTIONS end
+    if bar then fields[HIST.MENTIONS] = string.sub(s, bar + 1) end
   end
-  return tonumber(seq), 1, fields, names, p
+  return tonumber(seq), 1, fields, nil, p
 end
 
 -- One header field of an entry or rest (nil when absent), reading the header only. A version 1
 -- entry's mentions sit after its body: reading them finds the body's end (one plain search).
-function histRecord.get(s, name)
+local function histGet(s, name)
   local version, at = string.match(s, "^%d*|?v(%d+)()")
   if version then
+    histNewer(version, s)
     local nl = string.find(s, "\n", at, true) or (#s + 1)
     return string.match(string.sub(s, at, nl - 1), "|" .. name .. "=([^|]*)")
   end
@@ -86,18 +128,19 @@ function histRecord.get(s, name)
   return fields and fields[name]
 end
 
--- The header of an entry or rest as a record without its body: { seq, version, fields, names }
--- (nil when s is no history entry).
-function histRecord.header(s)
-  local seq, version, fields, names = histParts(s, true)
+-- The header of an entry or rest as a record without its body: { seq, version, fields, other
+-- (the names of the fields this code does not know, in the order read; nil: none), bodyAt (where
+-- the body starts) } (nil when s is no history entry).
+local function histHeader(s)
+  local seq, version, fields, other, bodyAt = histParts(s, true)
   if not version then return nil end
-  return { seq = seq, version = version, fields = fields, names = names }
+  return { seq = seq, version = version, fields = fields, other = other, bodyAt = bodyAt }
 end
 
 -- The whole record: the header's and body = the opaque body (a copy of it: use header when the
 -- body is not needed).
-function histRecord.decode(s)
-  local seq, version, fields, names, bodyAt = histParts(s, true)
+local function histDecode(s)
+  local seq, version, fields, other, bodyAt = histParts(s, true)
   if not version then return nil end
   local body
   if version == 1 then
@@ -105,7 +148,7 @@ function histRecord.decode(s)
   else
     body = string.sub(s, bodyAt)
   end
-  return { seq = seq, version = version, fields = fields, names = names, body = body }
+  return { seq = seq, version = version, fields = fields, other = other, body = body }
 end
 
 local function histCheck(name, value)
@@ -115,9 +158,9 @@ local function histCheck(name, value)
 end
 
 -- The entry of a record (a rest when rec.seq is nil), always in the current version: the known
--- fields in HIST_ORDER, then the others in the order they were read (rec.names), then any the
+-- fields in HIST_ORDER, then the others in the order they were read (rec.other), then any the
 -- caller added, by name. Fields set to nil are left out.
-function histRecord.encode(rec)
+local function histEncode(rec)
   local out = { rec.seq and (rec.seq .. "|v" .. HIST_VERSION) or ("v" .. HIST_VERSION) }
   local done = {}
   local function put(name)
@@ -129,7 +172,7 @@ function histRecord.encode(rec)
     out[#out + 1] = name .. "=" .. value
   end
   for _, name in ipairs(HIST_ORDER) do put(name) end
-  for _, name in ipairs(rec.names or {}) do put(name) end
+  for _, name in ipairs(rec.other or {}) do put(name) end
   local added = {}
   for name in pairs(rec.fields) do if not done[name] then added[#added + 1] = name end end
   table.sort(added)
@@ -139,7 +182,7 @@ end
 
 -- The entry a writer's rest becomes at seq (encode's fast path for a record encoded without
 -- its seq: the body is not decoded again).
-function histRecord.stamp(seq, rest)
+local function histStamp(seq, rest)
   return seq .. "|" .. rest
 end
 
@@ -148,19 +191,21 @@ end
 -- the text the code before issue 25 hashed ("sender|kind|countsUnread|contentType|body[|mentions]");
 -- version 2 builds the same text from the named fields, then appends every other field by name,
 -- so a retry across the upgrade still matches and a field added later is part of the content.
-function histRecord.content(rest)
-  local _, version, fields, names, bodyAt = histParts(rest, false)
-  if version == 1 then
+-- head: the rest's header when the caller has it (else it is read here).
+local function histContent(rest, head)
+  head = head or histHeader(rest)
+  if head.version == 1 then
     return (string.gsub(rest, "^[^|]*|([^|]*|[^|]*|[^|]*|)[^|]*|", "%1", 1))
   end
-  local out = { fields[HIST.SENDER_ID] or "", fields[HIST.KIND] or "", fields[HIST.COUNTS_UNREAD] or "", fields[HIST.CONTENT_TYPE] or "", string.sub(rest, bodyAt) }
-  local mentions = fields[HIST.MENTIONS]
-  if mentions and mentions ~= "" then out[#out + 1] = mentions end
-  local skip = { [HIST.MESSAGE_ID] = true, [HIST.SENDER_ID] = true, [HIST.KIND] = true, [HIST.COUNTS_UNREAD] = true,
-    [HIST.CREATED_AT] = true, [HIST.CONTENT_TYPE] = true, [HIST.MENTIONS] = true }
-  local other = {}
-  for _, name in ipairs(names) do if not skip[name] then other[#other + 1] = name end end
-  table.sort(other)
-  for _, name in ipairs(other) do out[#out + 1] = name .. "=" .. fields[name] end
-  return table.concat(out, "|")
+  local f = head.fields
+  local text = (f[HIST.SENDER_ID] or "") .. "|" .. (f[HIST.KIND] or "") .. "|" .. (f[HIST.COUNTS_UNREAD] or "") .. "|"
+    .. (f[HIST.CONTENT_TYPE] or "") .. "|" .. string.sub(rest, head.bodyAt)
+  local mentions = f[HIST.MENTIONS]
+  if mentions and mentions ~= "" then text = text .. "|" .. mentions end
+  if head.other then
+    local other = { unpack(head.other) }
+    table.sort(other)
+    for _, name in ipairs(other) do text = text .. "|" .. name .. "=" .. f[name] end
+  end
+  return text
 end

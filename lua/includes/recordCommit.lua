@@ -6,7 +6,7 @@
 -- entry without its seq (includes/histRecord).
 --- @include "includes/histRecord"
 local function recordCommit(histKey, idemKey, outboxKey, seq, histRest, idemId, outboxRef)
-  redis.call("ZADD", histKey, seq, histRecord.stamp(seq, histRest))
+  redis.call("ZADD", histKey, seq, histStamp(seq, histRest))
   redis.call("HSET", idemKey, idemId, seq)
   redis.call("RPUSH", outboxKey, outboxRef .. "|" .. seq)
 end

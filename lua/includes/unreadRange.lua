@@ -25,7 +25,7 @@ local function unreadRange(metaKey, histKey, idxKey, user, lo, hi)
   if from > 0 then split = math.min(hi, from - 1) end
   if split > lo then
     for _, e in ipairs(redis.call("ZRANGEBYSCORE", histKey, "(" .. lo, split)) do
-      local h = histRecord.header(e)
+      local h = histHeader(e)
       local f = h.fields
       if f[HIST.SENDER_ID] ~= user and f[HIST.COUNTS_UNREAD] == "1" then
         unread = unread + 1

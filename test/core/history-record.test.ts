@@ -158,12 +158,12 @@ describe("the message record through every reader", () => {
     // nothing else of the scripts touched
     const rewrite = inlineIncludes(LUA_DIR, `--- @include "includes/histRecord"
 local old = redis.call("ZRANGEBYSCORE", KEYS[1], ARGV[1], ARGV[1])[1]
-local rec = histRecord.decode(old)
+local rec = histDecode(old)
 rec.fields.xstate = "R"
 rec.fields.xevent_seq = "9"
 redis.call("ZREM", KEYS[1], old)
-redis.call("ZADD", KEYS[1], ARGV[1], histRecord.encode(rec))
-return histRecord.encode(rec)`, "rewrite.test");
+redis.call("ZADD", KEYS[1], ARGV[1], histEncode(rec))
+return histEncode(rec)`, "rewrite.test");
     const e1 = await w.client.eval(rewrite, 1, w.k.hist, 1) as string;
     assert.ok(e1.startsWith(`1|v2|id=${m1}|`) && e1.includes("|xevent_seq=9|xstate=R\n"), e1);
     // 3: a message the writer encodes with a field this code does not know, committed by the script
@@ -192,7 +192,7 @@ return histRecord.encode(rec)`, "rewrite.test");
     assert.deepEqual([...decodeHistoryEntry(stored[2]!).otherFields!], [["xcustom", "poll"]]);
     for (const e of stored) assert.equal(encodeHistoryEntry(decodeHistoryEntry(e)), e);
     const roundTrip = inlineIncludes(LUA_DIR, `--- @include "includes/histRecord"
-return histRecord.encode(histRecord.decode(ARGV[1]))`, "roundtrip.test");
+return histEncode(histDecode(ARGV[1]))`, "roundtrip.test");
     for (const e of stored) assert.equal(await w.client.eval(roundTrip, 0, e), e);
 
     // dispatch and the consumers read the rewritten and the new entry like any other

@@ -22,13 +22,13 @@ async function lua(body: string, ...argv: (string | number)[]): Promise<unknown>
   return fx.store.clientFor("{t}").eval(text, 0, ...argv);
 }
 
-interface LuaRecord { seq?: number; version: number; fields: Record<string, string>; names: string[]; body?: string }
-const luaDecode = async (entry: string) => JSON.parse(await lua("return cjson.encode(histRecord.decode(ARGV[1]))", entry) as string) as LuaRecord;
-const luaHeader = async (entry: string) => JSON.parse(await lua("return cjson.encode(histRecord.header(ARGV[1]))", entry) as string) as LuaRecord;
+interface LuaRecord { seq?: number; version: number; fields: Record<string, string>; other?: string[]; body?: string }
+const luaDecode = async (entry: string) => JSON.parse(await lua("return cjson.encode(histDecode(ARGV[1]))", entry) as string) as LuaRecord;
+const luaHeader = async (entry: string) => JSON.parse(await lua("return cjson.encode(histHeader(ARGV[1]))", entry) as string) as LuaRecord;
 /** One field through the cheap accessor (null: absent). */
-const luaGet = (entry: string, name: string) => lua("return histRecord.get(ARGV[1], ARGV[2])", entry, name);
+const luaGet = (entry: string, name: string) => lua("return histGet(ARGV[1], ARGV[2])", entry, name);
 /** decode then encode in Lua: what a later rewrite of the entry (a recall) does to the fields it does not touch. */
-const luaRewrite = (entry: string) => lua("return histRecord.encode(histRecord.decode(ARGV[1]))", entry);
+const luaRewrite = (entry: string) => lua("return histEncode(histDecode(ARGV[1]))", entry);
 
 const [A, B, C, D] = hexIds(4) as [string, string, string, string];
 const BODY = Buffer.from("hello").toString("base64");
@@ -85,11 +85,11 @@ test("histRecord: version 2 is the header of named fields then the body; Lua and
   assert.equal(await luaGet(entry, "from"), B);
   assert.equal(await luaGet(entry, "nope"), null);
   // what Lua encodes, TypeScript decodes to the same record
-  const back = decodeHistoryEntry(await lua(`return histRecord.encode({ seq = 12, fields = cjson.decode(ARGV[1]), body = ARGV[2] })`, JSON.stringify(d.fields), BODY) as string);
+  const back = decodeHistoryEntry(await lua(`return histEncode({ seq = 12, fields = cjson.decode(ARGV[1]), body = ARGV[2] })`, JSON.stringify(d.fields), BODY) as string);
   assert.deepEqual({ ...back, payload: Buffer.from(back.payload).toString() }, { ...rec, payload: "hello" });
 });
 
-test("histRecord: a field neither reader knows survives a decode + encode in Lua and in TypeScript, and a header read never needs the body", async () => {
+test("histRecord: a field neither reader knows survives a decode + encode in Lua and in TypeScript; a header read never needs the body; a newer version is refused", async () => {
   const body = Buffer.alloc(32 * 1024, 7).toString("base64");
   const entry = `5|v2|id=${A}|from=${B}|zeta=9|kind=C|cu=0|at=1|ct=application/x-test|alpha=x_1\n${body}`;
   // the known fields come first, the others keep their order
@@ -102,14 +102,19 @@ test("histRecord: a field neither reader knows survives a decode + encode in Lua
   assert.deepEqual([...rec.otherFields!], [["zeta", "9"], ["alpha", "x_1"]]);
   assert.equal(encodeHistoryEntry(rec), rewritten);
   // a field added by a Lua writer goes after them
-  assert.equal(await lua("local r = histRecord.decode(ARGV[1]); r.fields.new = 3; return histRecord.encode(r)", entry),
+  assert.equal(await lua("local r = histDecode(ARGV[1]); r.fields.new = 3; return histEncode(r)", entry),
     `5|v2|id=${A}|from=${B}|kind=C|cu=0|at=1|ct=application/x-test|zeta=9|alpha=x_1|new=3\n${body}`);
   // the header alone: no body in it
   const h = await luaHeader(entry);
   assert.deepEqual([h.seq, h.fields.zeta, h.body], [5, "9", undefined]);
   // a value that would break the layout is refused by both encoders
-  await assert.rejects(lua("return histRecord.encode({ fields = { ct = 'a|b' }, body = '' })"), /histRecord: field ct cannot hold a\|b/);
+  await assert.rejects(lua("return histEncode({ fields = { ct = 'a|b' }, body = '' })"), /histRecord: field ct cannot hold a\|b/);
   assert.throws(() => encodeHistoryParts({ conversationSeq: 1, fields: new Map([["x", "a=b"]]), body: "" }), /field x cannot hold/);
+  // an entry of a version newer than this code is refused by both readers, never guessed at
+  const v3 = `5|v3|id=${A}\n${BODY}`;
+  await assert.rejects(luaDecode(v3), /histRecord: entry version 3 is newer than this code reads \(2\)/);
+  await assert.rejects(luaGet(v3, "id"), /entry version 3 is newer/);
+  assert.throws(() => decodeHistoryParts(v3), /history entry version 3 is newer than this code reads \(2\)/);
 });
 
 test("histRecord: a message's idempotency content is the same text in both layouts, so a retry across the upgrade is a duplicate, not a conflict", async () => {
@@ -121,8 +126,8 @@ test("histRecord: a message's idempotency content is the same text in both layou
   const old = `${normalRest(mid, owner)}|${u}`;
   const v1 = decodeHistoryParts(old);
   const fresh = encodeHistoryParts({ conversationSeq: null, fields: new Map([...v1.fields, ["id", hexId()], ["at", "1800000000000"]]), body: v1.body });
-  assert.equal(await lua("return histRecord.content(ARGV[1])", old), `${owner}|N|1|text/plain|${v1.body}|${u}`);
-  assert.equal(await lua("return histRecord.content(ARGV[1])", fresh), `${owner}|N|1|text/plain|${v1.body}|${u}`);
+  assert.equal(await lua("return histContent(ARGV[1])", old), `${owner}|N|1|text/plain|${v1.body}|${u}`);
+  assert.equal(await lua("return histContent(ARGV[1])", fresh), `${owner}|N|1|text/plain|${v1.body}|${u}`);
   const cmid = hexId();
   const first = await c.run("commitMessages", [1, c.keys.outboxRef, cmid, owner, old]);
   assert.deepEqual(first, [0, 0, 1, mid]);

@@ -11,7 +11,7 @@
  * Usage: node dist/bench/commit.js [--json] [--ops N] [--rounds R]
  */
 import { Redis } from "ioredis";
-import { ConversationService, OutboxRelay, RedisStore, RedisStreamsDispatchLog, registry, uuidToHex, type Uuid } from "../core/index.js";
+import { ConversationService, encodeHistoryRest, OutboxRelay, RedisStore, RedisStreamsDispatchLog, registry, uuidToHex, type Uuid } from "../core/index.js";
 import { startRedis } from "../test/harness/redis.js";
 import { newUuid } from "../core/index.js";
 
@@ -60,7 +60,7 @@ async function main() {
     const tenant = newUuid();
     // the same entry size as a core send of this text
     const text = "benchmark message of a typical size, about sixty bytes long..";
-    const sample = `${uuidToHex(newUuid())}|${uuidToHex(newUuid())}|N|1|${Date.now()}|text/plain|${Buffer.from(text).toString("base64")}`;
+    const sample = encodeHistoryRest({ messageId: newUuid(), senderId: newUuid(), kind: "normal", countsUnread: true, createdAt: Date.now(), contentType: "text/plain", payload: Buffer.from(text) });
 
     /**
      * One workload: CONCURRENCY senders in flight spread over `groupCount` groups, so that

@@ -35,7 +35,7 @@ import { createHash } from "node:crypto";
 import os from "node:os";
 import { Redis } from "ioredis";
 import {
-  checkpointKey, COMMIT_BUCKET_COUNT, EngineRuntime, KeySpace, listCheckpointKey, loadScripts, newUuid, outboxKey, RedisHashAuthority, RedisStore,
+  checkpointKey, COMMIT_BUCKET_COUNT, decodeHistoryEntry, EngineRuntime, KeySpace, listCheckpointKey, loadScripts, newUuid, outboxKey, RedisHashAuthority, RedisStore,
   conversationKeys, ucsPendingKey, userKeys, uuidToHex, type Uuid,
 } from "../core/index.js";
 import { startRedis } from "../test/harness/redis.js";
@@ -279,7 +279,7 @@ try {
     // count) and the sampled users' served lists have it as head: the probe keeps the engine
     // busy, so "nothing left to do" is no signal while it runs
     const hist = (await raw.zrangebyscore(ck.hist, sent.conversationSeq, sent.conversationSeq))[0] ?? "";
-    const msgAt = Number(hist.split("|")[5]);
+    const msgAt = decodeHistoryEntry(hist).createdAt;
     const listHas = async () => {
       let n = 0;
       for (const u of sampleUsers) {

@@ -27,7 +27,7 @@ import v8 from "node:v8";
 import vm from "node:vm";
 import { Redis } from "ioredis";
 import {
-  callScript, CassandraAuthority, encodeRegistration, ConversationService, KeySpace, loadScripts, ProjectionStack, ProjectionWriter, RedisHashAuthority,
+  callScript, CassandraAuthority, encodeHistoryEntry, encodeRegistration, ConversationService, KeySpace, loadScripts, ProjectionStack, ProjectionWriter, RedisHashAuthority,
   RedisStore, RedisStreamsDispatchLog, uuidToHex,
   type ConversationStateAuthority, type DispatchRecord, type RegistrationItem, type Uuid,
 } from "../core/index.js";
@@ -129,7 +129,7 @@ async function measure(client: Redis, fn: () => Promise<void>): Promise<Cost> {
 }
 
 const TEXT = "benchmark message of a typical size, about sixty bytes long..";
-const B64 = Buffer.from(TEXT).toString("base64");
+const PAYLOAD = Buffer.from(TEXT);
 
 /** A bare RESP connection: writes prebuilt commands, sums the integer replies of each write. */
 class RawPipe {
@@ -260,7 +260,10 @@ async function registrationBench(client: Redis, plain: Redis, raw: RawPipe, sha:
       for (let i = 0; i < recs.length; i += perCall) {
         calls.push(recs.slice(i, i + perCall).map((r, j) => ({
           tenant, conversation: r.conv, conversationSeq: i + j + 1, version: 1,
-          entry: `${i + j + 1}|${uuidToHex(newUuid())}|${uuidToHex(users[r.members[0]!]!)}|N|1|${r.createdAt}|text/plain|${B64}`,
+          entry: encodeHistoryEntry({
+            conversationSeq: i + j + 1, messageId: newUuid(), senderId: users[r.members[0]!]!, kind: "normal", countsUnread: true, createdAt: r.createdAt,
+            contentType: "text/plain", payload: PAYLOAD,
+          }),
           recipients: r.members.map((m) => users[m]!), chunk: 0,
         })));
       }

@@ -1,5 +1,5 @@
 import { REDIS_CALL_MEMBER_BUDGET, uuidToHex, type KeySpace, type Uuid } from "../base/index.js";
-import { decodeMembershipPayload, MEMBERSHIP_CUSTOM_TYPE } from "../conversation/index.js";
+import { decodeHistoryParts, decodeMembershipPayload, HIST_FIELD, MEMBERSHIP_CUSTOM_TYPE } from "../conversation/index.js";
 import { SOLO_GATE, type UnitGate } from "../cluster/index.js";
 import type { DispatchLog, DispatchRecord, LogPosition } from "../dispatch/index.js";
 import type { RedisStore } from "../store/index.js";
@@ -57,24 +57,25 @@ export interface CompactorOptions {
   onLost?: (partition: number, from: number, to: number) => void;
 }
 
-/** The fields a row needs from a dispatch record's history entry (conversation/history.ts layout). */
+/** The fields a row needs from a dispatch record's history entry (read through conversation/history.ts). */
 export function inHandEntry(record: DispatchRecord): InHandEntry {
-  const f = record.entry.split("|");
-  const control = f[3] === "C";
+  const { fields: f, body } = decodeHistoryParts(record.entry);
+  const control = f.get(HIST_FIELD.kind) === "C";
   let membershipHex = "";
-  if (control && f[6] === MEMBERSHIP_CUSTOM_TYPE) {
-    membershipHex = decodeMembershipPayload(new Uint8Array(Buffer.from(f[7] ?? "", "base64"))).users.map(uuidToHex).join("");
+  if (control && f.get(HIST_FIELD.contentType) === MEMBERSHIP_CUSTOM_TYPE) {
+    membershipHex = decodeMembershipPayload(new Uint8Array(Buffer.from(body, "base64"))).users.map(uuidToHex).join("");
   }
+  const messageId = f.get(HIST_FIELD.messageId) ?? "";
   return {
     seq: record.conversationSeq,
-    messageId: f[1] ?? "",
-    senderHex: f[2] ?? "",
+    messageId,
+    senderHex: f.get(HIST_FIELD.senderId) ?? "",
     control,
-    countsUnread: f[4] === "1",
-    createdAt: Number(f[5]),
-    mentionsHex: f[8] ?? "",
+    countsUnread: f.get(HIST_FIELD.countsUnread) === "1",
+    createdAt: Number(f.get(HIST_FIELD.createdAt)),
+    mentionsHex: f.get(HIST_FIELD.mentions) ?? "",
     membershipHex,
-    eventId: f[1] ?? "",
+    eventId: messageId,
   };
 }
 

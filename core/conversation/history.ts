@@ -4,13 +4,113 @@ import { decodeGroupEventPayload, GROUP_EVENT_CUSTOM_TYPE, type GroupEventBody }
 import { decodeMembershipPayload, MEMBERSHIP_CUSTOM_TYPE, type MembershipEventBody } from "./membership-event.js";
 
 /**
- * A history entry, as stored in `hist` (score = conversation_seq):
- *   "seq|messageId|sender|kind|countsUnread|createdAt|contentType|base64(payload)[|mentions]"
- * kind N (normal) or C (control). The Lua scripts read fields 3 (sender) and 5 (countsUnread)
- * for the definitional unread, and field 9 (the mentioned users, concatenated 32-hex ids) for
- * mention counts (spec 002 §3.2), so this layout is part of the scripts' contract. Field 9 is
- * written only when a message names someone: entries without it (all older ones) decode as
- * mentioning nobody.
+ * THE layout of a history entry (a member of the conversation's `hist` zset, score =
+ * conversation_seq), the twin of lua/includes/histRecord.lua: every TypeScript reader decodes an
+ * entry here, every writer encodes one here (docs/architecture.md "The message record").
+ * Version 2 (issue 25): a header of named fields, then the opaque body after the first "\n":
+ *   seq "|v2" { "|" name "=" value } "\n" base64(payload)
+ * Readers find the header's end and never walk the body; a field is added by naming it in
+ * HIST_FIELD (and in the Lua include) without touching any other reader, and a field a reader
+ * does not know survives its decode + encode (`otherFields`).
+ * Version 1 (before issue 25, positional, still read):
+ *   seq|messageId|sender|kind|countsUnread|createdAt|contentType|base64(payload)[|mentions]
+ */
+export const HISTORY_RECORD_VERSION = 2;
+
+/**
+ * The header fields' names as stored (short: they are repeated in every entry), by the spec's
+ * name of each. lua/includes/histRecord.lua HIST holds the same names (test/lua/histRecord.test.ts).
+ */
+export const HIST_FIELD = {
+  /** message_id, 32 hex. */
+  messageId: "id",
+  /** sender_id, 32 hex. */
+  senderId: "from",
+  /** N normal, C control. */
+  kind: "kind",
+  /** counts_unread, 1 or 0. */
+  countsUnread: "cu",
+  /** created_at, ms. */
+  createdAt: "at",
+  /** content_type. */
+  contentType: "ct",
+  /** The mentioned users, concatenated 32-hex ids (spec 002 §3.2); absent when none. */
+  mentions: "men",
+} as const;
+
+/** Version 1's fields before the body, in their positions after the seq. */
+const V1_FIELDS = [HIST_FIELD.messageId, HIST_FIELD.senderId, HIST_FIELD.kind, HIST_FIELD.countsUnread, HIST_FIELD.createdAt, HIST_FIELD.contentType];
+const KNOWN_FIELDS: ReadonlySet<string> = new Set(Object.values(HIST_FIELD));
+/** A header value never holds one of these (ids, numbers, flags, content types): no escaping. */
+const FIELD_NAME_RE = /^[A-Za-z0-9_]+$/;
+const FIELD_VALUE_BAD_RE = /[|=\n]/;
+const V2_PREFIX_RE = /^(\d*)\|?v(\d+)/;
+
+/**
+ * An entry's parts, header fields by name (in the order stored) and the body as stored (base64),
+ * without decoding the body: what a reader of a few fields needs. `conversationSeq` is null for
+ * an entry without its seq (a writer's rest).
+ */
+export interface HistoryEntryParts {
+  conversationSeq: number | null;
+  version: number;
+  fields: Map<string, string>;
+  body: string;
+}
+
+function malformed(entry: string): Error {
+  return new Error(`malformed history entry: ${entry.slice(0, 80)}`);
+}
+
+/** Splits an entry or a rest of either version; reads the header and slices the body. */
+export function decodeHistoryParts(entry: string): HistoryEntryParts {
+  const fields = new Map<string, string>();
+  const v2 = V2_PREFIX_RE.exec(entry);
+  if (v2) {
+    let nl = entry.indexOf("\n", v2[0].length);
+    if (nl < 0) nl = entry.length;
+    const header = entry.slice(v2[0].length, nl);
+    if (header !== "") {
+      if (header[0] !== "|") throw malformed(entry);
+      for (const field of header.slice(1).split("|")) {
+        const eq = field.indexOf("=");
+        if (eq <= 0) throw malformed(entry);
+        fields.set(field.slice(0, eq), field.slice(eq + 1));
+      }
+    }
+    const version = Number(v2[2]);
+    // a new version is made only for a change this code would misread: refuse it, never guess
+    if (version > HISTORY_RECORD_VERSION) throw new Error(`history entry version ${version} is newer than this code reads (${HISTORY_RECORD_VERSION}): ${entry.slice(0, 80)}`);
+    return { conversationSeq: v2[1] === "" ? null : Number(v2[1]), version, fields, body: entry.slice(nl + 1) };
+  }
+  // version 1: a rest's first field is its 32-hex message id, an entry's its (shorter) seq
+  const f = entry.split("|");
+  const seq = entry.indexOf("|") === 32 ? null : Number(f.shift());
+  if (f.length !== 7 && f.length !== 8) throw malformed(entry);
+  V1_FIELDS.forEach((name, i) => fields.set(name, f[i]!));
+  if (f.length === 8) fields.set(HIST_FIELD.mentions, f[7]!);
+  return { conversationSeq: seq, version: 1, fields, body: f[6]! };
+}
+
+/** An entry (a rest when conversationSeq is null) in the current version: known fields first, then the others in order. */
+export function encodeHistoryParts(p: Omit<HistoryEntryParts, "version">): string {
+  const out = [p.conversationSeq === null ? `v${HISTORY_RECORD_VERSION}` : `${p.conversationSeq}|v${HISTORY_RECORD_VERSION}`];
+  const put = (name: string, value: string) => {
+    if (!FIELD_NAME_RE.test(name) || FIELD_VALUE_BAD_RE.test(value)) throw new Error(`history entry field ${name} cannot hold ${JSON.stringify(value)}`);
+    out.push(`${name}=${value}`);
+  };
+  for (const name of Object.values(HIST_FIELD)) {
+    const v = p.fields.get(name);
+    if (v !== undefined) put(name, v);
+  }
+  for (const [name, v] of p.fields) if (!KNOWN_FIELDS.has(name)) put(name, v);
+  return `${out.join("|")}\n${p.body}`;
+}
+
+/**
+ * A history entry decoded. kind N (normal) or C (control). The Lua scripts
+ * read sender, counts_unread and mentions for the definitional unread and the mention counts
+ * (spec 002 §3.2) through lua/includes/histRecord.lua.
  */
 export interface HistoryRecord {
   conversationSeq: number;
@@ -27,6 +127,8 @@ export interface HistoryRecord {
   groupEvent?: GroupEventBody;
   /** Users the message mentions (spec 002 §3.2 mention_count); absent when none. */
   mentions?: Uuid[];
+  /** Header fields this code does not know (written by a newer one), kept for a rewrite; absent when none. */
+  otherFields?: Map<string, string>;
 }
 
 const CONTENT_TYPE_RE = /^[A-Za-z0-9._/+-]{1,64}$/;
@@ -40,35 +142,51 @@ export function validateContentType(contentType: string): string {
 
 /** The entry without its seq, which the committing script allocates and prepends. */
 export function encodeHistoryRest(r: Omit<HistoryRecord, "conversationSeq" | "membership" | "groupEvent">): string {
-  const fields = [
-    uuidToHex(r.messageId),
-    uuidToHex(r.senderId),
-    r.kind === "control" ? "C" : "N",
-    r.countsUnread ? "1" : "0",
-    String(r.createdAt),
-    r.contentType,
-    Buffer.from(r.payload).toString("base64"),
-  ];
-  if (r.mentions && r.mentions.length > 0) fields.push(r.mentions.map(uuidToHex).join(""));
-  return fields.join("|");
+  return encodeHistoryParts({ conversationSeq: null, ...recordParts(r) });
+}
+
+/** The whole entry at its seq (a rewrite of a record: a decode, a change, this). */
+export function encodeHistoryEntry(r: Omit<HistoryRecord, "membership" | "groupEvent">): string {
+  return encodeHistoryParts({ conversationSeq: r.conversationSeq, ...recordParts(r) });
+}
+
+function recordParts(r: Omit<HistoryRecord, "conversationSeq" | "membership" | "groupEvent">): { fields: Map<string, string>; body: string } {
+  const fields = new Map<string, string>([
+    [HIST_FIELD.messageId, uuidToHex(r.messageId)],
+    [HIST_FIELD.senderId, uuidToHex(r.senderId)],
+    [HIST_FIELD.kind, r.kind === "control" ? "C" : "N"],
+    [HIST_FIELD.countsUnread, r.countsUnread ? "1" : "0"],
+    [HIST_FIELD.createdAt, String(r.createdAt)],
+    [HIST_FIELD.contentType, r.contentType],
+  ]);
+  if (r.mentions && r.mentions.length > 0) fields.set(HIST_FIELD.mentions, r.mentions.map(uuidToHex).join(""));
+  for (const [name, v] of r.otherFields ?? []) if (!KNOWN_FIELDS.has(name)) fields.set(name, v);
+  return { fields, body: Buffer.from(r.payload).toString("base64") };
 }
 
 export function decodeHistoryEntry(entry: string): HistoryRecord {
-  const f = entry.split("|");
-  if (f.length !== 8 && f.length !== 9) throw new Error(`malformed history entry: ${entry.slice(0, 80)}`);
-  const payload = new Uint8Array(Buffer.from(f[7]!, "base64"));
+  const p = decodeHistoryParts(entry);
+  const f = p.fields;
+  const messageId = f.get(HIST_FIELD.messageId);
+  const senderId = f.get(HIST_FIELD.senderId);
+  const contentType = f.get(HIST_FIELD.contentType);
+  if (p.conversationSeq === null || messageId === undefined || senderId === undefined || contentType === undefined) throw malformed(entry);
+  const payload = new Uint8Array(Buffer.from(p.body, "base64"));
   const rec: HistoryRecord = {
-    conversationSeq: Number(f[0]),
-    messageId: hexToUuid(f[1]!),
-    senderId: hexToUuid(f[2]!),
-    kind: f[3] === "C" ? "control" : "normal",
-    countsUnread: f[4] === "1",
-    createdAt: Number(f[5]),
-    contentType: f[6]!,
+    conversationSeq: p.conversationSeq,
+    messageId: hexToUuid(messageId),
+    senderId: hexToUuid(senderId),
+    kind: f.get(HIST_FIELD.kind) === "C" ? "control" : "normal",
+    countsUnread: f.get(HIST_FIELD.countsUnread) === "1",
+    createdAt: Number(f.get(HIST_FIELD.createdAt)),
+    contentType,
     payload,
   };
-  if (f.length === 9 && f[8] !== "") rec.mentions = splitHexIds(f[8]!);
+  const mentions = f.get(HIST_FIELD.mentions);
+  if (mentions) rec.mentions = splitHexIds(mentions);
   if (rec.kind === "control" && rec.contentType === MEMBERSHIP_CUSTOM_TYPE) rec.membership = decodeMembershipPayload(payload);
   if (rec.kind === "control" && rec.contentType === GROUP_EVENT_CUSTOM_TYPE) rec.groupEvent = decodeGroupEventPayload(payload);
+  const other = [...f].filter(([name]) => !KNOWN_FIELDS.has(name));
+  if (other.length > 0) rec.otherFields = new Map(other);
   return rec;
 }

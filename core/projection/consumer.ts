@@ -10,21 +10,13 @@ import { advanceCheckpointScript, projectEntriesScript, type ProjectedEntry } fr
 import { metrics } from "./metrics.js";
 import type { RedisStore } from "../store/index.js";
 import { SOLO_GATE, unitLeaseKey, type Fence, type UnitGate } from "../cluster/index.js";
-import { decodeMembershipPayload, MEMBERSHIP_CUSTOM_TYPE, MembershipOp } from "../conversation/index.js";
-
-/** created_at (ms) of a history entry: field 6 of "seq|messageId|sender|kind|countsUnread|createdAt|…". */
-function entryCreatedAt(entry: string): number {
-  let at = 0;
-  for (let i = 0; i < 5; i++) at = entry.indexOf("|", at) + 1;
-  return Number(entry.slice(at, entry.indexOf("|", at)));
-}
+import { decodeHistoryParts, decodeMembershipPayload, HIST_FIELD, MEMBERSHIP_CUSTOM_TYPE, MembershipOp } from "../conversation/index.js";
 
 /** The users a leave/remove CONTROL record takes out of the group (null for every other record). */
-function leavingUsers(record: DispatchRecord): Set<Uuid> | null {
-  const f = record.entry.split("|", 8);
-  if (f[3] !== "C" || f[6] !== MEMBERSHIP_CUSTOM_TYPE) return null;
-  const body = decodeMembershipPayload(new Uint8Array(Buffer.from(f[7] ?? "", "base64")));
-  return body.op === MembershipOp.JOIN ? null : new Set(body.users);
+function leavingUsers(kind: string | undefined, contentType: string | undefined, body: string): Set<Uuid> | null {
+  if (kind !== "C" || contentType !== MEMBERSHIP_CUSTOM_TYPE) return null;
+  const membership = decodeMembershipPayload(new Uint8Array(Buffer.from(body, "base64")));
+  return membership.op === MembershipOp.JOIN ? null : new Set(membership.users);
 }
 
 /** Entries per registration script call: bounds how long one call holds Redis. */
@@ -62,10 +54,11 @@ export class ProjectionWriter {
     const entries: ProjectedEntry[] = [];
     const tags: string[] = [];
     for (const record of records) {
-      const createdAt = entryCreatedAt(record.entry);
+      const { fields, body } = decodeHistoryParts(record.entry);
+      const createdAt = Number(fields.get(HIST_FIELD.createdAt));
       const conversationHex = uuidToHex(record.conversation);
       const tenantHex = uuidToHex(record.tenant);
-      const leaving = leavingUsers(record);
+      const leaving = leavingUsers(fields.get(HIST_FIELD.kind), fields.get(HIST_FIELD.contentType), body);
       for (const user of record.recipients) {
         const u = this.userKeys(record.tenant, user);
         tags.push(u.keys.tag);

@@ -5,7 +5,7 @@
     base   = max(read_seq, hidden_before, joined_at, deleted_before)
     unread = |{ m : base < m.seq <= head.seq, m.sender != u, m.counts_unread }|
     head   = the newest record the user may see: joined_at < seq, and seq < left_at after a leave
-  mentions: the counting messages of that range whose mention list (field 9) names u, with the
+  mentions: the counting messages of that range whose mention list (field mentions) names u, with the
   first one's seq. When head - base exceeds the cap (unread_precise_limit) unread = cap and
   exact = 0, and mentions are counted over the newest `cap` records only.
   The counting records are read from the unread index (includes/unreadRange), not from the
@@ -30,7 +30,7 @@
           {-5}  not visible: never a member, or no such group
 ]]
 --- @include "includes/parseMember"
---- @include "includes/histField"
+--- @include "includes/histRecord"
 --- @include "includes/visibleBounds"
 --- @include "includes/unreadRange"
 
@@ -42,7 +42,8 @@ local readSeq = tonumber(redis.call("HGET", KEYS[3], user) or "0")
 local head = redis.call("ZREVRANGEBYSCORE", KEYS[2], upper, "(" .. joinedAt, "WITHSCORES", "LIMIT", 0, 1)
 local headSeq, headId, headAt = joinedAt, "", 0
 if #head > 0 then
-  headSeq = tonumber(head[2]); headId = histField(head[1], 2); headAt = tonumber(histField(head[1], 6))
+  local f = histHeader(head[1]).fields
+  headSeq = tonumber(head[2]); headId = f[HIST.MESSAGE_ID]; headAt = tonumber(f[HIST.CREATED_AT])
 end
 local base = math.max(readSeq, joinedAt, tonumber(ARGV[2]), tonumber(ARGV[3]))
 local exact, from = 1, base

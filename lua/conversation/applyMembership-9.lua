@@ -23,7 +23,8 @@
   ARGV[1] idempotency id (32 hex): blake3("qim.membership-event.v1\0" ‖ tenant ‖ group ‖ op ‖ actor ‖ V ‖ targets)[0..16]
   ARGV[2] V, the member version the change was planned at
   ARGV[3] op: 1 join, 2 leave, 3 remove
-  ARGV[4] history entry without its seq: "messageId|sender|C|0|createdAt|qim.membership.v1|payloadBase64"
+  ARGV[4] history entry without its seq (includes/histRecord: kind C, counts_unread 0, content type
+          qim.membership.v1, body the base64 payload)
   ARGV[5] outbox ref "tenantHex|conversationHex"
   ARGV[6] membership_event_broadcast_max_members (500)
   ARGV[7] groups.max_members: the most ACTIVE members the group may have after a join
@@ -42,14 +43,14 @@
           {-16, memberCount, max}  a join would take the group past ARGV[7] members: nothing written
 ]]
 --- @include "includes/parseMember"
---- @include "includes/histField"
+--- @include "includes/histRecord"
 --- @include "includes/recordCommit"
 
 local existing = redis.call("HGET", KEYS[1], ARGV[1])
 if existing then
   local entry = redis.call("ZRANGEBYSCORE", KEYS[7], existing, existing)[1]
   local meta = redis.call("HMGET", KEYS[2], "version", "member_count")
-  return {1, tonumber(existing), entry and histField(entry, 2) or "", tonumber(meta[1]), tonumber(meta[2]), 0}
+  return {1, tonumber(existing), entry and histGet(entry, HIST.MESSAGE_ID) or "", tonumber(meta[1]), tonumber(meta[2]), 0}
 end
 
 local meta = redis.call("HMGET", KEYS[2], "version", "owner", "member_count", "dissolved_at")
@@ -124,4 +125,4 @@ recordCommit(KEYS[7], KEYS[1], KEYS[9], j, ARGV[4], ARGV[1], ARGV[5])
 -- complete from J on: reads of a group whose first record is this event never read its history
 redis.call("HSETNX", KEYS[2], "unread_index_from", j)
 redis.call("HSET", KEYS[8], j, "R|" .. version .. "|" .. table.concat(audience))
-return {0, j, histField(ARGV[4], 1), version, count, #audience}
+return {0, j, histGet(ARGV[4], HIST.MESSAGE_ID), version, count, #audience}

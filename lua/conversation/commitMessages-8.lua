@@ -19,7 +19,7 @@
   KEYS[2] grpmeta     hash: version, owner, member_count, dissolved_at, unread_index_from
   KEYS[3] grpmembers  hash: user hex -> "joinedAt|leftAt|state"
   KEYS[4] cseq        string: the conversation_seq counter
-  KEYS[5] hist        zset: score seq, member "seq|messageId|sender|kind|countsUnread|createdAt|contentType|body"
+  KEYS[5] hist        zset: score seq, member the history entry (includes/histRecord)
   KEYS[6] outbox      list: "tenantHex|conversationHex|seq" (the bucket's outbox)
   KEYS[7] vpending    zset: score member version, member seq — RECORDED group messages (removed when COMMITTED)
   KEYS[8] unreadidx   zset: score seq, member "seq|sender|mentions" — every record that counts toward
@@ -31,11 +31,11 @@
   ARGV[1] V, the member version the writer froze the batch at
   ARGV[2] outbox ref "tenantHex|conversationHex"
   ARGV[3..] per message, 3 items: client_message_id (32 hex), sender (32 hex),
-            history entry without its seq "messageId|sender|N|countsUnread|createdAt|contentType|body"
+            history entry without its seq (includes/histRecord: a "rest")
             (at most 128 messages; a malformed list is an error reply with nothing written)
   Idempotency is by client_message_id plus content: a message's content is its history entry
-  without messageId and createdAt (fields 1 and 5 of the rest, which the writer mints anew on
-  every attempt): sender, kind, countsUnread, contentType, body and mentions. The same id with the
+  without messageId and createdAt (which the writer mints anew on every attempt): sender, kind,
+  countsUnread, contentType, body, mentions and any later field (histContent). The same id with the
   same content is a retry (a duplicate of the first commit, also within the batch); the same id
   with other content is refused as an idempotency conflict, an idempotency key being reusable
   for one message only (issue 24).
@@ -56,7 +56,7 @@
         was written (issue 24: nothing is committed after the dissolve event). A retry of a
         message committed before the dissolve still answers 1 (the look-up comes first)
 ]]
---- @include "includes/histField"
+--- @include "includes/histRecord"
 
 if #ARGV < 2 or (#ARGV - 2) % 3 ~= 0 then return redis.error_reply("ERR commitMessages: ARGV is V, ref, then triples") end
 if (#ARGV - 2) / 3 > 128 then return redis.error_reply("ERR commitMessages: at most 128 messages a call") end
@@ -67,14 +67,16 @@ local inBatch = {} -- client_message_id -> index into fresh
 
 for i = 3, #ARGV, 3 do
   local cmid, sender, rest = ARGV[i], ARGV[i + 1], ARGV[i + 2]
-  local digest = redis.sha1hex((string.gsub(rest, "^[^|]*|([^|]*|[^|]*|[^|]*|)[^|]*|", "%1", 1)))
+  local head = histHeader(rest)
+  if not head then return redis.error_reply("ERR commitMessages: message " .. (i / 3) .. " is no history entry") end
+  local digest = redis.sha1hex(histContent(rest, head))
   local slot = #out + 1
   out[slot] = 1; out[slot + 1] = 0; out[slot + 2] = ""
   local earlier = inBatch[cmid]
   if earlier then
     if fresh[earlier].digest == digest then
       fresh[earlier].dups[#fresh[earlier].dups + 1] = slot
-      out[slot + 2] = histField(fresh[earlier].rest, 1)
+      out[slot + 2] = fresh[earlier].head.fields[HIST.MESSAGE_ID]
     else
       out[slot] = -14
     end
@@ -88,10 +90,10 @@ for i = 3, #ARGV, 3 do
       else
         local entry = redis.call("ZRANGEBYSCORE", KEYS[5], seq, seq)[1]
         out[slot + 1] = tonumber(seq)
-        out[slot + 2] = entry and histField(entry, 2) or ""
+        out[slot + 2] = entry and histGet(entry, HIST.MESSAGE_ID) or ""
       end
     else
-      fresh[#fresh + 1] = { cmid = cmid, sender = sender, rest = rest, digest = digest, slot = slot, dups = {} }
+      fresh[#fresh + 1] = { cmid = cmid, sender = sender, rest = rest, head = head, digest = digest, slot = slot, dups = {} }
       inBatch[cmid] = #fresh
     end
   end
@@ -128,14 +130,12 @@ local first = last - #accepted + 1
 local hist, idem, outbox, pending, unread = {}, {}, {}, {}, {}
 for j, m in ipairs(accepted) do
   local seq = first + j - 1
-  out[m.slot] = 0; out[m.slot + 1] = seq; out[m.slot + 2] = histField(m.rest, 1)
+  local f = m.head.fields
+  out[m.slot] = 0; out[m.slot + 1] = seq; out[m.slot + 2] = f[HIST.MESSAGE_ID]
   for _, d in ipairs(m.dups) do out[d + 1] = seq end
-  hist[#hist + 1] = seq; hist[#hist + 1] = seq .. "|" .. m.rest
-  -- rest = messageId|sender|kind|countsUnread|createdAt|contentType|body[|mentions]: one pass
-  -- (no field holds a "|"; without mentions the optional "|" and the capture match nothing)
-  local sender, counts, mentions = string.match(m.rest, "^[^|]*|([^|]*)|[^|]*|([^|]*)|[^|]*|[^|]*|[^|]*|?([^|]*)$")
-  if counts == "1" then
-    unread[#unread + 1] = seq; unread[#unread + 1] = seq .. "|" .. sender .. "|" .. mentions
+  hist[#hist + 1] = seq; hist[#hist + 1] = histStamp(seq, m.rest)
+  if f[HIST.COUNTS_UNREAD] == "1" then
+    unread[#unread + 1] = seq; unread[#unread + 1] = seq .. "|" .. f[HIST.SENDER_ID] .. "|" .. (f[HIST.MENTIONS] or "")
   end
   idem[#idem + 1] = m.cmid; idem[#idem + 1] = seq .. "|" .. version .. "|" .. m.digest
   outbox[#outbox + 1] = ARGV[2] .. "|" .. seq

@@ -27,7 +27,6 @@
           {-5}  not visible: never a member, or no such group
 ]]
 --- @include "includes/parseMember"
---- @include "includes/histField"
 --- @include "includes/visibleBounds"
 --- @include "includes/unreadRange"
 

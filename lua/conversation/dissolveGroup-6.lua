@@ -23,7 +23,8 @@
   KEYS[6] outbox     list: the bucket's outbox
 
   ARGV[1] V, the member version the dissolve was planned at
-  ARGV[2] history entry without its seq: "messageId|owner|C|0|createdAt|qim.group.v1|payloadBase64"
+  ARGV[2] history entry without its seq (includes/histRecord: sender the owner, kind C,
+          counts_unread 0, content type qim.group.v1, body the base64 payload)
   ARGV[3] outbox ref "tenantHex|conversationHex"
 
   Returns {0, J, messageId, version}  dissolved at J, member version V+1
@@ -32,13 +33,13 @@
           {-1, version}               membership changed: the member version is no longer V
           {-3}                        no such group
 ]]
---- @include "includes/histField"
+--- @include "includes/histRecord"
 
 local meta = redis.call("HMGET", KEYS[1], "version", "dissolved_at")
 if not meta[1] then return {-3} end
 if meta[2] then
   local entry = redis.call("ZRANGEBYSCORE", KEYS[3], meta[2], meta[2])[1]
-  return {1, tonumber(meta[2]), entry and histField(entry, 2) or "", tonumber(meta[1])}
+  return {1, tonumber(meta[2]), entry and histGet(entry, HIST.MESSAGE_ID) or "", tonumber(meta[1])}
 end
 if meta[1] ~= ARGV[1] then return {-1, tonumber(meta[1])} end
 
@@ -50,7 +51,7 @@ else
   redis.call("DEL", KEYS[5])
 end
 redis.call("HSET", KEYS[1], "version", version, "dissolved_at", j)
-redis.call("ZADD", KEYS[3], j, j .. "|" .. ARGV[2])
+redis.call("ZADD", KEYS[3], j, histStamp(j, ARGV[2]))
 redis.call("ZADD", KEYS[4], version, j)
 redis.call("RPUSH", KEYS[6], ARGV[3] .. "|" .. j)
-return {0, j, histField(ARGV[2], 1), version}
+return {0, j, histGet(ARGV[2], HIST.MESSAGE_ID), version}

@@ -1,11 +1,11 @@
 -- unreadRange(grpmetaKey, histKey, idxKey, user, lo, hi) -> unread, mentions, mentionFirst (-1 none)
 -- The records of (lo, hi] that count toward user's unread (spec 002 §3.1: counts_unread, sent by
--- someone else), and how many of them mention the user (field 9's concatenated 32-hex ids) with
+-- someone else), and how many of them mention the user (the mentions field's 32-hex ids) with
 -- the first one's seq. Seqs from grpmeta's unread_index_from on are read from the unread index
 -- (zset unreadidx, member "seq|sender|mentions", written with the history entry of every counting
 -- record): a few dozen bytes a record, whatever the history holds. Below it (history written
 -- before the index existed) the history entries themselves are read, as before issue 22.
---- @include "includes/histField"
+--- @include "includes/histRecord"
 local function namesUser(field, user)
   if not field or field == "" then return false end
   local at = 1
@@ -25,11 +25,13 @@ local function unreadRange(metaKey, histKey, idxKey, user, lo, hi)
   if from > 0 then split = math.min(hi, from - 1) end
   if split > lo then
     for _, e in ipairs(redis.call("ZRANGEBYSCORE", histKey, "(" .. lo, split)) do
-      if histField(e, 3) ~= user and histField(e, 5) == "1" then
+      local h = histHeader(e)
+      local f = h.fields
+      if f[HIST.SENDER_ID] ~= user and f[HIST.COUNTS_UNREAD] == "1" then
         unread = unread + 1
-        if namesUser(histField(e, 9), user) then
+        if namesUser(f[HIST.MENTIONS], user) then
           mcount = mcount + 1
-          if mfirst < 0 then mfirst = tonumber(histField(e, 1)) end
+          if mfirst < 0 then mfirst = h.seq end
         end
       end
     end

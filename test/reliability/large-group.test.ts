@@ -25,7 +25,7 @@ import { after, before, describe, it } from "node:test";
 import { Redis } from "ioredis";
 import { connectAdmin, type AdminClient } from "../../admin-api/client.js";
 import {
-  checkpointKey, COMMIT_BUCKET_COUNT, conversationKeys, KeySpace, listCheckpointKey, loadScripts, newUuid, outboxKey, parseUuid, RedisStore, RedisStreamsDispatchLog,
+  checkpointKey, COMMIT_BUCKET_COUNT, conversationKeys, decodeHistoryEntry, KeySpace, listCheckpointKey, loadScripts, newUuid, outboxKey, parseUuid, RedisStore, RedisStreamsDispatchLog,
   ucsPendingKey, unitLeaseKey, userKeys, uuidToHex, type DispatchIdentity, type DispatchRecord, type UnitKind, type Uuid,
 } from "../../core/index.js";
 import { writeTestPki, type TestPkiFiles, type TestPkiName } from "../certs/fixture.js";
@@ -337,12 +337,13 @@ for (const topology of ["single", "cluster"] as const) {
       assert.equal(change.outcome, "committed");
       const eventSeq = Number(change.eventConversationSeq);
       assert.ok(eventSeq > seq);
-      // the message's created_at, from its raw history entry "seq|messageId|sender|kind|…|createdAt|…"
+      // the message's created_at, from its raw history entry (decoded by conversation/history.ts)
       const ck = conversationKeys(keys, tenant, group);
       const entry = (await store.clientFor(ck.tag).zrangebyscore(ck.hist, seq, seq))[0]!;
-      const fields = entry.split("|");
-      assert.equal(fields[1], uuidToHex(parseUuid(sent.messageId, "messageId")).toLowerCase());
-      const createdAt = Number(fields[5]);
+      const rec = decodeHistoryEntry(entry);
+      const messageIdHex = uuidToHex(rec.messageId);
+      assert.equal(messageIdHex, uuidToHex(parseUuid(sent.messageId, "messageId")).toLowerCase());
+      const createdAt = rec.createdAt;
       // done when every recipient's session projection has it: a spread sample first, then all
       // (the probe keeps the engine busy, so "nothing left to do" is no signal while it runs)
       const spread = [...expected].filter((_, i) => i % Math.max(1, Math.floor(members / 1000)) === 0);
@@ -433,7 +434,7 @@ for (const topology of ["single", "cluster"] as const) {
         // the head is the message, or the membership change committed right after it (the group's
         // newest record: the list may count it though its event went to the joiner alone)
         assert.ok([seq, eventSeq].includes(mine[0]!.head), `${u}'s list has the message (${seq}) or the change after it (${eventSeq}) as head: ${mine[0]!.head}`);
-        if (mine[0]!.head === seq) assert.equal(mine[0]!.id.toLowerCase(), fields[1]);
+        if (mine[0]!.head === seq) assert.equal(mine[0]!.id.toLowerCase(), messageIdHex);
       }
 
       // membership list --all (the CLI, a real process, the weakest role): every member once

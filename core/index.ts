@@ -14,4 +14,5 @@ export * from "./projection/index.js";
 export * from "./conversation-list/index.js";
 export * from "./runtime/index.js";
 export * from "./session-view/index.js";
+export * from "./cmd-log/index.js";
 export * from "./cmd-sync/index.js";

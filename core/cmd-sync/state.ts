@@ -7,7 +7,7 @@
 import { InvalidArgumentError, type KeySpace, type Uuid } from "../base/index.js";
 import { slotOfUser, type Fence } from "../cluster/index.js";
 import type { RedisStore } from "../store/index.js";
-import { isValidCommandChannelId } from "./channel.js";
+import { isValidCommandChannelId } from "../cmd-log/index.js";
 import { CmdFencedError } from "./errors.js";
 import { cmdStateField, cmdStateKeys, cmdUserRef, type CmdStateKeys } from "./keys.js";
 import { advanceCmdStateReadsScript, indexLegacyCmdStatesScript, upsertCmdStatesScript } from "./scripts.js";

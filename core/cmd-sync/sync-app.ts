@@ -15,7 +15,7 @@
 import type { Uuid } from "../base/index.js";
 import { StaleOwnerError, type Fence } from "../cluster/index.js";
 import { KeyedSerial } from "../support/index.js";
-import { channelKeyText, isCommandChannel } from "./channel.js";
+import { channelKeyText, isCommandChannel } from "../cmd-log/index.js";
 import { USER_SLOT_NOT_OURS } from "./errors.js";
 import { CMD_STATE_READ_CHUNK } from "./state.js";
 import { cmdMetrics } from "./metrics.js";

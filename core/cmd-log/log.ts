@@ -4,11 +4,11 @@ import {
 } from "../base/index.js";
 import { groupDissolvedError, parseMemberValue } from "../conversation/index.js";
 import type { RedisStore } from "../store/index.js";
-import { cmdChannelKeys, sourceGroupOf, type CmdChannelKeys } from "./log-keys.js";
-import { logMetrics } from "./log-metrics.js";
+import { cmdChannelKeys, sourceGroupOf, type CmdChannelKeys } from "./keys.js";
+import { logMetrics } from "./metrics.js";
 import { parseChannelType, parseCommandChannelId } from "./channel.js";
-import { commitCmdScript } from "./log-scripts.js";
-import { type CmdMessage, type CmdMessageSource, type CmdSendRequest, type CommandChannelKey } from "./types.js";
+import { commitCmdScript } from "./scripts.js";
+import { type CmdMessage, type CmdMessageSource, type CmdSendRequest, type CommandChannelKey } from "../cmd-sync/index.js";
 
 /**
  * The most recipients one CMD message may have (its frozen audience, explicit or the group's

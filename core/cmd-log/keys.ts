@@ -1,7 +1,7 @@
 import { blake3 } from "@noble/hashes/blake3.js";
 import { bucketTag, COMMIT_BUCKET_COUNT, commitBucket, parseUuid, userTag, uuidToBytes, uuidToHex, type KeySpace, type Uuid } from "../base/index.js";
 import { conversationKeys } from "../conversation/index.js";
-import { CHANNEL_TYPE_GROUP, CMD_CHANNEL_SUFFIX, type CommandChannelKey } from "./types.js";
+import { CHANNEL_TYPE_GROUP, CMD_CHANNEL_SUFFIX, type CommandChannelKey } from "../cmd-sync/index.js";
 
 /**
  * The CMD log's keys (docs/cmd-sync-log.md). Every key of one CMD channel carries the channel's

@@ -3,7 +3,7 @@
  * AND the type; these helpers only shape and check the id and the type.
  */
 import { InvalidArgumentError } from "../base/index.js";
-import { CMD_CHANNEL_SUFFIX } from "../cmd-sync/index.js";
+import { CMD_CHANNEL_SUFFIX } from "./types.js";
 
 /** The longest command channel id, in bytes, the suffix included. */
 export const CMD_CHANNEL_ID_MAX_BYTES = 128;

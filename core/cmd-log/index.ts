@@ -5,6 +5,7 @@
  * keys on the channel's `{bNNN}` tag and the commit script of lua/cmd-sync/. docs/cmd-sync-log.md
  * records the decisions.
  */
+export * from "./types.js";
 export {
   CMD_CHANNEL_ID_MAX_BYTES, CMD_CHANNEL_TYPE_MAX, CMD_CHANNEL_TYPE_MIN, channelKeyText, isCommandChannel, isValidCommandChannelId,
   normaliseCommandChannel, parseChannelType, parseCommandChannelId, stripCommandSuffix,
@@ -12,9 +13,5 @@ export {
 export {
   CMD_CLIENT_MSG_NO_MAX_CHARS, CMD_LOAD_PAGE, CMD_MAX_PAYLOAD_BYTES, CMD_MAX_RECIPIENTS, CMD_RECENT_RETENTION_MS, CmdLog, decodeCmdEntry, type CmdLogOptions,
 } from "./log.js";
-export { cmdChannelBucket, cmdChannelKeys, cmdFlushPointKey, cmdRecentKey, sourceGroupOf, type CmdChannelKeys } from "./keys.js";
+export { cmdChannelBucket, cmdChannelKeys, cmdRecentKey, sourceGroupOf, type CmdChannelKeys } from "./keys.js";
 export { logMetrics as cmdLogMetrics } from "./metrics.js";
-export {
-  commitCmdScript, raiseCmdFlushPointScript, scanCmdRecentScript, scanCmdRecentsScript, type CommitCmdReply, type RaiseFlushPointReply, type RecentPage,
-  type RecentScan,
-} from "./scripts.js";

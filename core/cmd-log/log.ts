@@ -8,7 +8,7 @@ import { cmdChannelKeys, sourceGroupOf, type CmdChannelKeys } from "./keys.js";
 import { logMetrics } from "./metrics.js";
 import { parseChannelType, parseCommandChannelId } from "./channel.js";
 import { commitCmdScript } from "./scripts.js";
-import { type CmdMessage, type CmdMessageSource, type CmdSendRequest, type CommandChannelKey } from "../cmd-sync/index.js";
+import { type CmdMessage, type CmdMessageSource, type CmdSendRequest, type CommandChannelKey } from "./types.js";
 
 /**
  * The most recipients one CMD message may have (its frozen audience, explicit or the group's

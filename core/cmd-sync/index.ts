@@ -10,7 +10,7 @@ export * from "./types.js";
 export { buildConversationIntent, splitIntentByOwner, validateIntent } from "./intent.js";
 export { CMD_INTENT_CODEC_VERSION, decodeIntent, encodeIntent } from "./codec.js";
 export { CmdFencedError } from "./errors.js";
-export { CMD_ACTIVE_MAX, cmdActiveMember, cmdStateField, cmdStateKeys, cmdUserRef, type CmdStateKeys } from "./keys.js";
+export { CMD_ACTIVE_MAX, cmdActiveMember, cmdFlushPointKey, cmdStateField, cmdStateKeys, cmdUserRef, type CmdStateKeys } from "./keys.js";
 export { cmdMetrics } from "./metrics.js";
 export {
   CMD_FLUSH_BATCH_SIZE, CMD_FLUSH_INTERVAL_MS, CMD_MAX_PENDING, CMD_PENDING_SHARD_COUNT, CmdPendingUpdater, compareViews, fnv32a, pendingShardOf,

@@ -25,7 +25,8 @@ import type { RedisStore } from "../store/index.js";
 import { CmdFencedError } from "./errors.js";
 import { cmdMetrics } from "./metrics.js";
 import { checkRead, checkState, CMD_STATE_READ_CHUNK, isUnreadState, oneSlot } from "./state.js";
-import type { CmdConversationState, CmdReadPatch, CmdStateStore, CommandChannelKey } from "./types.js";
+import type { CommandChannelKey } from "../cmd-log/index.js";
+import type { CmdConversationState, CmdReadPatch, CmdStateStore } from "./types.js";
 
 /** Rounds of read–merge–conditional write per user before a write gives up (UNAVAILABLE, retryable: the pending batch stays). */
 export const CMD_CASSANDRA_LWT_RETRIES = 8;

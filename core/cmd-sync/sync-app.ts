@@ -15,14 +15,11 @@
 import type { Uuid } from "../base/index.js";
 import { StaleOwnerError, type Fence } from "../cluster/index.js";
 import { KeyedSerial } from "../support/index.js";
-import { channelKeyText, isCommandChannel } from "../cmd-log/index.js";
+import { channelKeyText, type CmdMessage, type CmdMessageSource, type CommandChannelKey, isCommandChannel } from "../cmd-log/index.js";
 import { USER_SLOT_NOT_OURS } from "./errors.js";
 import { CMD_STATE_READ_CHUNK } from "./state.js";
 import { cmdMetrics } from "./metrics.js";
-import type {
-  CmdAckResult, CmdConversationState, CmdMessage, CmdMessageSource, CmdPendingBuffer, CmdReadPatch, CmdStateStore, CmdSyncRecord, CmdSyncResult,
-  CmdSyncMode, CommandChannelKey, PendingConversationView,
-} from "./types.js";
+import type { CmdAckResult, CmdConversationState, CmdPendingBuffer, CmdReadPatch, CmdStateStore, CmdSyncRecord, CmdSyncResult, CmdSyncMode, PendingConversationView } from "./types.js";
 
 /** spec 001 defaults (WuKongIM records.go / app.go). */
 export const CMD_SYNC_RECORD_TTL_MS = 5 * 60_000;

@@ -12,7 +12,7 @@ import {
   refusedVerdict,
   RedisStore,
   registry,
-  type CassandraAuthorityOptions,
+  type CassandraOptions,
   type CmdSyncOptions,
   type ClusterOptions,
   type ConversationOptions,
@@ -77,7 +77,7 @@ export interface AdminServerOptions {
   /** How long start-up waits for every Redis to answer (default 10 s); a refusal fails at once. */
   storeVerifyTimeoutMs?: number;
   /** Cassandra settings (the daemon's --cassandra-* flags); the server creates and closes that authority. */
-  cassandra?: CassandraAuthorityOptions;
+  cassandra?: CassandraOptions;
   /**
    * The deny list of revoked client certificates (admin-api/deny-list.ts): a file of SHA-256
    * fingerprints, polled every `denyListPollMs` (default 1000; 0: only on reloadDenyList(), which

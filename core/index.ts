@@ -7,6 +7,7 @@ export * from "./base/index.js";
 export * from "./metrics/index.js";
 export * from "./lua/index.js";
 export * from "./store/index.js";
+export * from "./cassandra/index.js";
 export * from "./cluster/index.js";
 export * from "./conversation/index.js";
 export * from "./dispatch/index.js";

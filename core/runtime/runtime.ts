@@ -2,9 +2,9 @@ import { KeySpace } from "../base/index.js";
 import { ClusterMembership, type ClusterOptions } from "../cluster/index.js";
 import { ConversationService, NO_CONTENT_WATERMARKS, type ConversationOptions } from "../conversation/index.js";
 import { OutboxRelay, RedisStreamsDispatchLog, type DispatchIdentity, type DispatchRecord, type RelayOptions } from "../dispatch/index.js";
+import { cassandraOptionsFromEnv, type CassandraOptions } from "../cassandra/index.js";
 import {
-  authorityFromEnv, CassandraAuthority, cassandraOptionsFromEnv, DEFAULT_RETENTION_MS, ProjectionStack, type CassandraAuthorityOptions, type ConversationStateAuthority,
-  type ProjectionStackOptions, type ProjectionStartReport,
+  authorityFromEnv, CassandraAuthority, DEFAULT_RETENTION_MS, ProjectionStack, type ConversationStateAuthority, type ProjectionStackOptions, type ProjectionStartReport,
 } from "../projection/index.js";
 import type { RedisStore } from "../store/index.js";
 import { ConversationList, UnreadAuditSampler, type ConversationListStackOptions, type UnreadAuditSamplerOptions } from "../conversation-list/index.js";
@@ -47,7 +47,7 @@ export interface RuntimeOptions {
    * tables in the same keyspace). Without them the CMD state is on Cassandra when
    * QIM_CASSANDRA_CONTACT_POINTS is set and no `authority` is passed in, else on Redis.
    */
-  cassandra?: CassandraAuthorityOptions;
+  cassandra?: CassandraOptions;
   projection?: ProjectionStackOptions;
   /** The conversation-list engine (spec 002 §3–§8): options of its state engine and compaction consumer. */
   conversationList?: ConversationListStackOptions;

@@ -8,7 +8,7 @@ import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import {
   ProjectionStack,
-  type CassandraAuthorityOptions,
+  type CassandraOptions,
   type ConversationStateAuthority,
   type SessionList,
   type Uuid,
@@ -145,7 +145,7 @@ export async function registrationCrash(
   fx: EngineFixture,
   makeAuthority: () => ConversationStateAuthority,
   /** What the child's authority connects to: the same rows as makeAuthority's (JSON: no `now`). */
-  childAuthority: "redis-hash" | Omit<CassandraAuthorityOptions, "now">,
+  childAuthority: "redis-hash" | Omit<CassandraOptions, "now">,
 ): Promise<void> {
   const authority = makeAuthority();
   const stack = newStack(fx, authority);

@@ -12,6 +12,7 @@ import {
   refusedVerdict,
   RedisStore,
   registry,
+  ADMIN_GRPC_MAX_RECEIVE_BYTES,
   type CassandraOptions,
   type CmdSyncOptions,
   type ClusterOptions,
@@ -484,7 +485,7 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
   }
 
   if (typeof baseCreateHttp2Server !== "function") log("WARNING: this @grpc/grpc-js has no createHttp2Server hook: refused TLS handshakes will not be audited");
-  const server = new AuditingServer({ "grpc.max_receive_message_length": 4 * 1024 * 1024 });
+  const server = new AuditingServer({ "grpc.max_receive_message_length": ADMIN_GRPC_MAX_RECEIVE_BYTES });
   server.onTlsRefusal = (err, socket, remote) => {
     let presented = "";
     let fingerprint = "";

@@ -3,7 +3,7 @@ import type { KeySpace } from "../base/index.js";
 import type { RedisStore } from "../store/index.js";
 import { convsPattern, drillLockKey } from "./keys.js";
 import { releaseLockScript } from "./scripts.js";
-import { FailedPreconditionError, InvalidArgumentError } from "../base/index.js";
+import { FailedPreconditionError, InvalidArgumentError, MAX_DRILL_USERS } from "../base/index.js";
 import { hexToUuid, newMessageId, parseUuid, type Uuid } from "../base/index.js";
 import type { SessionProjector } from "./consumer.js";
 import type { RegistrationTask } from "./registration.js";
@@ -116,8 +116,6 @@ function snapshot(list: SessionList): Snapshot {
   }
   return out;
 }
-
-const MAX_DRILL_USERS = 10_000;
 
 /** A drill holds its lock at most this long (a crashed drill's lock expires by itself). */
 const DRILL_LOCK_MS = 30 * 60 * 1000;

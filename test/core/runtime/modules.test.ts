@@ -63,6 +63,14 @@ describe("the runtime's module list", { timeout: 120_000 }, () => {
     assert.deepEqual([...new Set(rt.modules.map((m) => m.folder))].sort(), foldersWithALifecycle());
   });
 
+  test("docs/architecture.md's module table names every core/ folder", () => {
+    const doc = readFileSync(join(ROOT, "docs", "architecture.md"), "utf8");
+    const table = doc.slice(doc.indexOf("## Modules"), doc.indexOf("### Start and stop order"));
+    const rows = [...table.matchAll(/^\| `core\/([a-z-]+)\/` \|/gm)].map((m) => m[1]!).sort();
+    const folders = readdirSync(join(ROOT, "core"), { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name).sort();
+    assert.deepEqual(rows, folders);
+  });
+
   test("start in list order; shutdown releases then stops in reverse: main's order (CMD flush, cluster handover, relay, view, audit, list, projection)", async () => {
     const lines: string[] = [];
     const rt = runtime(lines, true);

@@ -34,7 +34,8 @@ export interface ModuleContext {
 
 /**
  * THE list of engine modules, in start order (docs/architecture.md, "Start and stop order").
- * A new engine module is its core/ folder, its index.ts line in core/index.ts, and one entry here.
+ * A new engine module with a lifecycle adds one entry here (docs/architecture.md, "Adding an engine
+ * module", lists the other files it touches).
  */
 export function engineModules(rt: EngineRuntime, ctx: ModuleContext): RuntimeModule[] {
   const cluster = rt.cluster;

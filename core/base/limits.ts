@@ -32,6 +32,13 @@ export const FANOUT_CHUNK_RECIPIENTS = REDIS_CALL_MEMBER_BUDGET;
  */
 export const DEFAULT_MAX_GROUP_MEMBERS = 1_000_000;
 
+/**
+ * unread_precise_limit (spec 002 §3.3): beyond it a conversation's unread is this many and
+ * unread_exact false; the definitional count reads at most this many entries per conversation,
+ * for the conversation service's summaries and the conversation list's rows alike.
+ */
+export const UNREAD_PRECISE_LIMIT = 200;
+
 // ---- Pages: what one call returns at most (the engine refuses more; the CLI checks before calling).
 
 /**

@@ -26,7 +26,7 @@ import { createServer as createHttpsServer } from "node:https";
 import type { Socket } from "node:net";
 import type { TLSSocket } from "node:tls";
 import { status } from "@grpc/grpc-js";
-import { InvalidArgumentError, parseHostPort, parseUuid, stripCommandSuffix, uuidToHex, type CmdMessage, type Uuid } from "../core/index.js";
+import { CMD_HTTP_MAX_BODY_BYTES, InvalidArgumentError, parseHostPort, parseUuid, stripCommandSuffix, uuidToHex, type CmdMessage, type Uuid } from "../core/index.js";
 import type { AuditRecord } from "./audit.js";
 import { SERVICE_ROLE } from "./auth.js";
 import { mapError } from "./errors.js";
@@ -34,8 +34,6 @@ import { cmdSurfaceMetrics } from "./node/cmd-metrics.js";
 import { syncLimit } from "./node/cmd-local.js";
 import type { CmdAccess } from "./node/cmd-router.js";
 
-/** The largest request body read (a sync or ack request is a few dozen bytes). */
-export const CMD_HTTP_MAX_BODY_BYTES = 64 * 1024;
 /**
  * Requests of one connection that may wait for their turn (see startCmdHttpServer's turns); a
  * client pipelining deeper is cut off, since each waiting request is held in memory.

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import type { CassandraAuthorityOptions, TopologyConfig } from "../core/index.js";
+import type { CassandraOptions, TopologyConfig } from "../core/index.js";
 import type { DaemonSettings, StoreTlsSettings } from "./daemon-settings.js";
 import { serverLog } from "./log.js";
 import { packageVersion } from "./version.js";
@@ -32,7 +32,7 @@ export async function topologyOf(s: Pick<DaemonSettings, "redis" | "redisCluster
 }
 
 /** The authority's options from the --cassandra-* settings, or undefined for the Redis-hash fallback. */
-export async function cassandraOf(s: DaemonSettings): Promise<CassandraAuthorityOptions | undefined> {
+export async function cassandraOf(s: DaemonSettings): Promise<CassandraOptions | undefined> {
   if (!s.cassandraContactPoints || s.cassandraContactPoints.length === 0) return undefined;
   return {
     contactPoints: s.cassandraContactPoints,

@@ -12,7 +12,8 @@ import {
   refusedVerdict,
   RedisStore,
   registry,
-  type CassandraAuthorityOptions,
+  ADMIN_GRPC_MAX_RECEIVE_BYTES,
+  type CassandraOptions,
   type CmdSyncOptions,
   type ClusterOptions,
   type ConversationOptions,
@@ -77,7 +78,7 @@ export interface AdminServerOptions {
   /** How long start-up waits for every Redis to answer (default 10 s); a refusal fails at once. */
   storeVerifyTimeoutMs?: number;
   /** Cassandra settings (the daemon's --cassandra-* flags); the server creates and closes that authority. */
-  cassandra?: CassandraAuthorityOptions;
+  cassandra?: CassandraOptions;
   /**
    * The deny list of revoked client certificates (admin-api/deny-list.ts): a file of SHA-256
    * fingerprints, polled every `denyListPollMs` (default 1000; 0: only on reloadDenyList(), which
@@ -484,7 +485,7 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
   }
 
   if (typeof baseCreateHttp2Server !== "function") log("WARNING: this @grpc/grpc-js has no createHttp2Server hook: refused TLS handshakes will not be audited");
-  const server = new AuditingServer({ "grpc.max_receive_message_length": 4 * 1024 * 1024 });
+  const server = new AuditingServer({ "grpc.max_receive_message_length": ADMIN_GRPC_MAX_RECEIVE_BYTES });
   server.onTlsRefusal = (err, socket, remote) => {
     let presented = "";
     let fingerprint = "";

@@ -12,7 +12,7 @@
  *                    blake3 routing, pending items built in JS)
  *      Mixes: 10 % new members (steady state), all new, all existing. Reported: wall µs per entry,
  *      Node and Redis CPU µs per entry, Redis command time per entry, ratios (target ≤ 2×).
- *   2. Rebuild throughput: SessionService.rebuildUser(tenant, user, {force: true}) for users with 50
+ *   2. Rebuild throughput: UserSessionProjection.rebuildUser(tenant, user, {force: true}) for users with 50
  *      and with 5,000 conversations, on the Redis-hash authority and on Cassandra (a node of
  *      test/harness/cassandra.ts, or QIM_TEST_CASSANDRA=host:port), next to the authority read alone.
  * Rounds alternate the paths so that machine noise hits all alike; medians are printed.

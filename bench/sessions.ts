@@ -3,7 +3,7 @@
  * through the real engine (commit path, dispatch log, session projection, conversation-list
  * consumer), every figure next to a baseline measured in the same run:
  *   1. A 50-row page of a user with 5,000 conversations:
- *        today      SessionService.listSessions (phase 1): ZREVRANGE convs 0 49 + one pipelined
+ *        today      UserSessionProjection.listSessions (phase 1): ZREVRANGE convs 0 49 + one pipelined
  *                   read per row (head + definitional unread) — the baseline
  *        snapshot   SessionView.page: the warm in-memory snapshot, first page and a page deep in
  *                   the list (cursor at row 2,500)

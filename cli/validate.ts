@@ -1,10 +1,13 @@
 /**
  * Local input checks, run before any connection is opened (STYLE "Validate input locally before
  * opening a connection"). Each failure is a UsageError naming the flag as the user typed it; the
- * limits are the admin API's own (proto/qim/admin/v1/*.proto field docs), so a request that passes
- * here is not refused by the server for its shape.
+ * limits are the admin API's own (proto/qim/admin/v1/*.proto field docs), read from core/base/limits.ts as
+ * the server reads them, so a request that passes here is not refused by the server for its shape.
  */
-import { InvalidArgumentError, MAX_USERS_PER_MEMBERSHIP_CALL } from "../core/base/index.js";
+import {
+  EPOCH_HISTORY_LIMIT, HISTORY_PAGE_LIMIT, InvalidArgumentError, MAX_DRILL_USERS, MAX_INITIAL_MEMBERS, MAX_MENTIONS, MAX_USERS_PER_MEMBERSHIP_CALL, MESSAGE_MAX_PAYLOAD_BYTES,
+  SESSION_PAGE_LIMIT, SUMMARY_GROUPS_MAX, TAIL_AUDIT_LIMIT,
+} from "../core/base/index.js";
 import { parseReason, REASON_MAX_CHARS, trimAscii } from "../core/base/index.js";
 import { parseHostPort } from "../core/base/index.js";
 import * as Flags from "@oclif/core/flags";
@@ -16,23 +19,23 @@ export const LIMITS = {
   /** ChangeMembersRequest.users: the engine's own limit (core/base), also the batch size of --from-file */
   usersPerChange: MAX_USERS_PER_MEMBERSHIP_CALL,
   /** CreateGroupRequest.members */
-  initialMembers: 10_000,
+  initialMembers: MAX_INITIAL_MEMBERS,
   /** ReadHistoryRequest.limit */
-  historyPage: 1000,
+  historyPage: HISTORY_PAGE_LIMIT,
   /** TailAuditRequest.limit */
-  auditTail: 1000,
+  auditTail: TAIL_AUDIT_LIMIT.max,
   /** ListConversationSummaries: groups per call */
-  summaryGroups: 100,
+  summaryGroups: SUMMARY_GROUPS_MAX,
   /** SendMessageRequest.mentions: distinct users */
-  mentions: 100,
+  mentions: MAX_MENTIONS,
   /** A message payload (the engine's maxPayloadBytes default). */
-  messageBytes: 64 * 1024,
+  messageBytes: MESSAGE_MAX_PAYLOAD_BYTES,
   /** ListConversationSummaries.limit when listing from the projection */
-  sessionPage: 200,
+  sessionPage: SESSION_PAGE_LIMIT,
   /** GetEpochRequest.limit */
-  epochBumps: 100,
+  epochBumps: EPOCH_HISTORY_LIMIT.max,
   /** RunRebuildDrillRequest: users or sample */
-  drillUsers: 10_000,
+  drillUsers: MAX_DRILL_USERS,
   /** BumpEpochRequest.reason, RunRebuildDrillRequest.reason (characters) */
   reasonChars: REASON_MAX_CHARS,
 } as const;

@@ -6,6 +6,7 @@
  * router calls either the same way.
  */
 import * as grpc from "@grpc/grpc-js";
+import { NODE_RPC_MAX_ANSWER_BYTES } from "../../core/base/index.js";
 import {
   NodeServiceClient,
   type CmdAckRequest,
@@ -27,9 +28,6 @@ import type { NodeHandlers } from "./local.js";
 
 /** How long one node call may take before the caller gives up on it (a kick is an optimisation; a lookup is on a request's path). */
 export const NODE_RPC_DEADLINE_MS = 2000;
-
-/** The largest answer a peer may send (a CmdSync of many messages), 64 MiB. */
-export const NODE_RPC_MAX_ANSWER_BYTES = 64 * 1024 * 1024;
 
 /** A node RPC that failed in transport or was refused by gRPC (not a NodeStatus answer). */
 export class NodeCallError extends Error {

@@ -13,6 +13,7 @@ import {
   CMD_SYNC_DEFAULT_LIMIT,
   CMD_SYNC_MAX_LIMIT,
   decodeIntent,
+  MAX_PUSH_INTENTS,
   FailedPreconditionError,
   parseUuid,
   QimError,
@@ -39,9 +40,6 @@ import {
 } from "../gen/qim/node/v1/node.js";
 import { cmdSurfaceMetrics } from "./cmd-metrics.js";
 import type { OwnershipView, UnitOwnerView } from "./ownership.js";
-
-/** Intents one PushIntents may carry (a router sends one per owner group; a peer batching more is refused). */
-export const MAX_PUSH_INTENTS = 1000;
 
 /** The effective sync limit: 0 → spec 001's default (CMD_SYNC_DEFAULT_LIMIT 200), above CMD_SYNC_MAX_LIMIT (10000) → the maximum. */
 export function syncLimit(limit: number): number {

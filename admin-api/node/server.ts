@@ -7,7 +7,7 @@
  * operator's action; qim_node_rpc_served_total counts them.
  */
 import * as grpc from "@grpc/grpc-js";
-import { InvalidArgumentError, parseHostPort } from "../../core/index.js";
+import { InvalidArgumentError, NODE_RPC_MAX_RECEIVE_BYTES, parseHostPort } from "../../core/index.js";
 import { NODE_ROLE, principalOf } from "../auth.js";
 import { NodeServiceService, NodeStatus } from "../gen/qim/node/v1/node.js";
 import type { NodeHandlers } from "./local.js";
@@ -36,7 +36,7 @@ export async function startNodeServer(opts: NodeServerOptions): Promise<NodeServ
   if (!insecure && !opts.tls) throw new InvalidArgumentError("node.tls", "the node service needs a node certificate and key (node.tls.cert, node.tls.key) unless --insecure-dev");
   const hp = parseHostPort(opts.listen, { allowPortZero: true });
   if (!hp) throw new InvalidArgumentError("node.listen", `node.listen must be host:port, got "${opts.listen}"`);
-  const server = new grpc.Server({ "grpc.max_receive_message_length": 1024 * 1024 });
+  const server = new grpc.Server({ "grpc.max_receive_message_length": NODE_RPC_MAX_RECEIVE_BYTES });
 
   /** The pipeline of every node RPC: the caller must present a node certificate; the handler answers a NodeStatus. */
   function handler<Req, Res extends { status: NodeStatus }>(rpc: string, run: (req: Req) => Promise<Res>): grpc.handleUnaryCall<Req, Res> {

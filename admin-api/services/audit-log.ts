@@ -1,11 +1,8 @@
 import { status } from "@grpc/grpc-js";
-import { InvalidArgumentError } from "../../core/index.js";
+import { InvalidArgumentError, TAIL_AUDIT_LIMIT } from "../../core/index.js";
 import { auditEntryOut, FOLLOW_BEHIND_MAX, followAudit } from "../audit-follow.js";
 import { catalogEntry } from "../catalog.js";
 import { defineService, serverStream, unary } from "../rpc.js";
-
-/** Entries of one TailAudit call: default and most. */
-export const TAIL_AUDIT_LIMIT = { default: 50, max: 1000 } as const;
 
 /** AuditService: the newest entries of the append-only audit log, and the log as it is written (the drill role may not read arguments). */
 export const auditService = defineService(catalogEntry("qim.admin.v1.AuditService"), {

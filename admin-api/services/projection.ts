@@ -1,10 +1,7 @@
-import { InvalidArgumentError, parseReason } from "../../core/index.js";
+import { EPOCH_HISTORY_LIMIT, InvalidArgumentError, parseReason } from "../../core/index.js";
 import { catalogEntry } from "../catalog.js";
 import { epochBumpOut, projectionStatusOut } from "../convert.js";
 import { ALL_ROLES, defineService, MUTATE, unary } from "../rpc.js";
-
-/** Epoch bumps one GetEpoch call returns: default and most. */
-export const EPOCH_HISTORY_LIMIT = { default: 10, max: 100 } as const;
 
 /** ProjectionService: the session projection's epoch, per-user rebuild and status (ADR-0021 §4). */
 export const projectionService = defineService(catalogEntry("qim.admin.v1.ProjectionService"), {

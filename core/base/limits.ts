@@ -31,3 +31,80 @@ export const FANOUT_CHUNK_RECIPIENTS = REDIS_CALL_MEMBER_BUDGET;
  * be stated, so a group cannot grow past what was measured.
  */
 export const DEFAULT_MAX_GROUP_MEMBERS = 1_000_000;
+
+/**
+ * unread_precise_limit (spec 002 §3.3): beyond it a conversation's unread is this many and
+ * unread_exact false; the definitional count reads at most this many entries per conversation,
+ * for the conversation service's summaries and the conversation list's rows alike.
+ */
+export const UNREAD_PRECISE_LIMIT = 200;
+
+// ---- Pages: what one call returns at most (the engine refuses more; the CLI checks before calling).
+
+/**
+ * session_list_page_limit (spec 002 §6, the session list): the most conversations one page of a
+ * user's list returns, from the session projection (ListConversationSummaries) and from the
+ * session view's snapshot (ListSessions) alike. Each row costs a pipelined read of its head and
+ * unread count, so the page's cost is bounded by it.
+ */
+export const SESSION_PAGE_LIMIT = 200;
+/** The page size when the caller names none (the session projection's and the session view's). */
+export const SESSION_PAGE_DEFAULT = 50;
+
+/** ReadHistoryRequest.limit: history records per page, at most (one bounded script per page) … */
+export const HISTORY_PAGE_LIMIT = 1000;
+/** … and when the caller names none. */
+export const HISTORY_PAGE_DEFAULT = 100;
+/** ListGroupsRequest.limit: the page size aimed at, at most (one bounded SCAN per Redis node and page) … */
+export const GROUP_PAGE_LIMIT = 1000;
+/** … and when the caller names none. */
+export const GROUP_PAGE_DEFAULT = 100;
+
+/**
+ * /message/sync's limit (spec 001, the sync of CMD conversations): messages one sync returns when
+ * the caller sends 0 or none (WuKongIM's default) …
+ */
+export const CMD_SYNC_DEFAULT_LIMIT = 200;
+/** … and at most (a larger one is cut to it): the answer carries the messages' payloads, one node RPC answer. */
+export const CMD_SYNC_MAX_LIMIT = 10_000;
+
+/** ListConversationSummaries: the most groups one call names (one pipelined read per group). */
+export const SUMMARY_GROUPS_MAX = 100;
+/** GetEpoch: epoch bumps listed per call, by default and at most (the epoch log keeps its last 100). */
+export const EPOCH_HISTORY_LIMIT = { default: 10, max: 100 } as const;
+/** TailAudit: audit records per call, by default and at most (read backwards from the file's end). */
+export const TAIL_AUDIT_LIMIT = { default: 50, max: 1000 } as const;
+/** RunRebuildDrill: users named or sampled per drill (each rebuilt from the authority and compared). */
+export const MAX_DRILL_USERS = 10_000;
+
+// ---- Payloads and audiences.
+
+/** A message's payload, at most (the conversation service's maxPayloadBytes default): it is stored in the history entry. */
+export const MESSAGE_MAX_PAYLOAD_BYTES = 64 * 1024;
+/** The most distinct users one message may mention (spec 002 §3.2 mention_count; bounds the history entry). */
+export const MAX_MENTIONS = 100;
+/** CreateGroupRequest.members: the most members a group is created with (the conversation service's maxInitialMembers default). */
+export const MAX_INITIAL_MEMBERS = 10_000;
+/** A CMD message's payload, at most (spec 001 CMD send; stored in the CMD log's history entry). */
+export const CMD_MAX_PAYLOAD_BYTES = 64 * 1024;
+/**
+ * The most recipients one CMD message may have (named, or a source group's active members): the
+ * commit script reads the member table and writes the audience into the history entry in one
+ * atomic step that blocks its Redis instance; at 10,000 (MAX_INITIAL_MEMBERS) that step is a few
+ * ms and the entry ~320 KB, and every owner's pending buffer gains an entry per recipient. Beyond
+ * it a command should name its recipients in batches.
+ */
+export const CMD_MAX_RECIPIENTS = 10_000;
+
+// ---- Wire: what one request or answer may carry on each door.
+
+/** The HTTP API's (/message/sync, /message/syncack) largest request body read (a sync or ack request is a few dozen bytes). */
+export const CMD_HTTP_MAX_BODY_BYTES = 64 * 1024;
+/** The admin gRPC server's largest request (grpc.max_receive_message_length): a bulk membership call of MAX_USERS_PER_MEMBERSHIP_CALL users fits many times. */
+export const ADMIN_GRPC_MAX_RECEIVE_BYTES = 4 * 1024 * 1024;
+/** The node RPC server's largest request: a batch of at most MAX_PUSH_INTENTS intents. */
+export const NODE_RPC_MAX_RECEIVE_BYTES = 1024 * 1024;
+/** The node RPC client's largest answer (a CmdSync of up to CMD_SYNC_MAX_LIMIT messages with their payloads), 64 MiB. */
+export const NODE_RPC_MAX_ANSWER_BYTES = 64 * 1024 * 1024;
+/** PushIntents (node RPC): the most CMD conversation intents one call carries (a router sends one per owner group; a peer batching more is refused). */
+export const MAX_PUSH_INTENTS = 1000;

@@ -1,11 +1,11 @@
 import { COMMIT_BUCKET_COUNT, hexToUuid, userTag, type KeySpace, type Uuid } from "../base/index.js";
 import { SLOT_COUNT, slotOfUser, unitLeaseKey, type Fence } from "../cluster/index.js";
 import { RedisStore } from "../store/index.js";
-import type { CmdLog } from "./log.js";
-import { cmdFlushPointKey, cmdRecentKey } from "./log-keys.js";
-import { logMetrics } from "./log-metrics.js";
-import { raiseCmdFlushPointScript, scanCmdRecentScript, scanCmdRecentsScript, type RecentPage } from "./log-scripts.js";
-import type { CmdFlushReport, CmdMessage, CommandChannelKey, ConversationIntent } from "./types.js";
+import { cmdRecentKey, type CmdLog, type CmdMessage, type CommandChannelKey } from "../cmd-log/index.js";
+import { cmdFlushPointKey } from "./keys.js";
+import { cmdMetrics as logMetrics } from "./metrics.js";
+import { raiseCmdFlushPointScript, scanCmdRecentScript, scanCmdRecentsScript, type RecentPage } from "./scripts.js";
+import type { CmdFlushReport, ConversationIntent } from "./types.js";
 
 /** How often every node reads every bucket's recent-commit index past its cursors. */
 export const CMD_CATCHUP_INTERVAL_MS = 1000;

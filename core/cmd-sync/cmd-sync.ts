@@ -1,17 +1,17 @@
 import type { KeySpace, Uuid } from "../base/index.js";
 import { slotOfUser, StaleOwnerError, type ClusterMembership, type Fence } from "../cluster/index.js";
 import type { RedisStore } from "../store/index.js";
+import { CmdLog, type CmdLogOptions, type CmdSendRequest } from "../cmd-log/index.js";
 import { ALL_SLOTS, CmdCatchUp } from "./catchup.js";
 import { USER_SLOT_NOT_OURS } from "./errors.js";
+import { cmdMetrics } from "./metrics.js";
 import { buildConversationIntent, validateIntent } from "./intent.js";
-import { CmdLog, type CmdLogOptions } from "./log.js";
-import { logMetrics } from "./log-metrics.js";
 import { CmdPendingUpdater } from "./pending.js";
 import { RedisCmdStateStore } from "./state.js";
 import { CmdSyncApp, type CmdSyncAppOptions } from "./sync-app.js";
 import type {
-  CmdAckResult, CmdBadPendingFile, CmdConversationState, CmdFlushReport, CmdIntentRouter, CmdStateStore, CmdSendRequest, CmdSendResult, CmdSyncApi, CmdSyncMode, CmdSyncResult, ConversationIntent,
-  PendingConversationView,
+  CmdAckResult, CmdBadPendingFile, CmdConversationState, CmdFlushReport, CmdIntentRouter, CmdStateStore, CmdSendResult, CmdSyncApi, CmdSyncMode, CmdSyncResult,
+  ConversationIntent, PendingConversationView,
 } from "./types.js";
 
 export interface CmdSyncOptions {
@@ -176,7 +176,7 @@ export class CmdSync implements CmdSyncApi {
     let intentAccepted = true;
     if (intent) {
       intentAccepted = await this.router.pushIntent(intent).catch(() => false);
-      if (!intentAccepted) logMetrics.intentsNotAccepted.inc();
+      if (!intentAccepted) cmdMetrics.intentsNotAccepted.inc();
     }
     return { message, duplicate, intentAccepted };
   }

@@ -7,14 +7,10 @@
  */
 export * from "./types.js";
 // core (helper A): channel, intent, codec, pending buffer, durable state, sync/ack
-export {
-  CMD_CHANNEL_ID_MAX_BYTES, CMD_CHANNEL_TYPE_MAX, CMD_CHANNEL_TYPE_MIN, channelKeyText, isCommandChannel, isValidCommandChannelId,
-  normaliseCommandChannel, parseChannelType, parseCommandChannelId, stripCommandSuffix,
-} from "./channel.js";
 export { buildConversationIntent, splitIntentByOwner, validateIntent } from "./intent.js";
 export { CMD_INTENT_CODEC_VERSION, decodeIntent, encodeIntent } from "./codec.js";
 export { CmdFencedError } from "./errors.js";
-export { CMD_ACTIVE_MAX, cmdActiveMember, cmdStateField, cmdStateKeys, cmdUserRef, type CmdStateKeys } from "./keys.js";
+export { CMD_ACTIVE_MAX, cmdActiveMember, cmdFlushPointKey, cmdStateField, cmdStateKeys, cmdUserRef, type CmdStateKeys } from "./keys.js";
 export { cmdMetrics } from "./metrics.js";
 export {
   CMD_FLUSH_BATCH_SIZE, CMD_FLUSH_INTERVAL_MS, CMD_MAX_PENDING, CMD_PENDING_SHARD_COUNT, CmdPendingUpdater, compareViews, fnv32a, pendingShardOf,
@@ -29,15 +25,10 @@ export {
   CassandraCmdStateStore, type CassandraCmdStateStoreDeps,
 } from "./state-cassandra.js";
 export {
-  CMD_SYNC_ACTIVE_SCAN_LIMIT, CMD_SYNC_DEFAULT_LIMIT, CMD_SYNC_MAX_LIMIT, CMD_SYNC_RECORD_MAX_PER_USER, CMD_SYNC_RECORD_MAX_USERS, CMD_SYNC_RECORD_TTL_MS,
+  CMD_SYNC_ACTIVE_SCAN_LIMIT, CMD_SYNC_RECORD_MAX_PER_USER, CMD_SYNC_RECORD_MAX_USERS, CMD_SYNC_RECORD_TTL_MS,
   CmdSyncApp, CmdSyncRecords, mergeCandidates, type CmdSyncAppOptions, type CmdSyncRecordEntry,
 } from "./sync-app.js";
-// log (helper B): the durable CMD log, the catch-up scan and recovery, the CmdSync module (runtime.cmd)
-export {
-  CMD_CLIENT_MSG_NO_MAX_CHARS, CMD_LOAD_PAGE, CMD_MAX_PAYLOAD_BYTES, CMD_MAX_RECIPIENTS, CMD_RECENT_RETENTION_MS, CmdLog, decodeCmdEntry, type CmdLogOptions,
-} from "./log.js";
-export { cmdChannelBucket, cmdChannelKeys, cmdFlushPointKey, cmdRecentKey, sourceGroupOf, type CmdChannelKeys } from "./log-keys.js";
-export { logMetrics as cmdLogMetrics } from "./log-metrics.js";
+// the catch-up scan and recovery from the CMD log (core/cmd-log), the CmdSync module (runtime.cmd)
 export {
   CMD_CATCHUP_INTERVAL_MS, CMD_FLUSH_POINT_IDLE_MS, CMD_FLUSH_POINT_INTERVAL_MS, CMD_SCAN_OVERLAP_MS, CMD_SCAN_PAGE, CmdCatchUp, type CatchUpOptions, type CatchUpPending,
 } from "./catchup.js";

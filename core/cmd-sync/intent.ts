@@ -4,8 +4,8 @@
  * write) and its split by owner.
  */
 import { InvalidArgumentError, type Uuid } from "../base/index.js";
-import { isValidCommandChannelId, normaliseCommandChannel, CMD_CHANNEL_TYPE_MAX, CMD_CHANNEL_TYPE_MIN } from "./channel.js";
-import type { CmdMessage, ConversationIntent } from "./types.js";
+import { CMD_CHANNEL_TYPE_MAX, CMD_CHANNEL_TYPE_MIN, type CmdMessage, isValidCommandChannelId, normaliseCommandChannel } from "../cmd-log/index.js";
+import type { ConversationIntent } from "./types.js";
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 

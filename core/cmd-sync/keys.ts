@@ -15,7 +15,7 @@
  */
 import { userTag, uuidToHex, type KeySpace, type Uuid } from "../base/index.js";
 import { unitLeaseKey } from "../cluster/index.js";
-import type { CommandChannelKey } from "./types.js";
+import type { CommandChannelKey } from "../cmd-log/index.js";
 
 export interface CmdStateKeys {
   state: string;
@@ -47,4 +47,9 @@ export const CMD_ACTIVE_MAX = Number.MAX_SAFE_INTEGER;
 export function cmdActiveMember(tenant: Uuid, user: Uuid, channel: CommandChannelKey, activeAt: number): string {
   const inv = (CMD_ACTIVE_MAX - activeAt).toString(16).padStart(14, "0");
   return `${cmdUserRef(tenant, user)}|${inv}|${String(channel.channelType).padStart(3, "0")}|${channel.channelId}`;
+}
+
+/** A user slot's flush point (catchup.ts): every CMD commit before it that concerns the slot's users is durably flushed. */
+export function cmdFlushPointKey(space: KeySpace, slot: number): string {
+  return space.key(userTag(slot), "cmdflushpt");
 }

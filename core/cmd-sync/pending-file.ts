@@ -8,7 +8,7 @@
 import { mkdir, open, readFile, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { InvalidArgumentError, type Uuid } from "../base/index.js";
-import { isValidCommandChannelId } from "./channel.js";
+import { isValidCommandChannelId } from "../cmd-log/index.js";
 
 export const CMD_PENDING_DIR = "conversationv2";
 export const CMD_PENDING_FILE = "cmd_conversation_updates.json";

@@ -16,9 +16,8 @@ import type { Fence } from "../cluster/index.js";
 import { validateIntent } from "./intent.js";
 import { badPendingFileProbes, cmdMetrics } from "./metrics.js";
 import { loadPendingFile, savePendingFile, type PendingFileUpdate } from "./pending-file.js";
-import type {
-  CmdBadPendingFile, CmdConversationState, CmdFlushReport, CmdPendingBuffer, CmdStateStore, CommandChannelKey, ConversationIntent, PendingConversationView,
-} from "./types.js";
+import type { CommandChannelKey } from "../cmd-log/index.js";
+import type { CmdBadPendingFile, CmdConversationState, CmdFlushReport, CmdPendingBuffer, CmdStateStore, ConversationIntent, PendingConversationView } from "./types.js";
 
 /** spec 001 defaults (WuKongIM defaultPendingFlushInterval / Batch / ShardCount). */
 export const CMD_FLUSH_INTERVAL_MS = 1000;

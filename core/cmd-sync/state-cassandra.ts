@@ -18,14 +18,13 @@
 import cassandra from "cassandra-driver";
 import { UnavailableError, type KeySpace, type Uuid } from "../base/index.js";
 import { leaseHolds, type Fence } from "../cluster/index.js";
-import {
-  cassandraContextOf, cassandraFailureLine, createKeyspaceCql, newCassandraClient, resolveCassandraOptions, type CassandraAuthorityOptions,
-} from "../projection/index.js";
+import { CassandraConnection, type CassandraOptions } from "../cassandra/index.js";
 import type { RedisStore } from "../store/index.js";
 import { CmdFencedError } from "./errors.js";
 import { cmdMetrics } from "./metrics.js";
 import { checkRead, checkState, CMD_STATE_READ_CHUNK, isUnreadState, oneSlot } from "./state.js";
-import type { CmdConversationState, CmdReadPatch, CmdStateStore, CommandChannelKey } from "./types.js";
+import type { CommandChannelKey } from "../cmd-log/index.js";
+import type { CmdConversationState, CmdReadPatch, CmdStateStore } from "./types.js";
 
 /** Rounds of read–merge–conditional write per user before a write gives up (UNAVAILABLE, retryable: the pending batch stays). */
 export const CMD_CASSANDRA_LWT_RETRIES = 8;
@@ -40,8 +39,8 @@ export interface CassandraCmdStateStoreDeps {
   /** The slots' leases (fence check 1) live in Redis. */
   store: RedisStore;
   keys: KeySpace;
-  /** The authority's settings: contact points, keyspace, consistency, credentials, TLS. */
-  cassandra: CassandraAuthorityOptions;
+  /** The engine's Cassandra settings (the authority's): contact points, keyspace, consistency, credentials, TLS. */
+  cassandra: CassandraOptions;
 }
 
 interface StoredRow {
@@ -105,19 +104,20 @@ function groupByUser<T extends { tenant: Uuid; user: Uuid }>(rows: readonly T[])
 
 export class CassandraCmdStateStore implements CmdStateStore {
   readonly kind = "cassandra" as const;
-  private client: cassandra.Client;
+  private readonly conn: CassandraConnection;
   private readonly keyspace: string;
-  private readonly consistency: number;
   private readonly serial: number;
 
   constructor(private readonly deps: CassandraCmdStateStoreDeps) {
-    const resolved = resolveCassandraOptions(deps.cassandra);
-    this.keyspace = resolved.keyspace;
-    this.consistency = resolved.consistency;
+    this.conn = new CassandraConnection(deps.cassandra);
+    this.keyspace = this.conn.keyspace;
     // the Paxos round of a lightweight transaction (and the reads before one) in the local DC when the writes are
     const c = cassandra.types.consistencies;
-    this.serial = [c.localQuorum, c.localOne, c.localSerial].includes(resolved.consistency) ? c.localSerial : c.serial;
-    this.client = newCassandraClient(deps.cassandra, this.consistency);
+    this.serial = [c.localQuorum, c.localOne, c.localSerial].includes(this.conn.consistency) ? c.localSerial : c.serial;
+  }
+
+  private get client(): cassandra.Client {
+    return this.conn.client;
   }
 
   describe(): string {
@@ -134,29 +134,24 @@ export class CassandraCmdStateStore implements CmdStateStore {
 
   /**
    * Connects and creates the keyspace and both tables if missing. A failure is one UNAVAILABLE
-   * line (cassandraFailureLine, as the authority's) and leaves a fresh client for a later init().
+   * line (CassandraConnection.open, as the authority's) and leaves a fresh client for a later init().
    */
   async init(): Promise<void> {
-    try {
-      await this.client.connect();
-      await this.client.execute(createKeyspaceCql(this.keyspace, this.deps.cassandra.replication), [], { prepare: false });
-      await this.client.execute(
+    await this.conn.open(async (client) => {
+      await client.execute(
         `CREATE TABLE IF NOT EXISTS ${this.state} (
            tenant_id uuid, user_id uuid, channel_type int, channel_id text,
            read_seq bigint, deleted_to_seq bigint, active_at bigint, updated_at bigint, last_msg_seq bigint, fence_token bigint,
            PRIMARY KEY ((tenant_id, user_id), channel_type, channel_id))`,
         [], { prepare: false });
       await this.addLastMsgSeq();
-      await this.client.execute(
+      await client.execute(
         `CREATE TABLE IF NOT EXISTS ${this.active} (
            tenant_id uuid, user_id uuid, active_at bigint, channel_type int, channel_id text,
            PRIMARY KEY ((tenant_id, user_id), active_at, channel_type, channel_id))
          WITH CLUSTERING ORDER BY (active_at DESC, channel_type ASC, channel_id ASC)`,
         [], { prepare: false });
-    } catch (err) {
-      await this.resetClient();
-      throw new UnavailableError(cassandraFailureLine(err, cassandraContextOf(this.deps.cassandra)));
-    }
+    });
   }
 
   /**
@@ -174,13 +169,7 @@ export class CassandraCmdStateStore implements CmdStateStore {
 
   /** Shuts the client down; a later init() starts on a fresh one. */
   async close(): Promise<void> {
-    await this.resetClient();
-  }
-
-  private async resetClient(): Promise<void> {
-    const old = this.client;
-    this.client = newCassandraClient(this.deps.cassandra, this.consistency);
-    await old.shutdown().catch(() => {});
+    await this.conn.close();
   }
 
   async get(tenant: Uuid, user: Uuid, channel: CommandChannelKey): Promise<CmdConversationState | null> {

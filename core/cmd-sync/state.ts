@@ -7,11 +7,11 @@
 import { InvalidArgumentError, type KeySpace, type Uuid } from "../base/index.js";
 import { slotOfUser, type Fence } from "../cluster/index.js";
 import type { RedisStore } from "../store/index.js";
-import { isValidCommandChannelId } from "./channel.js";
+import { type CommandChannelKey, isValidCommandChannelId } from "../cmd-log/index.js";
 import { CmdFencedError } from "./errors.js";
 import { cmdStateField, cmdStateKeys, cmdUserRef, type CmdStateKeys } from "./keys.js";
 import { advanceCmdStateReadsScript, indexLegacyCmdStatesScript, upsertCmdStatesScript } from "./scripts.js";
-import type { CmdConversationState, CmdReadPatch, CmdStateStore, CommandChannelKey } from "./types.js";
+import type { CmdConversationState, CmdReadPatch, CmdStateStore } from "./types.js";
 
 /**
  * `read|deletedTo|activeAt|updatedAt|lastMsgSeq`, versioned by its length: a row written before the

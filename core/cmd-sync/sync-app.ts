@@ -12,24 +12,19 @@
  * jumps a message. Loading stops once the limit (or CMD_SYNC_RECORD_MAX_PER_USER channels) is
  * reached: a channel not loaded stays unread for the next sync.
  */
-import type { Uuid } from "../base/index.js";
+import { CMD_SYNC_DEFAULT_LIMIT, CMD_SYNC_MAX_LIMIT, type Uuid } from "../base/index.js";
 import { StaleOwnerError, type Fence } from "../cluster/index.js";
 import { KeyedSerial } from "../support/index.js";
-import { channelKeyText, isCommandChannel } from "./channel.js";
+import { channelKeyText, type CmdMessage, type CmdMessageSource, type CommandChannelKey, isCommandChannel } from "../cmd-log/index.js";
 import { USER_SLOT_NOT_OURS } from "./errors.js";
 import { CMD_STATE_READ_CHUNK } from "./state.js";
 import { cmdMetrics } from "./metrics.js";
-import type {
-  CmdAckResult, CmdConversationState, CmdMessage, CmdMessageSource, CmdPendingBuffer, CmdReadPatch, CmdStateStore, CmdSyncRecord, CmdSyncResult,
-  CmdSyncMode, CommandChannelKey, PendingConversationView,
-} from "./types.js";
+import type { CmdAckResult, CmdConversationState, CmdPendingBuffer, CmdReadPatch, CmdStateStore, CmdSyncRecord, CmdSyncResult, CmdSyncMode, PendingConversationView } from "./types.js";
 
 /** spec 001 defaults (WuKongIM records.go / app.go). */
 export const CMD_SYNC_RECORD_TTL_MS = 5 * 60_000;
 export const CMD_SYNC_RECORD_MAX_USERS = 4096;
 export const CMD_SYNC_RECORD_MAX_PER_USER = 2048;
-export const CMD_SYNC_DEFAULT_LIMIT = 200;
-export const CMD_SYNC_MAX_LIMIT = 10_000;
 /**
  * How many unread durable rows and how many unread pending channels of a user a sync considers
  * (WuKongIM defaultActiveScanLimit). Unread ones only (issue 23, defect 5): WuKongIM's — and this

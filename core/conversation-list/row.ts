@@ -1,8 +1,5 @@
-import { hexToUuid, type Uuid } from "../base/index.js";
+import { hexToUuid, UNREAD_PRECISE_LIMIT, type Uuid } from "../base/index.js";
 import type { RecomputeReply } from "./scripts.js";
-
-/** unread_precise_limit (spec 002 §3.3): beyond it unread = 200 and unread_exact = false. */
-export const UNREAD_PRECISE_LIMIT = 200;
 
 /** A user's own choices about a conversation (kept in `prefs`, read by a rebuild). */
 export interface RowPrefs {

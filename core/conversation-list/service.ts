@@ -1,5 +1,5 @@
 import {
-  hexToUuid, InvalidArgumentError, newUuid, parseUuid, PermissionDeniedError, uuidToHex, type KeySpace, type Uuid,
+  hexToUuid, InvalidArgumentError, newUuid, parseUuid, PermissionDeniedError, UNREAD_PRECISE_LIMIT, uuidToHex, type KeySpace, type Uuid,
 } from "../base/index.js";
 import type { ContentWatermarks, ConversationService } from "../conversation/index.js";
 import { userKeys, type ConversationStateAuthority, type DrillCheck, type DrillDifference } from "../projection/index.js";
@@ -9,7 +9,7 @@ import { listKeys, listRowsPattern, type ListKeys } from "./keys.js";
 import { metrics } from "./metrics.js";
 import {
   applyEntry, baseOf, contribution, decodePrefs, decodeRow, encodePrefs, encodeRowCore, isDeleted, liveRow, moveBase, prefsOf, rowFromRecompute, toConversationRow,
-  UNREAD_PRECISE_LIMIT, type BadgeState, type ConversationRow, type InHandEntry, type RowPrefs, type RowState,
+  type BadgeState, type ConversationRow, type InHandEntry, type RowPrefs, type RowState,
 } from "./row.js";
 import { applyRowsScript, recomputeUnreadScript, type RowWrite } from "./scripts.js";
 

@@ -2,11 +2,19 @@ import {
   AlreadyExistsError,
   DEFAULT_MAX_GROUP_MEMBERS,
   FailedPreconditionError,
+  GROUP_PAGE_DEFAULT,
+  GROUP_PAGE_LIMIT,
+  HISTORY_PAGE_DEFAULT,
+  HISTORY_PAGE_LIMIT,
   hexToUuid,
   InternalError,
   InvalidArgumentError,
   KeySpace,
+  MAX_INITIAL_MEMBERS,
+  MAX_MENTIONS,
   MAX_USERS_PER_MEMBERSHIP_CALL,
+  MESSAGE_MAX_PAYLOAD_BYTES,
+  UNREAD_PRECISE_LIMIT,
   MembershipChangedError,
   newMessageId,
   newUuid,
@@ -86,16 +94,13 @@ export const CONVERSATION_DEFAULTS: Required<Omit<ConversationOptions, Hooks>> =
   keyPrefix: "qim",
   broadcastMaxMembers: 500,
   maxTargetsPerCall: MAX_USERS_PER_MEMBERSHIP_CALL,
-  maxInitialMembers: 10000,
+  maxInitialMembers: MAX_INITIAL_MEMBERS,
   maxGroupMembers: DEFAULT_MAX_GROUP_MEMBERS,
-  unreadPreciseLimit: 200,
+  unreadPreciseLimit: UNREAD_PRECISE_LIMIT,
   maxRetries: 3,
-  maxPayloadBytes: 64 * 1024,
+  maxPayloadBytes: MESSAGE_MAX_PAYLOAD_BYTES,
   maxSendBatch: 128,
 };
-
-/** The most distinct users one message may mention (bounds the history entry). */
-export const MAX_MENTIONS = 100;
 
 export type MemberState = "ACTIVE" | "LEFT" | "REMOVED";
 
@@ -399,8 +404,8 @@ export class ConversationService {
   async listGroups(req: ListGroupsRequest): Promise<GroupListPage> {
     const tenant = parseUuid(req.tenant, "tenant");
     const owner = req.owner === undefined || req.owner === "" ? undefined : parseUuid(req.owner, "owner");
-    const limit = req.limit === undefined ? 100 : positiveInt(req.limit, "limit", 1);
-    if (limit > 1000) throw new InvalidArgumentError("limit", "limit is at most 1000");
+    const limit = req.limit === undefined ? GROUP_PAGE_DEFAULT : positiveInt(req.limit, "limit", 1);
+    if (limit > GROUP_PAGE_LIMIT) throw new InvalidArgumentError("limit", `limit is at most ${GROUP_PAGE_LIMIT}`);
     const nodes = this.store.dataNodes();
     let node = 0;
     let scan = "0";
@@ -760,8 +765,8 @@ export class ConversationService {
     const group = parseUuid(req.group, "group");
     const user = parseUuid(req.user, "user");
     const after = req.after === undefined ? 0 : positiveInt(req.after, "after");
-    const limit = req.limit === undefined ? 100 : positiveInt(req.limit, "limit", 1);
-    if (limit > 1000) throw new InvalidArgumentError("limit", "limit is at most 1000");
+    const limit = req.limit === undefined ? HISTORY_PAGE_DEFAULT : positiveInt(req.limit, "limit", 1);
+    if (limit > HISTORY_PAGE_LIMIT) throw new InvalidArgumentError("limit", `limit is at most ${HISTORY_PAGE_LIMIT}`);
     const k = this.conversationKeys(tenant, group);
     // a cleared or deleted conversation shows nothing at or below its watermark (spec 002 §7)
     const [w] = await this.watermarksOf(tenant, user, [group]);

@@ -1,9 +1,8 @@
-import type { ConnectionOptions } from "node:tls";
-import cassandra from "cassandra-driver";
-import { InvalidArgumentError, TLS_VERIFY_CODES, UnavailableError } from "../base/index.js";
+import type cassandra from "cassandra-driver";
 import { hexToUuid, uuidToHex, type Uuid, type UuidHex } from "../base/index.js";
 import type { KeySpace } from "../base/index.js";
 import { userKeys } from "./keys.js";
+import { CassandraConnection, cassandraOptionsFromEnv, type CassandraOptions } from "../cassandra/index.js";
 import type { RedisStore } from "../store/index.js";
 
 /** The kind of a conversation in a user's set (groups only so far). */
@@ -120,139 +119,6 @@ export class RedisHashAuthority implements ConversationStateAuthority {
   async close(): Promise<void> {}
 }
 
-export interface CassandraAuthorityOptions {
-  /** host:port list (QIM_CASSANDRA_CONTACT_POINTS). */
-  contactPoints: string[];
-  localDataCenter?: string;
-  keyspace?: string;
-  /** Replication of a keyspace created at start (ignored when it exists). */
-  replication?: Record<string, string | number>;
-  /** Consistency of reads and writes, e.g. LOCAL_QUORUM (default), QUORUM, ONE. */
-  consistency?: string;
-  connectTimeoutMs?: number;
-  requestTimeoutMs?: number;
-  /**
-   * The role to log in as (PasswordAuthenticator). Secrets are values here; the settings layer
-   * reads the password from a file or the environment, never from the command line.
-   */
-  credentials?: { username: string; password: string };
-  /**
-   * TLS to every node (client_encryption_options): the CA that signed the nodes' certificates
-   * (default: the system's), a client certificate and key (for require_client_auth), and the name
-   * the node certificates must carry (default: the host of each contact point). PEM text. The
-   * certificate is always verified.
-   */
-  tls?: CassandraTls;
-  now?: () => number;
-}
-
-export interface CassandraTls {
-  caPem?: string;
-  certPem?: string;
-  keyPem?: string;
-  servername?: string;
-}
-
-const KEYSPACE_RE = /^[a-z][a-z0-9_]{0,47}$/;
-
-/** What cassandraFailureLine needs to know about the connection that failed (never a secret). */
-export interface CassandraConnectContext {
-  contactPoints: string[];
-  /** The role logged in as; undefined when no credentials were given. */
-  user?: string;
-  tls: boolean;
-  /** Whether a client certificate was presented. */
-  clientCertificate: boolean;
-}
-
-/** The first line of a driver or OpenSSL message, without its stack, at most `max` characters. */
-function firstLine(text: string, max = 200): string {
-  const line = text.split(/\r?\n/)[0]!.trim();
-  return line.length > max ? `${line.slice(0, max - 1)}…` : line;
-}
-
-/** Node's TLS errors carry OpenSSL's reason ("tlsv13 alert certificate required"); other errors their first line. */
-function reasonOf(err: Error): string {
-  const reason = (err as { reason?: unknown }).reason;
-  return firstLine(typeof reason === "string" ? reason : (err.message ?? String(err)));
-}
-
-// e.g. ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED, ERR_SSL_SSLV3_ALERT_BAD_CERTIFICATE, ERR_SSL_TLSV1_ALERT_INTERNAL_ERROR
-const TLS_ALERT_RE = /^ERR_SSL_(?:SSLV3|TLSV1|TLSV13)_ALERT_/;
-/**
- * The alerts a node sends about the client's certificate: none given (TLS 1.3 "certificate
- * required", TLS 1.2 "handshake failure" or "bad certificate"), or one it does not accept — Java
- * sends "internal error" when it cannot build the client's chain.
- */
-const CLIENT_CERT_ALERT_RE = /_ALERT_(?:CERTIFICATE_REQUIRED|HANDSHAKE_FAILURE|BAD_CERTIFICATE|CERTIFICATE_UNKNOWN|UNKNOWN_CA|CERTIFICATE_EXPIRED|CERTIFICATE_REVOKED|UNSUPPORTED_CERTIFICATE|ACCESS_DENIED|DECRYPT_ERROR|INTERNAL_ERROR)$/;
-
-/**
- * One host's failure as an operator line when it is a refusal (credentials, certificates, a TLS
- * mismatch, a missing permission), or null when it is an outage (refused, timed out, reset on a
- * TLS connection): the kinds retrying does not heal come first.
- */
-function refusalLine(err: Error & { code?: string | number }, where: string, ctx: CassandraConnectContext): string | null {
-  const code = typeof err.code === "string" ? err.code : undefined;
-  if (err instanceof cassandra.errors.AuthenticationError) {
-    if (ctx.user === undefined || /requires authentication, but no authenticator/i.test(err.message)) {
-      return `Cassandra at ${where} requires authentication and no credentials were given: set the user (--cassandra-user) and the password (--cassandra-password-file or QIM_CASSANDRA_PASSWORD)`;
-    }
-    return `Cassandra refused the credentials for user ${ctx.user} at ${where} (${firstLine(err.message)})`;
-  }
-  if (err instanceof cassandra.errors.ResponseError && err.code === cassandra.types.responseErrorCodes.unauthorized) {
-    return `Cassandra user ${ctx.user ?? "(anonymous)"} at ${where} lacks a permission the authority needs (${firstLine(err.message)}); see the grants in the operator guide`;
-  }
-  if (code !== undefined && TLS_VERIFY_CODES.has(code)) {
-    const check = code === "ERR_TLS_CERT_ALTNAME_INVALID" ? "check the server name (--cassandra-tls-servername) and the contact point" : "check the CA (--cassandra-tls-ca)";
-    return `Cassandra TLS handshake with ${where} failed: the server certificate does not verify (${code}: ${reasonOf(err)}); ${check}`;
-  }
-  if (code !== undefined && TLS_ALERT_RE.test(code)) {
-    const alert = reasonOf(err).replace(/^(?:sslv3|tlsv1|tlsv13) alert /i, "");
-    if (!CLIENT_CERT_ALERT_RE.test(code)) {
-      return `Cassandra at ${where} ended the TLS handshake (alert: ${alert}): check that both sides share a TLS version and cipher suite`;
-    }
-    if (code === "ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED" || !ctx.clientCertificate) {
-      return `Cassandra at ${where} ended the TLS handshake (alert: ${alert})${ctx.clientCertificate ? "" : " and no client certificate is configured"}: it requires one (require_client_auth); give a certificate and key issued by a CA the node trusts (--cassandra-tls-cert, --cassandra-tls-key)`;
-    }
-    return `Cassandra at ${where} ended the TLS handshake (alert: ${alert}) after our client certificate: it does not accept it; is it issued by a CA in the node's truststore, and still valid?`;
-  }
-  if (ctx.tls && (code === "ERR_SSL_WRONG_VERSION_NUMBER" || /wrong version number|packet length too long|unknown protocol/i.test(err.message))) {
-    return `Cassandra at ${where} did not answer TLS (${reasonOf(err)}): is it a plaintext port (client encryption off)? drop the TLS settings or use the node's TLS port`;
-  }
-  if (!ctx.tls && (code === "ECONNRESET" || code === "EPIPE")) {
-    return `Cassandra at ${where} closed the connection at the first CQL bytes (${code}): is it a TLS-only port (client_encryption_options enabled, not optional)? configure TLS (--cassandra-tls-ca)`;
-  }
-  return null;
-}
-
-/**
- * A failure of CassandraAuthority.init() — the driver's NoHostAvailableError of connect() (each
- * host's own error is in innerErrors), or an error of the statements that follow — as ONE line
- * for the operator, naming the user and host:port but never a secret: refused credentials, no
- * credentials for a node that requires them, a server certificate that does not verify, a client
- * certificate missing or refused, TLS against a plaintext port or the reverse, a missing
- * permission; otherwise "cannot reach Cassandra at …" with the first host's reason. Stack traces,
- * which the driver puts into its messages, are dropped.
- */
-export function cassandraFailureLine(err: unknown, ctx: CassandraConnectContext): string {
-  const all = ctx.contactPoints.join(",");
-  if (!(err instanceof Error)) return `cannot reach Cassandra at ${all}: ${firstLine(String(err))}`;
-  if (err instanceof cassandra.errors.NoHostAvailableError) {
-    const inner = Object.entries((err.innerErrors ?? {}) as Record<string, Error>);
-    for (const [host, e] of inner) {
-      const line = refusalLine(e, host, ctx);
-      if (line) return line;
-    }
-    const reasons = inner.slice(0, 3).map(([host, e]) => `${host}: ${reasonOf(e)}`);
-    return `cannot reach Cassandra at ${all}: ${reasons.length > 0 ? reasons.join("; ") : firstLine(err.message)}${inner.length > 3 ? `; and ${inner.length - 3} more` : ""}`;
-  }
-  const coordinator = (err as { coordinator?: string }).coordinator;
-  const line = refusalLine(err, coordinator ?? all, ctx);
-  if (line) return line;
-  if (err instanceof cassandra.errors.ResponseError) return `Cassandra at ${coordinator ?? all} answered an error: ${firstLine(err.message)}`;
-  return `cannot reach Cassandra at ${all}: ${reasonOf(err)}`;
-}
-
 /**
  * The authority on Cassandra/Scylla (cassandra-driver, prepared statements): table
  * `user_conversation_state((tenant_id, user_id), conversation_id)` with kind, first_seen_at,
@@ -265,61 +131,38 @@ export function cassandraFailureLine(err: unknown, ctx: CassandraConnectContext)
  */
 export class CassandraAuthority implements ConversationStateAuthority {
   readonly kind = "cassandra" as const;
-  private client: cassandra.Client;
-  private readonly keyspace: string;
-  private readonly consistency: number;
-  private readonly consistencyName: string;
+  private readonly conn: CassandraConnection;
   private readonly now: () => number;
 
-  constructor(private readonly opts: CassandraAuthorityOptions) {
-    const resolved = resolveCassandraOptions(opts);
-    this.keyspace = resolved.keyspace;
-    this.consistency = resolved.consistency;
-    this.consistencyName = resolved.consistencyName;
+  constructor(private readonly opts: CassandraOptions) {
+    this.conn = new CassandraConnection(opts);
     this.now = opts.now ?? Date.now;
-    this.client = this.newClient();
   }
 
-  private newClient(): cassandra.Client {
-    return newCassandraClient(this.opts, this.consistency);
+  private get client(): cassandra.Client {
+    return this.conn.client;
   }
 
   describe(): string {
     const user = this.opts.credentials ? `, user ${this.opts.credentials.username}` : "";
     const tls = this.opts.tls ? `, TLS${this.opts.tls.certPem ? " with a client certificate" : ""}` : "";
-    return `cassandra ${this.opts.contactPoints.join(",")} keyspace ${this.keyspace} (consistency ${this.consistencyName}${user}${tls})`;
+    return `cassandra ${this.opts.contactPoints.join(",")} keyspace ${this.conn.keyspace} (consistency ${this.conn.consistencyName}${user}${tls})`;
   }
 
   private table(): string {
-    return `${this.keyspace}.user_conversation_state`;
+    return `${this.conn.keyspace}.user_conversation_state`;
   }
 
-  /**
-   * Connects and creates the keyspace and table if missing. On any failure it fails once, with one
-   * line (cassandraFailureLine), and shuts its client down first: a client left connected after a
-   * failed statement would keep its pools and reconnection timers alive. A later init() starts
-   * again on a fresh client.
-   */
+  /** Connects and creates the keyspace and table if missing (CassandraConnection.open: one line on failure). */
   async init(): Promise<void> {
-    try {
-      await this.client.connect();
-      await this.createSchema();
-    } catch (err) {
-      const failed = this.client;
-      this.client = this.newClient();
-      await failed.shutdown().catch(() => {});
-      throw new UnavailableError(cassandraFailureLine(err, cassandraContextOf(this.opts)));
-    }
-  }
-
-  private async createSchema(): Promise<void> {
-    await this.client.execute(createKeyspaceCql(this.keyspace, this.opts.replication), [], { prepare: false });
-    await this.client.execute(
-      `CREATE TABLE IF NOT EXISTS ${this.table()} (
-         tenant_id uuid, user_id uuid, conversation_id uuid,
-         kind text, first_seen_at timestamp, updated_at timestamp,
-         PRIMARY KEY ((tenant_id, user_id), conversation_id))`,
-      [], { prepare: false });
+    await this.conn.open(async (client) => {
+      await client.execute(
+        `CREATE TABLE IF NOT EXISTS ${this.table()} (
+           tenant_id uuid, user_id uuid, conversation_id uuid,
+           kind text, first_seen_at timestamp, updated_at timestamp,
+           PRIMARY KEY ((tenant_id, user_id), conversation_id))`,
+        [], { prepare: false });
+    });
   }
 
   async register(items: RegistrationItem[]): Promise<void> {
@@ -382,17 +225,6 @@ export class CassandraAuthority implements ConversationStateAuthority {
   }
 }
 
-/** The driver's sslOptions, a tls.connect options object: the node's certificate is always verified. */
-function sslOptionsOf(tls: CassandraTls): ConnectionOptions {
-  // the driver defaults rejectUnauthorized to false: say true, always
-  const out: ConnectionOptions = { rejectUnauthorized: true };
-  if (tls.caPem) out.ca = tls.caPem;
-  if (tls.certPem) out.cert = tls.certPem;
-  if (tls.keyPem) out.key = tls.keyPem;
-  if (tls.servername) out.servername = tls.servername;
-  return out;
-}
-
 /**
  * The authority a process should use: Cassandra when contact points are configured
  * (QIM_CASSANDRA_CONTACT_POINTS), otherwise the Redis-hash development fallback.
@@ -400,72 +232,4 @@ function sslOptionsOf(tls: CassandraTls): ConnectionOptions {
 export function authorityFromEnv(store: RedisStore, keys: KeySpace, env: NodeJS.ProcessEnv = process.env): ConversationStateAuthority {
   const opts = cassandraOptionsFromEnv(env);
   return opts ? new CassandraAuthority(opts) : new RedisHashAuthority(store, keys);
-}
-
-/**
- * The Cassandra options of the environment (QIM_CASSANDRA_CONTACT_POINTS, _LOCAL_DC, _KEYSPACE,
- * _CONSISTENCY), or null when no contact point is set: the one rule by which a process without
- * explicit settings chooses Cassandra, for the authority and for the durable CMD state alike.
- */
-export function cassandraOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): CassandraAuthorityOptions | null {
-  const points = (env.QIM_CASSANDRA_CONTACT_POINTS ?? "").split(",").map((s) => s.trim()).filter(Boolean);
-  if (points.length === 0) return null;
-  return {
-    contactPoints: points,
-    ...(env.QIM_CASSANDRA_LOCAL_DC ? { localDataCenter: env.QIM_CASSANDRA_LOCAL_DC } : {}),
-    ...(env.QIM_CASSANDRA_KEYSPACE ? { keyspace: env.QIM_CASSANDRA_KEYSPACE } : {}),
-    ...(env.QIM_CASSANDRA_CONSISTENCY ? { consistency: env.QIM_CASSANDRA_CONSISTENCY } : {}),
-  };
-}
-
-/** What every user of the engine's Cassandra settings checks before connecting (InvalidArgumentError). */
-export function resolveCassandraOptions(opts: CassandraAuthorityOptions): { keyspace: string; consistency: number; consistencyName: string } {
-  const keyspace = opts.keyspace ?? "qim";
-  if (!KEYSPACE_RE.test(keyspace)) throw new InvalidArgumentError("keyspace", `keyspace must match ${KEYSPACE_RE}`);
-  if (opts.contactPoints.length === 0) throw new InvalidArgumentError("contactPoints", "at least one Cassandra contact point is needed");
-  const consistencyName = (opts.consistency ?? "LOCAL_QUORUM").toUpperCase();
-  // LOCAL_QUORUM -> localQuorum, the driver's enum key
-  const key = consistencyName.toLowerCase().replace(/_([a-z])/g, (_m, c: string) => c.toUpperCase());
-  const consistency = (cassandra.types.consistencies as unknown as Record<string, number>)[key];
-  if (consistency === undefined) throw new InvalidArgumentError("consistency", `unknown consistency ${opts.consistency} (e.g. LOCAL_QUORUM, QUORUM, ONE)`);
-  if (opts.credentials && (typeof opts.credentials.username !== "string" || opts.credentials.username === "" || typeof opts.credentials.password !== "string")) {
-    throw new InvalidArgumentError("credentials", "Cassandra credentials need a user name and a password");
-  }
-  if (opts.tls && (opts.tls.certPem === undefined) !== (opts.tls.keyPem === undefined)) {
-    throw new InvalidArgumentError("tls", "a Cassandra client certificate needs its key, and a key its certificate");
-  }
-  return { keyspace, consistency, consistencyName };
-}
-
-/** A driver client of the engine's Cassandra settings (not connected). */
-export function newCassandraClient(opts: CassandraAuthorityOptions, consistency: number): cassandra.Client {
-  return new cassandra.Client({
-    contactPoints: opts.contactPoints,
-    localDataCenter: opts.localDataCenter ?? "datacenter1",
-    socketOptions: { connectTimeout: opts.connectTimeoutMs ?? 5000, readTimeout: opts.requestTimeoutMs ?? 12000 },
-    queryOptions: { consistency, prepare: true },
-    // Protocol v4 from the start (the highest this driver speaks to Apache Cassandra): its
-    // negotiation begins at DSE v2 and, against a Cassandra 5.0 that requires client
-    // certificates, the downgrade crashed the process with an uncaught TypeError
-    // ("The server replied with a wrong streamId", StreamIdStack.push).
-    protocolOptions: { maxVersion: 4 },
-    ...(opts.credentials ? { authProvider: new cassandra.auth.PlainTextAuthProvider(opts.credentials.username, opts.credentials.password) } : {}),
-    ...(opts.tls ? { sslOptions: sslOptionsOf(opts.tls) } : {}),
-  });
-}
-
-/** The context cassandraFailureLine needs, from the settings (never a secret). */
-export function cassandraContextOf(opts: CassandraAuthorityOptions): CassandraConnectContext {
-  return {
-    contactPoints: opts.contactPoints,
-    ...(opts.credentials ? { user: opts.credentials.username } : {}),
-    tls: opts.tls !== undefined,
-    clientCertificate: opts.tls?.certPem !== undefined,
-  };
-}
-
-/** `CREATE KEYSPACE IF NOT EXISTS` with the settings' replication (default SimpleStrategy, factor 1). */
-export function createKeyspaceCql(keyspace: string, replication: Record<string, string | number> = { class: "SimpleStrategy", replication_factor: 1 }): string {
-  const repl = Object.entries(replication).map(([k, v]) => `'${k.replace(/'/g, "")}': ${typeof v === "number" ? v : `'${String(v).replace(/'/g, "")}'`}`).join(", ");
-  return `CREATE KEYSPACE IF NOT EXISTS ${keyspace} WITH replication = {${repl}}`;
 }

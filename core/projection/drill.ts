@@ -3,11 +3,11 @@ import type { KeySpace } from "../base/index.js";
 import type { RedisStore } from "../store/index.js";
 import { convsPattern, drillLockKey } from "./keys.js";
 import { releaseLockScript } from "./scripts.js";
-import { FailedPreconditionError, InvalidArgumentError } from "../base/index.js";
+import { FailedPreconditionError, InvalidArgumentError, MAX_DRILL_USERS } from "../base/index.js";
 import { hexToUuid, newMessageId, parseUuid, type Uuid } from "../base/index.js";
 import type { SessionProjector } from "./consumer.js";
 import type { RegistrationTask } from "./registration.js";
-import type { SessionList, SessionService } from "./sessions.js";
+import type { UserSessionPage, UserSessionProjection } from "./sessions.js";
 
 export type DrillWipe = "projection" | "checkpoints" | "both";
 
@@ -109,15 +109,13 @@ interface Snapshot {
   [conversation: string]: { unread: number; unreadExact: boolean; headConversationSeq: number | null; lastActivityId: string | null };
 }
 
-function snapshot(list: SessionList): Snapshot {
+function snapshot(list: UserSessionPage): Snapshot {
   const out: Snapshot = {};
   for (const s of list.sessions) {
     out[s.group] = { unread: s.unread, unreadExact: s.unreadExact, headConversationSeq: s.head?.conversationSeq ?? null, lastActivityId: s.head?.messageId ?? null };
   }
   return out;
 }
-
-const MAX_DRILL_USERS = 10_000;
 
 /** A drill holds its lock at most this long (a crashed drill's lock expires by itself). */
 const DRILL_LOCK_MS = 30 * 60 * 1000;
@@ -135,7 +133,7 @@ export class RebuildDrill {
   constructor(
     private readonly store: RedisStore,
     private readonly keys: KeySpace,
-    private readonly sessions: SessionService,
+    private readonly sessions: UserSessionProjection,
     private readonly projector: SessionProjector,
     private readonly registration: RegistrationTask,
   ) {}

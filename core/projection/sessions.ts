@@ -5,11 +5,11 @@ import type { RedisStore } from "../store/index.js";
 import { userKeys } from "./keys.js";
 import { raiseEpochMarkScript } from "./scripts.js";
 import type { ProjectionEpoch } from "./epoch.js";
-import { InvalidArgumentError } from "../base/index.js";
+import { InvalidArgumentError, SESSION_PAGE_DEFAULT, SESSION_PAGE_LIMIT } from "../base/index.js";
 import { hexToUuid, parseUuid, uuidToHex, type Uuid } from "../base/index.js";
 import { metrics } from "./metrics.js";
 
-export interface SessionListRequest {
+export interface UserSessionPageRequest {
   tenant: string;
   user: string;
   /** Conversations per page (session_list_page_limit); default 50, at most 200. */
@@ -18,7 +18,7 @@ export interface SessionListRequest {
   all?: boolean;
 }
 
-export interface SessionList {
+export interface UserSessionPage {
   tenant: Uuid;
   user: Uuid;
   /** The projection epoch the list was served at. */
@@ -32,8 +32,6 @@ export interface SessionList {
   /** Conversations of the page the user may not see (no interval for them; normally 0). */
   hidden: number;
 }
-
-export const SESSION_PAGE_LIMIT = 200;
 
 /** Groups per ListUserGroups page: at most this many, USER_GROUPS_PAGE_DEFAULT when not given. */
 export const USER_GROUPS_PAGE_LIMIT = 5000;
@@ -66,12 +64,13 @@ export function compareSessions(a: ConversationSummary, b: ConversationSummary):
 }
 
 /**
- * A user's conversation list (spec 002 §2.2): one page from `convs:{user}`, the head and the
+ * The user session projection (spec 002 §2.2 UserSessionProjection; not the conversation list of
+ * core/conversation-list nor its session view): one page from `convs:{user}`, the head and the
  * definitional unread of each conversation in one pipelined round trip, exact order. Before the
  * read, a user whose epoch mark is behind the projection epoch gets their set merged back from
  * the authority with ZADD GT (ADR-0021 §4: per user, lazily, never a table scan).
  */
-export class SessionService {
+export class UserSessionProjection {
   /**
    * Called after a user's set was rebuilt from the authority (the epoch moved past their mark): the
    * runtime maps it to spec 002 §3.4's MAILBOX_DIRTY and reconciles the user's conversation list.
@@ -128,10 +127,10 @@ export class SessionService {
     return rows.length;
   }
 
-  async listSessions(req: SessionListRequest): Promise<SessionList> {
+  async listSessions(req: UserSessionPageRequest): Promise<UserSessionPage> {
     const tenant = parseUuid(req.tenant, "tenant");
     const user = parseUuid(req.user, "user");
-    const limit = req.limit ?? 50;
+    const limit = req.limit ?? SESSION_PAGE_DEFAULT;
     if (!Number.isSafeInteger(limit) || limit < 1 || limit > SESSION_PAGE_LIMIT) {
       throw new InvalidArgumentError("limit", `limit must be an integer from 1 to ${SESSION_PAGE_LIMIT}`);
     }

@@ -7,7 +7,7 @@ import type { RedisStore } from "../store/index.js";
 import { ProjectionEpoch } from "./epoch.js";
 import { SessionProjector, type PartitionAudit, type ProjectionStartReport, type ProjectorOptions } from "./consumer.js";
 import { RegistrationTask, type QueueDepth, type RegistrationOptions } from "./registration.js";
-import { SessionService } from "./sessions.js";
+import { UserSessionProjection } from "./sessions.js";
 import type { UnitGate } from "../cluster/index.js";
 
 export interface ProjectionStackOptions {
@@ -57,7 +57,7 @@ export class ProjectionStack {
   readonly epoch: ProjectionEpoch;
   readonly projector: SessionProjector;
   readonly registration: RegistrationTask;
-  readonly sessions: SessionService;
+  readonly sessions: UserSessionProjection;
   readonly drill: RebuildDrill;
   readonly retentionMs: number;
   private trimTimer: NodeJS.Timeout | undefined;
@@ -79,7 +79,7 @@ export class ProjectionStack {
       ...(opts.background === false ? { poll: false } : {}),
     });
     this.registration = new RegistrationTask(store, keys, authority, { onError, ...opts.registration, ...(opts.gate ? { gate: opts.gate } : {}) });
-    this.sessions = new SessionService(store, keys, conversations, authority, this.epoch);
+    this.sessions = new UserSessionProjection(store, keys, conversations, authority, this.epoch);
     this.drill = new RebuildDrill(store, keys, this.sessions, this.projector, this.registration);
     this.retentionMs = opts.retentionMs ?? DEFAULT_RETENTION_MS;
   }

@@ -1,2 +1,3 @@
-/** The runtime: builds the engine's modules over one store and starts and stops them together. */
+/** The runtime: builds the engine's parts over one store and starts, stops and reports on them through one list of modules (modules.ts). */
 export * from "./runtime.js";
+export type { RuntimeModule } from "./modules.js";

@@ -1,34 +1,23 @@
 import { KeySpace } from "../base/index.js";
+import { registry } from "../metrics/index.js";
 import { ClusterMembership, type ClusterOptions } from "../cluster/index.js";
 import { ConversationService, NO_CONTENT_WATERMARKS, type ConversationOptions } from "../conversation/index.js";
 import { OutboxRelay, RedisStreamsDispatchLog, type DispatchIdentity, type DispatchRecord, type RelayOptions } from "../dispatch/index.js";
+import { cassandraOptionsFromEnv, type CassandraOptions } from "../cassandra/index.js";
 import {
-  authorityFromEnv, CassandraAuthority, cassandraOptionsFromEnv, DEFAULT_RETENTION_MS, ProjectionStack, type CassandraAuthorityOptions, type ConversationStateAuthority,
-  type ProjectionStackOptions, type ProjectionStartReport,
+  authorityFromEnv, CassandraAuthority, DEFAULT_RETENTION_MS, ProjectionStack, type ConversationStateAuthority, type ProjectionStackOptions, type ProjectionStartReport,
 } from "../projection/index.js";
 import type { RedisStore } from "../store/index.js";
 import { ConversationList, UnreadAuditSampler, type ConversationListStackOptions, type UnreadAuditSamplerOptions } from "../conversation-list/index.js";
 import { SessionView, type SessionViewOptions } from "../session-view/index.js";
 import { CassandraCmdStateStore, CmdSync, type CmdSyncOptions } from "../cmd-sync/index.js";
+import { engineModules, type RuntimeModule } from "./modules.js";
 
 /** The dispatch log's identity when none is configured. */
 export const DEFAULT_DISPATCH: DispatchIdentity = { clusterId: "qim", topicId: "dispatch", partitionCount: 8 };
 
 /** How often the relay sweeps every bucket by default (commits of this process are kicked at once). */
 export const DEFAULT_RELAY_INTERVAL_MS = 1000;
-
-/**
- * A subsystem that plugs into the runtime (the engine cluster, the conversation-list engine,
- * CMD sync, later the client gateway): built from the running engine's parts, started after
- * the built-in modules, stopped before them in reverse order.
- */
-export interface RuntimeModule {
-  readonly name: string;
-  start?(): Promise<void> | void;
-  stop?(): Promise<void> | void;
-}
-
-export type RuntimeModuleFactory = (engine: EngineRuntime) => RuntimeModule;
 
 export interface RuntimeOptions {
   store: RedisStore;
@@ -47,7 +36,7 @@ export interface RuntimeOptions {
    * tables in the same keyspace). Without them the CMD state is on Cassandra when
    * QIM_CASSANDRA_CONTACT_POINTS is set and no `authority` is passed in, else on Redis.
    */
-  cassandra?: CassandraAuthorityOptions;
+  cassandra?: CassandraOptions;
   projection?: ProjectionStackOptions;
   /** The conversation-list engine (spec 002 §3–§8): options of its state engine and compaction consumer. */
   conversationList?: ConversationListStackOptions;
@@ -69,16 +58,16 @@ export interface RuntimeOptions {
   cluster?: ClusterOptions;
   /** CMD conversation sync (spec 001): the pending file's folder, flush and catch-up intervals (docs/cmd-sync-log.md). */
   cmd?: CmdSyncOptions;
-  /** Subsystems built on the engine, in start order. */
-  modules?: readonly RuntimeModuleFactory[];
   log?: (line: string) => void;
 }
 
 /**
  * The engine as one unit, wired the same way everywhere (admin server, dev stack, demo, benches,
  * tests): the conversation service, the dispatch log and its outbox relay, the session
- * projection, and the subsystems plugged in as RuntimeModules. A commit kicks the relay; an
- * append hands the records to the projection's low-latency path.
+ * projection, the conversation list, the session view, CMD sync and the cluster membership. The
+ * constructor wires them to each other; starting, stopping and health go through the one list of
+ * modules (modules.ts). A commit kicks the relay; an append hands the records to the projection's
+ * low-latency path.
  */
 export class EngineRuntime {
   readonly store: RedisStore;
@@ -93,11 +82,13 @@ export class EngineRuntime {
   readonly sessionView: SessionView;
   /** CMD conversation sync (core/cmd-sync): the log, the owner-local pending buffer, sync/ack, the catch-up scan. */
   readonly cmd: CmdSync;
+  /** The engine modules in start order (modules.ts, THE list). */
   readonly modules: readonly RuntimeModule[];
   /** This node's membership of the engine cluster; null without `cluster` options. */
   readonly cluster: ClusterMembership | null;
-  private readonly ownsAuthority: boolean;
   private started: RuntimeModule[] = [];
+  private stopped = new Set<RuntimeModule>();
+  private startReport: ProjectionStartReport | null = null;
 
   constructor(private readonly opts: RuntimeOptions) {
     this.store = opts.store;
@@ -120,7 +111,6 @@ export class EngineRuntime {
       watermarks: async (tenant, user, groups) => relayRef.list?.service.watermarks(tenant, user, groups) ?? groups.map(() => NO_CONTENT_WATERMARKS),
     });
     this.dispatchLog = new RedisStreamsDispatchLog(this.store, this.keys, dispatch);
-    this.ownsAuthority = opts.authority === undefined;
     const authority = opts.authority ?? (opts.cassandra ? new CassandraAuthority(opts.cassandra) : authorityFromEnv(this.store, this.keys));
     this.projection = new ProjectionStack(
       { store: this.store, keys: this.keys, conversations: this.conversations, log: this.dispatchLog, authority },
@@ -167,57 +157,83 @@ export class EngineRuntime {
       if (kind === "relay") this.relay.kick(unit);
       else if (kind === "partition") this.projection.projector.kick();
     });
-    this.modules = (opts.modules ?? []).map((make) => make(this));
+    this.modules = engineModules(this, {
+      relayIntervalMs: opts.relayIntervalMs ?? DEFAULT_RELAY_INTERVAL_MS,
+      ownsAuthority: opts.authority === undefined,
+      onProjectionStart: (report) => { this.startReport = report; },
+    });
   }
 
   /**
-   * Starts the session projection (its start-up audit throws ProjectionRefusedError when the log
-   * is not ours or lost acknowledged records: then nothing else starts), the relay, then the
-   * modules in order. A module that fails to start stops the ones before it.
+   * Starts the modules in list order (modules.ts): the cluster takes its units, the session
+   * projection starts (its start-up audit throws ProjectionRefusedError when the log is not ours
+   * or lost acknowledged records: then nothing after it starts), the conversation list, its unread
+   * audit, the session view, CMD sync (its pending file is loaded), then the relay. When a module
+   * fails to start, the ones before it are shut down (stop()) and the error is thrown.
    */
   async start(): Promise<ProjectionStartReport> {
-    // the node takes its units first, so that the projection's start-up recovers and catches up its own partitions
-    await this.cluster?.start();
-    let report: ProjectionStartReport;
-    try {
-      report = await this.projection.start();
-      await this.conversationList.start();
-      this.unreadAudit.start();
-      this.sessionView.start();
-      await this.cmd.start();
-    } catch (err) {
-      await this.projection.stop();
-      await this.cluster?.stop();
-      throw err;
-    }
-    const interval = this.opts.relayIntervalMs ?? DEFAULT_RELAY_INTERVAL_MS;
-    if (interval > 0) this.relay.start(interval);
-    try {
-      for (const m of this.modules) {
+    for (const m of this.modules) {
+      try {
         await m.start?.();
-        this.started.push(m);
+      } catch (err) {
+        // the failed module cleaned up after itself (CMD sync must not save a buffer it did not load over its file)
+        await this.stop();
+        throw err;
       }
-    } catch (err) {
-      await this.stop();
-      throw err;
+      this.started.push(m);
+      this.say(`started ${m.name}`);
     }
-    return report;
+    return this.startReport!;
   }
 
   /**
-   * Stops the modules (reverse order), hands the cluster's units over (each once its work in
-   * flight stopped), then stops the relay and the projection; closes an authority the runtime made.
+   * Shuts the started modules down in reverse start order, in two passes: release (CMD sync's
+   * last flush under the slots' fences, then the cluster hands its units over, each once its work
+   * in flight stopped), then stop (the relay, the session view, the unread audit, the conversation
+   * list, the projection — which closes an authority the runtime made).
    */
   async stop(): Promise<void> {
-    for (const m of this.started.reverse()) await m.stop?.();
+    const started = [...this.started].reverse();
     this.started = [];
-    // the buffer's last flush needs the slots' fences: before the cluster hands them over
-    await this.cmd.stop();
-    await this.cluster?.stop();
-    await this.relay.stop();
-    this.sessionView.stop();
-    await this.unreadAudit.stop();
-    await this.conversationList.stop();
-    await (this.ownsAuthority ? this.projection.close() : this.projection.stop());
+    for (const m of started) {
+      if (m.release) {
+        await m.release();
+        this.say(`released ${m.name}`);
+      }
+    }
+    for (const m of started) {
+      if (m.stop) {
+        await m.stop();
+        this.say(`stopped ${m.name}`);
+      }
+      this.stopped.add(m);
+    }
   }
+
+  /** Each module's state and the metric names it registered (the process registry, by the module's prefixes). */
+  async health(): Promise<ModuleHealth[]> {
+    const names = (await registry.getMetricsAsJSON()).map((m) => m.name);
+    const owner = (name: string): RuntimeModule | undefined => {
+      let best: { m: RuntimeModule; len: number } | undefined;
+      for (const m of this.modules) for (const p of m.metrics) if (name.startsWith(p) && p.length > (best?.len ?? 0)) best = { m, len: p.length };
+      return best?.m;
+    };
+    return this.modules.map((m) => ({
+      name: m.name,
+      state: this.started.includes(m) ? "running" : this.stopped.has(m) ? "stopped" : "idle",
+      metrics: names.filter((n) => owner(n) === m).sort(),
+    }));
+  }
+
+  private say(line: string): void {
+    this.opts.log?.(`runtime: ${line}`);
+  }
+}
+
+/** One module's line of EngineRuntime.health(). */
+export interface ModuleHealth {
+  name: string;
+  /** idle: not started yet; running: started and not stopped; stopped: shut down. */
+  state: "idle" | "running" | "stopped";
+  metrics: string[];
 }

@@ -13,7 +13,7 @@
  * REVISIONS_REMEMBERED, least recently used forgotten first) so a reload never reissues a revision
  * a client may still hold.
  */
-import { InvalidArgumentError, parseUuid, type Uuid } from "../base/index.js";
+import { InvalidArgumentError, parseUuid, SESSION_PAGE_DEFAULT, SESSION_PAGE_LIMIT, type Uuid } from "../base/index.js";
 import { decodeCursor, encodeCursor, type PageCursor } from "./cursor.js";
 import { metrics } from "./metrics.js";
 import { compareKeys, compareRows, sortKey, type SortKey } from "./order.js";
@@ -28,7 +28,7 @@ export const SNAPSHOT_ROWS_MAX = 500_000;
 /** Users whose last snapshot revision is remembered after their snapshot went. */
 export const REVISIONS_REMEMBERED = 100_000;
 /** Rows per page: the default and the most (`session_list_page_limit`, spec 002 §2.2). */
-export const SNAPSHOT_PAGE = { default: 50, max: 200 } as const;
+export const SNAPSHOT_PAGE = { default: SESSION_PAGE_DEFAULT, max: SESSION_PAGE_LIMIT } as const;
 
 export interface SnapshotOptions {
   ttlMs?: number;

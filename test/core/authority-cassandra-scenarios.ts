@@ -5,13 +5,13 @@
  */
 import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";
-import { CassandraAuthority, OutboxRelay, newUuid, type CassandraAuthorityOptions, type DispatchRecord, type RegistrationItem } from "../../core/index.js";
+import { CassandraAuthority, OutboxRelay, newUuid, type CassandraOptions, type DispatchRecord, type RegistrationItem } from "../../core/index.js";
 import { uniqueKeyspace } from "../harness/cassandra.js";
 import { useEngine } from "./fixture.js";
 import { acceptance5, drillCatchesCorruption, newStack, registrationCrash } from "./projection-scenarios.js";
 
 /** Connection settings of the authority under test, all but the keyspace (known once the node runs). */
-export type CassandraConnection = Omit<CassandraAuthorityOptions, "keyspace" | "now">;
+export type CassandraConnection = Omit<CassandraOptions, "keyspace" | "now">;
 
 /**
  * Registers the scenarios. `connection` is called inside the tests, after the caller's `before`

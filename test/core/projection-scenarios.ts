@@ -8,9 +8,9 @@ import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import {
   ProjectionStack,
-  type CassandraAuthorityOptions,
+  type CassandraOptions,
   type ConversationStateAuthority,
-  type SessionList,
+  type UserSessionPage,
   type Uuid,
 } from "../../core/index.js";
 import type { EngineFixture } from "./fixture.js";
@@ -58,7 +58,7 @@ export async function buildWorld(fx: EngineFixture, nUsers = 6, nGroups = 4): Pr
 }
 
 /** The comparable part of a list: conversation → unread, exactness, head seq. */
-export function listShape(list: SessionList): Record<string, { unread: number; exact: boolean; head: number | null }> {
+export function listShape(list: UserSessionPage): Record<string, { unread: number; exact: boolean; head: number | null }> {
   const out: Record<string, { unread: number; exact: boolean; head: number | null }> = {};
   for (const s of list.sessions) out[s.group] = { unread: s.unread, exact: s.unreadExact, head: s.head?.conversationSeq ?? null };
   return out;
@@ -145,7 +145,7 @@ export async function registrationCrash(
   fx: EngineFixture,
   makeAuthority: () => ConversationStateAuthority,
   /** What the child's authority connects to: the same rows as makeAuthority's (JSON: no `now`). */
-  childAuthority: "redis-hash" | Omit<CassandraAuthorityOptions, "now">,
+  childAuthority: "redis-hash" | Omit<CassandraOptions, "now">,
 ): Promise<void> {
   const authority = makeAuthority();
   const stack = newStack(fx, authority);

@@ -3,14 +3,14 @@
  * before it popped the queue — the worst moment (ADR-0021 §4). Run by projection tests as a child
  * process, its configuration in the environment (it may carry Cassandra credentials, which the
  * command line would show to every user of the machine):
- *   QIM_REGISTRATION_CHILD='{ topology, keyPrefix, authority: "redis-hash" | CassandraAuthorityOptions }' node registration-child.js
+ *   QIM_REGISTRATION_CHILD='{ topology, keyPrefix, authority: "redis-hash" | CassandraOptions }' node registration-child.js
  */
-import { CassandraAuthority, KeySpace, RedisHashAuthority, RedisStore, RegistrationTask, type CassandraAuthorityOptions, type TopologyConfig } from "../../core/index.js";
+import { CassandraAuthority, KeySpace, RedisHashAuthority, RedisStore, RegistrationTask, type CassandraOptions, type TopologyConfig } from "../../core/index.js";
 
 const cfg = JSON.parse(process.env.QIM_REGISTRATION_CHILD ?? "") as {
   topology: TopologyConfig;
   keyPrefix: string;
-  authority: "redis-hash" | CassandraAuthorityOptions;
+  authority: "redis-hash" | CassandraOptions;
 };
 const store = new RedisStore(cfg.topology);
 const keys = new KeySpace(cfg.keyPrefix);

@@ -13,10 +13,9 @@ import path from "node:path";
 import { writeFile } from "node:fs/promises";
 import { connect, type TLSSocket } from "node:tls";
 import { after, before, describe, it } from "node:test";
-import { CMD_HTTP_MAX_BODY_BYTES } from "../../admin-api/cmd-http.js";
 import { cmdOf } from "../../admin-api/node/cmd-local.js";
 import type { AdminServer } from "../../admin-api/server.js";
-import type { Uuid } from "../../core/index.js";
+import { CMD_HTTP_MAX_BODY_BYTES, type Uuid } from "../../core/index.js";
 import type { TestPkiFiles } from "../certs/fixture.js";
 import { CLIENT_TIMEOUT_MS, runClient, startCmdHttpStack, type CmdHttpStack } from "./fixture.js";
 

@@ -43,7 +43,7 @@ const EXPECTED_KEYS: Record<string, number | "n"> = {
   applyRows: 4,
   advanceListCheckpoint: 1,
   upsertCmdStates: 4, advanceCmdStateReads: 3, indexLegacyCmdStates: 5,
-  // CMD log (core/cmd-sync/log-scripts.ts)
+  // CMD log (core/cmd-log/scripts.ts) and its catch-up scan (core/cmd-sync/scripts.ts)
   commitCmd: 6,
   scanCmdRecent: 1,
   scanCmdRecents: "n",

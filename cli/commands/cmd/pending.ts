@@ -4,7 +4,7 @@ import { cmdPendingResult, type CmdPendingResult } from "../../cmd/results.js";
 import { pendingText } from "../../cmd/text.js";
 import { UsageError } from "../../exit-codes.js";
 import { uuid } from "../../validate.js";
-import { SYNC_DEFAULT_LIMIT, SYNC_MAX_LIMIT } from "./sync.js";
+import { CMD_SYNC_DEFAULT_LIMIT, CMD_SYNC_MAX_LIMIT } from "../../../core/base/index.js";
 
 export default class CmdPending extends ConnectedCommand<typeof CmdPending> {
   static override summary = "The owner's pending (not yet flushed) CMD conversations of a user.";
@@ -14,13 +14,13 @@ Any role. Exit codes: 0 answered (also nothing pending); 2 bad input; 5 server u
   static override examples = ["<%= config.bin %> <%= command.id %> --user 1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f --output json"];
   static override flags = {
     user: Flags.string({ char: "u", required: true, description: "the user's UUID (with --tenant)" }),
-    limit: Flags.integer({ char: "l", default: SYNC_DEFAULT_LIMIT, description: `channels at most, 1 … ${SYNC_MAX_LIMIT}` }),
+    limit: Flags.integer({ char: "l", default: CMD_SYNC_DEFAULT_LIMIT, description: `channels at most, 1 … ${CMD_SYNC_MAX_LIMIT}` }),
   };
 
   async run(): Promise<CmdPendingResult> {
     const user = uuid("--user", this.flags.user);
     const limit = this.flags.limit;
-    if (!Number.isInteger(limit) || limit < 1 || limit > SYNC_MAX_LIMIT) throw new UsageError("--limit", `must be from 1 to ${SYNC_MAX_LIMIT}, got ${limit}`);
+    if (!Number.isInteger(limit) || limit < 1 || limit > CMD_SYNC_MAX_LIMIT) throw new UsageError("--limit", `must be from 1 to ${CMD_SYNC_MAX_LIMIT}, got ${limit}`);
     const tenant = this.tenant();
     const { client } = await this.connect();
     const out = cmdPendingResult({ tenant, user }, await client.getCmdPending({ tenant, user, limit }));

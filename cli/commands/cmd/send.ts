@@ -3,10 +3,8 @@ import { ConnectedCommand } from "../../base.js";
 import { cmdSendResult, type CmdSendResult } from "../../cmd/results.js";
 import { sendText } from "../../cmd/text.js";
 import { UsageError } from "../../exit-codes.js";
-import { LIMITS, text, uuid } from "../../validate.js";
-
-/** Recipients one send may name (the request-scoped audience). */
-const MAX_TO = 10_000;
+import { CMD_MAX_PAYLOAD_BYTES, CMD_MAX_RECIPIENTS } from "../../../core/base/index.js";
+import { text, uuid } from "../../validate.js";
 
 export default class CmdSend extends ConnectedCommand<typeof CmdSend> {
   static override summary = "Send a CMD (system command) message on a command channel: to a group's members or to named users.";
@@ -48,16 +46,16 @@ Needs the admin, operator or drill role; audited. Exit codes: 0 sent (or duplica
     if (f.text === undefined && f["payload-base64"] === undefined) throw new UsageError("--text", "give the payload: --text T or --payload-base64 B");
     let payload: Buffer;
     if (f.text !== undefined) {
-      payload = Buffer.from(text("--text", f.text, LIMITS.messageBytes), "utf8");
+      payload = Buffer.from(text("--text", f.text, CMD_MAX_PAYLOAD_BYTES), "utf8");
     } else {
       const b64 = f["payload-base64"]!.trim();
       if (!/^[A-Za-z0-9+/]*={0,2}$/.test(b64) || b64.length % 4 !== 0) throw new UsageError("--payload-base64", "not base64 (A-Z a-z 0-9 + / with = padding)");
       payload = Buffer.from(b64, "base64");
       if (payload.length === 0) throw new UsageError("--payload-base64", "the payload is empty");
-      if (payload.length > LIMITS.messageBytes) throw new UsageError("--payload-base64", `the payload is ${payload.length} bytes; at most ${LIMITS.messageBytes}`);
+      if (payload.length > CMD_MAX_PAYLOAD_BYTES) throw new UsageError("--payload-base64", `the payload is ${payload.length} bytes; at most ${CMD_MAX_PAYLOAD_BYTES}`);
     }
     const to = [...new Set((f.to ?? []).map((u) => u.trim()).filter((u) => u !== "").map((u) => uuid("--to", u)))];
-    if (to.length > MAX_TO) throw new UsageError("--to", `names ${to.length} users; at most ${MAX_TO}`);
+    if (to.length > CMD_MAX_RECIPIENTS) throw new UsageError("--to", `names ${to.length} users; at most ${CMD_MAX_RECIPIENTS}`);
     const from = f.from === undefined ? "" : uuid("--from", f.from);
     const clientMsgNo = f["client-msg-no"]?.trim() ?? "";
     if (f["client-msg-no"] !== undefined && (clientMsgNo === "" || clientMsgNo.length > 128)) throw new UsageError("--client-msg-no", "must be 1 to 128 characters");

@@ -3,11 +3,10 @@ import { ConnectedCommand } from "../../base.js";
 import { cmdSyncResult, type CmdSyncResult } from "../../cmd/results.js";
 import { syncText } from "../../cmd/text.js";
 import { UsageError } from "../../exit-codes.js";
+import { CMD_SYNC_DEFAULT_LIMIT, CMD_SYNC_MAX_LIMIT } from "../../../core/base/index.js";
 import { uuid } from "../../validate.js";
 
 /** spec 001: the sync limit's default and maximum. */
-export const SYNC_DEFAULT_LIMIT = 200;
-export const SYNC_MAX_LIMIT = 10_000;
 
 export default class CmdSync extends ConnectedCommand<typeof CmdSync> {
   static override summary = "What the user's next /message/sync returns: their unacked CMD messages (a read-only peek unless --as-app).";
@@ -25,14 +24,14 @@ Needs the admin, operator or drill role; audited. Exit codes: 0 answered (also n
   ];
   static override flags = {
     user: Flags.string({ char: "u", required: true, description: "the user's UUID (with --tenant)" }),
-    limit: Flags.integer({ char: "l", default: SYNC_DEFAULT_LIMIT, description: `messages at most, 1 … ${SYNC_MAX_LIMIT}` }),
+    limit: Flags.integer({ char: "l", default: CMD_SYNC_DEFAULT_LIMIT, description: `messages at most, 1 … ${CMD_SYNC_MAX_LIMIT}` }),
     "as-app": Flags.boolean({ default: false, description: "sync as the user's application: record the generation the next ack applies (default: a peek that records nothing)" }),
   };
 
   async run(): Promise<CmdSyncResult> {
     const user = uuid("--user", this.flags.user);
     const limit = this.flags.limit;
-    if (!Number.isInteger(limit) || limit < 1 || limit > SYNC_MAX_LIMIT) throw new UsageError("--limit", `must be from 1 to ${SYNC_MAX_LIMIT}, got ${limit}`);
+    if (!Number.isInteger(limit) || limit < 1 || limit > CMD_SYNC_MAX_LIMIT) throw new UsageError("--limit", `must be from 1 to ${CMD_SYNC_MAX_LIMIT}, got ${limit}`);
     const tenant = this.tenant();
     const { client } = await this.connect();
     const peek = !this.flags["as-app"];

@@ -4,6 +4,7 @@ import { UsageError } from "../../exit-codes.js";
 import { groupPages } from "../../../admin-api/client.js";
 import { groupResult, type GroupListResult } from "../../group/results.js";
 import { groupListText, groupStreamHeader, groupStreamRow } from "../../group/text.js";
+import { GROUP_PAGE_DEFAULT, GROUP_PAGE_LIMIT } from "../../../core/base/index.js";
 import { uuid } from "../../validate.js";
 
 export default class GroupList extends ConnectedCommand<typeof GroupList> {
@@ -18,7 +19,7 @@ Any role. Exit codes: 0 listed (also none); 2 bad --owner, --limit or --cursor; 
   ];
   static override flags = {
     owner: Flags.string({ description: "only the groups this user owns" }),
-    limit: Flags.integer({ char: "n", min: 1, max: 1000, description: "page size aimed at, 1 to 1000 (default 100)" }),
+    limit: Flags.integer({ char: "n", min: 1, max: GROUP_PAGE_LIMIT, description: `page size aimed at, 1 to ${GROUP_PAGE_LIMIT} (default ${GROUP_PAGE_DEFAULT})` }),
     cursor: Flags.string({ char: "c", exclusive: ["all"], description: "the nextCursor of the previous page" }),
     all: Flags.boolean({ char: "a", exclusive: ["cursor"], description: "every page, printed as it arrives" }),
   };

@@ -1,5 +1,5 @@
 /**
- * The durable CMD log (core/cmd-sync/log.ts, lua/cmd-sync/commitCmd-6.lua) on a real Redis and on a
+ * The durable CMD log (core/cmd-log/log.ts, lua/cmd-sync/commitCmd-6.lua) on a real Redis and on a
  * real 3-master Redis Cluster (where any key outside the channel's tag fails the script with
  * CROSSSLOT): per-channel seq, frozen audience (WuKongIM #527), idempotency, NoPersist, validation
  * before any write, paging, the recent-commit index and its trim, and the isolation from the

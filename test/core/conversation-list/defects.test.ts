@@ -1,7 +1,7 @@
 /**
  * The two defects of the phase-1 list (issue 12), each with a user who has more conversations
  * than a page: page 1 must be the conversations with the newest VISIBLE activity — both in the
- * session projection's page (`convs` + SessionService.listSessions) and in the list rows.
+ * session projection's page (`convs` + UserSessionProjection.listSessions) and in the list rows.
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";

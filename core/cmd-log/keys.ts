@@ -1,5 +1,5 @@
 import { blake3 } from "@noble/hashes/blake3.js";
-import { bucketTag, COMMIT_BUCKET_COUNT, commitBucket, parseUuid, userTag, uuidToBytes, uuidToHex, type KeySpace, type Uuid } from "../base/index.js";
+import { bucketTag, COMMIT_BUCKET_COUNT, commitBucket, parseUuid, uuidToBytes, uuidToHex, type KeySpace, type Uuid } from "../base/index.js";
 import { conversationKeys } from "../conversation/index.js";
 import { CHANNEL_TYPE_GROUP, CMD_CHANNEL_SUFFIX, type CommandChannelKey } from "./types.js";
 
@@ -13,8 +13,8 @@ import { CHANNEL_TYPE_GROUP, CMD_CHANNEL_SUFFIX, type CommandChannelKey } from "
  *   cmdrecent zset    per bucket: score commit ms (Redis TIME), member "tenantHex|type|channelId|seq"
  * A group-sourced channel (type 2, source = a group UUID of the tenant) lives in the group's own
  * bucket, so the commit script reads the group's member table in the same atomic step and freezes
- * its active members as the audience. Per user slot, on `{uNNN}`:
- *   cmdflushpt string ms: every CMD commit before it that concerns the slot's users is durably flushed
+ * its active members as the audience. (The user slots' flush points of the catch-up scan are
+ * core/cmd-sync's.)
  */
 export interface CmdChannelKeys {
   bucket: number;
@@ -85,9 +85,4 @@ export function cmdChannelKeys(space: KeySpace, tenant: Uuid, channel: CommandCh
 /** A bucket's recent-commit index (the catch-up scan reads it on every node). */
 export function cmdRecentKey(space: KeySpace, bucket: number): string {
   return space.key(bucketTag(bucket), "cmdrecent");
-}
-
-/** A user slot's flush point (catchup.ts). */
-export function cmdFlushPointKey(space: KeySpace, slot: number): string {
-  return space.key(userTag(slot), "cmdflushpt");
 }

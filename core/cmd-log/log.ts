@@ -1,28 +1,17 @@
 import {
-  hexToUuid, InternalError, InvalidArgumentError, newMessageId, newUuid, NotFoundError, parseUuid, REDIS_CALL_MEMBER_BUDGET, uuidToHex,
+  CMD_MAX_PAYLOAD_BYTES, CMD_MAX_RECIPIENTS, hexToUuid, InternalError, InvalidArgumentError, newMessageId, newUuid, NotFoundError, parseUuid, REDIS_CALL_MEMBER_BUDGET, uuidToHex,
   type KeySpace, type Uuid,
 } from "../base/index.js";
 import { groupDissolvedError, parseMemberValue } from "../conversation/index.js";
 import type { RedisStore } from "../store/index.js";
-import { cmdChannelKeys, sourceGroupOf, type CmdChannelKeys } from "./log-keys.js";
-import { logMetrics } from "./log-metrics.js";
+import { cmdChannelKeys, sourceGroupOf, type CmdChannelKeys } from "./keys.js";
+import { logMetrics } from "./metrics.js";
 import { parseChannelType, parseCommandChannelId } from "./channel.js";
-import { commitCmdScript } from "./log-scripts.js";
+import { commitCmdScript } from "./scripts.js";
 import { type CmdMessage, type CmdMessageSource, type CmdSendRequest, type CommandChannelKey } from "./types.js";
 
-/**
- * The most recipients one CMD message may have (its frozen audience, explicit or the group's
- * active members). The commit script reads the member table and writes the audience into the
- * history entry in one atomic step that blocks its Redis instance: at 10,000 (the most initial
- * members a group may have, CONVERSATION_DEFAULTS.maxInitialMembers) that step is a few ms and the
- * entry ~320 KB; every owner's pending buffer gains an entry per recipient. Beyond it a command
- * should name its recipients in batches.
- */
-export const CMD_MAX_RECIPIENTS = 10_000;
 /** How long the bucket's recent-commit index keeps a commit: the farthest back a slot's recovery can look. */
 export const CMD_RECENT_RETENTION_MS = 24 * 60 * 60 * 1000;
-/** The most bytes of one CMD payload (the same bound as a group message's). */
-export const CMD_MAX_PAYLOAD_BYTES = 64 * 1024;
 /** The longest client_msg_no (printable ASCII). */
 export const CMD_CLIENT_MSG_NO_MAX_CHARS = 128;
 

@@ -15,3 +15,4 @@ export * from "./conversation-list/index.js";
 export * from "./runtime/index.js";
 export * from "./session-view/index.js";
 export * from "./cmd-sync/index.js";
+export * from "./operations/index.js";

@@ -1,5 +1,4 @@
-import { InvalidArgumentError } from "../../core/index.js";
-import { asUser } from "../as-user.js";
+import { asOperator, InvalidArgumentError } from "../../core/index.js";
 import { catalogEntry } from "../catalog.js";
 import { historyOut, sendOut, summaryOut } from "../convert.js";
 import type { ListConversationSummariesResponse } from "../gen/qim/admin/v1/messages.js";
@@ -17,7 +16,7 @@ export const messageService = defineService(catalogEntry("qim.admin.v1.MessageSe
     roles: ["admin", "drill"], mutates: true,
     async handle(req, { deps }) {
       const conversations = deps.runtime.conversations;
-      const r = await asUser(conversations, { tenant: req.tenant, group: req.group, user: req.sender, field: "sender" }, () => conversations.send({
+      const r = await asOperator(conversations, { tenant: req.tenant, group: req.group, user: req.sender, field: "sender" }, () => conversations.send({
         tenant: req.tenant, group: req.group, sender: req.sender, text: req.text,
         ...(req.clientMessageId ? { clientMessageId: req.clientMessageId } : {}), ...(req.mentions.length > 0 ? { mentions: req.mentions } : {}),
       }));

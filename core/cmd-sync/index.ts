@@ -29,7 +29,7 @@ export {
   CassandraCmdStateStore, type CassandraCmdStateStoreDeps,
 } from "./state-cassandra.js";
 export {
-  CMD_SYNC_ACTIVE_SCAN_LIMIT, CMD_SYNC_DEFAULT_LIMIT, CMD_SYNC_MAX_LIMIT, CMD_SYNC_RECORD_MAX_PER_USER, CMD_SYNC_RECORD_MAX_USERS, CMD_SYNC_RECORD_TTL_MS,
+  CMD_SYNC_ACTIVE_SCAN_LIMIT, CMD_SYNC_RECORD_MAX_PER_USER, CMD_SYNC_RECORD_MAX_USERS, CMD_SYNC_RECORD_TTL_MS,
   CmdSyncApp, CmdSyncRecords, mergeCandidates, type CmdSyncAppOptions, type CmdSyncRecordEntry,
 } from "./sync-app.js";
 // log (helper B): the durable CMD log, the catch-up scan and recovery, the CmdSync module (runtime.cmd)

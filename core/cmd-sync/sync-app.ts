@@ -12,7 +12,7 @@
  * jumps a message. Loading stops once the limit (or CMD_SYNC_RECORD_MAX_PER_USER channels) is
  * reached: a channel not loaded stays unread for the next sync.
  */
-import type { Uuid } from "../base/index.js";
+import { CMD_SYNC_DEFAULT_LIMIT, CMD_SYNC_MAX_LIMIT, type Uuid } from "../base/index.js";
 import { StaleOwnerError, type Fence } from "../cluster/index.js";
 import { KeyedSerial } from "../support/index.js";
 import { channelKeyText, isCommandChannel } from "./channel.js";
@@ -28,8 +28,6 @@ import type {
 export const CMD_SYNC_RECORD_TTL_MS = 5 * 60_000;
 export const CMD_SYNC_RECORD_MAX_USERS = 4096;
 export const CMD_SYNC_RECORD_MAX_PER_USER = 2048;
-export const CMD_SYNC_DEFAULT_LIMIT = 200;
-export const CMD_SYNC_MAX_LIMIT = 10_000;
 /**
  * How many unread durable rows and how many unread pending channels of a user a sync considers
  * (WuKongIM defaultActiveScanLimit). Unread ones only (issue 23, defect 5): WuKongIM's — and this

@@ -10,3 +10,4 @@ export {
   changeConversation, listConversations,
   type ConversationListAction, type ConversationListEngines, type ConversationListEntry, type ConversationListPage,
 } from "./conversation-list.js";
+export { runRebuildDrill } from "./drill.js";

@@ -1,23 +1,23 @@
 /**
  * bench/cmd-sync-http — the server's CPU per `POST /message/sync` of the application servers' HTTP
  * API (issue 25: "the /message/sync path on a local owner is measurably cheaper"), through a real
- * qim-admin-server process (bin/qim-admin-server.js) on one private redis-server: a cluster node
- * with its node service (the default node.listen) that owns every user slot, mTLS with a service
+ * qim-admin-server process (bin/qim-admin-server.js) on a private redis-server: a cluster node with
+ * its node service (the default node.listen) that owns every user slot, mTLS with a service
  * certificate, keep-alive connections, the audit log written (not fdatasync'd: the figure is CPU).
  *
- * Each round measures, on the same server and the same connections:
- *   sync    SYNCS syncs of CONCURRENCY users (one connection each) that each have CHANNELS unread
- *           CMD commands, never acked, so that every sync answers the same CHANNELS messages;
- *   floor   as many requests the HTTP API refuses with WuKongIM's 400 (`uid` empty): TLS, HTTP, the
- *           role check, the JSON body, the error mapping and the audit record — what a sync costs
- *           before any engine work — the baseline of the same run;
- * the server's CPU (utime + stime from /proc, 10 ms ticks) over each phase divided by its requests.
- * With --compare OTHER/bin/qim-admin-server.js, another build is measured in every round next to
- * this one (its own server, the same redis-server, users and commands): CPU per sync before and
- * after a change, in one run.
- * Rounds alternate the builds; medians are printed. Wall-clock figures move between machines; the
- * ratios of one run do not.
- * Usage: node dist/bench/cmd-sync-http.js [--rounds R] [--syncs N] [--channels K] [--concurrency C] [--compare OTHER/bin/qim-admin-server.js] [--json]
+ * Measured, on the same server and the same connections, in ROUNDS alternating batches of BATCH:
+ *   sync    syncs of CONCURRENCY users (one connection each) that each have CHANNELS unread CMD
+ *           commands, never acked, so that every sync answers the same CHANNELS messages;
+ *   floor   requests the HTTP API refuses with WuKongIM's 400 (`uid` empty): TLS, HTTP, the role
+ *           check, the JSON body, the error mapping and the audit record — what a sync costs before
+ *           any engine work — the baseline of the same run;
+ * the server's CPU (utime + stime from /proc, 10 ms ticks) summed over the batches of each kind,
+ * divided by their requests. With --compare OTHER/bin/qim-admin-server.js another build runs at the
+ * same time on a redis-server of its own (the same users and commands), and every round measures a
+ * batch of each build back to back, in alternating order: on a shared machine whose load moves by
+ * the minute, both builds meet the same load, which separate runs (or whole phases one after the
+ * other) do not. Wall-clock figures move between machines; the ratios of one run do not.
+ * Usage: node dist/bench/cmd-sync-http.js [--rounds R] [--batch N] [--channels K] [--concurrency C] [--compare OTHER/bin/qim-admin-server.js] [--json]
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
@@ -42,17 +42,16 @@ const option = (name: string) => {
   return i >= 0 ? args[i + 1] : undefined;
 };
 const JSON_ONLY = args.includes("--json");
-const ROUNDS = flag("--rounds", 3);
-const SYNCS = flag("--syncs", 2000);
+const ROUNDS = flag("--rounds", 15);
+const BATCH = flag("--batch", 200);
 const CHANNELS = flag("--channels", 20);
 const CONCURRENCY = flag("--concurrency", 4);
 /** The syncs (and refusals) of the warm-up of each server, before anything is measured. */
-const WARMUP = Math.min(SYNCS, 500);
+const WARMUP = 500;
 const COMPARE = option("--compare");
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 const ENTRY = join(ROOT, "bin/qim-admin-server.js");
 const say = (line: string) => { if (!JSON_ONLY) console.log(line); };
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const r2 = (x: number) => +x.toFixed(2);
 
 /** CPU µs a process used so far (utime + stime from /proc; clock ticks of 10 ms). */
@@ -66,18 +65,17 @@ const dir = mkdtempSync(join(tmpdir(), "qim-bench-cmd-http-"));
 const files = await writeTestPki(dir);
 const pki = await testPki();
 const service = issueClientCert(pki.ca, { name: "bench-app", role: "service" });
-const redis = await startRedis();
 const tenant = randomUUID();
 const users = Array.from({ length: CONCURRENCY }, () => randomUUID());
 
 interface Server { child: ChildProcess; adminPort: number; syncPort: number; stop(): Promise<void> }
 
 /** A server process, a cluster node of its own id with its node service; resolves once its HTTP API listens. */
-async function startServer(entry: string, nodeId: string): Promise<Server> {
+async function startServer(entry: string, nodeId: string, redisAddr: string): Promise<Server> {
   const [listen, syncPort] = [await freePort(), await freePort()];
   const child = spawn(process.execPath, [...SERVER_NODE_FLAGS, entry, "--listen", `127.0.0.1:${listen}`, "--metrics-listen", "off",
     "--tls-ca", files.ca.certPath, "--tls-cert", files.server.certPath, "--tls-key", files.server.keyPath,
-    "--audit-log", join(dir, `audit-${nodeId}.log`), "--no-audit-fsync", "--data-dir", join(dir, nodeId), "--redis", redis.addr,
+    "--audit-log", join(dir, `audit-${nodeId}.log`), "--no-audit-fsync", "--data-dir", join(dir, nodeId), "--redis", redisAddr,
     "--node-id", nodeId, "--node-tls-cert", files.nodeA.certPath, "--node-tls-key", files.nodeA.keyPath,
     "--sync-listen", `127.0.0.1:${syncPort}`, "--sync-tenant", tenant], { stdio: ["ignore", "ignore", "pipe"] });
   let err = "";
@@ -132,75 +130,74 @@ async function requests(agents: Agent[], port: number, n: number, kind: "sync" |
   }));
 }
 
-interface Phase { syncCpuUs: number; floorCpuUs: number; syncVsFloor: number; syncsPerSec: number }
-
-async function measure(entry: string, nodeId: string, seed: boolean): Promise<Phase> {
-  const server = await startServer(entry, nodeId);
+/** One build's server on a redis-server of its own, seeded and warm: `batch` measures the server's CPU over n requests of a kind. */
+async function prepare(entry: string, nodeId: string) {
+  const redis = await startRedis();
+  const server = await startServer(entry, nodeId, redis.addr);
   const agents = users.map(() => new Agent({ keepAlive: true, maxSockets: 1 }));
+  const stop = async () => {
+    for (const a of agents) a.destroy();
+    await server.stop();
+    await redis.stop();
+  };
   try {
-    if (seed) {
-      const admin = connectAdmin({ endpoint: `localhost:${server.adminPort}`, caPem: pki.ca.certPem, certPem: pki.operator.certPem, keyPem: pki.operator.keyPem });
-      try {
-        for (const user of users) {
-          for (let c = 0; c < CHANNELS; c++) {
-            await admin.cmdSend({ tenant, channelId: `bench-${c}____cmd`, channelType: 1, from: "", to: [user], noPersist: false, payload: Buffer.from(`cmd ${c}`), clientMsgNo: "", redDot: true, syncOnce: false });
-          }
-        }
-      } finally {
-        admin.close();
-      }
-    }
     // the slots are the node's once its first heartbeat took them: until then a sync answers 503
+    // (and a command sent meanwhile reaches its recipient only by the owner's catch-up scan)
     for (let tries = 0; ; tries++) {
       const a = await post(agents[0]!, server.syncPort, "/message/sync", JSON.stringify({ uid: users[0], limit: 100 }));
       if (a.status === 200) break;
       if (a.status !== 503 || tries > 100) throw new Error(`the first sync answered ${a.status}: ${a.body}`);
       await new Promise((r) => setTimeout(r, 200));
     }
+    const admin = connectAdmin({ endpoint: `localhost:${server.adminPort}`, caPem: pki.ca.certPem, certPem: pki.operator.certPem, keyPem: pki.operator.keyPem });
+    try {
+      for (const user of users) {
+        for (let c = 0; c < CHANNELS; c++) {
+          await admin.cmdSend({ tenant, channelId: `bench-${c}____cmd`, channelType: 1, from: "", to: [user], noPersist: false, payload: Buffer.from(`cmd ${c}`), clientMsgNo: "", redDot: true, syncOnce: false });
+        }
+      }
+    } finally {
+      admin.close();
+    }
     await requests(agents, server.syncPort, WARMUP, "sync");
     await requests(agents, server.syncPort, WARMUP, "refused");
-    const pid = server.child.pid!;
-    let cpu0 = procCpuUs(pid);
-    const t0 = process.hrtime.bigint();
-    await requests(agents, server.syncPort, SYNCS, "sync");
-    const syncS = Number(process.hrtime.bigint() - t0) / 1e9;
-    const syncCpuUs = (procCpuUs(pid) - cpu0) / SYNCS;
-    cpu0 = procCpuUs(pid);
-    await requests(agents, server.syncPort, SYNCS, "refused");
-    const floorCpuUs = (procCpuUs(pid) - cpu0) / SYNCS;
-    return { syncCpuUs, floorCpuUs, syncVsFloor: syncCpuUs / floorCpuUs, syncsPerSec: SYNCS / syncS };
-  } finally {
-    for (const a of agents) a.destroy();
-    await server.stop();
+  } catch (err) {
+    await stop();
+    throw err;
   }
+  const pid = server.child.pid!;
+  const batch = async (n: number, kind: "sync" | "refused"): Promise<number> => {
+    const cpu0 = procCpuUs(pid);
+    await requests(agents, server.syncPort, n, kind);
+    return procCpuUs(pid) - cpu0;
+  };
+  return { batch, stop };
 }
 
+const builds = [{ role: "main", entry: ENTRY }, ...(COMPARE ? [{ role: "compare", entry: COMPARE }] : [])];
+const prepared: Awaited<ReturnType<typeof prepare>>[] = [];
 try {
-  const main: Phase[] = [];
-  const compare: Phase[] = [];
+  for (const b of builds) prepared.push(await prepare(b.entry, `bench-${b.role}`));
+  const cpu = builds.map(() => ({ sync: 0, floor: 0 }));
   for (let round = 0; round < ROUNDS; round++) {
-    // the builds alternate which goes first, so that neither always meets the colder redis-server
-    const order: ("main" | "compare")[] = COMPARE ? (round % 2 === 0 ? ["main", "compare"] : ["compare", "main"]) : ["main"];
-    for (const role of order) {
-      const p = await measure(role === "main" ? ENTRY : COMPARE!, `bench-${role}`, round === 0 && role === order[0]);
-      (role === "main" ? main : compare).push(p);
-      say(`round ${round + 1} ${role}: ${Math.round(p.syncCpuUs)} µs CPU a sync of ${CHANNELS} commands (floor: ${Math.round(p.floorCpuUs)} µs a refused request; ${r2(p.syncVsFloor)}×), ${Math.round(p.syncsPerSec)} syncs/s`);
+    // each round a batch of each build back to back, the first one alternating
+    const order = round % 2 === 0 ? builds.map((_, i) => i) : builds.map((_, i) => i).reverse();
+    for (const i of order) {
+      cpu[i]!.sync += await prepared[i]!.batch(BATCH, "sync");
+      cpu[i]!.floor += await prepared[i]!.batch(BATCH, "refused");
     }
   }
-  const summary = (ps: Phase[]) => ({
-    syncCpuUs: Math.round(median(ps.map((p) => p.syncCpuUs))), floorCpuUs: Math.round(median(ps.map((p) => p.floorCpuUs))),
-    syncVsFloor: r2(median(ps.map((p) => p.syncVsFloor))), syncsPerSec: Math.round(median(ps.map((p) => p.syncsPerSec))),
-  });
-  const out = {
-    rounds: ROUNDS, syncs: SYNCS, channels: CHANNELS, concurrency: CONCURRENCY, ...summary(main),
-    ...(COMPARE ? { compare: { entry: COMPARE, ...summary(compare) }, syncCpuVsCompare: r2(median(main.map((p, i) => p.syncCpuUs / compare[i]!.syncCpuUs))) } : {}),
-  };
-  if (JSON_ONLY) console.log(JSON.stringify(out));
+  const n = ROUNDS * BATCH;
+  const out = builds.map((b, i) => ({
+    role: b.role, entry: b.entry, syncCpuUs: Math.round(cpu[i]!.sync / n), floorCpuUs: Math.round(cpu[i]!.floor / n), syncVsFloor: r2(cpu[i]!.sync / cpu[i]!.floor),
+  }));
+  const result = { rounds: ROUNDS, batch: BATCH, channels: CHANNELS, concurrency: CONCURRENCY, builds: out, ...(COMPARE ? { syncCpuVsCompare: r2(cpu[0]!.sync / cpu[1]!.sync) } : {}) };
+  if (JSON_ONLY) console.log(JSON.stringify(result));
   else {
-    say(`this build: ${out.syncCpuUs} µs server CPU a sync (${out.syncVsFloor}× the ${out.floorCpuUs} µs of a refused request), ${out.syncsPerSec} syncs/s`);
-    if (out.compare) say(`--compare: ${out.compare.syncCpuUs} µs server CPU a sync (${out.compare.syncVsFloor}× its ${out.compare.floorCpuUs} µs floor); this build's CPU a sync is ${out.syncCpuVsCompare}× the compared build's`);
+    for (const o of out) say(`${o.role} (${o.entry}): ${o.syncCpuUs} µs server CPU a sync of ${CHANNELS} commands (${o.syncVsFloor}× the ${o.floorCpuUs} µs of a refused request), ${n} of each`);
+    if (COMPARE) say(`this build's CPU a sync is ${result.syncCpuVsCompare}× the compared build's`);
   }
 } finally {
-  await redis.stop();
+  for (const p of prepared) await p.stop();
   rmSync(dir, { recursive: true, force: true });
 }

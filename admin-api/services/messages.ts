@@ -1,13 +1,8 @@
-import { asOperator, InvalidArgumentError } from "../../core/index.js";
+import { asOperator, InvalidArgumentError, SESSION_PAGE_DEFAULT, SUMMARY_GROUPS_MAX } from "../../core/index.js";
 import { catalogEntry } from "../catalog.js";
 import { historyOut, sendOut, summaryOut } from "../convert.js";
 import type { ListConversationSummariesResponse } from "../gen/qim/admin/v1/messages.js";
 import { ALL_ROLES, defineService, unary } from "../rpc.js";
-
-/** The most groups one ListConversationSummaries call may name. */
-export const SUMMARY_GROUPS_MAX = 100;
-/** The session projection's page when the request names no limit. */
-export const SESSION_PAGE_DEFAULT = 50;
 
 /** MessageService: send as a user (drills, demos), history as a user sees it, conversation summaries. */
 export const messageService = defineService(catalogEntry("qim.admin.v1.MessageService"), {

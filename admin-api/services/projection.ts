@@ -1,18 +1,14 @@
-import { InvalidArgumentError, parseReason } from "../../core/index.js";
+import { EPOCH_HISTORY_LIMIT, pageLimit, parseReason } from "../../core/index.js";
 import { catalogEntry } from "../catalog.js";
 import { epochBumpOut, projectionStatusOut } from "../convert.js";
 import { ALL_ROLES, defineService, MUTATE, unary } from "../rpc.js";
-
-/** Epoch bumps one GetEpoch call returns: default and most. */
-export const EPOCH_HISTORY_LIMIT = { default: 10, max: 100 } as const;
 
 /** ProjectionService: the session projection's epoch, per-user rebuild and status (ADR-0021 §4). */
 export const projectionService = defineService(catalogEntry("qim.admin.v1.ProjectionService"), {
   getEpoch: unary({
     roles: ALL_ROLES, mutates: false,
     async handle(req, { deps }) {
-      const limit = req.limit === 0 ? EPOCH_HISTORY_LIMIT.default : req.limit;
-      if (limit > EPOCH_HISTORY_LIMIT.max) throw new InvalidArgumentError("limit", `limit is at most ${EPOCH_HISTORY_LIMIT.max}`);
+      const limit = pageLimit(req.limit, EPOCH_HISTORY_LIMIT);
       const epoch = deps.runtime.projection.epoch;
       const [current, bumps] = await Promise.all([epoch.get(), epoch.history(limit)]);
       return { response: { epoch: BigInt(current), bumps: bumps.map(epochBumpOut) } };

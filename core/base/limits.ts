@@ -39,6 +39,13 @@ export const CMD_SYNC_DEFAULT_LIMIT = 200;
 export const CMD_SYNC_MAX_LIMIT = 10_000;
 /** Rows per conversation-list page: the default and the most (`session_list_page_limit`, spec 002 §2.2). */
 export const SNAPSHOT_PAGE = { default: 50, max: 200 } as const;
+/** The session projection's page (ListConversationSummaries without groups, phase 1): the default and the most, as the list's (spec 002 §2.2). */
+export const SESSION_PAGE_DEFAULT = SNAPSHOT_PAGE.default;
+export const SESSION_PAGE_LIMIT = SNAPSHOT_PAGE.max;
+/** The most groups one ListConversationSummaries call may name (one summary read each). */
+export const SUMMARY_GROUPS_MAX = 100;
+/** Epoch bumps one GetEpoch call returns: default and most. */
+export const EPOCH_HISTORY_LIMIT = { default: 10, max: 100 } as const;
 
 declare const bounded: unique symbol;
 /**

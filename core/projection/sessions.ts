@@ -5,7 +5,7 @@ import type { RedisStore } from "../store/index.js";
 import { userKeys } from "./keys.js";
 import { raiseEpochMarkScript } from "./scripts.js";
 import type { ProjectionEpoch } from "./epoch.js";
-import { InvalidArgumentError } from "../base/index.js";
+import { InvalidArgumentError, SESSION_PAGE_DEFAULT, SESSION_PAGE_LIMIT } from "../base/index.js";
 import { hexToUuid, parseUuid, uuidToHex, type Uuid } from "../base/index.js";
 import { metrics } from "./metrics.js";
 
@@ -32,8 +32,6 @@ export interface SessionList {
   /** Conversations of the page the user may not see (no interval for them; normally 0). */
   hidden: number;
 }
-
-export const SESSION_PAGE_LIMIT = 200;
 
 /** Groups per ListUserGroups page: at most this many, USER_GROUPS_PAGE_DEFAULT when not given. */
 export const USER_GROUPS_PAGE_LIMIT = 5000;
@@ -131,7 +129,7 @@ export class SessionService {
   async listSessions(req: SessionListRequest): Promise<SessionList> {
     const tenant = parseUuid(req.tenant, "tenant");
     const user = parseUuid(req.user, "user");
-    const limit = req.limit ?? 50;
+    const limit = req.limit ?? SESSION_PAGE_DEFAULT;
     if (!Number.isSafeInteger(limit) || limit < 1 || limit > SESSION_PAGE_LIMIT) {
       throw new InvalidArgumentError("limit", `limit must be an integer from 1 to ${SESSION_PAGE_LIMIT}`);
     }

@@ -26,12 +26,11 @@ import { createServer as createHttpsServer } from "node:https";
 import type { Socket } from "node:net";
 import type { TLSSocket } from "node:tls";
 import { status } from "@grpc/grpc-js";
-import { CMD_HTTP_MAX_BODY_BYTES, InvalidArgumentError, parseHostPort, parseUuid, stripCommandSuffix, uuidToHex, type CmdMessage, type Uuid } from "../core/index.js";
+import { CMD_HTTP_MAX_BODY_BYTES, type CmdMessage, cmdSyncLimit, InvalidArgumentError, parseHostPort, parseUuid, stripCommandSuffix, type Uuid, uuidToHex } from "../core/index.js";
 import type { AuditRecord } from "./audit.js";
 import { SERVICE_ROLE } from "./auth.js";
 import { mapError } from "./errors.js";
 import { cmdSurfaceMetrics } from "./node/cmd-metrics.js";
-import { syncLimit } from "./node/cmd-local.js";
 import type { CmdAccess } from "./node/cmd-router.js";
 
 /**
@@ -276,7 +275,7 @@ export async function startCmdHttpServer(opts: CmdHttpOptions): Promise<CmdHttpS
     intField(body, "message_seq"); // accepted, not used to select (the server keeps the user's place)
     const limit = intField(body, "limit") ?? 0;
     if (limit < 0) throw new HttpRefusal(400, WK_MESSAGES.negativeLimit);
-    const r = await opts.access().sync(tenant, user, syncLimit(limit));
+    const r = await opts.access().sync(tenant, user, cmdSyncLimit(limit));
     return { json: `[${r.messages.map(legacyMessageJson).join(",")}]`, detail: `${r.messages.length} message(s), generation ${r.generation}${r.servedBy ? ` at node ${r.servedBy}` : ""}` };
   }
 

@@ -17,3 +17,4 @@ export * from "./runtime/index.js";
 export * from "./session-view/index.js";
 export * from "./cmd-log/index.js";
 export * from "./cmd-sync/index.js";
+export * from "./operations/index.js";

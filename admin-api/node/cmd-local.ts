@@ -1,8 +1,10 @@
 /**
  * What this node answers to the CMD sync calls of the node service (spec 001, issue 13):
  * PushIntents (routed intents for users whose slot this node owns), CmdSync / CmdAck / CmdPending
- * (served by the owner of the user's slot), CmdFlush. Plain functions like local.ts: the gRPC
- * server and the router's in-process call run the same code.
+ * (served by the owner of the user's slot), CmdFlush. Plain functions like local.ts. The user
+ * operations are localCmdOps on typed values: the router calls them in process when this node is
+ * the owner, and the node service's handlers wrap them in the wire types for peers; either way the
+ * same ownership rule applies.
  *
  * The rule of spec 001 §routing: a receiver checks that it owns the slot of every user the request
  * names and otherwise applies nothing and answers STALE_OWNER with its view of each owner; bytes
@@ -10,17 +12,21 @@
  * blank UID, channel type 0), are REJECTED — final, never retried.
  */
 import {
-  CMD_SYNC_DEFAULT_LIMIT,
-  CMD_SYNC_MAX_LIMIT,
+  cmdSyncLimit,
   decodeIntent,
   MAX_PUSH_INTENTS,
   FailedPreconditionError,
   parseUuid,
   QimError,
+  type BoundedLimit,
+  type CmdAckResult,
   type CmdMessage,
   type CmdSyncApi,
+  type CmdSyncMode,
+  type CmdSyncResult,
   type ConversationIntent,
   type EngineRuntime,
+  type PendingConversationView,
   type Uuid,
 } from "../../core/index.js";
 import {
@@ -41,11 +47,6 @@ import {
 import { cmdSurfaceMetrics } from "./cmd-metrics.js";
 import type { OwnershipView, UnitOwnerView } from "./ownership.js";
 
-/** The effective sync limit: 0 → spec 001's default (CMD_SYNC_DEFAULT_LIMIT 200), above CMD_SYNC_MAX_LIMIT (10000) → the maximum. */
-export function syncLimit(limit: number): number {
-  if (!Number.isFinite(limit) || limit <= 0) return CMD_SYNC_DEFAULT_LIMIT;
-  return Math.min(Math.floor(limit), CMD_SYNC_MAX_LIMIT);
-}
 
 export interface CmdNodeHandlers {
   pushIntents(req: PushIntentsRequest): Promise<PushIntentsResponse>;
@@ -97,23 +98,77 @@ function ownerWire(o: UnitOwnerView): UnitOwner {
 const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
 /**
- * The CMD handlers of this node over its CMD module and its view of ownership (null outside a
- * cluster: this node owns every slot). `slotOf` is core/cluster's slotOfUser.
+ * A user's CMD call answered by this node with typed values: OK with the engine's result, or
+ * STALE_OWNER (nothing applied) with the owner this node sees, which the router tries next.
+ */
+export type CmdServed<T> =
+  | { status: NodeStatus.NODE_STATUS_OK; detail: ""; slot: number; result: T }
+  | { status: NodeStatus.NODE_STATUS_STALE_OWNER; detail: string; slot: number; owner: UnitOwnerView };
+
+/**
+ * The user operations of this node's CMD module, at the owner of the user's slot (spec 001
+ * §routing): the node service's handlers (below) and the router's in-process call (cmd-router.ts,
+ * when the owner is this node) run these, so a call to oneself applies the same ownership rule
+ * as a call from a peer, without converting anything to the node wire types and back. The values
+ * were parsed where the request entered; nothing is checked again here.
+ */
+export interface CmdLocalOps {
+  sync(tenant: Uuid, user: Uuid, limit: BoundedLimit, mode: CmdSyncMode): Promise<CmdServed<CmdSyncResult>>;
+  ack(tenant: Uuid, user: Uuid, lastMessageSeq: number): Promise<CmdServed<CmdAckResult>>;
+  pending(tenant: Uuid, user: Uuid, limit: BoundedLimit): Promise<CmdServed<PendingConversationView[]>>;
+}
+
+/** The owner of a slot as this node sees it; outside a cluster (ownership null) this node owns every slot. */
+function slotOwnership(ownership: OwnershipView | null) {
+  const owns = (slot: number) => ownership === null || (ownership.owns("slot", slot) && ownership.tokenOf("slot", slot) !== null);
+  const notOwner = (slot: number) => `node ${ownership?.nodeId ?? "?"} does not own slot ${slot}`;
+  return { owns, notOwner };
+}
+
+/** localCmdOps over this node's CMD module and its view of ownership (null outside a cluster). `slotOf` is core/cluster's slotOfUser. */
+export function localCmdOps(cmdApi: () => CmdSyncApi, ownership: OwnershipView | null, slotOf: (tenant: Uuid, user: Uuid) => number): CmdLocalOps {
+  const { owns, notOwner } = slotOwnership(ownership);
+  const stale = async (slot: number, detail: string): Promise<CmdServed<never>> => ({
+    status: NodeStatus.NODE_STATUS_STALE_OWNER, detail, slot,
+    owner: ownership ? await ownership.ownerOf("slot", slot) : { kind: "slot", unit: slot, nodeId: null, address: null, token: 0, alive: false },
+  });
+  /** Runs `op` when this node owns the user's slot; STALE_OWNER when it does not, or when the engine found it no longer does. */
+  const owned = async <T>(tenant: Uuid, user: Uuid, op: () => T | Promise<T>): Promise<CmdServed<T>> => {
+    const slot = slotOf(tenant, user);
+    if (!owns(slot)) return stale(slot, notOwner(slot));
+    try {
+      return { status: NodeStatus.NODE_STATUS_OK, detail: "", slot, result: await op() };
+    } catch (err) {
+      if (isStaleOwner(err)) return stale(slot, messageOf(err));
+      throw err;
+    }
+  };
+  return {
+    sync: (tenant, user, limit, mode) => owned(tenant, user, () => cmdApi().syncLocal(tenant, user, limit, mode)),
+    ack: (tenant, user, lastMessageSeq) => owned(tenant, user, () => cmdApi().ackLocal(tenant, user, lastMessageSeq)),
+    pending: (tenant, user, limit) => owned(tenant, user, () => cmdApi().pendingLocal(tenant, user, limit)),
+  };
+}
+
+/**
+ * The CMD handlers of this node's node service: each request parsed (REJECTED when it does not
+ * parse), served by localCmdOps, answered in the node wire types. `address`: this node's
+ * node.listen as peers reach it.
  */
 export function localCmdNode(cmdApi: () => CmdSyncApi, ownership: OwnershipView | null, slotOf: (tenant: Uuid, user: Uuid) => number, address: string): CmdNodeHandlers {
-  const owns = (slot: number) => ownership === null || (ownership.owns("slot", slot) && ownership.tokenOf("slot", slot) !== null);
+  const { owns, notOwner } = slotOwnership(ownership);
+  const ops = localCmdOps(cmdApi, ownership, slotOf);
   const self = (slot: number): UnitOwner => ({
     kind: "slot", unit: slot, nodeId: ownership?.nodeId ?? "", address, token: BigInt(ownership?.tokenOf("slot", slot) ?? 0),
   });
   const ownerOf = async (slot: number): Promise<UnitOwner> => ownership ? ownerWire(await ownership.ownerOf("slot", slot)) : self(slot);
-  const notOwner = (slot: number) => `node ${ownership?.nodeId ?? "?"} does not own slot ${slot}`;
+  /** The owner a served call names: this node when it answered OK, else the one it sees. */
+  const ownerOfServed = (a: CmdServed<unknown>): UnitOwner => (a.status === NodeStatus.NODE_STATUS_OK ? self(a.slot) : ownerWire(a.owner));
 
   /** The user of a request, or the REJECTED detail. */
-  function userOf(req: { tenant: string; user: string }): { tenant: Uuid; user: Uuid; slot: number } | string {
+  function userOf(req: { tenant: string; user: string }): { tenant: Uuid; user: Uuid } | string {
     try {
-      const tenant = parseUuid(req.tenant, "tenant");
-      const user = parseUuid(req.user, "user");
-      return { tenant, user, slot: slotOf(tenant, user) };
+      return { tenant: parseUuid(req.tenant, "tenant"), user: parseUuid(req.user, "user") };
     } catch (err) {
       return messageOf(err);
     }
@@ -166,14 +221,9 @@ export function localCmdNode(cmdApi: () => CmdSyncApi, ownership: OwnershipView 
     async cmdSync(req) {
       const u = userOf(req);
       if (typeof u === "string") return { status: NodeStatus.NODE_STATUS_REJECTED, messages: [], generation: 0n, detail: u };
-      if (!owns(u.slot)) return { status: NodeStatus.NODE_STATUS_STALE_OWNER, owner: await ownerOf(u.slot), messages: [], generation: 0n, detail: notOwner(u.slot) };
-      try {
-        const r = await cmdApi().syncLocal(u.tenant, u.user, syncLimit(req.limit), req.peek ? "peek" : "record");
-        return { status: NodeStatus.NODE_STATUS_OK, owner: self(u.slot), messages: r.messages.map(cmdMessageToWire), generation: BigInt(r.generation ?? 0), detail: "" };
-      } catch (err) {
-        if (isStaleOwner(err)) return { status: NodeStatus.NODE_STATUS_STALE_OWNER, owner: await ownerOf(u.slot), messages: [], generation: 0n, detail: messageOf(err) };
-        throw err;
-      }
+      const a = await ops.sync(u.tenant, u.user, cmdSyncLimit(req.limit), req.peek ? "peek" : "record");
+      if (a.status !== NodeStatus.NODE_STATUS_OK) return { status: a.status, owner: ownerOfServed(a), messages: [], generation: 0n, detail: a.detail };
+      return { status: a.status, owner: ownerOfServed(a), messages: a.result.messages.map(cmdMessageToWire), generation: BigInt(a.result.generation ?? 0), detail: "" };
     },
 
     async cmdAck(req) {
@@ -181,30 +231,21 @@ export function localCmdNode(cmdApi: () => CmdSyncApi, ownership: OwnershipView 
       const none = { advanced: 0, cleared: 0, warning: "", generation: 0n };
       if (typeof u === "string") return { status: NodeStatus.NODE_STATUS_REJECTED, ...none, detail: u };
       if (req.lastMessageSeq === 0n) return { status: NodeStatus.NODE_STATUS_REJECTED, ...none, detail: "last_message_seq: must be at least 1" };
-      if (!owns(u.slot)) return { status: NodeStatus.NODE_STATUS_STALE_OWNER, owner: await ownerOf(u.slot), ...none, detail: notOwner(u.slot) };
-      try {
-        const r = await cmdApi().ackLocal(u.tenant, u.user, Number(req.lastMessageSeq));
-        return { status: NodeStatus.NODE_STATUS_OK, owner: self(u.slot), advanced: r.advanced, cleared: r.cleared, warning: r.warning ?? "", generation: BigInt(r.generation ?? 0), detail: "" };
-      } catch (err) {
-        if (isStaleOwner(err)) return { status: NodeStatus.NODE_STATUS_STALE_OWNER, owner: await ownerOf(u.slot), ...none, detail: messageOf(err) };
-        throw err;
-      }
+      const a = await ops.ack(u.tenant, u.user, Number(req.lastMessageSeq));
+      if (a.status !== NodeStatus.NODE_STATUS_OK) return { status: a.status, owner: ownerOfServed(a), ...none, detail: a.detail };
+      const r = a.result;
+      return { status: a.status, owner: ownerOfServed(a), advanced: r.advanced, cleared: r.cleared, warning: r.warning ?? "", generation: BigInt(r.generation ?? 0), detail: "" };
     },
 
     async cmdPending(req) {
       const u = userOf(req);
       if (typeof u === "string") return { status: NodeStatus.NODE_STATUS_REJECTED, views: [], detail: u };
-      if (!owns(u.slot)) return { status: NodeStatus.NODE_STATUS_STALE_OWNER, owner: await ownerOf(u.slot), views: [], detail: notOwner(u.slot) };
-      try {
-        const views = cmdApi().pendingLocal(u.tenant, u.user, syncLimit(req.limit));
-        return {
-          status: NodeStatus.NODE_STATUS_OK, owner: self(u.slot), detail: "",
-          views: views.map((v) => ({ channelId: v.channel.channelId, channelType: v.channel.channelType, lastMsgSeq: BigInt(v.lastMsgSeq), activeAt: BigInt(v.activeAt), readSeq: BigInt(v.readSeq) })),
-        };
-      } catch (err) {
-        if (isStaleOwner(err)) return { status: NodeStatus.NODE_STATUS_STALE_OWNER, owner: await ownerOf(u.slot), views: [], detail: messageOf(err) };
-        throw err;
-      }
+      const a = await ops.pending(u.tenant, u.user, cmdSyncLimit(req.limit));
+      if (a.status !== NodeStatus.NODE_STATUS_OK) return { status: a.status, owner: ownerOfServed(a), views: [], detail: a.detail };
+      return {
+        status: a.status, owner: ownerOfServed(a), detail: "",
+        views: a.result.map((v) => ({ channelId: v.channel.channelId, channelType: v.channel.channelType, lastMsgSeq: BigInt(v.lastMsgSeq), activeAt: BigInt(v.activeAt), readSeq: BigInt(v.readSeq) })),
+      };
     },
 
     async cmdFlush() {

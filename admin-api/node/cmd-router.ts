@@ -11,7 +11,10 @@
  *   pending view at the owner of the user's slot (NodeRouter.route: one hop after a move), a flush
  *   at a named node.
  *
- * Outside a cluster (or without a node service) localCmdAccess serves everything from this node.
+ * When the owner is this node, the call runs in process on typed values (localCmdOps); only a call
+ * to a peer is encoded to the node wire types. Outside a cluster (or without a node service)
+ * localCmdAccess serves everything from this node. The surfaces hand typed values (Uuid,
+ * BoundedLimit) parsed where the request entered; nothing here parses or bounds them again.
  */
 import {
   encodeIntent,
@@ -20,12 +23,14 @@ import {
   splitIntentByOwner,
   UnavailableError,
   NotFoundError,
+  type BoundedLimit,
   type CmdAckResult,
   type CmdFlushReport,
   type CmdIntentRouter,
   type CmdMessage,
   type CmdSyncApi,
   type CmdSyncMode,
+  type CmdSyncResult,
   type ConversationIntent,
   type NodeRecord,
   type PendingConversationView,
@@ -33,18 +38,19 @@ import {
 } from "../../core/index.js";
 import { NodeStatus } from "../gen/qim/node/v1/node.js";
 import { NodeCallError } from "./client.js";
-import { cmdMessageFromWire, syncLimit } from "./cmd-local.js";
+import type { NodeHandlers } from "./local.js";
+import { cmdMessageFromWire, localCmdOps, type CmdLocalOps, type CmdServed } from "./cmd-local.js";
 import { cmdSurfaceMetrics } from "./cmd-metrics.js";
 import type { OwnershipView, UnitOwnerView } from "./ownership.js";
-import type { NodeRouter } from "./router.js";
+import { hintOut, type NodeRouter } from "./router.js";
 
 /** What the CMD surfaces (CmdService, the HTTP API) call: each operation at the owner of the user's slot. */
 export interface CmdAccess {
   readonly api: CmdSyncApi;
   /** mode "peek" (an operator's look) records no generation: generation null. */
-  sync(tenant: Uuid, user: Uuid, limit: number, mode?: CmdSyncMode): Promise<{ messages: CmdMessage[]; generation: number | null; servedBy: string }>;
+  sync(tenant: Uuid, user: Uuid, limit: BoundedLimit, mode?: CmdSyncMode): Promise<{ messages: CmdMessage[]; generation: number | null; servedBy: string }>;
   ack(tenant: Uuid, user: Uuid, lastMessageSeq: number): Promise<CmdAckResult & { servedBy: string }>;
-  pending(tenant: Uuid, user: Uuid, limit: number): Promise<{ views: PendingConversationView[]; servedBy: string }>;
+  pending(tenant: Uuid, user: Uuid, limit: BoundedLimit): Promise<{ views: PendingConversationView[]; servedBy: string }>;
   /** One bounded flush of a node's buffer; null: this node. */
   flush(nodeId: string | null): Promise<CmdFlushReport & { nodeId: string }>;
 }
@@ -54,14 +60,14 @@ export function localCmdAccess(api: CmdSyncApi, nodeId: string): CmdAccess {
   return {
     api,
     async sync(tenant, user, limit, mode = "record") {
-      const r = await api.syncLocal(tenant, user, syncLimit(limit), mode);
+      const r = await api.syncLocal(tenant, user, limit, mode);
       return { messages: r.messages, generation: r.generation, servedBy: nodeId };
     },
     async ack(tenant, user, lastMessageSeq) {
       return { ...(await api.ackLocal(tenant, user, lastMessageSeq)), servedBy: nodeId };
     },
     async pending(tenant, user, limit) {
-      return { views: api.pendingLocal(tenant, user, syncLimit(limit)), servedBy: nodeId };
+      return { views: api.pendingLocal(tenant, user, limit), servedBy: nodeId };
     },
     async flush(target) {
       // not a transient failure (retrying changes nothing): this server has no way to reach another node
@@ -83,11 +89,27 @@ export interface CmdRouterOptions {
 
 const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
+/** A user operation's answer at either end of a route: this node's typed one, or a peer's decoded from the wire. */
+type Served<T> = CmdServed<T> | { status: NodeStatus; detail: string; owner: UnitOwnerView | null; result: T };
+
 export class CmdRouter implements CmdIntentRouter, CmdAccess {
   readonly api: CmdSyncApi;
+  private readonly local: CmdLocalOps;
 
   constructor(private readonly opts: CmdRouterOptions) {
     this.api = opts.api;
+    this.local = localCmdOps(() => opts.api, opts.ownership, opts.slotOf);
+  }
+
+  /**
+   * One user operation at the owner of the user's slot (NodeRouter.route: resolve, call, one
+   * re-resolve and retry after STALE_OWNER): in process with `local` when the owner is this node,
+   * else `remote` over the node service.
+   */
+  private async atOwner<T>(rpc: string, tenant: Uuid, user: Uuid, local: () => Promise<CmdServed<T>>, remote: (h: NodeHandlers) => Promise<Served<T>>): Promise<{ result: T; servedBy: string }> {
+    const r = await this.opts.router.route<Served<T>>(rpc, "slot", this.opts.slotOf(tenant, user), (h, isLocal) => (isLocal ? local() : remote(h)), (res) => ("owner" in res && res.owner?.nodeId ? res.owner : null));
+    // route answers only an OK, and every OK carries its result
+    return { result: (r.response as { result: T }).result, servedBy: r.owner.nodeId ?? "" };
   }
 
   /** CmdIntentRouter: never rejects; true only when every owner group accepted. */
@@ -160,23 +182,34 @@ export class CmdRouter implements CmdIntentRouter, CmdAccess {
     return false;
   }
 
-  async sync(tenant: Uuid, user: Uuid, limit: number, mode: CmdSyncMode = "record") {
-    const r = await this.opts.router.cmdSync(tenant, user, this.opts.slotOf(tenant, user), syncLimit(limit), mode === "peek");
-    return { messages: r.response.messages.map(cmdMessageFromWire), generation: mode === "peek" ? null : Number(r.response.generation), servedBy: r.owner.nodeId ?? "" };
+  async sync(tenant: Uuid, user: Uuid, limit: BoundedLimit, mode: CmdSyncMode = "record") {
+    const fromNodeId = this.opts.ownership.nodeId;
+    const { result, servedBy } = await this.atOwner<CmdSyncResult>("CmdSync", tenant, user, () => this.local.sync(tenant, user, limit, mode), async (h) => {
+      const res = await h.cmdSync({ tenant, user, limit, fromNodeId, peek: mode === "peek" });
+      return { status: res.status, detail: res.detail, owner: hintOut(res.owner), result: { messages: res.messages.map(cmdMessageFromWire), generation: mode === "peek" ? null : Number(res.generation) } };
+    });
+    return { messages: result.messages, generation: mode === "peek" ? null : result.generation, servedBy };
   }
 
   async ack(tenant: Uuid, user: Uuid, lastMessageSeq: number) {
-    const r = await this.opts.router.cmdAck(tenant, user, this.opts.slotOf(tenant, user), lastMessageSeq);
-    const a = r.response;
-    return { generation: a.generation === 0n ? null : Number(a.generation), advanced: a.advanced, cleared: a.cleared, warning: a.warning || null, servedBy: r.owner.nodeId ?? "" };
+    const fromNodeId = this.opts.ownership.nodeId;
+    const { result, servedBy } = await this.atOwner<CmdAckResult>("CmdAck", tenant, user, () => this.local.ack(tenant, user, lastMessageSeq), async (h) => {
+      const a = await h.cmdAck({ tenant, user, lastMessageSeq: BigInt(lastMessageSeq), fromNodeId });
+      return { status: a.status, detail: a.detail, owner: hintOut(a.owner), result: { generation: a.generation === 0n ? null : Number(a.generation), advanced: a.advanced, cleared: a.cleared, warning: a.warning || null } };
+    });
+    return { ...result, servedBy };
   }
 
-  async pending(tenant: Uuid, user: Uuid, limit: number) {
-    const r = await this.opts.router.cmdPending(tenant, user, this.opts.slotOf(tenant, user), syncLimit(limit));
-    const views = r.response.views.map((v): PendingConversationView => ({
-      channel: { channelId: v.channelId, channelType: v.channelType }, lastMsgSeq: Number(v.lastMsgSeq), activeAt: Number(v.activeAt), readSeq: Number(v.readSeq),
-    }));
-    return { views, servedBy: r.owner.nodeId ?? "" };
+  async pending(tenant: Uuid, user: Uuid, limit: BoundedLimit) {
+    const fromNodeId = this.opts.ownership.nodeId;
+    const { result, servedBy } = await this.atOwner<PendingConversationView[]>("CmdPending", tenant, user, () => this.local.pending(tenant, user, limit), async (h) => {
+      const res = await h.cmdPending({ tenant, user, limit, fromNodeId });
+      const views = res.views.map((v): PendingConversationView => ({
+        channel: { channelId: v.channelId, channelType: v.channelType }, lastMsgSeq: Number(v.lastMsgSeq), activeAt: Number(v.activeAt), readSeq: Number(v.readSeq),
+      }));
+      return { status: res.status, detail: res.detail, owner: hintOut(res.owner), result: views };
+    });
+    return { views: result, servedBy };
   }
 
   async flush(nodeId: string | null) {

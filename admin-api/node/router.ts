@@ -13,9 +13,7 @@
 import { InvalidArgumentError, StaleOwnerError, UnavailableError } from "../../core/index.js";
 import {
   NodeStatus,
-  type CmdAckResponse,
   type CmdPendingResponse,
-  type CmdSyncResponse,
   type DescribeUserResponse,
   type KickResponse,
   type UnitOwner,
@@ -57,7 +55,8 @@ const statusName = (s: NodeStatus) => NodeStatus[s]?.replace(/^NODE_STATUS_/, ""
 const GRPC_CODE_NAMES = ["OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED",
   "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED"];
 
-function hintOut(o: UnitOwner | undefined): UnitOwnerView | null {
+/** A receiver's view of a unit's owner from its STALE_OWNER answer (null when it names none): where the retry goes. */
+export function hintOut(o: UnitOwner | undefined): UnitOwnerView | null {
   if (!o || !o.nodeId) return null;
   return { kind: o.kind as UnitKind, unit: o.unit, nodeId: o.nodeId, address: o.address || null, token: Number(o.token), alive: true };
 }
@@ -95,10 +94,12 @@ export class NodeRouter {
 
   /**
    * One routed call of a unit: resolve → call → on STALE_OWNER re-resolve (the registry; the
-   * stale receiver's hint when the registry still names the receiver) and retry once.
+   * stale receiver's hint when the registry still names the receiver) and retry once. `call`
+   * learns whether the owner is this node (`local`), so that it may serve the call in process on
+   * typed values instead of through the handlers' wire types.
    */
   async route<Res extends Answer>(
-    rpc: string, kind: UnitKind, unit: number, call: (h: NodeHandlers) => Promise<Res>, hintOf: (res: Res) => UnitOwnerView | null,
+    rpc: string, kind: UnitKind, unit: number, call: (h: NodeHandlers, local: boolean) => Promise<Res>, hintOf: (res: Res) => UnitOwnerView | null,
   ): Promise<RouteResult<Res>> {
     const tried: string[] = [];
     let owner = await this.resolve(kind, unit);
@@ -110,7 +111,7 @@ export class NodeRouter {
       const { handlers, local, target } = this.handlersOf(owner);
       let res: Res;
       try {
-        res = await call(handlers);
+        res = await call(handlers, local);
       } catch (err) {
         this.forget(kind, unit);
         if (err instanceof NodeCallError) {
@@ -137,18 +138,6 @@ export class NodeRouter {
   describeUser(tenant: string, user: string, slot: number): Promise<RouteResult<DescribeUserResponse>> {
     const req = { tenant, user, fromNodeId: this.opts.ownership.nodeId };
     return this.route("DescribeUser", "slot", slot, (h) => h.describeUser(req), (res) => hintOut(res.owner));
-  }
-
-  /** NodeService.CmdSync at the owner of the user's slot (spec 001: the owner serves the user's CMD sync). */
-  cmdSync(tenant: string, user: string, slot: number, limit: number, peek = false): Promise<RouteResult<CmdSyncResponse>> {
-    const req = { tenant, user, limit, fromNodeId: this.opts.ownership.nodeId, peek };
-    return this.route("CmdSync", "slot", slot, (h) => h.cmdSync(req), (res) => hintOut(res.owner));
-  }
-
-  /** NodeService.CmdAck at the owner of the user's slot. */
-  cmdAck(tenant: string, user: string, slot: number, lastMessageSeq: number): Promise<RouteResult<CmdAckResponse>> {
-    const req = { tenant, user, lastMessageSeq: BigInt(lastMessageSeq), fromNodeId: this.opts.ownership.nodeId };
-    return this.route("CmdAck", "slot", slot, (h) => h.cmdAck(req), (res) => hintOut(res.owner));
   }
 
   /** NodeService.CmdPending at the owner of the user's slot. */

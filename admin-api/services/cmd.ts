@@ -1,5 +1,6 @@
 import {
   CHANNEL_TYPE_GROUP,
+  cmdSyncLimit,
   InvalidArgumentError,
   parseChannelType,
   parseCommandChannelId,
@@ -10,7 +11,6 @@ import {
 import { catalogEntry } from "../catalog.js";
 import type { CmdMessage as CmdMessageOut } from "../gen/qim/admin/v1/cmd.js";
 import { cmdBadFiles } from "../node/cmd-bad.js";
-import { syncLimit } from "../node/cmd-local.js";
 import { userOf } from "../node/cmd-router.js";
 import { ALL_ROLES, defineService, MUTATE, unary } from "../rpc.js";
 import type { Role } from "../auth.js";
@@ -57,7 +57,7 @@ export const cmdService = defineService(catalogEntry("qim.admin.v1.CmdService"),
     roles: CMD_ACT, mutates: true,
     async handle(req, { deps }) {
       const { tenant, user } = userOf(req.tenant, req.user);
-      const r = await deps.cmd().sync(tenant, user, syncLimit(req.limit), req.peek ? "peek" : "record");
+      const r = await deps.cmd().sync(tenant, user, cmdSyncLimit(req.limit), req.peek ? "peek" : "record");
       return {
         response: { messages: r.messages.map(cmdMessageOut), generation: BigInt(r.generation ?? 0), servedBy: r.servedBy },
         detail: `${r.messages.length} message(s), ${r.generation === null ? "a peek (no generation recorded)" : `generation ${r.generation}`}${r.servedBy ? ` at node ${r.servedBy}` : ""}`,
@@ -81,7 +81,7 @@ export const cmdService = defineService(catalogEntry("qim.admin.v1.CmdService"),
     roles: ALL_ROLES, mutates: false,
     async handle(req, { deps }) {
       const { tenant, user } = userOf(req.tenant, req.user);
-      const r = await deps.cmd().pending(tenant, user, syncLimit(req.limit));
+      const r = await deps.cmd().pending(tenant, user, cmdSyncLimit(req.limit));
       return {
         response: {
           servedBy: r.servedBy,
@@ -94,7 +94,7 @@ export const cmdService = defineService(catalogEntry("qim.admin.v1.CmdService"),
     roles: ALL_ROLES, mutates: false,
     async handle(req, { deps }) {
       const { tenant, user } = userOf(req.tenant, req.user);
-      const rows = await deps.cmd().api.stateOf(tenant, user, syncLimit(req.limit));
+      const rows = await deps.cmd().api.stateOf(tenant, user, cmdSyncLimit(req.limit));
       return {
         response: {
           rows: rows.map((r) => ({

@@ -1,6 +1,7 @@
 import { status } from "@grpc/grpc-js";
-import { InvalidArgumentError, parseUuid, SNAPSHOT_PAGE, type SessionRow, type SessionFrame } from "../../core/index.js";
-import { asUser } from "../as-user.js";
+import {
+  changeConversation, InvalidArgumentError, listConversations, pageLimit, parseUuid, SNAPSHOT_PAGE, type ConversationListAction, type SessionRow, type SessionFrame,
+} from "../../core/index.js";
 import { catalogEntry } from "../catalog.js";
 import { summaryOut } from "../convert.js";
 import { ConversationAction, type Badge, type ListRow, type WatchUserEvent } from "../gen/qim/admin/v1/conversation_list.js";
@@ -37,7 +38,7 @@ const ACTIONS = {
   [ConversationAction.CONVERSATION_ACTION_UNMUTE]: "unmute",
   [ConversationAction.CONVERSATION_ACTION_ARCHIVE]: "archive",
   [ConversationAction.CONVERSATION_ACTION_UNARCHIVE]: "unarchive",
-} as const;
+} as const satisfies Record<number, ConversationListAction>;
 
 /** unread_audit_sample_rate bounds: a rate in (0, 1]. */
 const SAMPLE_RATE_MAX = 1;
@@ -52,20 +53,10 @@ export const conversationListService = defineService(catalogEntry("qim.admin.v1.
     async handle(req, { deps }) {
       const tenant = parseUuid(req.tenant, "tenant");
       const user = parseUuid(req.user, "user");
-      if (req.limit > SNAPSHOT_PAGE.max) throw new InvalidArgumentError("limit", `limit is at most ${SNAPSHOT_PAGE.max}`);
-      const page = await deps.runtime.sessionView.page(tenant, user, { limit: req.limit === 0 ? SNAPSHOT_PAGE.default : req.limit, ...(req.cursor ? { cursor: req.cursor } : {}) });
-      // the member state, read position and head record of the page's rows, one pipelined read
-      const summaries = await deps.runtime.conversations.conversationSummaries(tenant, user, page.rows.map((r) => r.conversation),
-        page.rows.map((r) => ({ hiddenBefore: r.hiddenBeforeSeq, deletedBefore: r.deletedBeforeSeq })));
+      const page = await listConversations(deps.runtime, tenant, user, { limit: pageLimit(req.limit, SNAPSHOT_PAGE), cursor: req.cursor || null });
       return {
         response: {
-          entries: page.rows.map((r, i) => {
-            // a cleared or deleted conversation's summary shows nothing up to its watermark: the
-            // engine's summaries apply hidden_before and deleted_before (spec 002 §7)
-            const s = summaries[i];
-            const summary = s ? summaryOut(s) : undefined;
-            return { row: rowOut(r), ...(summary ? { summary } : {}) };
-          }),
+          entries: page.entries.map((e) => ({ row: rowOut(e.row), ...(e.summary ? { summary: summaryOut(e.summary) } : {}) })),
           ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}),
           snapshotRevision: BigInt(page.snapshotRevision), projectionComplete: page.projectionComplete, total: page.total,
           snapshotTruncated: page.snapshotTruncated, maxConversationsPerUser: page.maxConversationsPerUser,
@@ -155,9 +146,7 @@ export const conversationListService = defineService(catalogEntry("qim.admin.v1.
       const action = ACTIONS[req.action as keyof typeof ACTIONS];
       if (!action) throw new InvalidArgumentError("action", `action must be one of ${Object.values(ACTIONS).join(", ")}`);
       if (req.pinRank !== undefined && action !== "pin") throw new InvalidArgumentError("pin_rank", "pin_rank is for PIN only");
-      const list = deps.runtime.conversationList.service;
-      const row = await asUser(deps.runtime.conversations, { tenant, group, user, field: "user" },
-        () => (action === "pin" ? list.pin(tenant, user, group, req.pinRank !== undefined ? { rank: req.pinRank } : {}) : list[action](tenant, user, group)));
+      const row = await changeConversation({ conversations: deps.runtime.conversations, conversationList: deps.runtime.conversationList.service }, tenant, user, group, action, req.pinRank);
       return { response: { row: rowOut(row) }, detail: `${action} ${group} as ${user}: version ${row.version}` };
     },
   }),

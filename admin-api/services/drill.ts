@@ -1,4 +1,4 @@
-import { InvalidArgumentError, parseReason, type DrillWipe } from "../../core/index.js";
+import { InvalidArgumentError, parseReason, runRebuildDrill, type DrillWipe } from "../../core/index.js";
 import { catalogEntry } from "../catalog.js";
 import { describeDrill, drillProgressOut, drillReportOut } from "../convert.js";
 import { defineService, serverStream } from "../rpc.js";
@@ -16,14 +16,12 @@ export const drillService = defineService(catalogEntry("qim.admin.v1.DrillServic
       const wipe = req.wipe === "" ? "projection" : req.wipe;
       if (req.users.length > 0 && req.sample !== undefined) throw new InvalidArgumentError("sample", "give users or sample, not both");
       const reason = parseReason(req.reason, "reason", { required: false });
-      const report = await deps.runtime.projection.drill.run({
+      const report = await runRebuildDrill({ drill: deps.runtime.projection.drill, conversationList: deps.runtime.conversationList }, {
         ...(req.users.length > 0 ? { users: req.users.map((u) => ({ tenant: u.tenant, user: u.user })) } : {}),
         ...(req.sample !== undefined ? { sample: req.sample } : {}),
         wipe: wipe as DrillWipe,
         by: principal.name,
         ...(reason ? { reason } : {}),
-        // the conversation list's cache, mentions and badge against the definition (projection cannot import it)
-        compare: deps.runtime.conversationList.drillComparator,
         onProgress: (pr) => send({ event: { $case: "progress" as const, progress: drillProgressOut(pr) } }),
       });
       return { last: { event: { $case: "report" as const, report: drillReportOut(report) } }, detail: describeDrill(report) };

@@ -1,10 +1,8 @@
-import { InvalidArgumentError, SESSION_PAGE_DEFAULT, SUMMARY_GROUPS_MAX } from "../../core/index.js";
-import { asUser } from "../as-user.js";
+import { asOperator, InvalidArgumentError, SESSION_PAGE_DEFAULT, SUMMARY_GROUPS_MAX } from "../../core/index.js";
 import { catalogEntry } from "../catalog.js";
 import { historyOut, sendOut, summaryOut } from "../convert.js";
 import type { ListConversationSummariesResponse } from "../gen/qim/admin/v1/messages.js";
 import { ALL_ROLES, defineService, unary } from "../rpc.js";
-
 
 /** MessageService: send as a user (drills, demos), history as a user sees it, conversation summaries. */
 export const messageService = defineService(catalogEntry("qim.admin.v1.MessageService"), {
@@ -13,7 +11,7 @@ export const messageService = defineService(catalogEntry("qim.admin.v1.MessageSe
     roles: ["admin", "drill"], mutates: true,
     async handle(req, { deps }) {
       const conversations = deps.runtime.conversations;
-      const r = await asUser(conversations, { tenant: req.tenant, group: req.group, user: req.sender, field: "sender" }, () => conversations.send({
+      const r = await asOperator(conversations, { tenant: req.tenant, group: req.group, user: req.sender, field: "sender" }, () => conversations.send({
         tenant: req.tenant, group: req.group, sender: req.sender, text: req.text,
         ...(req.clientMessageId ? { clientMessageId: req.clientMessageId } : {}), ...(req.mentions.length > 0 ? { mentions: req.mentions } : {}),
       }));

@@ -1,4 +1,4 @@
-import { EPOCH_HISTORY_LIMIT, InvalidArgumentError, parseReason } from "../../core/index.js";
+import { EPOCH_HISTORY_LIMIT, pageLimit, parseReason } from "../../core/index.js";
 import { catalogEntry } from "../catalog.js";
 import { epochBumpOut, projectionStatusOut } from "../convert.js";
 import { ALL_ROLES, defineService, MUTATE, unary } from "../rpc.js";
@@ -8,8 +8,7 @@ export const projectionService = defineService(catalogEntry("qim.admin.v1.Projec
   getEpoch: unary({
     roles: ALL_ROLES, mutates: false,
     async handle(req, { deps }) {
-      const limit = req.limit === 0 ? EPOCH_HISTORY_LIMIT.default : req.limit;
-      if (limit > EPOCH_HISTORY_LIMIT.max) throw new InvalidArgumentError("limit", `limit is at most ${EPOCH_HISTORY_LIMIT.max}`);
+      const limit = pageLimit(req.limit, EPOCH_HISTORY_LIMIT);
       const epoch = deps.runtime.projection.epoch;
       const [current, bumps] = await Promise.all([epoch.get(), epoch.history(limit)]);
       return { response: { epoch: BigInt(current), bumps: bumps.map(epochBumpOut) } };

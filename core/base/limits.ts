@@ -3,6 +3,7 @@
  * limits"). Here, in base, because the CLI splits its bulk changes by them and may import only
  * base (test/layout/imports.test.ts): the engine's defaults and the CLI read the one value.
  */
+import { InvalidArgumentError } from "../errors/index.js";
 
 /** The most distinct users one add/remove call may name (ChangeMembersRequest.users). */
 export const MAX_USERS_PER_MEMBERSHIP_CALL = 1000;
@@ -108,3 +109,32 @@ export const NODE_RPC_MAX_RECEIVE_BYTES = 1024 * 1024;
 export const NODE_RPC_MAX_ANSWER_BYTES = 64 * 1024 * 1024;
 /** PushIntents (node RPC): the most CMD conversation intents one call carries (a router sends one per owner group; a peer batching more is refused). */
 export const MAX_PUSH_INTENTS = 1000;
+
+/** Rows per conversation-list page: the default and the most (`session_list_page_limit`, spec 002 §2.2), as one pair for pageLimit. */
+export const SNAPSHOT_PAGE = { default: SESSION_PAGE_DEFAULT, max: SESSION_PAGE_LIMIT } as const;
+
+declare const bounded: unique symbol;
+/**
+ * A count a caller asked for, already within its bounds: made only by cmdSyncLimit and pageLimit,
+ * where a request enters (an adapter's edge), so that the layers below take it as it is and never
+ * bound it again.
+ */
+export type BoundedLimit = number & { readonly [bounded]: true };
+
+/** A CMD sync or pending look's limit (spec 001): 0, negative or not a number → CMD_SYNC_DEFAULT_LIMIT; above CMD_SYNC_MAX_LIMIT → the maximum. */
+export function cmdSyncLimit(requested: number): BoundedLimit {
+  if (!Number.isFinite(requested) || requested <= 0) return CMD_SYNC_DEFAULT_LIMIT as BoundedLimit;
+  return Math.min(Math.floor(requested), CMD_SYNC_MAX_LIMIT) as BoundedLimit;
+}
+
+/**
+ * A page size as a request names it (0: the default), refused when it is past `bounds.max` or not
+ * a whole number: the conversation list's pages (SNAPSHOT_PAGE) refuse rather than cap, so that a
+ * client learns the bound instead of paging in smaller steps than it thinks.
+ */
+export function pageLimit(requested: number, bounds: { readonly default: number; readonly max: number }, field = "limit"): BoundedLimit {
+  if (requested === 0) return bounds.default as BoundedLimit;
+  if (!Number.isSafeInteger(requested) || requested < 0) throw new InvalidArgumentError(field, `${field} must be an integer from 1 to ${bounds.max} (0: ${bounds.default})`);
+  if (requested > bounds.max) throw new InvalidArgumentError(field, `${field} is at most ${bounds.max}`);
+  return requested as BoundedLimit;
+}

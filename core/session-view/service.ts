@@ -1,4 +1,4 @@
-import { parseUuid, type Uuid } from "../base/index.js";
+import { parseUuid, type BoundedLimit, type Uuid } from "../base/index.js";
 import { badgeFrame, SessionDeltaMerger, SESSION_DELTA_MERGE_WINDOW_MS, type SessionFrame } from "./delta.js";
 import type { ConversationRowSource } from "./rows.js";
 import { SnapshotCache, type SnapshotOptions, type SnapshotPage } from "./snapshot.js";
@@ -55,6 +55,11 @@ export class SessionView {
 
   page(tenant: string, user: string, opts: { cursor?: string; limit?: number } = {}): Promise<SnapshotPage> {
     return this.snapshots.page(tenant, user, opts);
+  }
+
+  /** page() for values parsed where the request entered (core/operations). */
+  pageOf(tenant: Uuid, user: Uuid, limit: BoundedLimit, cursor: string | null): Promise<SnapshotPage> {
+    return this.snapshots.pageOf(tenant, user, limit, cursor);
   }
 
   /**

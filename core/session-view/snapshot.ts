@@ -13,7 +13,7 @@
  * REVISIONS_REMEMBERED, least recently used forgotten first) so a reload never reissues a revision
  * a client may still hold.
  */
-import { InvalidArgumentError, parseUuid, SESSION_PAGE_DEFAULT, SESSION_PAGE_LIMIT, type Uuid } from "../base/index.js";
+import { InvalidArgumentError, parseUuid, SNAPSHOT_PAGE, type BoundedLimit, type Uuid } from "../base/index.js";
 import { decodeCursor, encodeCursor, type PageCursor } from "./cursor.js";
 import { metrics } from "./metrics.js";
 import { compareKeys, compareRows, sortKey, type SortKey } from "./order.js";
@@ -27,8 +27,6 @@ export const MAX_CONVERSATIONS_PER_USER = 5000;
 export const SNAPSHOT_ROWS_MAX = 500_000;
 /** Users whose last snapshot revision is remembered after their snapshot went. */
 export const REVISIONS_REMEMBERED = 100_000;
-/** Rows per page: the default and the most (`session_list_page_limit`, spec 002 §2.2). */
-export const SNAPSHOT_PAGE = { default: SESSION_PAGE_DEFAULT, max: SESSION_PAGE_LIMIT } as const;
 
 export interface SnapshotOptions {
   ttlMs?: number;
@@ -127,13 +125,16 @@ export class SnapshotCache {
     this.now = opts.now ?? Date.now;
   }
 
-  /** One page of the user's list: the first page, or the one strictly after `cursor`. */
+  /** One page of the user's list: the first page, or the one strictly after `cursor`; the values are checked here. */
   async page(tenantIn: string, userIn: string, opts: { cursor?: string; limit?: number } = {}): Promise<SnapshotPage> {
-    const tenant = parseUuid(tenantIn, "tenant");
-    const user = parseUuid(userIn, "user");
     const limit = opts.limit ?? SNAPSHOT_PAGE.default;
     if (!Number.isSafeInteger(limit) || limit < 1 || limit > SNAPSHOT_PAGE.max) throw new InvalidArgumentError("limit", `limit must be an integer from 1 to ${SNAPSHOT_PAGE.max}`);
-    const cursor: PageCursor | null = opts.cursor ? decodeCursor(opts.cursor) : null;
+    return this.pageOf(parseUuid(tenantIn, "tenant"), parseUuid(userIn, "user"), limit as BoundedLimit, opts.cursor ?? null);
+  }
+
+  /** page() for values parsed where the request entered (core/operations): nothing is checked again. */
+  async pageOf(tenant: Uuid, user: Uuid, limit: BoundedLimit, cursorText: string | null): Promise<SnapshotPage> {
+    const cursor: PageCursor | null = cursorText ? decodeCursor(cursorText) : null;
     const snap = await this.snapshot(`${tenant}:${user}`, tenant, user);
     const stale = cursor !== null && cursor.snapshotRevision !== snap.revision;
     if (stale) metrics.staleCursor.inc();

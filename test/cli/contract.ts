@@ -18,7 +18,7 @@ import assert from "node:assert/strict";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { FREE_FORM, KEYED_BY_DATA, type ResultSamples } from "../../cli/contract.js";
+import { FREE_FORM, KEYED_BY_DATA, type ResultSamples } from "./result-samples.js";
 import type { Destructive } from "../../cli/confirm.js";
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..", "..");
@@ -196,13 +196,11 @@ interface ManifestCommand {
   destructive?: Destructive;
 }
 
-/** Every `samples` export under dist/cli (one samples.js per topic), by command id. */
+/** Every `samples` export under dist/test/cli/samples (one file per topic), by command id. */
 async function loadSamples(): Promise<Map<string, { samples: ResultSamples; file: string }>> {
   const out = new Map<string, { samples: ResultSamples; file: string }>();
-  const dir = path.join(ROOT, "dist", "cli");
-  const walk = (d: string): string[] =>
-    readdirSync(d, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? (e.name === "commands" ? [] : walk(path.join(d, e.name))) : e.name === "samples.js" ? [path.join(d, e.name)] : []));
-  for (const file of walk(dir)) {
+  const dir = path.join(ROOT, "dist", "test", "cli", "samples");
+  for (const file of readdirSync(dir).filter((f) => f.endsWith(".js")).sort().map((f) => path.join(dir, f))) {
     const mod = (await import(pathToFileURL(file).href)) as { samples?: Record<string, ResultSamples> };
     const rel = path.relative(ROOT, file).replace(/^dist\//, "").replace(/\.js$/, ".ts");
     assert.ok(mod.samples, `${rel} exports no \`samples\``);

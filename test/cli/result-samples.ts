@@ -1,7 +1,8 @@
 /**
  * Samples of each command's JSON result, the source of the locked output contract (STYLE "Locked
  * output contracts", after Salesforce CLI's command-snapshot.json and schemas): every topic's
- * `samples.ts` gives, per command id, values typed as what the command's run() returns, so that
+ * `test/cli/samples/<topic>.ts` gives, per command id, values typed as what the command's run()
+ * returns, so that
  * the compiler makes them follow the declared result type. test/cli/snapshot.test.ts derives each
  * result's shape (field names and JSON types, nested) from them and compares it with
  * cli/command-snapshot.json; the e2e suite checks every real JSON output against the same shape.

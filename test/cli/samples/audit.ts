@@ -1,4 +1,4 @@
-/** Contract samples of `audit tail` (cli/contract.ts). */
+/** Contract samples of `audit tail` (test/cli/result-samples.ts). */
 import type AuditTail from "../../../cli/commands/audit/tail.js";
 import { freeForm, samplesOf, streamedUnder, type ResultOf } from "../result-samples.js";
 import type { AuditEntryResult } from "../../../cli/audit/results.js";

@@ -1,4 +1,4 @@
-/** Contract samples of `badge show|reconcile` (cli/contract.ts). */
+/** Contract samples of `badge show|reconcile` (test/cli/result-samples.ts). */
 import type BadgeReconcile from "../../../cli/commands/badge/reconcile.js";
 import type BadgeShow from "../../../cli/commands/badge/show.js";
 import { samplesOf, type ResultOf } from "../result-samples.js";

@@ -1,4 +1,4 @@
-/** Contract samples of the `certs` commands (cli/contract.ts). */
+/** Contract samples of the `certs` commands (test/cli/result-samples.ts). */
 import type CertsFingerprint from "../../../cli/commands/certs/fingerprint.js";
 import type CertsInit from "../../../cli/commands/certs/init.js";
 import type CertsIssue from "../../../cli/commands/certs/issue.js";

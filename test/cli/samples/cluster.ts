@@ -1,4 +1,4 @@
-/** Contract samples of the `cluster` commands (cli/contract.ts). */
+/** Contract samples of the `cluster` commands (test/cli/result-samples.ts). */
 import type ClusterDrain from "../../../cli/commands/cluster/drain.js";
 import type ClusterNodes from "../../../cli/commands/cluster/nodes.js";
 import type ClusterOwner from "../../../cli/commands/cluster/owner.js";

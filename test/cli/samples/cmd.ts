@@ -1,4 +1,4 @@
-/** Contract samples of the `cmd` commands (cli/contract.ts). */
+/** Contract samples of the `cmd` commands (test/cli/result-samples.ts). */
 import type CmdAck from "../../../cli/commands/cmd/ack.js";
 import type CmdFlush from "../../../cli/commands/cmd/flush.js";
 import type CmdOwner from "../../../cli/commands/cmd/owner.js";

@@ -1,4 +1,4 @@
-/** Contract samples of the `context` commands (cli/contract.ts). */
+/** Contract samples of the `context` commands (test/cli/result-samples.ts). */
 import type ContextCurrent from "../../../cli/commands/context/current.js";
 import type ContextDelete from "../../../cli/commands/context/delete.js";
 import type ContextList from "../../../cli/commands/context/list.js";

@@ -1,4 +1,4 @@
-/** Contract samples of `conversation <action>` (cli/contract.ts). */
+/** Contract samples of `conversation <action>` (test/cli/result-samples.ts). */
 import type ConversationClear from "../../../cli/commands/conversation/clear.js";
 import { samplesOf, type ResultOf } from "../result-samples.js";
 import type { RowResult } from "../../../cli/sessions/results.js";

@@ -1,4 +1,4 @@
-/** Contract samples of `dashboard --output json`: one object per line (cli/contract.ts). */
+/** Contract samples of `dashboard --output json`: one object per line (test/cli/result-samples.ts). */
 import { keyedByData, lineSamplesOf } from "../result-samples.js";
 import { status } from "./projection.js";
 import type { DashboardLine } from "../../../cli/dashboard/model.js";

@@ -1,4 +1,4 @@
-/** Contract samples of `qimctl demo` (cli/contract.ts). */
+/** Contract samples of `qimctl demo` (test/cli/result-samples.ts). */
 import type Demo from "../../../cli/commands/demo.js";
 import { freeForm, samplesOf, type ResultOf } from "../result-samples.js";
 

@@ -1,4 +1,4 @@
-/** Contract samples of `dev up`, `dev status`, `dev restart` and `dev down` (cli/contract.ts). */
+/** Contract samples of `dev up`, `dev status`, `dev restart` and `dev down` (test/cli/result-samples.ts). */
 import type DevDown from "../../../cli/commands/dev/down.js";
 import type DevRestart from "../../../cli/commands/dev/restart.js";
 import type DevStatus from "../../../cli/commands/dev/status.js";

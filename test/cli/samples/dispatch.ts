@@ -1,4 +1,4 @@
-/** Contract samples of `dispatch audit` (cli/contract.ts), and partitions for the topics that show them. */
+/** Contract samples of `dispatch audit` (test/cli/result-samples.ts), and partitions for the topics that show them. */
 import type DispatchAudit from "../../../cli/commands/dispatch/audit.js";
 import { samplesOf, type ResultOf } from "../result-samples.js";
 import type { PartitionResult } from "../../../cli/dispatch/results.js";

@@ -1,4 +1,4 @@
-/** Contract samples of `drill rebuild` (cli/contract.ts). */
+/** Contract samples of `drill rebuild` (test/cli/result-samples.ts). */
 import type DrillRebuild from "../../../cli/commands/drill/rebuild.js";
 import { samplesOf, type ResultOf } from "../result-samples.js";
 

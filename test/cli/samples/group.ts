@@ -1,4 +1,4 @@
-/** Contract samples of the `group` commands (cli/contract.ts). */
+/** Contract samples of the `group` commands (test/cli/result-samples.ts). */
 import type GroupCreate from "../../../cli/commands/group/create.js";
 import type GroupDissolve from "../../../cli/commands/group/dissolve.js";
 import type GroupList from "../../../cli/commands/group/list.js";

@@ -1,4 +1,4 @@
-/** Contract samples of `history` (cli/contract.ts), and a record for the topics that show one. */
+/** Contract samples of `history` (test/cli/result-samples.ts), and a record for the topics that show one. */
 import type History from "../../../cli/commands/history.js";
 import { samplesOf, type ResultOf } from "../result-samples.js";
 import type { RecordResult } from "../../../cli/history/results.js";

@@ -1,4 +1,4 @@
-/** Contract samples of the `membership` commands (cli/contract.ts). */
+/** Contract samples of the `membership` commands (test/cli/result-samples.ts). */
 import type MembershipAdd from "../../../cli/commands/membership/add.js";
 import type MembershipList from "../../../cli/commands/membership/list.js";
 import type MembershipRemove from "../../../cli/commands/membership/remove.js";

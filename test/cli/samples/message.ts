@@ -1,4 +1,4 @@
-/** Contract samples of `message send` (cli/contract.ts). */
+/** Contract samples of `message send` (test/cli/result-samples.ts). */
 import type MessageSend from "../../../cli/commands/message/send.js";
 import { samplesOf, type ResultOf } from "../result-samples.js";
 

@@ -1,4 +1,4 @@
-/** Contract samples of the `projection` commands (cli/contract.ts), and a status for the dashboard's. */
+/** Contract samples of the `projection` commands (test/cli/result-samples.ts), and a status for the dashboard's. */
 import type ProjectionBump from "../../../cli/commands/projection/bump.js";
 import type ProjectionEpoch from "../../../cli/commands/projection/epoch.js";
 import type ProjectionRebuild from "../../../cli/commands/projection/rebuild.js";

@@ -1,4 +1,4 @@
-/** Contract samples of `server start` (cli/contract.ts). */
+/** Contract samples of `server start` (test/cli/result-samples.ts). */
 import type ServerConfig from "../../../cli/commands/server/config.js";
 import type ServerStart from "../../../cli/commands/server/start.js";
 import { freeForm, keyedByData, samplesOf, type ResultOf } from "../result-samples.js";

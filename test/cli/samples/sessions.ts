@@ -1,4 +1,4 @@
-/** Contract samples of `sessions` and `sessions watch` (cli/contract.ts). */
+/** Contract samples of `sessions` and `sessions watch` (test/cli/result-samples.ts). */
 import type Sessions from "../../../cli/commands/sessions.js";
 import type SessionsWatch from "../../../cli/commands/sessions/watch.js";
 import { lineSamplesOf, samplesOf, type ResultOf } from "../result-samples.js";

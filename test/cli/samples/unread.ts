@@ -1,4 +1,4 @@
-/** Contract samples of `unread audit` (cli/contract.ts). */
+/** Contract samples of `unread audit` (test/cli/result-samples.ts). */
 import type UnreadAudit from "../../../cli/commands/unread/audit.js";
 import { samplesOf, type ResultOf } from "../result-samples.js";
 

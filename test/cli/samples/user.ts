@@ -1,4 +1,4 @@
-/** Contract samples of the `user` commands (cli/contract.ts). */
+/** Contract samples of the `user` commands (test/cli/result-samples.ts). */
 import type UserGroups from "../../../cli/commands/user/groups.js";
 import { samplesOf, type ResultOf } from "../result-samples.js";
 

@@ -1,4 +1,4 @@
-/** Contract samples of `version` (cli/contract.ts). */
+/** Contract samples of `version` (test/cli/result-samples.ts). */
 import type Version from "../../../cli/commands/version.js";
 import { samplesOf, type ResultOf } from "../result-samples.js";
 

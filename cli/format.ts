@@ -1,8 +1,7 @@
 /**
- * What every topic's results and text share (each topic's own shapes, converters and sentences
- * live in cli/<topic>/): u64 values as JSON numbers, absent values as null, and the two table-mode
- * layouts — lists as aligned columns, details as aligned label/value lines (etcdctl's printer).
- * Pure functions.
+ * What every topic's text shares (each topic's own results and sentences live in cli/<topic>/; the
+ * rule from wire values to JSON ones is cli/result.ts): the two table-mode layouts — lists as
+ * aligned columns, details as aligned label/value lines (etcdctl's printer). Pure functions.
  */
 import { NOT_ONE_LINE } from "../core/base/index.js";
 
@@ -34,26 +33,6 @@ export function visible(s: string): string {
  */
 export function visibleLines(s: string): string {
   return s.split("\n").map(visible).join("\n");
-}
-
-/**
- * A u64 of the API as a JSON number: sequences, versions and offsets stay far below 2^53, and a
- * value that does not is refused rather than printed rounded.
- */
-export function u64(v: bigint | number): number {
-  const n = Number(v);
-  if (!Number.isSafeInteger(n)) throw new Error(`a u64 value ${String(v)} does not fit a JSON number exactly`);
-  return n;
-}
-
-/** An optional u64: null when absent (every key of a JSON result is always present). */
-export function optionalU64(v: bigint | number | undefined): number | null {
-  return v === undefined ? null : u64(v);
-}
-
-/** proto3 has no absent string: "" means none, which JSON says as null. */
-export function nonEmpty(s: string): string | null {
-  return s === "" ? null : s;
 }
 
 /**

@@ -1,26 +1,19 @@
-/** The JSON results of `badge show` and `badge reconcile`. */
+/** The JSON results of `badge show` and `badge reconcile`; cli/result.ts says how they are declared. */
 import type { Badge, ReconcileBadgeResponse } from "../../admin-api/client.js";
-import { badgeValues, type BadgeValues } from "../sessions/results.js";
+import { resultFrom } from "../result.js";
+import { BADGE_FIELDS, badgeValues, type BadgeValues } from "../sessions/results.js";
 
-export interface BadgeShowResult extends BadgeValues {
-  user: string;
-}
+export const badgeShowResult = resultFrom<Badge & { user: string }>()({ user: "wire", ...BADGE_FIELDS });
+export type BadgeShowResult = ReturnType<typeof badgeShowResult>;
 
-export function badgeShowResult(user: string, b: Badge): BadgeShowResult {
-  return { user, ...badgeValues(b) };
-}
-
-export interface BadgeReconcileResult {
-  user: string;
+export const badgeReconcileResult = resultFrom<ReconcileBadgeResponse & { user: string }>()({
+  user: "wire",
   /** The stored badge before; null when the user had none. */
-  before: BadgeValues | null;
-  after: BadgeValues;
-  rows: number;
-  driftedRows: number;
-  unreadDrift: number;
-  mentionsDrift: number;
-}
-
-export function badgeReconcileResult(user: string, r: ReconcileBadgeResponse): BadgeReconcileResult {
-  return { user, before: r.before ? badgeValues(r.before) : null, after: badgeValues(r.after!), rows: r.rows, driftedRows: r.driftedRows, unreadDrift: r.unreadDrift, mentionsDrift: r.mentionsDrift };
-}
+  before: (r): BadgeValues | null => (r.before ? badgeValues(r.before) : null),
+  after: (r) => badgeValues(r.after!),
+  rows: "wire",
+  driftedRows: "wire",
+  unreadDrift: "wire",
+  mentionsDrift: "wire",
+});
+export type BadgeReconcileResult = ReturnType<typeof badgeReconcileResult>;

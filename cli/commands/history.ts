@@ -29,7 +29,7 @@ Pages: records with conversation_seq > --after, at most --limit of them; when a 
     const { after = 0n, limit } = this.flags;
     const tenant = this.tenant();
     const { client } = await this.connect();
-    const h = historyResult(group, user, await client.readHistory({ tenant, group, user, after, limit }));
+    const h = historyResult({ ...(await client.readHistory({ tenant, group, user, after, limit })), group, user });
     this.log(historyText(h));
     if (h.records.length === limit) this.note(`(page full: continue with --after ${h.records.at(-1)!.conversationSeq})`);
     return h;

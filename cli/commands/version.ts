@@ -28,7 +28,7 @@ Exit codes: 0 ok (always with --client); 2 no endpoint or bad connection setting
     }
     try {
       const { client: api, endpoint } = await this.connect();
-      const result = { client, server: serverVersion(endpoint, await api.getServerInfo({})) };
+      const result = { client, server: serverVersion({ ...(await api.getServerInfo({})), endpoint }) };
       this.log(versionText(result));
       return result;
     } catch (err) {

@@ -4,56 +4,55 @@
  * counters), the plain line printed when stdout is not a terminal, and the connection state.
  */
 import type { Snapshot } from "../../admin-api/client.js";
-import { nodesResult, type NodeResult } from "../cluster/results.js";
-import { cmdBadFileResult, type CmdBadFileResult } from "../cmd/results.js";
+import { nodeResult } from "../cluster/results.js";
+import { cmdBadFileResult } from "../cmd/results.js";
 import { UsageError } from "../exit-codes.js";
 import { projectionStatusResult, type ProjectionStatusResult } from "../projection/results.js";
+import { resultFrom } from "../result.js";
 
 /** The server's bounds of WatchRequest.interval_ms (admin-api/observe.ts). */
 export const INTERVAL_BOUNDS_MS = { min: 200, max: 60_000 } as const;
 
-/** The raw counters of the server process (totals since it started). */
-export interface CountersResult {
+/** The raw counters of the server process (totals since it started); cli/result.ts says how the snapshot's parts are declared. */
+const countersResult = resultFrom<NonNullable<Snapshot["counters"]>>()({
   /** By op: join, leave, remove. */
-  membershipEvents: Record<string, number>;
+  membershipEvents: (c): Record<string, number> => ({ ...c.membershipEvents }),
   /** By path: send, membership. */
-  membershipRetries: Record<string, number>;
+  membershipRetries: (c): Record<string, number> => ({ ...c.membershipRetries }),
   /**
    * Conversations queued for the conversation-set authority since the server process started
    * (qim_session_conversation_state_pending_total): a total, not the backlog, which is
    * projection.pending[].depth ("queue_backlog" in the plain line).
    */
-  conversationStateQueuedTotal: number;
-  conversationStateWritten: number;
-  conversationStateFailures: number;
-  usersRebuilt: number;
-  messagesCommitted: number;
-  relayDispatched: number;
-}
+  conversationStateQueuedTotal: (c) => c.conversationStatePending,
+  conversationStateWritten: "wire",
+  conversationStateFailures: "wire",
+  usersRebuilt: "wire",
+  messagesCommitted: "wire",
+  relayDispatched: "wire",
+});
+export type CountersResult = ReturnType<typeof countersResult>;
 
-export interface AuditLineResult {
-  time: string;
-  principal: string;
-  rpc: string;
-  result: string;
-}
+const auditLineResult = resultFrom<Snapshot["audit"][number]>()({ time: "wire", principal: "wire", rpc: "wire", result: "wire" });
+export type AuditLineResult = ReturnType<typeof auditLineResult>;
 
-export interface DashboardSnapshot {
-  /** Server time of the counters, RFC 3339. */
-  time: string;
-  timeMs: number;
+const dashboardSnapshot = resultFrom<Snapshot>()({
+  /** Server time of the counters, RFC 3339 (milliseconds since 1970 fit a double exactly). */
+  time: (s) => new Date(Number(s.timeMs)).toISOString(),
+  timeMs: (s) => Number(s.timeMs),
   /** When the server process started (ms): rates compare only snapshots with the same value. */
-  startedAtMs: number;
-  counters: CountersResult;
+  startedAtMs: (s) => Number(s.startedAtMs),
+  counters: (s) => countersResult(s.counters!),
   /** As `qimctl projection status --json`. */
-  projection: ProjectionStatusResult;
+  projection: (s) => projectionStatusResult(s.projection!),
   /** The newest audit-log entries, oldest first. */
-  audit: AuditLineResult[];
+  audit: (s) => s.audit.map(auditLineResult),
   /** The engine cluster's nodes, as `qimctl cluster nodes --json` (empty from a server that is no node). */
-  nodes: NodeResult[];
+  nodes: (s) => s.nodes.map(nodeResult),
   /** CMD pending files set aside as .bad, as `qimctl cmd status --json` names them (badFiles): each is a warning. */
-  cmdBadFiles: CmdBadFileResult[];
-}
+  cmdBadFiles: (s) => s.cmdBadFiles.map(cmdBadFileResult),
+});
+export type DashboardSnapshot = ReturnType<typeof dashboardSnapshot>;
 
 /** Per second, between two snapshots of one server process. */
 export interface Rates {
@@ -80,28 +79,8 @@ export type ConnectionState =
 
 /** Throws on a snapshot without counters or projection (not the server this CLI was built for). */
 export function snapshotResult(s: Snapshot): DashboardSnapshot {
-  const c = s.counters;
-  if (!c || !s.projection) throw new Error("the server sent a snapshot without counters or projection status");
-  return {
-    // milliseconds since 1970 fit a double exactly
-    time: new Date(Number(s.timeMs)).toISOString(),
-    timeMs: Number(s.timeMs),
-    startedAtMs: Number(s.startedAtMs),
-    counters: {
-      membershipEvents: { ...c.membershipEvents },
-      membershipRetries: { ...c.membershipRetries },
-      conversationStateQueuedTotal: c.conversationStatePending,
-      conversationStateWritten: c.conversationStateWritten,
-      conversationStateFailures: c.conversationStateFailures,
-      usersRebuilt: c.usersRebuilt,
-      messagesCommitted: c.messagesCommitted,
-      relayDispatched: c.relayDispatched,
-    },
-    projection: projectionStatusResult(s.projection),
-    audit: s.audit.map((a) => ({ time: a.time, principal: a.principal, rpc: a.rpc, result: a.result })),
-    nodes: nodesResult({ nodes: s.nodes, answeredBy: "" }).nodes,
-    cmdBadFiles: s.cmdBadFiles.map(cmdBadFileResult),
-  };
+  if (!s.counters || !s.projection) throw new Error("the server sent a snapshot without counters or projection status");
+  return dashboardSnapshot(s);
 }
 
 const sum = (r: Record<string, number>) => Object.values(r).reduce((a, b) => a + b, 0);

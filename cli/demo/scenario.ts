@@ -125,10 +125,10 @@ export async function runScenario(opts: ScenarioOptions): Promise<{ steps: DemoS
   };
 
   const send = async (group: string, who: Person, text: string) =>
-    sendResult(group, users[who], await client.sendMessage({ tenant, group, sender: users[who], text, clientMessageId: "", mentions: [] }));
+    sendResult({ ...(await client.sendMessage({ tenant, group, sender: users[who], text, clientMessageId: "", mentions: [] })), group, sender: users[who] });
   const history = async (who: Person) =>
-    historyResult(world.groups.team, users[who], await client.readHistory({ tenant, group: world.groups.team, user: users[who], after: 0n, limit: 100 }));
-  const sessions = async (who: Person) => projectionListResult(users[who], await client.listConversationSummaries({ tenant, user: users[who], groups: [] }));
+    historyResult({ ...(await client.readHistory({ tenant, group: world.groups.team, user: users[who], after: 0n, limit: 100 })), group: world.groups.team, user: users[who] });
+  const sessions = async (who: Person) => projectionListResult({ ...(await client.listConversationSummaries({ tenant, user: users[who], groups: [] })), user: users[who] });
 
   /** Polls GetStatus until every partition's lag is 0 and no registration is pending (bounded). */
   const settle = async (): Promise<{ status: ProjectionStatusResult; polls: number }> => {
@@ -176,7 +176,7 @@ export async function runScenario(opts: ScenarioOptions): Promise<{ steps: DemoS
 
   let joinSeq = 0;
   await step("add-member", "Add a member", async () => {
-    const add = membershipChangeResult(world.groups.team, await client.addMembers({ tenant, group: world.groups.team, users: [users.dave], dryRun: false }));
+    const add = membershipChangeResult({ ...(await client.addMembers({ tenant, group: world.groups.team, users: [users.dave], dryRun: false })), group: world.groups.team });
     check(add.outcome === "committed" && add.op === "join", `expected a committed join, got ${add.outcome} ${add.op}`);
     check(add.eventConversationSeq === 4, `the join event should take seq 4 (after messages 1–3), took ${add.eventConversationSeq}`);
     check(add.version === 2 && add.memberCount === 4, `expected version 2 and 4 members, got version ${add.version}, ${add.memberCount} members`);
@@ -194,7 +194,7 @@ export async function runScenario(opts: ScenarioOptions): Promise<{ steps: DemoS
 
   let removeSeq = 0;
   await step("remove-member", "Remove a member", async () => {
-    const rm = membershipChangeResult(world.groups.team, await client.removeMembers({ tenant, group: world.groups.team, users: [users.carol], dryRun: false }));
+    const rm = membershipChangeResult({ ...(await client.removeMembers({ tenant, group: world.groups.team, users: [users.carol], dryRun: false })), group: world.groups.team });
     check(rm.outcome === "committed" && rm.op === "remove", `expected a committed remove, got ${rm.outcome} ${rm.op}`);
     check(rm.eventConversationSeq === 6, `the remove event should take seq 6, took ${rm.eventConversationSeq}`);
     check(rm.version === 3 && rm.memberCount === 3, `expected version 3 and 3 members, got version ${rm.version}, ${rm.memberCount} members`);
@@ -359,25 +359,31 @@ export async function runScenario(opts: ScenarioOptions): Promise<{ steps: DemoS
     // qimctl cmd send --channel TEAM (type 2, no --to): the group's active members at that moment,
     // frozen (alice, bob, dave; carol was removed); then a command to bob alone
     const text = (t: string) => Buffer.from(t, "utf8");
-    const toTeam = cmdSendResult(tenant, await client.cmdSend({
-      tenant, channelId: world.groups.team, channelType: 2, from: "", to: [], noPersist: false, payload: text("refresh-settings"), clientMsgNo: "", redDot: false, syncOnce: false,
-    }));
+    const toTeam = cmdSendResult({
+      ...(await client.cmdSend({
+        tenant, channelId: world.groups.team, channelType: 2, from: "", to: [], noPersist: false, payload: text("refresh-settings"), clientMsgNo: "", redDot: false, syncOnce: false,
+      })),
+      tenant,
+    });
     const expected = [users.alice, users.bob, users.dave].sort();
     check(JSON.stringify([...toTeam.message.recipients].sort()) === JSON.stringify(expected), `the command to team should reach its 3 active members (not carol), reached ${toTeam.message.recipients.map(name).join(", ")}`);
     check(toTeam.message.messageSeq === 1 && toTeam.message.channelId === `${world.groups.team}____cmd`, `the channel's first command should take seq 1 on ${world.groups.team}____cmd, took ${toTeam.message.messageSeq} on ${toTeam.message.channelId}`);
-    const toBob = cmdSendResult(tenant, await client.cmdSend({
-      tenant, channelId: `ops-${users.bob}`, channelType: 1, from: "", to: [users.bob], noPersist: false, payload: text("rotate-token"), clientMsgNo: "", redDot: true, syncOnce: false,
-    }));
+    const toBob = cmdSendResult({
+      ...(await client.cmdSend({
+        tenant, channelId: `ops-${users.bob}`, channelType: 1, from: "", to: [users.bob], noPersist: false, payload: text("rotate-token"), clientMsgNo: "", redDot: true, syncOnce: false,
+      })),
+      tenant,
+    });
     // qimctl cmd sync --as-app --user bob (as bob's application: it records the generation the ack
     // applies): both commands; carol: none; after cmd ack, bob's next sync: none
-    const bob1 = cmdSyncResult({ tenant, user: users.bob }, await client.cmdSync({ tenant, user: users.bob, limit: 0, peek: false }));
+    const bob1 = cmdSyncResult({ ...(await client.cmdSync({ tenant, user: users.bob, limit: 0, peek: false })), tenant, user: users.bob, recorded: true });
     const got = bob1.messages.map((m) => `${m.channelId}#${m.messageSeq}:${m.text}`).sort();
     const want = [`${toTeam.message.channelId}#1:refresh-settings`, `${toBob.message.channelId}#1:rotate-token`].sort();
     check(JSON.stringify(got) === JSON.stringify(want), `bob's sync should answer the two commands, answered ${JSON.stringify(got)}`);
-    const carol = cmdSyncResult({ tenant, user: users.carol }, await client.cmdSync({ tenant, user: users.carol, limit: 0, peek: false }));
+    const carol = cmdSyncResult({ ...(await client.cmdSync({ tenant, user: users.carol, limit: 0, peek: false })), tenant, user: users.carol, recorded: true });
     check(carol.messages.length === 0, `carol left team before the command: her sync should be empty, answered ${carol.messages.length}`);
-    const ack = cmdAckResult({ tenant, user: users.bob }, await client.cmdAck({ tenant, user: users.bob, lastMessageSeq: 1n }));
-    const bob2 = cmdSyncResult({ tenant, user: users.bob }, await client.cmdSync({ tenant, user: users.bob, limit: 0, peek: false }));
+    const ack = cmdAckResult({ ...(await client.cmdAck({ tenant, user: users.bob, lastMessageSeq: 1n })), tenant, user: users.bob });
+    const bob2 = cmdSyncResult({ ...(await client.cmdSync({ tenant, user: users.bob, limit: 0, peek: false })), tenant, user: users.bob, recorded: true });
     check(bob2.messages.length === 0, `after the ack, bob's next sync should be empty, answered ${bob2.messages.length}`);
     return {
       details: { sent: [toTeam, toBob], bobSync: bob1, carolSync: carol, bobAck: ack, bobSyncAfterAck: bob2 },

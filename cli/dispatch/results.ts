@@ -1,44 +1,28 @@
 /**
  * The JSON result of `dispatch audit`, and the verdict per dispatch-log partition that
- * `projection status` and the dashboard show too.
+ * `projection status` and the dashboard show too; cli/result.ts says how they are declared.
  */
 import type { DispatchAuditResponse, PartitionState } from "../../admin-api/client.js";
-import { optionalU64, u64 } from "../format.js";
+import { resultFrom, u64 } from "../result.js";
 
-export interface PartitionResult {
-  partition: number;
+export const partitionResult = resultFrom<PartitionState>()({
+  partition: "wire",
   /** OK, NO_CHECKPOINT, OVER_WINDOW, BEYOND_HIGH or IDENTITY_MISMATCH. */
-  verdict: string;
-  checkpoint: number | null;
-  low: number;
-  high: number;
-  lag: number | null;
-  newestMs: number | null;
+  verdict: "wire",
+  checkpoint: "u64 or null",
+  low: "u64",
+  high: "u64",
+  lag: "u64 or null",
+  newestMs: "u64 or null",
   /** Offsets [from, to) dropped before the consumer read them. */
-  lost: { from: number; to: number } | null;
-  detail: string;
-}
+  lost: (p): { from: number; to: number } | null => (p.lost ? { from: u64(p.lost.from), to: u64(p.lost.to) } : null),
+  detail: "wire",
+});
+export type PartitionResult = ReturnType<typeof partitionResult>;
 
-export function partitionResult(p: PartitionState): PartitionResult {
-  return {
-    partition: p.partition,
-    verdict: p.verdict,
-    checkpoint: optionalU64(p.checkpoint),
-    low: u64(p.low),
-    high: u64(p.high),
-    lag: optionalU64(p.lag),
-    newestMs: optionalU64(p.newestMs),
-    lost: p.lost ? { from: u64(p.lost.from), to: u64(p.lost.to) } : null,
-    detail: p.detail,
-  };
-}
-
-export interface DispatchAuditResult {
+export const dispatchAuditResult = resultFrom<DispatchAuditResponse>()({
   /** True when every partition is OK (exit 0); otherwise exit 4. */
-  ok: boolean;
-  partitions: PartitionResult[];
-}
-
-export function dispatchAuditResult(r: DispatchAuditResponse): DispatchAuditResult {
-  return { ok: r.ok, partitions: r.partitions.map(partitionResult) };
-}
+  ok: "wire",
+  partitions: (r) => r.partitions.map(partitionResult),
+});
+export type DispatchAuditResult = ReturnType<typeof dispatchAuditResult>;

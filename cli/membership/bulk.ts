@@ -89,7 +89,7 @@ export async function runBulk(r: BulkRun): Promise<BulkOutcome> {
       failedBatch = batch;
       break;
     }
-    const c = membershipChangeResult(r.group, answer);
+    const c = membershipChangeResult({ ...answer, group: r.group });
     if (expectVersion !== undefined) expectVersion = BigInt(c.version);
     const changes = c.outcome === "committed" || c.outcome === "planned" ? c.changed.length : 0;
     let { version, memberCount } = c;

@@ -70,13 +70,13 @@ export abstract class MembershipChangeCommand<T extends typeof Command> extends 
 
     await this.askFirst(async () => {
       const planned = await rpc({ ...request, dryRun: true });
-      const plan = membershipChangeResult(group, planned);
+      const plan = membershipChangeResult({ ...planned, group });
       if (plan.changed.length === 0) return undefined;
       request.expectVersion = planned.version;
       return `${describeMembershipChange(plan)}\nRemove ${plan.changed.length} member(s) from group ${group}? [y/N] `;
     });
 
-    const result = membershipChangeResult(group, await rpc(request));
+    const result = membershipChangeResult({ ...(await rpc(request)), group });
     this.log(describeMembershipChange(result));
     return result;
   }

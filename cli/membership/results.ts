@@ -1,71 +1,50 @@
-/** The JSON results of the `membership` commands (docs/operator-guide.md). */
+/** The JSON results of the `membership` commands (docs/operator-guide.md); cli/result.ts says how they are declared. */
 import type { ListMembersResponse, Member, MembershipChange } from "../../admin-api/client.js";
-import { nonEmpty, optionalU64, u64 } from "../format.js";
+import { resultFrom } from "../result.js";
 
 /** What `membership add` and `membership remove` print: the change, or with --dry-run its plan. */
-export interface MembershipChangeResult {
-  group: string;
+export const membershipChangeResult = resultFrom<MembershipChange & { group: string }>()({
+  group: "wire",
   /** "join" or "remove". */
-  op: string;
+  op: "wire",
   /** "committed", "duplicate", "noop" or "planned" (dry run). */
-  outcome: string;
+  outcome: "wire",
   /** Users whose membership this change alters (for a plan: the targets after filtering). */
-  changed: string[];
-  eventConversationSeq: number | null;
-  messageId: string | null;
-  version: number;
-  memberCount: number;
-  idempotencyId: string | null;
-  audienceSize: number;
-  attempts: number;
-}
+  changed: "wire",
+  eventConversationSeq: "u64 or null",
+  messageId: "text or null",
+  version: "u64",
+  memberCount: "wire",
+  idempotencyId: "text or null",
+  audienceSize: "wire",
+  attempts: "wire",
+});
+export type MembershipChangeResult = ReturnType<typeof membershipChangeResult>;
 
-export function membershipChangeResult(group: string, c: MembershipChange): MembershipChangeResult {
-  return {
-    group,
-    op: c.op,
-    outcome: c.outcome,
-    changed: [...c.changed],
-    eventConversationSeq: optionalU64(c.eventConversationSeq),
-    messageId: nonEmpty(c.messageId),
-    version: u64(c.version),
-    memberCount: c.memberCount,
-    idempotencyId: nonEmpty(c.idempotencyId),
-    audienceSize: c.audienceSize,
-    attempts: c.attempts,
-  };
-}
-
-export interface MemberResult {
-  userId: string;
-  joinedAt: number;
-  leftAt: number | null;
+export const memberResult = resultFrom<Member>()({
+  userId: "wire",
+  joinedAt: "u64",
+  leftAt: "u64 or null",
   /** "ACTIVE", "LEFT" or "REMOVED". */
-  state: string;
-}
-
-export function memberResult(m: Member): MemberResult {
-  return { userId: m.userId, joinedAt: u64(m.joinedAt), leftAt: optionalU64(m.leftAt), state: m.state };
-}
+  state: "wire",
+});
+export type MemberResult = ReturnType<typeof memberResult>;
 
 /**
  * The JSON result of `membership list`: one page (by user id), or with --all every page, printed
  * as the pages arrive (members across pages in no particular order; one may show twice if Redis
  * rehashed the table meanwhile). version and memberCount: when the (last) page was read.
  */
-export interface MemberListResult {
-  group: string;
-  members: MemberResult[];
-  version: number;
+export const memberListResult = resultFrom<ListMembersResponse & { group: string }>()({
+  group: "wire",
+  members: (r) => r.members.map(memberResult),
+  version: "u64",
   /** Current (ACTIVE) members. */
-  memberCount: number;
+  memberCount: "wire",
   /** The --cursor of the next page; null after the last page (always null with --all). */
-  nextCursor: string | null;
-}
-
-export function memberListResult(group: string, r: ListMembersResponse): MemberListResult {
-  return { group, members: r.members.map(memberResult), version: u64(r.version), memberCount: r.memberCount, nextCursor: r.nextCursor === "" ? null : r.nextCursor };
-}
+  nextCursor: "text or null",
+});
+export type MemberListResult = ReturnType<typeof memberListResult>;
 
 /** A batch's event in the summary of `membership add|remove --from-file`. */
 export interface BulkEvent {

@@ -1,18 +1,15 @@
-/** The JSON result of `message send` (docs/operator-guide.md). */
+/** The JSON result of `message send` (docs/operator-guide.md); cli/result.ts says how it is declared. */
 import type { SendMessageResponse } from "../../admin-api/client.js";
-import { nonEmpty, u64 } from "../format.js";
+import { resultFrom } from "../result.js";
 
-export interface SendResult {
-  group: string;
-  sender: string;
-  conversationSeq: number;
-  messageId: string | null;
+export const sendResult = resultFrom<SendMessageResponse & { group: string; sender: string }>()({
+  group: "wire",
+  sender: "wire",
+  conversationSeq: "u64",
+  messageId: "text or null",
   /** The member version the audience was frozen at (0 for a duplicate). */
-  version: number;
-  duplicate: boolean;
-  attempts: number;
-}
-
-export function sendResult(group: string, sender: string, r: SendMessageResponse): SendResult {
-  return { group, sender, conversationSeq: u64(r.conversationSeq), messageId: nonEmpty(r.messageId), version: u64(r.version), duplicate: r.duplicate, attempts: r.attempts };
-}
+  version: "u64",
+  duplicate: "wire",
+  attempts: "wire",
+});
+export type SendResult = ReturnType<typeof sendResult>;

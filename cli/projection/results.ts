@@ -1,65 +1,54 @@
-/** The JSON results of the `projection` commands (docs/operator-guide.md). */
+/** The JSON results of the `projection` commands (docs/operator-guide.md); cli/result.ts says how they are declared. */
 import type { EpochBump, EpochInfo, ProjectionStatus, RebuildUserResponse } from "../../admin-api/client.js";
 import { partitionResult, type PartitionResult } from "../dispatch/results.js";
-import { optionalU64, u64 } from "../format.js";
+import { optionalU64, resultFrom } from "../result.js";
 
-export interface EpochBumpResult {
+export const epochBumpResult = resultFrom<EpochBump>()({
   /** The epoch after this bump. */
-  epoch: number;
-  reason: string;
+  epoch: "u64",
+  reason: "wire",
   /** Who bumped it: a principal, or "projection" (the consumer's own start-up/runtime audit). */
-  by: string;
-  atMs: number;
-}
+  by: "wire",
+  atMs: "u64",
+});
+export type EpochBumpResult = ReturnType<typeof epochBumpResult>;
 
-export function epochBumpResult(b: EpochBump): EpochBumpResult {
-  return { epoch: u64(b.epoch), reason: b.reason, by: b.by, atMs: u64(b.atMs) };
-}
-
-export interface EpochResult {
-  epoch: number;
+export const epochResult = resultFrom<EpochInfo>()({
+  epoch: "u64",
   /** Newest first. */
-  bumps: EpochBumpResult[];
-}
+  bumps: (e) => e.bumps.map(epochBumpResult),
+});
+export type EpochResult = ReturnType<typeof epochResult>;
 
-export function epochResult(e: EpochInfo): EpochResult {
-  return { epoch: u64(e.epoch), bumps: e.bumps.map(epochBumpResult) };
-}
-
-export interface RebuildResult {
-  tenant: string;
-  user: string;
-  epoch: number;
+export const rebuildResult = resultFrom<RebuildUserResponse & { tenant: string; user: string }>()({
+  tenant: "wire",
+  user: "wire",
+  epoch: "u64",
   /** False when the user's mark was current (and no --force): nothing read or written. */
-  rebuilt: boolean;
+  rebuilt: "wire",
   /** Conversations read from the authority and merged into the user's list. */
-  merged: number;
+  merged: "wire",
   /** The user's epoch mark after the call. */
-  mark: number;
-}
+  mark: "u64",
+});
+export type RebuildResult = ReturnType<typeof rebuildResult>;
 
-export function rebuildResult(tenant: string, user: string, r: RebuildUserResponse): RebuildResult {
-  return { tenant, user, epoch: u64(r.epoch), rebuilt: r.rebuilt, merged: r.merged, mark: u64(r.mark) };
-}
+/** Registrations waiting to be written to the authority, and dead letters kept, on one Redis instance. */
+const pendingResult = resultFrom<ProjectionStatus["pending"][number]>()({
+  instance: "wire",
+  depth: "u64",
+  deadLetters: "u64",
+});
 
-export interface ProjectionStatusResult {
-  epoch: number;
-  authority: string;
-  retentionMs: number;
+export const projectionStatusResult = resultFrom<ProjectionStatus>()({
+  epoch: "u64",
+  authority: "wire",
+  retentionMs: "u64",
   /** Set when the consumer stopped on a partition it must not continue on. */
-  failure: string | null;
-  partitions: (PartitionResult & { checkpointUpdatedAtMs: number | null })[];
-  /** Registrations waiting to be written to the authority, and dead letters kept, per Redis instance. */
-  pending: { instance: number; depth: number; deadLetters: number }[];
-}
-
-export function projectionStatusResult(s: ProjectionStatus): ProjectionStatusResult {
-  return {
-    epoch: u64(s.epoch),
-    authority: s.authority,
-    retentionMs: u64(s.retentionMs),
-    failure: s.failure ?? null,
-    partitions: s.partitions.map((p) => ({ ...partitionResult(p), checkpointUpdatedAtMs: optionalU64(p.checkpointUpdatedAtMs) })),
-    pending: s.pending.map((p) => ({ instance: p.instance, depth: u64(p.depth), deadLetters: u64(p.deadLetters) })),
-  };
-}
+  failure: "or null",
+  partitions: (s): (PartitionResult & { checkpointUpdatedAtMs: number | null })[] =>
+    s.partitions.map((p) => ({ ...partitionResult(p), checkpointUpdatedAtMs: optionalU64(p.checkpointUpdatedAtMs) })),
+  /** Per Redis instance. */
+  pending: (s) => s.pending.map(pendingResult),
+});
+export type ProjectionStatusResult = ReturnType<typeof projectionStatusResult>;

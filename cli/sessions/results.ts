@@ -1,6 +1,11 @@
-/** The JSON results of `sessions` and `sessions watch` (docs/operator-guide.md). */
+/**
+ * The JSON results of `sessions` and `sessions watch` (docs/operator-guide.md); cli/result.ts says
+ * how they are declared. A `sessions` page is one result read from two wire messages (the
+ * conversation list's page, or with --group the groups' summaries): its fields are declared once,
+ * as an interface, and each message has its mapping.
+ */
 import type { Badge, ConversationSummary, ListConversationSummariesResponse, ListConversationsResponse, ListEntry, ListRow, WatchUserEvent } from "../../admin-api/client.js";
-import { optionalU64, u64 } from "../format.js";
+import { optionalU64, resultFrom, u64 } from "../result.js";
 import { recordResult, type RecordResult } from "../history/results.js";
 
 export interface SummaryResult {
@@ -69,86 +74,59 @@ export function groupsResult(user: string, r: ListConversationSummariesResponse)
   };
 }
 
-export interface RowResult {
-  group: string;
-  lastActivityId: string | null;
-  headConversationSeq: number;
-  unread: number;
-  unreadExact: boolean;
-  mentions: number;
-  mentionFirstConversationSeq: number | null;
-  pinRank: number | null;
-  muted: boolean;
-  archived: boolean;
-  hiddenBeforeConversationSeq: number;
-  deletedBeforeConversationSeq: number;
-  deleted: boolean;
-  version: number;
-}
+export const rowResult = resultFrom<ListRow>()({
+  group: "wire",
+  lastActivityId: "text or null",
+  headConversationSeq: "u64",
+  unread: "wire",
+  unreadExact: "wire",
+  mentions: "wire",
+  mentionFirstConversationSeq: "u64 or null",
+  pinRank: "or null",
+  muted: "wire",
+  archived: "wire",
+  hiddenBeforeConversationSeq: "u64",
+  deletedBeforeConversationSeq: "u64",
+  deleted: "wire",
+  version: "u64",
+});
+export type RowResult = ReturnType<typeof rowResult>;
 
-export function rowResult(r: ListRow): RowResult {
-  return {
-    group: r.group, lastActivityId: r.lastActivityId || null, headConversationSeq: u64(r.headConversationSeq), unread: r.unread, unreadExact: r.unreadExact,
-    mentions: r.mentions, mentionFirstConversationSeq: optionalU64(r.mentionFirstConversationSeq), pinRank: r.pinRank ?? null, muted: r.muted, archived: r.archived,
-    hiddenBeforeConversationSeq: u64(r.hiddenBeforeConversationSeq), deletedBeforeConversationSeq: u64(r.deletedBeforeConversationSeq), deleted: r.deleted, version: u64(r.version),
-  };
-}
-
-export interface BadgeValues {
-  totalUnread: number;
-  totalMention: number;
-  mutedUnread: number;
-  version: number;
-}
-
-export function badgeValues(b: Badge): BadgeValues {
-  return { totalUnread: b.totalUnread, totalMention: b.totalMention, mutedUnread: b.mutedUnread, version: u64(b.version) };
-}
+/** A user's badge; `badge show` and `badge reconcile` print it too. */
+export const BADGE_FIELDS = { totalUnread: "wire", totalMention: "wire", mutedUnread: "wire", version: "u64" } as const;
+export const badgeValues = resultFrom<Badge>()(BADGE_FIELDS);
+export type BadgeValues = ReturnType<typeof badgeValues>;
 
 /** One line of `sessions watch --output json`: a SESSION_DELTA frame (row) or a badge frame (badge). */
-export interface WatchLine {
-  kind: "delta" | "badge";
-  version: number;
-  previousVersion: number;
-  drivingEventId: string | null;
-  row: RowResult | null;
-  badge: BadgeValues | null;
-}
-
-export function watchLine(e: WatchUserEvent): WatchLine {
-  const head = { version: u64(e.version), previousVersion: u64(e.previousVersion), drivingEventId: e.drivingEventId || null };
-  if (e.frame?.$case === "badge") return { kind: "badge", ...head, row: null, badge: badgeValues(e.frame.badge) };
-  return { kind: "delta", ...head, row: e.frame?.$case === "delta" && e.frame.delta.row ? rowResult(e.frame.delta.row) : null, badge: null };
-}
+export const watchLine = resultFrom<WatchUserEvent>()({
+  kind: (e): "delta" | "badge" => (e.frame?.$case === "badge" ? "badge" : "delta"),
+  version: "u64",
+  previousVersion: "u64",
+  drivingEventId: "text or null",
+  row: (e) => (e.frame?.$case === "delta" && e.frame.delta.row ? rowResult(e.frame.delta.row) : null),
+  badge: (e) => (e.frame?.$case === "badge" ? badgeValues(e.frame.badge) : null),
+});
+export type WatchLine = ReturnType<typeof watchLine>;
 
 /** A conversation as the session projection lists it (ListConversationSummaries without groups). */
-export interface ProjectionSummaryResult {
-  group: string;
-  joinedAt: number;
-  leftAt: number | null;
-  state: string;
-  readConversationSeq: number;
-  head: RecordResult | null;
-  unread: number;
-  unreadExact: boolean;
-}
+const projectionSummaryResult = resultFrom<ConversationSummary>()({
+  group: "wire",
+  joinedAt: "u64",
+  leftAt: "u64 or null",
+  state: "wire",
+  readConversationSeq: "u64",
+  head: (s) => (s.head ? recordResult(s.head) : null),
+  unread: "wire",
+  unreadExact: "wire",
+});
 
 /** The session projection's own list (spec 002 §2.2, phase 1) with its epoch: the demo shows its rebuild after an epoch bump. */
-export interface ProjectionListResult {
-  user: string;
-  epoch: number | null;
-  rebuilt: boolean | null;
-  total: number | null;
-  hidden: number | null;
-  summaries: ProjectionSummaryResult[];
-}
-
-export function projectionListResult(user: string, r: ListConversationSummariesResponse): ProjectionListResult {
-  return {
-    user, epoch: optionalU64(r.epoch), rebuilt: r.rebuilt ?? null, total: r.total ?? null, hidden: r.hidden ?? null,
-    summaries: r.summaries.map((s) => ({
-      group: s.group, joinedAt: u64(s.joinedAt), leftAt: optionalU64(s.leftAt), state: s.state, readConversationSeq: u64(s.readConversationSeq),
-      head: s.head ? recordResult(s.head) : null, unread: s.unread, unreadExact: s.unreadExact,
-    })),
-  };
-}
+export const projectionListResult = resultFrom<ListConversationSummariesResponse & { user: string }>()({
+  user: "wire",
+  epoch: "u64 or null",
+  rebuilt: "or null",
+  total: "or null",
+  hidden: "or null",
+  summaries: (r) => r.summaries.map(projectionSummaryResult),
+});
+export type ProjectionListResult = ReturnType<typeof projectionListResult>;

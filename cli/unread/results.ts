@@ -1,32 +1,27 @@
-/** The JSON result of `unread audit`. */
+/** The JSON result of `unread audit`; cli/result.ts says how it is declared. */
 import type { AuditUnreadResponse } from "../../admin-api/client.js";
-import { u64 } from "../format.js";
+import { resultFrom } from "../result.js";
 
-export interface UnreadDriftResult {
-  tenant: string;
-  user: string;
-  group: string;
-  cachedUnread: number;
-  definitionalUnread: number;
-  cachedMentions: number;
-  definitionalMentions: number;
-}
+const unreadDriftResult = resultFrom<AuditUnreadResponse["drifts"][number]>()({
+  tenant: "wire",
+  user: "wire",
+  group: "wire",
+  cachedUnread: "wire",
+  definitionalUnread: "wire",
+  cachedMentions: "wire",
+  definitionalMentions: "wire",
+});
+export type UnreadDriftResult = ReturnType<typeof unreadDriftResult>;
 
-export interface UnreadAuditResult {
-  sampleRate: number;
-  idleMs: number;
-  usersScanned: number;
-  candidates: number;
-  sampled: number;
-  drifted: number;
+export const unreadAuditResult = resultFrom<AuditUnreadResponse>()({
+  sampleRate: "wire",
+  idleMs: "u64",
+  usersScanned: "wire",
+  candidates: "wire",
+  sampled: "wire",
+  drifted: "wire",
   /** unread_drift_ratio: drifted / sampled. */
-  driftRatio: number;
-  drifts: UnreadDriftResult[];
-}
-
-export function unreadAuditResult(r: AuditUnreadResponse): UnreadAuditResult {
-  return {
-    sampleRate: r.sampleRate, idleMs: u64(r.idleMs), usersScanned: r.usersScanned, candidates: r.candidates, sampled: r.sampled, drifted: r.drifted, driftRatio: r.driftRatio,
-    drifts: r.drifts.map((d) => ({ ...d })),
-  };
-}
+  driftRatio: "wire",
+  drifts: (r) => r.drifts.map(unreadDriftResult),
+});
+export type UnreadAuditResult = ReturnType<typeof unreadAuditResult>;

@@ -1,21 +1,19 @@
-/** The JSON results of the `user` commands (docs/operator-guide.md). */
+/** The JSON results of the `user` commands (docs/operator-guide.md); cli/result.ts says how they are declared. */
 import type { UserGroup } from "../../admin-api/client.js";
-import { optionalU64, u64 } from "../format.js";
+import { resultFrom } from "../result.js";
 
 /** One group of the user: state and visible interval (joined_at, left_at) in conversation_seq terms. */
-export interface UserGroupResult {
-  group: string;
+export const userGroupResult = resultFrom<UserGroup>()({
+  group: "wire",
   /** "ACTIVE", "LEFT" or "REMOVED". */
-  state: string;
-  joinedAt: number;
+  state: "wire",
+  joinedAt: "u64",
   /** null while the user is a member. */
-  leftAt: number | null;
-}
+  leftAt: "u64 or null",
+});
+export type UserGroupResult = ReturnType<typeof userGroupResult>;
 
-export function userGroupResult(g: UserGroup): UserGroupResult {
-  return { group: g.group, state: g.state, joinedAt: u64(g.joinedAt), leftAt: optionalU64(g.leftAt) };
-}
-
+/** The JSON result of `user groups`, built by the command from every page. */
 export interface UserGroupsResult {
   tenant: string;
   user: string;

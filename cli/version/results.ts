@@ -1,6 +1,6 @@
-/** The JSON result of `qimctl version`. */
+/** The JSON result of `qimctl version`; cli/result.ts says how the server's part is declared. */
 import type { ServerInfo } from "../../admin-api/client.js";
-import { nonEmpty } from "../format.js";
+import { resultFrom } from "../result.js";
 
 export interface ClientVersionResult {
   /** qimctl's package version. */
@@ -11,15 +11,16 @@ export interface ClientVersionResult {
   platform: string;
 }
 
-export interface ServerVersionResult {
-  endpoint: string;
-  version: string;
-  node: string;
+export const serverVersion = resultFrom<ServerInfo & { endpoint: string }>()({
+  endpoint: "wire",
+  version: "wire",
+  node: (s) => s.nodeVersion,
   /** The server's node id in the engine cluster, or null when it is no node of one. */
-  nodeId: string | null;
-  /** When the server process started, RFC 3339. */
-  startedAt: string;
-}
+  nodeId: "text or null",
+  /** When the server process started, RFC 3339 (milliseconds since 1970 fit a double exactly). */
+  startedAt: (s) => new Date(Number(s.startedAtMs)).toISOString(),
+});
+export type ServerVersionResult = ReturnType<typeof serverVersion>;
 
 export interface VersionResult {
   client: ClientVersionResult;
@@ -29,9 +30,4 @@ export interface VersionResult {
 
 export function clientVersion(version: string): ClientVersionResult {
   return { version, node: process.version, platform: `${process.platform}-${process.arch}` };
-}
-
-export function serverVersion(endpoint: string, s: ServerInfo): ServerVersionResult {
-  // milliseconds since 1970 fit a double exactly
-  return { endpoint, version: s.version, node: s.nodeVersion, nodeId: nonEmpty(s.nodeId), startedAt: new Date(Number(s.startedAtMs)).toISOString() };
 }

@@ -3,7 +3,7 @@
  * command-snapshot.json and schemas/): cli/command-snapshot.json holds every command's id, flags
  * and args (from oclif.manifest.json), whether it is destructive (cli/confirm.ts), and the shape of
  * its JSON result — field names and JSON types, nested — derived from the typed samples each topic
- * exports (cli/<topic>/samples.ts, cli/contract.ts).
+ * exports (test/cli/samples/<topic>.ts, test/cli/result-samples.ts).
  *
  * test/cli/snapshot.test.ts compares the built CLI with the snapshot; test/e2e/qimctl.ts checks
  * every JSON output the end-to-end suites produce against the same shapes, so a sample that drifts
@@ -18,7 +18,7 @@ import assert from "node:assert/strict";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { FREE_FORM, KEYED_BY_DATA, type ResultSamples } from "../../cli/contract.js";
+import { FREE_FORM, KEYED_BY_DATA, type ResultSamples } from "./result-samples.js";
 import type { Destructive } from "../../cli/confirm.js";
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..", "..");
@@ -196,13 +196,11 @@ interface ManifestCommand {
   destructive?: Destructive;
 }
 
-/** Every `samples` export under dist/cli (one samples.js per topic), by command id. */
+/** Every `samples` export under dist/test/cli/samples (one file per topic), by command id. */
 async function loadSamples(): Promise<Map<string, { samples: ResultSamples; file: string }>> {
   const out = new Map<string, { samples: ResultSamples; file: string }>();
-  const dir = path.join(ROOT, "dist", "cli");
-  const walk = (d: string): string[] =>
-    readdirSync(d, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? (e.name === "commands" ? [] : walk(path.join(d, e.name))) : e.name === "samples.js" ? [path.join(d, e.name)] : []));
-  for (const file of walk(dir)) {
+  const dir = path.join(ROOT, "dist", "test", "cli", "samples");
+  for (const file of readdirSync(dir).filter((f) => f.endsWith(".js")).sort().map((f) => path.join(dir, f))) {
     const mod = (await import(pathToFileURL(file).href)) as { samples?: Record<string, ResultSamples> };
     const rel = path.relative(ROOT, file).replace(/^dist\//, "").replace(/\.js$/, ".ts");
     assert.ok(mod.samples, `${rel} exports no \`samples\``);
@@ -225,7 +223,7 @@ export async function currentSnapshot(): Promise<Snapshot> {
   const commands = Object.values(manifest.commands).map((c): CommandContract => {
     const id = c.id.replaceAll(":", " ");
     const s = samples.get(id);
-    assert.ok(s, `no samples of the JSON result of "qimctl ${id}": export them from cli/<topic>/samples.ts (cli/contract.ts says how)`);
+    assert.ok(s, `no samples of the JSON result of "qimctl ${id}": export them from test/cli/samples/<topic>.ts (test/cli/result-samples.ts says how)`);
     return {
       id,
       flags: Object.values(c.flags)
@@ -313,7 +311,7 @@ export function outputMismatch(argv: readonly string[], stdout: string): string 
   return [
     `the JSON output of \`qimctl ${argv.join(" ")}\` does not fit its shape in cli/command-snapshot.json:`,
     ...[...new Set(problems)].slice(0, 20).map((p) => `  ${p}`),
-    "If the command is right, its declared result type or the samples in cli/<topic>/samples.ts are not; if the change is deliberate,",
+    "If the command is right, its declared result type or the samples in test/cli/samples/<topic>.ts are not; if the change is deliberate,",
     `update the samples and the snapshot (${UPDATE_COMMAND}) and docs/operator-guide.md.`,
   ].join("\n");
 }

@@ -18,7 +18,7 @@ Needs the operator or admin role. Exit codes: 0 reconciled (whatever the drift);
     const user = uuid("--user", this.flags.user);
     const tenant = this.tenant();
     const { client } = await this.connect();
-    const out = badgeReconcileResult(user, await client.reconcileBadge({ tenant, user }));
+    const out = badgeReconcileResult({ ...(await client.reconcileBadge({ tenant, user })), user });
     this.log(badgeReconcileText(out));
     return out;
   }

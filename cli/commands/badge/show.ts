@@ -18,7 +18,7 @@ Any role. Exit codes: 0 shown; 2 bad --user; 5 server unreachable; 6 refused cer
     const user = uuid("--user", this.flags.user);
     const tenant = this.tenant();
     const { client } = await this.connect();
-    const out = badgeShowResult(user, await client.getBadge({ tenant, user }));
+    const out = badgeShowResult({ ...(await client.getBadge({ tenant, user })), user });
     this.log(badgeShowText(out));
     return out;
   }

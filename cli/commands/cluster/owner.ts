@@ -35,7 +35,7 @@ Any role. Exit codes: 0 answered (also "no owner right now"); 2 none or more tha
     const who = this.flags.user !== undefined ? { tenant: this.tenant(), user: uuid("--user", this.flags.user) } : null;
     const { client } = await this.connect();
     const unit = who ? { $case: "user" as const, user: who } : partition !== undefined ? { $case: "partition" as const, partition } : { $case: "bucket" as const, bucket: bucket! };
-    const out = ownerResult(await client.getUnitOwner({ unit }), who);
+    const out = ownerResult({ ...(await client.getUnitOwner({ unit })), user: who });
     this.log(ownerText(out));
     return out;
   }

@@ -24,7 +24,7 @@ A clean-up failure after the durable write is a warning and still a success (exi
     const last = this.flags["last-seq"];
     const tenant = this.tenant();
     const { client } = await this.connect();
-    const out = cmdAckResult({ tenant, user }, await client.cmdAck({ tenant, user, lastMessageSeq: BigInt(last) }));
+    const out = cmdAckResult({ ...(await client.cmdAck({ tenant, user, lastMessageSeq: BigInt(last) })), tenant, user });
     this.log(ackText(out));
     return out;
   }

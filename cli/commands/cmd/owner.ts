@@ -18,7 +18,7 @@ Any role. Exit codes: 0 answered (also "no owner right now"); 2 bad input; 5 ser
     const user = uuid("--user", this.flags.user);
     const tenant = this.tenant();
     const { client } = await this.connect();
-    const out = cmdOwnerResult({ tenant, user }, await client.getCmdOwner({ tenant, user }));
+    const out = cmdOwnerResult({ ...(await client.getCmdOwner({ tenant, user })), tenant, user });
     this.log(ownerText(out));
     return out;
   }

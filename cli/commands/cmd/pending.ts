@@ -23,7 +23,7 @@ Any role. Exit codes: 0 answered (also nothing pending); 2 bad input; 5 server u
     if (!Number.isInteger(limit) || limit < 1 || limit > CMD_SYNC_MAX_LIMIT) throw new UsageError("--limit", `must be from 1 to ${CMD_SYNC_MAX_LIMIT}, got ${limit}`);
     const tenant = this.tenant();
     const { client } = await this.connect();
-    const out = cmdPendingResult({ tenant, user }, await client.getCmdPending({ tenant, user, limit }));
+    const out = cmdPendingResult({ ...(await client.getCmdPending({ tenant, user, limit })), tenant, user });
     this.log(pendingText(out));
     return out;
   }

@@ -61,9 +61,12 @@ Needs the admin, operator or drill role; audited. Exit codes: 0 sent (or duplica
     if (f["client-msg-no"] !== undefined && (clientMsgNo === "" || clientMsgNo.length > 128)) throw new UsageError("--client-msg-no", "must be 1 to 128 characters");
     const tenant = this.tenant();
     const { client } = await this.connect();
-    const out = cmdSendResult(tenant, await client.cmdSend({
-      tenant, channelId, channelType: f.type, from, to, noPersist: f["no-persist"], payload, clientMsgNo, redDot: f["red-dot"], syncOnce: f["sync-once"],
-    }));
+    const out = cmdSendResult({
+      ...(await client.cmdSend({
+        tenant, channelId, channelType: f.type, from, to, noPersist: f["no-persist"], payload, clientMsgNo, redDot: f["red-dot"], syncOnce: f["sync-once"],
+      })),
+      tenant,
+    });
     this.log(sendText(out));
     return out;
   }

@@ -23,7 +23,7 @@ Any role. Exit codes: 0 answered (also no rows); 2 bad input; 5 server unreachab
     if (!Number.isInteger(limit) || limit < 1 || limit > CMD_SYNC_MAX_LIMIT) throw new UsageError("--limit", `must be from 1 to ${CMD_SYNC_MAX_LIMIT}, got ${limit}`);
     const tenant = this.tenant();
     const { client } = await this.connect();
-    const out = cmdStateResult({ tenant, user }, await client.getCmdState({ tenant, user, limit }));
+    const out = cmdStateResult({ ...(await client.getCmdState({ tenant, user, limit })), tenant, user });
     this.log(stateText(out));
     return out;
   }

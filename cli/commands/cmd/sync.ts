@@ -35,7 +35,7 @@ Needs the admin, operator or drill role; audited. Exit codes: 0 answered (also n
     const tenant = this.tenant();
     const { client } = await this.connect();
     const peek = !this.flags["as-app"];
-    const out = cmdSyncResult({ tenant, user }, await client.cmdSync({ tenant, user, limit, peek }), !peek);
+    const out = cmdSyncResult({ ...(await client.cmdSync({ tenant, user, limit, peek })), tenant, user, recorded: !peek });
     this.log(syncText(out));
     return out;
   }

@@ -40,14 +40,14 @@ Confirmation: on a terminal it shows the plan and asks first, then dissolves pin
     // on a terminal: show the server's plan, ask, then dissolve pinned to the planned version (a
     // change in between exits 4 instead of dissolving a group other than the one shown)
     await this.askFirst(async () => {
-      const plan = dissolutionResult(tenant, group, await client.dissolveGroup({ tenant, group, dryRun: true, ...(pinned !== undefined ? { expectVersion: pinned } : {}) }));
+      const plan = dissolutionResult({ ...(await client.dissolveGroup({ tenant, group, dryRun: true, ...(pinned !== undefined ? { expectVersion: pinned } : {}) })), tenant, group });
       if (plan.outcome !== "planned") return undefined;
       pinned = BigInt(plan.version);
       return `${dissolutionText(plan)}\nDissolve group ${group}? [y/N] `;
     });
-    const d = dissolutionResult(tenant, group, await client.dissolveGroup({
-      tenant, group, dryRun: this.flags["dry-run"], ...(pinned !== undefined ? { expectVersion: pinned } : {}),
-    }));
+    const d = dissolutionResult({
+      ...(await client.dissolveGroup({ tenant, group, dryRun: this.flags["dry-run"], ...(pinned !== undefined ? { expectVersion: pinned } : {}) })), tenant, group,
+    });
     this.log(dissolutionText(d));
     return d;
   }

@@ -34,9 +34,9 @@ A re-run after the transfer took effect (the user already owns the group) change
     const expectVersion = this.flags["expect-version"];
     const tenant = this.tenant();
     const { client } = await this.connect();
-    const t = ownerTransferResult(tenant, group, await client.transferOwner({
-      tenant, group, to, dryRun: this.flags["dry-run"], ...(expectVersion !== undefined ? { expectVersion } : {}),
-    }));
+    const t = ownerTransferResult({
+      ...(await client.transferOwner({ tenant, group, to, dryRun: this.flags["dry-run"], ...(expectVersion !== undefined ? { expectVersion } : {}) })), tenant, group,
+    });
     this.log(ownerTransferText(t));
     return t;
   }

@@ -34,7 +34,7 @@ Any role. Exit codes: 0 listed; 2 bad --group, --limit or --cursor; 3 no such gr
     const limit = this.flags.limit ?? 0;
     const { client } = await this.connect();
     if (!this.flags.all) {
-      const r = memberListResult(group, await client.listMembers({ tenant, group, limit, cursor: cursor ?? "" }));
+      const r = memberListResult({ ...(await client.listMembers({ tenant, group, limit, cursor: cursor ?? "" })), group });
       this.log(memberListText(r));
       return r;
     }

@@ -32,7 +32,7 @@ Needs the drill or admin role (drills, demos, smoke tests).`;
     const mentions = optionalUuidList("--mention", this.flags.mention, LIMITS.mentions);
     const tenant = this.tenant();
     const { client } = await this.connect();
-    const r = sendResult(group, sender, await client.sendMessage({ tenant, group, sender, text: body, clientMessageId, mentions }));
+    const r = sendResult({ ...(await client.sendMessage({ tenant, group, sender, text: body, clientMessageId, mentions })), group, sender });
     this.log(sentText(r, clientMessageId));
     return r;
   }

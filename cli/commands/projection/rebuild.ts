@@ -22,7 +22,7 @@ The tenant comes from --tenant (or QIMCTL_TENANT, or the context file). Needs th
     const user = uuid("--user", this.flags.user);
     const tenant = this.tenant();
     const { client } = await this.connect();
-    const out = rebuildResult(tenant, user, await client.rebuildUser({ tenant, user, force: this.flags.force }));
+    const out = rebuildResult({ ...(await client.rebuildUser({ tenant, user, force: this.flags.force })), tenant, user });
     this.log(rebuiltText(out));
     return out;
   }

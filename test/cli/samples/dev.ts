@@ -1,9 +1,9 @@
-/** Contract samples of `dev up`, `dev status`, `dev restart` and `dev down` (cli/contract.ts). */
-import type DevDown from "../commands/dev/down.js";
-import type DevRestart from "../commands/dev/restart.js";
-import type DevStatus from "../commands/dev/status.js";
-import type DevUp from "../commands/dev/up.js";
-import { samplesOf, type ResultOf } from "../contract.js";
+/** Contract samples of `dev up`, `dev status`, `dev restart` and `dev down` (test/cli/result-samples.ts). */
+import type DevDown from "../../../cli/commands/dev/down.js";
+import type DevRestart from "../../../cli/commands/dev/restart.js";
+import type DevStatus from "../../../cli/commands/dev/status.js";
+import type DevUp from "../../../cli/commands/dev/up.js";
+import { samplesOf, type ResultOf } from "../result-samples.js";
 
 const secureAccess = { secure: true, user: "qim", tlsPort: 32971, passwordFile: "/home/alice/qim/.qim/dev/redis.password", ca: "/home/alice/qim/.qim/dev/pki/ca.crt" };
 

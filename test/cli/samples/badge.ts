@@ -1,7 +1,7 @@
-/** Contract samples of `badge show|reconcile` (cli/contract.ts). */
-import type BadgeReconcile from "../commands/badge/reconcile.js";
-import type BadgeShow from "../commands/badge/show.js";
-import { samplesOf, type ResultOf } from "../contract.js";
+/** Contract samples of `badge show|reconcile` (test/cli/result-samples.ts). */
+import type BadgeReconcile from "../../../cli/commands/badge/reconcile.js";
+import type BadgeShow from "../../../cli/commands/badge/show.js";
+import { samplesOf, type ResultOf } from "../result-samples.js";
 
 const user = "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d";
 

@@ -1,7 +1,7 @@
-/** Contract samples of `dispatch audit` (cli/contract.ts), and partitions for the topics that show them. */
-import type DispatchAudit from "../commands/dispatch/audit.js";
-import { samplesOf, type ResultOf } from "../contract.js";
-import type { PartitionResult } from "./results.js";
+/** Contract samples of `dispatch audit` (test/cli/result-samples.ts), and partitions for the topics that show them. */
+import type DispatchAudit from "../../../cli/commands/dispatch/audit.js";
+import { samplesOf, type ResultOf } from "../result-samples.js";
+import type { PartitionResult } from "../../../cli/dispatch/results.js";
 
 export const okPartition: PartitionResult = { partition: 0, verdict: "OK", checkpoint: 1042, low: 0, high: 1042, lag: 0, newestMs: 1795990116099, lost: null, detail: "ok" };
 

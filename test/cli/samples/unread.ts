@@ -1,6 +1,6 @@
-/** Contract samples of `unread audit` (cli/contract.ts). */
-import type UnreadAudit from "../commands/unread/audit.js";
-import { samplesOf, type ResultOf } from "../contract.js";
+/** Contract samples of `unread audit` (test/cli/result-samples.ts). */
+import type UnreadAudit from "../../../cli/commands/unread/audit.js";
+import { samplesOf, type ResultOf } from "../result-samples.js";
 
 export const samples = {
   "unread audit": samplesOf<ResultOf<typeof UnreadAudit>>(

@@ -1,9 +1,9 @@
-/** Contract samples of the `membership` commands (cli/contract.ts). */
-import type MembershipAdd from "../commands/membership/add.js";
-import type MembershipList from "../commands/membership/list.js";
-import type MembershipRemove from "../commands/membership/remove.js";
-import { lineSamplesOf, samplesOf, withFlag, type ResultOf } from "../contract.js";
-import type { MembershipBulkLine } from "./results.js";
+/** Contract samples of the `membership` commands (test/cli/result-samples.ts). */
+import type MembershipAdd from "../../../cli/commands/membership/add.js";
+import type MembershipList from "../../../cli/commands/membership/list.js";
+import type MembershipRemove from "../../../cli/commands/membership/remove.js";
+import { lineSamplesOf, samplesOf, withFlag, type ResultOf } from "../result-samples.js";
+import type { MembershipBulkLine } from "../../../cli/membership/results.js";
 
 const committed: ResultOf<typeof MembershipAdd> = {
   group: "5b0c1f9e-3d4a-4c2b-9f1e-8a7d6c5b4a39",

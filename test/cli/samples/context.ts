@@ -1,12 +1,12 @@
-/** Contract samples of the `context` commands (cli/contract.ts). */
-import type ContextCurrent from "../commands/context/current.js";
-import type ContextDelete from "../commands/context/delete.js";
-import type ContextList from "../commands/context/list.js";
-import type ContextSet from "../commands/context/set.js";
-import type ContextShow from "../commands/context/show.js";
-import type ContextUse from "../commands/context/use.js";
-import { samplesOf, type ResultOf } from "../contract.js";
-import type { ContextEntry } from "./results.js";
+/** Contract samples of the `context` commands (test/cli/result-samples.ts). */
+import type ContextCurrent from "../../../cli/commands/context/current.js";
+import type ContextDelete from "../../../cli/commands/context/delete.js";
+import type ContextList from "../../../cli/commands/context/list.js";
+import type ContextSet from "../../../cli/commands/context/set.js";
+import type ContextShow from "../../../cli/commands/context/show.js";
+import type ContextUse from "../../../cli/commands/context/use.js";
+import { samplesOf, type ResultOf } from "../result-samples.js";
+import type { ContextEntry } from "../../../cli/context/results.js";
 
 const CONFIG = "/home/alice/.config/qimctl/config.json";
 

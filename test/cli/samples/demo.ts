@@ -1,6 +1,6 @@
-/** Contract samples of `qimctl demo` (cli/contract.ts). */
-import type Demo from "../commands/demo.js";
-import { freeForm, samplesOf, type ResultOf } from "../contract.js";
+/** Contract samples of `qimctl demo` (test/cli/result-samples.ts). */
+import type Demo from "../../../cli/commands/demo.js";
+import { freeForm, samplesOf, type ResultOf } from "../result-samples.js";
 
 export const samples = {
   demo: samplesOf<ResultOf<typeof Demo>>(

@@ -1,13 +1,13 @@
-/** Contract samples of the `cmd` commands (cli/contract.ts). */
-import type CmdAck from "../commands/cmd/ack.js";
-import type CmdFlush from "../commands/cmd/flush.js";
-import type CmdOwner from "../commands/cmd/owner.js";
-import type CmdPending from "../commands/cmd/pending.js";
-import type CmdSend from "../commands/cmd/send.js";
-import type CmdState from "../commands/cmd/state.js";
-import type CmdStatus from "../commands/cmd/status.js";
-import type CmdSync from "../commands/cmd/sync.js";
-import { samplesOf, type ResultOf } from "../contract.js";
+/** Contract samples of the `cmd` commands (test/cli/result-samples.ts). */
+import type CmdAck from "../../../cli/commands/cmd/ack.js";
+import type CmdFlush from "../../../cli/commands/cmd/flush.js";
+import type CmdOwner from "../../../cli/commands/cmd/owner.js";
+import type CmdPending from "../../../cli/commands/cmd/pending.js";
+import type CmdSend from "../../../cli/commands/cmd/send.js";
+import type CmdState from "../../../cli/commands/cmd/state.js";
+import type CmdStatus from "../../../cli/commands/cmd/status.js";
+import type CmdSync from "../../../cli/commands/cmd/sync.js";
+import { samplesOf, type ResultOf } from "../result-samples.js";
 
 const who = { tenant: "8f14e45f-ceea-4a67-9c1b-2d3e4f5a6b7c", user: "1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f" };
 const message = {

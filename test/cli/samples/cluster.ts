@@ -1,9 +1,9 @@
-/** Contract samples of the `cluster` commands (cli/contract.ts). */
-import type ClusterDrain from "../commands/cluster/drain.js";
-import type ClusterNodes from "../commands/cluster/nodes.js";
-import type ClusterOwner from "../commands/cluster/owner.js";
-import type ClusterUndrain from "../commands/cluster/undrain.js";
-import { samplesOf, type ResultOf } from "../contract.js";
+/** Contract samples of the `cluster` commands (test/cli/result-samples.ts). */
+import type ClusterDrain from "../../../cli/commands/cluster/drain.js";
+import type ClusterNodes from "../../../cli/commands/cluster/nodes.js";
+import type ClusterOwner from "../../../cli/commands/cluster/owner.js";
+import type ClusterUndrain from "../../../cli/commands/cluster/undrain.js";
+import { samplesOf, type ResultOf } from "../result-samples.js";
 
 const node: ResultOf<typeof ClusterNodes>["nodes"][number] = {
   nodeId: "node-1", address: "localhost:7601", version: "0.1.0", startedAtMs: 1795990116099, heartbeatAgeMs: 180,

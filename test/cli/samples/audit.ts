@@ -1,7 +1,7 @@
-/** Contract samples of `audit tail` (cli/contract.ts). */
-import type AuditTail from "../commands/audit/tail.js";
-import { freeForm, samplesOf, streamedUnder, type ResultOf } from "../contract.js";
-import type { AuditEntryResult } from "./results.js";
+/** Contract samples of `audit tail` (test/cli/result-samples.ts). */
+import type AuditTail from "../../../cli/commands/audit/tail.js";
+import { freeForm, samplesOf, streamedUnder, type ResultOf } from "../result-samples.js";
+import type { AuditEntryResult } from "../../../cli/audit/results.js";
 
 const entry: AuditEntryResult = {
   time: "2026-11-29T22:01:53.294Z",

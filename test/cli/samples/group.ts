@@ -1,10 +1,10 @@
-/** Contract samples of the `group` commands (cli/contract.ts). */
-import type GroupCreate from "../commands/group/create.js";
-import type GroupDissolve from "../commands/group/dissolve.js";
-import type GroupList from "../commands/group/list.js";
-import type GroupShow from "../commands/group/show.js";
-import type GroupTransferOwner from "../commands/group/transfer-owner.js";
-import { samplesOf, type ResultOf } from "../contract.js";
+/** Contract samples of the `group` commands (test/cli/result-samples.ts). */
+import type GroupCreate from "../../../cli/commands/group/create.js";
+import type GroupDissolve from "../../../cli/commands/group/dissolve.js";
+import type GroupList from "../../../cli/commands/group/list.js";
+import type GroupShow from "../../../cli/commands/group/show.js";
+import type GroupTransferOwner from "../../../cli/commands/group/transfer-owner.js";
+import { samplesOf, type ResultOf } from "../result-samples.js";
 
 const group: ResultOf<typeof GroupShow> = {
   tenant: "8f14e45f-ceea-4a67-9c1b-2d3e4f5a6b7c",

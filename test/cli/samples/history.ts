@@ -1,7 +1,7 @@
-/** Contract samples of `history` (cli/contract.ts), and a record for the topics that show one. */
-import type History from "../commands/history.js";
-import { samplesOf, type ResultOf } from "../contract.js";
-import type { RecordResult } from "./results.js";
+/** Contract samples of `history` (test/cli/result-samples.ts), and a record for the topics that show one. */
+import type History from "../../../cli/commands/history.js";
+import { samplesOf, type ResultOf } from "../result-samples.js";
+import type { RecordResult } from "../../../cli/history/results.js";
 
 export const controlRecord: RecordResult = {
   conversationSeq: 2,

@@ -1,8 +1,8 @@
-/** Contract samples of `conversation <action>` (cli/contract.ts). */
-import type ConversationClear from "../commands/conversation/clear.js";
-import { samplesOf, type ResultOf } from "../contract.js";
-import type { RowResult } from "../sessions/results.js";
-import type { ActionName } from "./action.js";
+/** Contract samples of `conversation <action>` (test/cli/result-samples.ts). */
+import type ConversationClear from "../../../cli/commands/conversation/clear.js";
+import { samplesOf, type ResultOf } from "../result-samples.js";
+import type { RowResult } from "../../../cli/sessions/results.js";
+import type { ActionName } from "../../../cli/conversation/action.js";
 
 const user = "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d";
 const group = "5b0c1f9e-3d4a-4c2b-9f1e-8a7d6c5b4a39";

@@ -1,10 +1,10 @@
-/** Contract samples of the `projection` commands (cli/contract.ts), and a status for the dashboard's. */
-import type ProjectionBump from "../commands/projection/bump.js";
-import type ProjectionEpoch from "../commands/projection/epoch.js";
-import type ProjectionRebuild from "../commands/projection/rebuild.js";
-import type ProjectionStatus from "../commands/projection/status.js";
-import { samplesOf, type ResultOf } from "../contract.js";
-import { lostPartition, okPartition } from "../dispatch/samples.js";
+/** Contract samples of the `projection` commands (test/cli/result-samples.ts), and a status for the dashboard's. */
+import type ProjectionBump from "../../../cli/commands/projection/bump.js";
+import type ProjectionEpoch from "../../../cli/commands/projection/epoch.js";
+import type ProjectionRebuild from "../../../cli/commands/projection/rebuild.js";
+import type ProjectionStatus from "../../../cli/commands/projection/status.js";
+import { samplesOf, type ResultOf } from "../result-samples.js";
+import { lostPartition, okPartition } from "./dispatch.js";
 
 const bump: ResultOf<typeof ProjectionBump> = { epoch: 4, reason: "restored redis-3 from the 02:00 snapshot", by: "oscar", atMs: 1795990116099 };
 

@@ -1,6 +1,6 @@
-/** Contract samples of the `user` commands (cli/contract.ts). */
-import type UserGroups from "../commands/user/groups.js";
-import { samplesOf, type ResultOf } from "../contract.js";
+/** Contract samples of the `user` commands (test/cli/result-samples.ts). */
+import type UserGroups from "../../../cli/commands/user/groups.js";
+import { samplesOf, type ResultOf } from "../result-samples.js";
 
 export const samples = {
   "user groups": samplesOf<ResultOf<typeof UserGroups>>(

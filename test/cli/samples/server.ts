@@ -1,7 +1,7 @@
-/** Contract samples of `server start` (cli/contract.ts). */
-import type ServerConfig from "../commands/server/config.js";
-import type ServerStart from "../commands/server/start.js";
-import { freeForm, keyedByData, samplesOf, type ResultOf } from "../contract.js";
+/** Contract samples of `server start` (test/cli/result-samples.ts). */
+import type ServerConfig from "../../../cli/commands/server/config.js";
+import type ServerStart from "../../../cli/commands/server/start.js";
+import { freeForm, keyedByData, samplesOf, type ResultOf } from "../result-samples.js";
 
 export const samples = {
   "server start": samplesOf<ResultOf<typeof ServerStart>>(

@@ -1,6 +1,6 @@
-/** Contract samples of `drill rebuild` (cli/contract.ts). */
-import type DrillRebuild from "../commands/drill/rebuild.js";
-import { samplesOf, type ResultOf } from "../contract.js";
+/** Contract samples of `drill rebuild` (test/cli/result-samples.ts). */
+import type DrillRebuild from "../../../cli/commands/drill/rebuild.js";
+import { samplesOf, type ResultOf } from "../result-samples.js";
 
 const report: ResultOf<typeof DrillRebuild> = {
   drillId: "01a229a3-9b9c-77d6-8e21-4c5d6e7f8091",

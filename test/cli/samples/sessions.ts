@@ -1,9 +1,9 @@
-/** Contract samples of `sessions` and `sessions watch` (cli/contract.ts). */
-import type Sessions from "../commands/sessions.js";
-import type SessionsWatch from "../commands/sessions/watch.js";
-import { lineSamplesOf, samplesOf, type ResultOf } from "../contract.js";
-import { deletedRow, sampleRow } from "../conversation/samples.js";
-import { controlRecord, dissolveRecord, textRecord } from "../history/samples.js";
+/** Contract samples of `sessions` and `sessions watch` (test/cli/result-samples.ts). */
+import type Sessions from "../../../cli/commands/sessions.js";
+import type SessionsWatch from "../../../cli/commands/sessions/watch.js";
+import { lineSamplesOf, samplesOf, type ResultOf } from "../result-samples.js";
+import { deletedRow, sampleRow } from "./conversation.js";
+import { controlRecord, dissolveRecord, textRecord } from "./history.js";
 
 const user = "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d";
 

@@ -1,7 +1,7 @@
-/** Contract samples of `dashboard --output json`: one object per line (cli/contract.ts). */
-import { keyedByData, lineSamplesOf } from "../contract.js";
-import { status } from "../projection/samples.js";
-import type { DashboardLine } from "./model.js";
+/** Contract samples of `dashboard --output json`: one object per line (test/cli/result-samples.ts). */
+import { keyedByData, lineSamplesOf } from "../result-samples.js";
+import { status } from "./projection.js";
+import type { DashboardLine } from "../../../cli/dashboard/model.js";
 
 const line: DashboardLine = {
   time: "2026-11-29T23:00:01.042Z",

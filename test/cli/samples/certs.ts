@@ -1,9 +1,9 @@
-/** Contract samples of the `certs` commands (cli/contract.ts). */
-import type CertsFingerprint from "../commands/certs/fingerprint.js";
-import type CertsInit from "../commands/certs/init.js";
-import type CertsIssue from "../commands/certs/issue.js";
-import type CertsIssueServer from "../commands/certs/issue-server.js";
-import { samplesOf, type ResultOf } from "../contract.js";
+/** Contract samples of the `certs` commands (test/cli/result-samples.ts). */
+import type CertsFingerprint from "../../../cli/commands/certs/fingerprint.js";
+import type CertsInit from "../../../cli/commands/certs/init.js";
+import type CertsIssue from "../../../cli/commands/certs/issue.js";
+import type CertsIssueServer from "../../../cli/commands/certs/issue-server.js";
+import { samplesOf, type ResultOf } from "../result-samples.js";
 
 const ca: ResultOf<typeof CertsInit> = {
   subject: { CN: "qimctl CA", OU: null },

@@ -1,10 +1,11 @@
 /**
  * Samples of each command's JSON result, the source of the locked output contract (STYLE "Locked
  * output contracts", after Salesforce CLI's command-snapshot.json and schemas): every topic's
- * `samples.ts` gives, per command id, values typed as what the command's run() returns, so that
- * the compiler makes them follow the declared result type. test/cli/snapshot.test.ts derives each
- * result's shape (field names and JSON types, nested) from them and compares it with
- * cli/command-snapshot.json; the e2e suite checks every real JSON output against the same shape.
+ * `test/cli/samples/<topic>.ts` gives, per command id, values typed as what the command's run()
+ * returns, so that the compiler makes them follow the declared result type.
+ * test/cli/snapshot.test.ts derives each result's shape (field names and JSON types, nested) from
+ * them and compares it with cli/command-snapshot.json; the e2e suite checks every real JSON output
+ * against the same shape.
  *
  * Give samples that between them show every field both ways it can be (null and set, an empty
  * array and one element): the shape of a field is the union of what the samples show.

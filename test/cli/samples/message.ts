@@ -1,6 +1,6 @@
-/** Contract samples of `message send` (cli/contract.ts). */
-import type MessageSend from "../commands/message/send.js";
-import { samplesOf, type ResultOf } from "../contract.js";
+/** Contract samples of `message send` (test/cli/result-samples.ts). */
+import type MessageSend from "../../../cli/commands/message/send.js";
+import { samplesOf, type ResultOf } from "../result-samples.js";
 
 export const samples = {
   "message send": samplesOf<ResultOf<typeof MessageSend>>(

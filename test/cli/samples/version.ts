@@ -1,6 +1,6 @@
-/** Contract samples of `version` (cli/contract.ts). */
-import type Version from "../commands/version.js";
-import { samplesOf, type ResultOf } from "../contract.js";
+/** Contract samples of `version` (test/cli/result-samples.ts). */
+import type Version from "../../../cli/commands/version.js";
+import { samplesOf, type ResultOf } from "../result-samples.js";
 
 const client = { version: "0.1.0", node: "v20.19.2", platform: "linux-x64" };
 

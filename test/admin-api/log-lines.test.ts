@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
-import { stampedLine } from "../../admin-api/log.js";
+import { stampedLine } from "../../server/log.js";
 import { writeTestPki, type TestPkiFiles } from "../certs/fixture.js";
 import { baseEnv, ROOT } from "../e2e/qimctl.js";
 import { startRedis, type RedisServer } from "../harness/redis.js";

@@ -9,7 +9,7 @@ import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
-import { SERVER_NODE_FLAGS, SERVER_SEMI_SPACE_MIB, semiSpaceMiB } from "../../admin-api/node-flags.js";
+import { SERVER_NODE_FLAGS, SERVER_SEMI_SPACE_MIB, semiSpaceMiB } from "../../server/node-flags.js";
 import { writeTestPki, type TestPkiFiles } from "../certs/fixture.js";
 import { startRedis, type RedisServer } from "../harness/redis.js";
 import { ADMIN_SERVER, startServerProcess } from "../reliability/server-process.js";

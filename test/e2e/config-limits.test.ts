@@ -12,7 +12,7 @@ import os from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
 import { after, before, describe, it } from "node:test";
-import { CONFIG_FILE_MAX_BYTES, readConfigFile } from "../../admin-api/settings/resolve.js";
+import { CONFIG_FILE_MAX_BYTES, readConfigFile } from "../../server/settings/resolve.js";
 import { failed, run } from "./qimctl.js";
 
 const keys = (n: number) => Array.from({ length: n }, (_, i) => `unknown_${i}: ${i}\n`).join("");

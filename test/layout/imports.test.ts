@@ -13,7 +13,7 @@ import { fileURLToPath } from "node:url";
 
 let ROOT = dirname(fileURLToPath(import.meta.url));
 while (!existsSync(join(ROOT, "package.json"))) ROOT = dirname(ROOT);
-const LAYERS = ["core", "admin-api", "cli", "certs", "bench", "test"] as const;
+const LAYERS = ["core", "admin-api", "server", "cli", "certs", "bench", "test"] as const;
 
 function sources(dir: string): string[] {
   const out: string[] = [];
@@ -40,16 +40,17 @@ const layerOf = (p: string) => p.split("/")[0]!;
 const moduleOf = (p: string) => (p.startsWith("core/") && p.split("/").length > 2 ? p.split("/")[1]! : null);
 
 test("the tree has sources in every layer and every core module has its index.ts", () => {
-  for (const l of ["core", "admin-api", "cli"]) assert.ok(FILES.some((f) => layerOf(f) === l), l);
+  for (const l of ["core", "admin-api", "server", "cli"]) assert.ok(FILES.some((f) => layerOf(f) === l), l);
   const modules = readdirSync(join(ROOT, "core"), { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name);
   assert.ok(modules.length >= 7, modules.join(", "));
   for (const m of modules) assert.ok(existsSync(join(ROOT, "core", m, "index.ts")), `core/${m}/index.ts`);
 });
 
-test("no layer imports upward: core imports no admin-api/cli/certs/bench/test; admin-api no cli/bench/test; cli no bench/test; bench no cli", () => {
+test("no layer imports upward: core imports no admin-api/server/cli/certs/bench/test; admin-api (the client) no server/cli/bench/test; server no cli/bench/test; cli no bench/test; bench no cli", () => {
   const forbidden: Record<string, readonly string[]> = {
-    core: ["admin-api", "cli", "certs", "bench", "test"],
-    "admin-api": ["cli", "bench", "test"],
+    core: ["admin-api", "server", "cli", "certs", "bench", "test"],
+    "admin-api": ["server", "cli", "bench", "test"],
+    server: ["cli", "bench", "test"],
     cli: ["bench", "test"],
     certs: ["cli", "bench", "test"],
     // benchmarks start their servers with the test harness (test/harness/), as the tests do

@@ -21,8 +21,8 @@ import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import * as grpc from "@grpc/grpc-js";
 import { loadSync, type MethodDefinition, type PackageDefinition } from "@grpc/proto-loader";
-import { AUDIT_ARGUMENTS_MAX_BYTES } from "../../admin-api/audit.js";
-import { ENDLESS_STREAMS, MUTATING, RPC_ROLES } from "../../admin-api/services/index.js";
+import { AUDIT_ARGUMENTS_MAX_BYTES } from "../../server/audit.js";
+import { ENDLESS_STREAMS, MUTATING, RPC_ROLES } from "../../server/listeners/admin-grpc/services/index.js";
 import { CLIENT_NAMES } from "../certs/fixture.js";
 
 /** How long an endless stream may stay silent before it counts as answered (as in the fuzz test). */

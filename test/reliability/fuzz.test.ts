@@ -30,7 +30,7 @@ import * as grpc from "@grpc/grpc-js";
 import { loadSync } from "@grpc/proto-loader";
 import { service as healthService } from "grpc-health-check";
 import type { AdminClient } from "../../admin-api/client.js";
-import { ENDLESS_STREAMS } from "../../admin-api/services/index.js";
+import { ENDLESS_STREAMS } from "../../server/listeners/admin-grpc/services/index.js";
 import { SOAK } from "./common.js";
 import { startReliabilityServer, type ReliabilityServer } from "./server.js";
 

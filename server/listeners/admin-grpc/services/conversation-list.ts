@@ -1,0 +1,164 @@
+import { status } from "@grpc/grpc-js";
+import { InvalidArgumentError, parseUuid, SNAPSHOT_PAGE, type SessionRow, type SessionFrame } from "../../../../core/index.js";
+import { asUser } from "../as-user.js";
+import { catalogEntry } from "../../../../admin-api/catalog.js";
+import { summaryOut } from "../../../convert.js";
+import { ConversationAction, type Badge, type ListRow, type WatchUserEvent } from "../../../../admin-api/gen/qim/admin/v1/conversation_list.js";
+import { ALL_ROLES, defineService, MUTATE, serverStream, unary } from "../../../pipeline/rpc.js";
+
+function rowOut(r: Omit<SessionRow, "tenant" | "user" | "lastActivitySeq">): ListRow {
+  return {
+    group: r.conversation, lastActivityId: r.lastActivityId, headConversationSeq: BigInt(r.headSeq), unread: r.unread, unreadExact: r.unreadExact, mentions: r.mentions,
+    ...(r.mentionFirstSeq !== null ? { mentionFirstConversationSeq: BigInt(r.mentionFirstSeq) } : {}), ...(r.pinRank !== null ? { pinRank: r.pinRank } : {}),
+    muted: r.muted, archived: r.archived, hiddenBeforeConversationSeq: BigInt(r.hiddenBeforeSeq), deletedBeforeConversationSeq: BigInt(r.deletedBeforeSeq), deleted: r.deleted, version: BigInt(r.version),
+  };
+}
+
+function badgeOut(b: { totalUnread: number; totalMention: number; mutedUnread: number; version: number }): Badge {
+  return { totalUnread: b.totalUnread, totalMention: b.totalMention, mutedUnread: b.mutedUnread, version: BigInt(b.version) };
+}
+
+export function frameOut(f: SessionFrame): WatchUserEvent {
+  const head = { version: BigInt(f.version), previousVersion: BigInt(f.previousVersion), drivingEventId: f.drivingEventId };
+  if (f.kind === "badge") return { ...head, frame: { $case: "badge", badge: badgeOut(f) } };
+  const r = f.row;
+  return {
+    ...head,
+    frame: { $case: "delta", delta: { row: rowOut({ ...r, version: f.version }) } },
+  };
+}
+
+const ACTIONS = {
+  [ConversationAction.CONVERSATION_ACTION_CLEAR]: "clear",
+  [ConversationAction.CONVERSATION_ACTION_DELETE]: "delete",
+  [ConversationAction.CONVERSATION_ACTION_PIN]: "pin",
+  [ConversationAction.CONVERSATION_ACTION_UNPIN]: "unpin",
+  [ConversationAction.CONVERSATION_ACTION_MUTE]: "mute",
+  [ConversationAction.CONVERSATION_ACTION_UNMUTE]: "unmute",
+  [ConversationAction.CONVERSATION_ACTION_ARCHIVE]: "archive",
+  [ConversationAction.CONVERSATION_ACTION_UNARCHIVE]: "unarchive",
+} as const;
+
+/** unread_audit_sample_rate bounds: a rate in (0, 1]. */
+const SAMPLE_RATE_MAX = 1;
+
+/**
+ * ConversationListService: a user's list as the engine keeps it (spec 002 §3–§6). Reads are open to
+ * every role; reconcile and the actions as a user change state (operator or admin, audited).
+ */
+export const conversationListService = defineService(catalogEntry("qim.admin.v1.ConversationListService"), {
+  listConversations: unary({
+    roles: ALL_ROLES, mutates: false,
+    async handle(req, { deps }) {
+      const tenant = parseUuid(req.tenant, "tenant");
+      const user = parseUuid(req.user, "user");
+      if (req.limit > SNAPSHOT_PAGE.max) throw new InvalidArgumentError("limit", `limit is at most ${SNAPSHOT_PAGE.max}`);
+      const page = await deps.runtime.sessionView.page(tenant, user, { limit: req.limit === 0 ? SNAPSHOT_PAGE.default : req.limit, ...(req.cursor ? { cursor: req.cursor } : {}) });
+      // the member state, read position and head record of the page's rows, one pipelined read
+      const summaries = await deps.runtime.conversations.conversationSummaries(tenant, user, page.rows.map((r) => r.conversation),
+        page.rows.map((r) => ({ hiddenBefore: r.hiddenBeforeSeq, deletedBefore: r.deletedBeforeSeq })));
+      return {
+        response: {
+          entries: page.rows.map((r, i) => {
+            // a cleared or deleted conversation's summary shows nothing up to its watermark: the
+            // engine's summaries apply hidden_before and deleted_before (spec 002 §7)
+            const s = summaries[i];
+            const summary = s ? summaryOut(s) : undefined;
+            return { row: rowOut(r), ...(summary ? { summary } : {}) };
+          }),
+          ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}),
+          snapshotRevision: BigInt(page.snapshotRevision), projectionComplete: page.projectionComplete, total: page.total,
+          snapshotTruncated: page.snapshotTruncated, maxConversationsPerUser: page.maxConversationsPerUser,
+        },
+      };
+    },
+  }),
+  watchUser: serverStream({
+    endless: true,
+    roles: ALL_ROLES, mutates: false,
+    async handle(req, { deps, admit, call }) {
+      const tenant = parseUuid(req.tenant, "tenant");
+      const user = parseUuid(req.user, "user");
+      const end = await new Promise<"cancelled" | "shutdown">((resolve, reject) => {
+        let stop: (() => void) | null = null;
+        let done = false;
+        const finish = (how: "cancelled" | "shutdown" | { error: unknown }) => {
+          if (done) return;
+          done = true;
+          stop?.();
+          call.off("cancelled", onCancelled);
+          if (typeof how === "string") resolve(how);
+          else reject(how.error);
+        };
+        const onCancelled = () => finish("cancelled");
+        if (call.cancelled) return resolve("cancelled");
+        call.on("cancelled", onCancelled);
+        deps.runtime.sessionView.watch(tenant, user, (frame) => {
+          if (done) return;
+          try {
+            admit();
+          } catch (error) {
+            finish({ error });
+            return;
+          }
+          call.write(frameOut(frame));
+        }, () => finish("shutdown")).then((s) => {
+          stop = s;
+          if (done) s();
+        }, (error: unknown) => finish({ error }));
+      });
+      return end === "shutdown" ? { error: { code: status.UNAVAILABLE, domainCode: "UNAVAILABLE", message: "the admin server is shutting down" } } : {};
+    },
+  }),
+  getBadge: unary({
+    roles: ALL_ROLES, mutates: false,
+    async handle(req, { deps }) {
+      const tenant = parseUuid(req.tenant, "tenant");
+      const user = parseUuid(req.user, "user");
+      return { response: badgeOut(await deps.runtime.conversationList.service.badge(tenant, user)) };
+    },
+  }),
+  reconcileBadge: unary({
+    roles: MUTATE, mutates: true,
+    async handle(req, { deps }) {
+      const tenant = parseUuid(req.tenant, "tenant");
+      const user = parseUuid(req.user, "user");
+      const r = await deps.runtime.conversationList.service.reconcile(tenant, user);
+      return {
+        response: {
+          ...(r.drift.badgeBefore ? { before: badgeOut(r.drift.badgeBefore) } : {}), after: badgeOut(r.badge),
+          rows: r.rows.length, driftedRows: r.drift.rows, unreadDrift: r.drift.unread, mentionsDrift: r.drift.mentions,
+        },
+        detail: `${r.rows.length} row(s), ${r.drift.rows} drifted; total_unread ${r.drift.badgeBefore?.totalUnread ?? "none"} -> ${r.badge.totalUnread}`,
+      };
+    },
+  }),
+  auditUnread: unary({
+    roles: ["admin", "operator", "viewer"], mutates: false,
+    async handle(req, { deps }) {
+      if (!(req.sampleRate >= 0 && req.sampleRate <= SAMPLE_RATE_MAX)) throw new InvalidArgumentError("sample_rate", "sample_rate is a fraction in (0, 1] (0: the server's default)");
+      const r = await deps.runtime.conversationList.service.audit(req.sampleRate > 0 ? { sampleRate: req.sampleRate } : {});
+      return {
+        response: {
+          sampleRate: r.sampleRate, idleMs: BigInt(r.idleMs), usersScanned: r.usersScanned, candidates: r.candidates, sampled: r.sampled, drifted: r.drifted, driftRatio: r.driftRatio,
+          drifts: r.drifts.map((d) => ({ tenant: d.tenant, user: d.user, group: d.conversation, cachedUnread: d.cachedUnread, definitionalUnread: d.definitionalUnread, cachedMentions: d.cachedMentions, definitionalMentions: d.definitionalMentions })),
+        },
+      };
+    },
+  }),
+  changeConversation: unary({
+    roles: MUTATE, mutates: true,
+    async handle(req, { deps }) {
+      const tenant = parseUuid(req.tenant, "tenant");
+      const user = parseUuid(req.user, "user");
+      const group = parseUuid(req.group, "group");
+      const action = ACTIONS[req.action as keyof typeof ACTIONS];
+      if (!action) throw new InvalidArgumentError("action", `action must be one of ${Object.values(ACTIONS).join(", ")}`);
+      if (req.pinRank !== undefined && action !== "pin") throw new InvalidArgumentError("pin_rank", "pin_rank is for PIN only");
+      const list = deps.runtime.conversationList.service;
+      const row = await asUser(deps.runtime.conversations, { tenant, group, user, field: "user" },
+        () => (action === "pin" ? list.pin(tenant, user, group, req.pinRank !== undefined ? { rank: req.pinRank } : {}) : list[action](tenant, user, group)));
+      return { response: { row: rowOut(row) }, detail: `${action} ${group} as ${user}: version ${row.version}` };
+    },
+  }),
+});

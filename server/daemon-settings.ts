@@ -1,6 +1,7 @@
 // Kept free of engine and gRPC imports: the CLI reads these for `server start --help` without
 // loading the server. The settings themselves are declared once, in settings/schema.ts.
 import { dirname } from "node:path";
+import { LISTENERS, type ListenerDaemonSettings } from "./listeners.js";
 import { readSecret, type ResolvedSettings } from "./settings/resolve.js";
 
 export { DAEMON_DEFAULTS } from "./settings/schema.js";
@@ -14,10 +15,12 @@ export interface StoreTlsSettings {
   servername?: string;
 }
 
-/** Settings of a server process (`qim-admin-server`, `qimctl server start`), resolved from flags, environment, config file and defaults. */
-export interface DaemonSettings {
-  listen: string;
-  metricsListen: string | null;
+/** Settings of a server process (`qim-node`, `qimctl server start`), resolved from flags, environment, config file and defaults: the node's own and each listener's (server/listeners/<name>/settings.ts). */
+export type DaemonSettings = BaseDaemonSettings & ListenerDaemonSettings;
+
+/** The node's own settings, apart from its listeners'. */
+export interface BaseDaemonSettings {
+  /** The node's certificate (the admin PKI): the admin gRPC and the application servers' HTTP API present it. */
   tlsCa?: string;
   tlsCert?: string;
   tlsKey?: string;
@@ -56,15 +59,6 @@ export interface DaemonSettings {
   cassandraTls?: StoreTlsSettings;
   /** Dispatch-log retention in ms (0: never trimmed). */
   dispatchRetentionMs: number;
-  /** NodeService's listener (null: off). */
-  nodeListen: string | null;
-  nodeAdvertise?: string;
-  nodeTlsCert?: string;
-  nodeTlsKey?: string;
-  nodeTlsCa?: string;
-  /** The CMD sync HTTP API's listener (null: off) and the tenant of a request that names none. */
-  syncListen: string | null;
-  syncTenant?: string;
   /** The server's state files (node-id); the audit log's directory unless set. */
   dataDir: string;
   /** The node id in the engine cluster; unset: the one kept in <dataDir>/node-id (generated once). */
@@ -101,9 +95,7 @@ export function toDaemonSettings(r: ResolvedSettings): DaemonSettings {
   const cassandraPassword = readSecret(r, "cassandra");
   const redisTls = tlsOf(r, "redis");
   const cassandraTls = tlsOf(r, "cassandra");
-  return {
-    listen: v<string>("listen")!,
-    metricsListen: v<string | null>("metrics_listen") ?? null,
+  const base: BaseDaemonSettings = {
     insecureDev: v<boolean>("insecure_dev") === true,
     auditLog: v<string>("audit.log")!,
     auditFsync: v<boolean>("audit.fsync") !== false,
@@ -114,13 +106,6 @@ export function toDaemonSettings(r: ResolvedSettings): DaemonSettings {
     dispatchRetentionMs: v<number>("dispatch.retention")!,
     unreadAuditIntervalMs: v<number>("conversation_list.unread_audit_interval")!,
     groupsMaxMembers: v<number>("groups.max_members")!,
-    nodeListen: v<string | null>("node.listen") ?? null,
-    ...opt("nodeAdvertise", "node.advertise"),
-    ...opt("nodeTlsCert", "node.tls.cert"),
-    ...opt("nodeTlsKey", "node.tls.key"),
-    ...opt("nodeTlsCa", "node.tls.ca"),
-    syncListen: v<string | null>("sync.listen") ?? null,
-    ...opt("syncTenant", "sync.tenant"),
     dataDir: v<string>("data_dir") ?? dirname(v<string>("audit.log")!),
     clusterLeaseTtlMs: v<number>("cluster.lease_ttl")!,
     clusterHeartbeatIntervalMs: v<number>("cluster.heartbeat_interval")!,
@@ -142,5 +127,6 @@ export function toDaemonSettings(r: ResolvedSettings): DaemonSettings {
     ...opt("cassandraUser", "cassandra.user"),
     ...(cassandraPassword !== undefined ? { cassandraPassword } : {}),
     ...(cassandraTls ? { cassandraTls } : {}),
-  } as DaemonSettings;
+  } as BaseDaemonSettings;
+  return Object.assign(base, ...LISTENERS.map((l) => l.settings.typed(r))) as DaemonSettings;
 }

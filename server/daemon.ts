@@ -3,6 +3,7 @@ import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { CassandraAuthorityOptions, TopologyConfig } from "../core/index.js";
 import type { DaemonSettings, StoreTlsSettings } from "./daemon-settings.js";
+import { LISTENERS, type ListenerOptions } from "./listeners.js";
 import { serverLog } from "./log.js";
 import { packageVersion } from "./version.js";
 import { startAdminServer, STOP_REDIS_GRACE_MS, type AdminServer } from "./node.js";
@@ -65,23 +66,6 @@ export async function nodeIdOf(s: Pick<DaemonSettings, "nodeId" | "dataDir">): P
 
 
 /**
- * The node service's options from the node.* settings: its listener with the node certificate (CA:
- * node.tls.ca, else the admin CA), or plaintext with --insecure-dev; undefined when node.listen is
- * off, or under mTLS without a node certificate (then the server says so at start-up: commits on
- * buckets other nodes own wait for their owner's sweep).
- */
-export async function nodeServiceOf(s: DaemonSettings): Promise<{ listen: string; advertise?: string; tls?: { caPem: Buffer; certPem: Buffer; keyPem: Buffer } } | undefined> {
-  if (s.nodeListen === null) return undefined;
-  const advertise = s.nodeAdvertise ? { advertise: s.nodeAdvertise } : {};
-  if (s.insecureDev) return { listen: s.nodeListen, ...advertise };
-  if (!s.nodeTlsCert || !s.nodeTlsKey) return undefined;
-  return {
-    listen: s.nodeListen, ...advertise,
-    tls: { caPem: await readFile(s.nodeTlsCa ?? s.tlsCa!), certPem: await readFile(s.nodeTlsCert), keyPem: await readFile(s.nodeTlsKey) },
-  };
-}
-
-/**
  * The longest a SIGINT/SIGTERM stop may take before the process exits anyway (exit 1): a stop whose
  * Redis does not answer ends its waits on it after STOP_REDIS_GRACE_MS; this bounds a stop that is
  * slow on a Redis that answers, and anything else that could hold it.
@@ -91,11 +75,11 @@ export const STOP_DEADLINE_MS = 6 * STOP_REDIS_GRACE_MS;
 /** Starts a server from resolved settings (settings/resolve.ts checked them) and stops it cleanly on SIGINT/SIGTERM. */
 export async function runDaemon(s: DaemonSettings): Promise<AdminServer> {
   const cassandra = await cassandraOf(s);
-  const node = await nodeServiceOf(s);
+  // each listener's options from its settings (server/listeners/<name>/settings.ts), its certificates read
+  const listeners = Object.assign({}, ...await Promise.all(LISTENERS.map((l) => l.settings.options(s)))) as ListenerOptions;
   const server = await startAdminServer({
+    ...listeners,
     topology: await topologyOf(s),
-    listen: s.listen,
-    metricsListen: s.metricsListen,
     auditPath: s.auditLog,
     auditSync: s.auditFsync,
     auditRotation: s.auditMaxBytes > 0 ? { maxBytes: s.auditMaxBytes, keep: s.auditKeep } : null,
@@ -107,10 +91,8 @@ export async function runDaemon(s: DaemonSettings): Promise<AdminServer> {
     engine: { maxGroupMembers: s.groupsMaxMembers },
     // every engine server is a node of the cluster; the node RPC address comes with node.listen
     cluster: { nodeId: await nodeIdOf(s), address: "", version: packageVersion(), leaseTtlMs: s.clusterLeaseTtlMs, heartbeatIntervalMs: s.clusterHeartbeatIntervalMs, units: s.clusterUnits },
-    ...(node ? { node } : {}),
     // the CMD pending buffer is saved at a graceful stop to <data_dir>/conversationv2/
     cmd: { dataDir: s.dataDir },
-    ...(s.syncListen !== null ? { sync: { listen: s.syncListen, tenant: s.syncTenant ?? null } } : {}),
     ...(cassandra ? { cassandra } : {}),
     ...(s.insecureDev ? {} : { tls: { caPem: await readFile(s.tlsCa!), certPem: await readFile(s.tlsCert!), keyPem: await readFile(s.tlsKey!) } }),
   });

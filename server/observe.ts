@@ -9,6 +9,7 @@ import type { AuditLog } from "./audit.js";
 import { clusterNodeOut, projectionStatusOut } from "./convert.js";
 import type { CmdBadFile } from "../admin-api/gen/qim/admin/v1/cmd.js";
 import type { Counters, Snapshot, WatchRequest } from "../admin-api/gen/qim/admin/v1/observe.js";
+import { openEndedStream } from "./pipeline/stream.js";
 
 export const WATCH_INTERVAL_MS = { min: 200, max: 60_000, default: 1000 } as const;
 /** Audit-log entries per snapshot. */
@@ -140,45 +141,32 @@ export class Observer {
    * further snapshot (the deny list is checked per call, and this call never ends by itself).
    */
   watch(call: ServerWritableStream<WatchRequest, Snapshot>, intervalMs: number, admit: () => void = () => {}): Promise<WatchEnd> {
-    return new Promise((resolve, reject) => {
+    if (this.closed) return Promise.resolve("shutdown");
+    return openEndedStream<Snapshot, "shutdown">(call, admit, (out) => {
       let timer: NodeJS.Timeout | undefined;
-      let done = false;
-      const finish = (end: WatchEnd | { error: unknown }) => {
-        if (done) return;
-        done = true;
-        clearTimeout(timer);
-        this.watchers.delete(finish);
-        call.off("cancelled", onCancelled);
-        if (typeof end === "string") resolve(end);
-        else reject(end.error);
+      const end = (how: WatchEnd) => {
+        if (how === "shutdown") out.end("shutdown");
       };
-      const onCancelled = () => finish("cancelled");
       let previous: Snapshot | undefined;
       const tick = () => {
         // the next multiple of intervalMs nearest to one interval from now: watchers with the same
         // interval tick together (and share a read) from their second snapshot on
         const due = Math.round((Date.now() + intervalMs) / intervalMs) * intervalMs;
         this.snapshot(previous).then((s) => {
-          if (done) return;
+          if (out.done) return;
           previous = s;
-          try {
-            admit();
-          } catch (error) {
-            finish({ error });
-            return;
-          }
-          const next = () => {
-            if (!done) timer = setTimeout(tick, Math.max(0, due - Date.now()));
-          };
-          if (call.write(s)) next();
-          else call.once("drain", next);
-        }, (error: unknown) => finish({ error }));
+          out.send(s);
+          out.whenWritten(() => {
+            if (!out.done) timer = setTimeout(tick, Math.max(0, due - Date.now()));
+          });
+        }, (error: unknown) => out.fail(error));
       };
-      if (this.closed) return resolve("shutdown");
-      if (call.cancelled) return resolve("cancelled");
-      this.watchers.add(finish);
-      call.on("cancelled", onCancelled);
+      this.watchers.add(end);
       tick();
+      return () => {
+        clearTimeout(timer);
+        this.watchers.delete(end);
+      };
     });
   }
 

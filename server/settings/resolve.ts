@@ -1,6 +1,7 @@
 import { accessSync, closeSync, constants, openSync, readFileSync, readSync } from "node:fs";
 import { isAlias, isMap, isNode, isScalar, LineCounter, parseDocument, type Document } from "yaml";
 import { parseHostPort, parseRedisAddr } from "../../core/base/index.js";
+import { LISTENERS } from "../listeners.js";
 import { CONFIG_ENV, SETTING_BY_KEY, SETTINGS, type SettingSpec } from "./schema.js";
 
 /** Where a setting's value came from, strongest first. */
@@ -349,30 +350,21 @@ function checkCombinations(r: ResolvedSettings, required: (err: SettingsError) =
   const fail = (key: string, message: string): never => { throw new SettingsError(whereOf(r, key), message, key); };
   if (get<boolean>("insecure_dev")) {
     if (has("deny_list")) fail("deny_list", "needs mTLS: --insecure-dev has no client certificates to refuse");
-    const listen = parseHostPort(get<string>("listen"), { allowPortZero: true })!;
-    if (!isLoopbackHost(listen.host) && !get<boolean>("insecure_dev_allow_non_loopback")) {
-      fail("listen", `--insecure-dev serves plaintext and makes every caller an admin: it listens only on a loopback address (127.0.0.1, ::1, localhost), not ${listen.host}. Use mTLS (--tls-ca, --tls-cert, --tls-key); to expose an insecure server anyway, add --insecure-dev-allow-non-loopback`);
-    }
-    const sync = get<string | null>("sync.listen");
-    const syncHost = sync === null || sync === undefined ? null : parseHostPort(sync, { allowPortZero: true })!.host;
-    if (syncHost !== null && !isLoopbackHost(syncHost) && !get<boolean>("insecure_dev_allow_non_loopback")) {
-      fail("sync.listen", `--insecure-dev makes the CMD sync HTTP API plain HTTP without client certificates, so it listens only on a loopback address, not ${syncHost}; use mTLS, or add --insecure-dev-allow-non-loopback`);
-    }
-    const node = get<string | null>("node.listen");
-    const nodeHost = node === null ? null : parseHostPort(node, { allowPortZero: true })!.host;
-    if (nodeHost !== null && !isLoopbackHost(nodeHost) && !get<boolean>("insecure_dev_allow_non_loopback")) {
-      fail("node.listen", `--insecure-dev makes the node service plaintext too, so it listens only on a loopback address, not ${nodeHost}; use node certificates (--node-tls-cert, --node-tls-key) with mTLS, or add --insecure-dev-allow-non-loopback`);
-    }
   } else {
     for (const key of ["tls.ca", "tls.cert", "tls.key"]) {
       if (!has(key)) required(new SettingsError(whereOf(r, key), "mTLS needs --tls-ca, --tls-cert and --tls-key (create them with `qimctl certs init` and `qimctl certs issue-server`), or --insecure-dev on a development machine", key));
     }
   }
-  if (has("node.tls.cert") !== has("node.tls.key")) fail(has("node.tls.cert") ? "node.tls.cert" : "node.tls.key", "a node certificate needs both node.tls.cert and node.tls.key");
-  if ((get<string | null>("sync.listen") ?? null) === null && has("sync.tenant")) fail("sync.tenant", "has no use with sync.listen off");
-  if (get<string | null>("node.listen") === null) {
-    for (const key of ["node.advertise", "node.tls.cert", "node.tls.key", "node.tls.ca"]) if (has(key)) fail(key, "has no use with node.listen off");
-  }
+  // each listener's own combinations (server/listeners/<name>/settings.ts), in list order
+  const check = {
+    has, get, fail, insecureDev: get<boolean>("insecure_dev") === true, anyAddress: get<boolean>("insecure_dev_allow_non_loopback") === true,
+    hostOf: (key: string) => {
+      const v = get<string | null | undefined>(key);
+      return v === null || v === undefined ? null : parseHostPort(v, { allowPortZero: true })!.host;
+    },
+    isLoopback: isLoopbackHost,
+  };
+  for (const l of LISTENERS) l.settings.check?.(check);
   if (has("redis.addrs") && has("redis.cluster")) {
     fail("redis.cluster", "give either standalone instances (--redis) or Cluster seeds (--redis-cluster), not both");
   }

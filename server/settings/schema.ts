@@ -1,7 +1,9 @@
 // The one declaration of a server process's settings: the config file's keys, the flags of
-// qim-admin-server and `qimctl server start`, the environment variables, the validation, the
-// redaction of --print-config and docs/config-reference.md all come from this list. Kept free of
+// qim-node (qim-admin-server) and `qimctl server start`, the environment variables, the validation, the
+// redaction of --print-config and docs/config-reference.md all come from this list, with each
+// listener's entries from its folder (server/listeners.ts). Kept free of
 // engine and gRPC imports: the CLI reads it for `server start --help` without loading the server.
+import { LISTENER_DEFAULTS, LISTENERS } from "../listeners.js";
 
 /** What a setting holds; each kind has one parser (resolve.ts) and one way it is shown. */
 export type SettingKind =
@@ -46,18 +48,14 @@ export interface SettingSpec {
 
 /** Default settings that other modules show (the CLI's help, the dev stack). */
 export const DAEMON_DEFAULTS = {
-  listen: "127.0.0.1:7443",
-  metricsListen: "127.0.0.1:9464",
+  // each listener's (server/listeners/<name>/settings.ts)
+  ...LISTENER_DEFAULTS,
   auditLog: ".qim/audit.log",
   auditMaxSize: "64MiB",
   auditKeep: 10,
   partitions: 8,
   clusterId: "qim",
   dispatchRetention: "1d",
-  /** The node service: loopback, a port the OS chooses (the registry records the bound one). */
-  nodeListen: "127.0.0.1:0",
-  /** The CMD sync HTTP API: off unless asked for (an application server's endpoint, not an operator's). */
-  syncListen: "off",
   /** core/cluster DEFAULT_LEASE_TTL_MS and DEFAULT_HEARTBEAT_INTERVAL_MS (this file imports no engine code; test/admin-api/settings.test.ts holds them equal). */
   clusterLeaseTtl: "5s",
   clusterHeartbeatInterval: "1s",
@@ -72,7 +70,9 @@ export const CASSANDRA_CONSISTENCIES = ["ANY", "ONE", "TWO", "THREE", "QUORUM", 
 const flagOf = (key: string) => key.replace(/[._]/g, "-");
 const envOf = (key: string) => `QIM_${key.replace(/\./g, "_").toUpperCase()}`;
 
-type Spec = Omit<SettingSpec, "flag" | "env" | "section"> & { flag?: string | null; env?: readonly string[] };
+/** A setting as declared: its flag and environment variable derive from its key unless given. */
+export type SettingDecl = Omit<SettingSpec, "flag" | "env" | "section"> & { flag?: string | null; env?: readonly string[] };
+type Spec = SettingDecl;
 
 function section(name: SettingSection, specs: Spec[]): SettingSpec[] {
   return specs.map((s) => ({
@@ -94,11 +94,28 @@ function storeTls(store: "redis" | "cassandra", text: { enabled: string; servers
   ];
 }
 
+/** The sections in the order --help, --print-config and the reference show them. */
+const SECTION_ORDER: readonly SettingSection[] = ["server", "audit", "redis", "dispatch", "conversation_list", "groups", "cluster", "sync", "cassandra"];
+
+/** The settings of the node itself with each listener's entries placed where it says (first in its section, or after a key). */
+function withListeners(base: readonly SettingSpec[]): SettingSpec[] {
+  const out = [...base];
+  for (const l of LISTENERS) {
+    for (const part of l.settings.specs) {
+      const specs = section(part.section, [...part.specs]);
+      const first = out.findIndex((s) => s.section === part.section);
+      const at = part.after === null ? (first < 0 ? out.length : first) : out.findIndex((s) => s.key === part.after) + 1;
+      if (at === 0 && part.after !== null) throw new Error(`listener ${l.name}: no setting ${part.after} to follow`);
+      out.splice(at, 0, ...specs);
+    }
+  }
+  const rank = (s: SettingSpec) => SECTION_ORDER.indexOf(s.section);
+  return out.map((s, i) => ({ s, i })).sort((a, b) => rank(a.s) - rank(b.s) || a.i - b.i).map(({ s }) => s);
+}
+
 /** Every setting, in the order --help, --print-config and the reference show them. */
-export const SETTINGS: readonly SettingSpec[] = [
+export const SETTINGS: readonly SettingSpec[] = withListeners([
   ...section("server", [
-    { key: "listen", kind: "address", default: DAEMON_DEFAULTS.listen, description: "gRPC address host:port of the admin API" },
-    { key: "metrics_listen", kind: "address-or-off", default: DAEMON_DEFAULTS.metricsListen, description: "plain-HTTP /metrics address host:port, or off" },
     { key: "tls.ca", kind: "file", description: "CA certificate (PEM) that client certificates must chain to" },
     { key: "tls.cert", kind: "file", description: "the server's certificate (PEM)" },
     { key: "tls.key", kind: "file", description: "the server's private key (PEM)" },
@@ -137,15 +154,6 @@ export const SETTINGS: readonly SettingSpec[] = [
     { key: "cluster.lease_ttl", kind: "duration", default: DAEMON_DEFAULTS.clusterLeaseTtl, description: "a node whose heartbeat is older than this (by Redis's clock) is dead and its units move; at least twice cluster.heartbeat_interval" },
     { key: "cluster.units", kind: "enum-list", values: ["relay", "partition", "slot"], default: "relay,partition,slot", description: "the kinds of units this node takes: relay (relay buckets: relays commits to the dispatch log), partition (dispatch partitions: session projection, conversation list), slot (user slots: registration, CMD state); relay alone makes an API node that leaves projecting to the others. Every kind needs a live node that takes it; every node must run a version that knows this setting before one is restricted (docs/cluster.md, \"Node roles\")" },
     { key: "cluster.heartbeat_interval", kind: "duration", default: DAEMON_DEFAULTS.clusterHeartbeatInterval, description: "how often a node heartbeats and takes or gives up units" },
-    { key: "node.listen", kind: "address-or-off", default: DAEMON_DEFAULTS.nodeListen, description: "node-to-node RPC (NodeService, mTLS with node certificates) address host:port; port 0: one the OS chooses, recorded in the node registry; off: no node service (commits on buckets owned elsewhere wait for the owner's sweep). Needs node.tls.cert and node.tls.key unless insecure_dev" },
-    { key: "node.advertise", kind: "address", description: "the host:port peers reach node.listen at, as the node registry records it (default: node.listen's host with the bound port; a loopback host is recorded as localhost, the name a node certificate carries)" },
-    { key: "node.tls.cert", kind: "file", description: "the node certificate (PEM; qimctl certs issue --role node): presented by the node service and to peers" },
-    { key: "node.tls.key", kind: "file", description: "the node certificate's private key (PEM)" },
-    { key: "node.tls.ca", kind: "file", description: "CA certificate (PEM) peers' node certificates chain to (default: tls.ca, the admin CA)" },
-  ]),
-  ...section("sync", [
-    { key: "sync.listen", kind: "address-or-off", default: DAEMON_DEFAULTS.syncListen, description: "the CMD sync HTTP API (POST /message/sync and /message/syncack, WuKongIM's JSON, docs/cmd-sync.md) address host:port, over TLS with the admin certificate; only client certificates of role service (qimctl certs issue --role service) may call it; port 0: one the OS chooses; off: no HTTP API" },
-    { key: "sync.tenant", kind: "uuid", description: "the tenant of a /message/sync or /message/syncack request that names none (its \"tenant\" field); unset: every request must name its tenant" },
   ]),
   ...section("cassandra", [
     { key: "cassandra.contact_points", kind: "addresses", description: "Cassandra host[:port] list: the conversation-set authority (unset: the Redis-hash development fallback)" },
@@ -157,7 +165,7 @@ export const SETTINGS: readonly SettingSpec[] = [
     { key: "cassandra.password_file", kind: "file", description: "file holding the password (a trailing newline is ignored)" },
     ...storeTls("cassandra", { enabled: "client encryption (also on with any cassandra.tls file)", servers: "the Cassandra nodes", cert: "when the nodes require client authentication", host: "each contact point's host" }),
   ]),
-];
+]);
 
 /** The config file's path: a flag and an environment variable of their own (not a key of the file). */
 export const CONFIG_FLAG = "config";

@@ -7,6 +7,7 @@
 import type { ServerWritableStream } from "@grpc/grpc-js";
 import { TAIL_MAX_BYTES, type AuditLog, type AuditRecord } from "../../audit.js";
 import type { AuditEntry, FollowAuditRequest, FollowAuditResponse } from "../../../admin-api/gen/qim/admin/v1/audit.js";
+import { openEndedStream } from "../../pipeline/stream.js";
 
 /** Entries a follower may have queued (written to the log, not yet taken by its client). */
 export const FOLLOW_BEHIND_MAX = 10_000;
@@ -44,69 +45,32 @@ export type FollowEnd = "cancelled" | "shutdown" | "behind";
  * Streams `limit` newest entries (one message, sent at once even when empty), then every batch
  * the log writes, until the client cancels, the log's followers are stopped (shutdown) or the
  * client falls FOLLOW_BEHIND_MAX entries behind. `admit` runs before every message (a certificate
- * revoked meanwhile gets nothing more): what it throws rejects the promise.
+ * revoked meanwhile gets nothing more): what it throws rejects the promise. The stream itself is
+ * the pipeline's open-ended stream (server/pipeline/stream.ts).
  */
 export function followAudit(log: AuditLog, call: ServerWritableStream<FollowAuditRequest, FollowAuditResponse>, limit: number, admit: () => void): Promise<FollowEnd> {
-  return new Promise((resolve, reject) => {
-    const queue: FollowAuditResponse[] = [];
-    let queued = 0;
-    let blocked = false;
-    let done = false;
-    let stop = () => {};
-    const finish = (end: FollowEnd | { error: unknown }) => {
-      if (done) return;
-      done = true;
-      stop();
-      call.off("cancelled", onCancelled);
-      if (typeof end === "string") resolve(end);
-      else reject(end.error);
-    };
-    const onCancelled = () => finish("cancelled");
-    const pump = () => {
-      while (!done && !blocked && queue.length > 0) {
-        try {
-          admit();
-        } catch (error) {
-          finish({ error });
-          return;
-        }
-        const m = queue.shift()!;
-        queued -= m.entries.length;
-        if (!call.write(m)) {
-          blocked = true;
-          call.once("drain", () => {
-            blocked = false;
-            pump();
-          });
-        }
-      }
-    };
+  return openEndedStream<FollowAuditResponse, Exclude<FollowEnd, "cancelled">>(call, admit, (out) => {
     const enqueue = (records: readonly AuditRecord[], first = false) => {
       const ms = messages(records);
       if (first && ms.length === 0) ms.push({ entries: [] });
-      for (const m of ms) {
-        queue.push(m);
-        queued += m.entries.length;
-      }
-      if (queued > FOLLOW_BEHIND_MAX) finish("behind");
-      else pump();
+      for (const m of ms) out.send(m, m.entries.length);
+      if (out.queued > FOLLOW_BEHIND_MAX) out.end("behind");
     };
-    if (call.cancelled) return resolve("cancelled");
-    call.on("cancelled", onCancelled);
     // batches written between the follow's start and its first answer reaching us wait for it
     let early: (readonly AuditRecord[])[] | null = [];
     const records = (batch: readonly AuditRecord[]) => {
-      if (done) return;
+      if (out.done) return;
       if (early) early.push(batch);
       else enqueue(batch);
     };
-    log.follow(limit, { records, closed: () => finish("shutdown") }).then(({ initial, stop: s }) => {
-      stop = s;
-      if (done) return s();
-      enqueue(initial, true);
-      const waiting = early!;
-      early = null;
-      for (const b of waiting) if (!done) enqueue(b);
-    }, (error: unknown) => finish({ error }));
+    return log.follow(limit, { records, closed: () => out.end("shutdown") }).then(({ initial, stop }) => {
+      if (!out.done) {
+        enqueue(initial, true);
+        const waiting = early!;
+        early = null;
+        for (const b of waiting) if (!out.done) enqueue(b);
+      }
+      return stop;
+    });
   });
 }

@@ -28,8 +28,9 @@ import type { TLSSocket } from "node:tls";
 import { status } from "@grpc/grpc-js";
 import { InvalidArgumentError, parseHostPort, parseUuid, stripCommandSuffix, uuidToHex, type CmdMessage, type Uuid } from "../../../core/index.js";
 import type { AuditRecord } from "../../audit.js";
-import { SERVICE_ROLE } from "../../pipeline/auth.js";
+import { SERVICE_ROLE, type Principal, type Role } from "../../pipeline/auth.js";
 import { mapError } from "../../pipeline/errors.js";
+import { Pipeline } from "../../pipeline/pipeline.js";
 import { cmdSurfaceMetrics } from "../../routing/cmd-metrics.js";
 import { syncLimit } from "../../routing/cmd-local.js";
 import type { CmdAccess } from "../../routing/cmd-router.js";
@@ -255,6 +256,7 @@ export async function startCmdHttpServer(opts: CmdHttpOptions): Promise<CmdHttpS
   const hp = parseHostPort(opts.listen, { allowPortZero: true });
   if (!hp) throw new InvalidArgumentError("sync.listen", `sync.listen must be host:port, got "${opts.listen}"`);
   const log = opts.log ?? (() => undefined);
+  const pipeline = new Pipeline({ audit: opts.audit, ...(opts.revoked ? { revoked: opts.revoked } : {}), log });
 
   /** The user of a request: (tenant, uid) as UUIDs. */
   function userOf(body: Record<string, unknown>): { tenant: Uuid; user: Uuid } {
@@ -353,53 +355,42 @@ export async function startCmdHttpServer(opts: CmdHttpOptions): Promise<CmdHttpS
       res.write(json);
       void body.drained.then(() => res.end());
     };
-    const record = (result: string, detail: string) => opts.audit({
-      principal: name, role, rpc: `POST ${path}`, arguments: argumentsOf, result, detail,
-      durationMs: Number(process.hrtime.bigint() - started) / 1e6, requestId, fingerprint,
-    });
     (async () => {
       // a refusal that needs no body still reads it (bounded), to know whether the connection can stay open
-      const bodyRead = body.text.then(() => undefined, () => undefined);
+      await body.text.then(() => undefined, () => undefined);
       if (path !== SYNC_PATH && path !== SYNC_ACK_PATH) {
-        await bodyRead;
         return answer(404, JSON.stringify({ msg: `no such path: ${path.slice(0, 100)} (this port serves ${SYNC_PATH} and ${SYNC_ACK_PATH})`, status: 404 }));
       }
-      if (req.method !== "POST") {
-        await bodyRead;
-        return answer(405, JSON.stringify({ msg: `${path} takes POST`, status: 405 }));
-      }
-      if (!insecure && fingerprint && opts.revoked?.(fingerprint)) {
-        await bodyRead;
-        await record("PERMISSION_DENIED", `certificate revoked: ${fingerprint} is on the deny list`);
-        return answer(403, JSON.stringify({ msg: `permission denied: certificate revoked (SHA-256 ${fingerprint} of ${name} is on the server's deny list)`, status: 403 }));
-      }
-      if (role !== SERVICE_ROLE) {
-        await bodyRead;
-        const why = `role ${role || "none"} may not call ${path}: only service certificates (qimctl certs issue --role service) may`;
-        await record("PERMISSION_DENIED", why);
-        return answer(403, JSON.stringify({ msg: `permission denied: ${why}`, status: 403 }));
-      }
-      try {
+      if (req.method !== "POST") return answer(405, JSON.stringify({ msg: `${path} takes POST`, status: 405 }));
+      // the role as the certificate names it, known or not: the audit records what was presented
+      const principal: Principal = { name, role: role as Role, fingerprint: insecure ? "" : fingerprint };
+      pipeline.run({ rpc: `POST ${path}`, roles: [SERVICE_ROLE], mutates: true, principal, arguments: () => argumentsOf, started, requestId }, {
+        refuse: (m) => {
+          if (res.headersSent) return;
+          if (m.code === status.PERMISSION_DENIED) answer(403, JSON.stringify({ msg: m.message, status: 403 }));
+          else answer(500, JSON.stringify({ msg: m.message, status: 500, code: m.domainCode }), { "x-qim-error-code": m.domainCode });
+        },
+        forbidden: () => `role ${role || "none"} may not call ${path}: only service certificates (qimctl certs issue --role service) may`,
+        failure: (err) => {
+          const e = cmdHttpError(err, requestId);
+          // a bug gets its stack in the server log, a retryable failure one line; neither reaches the client
+          const line = e.status === 500 ? `request ${requestId} POST ${path} failed: ${err instanceof Error ? err.stack ?? err.message : String(err)}`
+            : e.status === 503 ? `request ${requestId} POST ${path} failed (retryable): ${err instanceof Error ? err.message : String(err)}` : null;
+          return {
+            result: e.code, detail: String(e.body.msg), log: line,
+            reply: () => answer(e.status, JSON.stringify(e.body), {
+              "x-qim-error-code": e.code,
+              ...(e.retryAfterS !== null ? { "retry-after": String(e.retryAfterS) } : {}),
+            }),
+          };
+        },
+      }, async () => {
         const fields = jsonObject(await body.text);
         argumentsOf = { uid: fields.uid, tenant: fields.tenant, limit: fields.limit, message_seq: fields.message_seq, last_message_seq: fields.last_message_seq };
         const out = path === SYNC_PATH ? await sync(fields) : await syncAck(fields);
-        await record("OK", out.detail);
-        answer(200, out.json);
-      } catch (err) {
-        const e = cmdHttpError(err, requestId);
-        // a bug gets its stack in the server log, a retryable failure one line; neither reaches the client
-        if (e.status === 500) log(`request ${requestId} POST ${path} failed: ${err instanceof Error ? err.stack ?? err.message : String(err)}`);
-        else if (e.status === 503) log(`request ${requestId} POST ${path} failed (retryable): ${err instanceof Error ? err.message : String(err)}`);
-        await record(e.code, String(e.body.msg));
-        answer(e.status, JSON.stringify(e.body), {
-          "x-qim-error-code": e.code,
-          ...(e.retryAfterS !== null ? { "retry-after": String(e.retryAfterS) } : {}),
-        });
-      }
-    })().catch((err: unknown) => {
-      log(`request ${requestId} POST ${path}: audit log write failed: ${err instanceof Error ? err.message : String(err)}`);
-      if (!res.headersSent) answer(500, JSON.stringify({ msg: `audit log unavailable (request ${requestId})`, status: 500, code: "INTERNAL" }), { "x-qim-error-code": "INTERNAL" });
-    });
+        return { detail: out.detail, answer: () => answer(200, out.json) };
+      });
+    })().catch((err: unknown) => log(`request ${requestId} POST ${path} failed: ${err instanceof Error ? err.stack ?? err.message : String(err)}`));
   };
 
   const server: Server = insecure

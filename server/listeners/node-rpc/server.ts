@@ -8,7 +8,8 @@
  */
 import * as grpc from "@grpc/grpc-js";
 import { InvalidArgumentError, parseHostPort } from "../../../core/index.js";
-import { NODE_ROLE, principalOf } from "../../pipeline/auth.js";
+import { NODE_ROLE, principalOf, ROLES, type Role } from "../../pipeline/auth.js";
+import { Pipeline, STATUS_NAME } from "../../pipeline/pipeline.js";
 import { NodeServiceService, NodeStatus } from "../../../admin-api/gen/qim/node/v1/node.js";
 import type { NodeHandlers } from "../../routing/local.js";
 import { nodeMetrics } from "../../routing/metrics.js";
@@ -38,27 +39,39 @@ export async function startNodeServer(opts: NodeServerOptions): Promise<NodeServ
   if (!hp) throw new InvalidArgumentError("node.listen", `node.listen must be host:port, got "${opts.listen}"`);
   const server = new grpc.Server({ "grpc.max_receive_message_length": 1024 * 1024 });
 
-  /** The pipeline of every node RPC: the caller must present a node certificate; the handler answers a NodeStatus. */
+  // node calls are the engine's own traffic: no audit, no deny list (a node certificate is retired by its CA)
+  const pipeline = new Pipeline({ log: opts.log ?? (() => undefined) });
+  // --insecure-dev admits every caller (its principal is the insecure admin)
+  const roles: readonly Role[] = insecure ? ROLES : [NODE_ROLE];
+
+  /** A node RPC through the pipeline: the caller must present a node certificate; the handler answers a NodeStatus. */
   function handler<Req, Res extends { status: NodeStatus }>(rpc: string, run: (req: Req) => Promise<Res>): grpc.handleUnaryCall<Req, Res> {
     return (call, callback) => {
-      const principal = principalOf(call, insecure);
-      if (!insecure && principal?.role !== NODE_ROLE) {
-        nodeMetrics.served.inc({ rpc, status: "PERMISSION_DENIED" });
-        const who = principal ? `${principal.name} (role ${principal.role ?? "none"})` : "a caller without a certificate subject";
-        callback({ code: grpc.status.PERMISSION_DENIED, details: `permission denied: only node certificates (OU ${NODE_ROLE}) may call the node service; ${who} may not` });
-        return;
-      }
-      run(call.request).then(
-        (res) => {
-          nodeMetrics.served.inc({ rpc, status: statusName(res.status) });
-          callback(null, res);
+      pipeline.run({ rpc, roles, mutates: false, principal: principalOf(call, insecure), arguments: () => ({}) }, {
+        refuse: (m) => {
+          nodeMetrics.served.inc({ rpc, status: STATUS_NAME[m.code] ?? String(m.code) });
+          callback({ code: m.code, details: m.message });
         },
-        (err: unknown) => {
-          nodeMetrics.served.inc({ rpc, status: "INTERNAL" });
-          opts.log?.(`node service ${rpc} failed: ${err instanceof Error ? err.stack ?? err.message : String(err)}`);
-          callback({ code: grpc.status.INTERNAL, details: "internal error; see the node's log" });
+        forbidden: (principal) => {
+          const who = principal ? `${principal.name} (role ${principal.role ?? "none"})` : "a caller without a certificate subject";
+          return `only node certificates (OU ${NODE_ROLE}) may call the node service; ${who} may not`;
         },
-      );
+        failure: (err) => ({
+          result: "INTERNAL", detail: "", log: `node service ${rpc} failed: ${err instanceof Error ? err.stack ?? err.message : String(err)}`,
+          reply: () => {
+            nodeMetrics.served.inc({ rpc, status: "INTERNAL" });
+            callback({ code: grpc.status.INTERNAL, details: "internal error; see the node's log" });
+          },
+        }),
+      }, async () => {
+        const res = await run(call.request);
+        return {
+          answer: () => {
+            nodeMetrics.served.inc({ rpc, status: statusName(res.status) });
+            callback(null, res);
+          },
+        };
+      });
     };
   }
 

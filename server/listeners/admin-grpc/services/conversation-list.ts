@@ -5,6 +5,7 @@ import { catalogEntry } from "../../../../admin-api/catalog.js";
 import { summaryOut } from "../../../convert.js";
 import { ConversationAction, type Badge, type ListRow, type WatchUserEvent } from "../../../../admin-api/gen/qim/admin/v1/conversation_list.js";
 import { ALL_ROLES, defineService, MUTATE, serverStream, unary } from "../../../pipeline/rpc.js";
+import { openEndedStream } from "../../../pipeline/stream.js";
 
 function rowOut(r: Omit<SessionRow, "tenant" | "user" | "lastActivitySeq">): ListRow {
   return {
@@ -79,34 +80,8 @@ export const conversationListService = defineService(catalogEntry("qim.admin.v1.
     async handle(req, { deps, admit, call }) {
       const tenant = parseUuid(req.tenant, "tenant");
       const user = parseUuid(req.user, "user");
-      const end = await new Promise<"cancelled" | "shutdown">((resolve, reject) => {
-        let stop: (() => void) | null = null;
-        let done = false;
-        const finish = (how: "cancelled" | "shutdown" | { error: unknown }) => {
-          if (done) return;
-          done = true;
-          stop?.();
-          call.off("cancelled", onCancelled);
-          if (typeof how === "string") resolve(how);
-          else reject(how.error);
-        };
-        const onCancelled = () => finish("cancelled");
-        if (call.cancelled) return resolve("cancelled");
-        call.on("cancelled", onCancelled);
-        deps.runtime.sessionView.watch(tenant, user, (frame) => {
-          if (done) return;
-          try {
-            admit();
-          } catch (error) {
-            finish({ error });
-            return;
-          }
-          call.write(frameOut(frame));
-        }, () => finish("shutdown")).then((s) => {
-          stop = s;
-          if (done) s();
-        }, (error: unknown) => finish({ error }));
-      });
+      const end = await openEndedStream<WatchUserEvent, "shutdown">(call, admit, (out) =>
+        deps.runtime.sessionView.watch(tenant, user, (frame) => out.send(frameOut(frame)), () => out.end("shutdown")));
       return end === "shutdown" ? { error: { code: status.UNAVAILABLE, domainCode: "UNAVAILABLE", message: "the admin server is shutting down" } } : {};
     },
   }),

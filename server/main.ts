@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { basename } from "node:path";
 import { Command, Option } from "commander";
 import { runDaemon, toDaemonSettings } from "./daemon.js";
 import { serverLog } from "./log.js";
@@ -8,10 +9,15 @@ import {
 
 const camel = (flag: string) => flag.replace(/-([a-z])/g, (_m, c: string) => c.toUpperCase());
 
+/** The program's two names: qim-node (what it is: a node of the engine) and qim-admin-server (its former name); one code path. */
+const NAMES = ["qim-node", "qim-admin-server"] as const;
+const invoked = basename(process.argv[1] ?? "").replace(/\.js$/, "");
+const name = NAMES.find((n) => n === invoked) ?? "qim-admin-server";
+
 // every flag comes from the settings schema; commander only collects what was given (no defaults,
 // no environment: resolveSettings applies flag > environment > config file > default itself)
-const program = new Command("qim-admin-server")
-  .description("The QIM admin API: gRPC over mTLS (client certificates required), backed by the embedded engine on Redis.")
+const program = new Command(name)
+  .description(`A node of the QIM engine: the embedded engine on Redis and its listeners — the admin API (gRPC over mTLS, client certificates required), the node RPC, the application servers' HTTP API (CMD sync), metrics. The same program runs as ${NAMES.join(" and as ")}.`)
   .addOption(new Option(`--${CONFIG_FLAG} <file>`, `YAML config file with any of the settings below (env ${CONFIG_ENV}); flags and environment override it`))
   .addOption(new Option(`--${PRINT_CONFIG_FLAG}`, "print the effective settings (passwords redacted) with the source of each, and exit"));
 for (const spec of SETTINGS) {
@@ -29,13 +35,13 @@ Passwords have no flag (a command line shows in ps): --redis-password-file / QIM
 docs/config-reference.md.
 
 Examples:
-  qim-admin-server --tls-ca ca.pem --tls-cert server.pem --tls-key server-key.pem --redis 127.0.0.1:6379
-  qim-admin-server --config /etc/qim/server.yaml
-  qim-admin-server --config /etc/qim/server.yaml --print-config
-  QIM_REDIS_PASSWORD=… qim-admin-server --tls-ca … --redis rediss://10.0.0.5:6380 --redis-user qim --redis-tls-ca redis-ca.pem
-  qim-admin-server --tls-ca … --redis 10.0.0.5:6379 --cassandra-contact-points 10.0.1.1,10.0.1.2 --cassandra-local-dc dc1
-  qim-admin-server --config /etc/qim/server.yaml --cluster-units relay   # an API node: commits and relays, projects nothing
-  qim-admin-server --insecure-dev --redis 127.0.0.1:6379   # development only, loopback only
+  ${name} --tls-ca ca.pem --tls-cert server.pem --tls-key server-key.pem --redis 127.0.0.1:6379
+  ${name} --config /etc/qim/server.yaml
+  ${name} --config /etc/qim/server.yaml --print-config
+  QIM_REDIS_PASSWORD=… ${name} --tls-ca … --redis rediss://10.0.0.5:6380 --redis-user qim --redis-tls-ca redis-ca.pem
+  ${name} --tls-ca … --redis 10.0.0.5:6379 --cassandra-contact-points 10.0.1.1,10.0.1.2 --cassandra-local-dc dc1
+  ${name} --config /etc/qim/server.yaml --cluster-units relay   # an API node: commits and relays, projects nothing
+  ${name} --insecure-dev --redis 127.0.0.1:6379   # development only, loopback only
 
 Exit codes: 2 bad settings (the flag, variable or config key is named; nothing started), or start-up
 refused by the session projection (nothing changed); 5 Redis or Cassandra unreachable, or refusing
@@ -44,7 +50,7 @@ the credentials or the TLS handshake (one line says which).`);
 program.parse();
 const o = program.opts<Record<string, unknown>>();
 const fail = (code: number, message: string): never => {
-  serverLog(`qim-admin-server: ${message}`);
+  serverLog(`${name}: ${message}`);
   process.exit(code);
 };
 let settings;

@@ -54,11 +54,12 @@ export type StreamEnd<Ev> = { last?: Ev; error?: MappedError; detail?: string };
 export interface ServerStreamRpc<Req = never, Ev = unknown> extends RpcBase {
   kind: "serverStream";
   /**
-   * true: the stream does not end by itself (a watch, a follow) — it runs until the client
-   * cancels or the server stops. Tools that call every RPC (the fuzz test) read this instead of
-   * guessing from the name; false: it ends with its last event (a drill's report).
+   * true: an open-ended stream (server/pipeline/stream.ts): it does not end by itself (a watch, a
+   * follow) — it runs until the client cancels or the server stops. Tools that call every RPC
+   * (the fuzz and audit tests) read this instead of guessing from the name; false: it ends with
+   * its last event (a drill's report).
    */
-  endless: boolean;
+  openEnded: boolean;
   handle(req: Req, ctx: CallContext & { send(ev: Ev): void; call: grpc.ServerWritableStream<Req, Ev> }): Promise<StreamEnd<Ev>>;
 }
 

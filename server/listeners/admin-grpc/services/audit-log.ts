@@ -19,7 +19,7 @@ export const auditService = defineService(catalogEntry("qim.admin.v1.AuditServic
     },
   }),
   followAudit: serverStream({
-    endless: true,
+    openEnded: true,
     roles: ["admin", "operator", "viewer"], mutates: false,
     async handle(req, { deps, admit, call }) {
       if (req.limit > TAIL_AUDIT_LIMIT.max) throw new InvalidArgumentError("limit", `limit is at most ${TAIL_AUDIT_LIMIT.max} (0: only entries written from now on)`);

@@ -75,7 +75,7 @@ export const conversationListService = defineService(catalogEntry("qim.admin.v1.
     },
   }),
   watchUser: serverStream({
-    endless: true,
+    openEnded: true,
     roles: ALL_ROLES, mutates: false,
     async handle(req, { deps, admit, call }) {
       const tenant = parseUuid(req.tenant, "tenant");

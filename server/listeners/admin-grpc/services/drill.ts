@@ -10,7 +10,7 @@ import { defineService, serverStream } from "../../../pipeline/rpc.js";
  */
 export const drillService = defineService(catalogEntry("qim.admin.v1.DrillService"), {
   runRebuildDrill: serverStream({
-    endless: false,
+    openEnded: false,
     roles: ["admin", "drill"], mutates: true,
     async handle(req, { deps, principal, send }) {
       const wipe = req.wipe === "" ? "projection" : req.wipe;

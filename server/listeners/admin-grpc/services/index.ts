@@ -40,11 +40,11 @@ export const MUTATING: ReadonlySet<string> = new Set(
 );
 
 /**
- * Paths of the server streams declared `endless` (a watch, a follow: they end only when the client
+ * Paths of the server streams declared `openEnded` (a watch, a follow: they end only when the client
  * cancels), for tools that call every RPC and must not wait for such a stream's end.
  */
-export const ENDLESS_STREAMS: ReadonlySet<string> = new Set(
+export const OPEN_ENDED_STREAMS: ReadonlySet<string> = new Set(
   SERVICES.flatMap((svc) => Object.entries(svc.rpcs)
-    .filter(([, rpc]) => { const r = rpc as Rpc; return r.kind === "serverStream" && r.endless; })
+    .filter(([, rpc]) => { const r = rpc as Rpc; return r.kind === "serverStream" && r.openEnded; })
     .map(([method]) => svc.definition[method]!.path)),
 );

@@ -13,7 +13,7 @@ import { packageVersion } from "../../../version.js";
  */
 export const observeService = defineService(catalogEntry("qim.admin.v1.ObserveService"), {
   watch: serverStream({
-    endless: true,
+    openEnded: true,
     roles: ALL_ROLES, mutates: false,
     async handle(req, { deps, admit, call }) {
       const end = await deps.observer.watch(call, watchIntervalMs(req), admit);

@@ -126,7 +126,7 @@ export function renderReference(): string {
   const out = [
     "# Server configuration reference",
     "",
-    "<!-- generated from admin-api/settings/schema.ts by `npm run docs:config`; edit the schema, not this file -->",
+    "<!-- generated from server/settings/schema.ts and server/listeners/*/settings.ts by `npm run docs:config`; edit the schema, not this file -->",
     "",
     `\`qim-admin-server\` and \`qimctl server start\` read their settings from, strongest first: flags, environment`,
     `variables, the config file (\`--${CONFIG_FLAG} FILE\` or \`${CONFIG_ENV}\`; YAML, keys nested by the dots below),`,

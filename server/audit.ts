@@ -92,7 +92,7 @@ export interface AuditFollower {
  */
 /**
  * What the log's flushes cost, kept as the log runs (cheap: a counter and a histogram record per
- * flush and per record), read by the server's diagnostics (admin-api/observe.ts). Histograms in ns.
+ * flush and per record), read by the server's diagnostics (server/diagnostics.ts). Histograms in ns.
  */
 export interface AuditStats {
   flushes: number;

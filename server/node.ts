@@ -77,7 +77,7 @@ export interface NodeOptions {
   /** Cassandra settings (the daemon's --cassandra-* flags); the server creates and closes that authority. */
   cassandra?: CassandraAuthorityOptions;
   /**
-   * The deny list of revoked client certificates (admin-api/deny-list.ts): a file of SHA-256
+   * The deny list of revoked client certificates (server/deny-list.ts): a file of SHA-256
    * fingerprints, polled every `denyListPollMs` (default 1000; 0: only on reloadDenyList(), which
    * the daemon calls on SIGHUP). A call from a listed certificate is refused PERMISSION_DENIED
    * "certificate revoked" and audited. A file that cannot be read or parsed at start-up is an error.
@@ -101,7 +101,7 @@ export interface NodeOptions {
   /**
    * One line per notable event. A start-up refused by the session projection logs one line per
    * partition ("session projection: partition N VERDICT: detail") and a last line saying so.
-   * Default: stderr, each line stamped with its UTC time (admin-api/log.ts).
+   * Default: stderr, each line stamped with its UTC time (server/log.ts).
    */
   log?: (line: string) => void;
 }

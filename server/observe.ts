@@ -84,7 +84,7 @@ export class Observer {
 
   /**
    * `nodes`: the engine cluster's nodes (ClusterMembership.nodes), absent on a server that is no
-   * node; `cmdBadFiles`: the CMD pending files set aside as .bad (admin-api/node/cmd-bad.ts).
+   * node; `cmdBadFiles`: the CMD pending files set aside as .bad (server/routing/cmd-bad.ts).
    */
   constructor(
     private readonly projection: ProjectionStack,

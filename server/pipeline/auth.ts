@@ -6,9 +6,9 @@ export type CallWithAuth = { getAuthContext: ServerUnaryCall<unknown, unknown>["
 
 /**
  * The roles a certificate's OU may name. `node` is an engine server calling another node's
- * NodeService (admin-api/node/): no admin RPC declares it, and the node service admits nothing else.
+ * NodeService (server/listeners/node-rpc/): no admin RPC declares it, and the node service admits nothing else.
  * `service` is an application server calling the CMD sync HTTP API (/message/sync, /message/syncack,
- * admin-api/cmd-http.ts): no admin RPC declares it either, and that API admits nothing else.
+ * server/listeners/app-http/): no admin RPC declares it either, and that API admits nothing else.
  */
 export const ROLES = ["admin", "operator", "viewer", "drill", "node", "service"] as const;
 export type Role = (typeof ROLES)[number];
@@ -50,7 +50,7 @@ export function principalOf(call: CallWithAuth, insecureDev: boolean, known?: Pe
   return { name, role, fingerprint: cert.fingerprint256 ?? "" };
 }
 
-/** Whether the principal's role is among the roles an RPC declares (admin-api/services/). */
+/** Whether the principal's role is among the roles an RPC declares (server/listeners/admin-grpc/services/). */
 export function allowed(roles: readonly Role[], p: Principal): boolean {
   return p.role !== null && roles.includes(p.role);
 }

@@ -10,7 +10,7 @@ import type { Observer } from "../observe.js";
  * How a service file declares its RPCs (after nice-grpc's middleware and etcd's one file per
  * service): each RPC names the roles that may call it and whether it mutates (mutations are
  * audited whatever their outcome, with fdatasync before the answer), next to its handler. The
- * server runs every RPC through one pipeline (server.ts: authenticate → authorise → validate →
+ * server runs every RPC through one pipeline (server/pipeline/pipeline.ts: authenticate → authorise → validate →
  * handler → audit → error mapping); a handler only parses, calls core and maps the result.
  */
 

@@ -1,5 +1,5 @@
 /**
- * What this node answers to a NodeService call, as plain functions: the gRPC server (server.ts)
+ * What this node answers to a NodeService call, as plain functions: the gRPC server (server/listeners/node-rpc/server.ts)
  * and the router's local call (router.ts, when this node is the owner) run the same code, so a
  * call to oneself behaves exactly as a call from a peer.
  *

@@ -1,6 +1,6 @@
 /**
  * AuditService.FollowAudit: the audit log as it is written. The log hands each durable batch to
- * its followers in order (admin-api/audit.ts), rotations included, so the stream needs no file
+ * its followers in order (server/audit.ts), rotations included, so the stream needs no file
  * polling and cannot miss or repeat a record across a rotation. A client that does not read is
  * not followed for ever: past FOLLOW_BEHIND_MAX queued entries its stream ends (follow again).
  */

@@ -11,7 +11,7 @@
  * user's slot moving between owners (STALE_OWNER, a fenced write), no live owner, an owner or a
  * store that cannot be reached — is 503 with `Retry-After`, and a bug is 500; both bodies keep
  * WuKongIM's `{msg, status}` and add `code`, the domain code the admin API's metadata carries
- * (cmdHttpError: one table from the gRPC status of admin-api/errors.ts mapError).
+ * (cmdHttpError: one table from the gRPC status of server/pipeline/errors.ts mapError).
  *
  * What is ours: TLS with client certificates from the admin PKI, and only the role `service`
  * (qimctl certs issue --role service) may call — an operator's certificate is refused 403, as a

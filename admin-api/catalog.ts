@@ -15,7 +15,7 @@ import { ProjectionServiceClient, ProjectionServiceService } from "./gen/qim/adm
  * client class, and the names its unary methods take in the flat typed client when two services
  * would otherwise share one. The server's registration, health names, reflection list and role
  * table, and the typed client, are all derived from this list and from the handler modules in
- * admin-api/services/. Nothing here imports the engine: the CLI loads it to build its client.
+ * server/listeners/admin-grpc/services/. Nothing here imports the engine: the CLI loads it to build its client.
  */
 export const SERVICE_CATALOG = [
   { name: "qim.admin.v1.GroupService", definition: GroupServiceService, client: GroupServiceClient, rename: {} },

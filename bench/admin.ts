@@ -29,7 +29,7 @@
  *   5. `qimctl --version` start-up time next to `node -e 0` (ratio).
  * Every round runs the four measurements once; the summary gives the median over rounds.
  * Usage: node dist/bench/admin.js [--pairs N] [--concurrency C] [--rounds R] [--json]
- *          [--server-cpu-prof DIR] [--client-cpu-prof PREFIX] [--compare OTHER/dist/admin-api/main.js [--compare-node-args "FLAGS"]] [--server-args "FLAGS"] [--server-node-args "FLAGS"] [--no-startup] [--verbose]
+ *          [--server-cpu-prof DIR] [--client-cpu-prof PREFIX] [--compare OTHER/dist/server/main.js [--compare-node-args "FLAGS"]] [--server-args "FLAGS"] [--server-node-args "FLAGS"] [--no-startup] [--verbose]
  * --server-cpu-prof DIR: the server writes a CPU profile of each measured API phase there
  * (interval-1.cpuprofile, interval-3.cpuprofile, …; the even ones are the warm-ups).
  */
@@ -44,7 +44,7 @@ import { promisify } from "node:util";
 import * as grpc from "@grpc/grpc-js";
 import { HealthImplementation, service as healthService } from "grpc-health-check";
 import { connectAdmin } from "../admin-api/client.js";
-import { SERVER_NODE_FLAGS, semiSpaceMiB } from "../admin-api/node-flags.js";
+import { SERVER_NODE_FLAGS, semiSpaceMiB } from "../server/node-flags.js";
 import { createCa, issueClientCert, issueServerCert } from "../certs/pki.js";
 import { ConversationService, EngineRuntime, OutboxRelay, RedisStore, RedisStreamsDispatchLog } from "../core/index.js";
 import { freePort, startRedis } from "../test/harness/redis.js";
@@ -64,7 +64,7 @@ const CONCURRENCY = flag("--concurrency", 16);
 const ROUNDS = flag("--rounds", 3);
 const CPU_PROF = option("--server-cpu-prof");
 const CLIENT_PROF = option("--client-cpu-prof");
-/** Another build's dist/admin-api/main.js, measured in every round next to this one (A/B on a noisy machine). */
+/** Another build's dist/server/main.js, measured in every round next to this one (A/B on a noisy machine). */
 const COMPARE = option("--compare");
 
 /** A CPU profile of this process from now until the returned function writes it. */
@@ -89,7 +89,7 @@ const SERVER_NODE_ARGS = option("--server-node-args")?.split(" ").filter(Boolean
 /** With --compare: Node/V8 flags for the compared server instead (--compare may then name this build). */
 const COMPARE_NODE_ARGS = option("--compare-node-args")?.split(" ").filter(Boolean);
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
-const MAIN_ENTRY = join(ROOT, "dist/admin-api/main.js");
+const MAIN_ENTRY = join(ROOT, "dist/server/main.js");
 const PARTITIONS = 8;
 
 const pct = (xs: number[], p: number) => {

@@ -27,7 +27,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { connectAdmin } from "../admin-api/client.js";
-import { SERVER_NODE_FLAGS } from "../admin-api/node-flags.js";
+import { SERVER_NODE_FLAGS } from "../server/node-flags.js";
 import { issueClientCert } from "../certs/pki.js";
 import { testPki, writeTestPki } from "../test/certs/fixture.js";
 import { freePort, startRedis } from "../test/harness/redis.js";

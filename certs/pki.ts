@@ -11,7 +11,7 @@ import forge from "node-forge";
 
 const { pki } = forge;
 
-import { ROLES, type Role } from "../admin-api/auth.js";
+import { ROLES, type Role } from "../server/pipeline/auth.js";
 
 export { ROLES, type Role };
 

@@ -46,7 +46,7 @@ ensure("demo", { say });
 ensureNodeModules(say);
 
 // 3. build (tsconfig's inputs, the protos, the Lua scripts, the bins and the package files)
-const SOURCES = ["core", "admin-api", "cli", "certs", "test", "bench", "proto", "lua", "bin", "scripts/proto-gen.sh", "package.json", "package-lock.json", "tsconfig.json"];
+const SOURCES = ["core", "admin-api", "server", "cli", "certs", "test", "bench", "proto", "lua", "bin", "scripts/proto-gen.sh", "package.json", "package-lock.json", "tsconfig.json"];
 const marker = path.join(root, "oclif.manifest.json");
 const built = existsSync(marker) && existsSync(path.join(root, "dist", "cli", "commands", "demo.js")) ? statSync(marker).mtimeMs : 0;
 const sources = Math.max(...SOURCES.map(newest));

@@ -6,7 +6,7 @@
 #     service, served on its own listener, not by the admin server's reflection) and of reflection;
 #   - descriptor-set.ts: protoc's own FileDescriptorSet of every file the admin server serves
 #     (imports and comments included), embedded as base64 so that it is compiled into dist/ with
-#     the code that serves it; admin-api/reflection.ts answers server reflection from its bytes.
+#     the code that serves it; server/listeners/admin-grpc/reflection.ts answers server reflection from its bytes.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 out=admin-api/gen

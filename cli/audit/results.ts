@@ -1,5 +1,5 @@
 /**
- * The JSON result of `audit tail`: the entries as the server recorded them (admin-api/audit.ts
+ * The JSON result of `audit tail`: the entries as the server recorded them (server/audit.ts
  * writes them), declared here as the CLI's contract (cli/result.ts says how).
  */
 import type { AuditEntry } from "../../admin-api/client.js";

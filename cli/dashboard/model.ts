@@ -10,7 +10,7 @@ import { UsageError } from "../exit-codes.js";
 import { projectionStatusResult, type ProjectionStatusResult } from "../projection/results.js";
 import { resultFrom } from "../result.js";
 
-/** The server's bounds of WatchRequest.interval_ms (admin-api/observe.ts). */
+/** The server's bounds of WatchRequest.interval_ms (server/observe.ts). */
 export const INTERVAL_BOUNDS_MS = { min: 200, max: 60_000 } as const;
 
 /** The raw counters of the server process (totals since it started); cli/result.ts says how the snapshot's parts are declared. */

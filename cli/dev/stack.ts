@@ -23,7 +23,7 @@
  * redis-server's process title ends with "qimctl-dev <data dir>" (--proc-title-template), the
  * admin server's arguments name <data dir>/audit.log.
  */
-import { SERVER_NODE_FLAGS } from "../../admin-api/node-flags.js";
+import { SERVER_NODE_FLAGS } from "../../server/node-flags.js";
 import { spawn, type ChildProcess } from "node:child_process";
 import { createHash, randomBytes, randomUUID, X509Certificate } from "node:crypto";
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmdirSync, rmSync, statSync, unlinkSync, writeFileSync } from "node:fs";

@@ -3,7 +3,7 @@ import { randomUUID } from "node:crypto";
 import { stat } from "node:fs/promises";
 import { after, before, describe, it } from "node:test";
 import * as grpc from "@grpc/grpc-js";
-import { AUDIT_ARGUMENTS_MAX_BYTES, AUDIT_ARRAY_MAX } from "../../admin-api/audit.js";
+import { AUDIT_ARGUMENTS_MAX_BYTES, AUDIT_ARRAY_MAX } from "../../server/audit.js";
 import { rejected } from "./helpers.js";
 import { startReliabilityServer, type ReliabilityServer } from "../reliability/server.js";
 

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { createHash } from "node:crypto";
 import { registry } from "../../core/metrics/index.js";
-import { AUDIT_ARGUMENTS_MAX_BYTES, AUDIT_ARRAY_MAX, AUDIT_STRING_MAX, auditArguments, AuditLog, type AuditRecord } from "../../admin-api/audit.js";
+import { AUDIT_ARGUMENTS_MAX_BYTES, AUDIT_ARRAY_MAX, AUDIT_STRING_MAX, auditArguments, AuditLog, type AuditRecord } from "../../server/audit.js";
 
 /** The files of a rotated log, oldest first (FILE.N … FILE.1, FILE), as this test reads them: names and request ids per file. */
 async function rotatedFiles(file: string): Promise<{ name: string; ids: string[]; bytes: number; mode: number }[]> {

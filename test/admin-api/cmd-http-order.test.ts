@@ -11,8 +11,8 @@ import assert from "node:assert/strict";
 import { connect } from "node:net";
 import { after, before, describe, it } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { CMD_HTTP_MAX_PIPELINED, startCmdHttpServer, type CmdHttpServer } from "../../admin-api/cmd-http.js";
-import type { CmdAccess } from "../../admin-api/node/cmd-router.js";
+import { CMD_HTTP_MAX_PIPELINED, startCmdHttpServer, type CmdHttpServer } from "../../server/listeners/app-http/cmd-http.js";
+import type { CmdAccess } from "../../server/routing/cmd-router.js";
 import { newUuid, type Uuid } from "../../core/index.js";
 
 const CALL_MS = 30;

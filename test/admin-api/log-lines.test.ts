@@ -1,6 +1,6 @@
 /**
  * The server's log lines carry their time (issue 24): every record qim-admin-server writes to
- * stderr starts with an ISO-8601 UTC timestamp with milliseconds (admin-api/log.ts), from start-up
+ * stderr starts with an ISO-8601 UTC timestamp with milliseconds (server/log.ts), from start-up
  * to shutdown, and a refused start-up's one line as well.
  */
 import assert from "node:assert/strict";
@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
-import { stampedLine } from "../../admin-api/log.js";
+import { stampedLine } from "../../server/log.js";
 import { writeTestPki, type TestPkiFiles } from "../certs/fixture.js";
 import { baseEnv, ROOT } from "../e2e/qimctl.js";
 import { startRedis, type RedisServer } from "../harness/redis.js";

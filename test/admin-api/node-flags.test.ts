@@ -1,5 +1,5 @@
 /**
- * The server's V8 flags (admin-api/node-flags.ts): bin/qim-admin-server.js's first line gives them
+ * The server's V8 flags (server/node-flags.ts): bin/qim-admin-server.js's first line gives them
  * to node when the file is run as a program, the launchers that start it with `node` pass the same,
  * and a server started without them says so in its log.
  */
@@ -9,7 +9,7 @@ import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
-import { SERVER_NODE_FLAGS, SERVER_SEMI_SPACE_MIB, semiSpaceMiB } from "../../admin-api/node-flags.js";
+import { SERVER_NODE_FLAGS, SERVER_SEMI_SPACE_MIB, semiSpaceMiB } from "../../server/node-flags.js";
 import { writeTestPki, type TestPkiFiles } from "../certs/fixture.js";
 import { startRedis, type RedisServer } from "../harness/redis.js";
 import { ADMIN_SERVER, startServerProcess } from "../reliability/server-process.js";

@@ -12,7 +12,7 @@ import { after, before, describe, it } from "node:test";
 import * as grpc from "@grpc/grpc-js";
 import { Redis } from "ioredis";
 import { connectAdmin, errorCode, errorField, type AdminClient, type DrillProgress } from "../../admin-api/client.js";
-import { startAdminServer, type AdminServer, type AdminServerOptions } from "../../admin-api/server.js";
+import { startAdminServer, type AdminServer, type AdminServerOptions } from "../../server/node.js";
 import { ProjectionRefusedError, RedisHashAuthority, RedisStore } from "../../core/index.js";
 import { CLIENT_NAMES, testPki, type TestPki } from "../certs/fixture.js";
 import { rejected, storeDigest } from "./helpers.js";

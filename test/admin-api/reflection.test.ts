@@ -1,5 +1,5 @@
 /**
- * Server reflection (admin-api/reflection.ts) through grpc-js over mTLS: every file goes out as
+ * Server reflection (server/listeners/admin-grpc/reflection.ts) through grpc-js over mTLS: every file goes out as
  * the bytes protoc writes for it, with its dependencies; symbols of every kind resolve to their
  * file; what is not there is NOT_FOUND; and a server whose services and descriptors disagree does
  * not start. The third-party clients' view is in test/interop/.
@@ -15,8 +15,8 @@ import * as grpc from "@grpc/grpc-js";
 import { fromBinary } from "@bufbuild/protobuf";
 import { BinaryReader } from "@bufbuild/protobuf/wire";
 import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
-import { ReflectedServer, serveReflection } from "../../admin-api/reflection.js";
-import { startAdminServer, type AdminServer } from "../../admin-api/server.js";
+import { ReflectedServer, serveReflection } from "../../server/listeners/admin-grpc/reflection.js";
+import { startAdminServer, type AdminServer } from "../../server/node.js";
 import { ServerReflectionClient, type ServerReflectionRequest, type ServerReflectionResponse } from "../../admin-api/gen/grpc/reflection/v1/reflection.js";
 import { ServerReflectionClient as ServerReflectionV1AlphaClient } from "../../admin-api/gen/grpc/reflection/v1alpha/reflection.js";
 import { testPki, type TestPki } from "../certs/fixture.js";

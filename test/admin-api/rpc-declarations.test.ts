@@ -13,9 +13,9 @@ import { after, before, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import * as grpc from "@grpc/grpc-js";
 import { loadSync } from "@grpc/proto-loader";
-import { ROLES } from "../../admin-api/auth.js";
+import { ROLES } from "../../server/pipeline/auth.js";
 import { SERVICE_CATALOG } from "../../admin-api/catalog.js";
-import { SERVICES } from "../../admin-api/services/index.js";
+import { SERVICES } from "../../server/listeners/admin-grpc/services/index.js";
 import { newUuid } from "../../core/index.js";
 import { startE2eServer, type E2eServer } from "../e2e/qimctl.js";
 

@@ -9,7 +9,7 @@ import { loadSync } from "@grpc/proto-loader";
 import { service as healthService } from "grpc-health-check";
 import { Redis } from "ioredis";
 import { connectAdmin, errorCode, errorField, type AdminClient } from "../../admin-api/client.js";
-import { startAdminServer, type AdminServer } from "../../admin-api/server.js";
+import { startAdminServer, type AdminServer } from "../../server/node.js";
 import { rejected, storeDigest } from "./helpers.js";
 import { projectionSettled } from "../harness/projection.js";
 import { startRedis, type RedisServer } from "../harness/redis.js";

@@ -4,11 +4,11 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
-import { toDaemonSettings } from "../../admin-api/daemon-settings.js";
+import { toDaemonSettings } from "../../server/daemon-settings.js";
 import {
   EXAMPLE, effectiveSettings, formatSize, parseDuration, parseSize, readConfigFile, renderEffective, renderReference, resolveSettings, SETTINGS, SettingsError,
   type SettingInputs,
-} from "../../admin-api/settings/index.js";
+} from "../../server/settings/index.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..", "..");
 const dir = mkdtempSync(path.join(tmpdir(), "qim-settings-"));
@@ -163,7 +163,7 @@ describe("server settings: one schema for flags, environment, config file and de
   });
 
   it("store settings become the engine's connection options: Redis auth and TLS PEM in the topology, Cassandra credentials and TLS", async () => {
-    const { cassandraOf, topologyOf } = await import("../../admin-api/daemon.js");
+    const { cassandraOf, topologyOf } = await import("../../server/daemon.js");
     const ca = file("store-ca.pem", "-----BEGIN CERTIFICATE-----\nCA\n-----END CERTIFICATE-----\n");
     const s = toDaemonSettings(resolve({
       redis: "rediss://10.0.0.5:6380,10.0.0.6:6380", "redis-user": "qim", "redis-tls-ca": ca, "redis-tls-servername": "redis.internal",
@@ -238,7 +238,7 @@ describe("cluster settings (issue 11)", () => {
   });
 
   it("a generated node id is written once to <data_dir>/node-id and read back on the next start", async () => {
-    const { nodeIdOf, NODE_ID_FILE } = await import("../../admin-api/daemon.js");
+    const { nodeIdOf, NODE_ID_FILE } = await import("../../server/daemon.js");
     const dataDir = path.join(dir, "data-dir-test");
     const first = await nodeIdOf({ dataDir });
     assert.match(first, /^node-[0-9a-f]{8}$/);

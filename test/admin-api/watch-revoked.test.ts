@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import * as grpc from "@grpc/grpc-js";
 import { connectAdmin, errorCode, type AdminClient, type AuditEntry, type Snapshot } from "../../admin-api/client.js";
-import { startAdminServer, type AdminServer } from "../../admin-api/server.js";
+import { startAdminServer, type AdminServer } from "../../server/node.js";
 import { CLIENT_NAMES, testPki, type TestPki } from "../certs/fixture.js";
 import { startRedis, type RedisServer } from "../harness/redis.js";
 

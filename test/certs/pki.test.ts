@@ -20,7 +20,7 @@ import {
   type ClientCertOptions,
   type PemPair,
 } from "../../certs/pki.js";
-import { OPERATOR_ROLES as ROLES } from "../../admin-api/auth.js";
+import { OPERATOR_ROLES as ROLES } from "../../server/pipeline/auth.js";
 import { CLIENT_NAMES, TEST_PKI_NAMES, testPki, writeTestPki, type TestPki } from "./fixture.js";
 
 const DAY_MS = 24 * 60 * 60 * 1000;

@@ -9,7 +9,7 @@ import os from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { NOT_ONE_LINE } from "../../core/index.js";
-import { parseDenyList } from "../../admin-api/deny-list.js";
+import { parseDenyList } from "../../server/deny-list.js";
 import { createCa, issueClientCert } from "../../certs/pki.js";
 import { ok, run } from "../e2e/qimctl.js";
 

@@ -3,7 +3,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { startAdminServer, type AdminServer } from "../../admin-api/server.js";
+import { startAdminServer, type AdminServer } from "../../server/node.js";
 import { classifyUnavailable, GRPC_STATUS, needsCertificateProbe, needsProtocolProbe } from "../../cli/exit-codes.js";
 import { serverRefusesCertificate, serverSpeaks } from "../../cli/tls-probe.js";
 import { testPki, type TestPki } from "../certs/fixture.js";

@@ -7,7 +7,7 @@
  * stderr as qim-admin-server does; SIGTERM stops it cleanly (its units handed over).
  */
 import { readFileSync } from "node:fs";
-import { startAdminServer } from "../../admin-api/server.js";
+import { startAdminServer } from "../../server/node.js";
 
 const cfg = JSON.parse(process.argv[2]!) as {
   redisAddr: string; listen: string; metricsListen: string; auditLog: string; ca: string; cert: string; key: string;

@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import * as grpc from "@grpc/grpc-js";
 import { connectAdmin, errorCode, errorField, type AdminClient, type Snapshot, type WatchStream } from "../../admin-api/client.js";
-import { startAdminServer, type AdminServer, type AdminServerOptions } from "../../admin-api/server.js";
+import { startAdminServer, type AdminServer, type AdminServerOptions } from "../../server/node.js";
 import { DashboardFeed, type SnapshotView } from "../../cli/dashboard/feed.js";
 import { rates, type ConnectionState } from "../../cli/dashboard/model.js";
 import { classifyError } from "../../cli/exit-codes.js";

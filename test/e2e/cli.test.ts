@@ -11,7 +11,7 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
-import type { AdminServer } from "../../admin-api/server.js";
+import type { AdminServer } from "../../server/node.js";
 import { CLIENT_NAMES, type TestPkiFiles, type TestPkiName } from "../certs/fixture.js";
 import { freePort, type RedisServer } from "../harness/redis.js";
 import { baseEnv, failed, ok, QIMCTL, ROOT, run, startE2eServer, type Run } from "./qimctl.js";

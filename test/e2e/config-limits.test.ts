@@ -1,5 +1,5 @@
 /**
- * Issue 24 defect 7: the server's config file (admin-api/settings) was parsed in time quadratic in
+ * Issue 24 defect 7: the server's config file (server/settings) was parsed in time quadratic in
  * its keys (the YAML library's duplicate-key check compares each key with all before it) and had
  * no size cap. Through the real `qimctl server config` process: a file past CONFIG_FILE_MAX_BYTES
  * is refused naming the limit (exit 2), a file of many unknown keys is refused (exit 2), a
@@ -12,7 +12,7 @@ import os from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
 import { after, before, describe, it } from "node:test";
-import { CONFIG_FILE_MAX_BYTES, readConfigFile } from "../../admin-api/settings/resolve.js";
+import { CONFIG_FILE_MAX_BYTES, readConfigFile } from "../../server/settings/resolve.js";
 import { failed, run } from "./qimctl.js";
 
 const keys = (n: number) => Array.from({ length: n }, (_, i) => `unknown_${i}: ${i}\n`).join("");

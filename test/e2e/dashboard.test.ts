@@ -13,7 +13,7 @@ import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { after, before, describe, it } from "node:test";
-import { startAdminServer } from "../../admin-api/server.js";
+import { startAdminServer } from "../../server/node.js";
 import type { TestPkiName } from "../certs/fixture.js";
 import { freePort, startRedis } from "../harness/redis.js";
 import { baseEnv, failed, ok, QIMCTL, ROOT, run, startE2eServer, type E2eServer } from "./qimctl.js";

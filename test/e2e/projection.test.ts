@@ -9,7 +9,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, w
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
-import type { AdminServer } from "../../admin-api/server.js";
+import type { AdminServer } from "../../server/node.js";
 import { listKeys, RedisHashAuthority, RedisStore, uuidToHex } from "../../core/index.js";
 import { CLIENT_NAMES, type TestPkiFiles, type TestPkiName } from "../certs/fixture.js";
 import { parseJUnit } from "../harness/junit.js";

@@ -10,7 +10,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { startAdminServer, type AdminServer } from "../../admin-api/server.js";
+import { startAdminServer, type AdminServer } from "../../server/node.js";
 import type { ConversationOptions } from "../../core/index.js";
 import { writeTestPki, type TestPkiFiles, type TestPkiName } from "../certs/fixture.js";
 import { outputMismatch } from "../cli/contract.js";

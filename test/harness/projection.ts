@@ -4,7 +4,7 @@
  * by a number of attempts.
  */
 import type { Redis } from "ioredis";
-import type { AdminServer } from "../../admin-api/server.js";
+import type { AdminServer } from "../../server/node.js";
 import type { ProjectionStatus } from "../../core/index.js";
 
 /** Commits not yet wholly in the dispatch log: outbox entries plus fanout jobs (issue 22) of every bucket. */

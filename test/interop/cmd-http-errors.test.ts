@@ -20,7 +20,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
-import { cmdHttpError, CMD_HTTP_RETRY_AFTER_S } from "../../admin-api/cmd-http.js";
+import { cmdHttpError, CMD_HTTP_RETRY_AFTER_S } from "../../server/listeners/app-http/cmd-http.js";
 import { issueClientCert } from "../../certs/pki.js";
 import { callScript, drainingKey, KeySpace, newUuid, nodesKey, RedisStore, slotOfUser, unitLeaseKey, unitsKey } from "../../core/index.js";
 import { testPki, writeTestPki, type TestPkiFiles } from "../certs/fixture.js";

@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { after, before, describe, it } from "node:test";
-import type { AdminServer } from "../../admin-api/server.js";
+import type { AdminServer } from "../../server/node.js";
 import type { TestPkiFiles } from "../certs/fixture.js";
 import { CLIENT_TIMEOUT_MS, prerequisites, runClient, startCmdHttpStack, type CmdHttpStack, type Ran } from "./fixture.js";
 

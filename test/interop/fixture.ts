@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { connectAdmin } from "../../admin-api/client.js";
-import { startAdminServer, type AdminServer } from "../../admin-api/server.js";
+import { startAdminServer, type AdminServer } from "../../server/node.js";
 import { issueClientCert } from "../../certs/pki.js";
 import { testPki, writeTestPki, type TestPkiFiles } from "../certs/fixture.js";
 import { ROOT } from "../e2e/qimctl.js";

@@ -10,7 +10,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
-import { startAdminServer, type AdminServer } from "../../admin-api/server.js";
+import { startAdminServer, type AdminServer } from "../../server/node.js";
 import { CLIENT_NAMES, writeTestPki, type TestPkiFiles } from "../certs/fixture.js";
 import { ROOT } from "../e2e/qimctl.js";
 import { startRedis, type RedisServer } from "../harness/redis.js";

@@ -1,6 +1,8 @@
 /**
  * The direction of imports (DESIGN §1, docs/architecture.md "Modules"), checked on the sources:
- * cli → admin-api → core → lua, never upward; a core module reaches another only through its
+ * cli → server (the node process) → core → lua and cli → admin-api (the client), never upward;
+ * a listener is wired only in its folder and the one list, and a transport adapter does not join
+ * engine modules; a core module reaches another only through its
  * index.ts, and so does everything outside core; the admin client the CLI loads stays free of the
  * engine. Like WuKongIM's TestInternalImportBoundaries: a violation fails with the file and the
  * import named.
@@ -10,10 +12,11 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path, { dirname, join } from "node:path";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
+import ts from "typescript";
 
 let ROOT = dirname(fileURLToPath(import.meta.url));
 while (!existsSync(join(ROOT, "package.json"))) ROOT = dirname(ROOT);
-const LAYERS = ["core", "admin-api", "cli", "certs", "bench", "test"] as const;
+const LAYERS = ["core", "admin-api", "server", "cli", "certs", "bench", "test"] as const;
 
 function sources(dir: string): string[] {
   const out: string[] = [];
@@ -40,16 +43,17 @@ const layerOf = (p: string) => p.split("/")[0]!;
 const moduleOf = (p: string) => (p.startsWith("core/") && p.split("/").length > 2 ? p.split("/")[1]! : null);
 
 test("the tree has sources in every layer and every core module has its index.ts", () => {
-  for (const l of ["core", "admin-api", "cli"]) assert.ok(FILES.some((f) => layerOf(f) === l), l);
+  for (const l of ["core", "admin-api", "server", "cli"]) assert.ok(FILES.some((f) => layerOf(f) === l), l);
   const modules = readdirSync(join(ROOT, "core"), { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name);
   assert.ok(modules.length >= 7, modules.join(", "));
   for (const m of modules) assert.ok(existsSync(join(ROOT, "core", m, "index.ts")), `core/${m}/index.ts`);
 });
 
-test("no layer imports upward: core imports no admin-api/cli/certs/bench/test; admin-api no cli/bench/test; cli no bench/test; bench no cli", () => {
+test("no layer imports upward: core imports no admin-api/server/cli/certs/bench/test; admin-api (the client) no server/cli/bench/test; server no cli/bench/test; cli no bench/test; bench no cli", () => {
   const forbidden: Record<string, readonly string[]> = {
-    core: ["admin-api", "cli", "certs", "bench", "test"],
-    "admin-api": ["cli", "bench", "test"],
+    core: ["admin-api", "server", "cli", "certs", "bench", "test"],
+    "admin-api": ["server", "cli", "bench", "test"],
+    server: ["cli", "bench", "test"],
     cli: ["bench", "test"],
     certs: ["cli", "bench", "test"],
     // benchmarks start their servers with the test harness (test/harness/), as the tests do
@@ -101,4 +105,105 @@ test("the admin client and its catalogue import no engine code (the CLI loads th
   walk("admin-api/client.ts");
   assert.ok(seen.has("admin-api/catalog.ts"));
   assert.deepEqual([...seen].filter((f) => layerOf(f) === "core"), []);
+});
+
+/** The value names a file imports from each relative specifier (`import type` and `type X` left out: they carry no code). */
+function valueImportsOf(file: string): { target: string; names: string[] }[] {
+  const text = readFileSync(join(ROOT, file), "utf8");
+  const out: { target: string; names: string[] }[] = [];
+  for (const m of text.matchAll(/^import\s+(type\s+)?([^;]*?)\s+from\s+["'](\.{1,2}\/[^"']+)["']/gms)) {
+    if (m[1]) continue;
+    const target = path.posix.normalize(path.posix.join(path.posix.dirname(file), m[3]!));
+    const braces = /\{([^}]*)\}/s.exec(m[2]!)?.[1] ?? "";
+    const names = braces.split(",").map((s) => s.trim()).filter((s) => s !== "" && !s.startsWith("type ")).map((s) => s.split(/\s+as\s+/)[0]!);
+    out.push({ target, names });
+  }
+  for (const m of text.matchAll(/import\s*\(\s*["'](\.{1,2}\/[^"']+)["']\s*\)/g)) {
+    out.push({ target: path.posix.normalize(path.posix.join(path.posix.dirname(file), m[1]!)), names: ["*"] });
+  }
+  return out;
+}
+
+const LISTENER_DIR = "server/listeners/";
+const listenerOf = (p: string) => (p.startsWith(LISTENER_DIR) ? p.slice(LISTENER_DIR.length).split("/")[0]! : null);
+const SHIPPED = FILES.filter((f) => !["test", "bench"].includes(layerOf(f)));
+
+test("a listener is wired only in its folder and in server/listeners.ts (the one list): no other shipped file imports its code", () => {
+  const violations: string[] = [];
+  for (const f of SHIPPED) {
+    if (f === "server/listeners.ts") continue;
+    for (const { target, names } of valueImportsOf(f)) {
+      const l = listenerOf(target);
+      if (l === null || listenerOf(f) === l || names.length === 0) continue;
+      violations.push(`${f} imports ${names.join(", ")} from ${target}`);
+    }
+  }
+  assert.deepEqual(violations, []);
+});
+
+test("every listener folder is in server/listeners.ts, with its settings.ts and index.ts", () => {
+  const folders = readdirSync(join(ROOT, "server/listeners"), { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name);
+  const listed = importsOf("server/listeners.ts").map(listenerOf).filter((l): l is string => l !== null);
+  assert.ok(folders.length >= 4, folders.join(", "));
+  for (const l of folders) {
+    assert.ok(listed.includes(l), `server/listeners/${l}/ is not in server/listeners.ts`);
+    assert.ok(existsSync(join(ROOT, "server/listeners", l, "settings.ts")), `server/listeners/${l}/settings.ts`);
+    assert.ok(existsSync(join(ROOT, "server/listeners", l, "index.ts")), `server/listeners/${l}/index.ts`);
+  }
+});
+
+/**
+ * Which engine module declares each value core/index.ts exports, by the TypeScript checker (the
+ * modules re-export with `export *`, so the file that declares a name is the only sure answer).
+ */
+function engineModuleOfExports(): Map<string, string> {
+  const entry = join(ROOT, "core/index.ts");
+  const program = ts.createProgram([entry], { module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext, target: ts.ScriptTarget.ES2022, noEmit: true, skipLibCheck: true, noResolve: false });
+  const checker = program.getTypeChecker();
+  const out = new Map<string, string>();
+  for (const e of checker.getExportsOfModule(checker.getSymbolAtLocation(program.getSourceFile(entry)!)!)) {
+    const target = e.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(e) : e;
+    if (!(target.flags & ts.SymbolFlags.Value)) continue;
+    const file = target.declarations?.[0]?.getSourceFile().fileName;
+    if (file) out.set(e.name, path.relative(ROOT, file).split(path.sep)[1]!);
+  }
+  return out;
+}
+
+/**
+ * The engine modules every transport may use together: the shared vocabulary (base: ids, parsing,
+ * limits; errors; metrics: the registry; support) and the runtime, through which a door reaches
+ * the engine. What the imports of a file show is which engine modules' code it calls by name; a
+ * join through the runtime's fields (runtime.sessionView with runtime.conversations) does not show
+ * in imports and is not caught here.
+ */
+const SHARED_ENGINE = new Set(["base", "errors", "metrics", "support", "runtime"]);
+
+/**
+ * Joins found when the rule came in (issue 25), each to move below the adapters with the
+ * operations work of that issue; an entry that no longer joins must leave this list.
+ */
+const KNOWN_JOINS: Readonly<Record<string, string>> = {
+  "server/listeners/admin-grpc/services/cmd.ts": "GetOwner computes the user's slot (cluster) for a CMD owner (cmd-sync) in the handler",
+};
+
+test("a transport adapter (a file under server/listeners/) imports values from at most one engine module besides the shared ones: it does not join modules", () => {
+  const moduleOf = engineModuleOfExports();
+  assert.ok(moduleOf.get("EngineRuntime") === "runtime" && moduleOf.get("parseUuid") === "base", "the checker maps the engine's exports to their modules");
+  const violations: string[] = [];
+  for (const f of SHIPPED.filter((x) => listenerOf(x) !== null)) {
+    const modules = new Map<string, string[]>();
+    for (const { target, names } of valueImportsOf(f)) {
+      if (layerOf(target) !== "core") continue;
+      for (const n of names) {
+        const m = target === "core/index.js" ? moduleOf.get(n) : target.split("/")[1]!;
+        if (m && !SHARED_ENGINE.has(m)) modules.set(m, [...(modules.get(m) ?? []), n]);
+      }
+    }
+    const joins = modules.size > 1;
+    if (joins && !(f in KNOWN_JOINS)) violations.push(`${f} joins ${[...modules].map(([m, ns]) => `${m} (${ns.join(", ")})`).join(" and ")}`);
+    if (!joins && f in KNOWN_JOINS) violations.push(`${f} no longer joins engine modules: remove it from KNOWN_JOINS`);
+  }
+  for (const f of Object.keys(KNOWN_JOINS)) if (!existsSync(join(ROOT, f))) violations.push(`${f} (KNOWN_JOINS) does not exist: remove it`);
+  assert.deepEqual(violations, []);
 });

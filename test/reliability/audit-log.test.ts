@@ -21,8 +21,8 @@ import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import * as grpc from "@grpc/grpc-js";
 import { loadSync, type MethodDefinition, type PackageDefinition } from "@grpc/proto-loader";
-import { AUDIT_ARGUMENTS_MAX_BYTES } from "../../admin-api/audit.js";
-import { ENDLESS_STREAMS, MUTATING, RPC_ROLES } from "../../admin-api/services/index.js";
+import { AUDIT_ARGUMENTS_MAX_BYTES } from "../../server/audit.js";
+import { OPEN_ENDED_STREAMS, MUTATING, RPC_ROLES } from "../../server/listeners/admin-grpc/services/index.js";
 import { CLIENT_NAMES } from "../certs/fixture.js";
 
 /** How long an endless stream may stay silent before it counts as answered (as in the fuzz test). */
@@ -222,7 +222,7 @@ describe("the audit log only grows, by whole JSON lines, whatever any RPC is sen
         // a stream declared endless (Watch, FollowAudit, WatchUser) runs until cancelled: its first
         // message is the answer, and one still open and silent after ENDLESS_QUIET_MS (nothing to
         // send yet) was accepted; the cancel is ours, not a failure
-        const openEnded = ENDLESS_STREAMS.has(rpc);
+        const openEnded = OPEN_ENDED_STREAMS.has(rpc);
         const quiet = openEnded ? setTimeout(() => stream.cancel(), ENDLESS_QUIET_MS) : undefined;
         stream.on("data", () => { if (openEnded) stream.cancel(); });
         stream.on("error", (err: grpc.ServiceError) => { clearTimeout(quiet); done(openEnded && err.code === grpc.status.CANCELLED ? null : err); });

@@ -2,7 +2,7 @@
  * Child of audit-short-write.test.ts, run under a file size limit (ulimit -f): appends one record
  * that crosses the limit and prints whether the audit log reported it written or refused.
  */
-import { AuditLog } from "../../admin-api/audit.js";
+import { AuditLog } from "../../server/audit.js";
 
 process.on("SIGXFSZ", () => {}); // the write fails with EFBIG instead of killing the process
 const log = await AuditLog.open(process.argv[2]!);

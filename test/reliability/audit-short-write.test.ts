@@ -10,7 +10,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { after, describe, it } from "node:test";
-import { AuditLog, type AuditRecord } from "../../admin-api/audit.js";
+import { AuditLog, type AuditRecord } from "../../server/audit.js";
 
 const CHILD = path.join(path.dirname(fileURLToPath(import.meta.url)), "audit-short-write-child.js");
 const record = (id: string): AuditRecord => ({

@@ -13,7 +13,7 @@ import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { CLIENT_NAMES, writeTestPki, type TestPkiFiles, type TestPkiName } from "../certs/fixture.js";
 import { spawn } from "node:child_process";
-import type { AuditRecord } from "../../admin-api/audit.js";
+import type { AuditRecord } from "../../server/audit.js";
 import { baseEnv, failed, ok, QIMCTL, ROOT, run, type Run } from "../e2e/qimctl.js";
 import { freePort, startRedis, type RedisServer } from "../harness/redis.js";
 import { ADMIN_SERVER, startServerProcess, type ServerProcess } from "./server-process.js";

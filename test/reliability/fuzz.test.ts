@@ -30,7 +30,7 @@ import * as grpc from "@grpc/grpc-js";
 import { loadSync } from "@grpc/proto-loader";
 import { service as healthService } from "grpc-health-check";
 import type { AdminClient } from "../../admin-api/client.js";
-import { ENDLESS_STREAMS } from "../../admin-api/services/index.js";
+import { OPEN_ENDED_STREAMS } from "../../server/listeners/admin-grpc/services/index.js";
 import { SOAK } from "./common.js";
 import { startReliabilityServer, type ReliabilityServer } from "./server.js";
 
@@ -390,7 +390,7 @@ const UNDECODABLE: [string, Buffer][] = [
 interface Answer { code: grpc.status; details: string; messages: Buffer[] }
 
 /** Paths of the server streams that do not end by themselves, from each RPC's declaration. */
-const ENDLESS = ENDLESS_STREAMS;
+const ENDLESS = OPEN_ENDED_STREAMS;
 
 function callRaw(client: grpc.Client, rpc: Rpc, body: Buffer): Promise<Answer> {
   const identity = (b: Buffer) => b;

@@ -5,7 +5,7 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import path from "node:path";
-import { SERVER_NODE_FLAGS } from "../../admin-api/node-flags.js";
+import { SERVER_NODE_FLAGS } from "../../server/node-flags.js";
 import type { TestPkiFiles } from "../certs/fixture.js";
 import { baseEnv, ROOT } from "../e2e/qimctl.js";
 import { freePort } from "../harness/redis.js";

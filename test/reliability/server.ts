@@ -9,7 +9,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connectAdmin, type AdminClient } from "../../admin-api/client.js";
-import { startAdminServer, type AdminServer, type AdminServerOptions } from "../../admin-api/server.js";
+import { startAdminServer, type AdminServer, type AdminServerOptions } from "../../server/node.js";
 import { RedisStore, RedisStreamsDispatchLog, type DispatchEntry } from "../../core/index.js";
 import type { Redis } from "ioredis";
 import { testPki, type TestPki } from "../certs/fixture.js";

@@ -27,8 +27,8 @@ Exit codes: 0 the settings are valid; 2 a setting is not, or a required one is n
 
   async run(): Promise<ServerConfigResult> {
     const resolved = await resolveFromFlags(this.flags as Record<string, unknown>, { allowMissing: true });
-    const { effectiveSettings, renderEffective, SettingsError } = await import("../../../admin-api/settings/index.js");
-    const { toDaemonSettings } = await import("../../../admin-api/daemon-settings.js");
+    const { effectiveSettings, renderEffective, SettingsError } = await import("../../../server/settings/index.js");
+    const { toDaemonSettings } = await import("../../../server/daemon-settings.js");
     // what server start would do next, once nothing required is missing: read the password files (their contents stay here)
     if (resolved.missing.length === 0) {
       try {

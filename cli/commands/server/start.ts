@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import { toDaemonSettings, type DaemonSettings } from "../../../admin-api/daemon-settings.js";
+import { toDaemonSettings, type DaemonSettings } from "../../../server/daemon-settings.js";
 import { BaseCommand } from "../../base.js";
 import { UsageError } from "../../exit-codes.js";
 import type { ServerStartResult } from "../../server/results.js";
@@ -50,19 +50,19 @@ Exit codes: 0 stopped cleanly by SIGINT/SIGTERM; 2 bad settings (the flag, varia
     try {
       settings = toDaemonSettings(resolved);
     } catch (err) {
-      const { SettingsError } = await import("../../../admin-api/settings/index.js");
+      const { SettingsError } = await import("../../../server/settings/index.js");
       throw err instanceof SettingsError ? usageErrorOf(err) : err;
     }
     const denyList = settings.denyList;
     if (denyList !== undefined) {
-      const { parseDenyList } = await import("../../../admin-api/deny-list.js");
+      const { parseDenyList } = await import("../../../server/deny-list.js");
       try {
         parseDenyList(readFileSync(denyList, "utf8"));
       } catch (err) {
         throw new UsageError("--deny-list", `${denyList}: ${(err as Error).message}`);
       }
     }
-    const { runDaemon } = await import("../../../admin-api/daemon.js");
+    const { runDaemon } = await import("../../../server/daemon.js");
     // runDaemon keeps the process alive (the gRPC server) and exits it on SIGINT/SIGTERM.
     const server = await runDaemon(settings);
     return { listen: settings.listen, port: server.port, metricsPort: server.metricsPort, tls: !settings.insecureDev, auditLog: settings.auditLog };

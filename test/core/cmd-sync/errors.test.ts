@@ -10,8 +10,8 @@ import { it } from "node:test";
 import assert from "node:assert/strict";
 import { status } from "@grpc/grpc-js";
 import { CmdFencedError, ERROR_CODES, StaleOwnerError } from "../../../core/index.js";
-import { cmdHttpError } from "../../../admin-api/cmd-http.js";
-import { mapError, toServiceError } from "../../../admin-api/errors.js";
+import { cmdHttpError } from "../../../server/listeners/app-http/cmd-http.js";
+import { mapError, toServiceError } from "../../../server/pipeline/errors.js";
 import { classifyError } from "../../../cli/exit-codes.js";
 
 it("StaleOwnerError and CmdFencedError: gRPC UNAVAILABLE with code STALE_OWNER, qimctl exit 5, HTTP 503 + Retry-After", () => {

@@ -1,0 +1,53 @@
+import { asOperator, InvalidArgumentError, SESSION_PAGE_DEFAULT, SUMMARY_GROUPS_MAX } from "../../../../core/index.js";
+import { catalogEntry } from "../../../../admin-api/catalog.js";
+import { historyOut, sendOut, summaryOut } from "../../../convert.js";
+import type { ListConversationSummariesResponse } from "../../../../admin-api/gen/qim/admin/v1/messages.js";
+import { ALL_ROLES, defineService, unary } from "../../../pipeline/rpc.js";
+
+/** MessageService: send as a user (drills, demos), history as a user sees it, conversation summaries. */
+export const messageService = defineService(catalogEntry("qim.admin.v1.MessageService"), {
+  // the drill role may send messages as a user (drills, demos); operators change membership, not traffic
+  sendMessage: unary({
+    roles: ["admin", "drill"], mutates: true,
+    async handle(req, { deps }) {
+      const conversations = deps.runtime.conversations;
+      const r = await asOperator(conversations, { tenant: req.tenant, group: req.group, user: req.sender, field: "sender" }, () => conversations.send({
+        tenant: req.tenant, group: req.group, sender: req.sender, text: req.text,
+        ...(req.clientMessageId ? { clientMessageId: req.clientMessageId } : {}), ...(req.mentions.length > 0 ? { mentions: req.mentions } : {}),
+      }));
+      return { response: sendOut(r), detail: `${r.duplicate ? "duplicate of" : "committed"} seq ${r.conversationSeq}` };
+    },
+  }),
+  readHistory: unary({
+    roles: ALL_ROLES, mutates: false,
+    async handle(req, { deps }) {
+      const page = await deps.runtime.conversations.history({ tenant: req.tenant, group: req.group, user: req.user, after: safeAfter(req.after), ...(req.limit ? { limit: req.limit } : {}) });
+      return { response: historyOut(page) };
+    },
+  }),
+  listConversationSummaries: unary({
+    roles: ALL_ROLES, mutates: false,
+    async handle(req, { deps }) {
+      if (req.groups.length === 0) {
+        // the user's conversations from the session projection (rebuilt first when their mark is behind)
+        const list = await deps.runtime.projection.sessions.listSessions({ tenant: req.tenant, user: req.user, limit: req.limit === 0 ? SESSION_PAGE_DEFAULT : req.limit });
+        const response: ListConversationSummariesResponse = {
+          summaries: list.sessions.map(summaryOut), epoch: BigInt(list.epoch), rebuilt: list.rebuilt, total: list.total, hidden: list.hidden,
+        };
+        return { response };
+      }
+      if (req.groups.length > SUMMARY_GROUPS_MAX) throw new InvalidArgumentError("groups", `at most ${SUMMARY_GROUPS_MAX} groups per call`);
+      const summaries = await Promise.all(req.groups.map((group) => deps.runtime.conversations.conversationSummary({ tenant: req.tenant, group, user: req.user })));
+      const response: ListConversationSummariesResponse = { summaries: summaries.map(summaryOut) };
+      return { response };
+    },
+  }),
+});
+
+/**
+ * ReadHistoryRequest.after takes the whole uint64 range; no conversation_seq goes past 2^53−1, so
+ * "after" anything beyond that is "after 2^53−1": the same empty page, exactly, with no digits lost.
+ */
+function safeAfter(after: bigint): number {
+  return after > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(after);
+}

@@ -1,0 +1,185 @@
+// The one declaration of a server process's settings: the config file's keys, the flags of
+// qim-node (qim-admin-server) and `qimctl server start`, the environment variables, the validation, the
+// redaction of --print-config and docs/config-reference.md all come from this list, with each
+// listener's entries from its folder (server/listeners.ts). Kept free of
+// engine and gRPC imports: the CLI reads it for `server start --help` without loading the server.
+import { LISTENER_DEFAULTS, LISTENERS } from "../listeners.js";
+
+/** What a setting holds; each kind has one parser (resolve.ts) and one way it is shown. */
+export type SettingKind =
+  | "address" // host:port (port 0: any free port)
+  | "address-or-off" // host:port, or off
+  | "redis-addresses" // list of host:port, redis://host:port, rediss://host:port
+  | "addresses" // list of host[:port]
+  | "boolean"
+  | "integer"
+  | "duration" // 90s, 30m, 6h, 1d, off
+  | "size" // bytes: 64MiB, 512KiB, 1GiB, 100MB, 4096, off
+  | "string"
+  | "path" // a file that may not exist yet (written by the server)
+  | "file" // a file that must be readable at start-up
+  | "secret" // a password: config file or environment only, never a flag, never printed
+  | "enum"
+  | "enum-list" // one or more of values, comma-separated or a YAML list
+  | "uuid"; // canonical UUID text
+
+export type SettingSection = "server" | "audit" | "redis" | "dispatch" | "conversation_list" | "groups" | "cluster" | "sync" | "cassandra";
+
+export interface SettingSpec {
+  /** Dotted path in the config file, e.g. redis.tls.ca. */
+  key: string;
+  kind: SettingKind;
+  section: SettingSection;
+  /** The flag without dashes; null for a secret (a value on the command line shows in `ps`). */
+  flag: string | null;
+  /** Environment variable(s); several are joined with commas (QIM_REDIS_ADDR + QIM_MESSAGE_STORE_ADDRS). */
+  env: readonly string[];
+  description: string;
+  /** The value when no source gives one; absent: unset. */
+  default?: string | number | boolean;
+  /** integer: inclusive range. */
+  min?: number;
+  max?: number;
+  /** enum, enum-list: the accepted values. */
+  values?: readonly string[];
+  /** Shown as <redacted> by --print-config (a password; a file's contents are never shown, its path is). */
+  secret?: boolean;
+}
+
+/** Default settings that other modules show (the CLI's help, the dev stack). */
+export const DAEMON_DEFAULTS = {
+  // each listener's (server/listeners/<name>/settings.ts)
+  ...LISTENER_DEFAULTS,
+  auditLog: ".qim/audit.log",
+  auditMaxSize: "64MiB",
+  auditKeep: 10,
+  partitions: 8,
+  clusterId: "qim",
+  dispatchRetention: "1d",
+  /** core/cluster DEFAULT_LEASE_TTL_MS and DEFAULT_HEARTBEAT_INTERVAL_MS (this file imports no engine code; test/admin-api/settings.test.ts holds them equal). */
+  clusterLeaseTtl: "5s",
+  clusterHeartbeatInterval: "1s",
+  /** core/conversation-list UNREAD_AUDIT_INTERVAL_MS (held equal by test/admin-api/settings.test.ts). */
+  unreadAuditInterval: "10s",
+  /** core/conversation DEFAULT_MAX_GROUP_MEMBERS (held equal by test/admin-api/settings.test.ts). */
+  groupsMaxMembers: 1_000_000,
+} as const;
+
+export const CASSANDRA_CONSISTENCIES = ["ANY", "ONE", "TWO", "THREE", "QUORUM", "ALL", "LOCAL_QUORUM", "EACH_QUORUM", "LOCAL_ONE"] as const;
+
+const flagOf = (key: string) => key.replace(/[._]/g, "-");
+const envOf = (key: string) => `QIM_${key.replace(/\./g, "_").toUpperCase()}`;
+
+/** A setting as declared: its flag and environment variable derive from its key unless given. */
+export type SettingDecl = Omit<SettingSpec, "flag" | "env" | "section"> & { flag?: string | null; env?: readonly string[] };
+type Spec = SettingDecl;
+
+function section(name: SettingSection, specs: Spec[]): SettingSpec[] {
+  return specs.map((s) => ({
+    ...s,
+    section: name,
+    flag: s.kind === "secret" ? null : (s.flag === undefined ? flagOf(s.key) : s.flag),
+    env: s.env ?? [envOf(s.key)],
+  }));
+}
+
+/** The TLS settings of a store: on/off, CA, client certificate and key, server name. */
+function storeTls(store: "redis" | "cassandra", text: { enabled: string; servers: string; cert: string; host: string }): Spec[] {
+  return [
+    { key: `${store}.tls.enabled`, kind: "boolean", flag: `${store}-tls`, default: false, description: text.enabled },
+    { key: `${store}.tls.ca`, kind: "file", description: `CA certificate (PEM) of ${text.servers} (default: the system's CAs)` },
+    { key: `${store}.tls.cert`, kind: "file", description: `client certificate (PEM), ${text.cert}` },
+    { key: `${store}.tls.key`, kind: "file", description: "client private key (PEM)" },
+    { key: `${store}.tls.servername`, kind: "string", description: `the name the ${store === "redis" ? "Redis" : "Cassandra"} certificates must carry (default: ${text.host})` },
+  ];
+}
+
+/** The sections in the order --help, --print-config and the reference show them. */
+const SECTION_ORDER: readonly SettingSection[] = ["server", "audit", "redis", "dispatch", "conversation_list", "groups", "cluster", "sync", "cassandra"];
+
+/** The settings of the node itself with each listener's entries placed where it says (first in its section, or after a key). */
+function withListeners(base: readonly SettingSpec[]): SettingSpec[] {
+  const out = [...base];
+  for (const l of LISTENERS) {
+    for (const part of l.settings.specs) {
+      const specs = section(part.section, [...part.specs]);
+      const first = out.findIndex((s) => s.section === part.section);
+      const at = part.after === null ? (first < 0 ? out.length : first) : out.findIndex((s) => s.key === part.after) + 1;
+      if (at === 0 && part.after !== null) throw new Error(`listener ${l.name}: no setting ${part.after} to follow`);
+      out.splice(at, 0, ...specs);
+    }
+  }
+  const rank = (s: SettingSpec) => SECTION_ORDER.indexOf(s.section);
+  return out.map((s, i) => ({ s, i })).sort((a, b) => rank(a.s) - rank(b.s) || a.i - b.i).map(({ s }) => s);
+}
+
+/** Every setting, in the order --help, --print-config and the reference show them. */
+export const SETTINGS: readonly SettingSpec[] = withListeners([
+  ...section("server", [
+    { key: "tls.ca", kind: "file", description: "CA certificate (PEM) that client certificates must chain to" },
+    { key: "tls.cert", kind: "file", description: "the server's certificate (PEM)" },
+    { key: "tls.key", kind: "file", description: "the server's private key (PEM)" },
+    { key: "insecure_dev", kind: "boolean", default: false, description: "plaintext, no client certificates, every caller an admin: development machines only, refused on a non-loopback --listen" },
+    { key: "insecure_dev_allow_non_loopback", kind: "boolean", default: false, description: "let insecure_dev listen on a non-loopback address: anyone who reaches the port is an admin" },
+    { key: "deny_list", kind: "file", description: "revoked client certificates: one SHA-256 fingerprint per line (# comments), polled every second and reloaded on SIGHUP" },
+    { key: "data_dir", kind: "path", description: "the server's own state files (node-id, …); default: the audit log's directory (.qim with the default audit log)" },
+  ]),
+  ...section("audit", [
+    { key: "audit.log", kind: "path", default: DAEMON_DEFAULTS.auditLog, description: "append-only audit log" },
+    { key: "audit.fsync", kind: "boolean", default: true, description: "fdatasync the audit log before answering (false: written to the OS only)" },
+    { key: "audit.max_size", kind: "size", default: DAEMON_DEFAULTS.auditMaxSize, description: "rotate the audit log before a record would take it past this size: FILE becomes FILE.1, FILE.1 FILE.2 … (off: one file that grows)" },
+    { key: "audit.keep", kind: "integer", min: 1, max: 1000, default: DAEMON_DEFAULTS.auditKeep, description: "rotated audit log files kept (FILE.1 … FILE.N); the oldest beyond them is deleted" },
+  ]),
+  ...section("redis", [
+    { key: "redis.addrs", kind: "redis-addresses", flag: "redis", env: ["QIM_REDIS_ADDR", "QIM_MESSAGE_STORE_ADDRS"], description: "standalone instances in routing order: host:port, or rediss://host:port for TLS" },
+    { key: "redis.cluster", kind: "redis-addresses", env: ["QIM_REDIS_CLUSTER_SEEDS"], description: "Redis Cluster seed nodes host:port (rediss:// for TLS); instead of redis.addrs" },
+    { key: "redis.user", kind: "string", description: "ACL user (Redis 6+); without it a password is the legacy requirepass of the default user" },
+    { key: "redis.password", kind: "secret", secret: true, description: "the password (environment or config file only; prefer redis.password_file)" },
+    { key: "redis.password_file", kind: "file", description: "file holding the password (a trailing newline is ignored)" },
+    ...storeTls("redis", { enabled: "TLS to every address (also on with rediss:// addresses or any redis.tls file)", servers: "the Redis servers", cert: "for tls-auth-clients yes", host: "each address's host" }),
+  ]),
+  ...section("dispatch", [
+    { key: "dispatch.partitions", kind: "integer", flag: "partitions", min: 1, max: 999, default: DAEMON_DEFAULTS.partitions, description: "dispatch log partitions" },
+    { key: "dispatch.cluster_id", kind: "string", flag: "cluster-id", default: DAEMON_DEFAULTS.clusterId, description: "dispatch log cluster id" },
+    { key: "dispatch.retention", kind: "duration", flag: "dispatch-retention", default: DAEMON_DEFAULTS.dispatchRetention, description: "how long the dispatch log keeps records: 90s, 30m, 6h, 1d … (off: never trimmed)" },
+  ]),
+  ...section("conversation_list", [
+    { key: "conversation_list.unread_audit_interval", kind: "duration", default: DAEMON_DEFAULTS.unreadAuditInterval, description: "how often the background unread audit (spec 002 §3.4) takes a step: a few SCAN calls over the list's row hashes, at most 5,000 rows examined, 1% of the rows with unread idle for 24 h compared with the definition and their users reconciled; sets unread_drift_ratio after each full pass (off: no background audit)" },
+  ]),
+  ...section("groups", [
+    { key: "groups.max_members", kind: "integer", min: 1, max: 100_000_000, default: DAEMON_DEFAULTS.groupsMaxMembers, description: "the most current (ACTIVE) members a group may have: a create, add or bulk-add batch that would take a group past it is refused FAILED_PRECONDITION (exit 4) with the limit named, before anything is written (checked in the same atomic step as the change, so concurrent adds cannot overshoot). Lowering it refuses further adds to a group already past it; nothing is removed" },
+  ]),
+  ...section("cluster", [
+    { key: "node.id", kind: "string", description: "this server's node id in the engine cluster (1–64 of A-Z a-z 0-9 . _ -); default: generated once and kept in <data_dir>/node-id" },
+    { key: "cluster.lease_ttl", kind: "duration", default: DAEMON_DEFAULTS.clusterLeaseTtl, description: "a node whose heartbeat is older than this (by Redis's clock) is dead and its units move; at least twice cluster.heartbeat_interval" },
+    { key: "cluster.units", kind: "enum-list", values: ["relay", "partition", "slot"], default: "relay,partition,slot", description: "the kinds of units this node takes: relay (relay buckets: relays commits to the dispatch log), partition (dispatch partitions: session projection, conversation list), slot (user slots: registration, CMD state); relay alone makes an API node that leaves projecting to the others. Every kind needs a live node that takes it; every node must run a version that knows this setting before one is restricted (docs/cluster.md, \"Node roles\")" },
+    { key: "cluster.heartbeat_interval", kind: "duration", default: DAEMON_DEFAULTS.clusterHeartbeatInterval, description: "how often a node heartbeats and takes or gives up units" },
+  ]),
+  ...section("cassandra", [
+    { key: "cassandra.contact_points", kind: "addresses", description: "Cassandra host[:port] list: the conversation-set authority (unset: the Redis-hash development fallback)" },
+    { key: "cassandra.local_dc", kind: "string", description: "Cassandra local data center (default datacenter1)" },
+    { key: "cassandra.keyspace", kind: "string", description: "keyspace (default qim; created if missing)" },
+    { key: "cassandra.consistency", kind: "enum", values: CASSANDRA_CONSISTENCIES, description: "consistency level (default LOCAL_QUORUM)" },
+    { key: "cassandra.user", kind: "string", description: "user for PasswordAuthenticator" },
+    { key: "cassandra.password", kind: "secret", secret: true, description: "the password (environment or config file only; prefer cassandra.password_file)" },
+    { key: "cassandra.password_file", kind: "file", description: "file holding the password (a trailing newline is ignored)" },
+    ...storeTls("cassandra", { enabled: "client encryption (also on with any cassandra.tls file)", servers: "the Cassandra nodes", cert: "when the nodes require client authentication", host: "each contact point's host" }),
+  ]),
+]);
+
+/** The config file's path: a flag and an environment variable of their own (not a key of the file). */
+export const CONFIG_FLAG = "config";
+export const CONFIG_ENV = "QIM_CONFIG";
+/** Print the effective settings (secrets redacted) and exit. */
+export const PRINT_CONFIG_FLAG = "print-config";
+
+export const SETTING_BY_KEY: ReadonlyMap<string, SettingSpec> = new Map(SETTINGS.map((s) => [s.key, s]));
+
+/** What --help says about a setting: its description, default, environment variable and config key. */
+export function helpOf(s: SettingSpec): string {
+  const parts = [s.description];
+  if (s.default !== undefined && s.default !== false) parts.push(`default ${String(s.default)}`);
+  if (s.env.length > 0) parts.push(`env ${s.env.join(" + ")}`);
+  parts.push(`config ${s.key}`);
+  return `${parts[0]} (${parts.slice(1).join("; ")})`;
+}

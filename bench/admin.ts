@@ -245,7 +245,9 @@ async function startServer(dir: string, redisAddr: string, entry: string, role: 
     for (let nl = err.indexOf("\n"); nl >= 0; nl = err.indexOf("\n")) {
       const line = err.slice(0, nl);
       err = err.slice(nl + 1);
-      if (line.startsWith("diagnostics {")) waiting.shift()?.(JSON.parse(line.slice("diagnostics ".length)) as Record<string, unknown>);
+      // the server's lines start with their time since issue 24 (server/log.ts)
+      const m = /^(?:\S+ )?diagnostics (\{.*)$/.exec(line);
+      if (m) waiting.shift()?.(JSON.parse(m[1]!) as Record<string, unknown>);
       else if (VERBOSE || !/listening on|diagnostics on|authority:/.test(line)) process.stderr.write(`[server] ${line}\n`);
       if (line.includes("listening on")) ready();
     }

@@ -77,7 +77,26 @@ export async function runDaemon(s: DaemonSettings): Promise<AdminServer> {
   const cassandra = await cassandraOf(s);
   // each listener's options from its settings (server/listeners/<name>/settings.ts), its certificates read
   const listeners = Object.assign({}, ...await Promise.all(LISTENERS.map((l) => l.settings.options(s)))) as ListenerOptions;
+  // the handlers are installed when every listener is open (onListening), before start-up returns
+  let started!: (server: AdminServer) => void;
+  const ready = new Promise<AdminServer>((resolve) => { started = resolve; });
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    serverLog(`${signal}: shutting down`);
+    // the last resort: whatever a stop still waits on (its waits on Redis end at STOP_REDIS_GRACE_MS), the process exits
+    setTimeout(() => {
+      serverLog(`${signal}: the shutdown did not finish within ${STOP_DEADLINE_MS} ms: exiting without it`);
+      process.exit(1);
+    }, STOP_DEADLINE_MS).unref();
+    ready.then((server) => server.close()).then(() => process.exit(0), (err: unknown) => { serverLog(`shutdown failed: ${String(err)}`); process.exit(1); });
+  };
   const server = await startAdminServer({
+    onListening: () => {
+      process.once("SIGINT", () => stop("SIGINT"));
+      process.once("SIGTERM", () => stop("SIGTERM"));
+    },
     ...listeners,
     topology: await topologyOf(s),
     auditPath: s.auditLog,
@@ -96,22 +115,9 @@ export async function runDaemon(s: DaemonSettings): Promise<AdminServer> {
     ...(cassandra ? { cassandra } : {}),
     ...(s.insecureDev ? {} : { tls: { caPem: await readFile(s.tlsCa!), certPem: await readFile(s.tlsCert!), keyPem: await readFile(s.tlsKey!) } }),
   });
-  let stopping = false;
-  const stop = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    serverLog(`${signal}: shutting down`);
-    // the last resort: whatever a stop still waits on (its waits on Redis end at STOP_REDIS_GRACE_MS), the process exits
-    setTimeout(() => {
-      serverLog(`${signal}: the shutdown did not finish within ${STOP_DEADLINE_MS} ms: exiting without it`);
-      process.exit(1);
-    }, STOP_DEADLINE_MS).unref();
-    server.close().then(() => process.exit(0), (err: unknown) => { serverLog(`shutdown failed: ${String(err)}`); process.exit(1); });
-  };
+  started(server);
   // SIGHUP re-reads the deny list (it is also polled every second); without one, SIGHUP keeps its
   // default action
   if (s.denyList) process.on("SIGHUP", () => void server.reloadDenyList("SIGHUP"));
-  process.once("SIGINT", () => stop("SIGINT"));
-  process.once("SIGTERM", () => stop("SIGTERM"));
   return server;
 }

@@ -74,6 +74,13 @@ export interface NodeOptions {
   authority?: ConversationStateAuthority;
   /** How long start-up waits for every Redis to answer (default 10 s); a refusal fails at once. */
   storeVerifyTimeoutMs?: number;
+  /**
+   * Called once every listener is open, right before the "listening on" line: the daemon installs
+   * its signal handlers here, so that a SIGTERM sent by whoever waited for that line finds them
+   * (installed after start-up returned, a signal in between took the default action: no graceful
+   * stop). Before it, a signal ends a start-up at once, as it always has.
+   */
+  onListening?: () => void;
   /** Cassandra settings (the daemon's --cassandra-* flags); the server creates and closes that authority. */
   cassandra?: CassandraOptions;
   /**
@@ -290,6 +297,7 @@ export async function startNode(opts: AdminServerOptions): Promise<AdminServer> 
 
   for (const r of running) if (r.opened.line) log(r.opened.line);
   if (!running.some((r) => r.name === "node-rpc") && runtime.cluster) log(`node ${runtime.cluster.nodeId}: no node service (no node certificate): commits on buckets other nodes own wait for their owner's sweep`);
+  opts.onListening?.();
   log(`qim admin server listening on ${running.filter((r) => r.opened.summary).map((r) => r.opened.summary).join(", ")}`);
 
   const handle = <H>(name: string) => running.find((r) => r.name === name)?.opened.handle as H | undefined;

@@ -6,16 +6,23 @@ import { VersionConflictError } from "../../../../core/index.js";
 import { failpoint, FAILPOINTS } from "../../../../core/support/index.js";
 import { ALL_ROLES, defineService, MUTATE, unary } from "../../../pipeline/rpc.js";
 
-/** AddMembers and RemoveMembers alike: the change, the fail point after a commit, the answer and its audit line. */
-async function changeMembers(change: ConversationService["addMembers"], getGroup: ConversationService["getGroup"], req: ChangeMembersRequest) {
-  if (req.expectVersion !== undefined && req.expectVersion > BigInt(Number.MAX_SAFE_INTEGER)) {
-    // expect_version takes the whole uint64 range, but a member version grows by one per event and
-    // never gets past 2^53−1: such a compare-and-set can only be a conflict (exit 4), reported with
-    // the group's version and the expected one in full
-    const g = await getGroup(req.tenant, req.group);
+/**
+ * A request's expect_version as the engine takes it. expect_version takes the whole uint64 range,
+ * but a member version grows by one per event and never gets past 2^53−1: such a compare-and-set
+ * can only be a conflict (exit 4), reported with the group's version and the expected one in full.
+ */
+async function expectVersionOf(conversations: ConversationService, req: { tenant: string; group: string; expectVersion?: bigint | undefined }): Promise<{ expectVersion?: number }> {
+  if (req.expectVersion === undefined) return {};
+  if (req.expectVersion > BigInt(Number.MAX_SAFE_INTEGER)) {
+    const g = await conversations.getGroup(req.tenant, req.group);
     throw new VersionConflictError(req.expectVersion, g.version);
   }
-  const r = await change({ tenant: req.tenant, group: req.group, users: req.users, dryRun: req.dryRun, ...(req.expectVersion !== undefined ? { expectVersion: Number(req.expectVersion) } : {}) });
+  return { expectVersion: Number(req.expectVersion) };
+}
+
+/** AddMembers and RemoveMembers alike: the change, the fail point after a commit, the answer and its audit line. */
+async function changeMembers(conversations: ConversationService, change: ConversationService["addMembers"], req: ChangeMembersRequest) {
+  const r = await change({ tenant: req.tenant, group: req.group, users: req.users, dryRun: req.dryRun, ...await expectVersionOf(conversations, req) });
   if (r.outcome === "committed") failpoint(FAILPOINTS.membershipAfterCommit);
   return { response: membershipOut(r), detail: describeChange(r) };
 }
@@ -33,18 +40,13 @@ export const groupService = defineService(catalogEntry("qim.admin.v1.GroupServic
     roles: ALL_ROLES, mutates: false,
     handle: async (req, { deps }) => ({ response: groupOut(await deps.runtime.conversations.getGroup(req.tenant, req.group)) }),
   }),
-  addMembers: unary({ roles: MUTATE, mutates: true, handle: (req, { deps }) => changeMembers((r) => deps.runtime.conversations.addMembers(r), (t, g) => deps.runtime.conversations.getGroup(t, g), req) }),
-  removeMembers: unary({ roles: MUTATE, mutates: true, handle: (req, { deps }) => changeMembers((r) => deps.runtime.conversations.removeMembers(r), (t, g) => deps.runtime.conversations.getGroup(t, g), req) }),
+  addMembers: unary({ roles: MUTATE, mutates: true, handle: (req, { deps }) => changeMembers(deps.runtime.conversations, (r) => deps.runtime.conversations.addMembers(r), req) }),
+  removeMembers: unary({ roles: MUTATE, mutates: true, handle: (req, { deps }) => changeMembers(deps.runtime.conversations, (r) => deps.runtime.conversations.removeMembers(r), req) }),
   transferOwner: unary({
     roles: MUTATE, mutates: true,
     async handle(req, { deps }) {
-      if (req.expectVersion !== undefined && req.expectVersion > BigInt(Number.MAX_SAFE_INTEGER)) {
-        // as for AddMembers: a version never gets past 2^53−1, so such a compare-and-set is a conflict
-        const g = await deps.runtime.conversations.getGroup(req.tenant, req.group);
-        throw new VersionConflictError(req.expectVersion, g.version);
-      }
       const r = await deps.runtime.conversations.transferOwner({
-        tenant: req.tenant, group: req.group, to: req.to, dryRun: req.dryRun, ...(req.expectVersion !== undefined ? { expectVersion: Number(req.expectVersion) } : {}),
+        tenant: req.tenant, group: req.group, to: req.to, dryRun: req.dryRun, ...await expectVersionOf(deps.runtime.conversations, req),
       });
       return { response: ownerTransferOut(r), detail: describeTransfer(r) };
     },
@@ -52,13 +54,8 @@ export const groupService = defineService(catalogEntry("qim.admin.v1.GroupServic
   dissolveGroup: unary({
     roles: MUTATE, mutates: true,
     async handle(req, { deps }) {
-      if (req.expectVersion !== undefined && req.expectVersion > BigInt(Number.MAX_SAFE_INTEGER)) {
-        // as for AddMembers: a version never gets past 2^53−1, so such a compare-and-set is a conflict
-        const g = await deps.runtime.conversations.getGroup(req.tenant, req.group);
-        throw new VersionConflictError(req.expectVersion, g.version);
-      }
       const r = await deps.runtime.conversations.dissolveGroup({
-        tenant: req.tenant, group: req.group, dryRun: req.dryRun, ...(req.expectVersion !== undefined ? { expectVersion: Number(req.expectVersion) } : {}),
+        tenant: req.tenant, group: req.group, dryRun: req.dryRun, ...await expectVersionOf(deps.runtime.conversations, req),
       });
       return { response: dissolutionOut(r), detail: describeDissolve(r) };
     },

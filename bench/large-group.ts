@@ -14,8 +14,9 @@
  *   2. the longest Redis commands during the fanout and its catch-up: SLOWLOG (slowlog-log-slower-than 10 ms) top
  *      entries, and LATENCY LATEST (latency-monitor-threshold 10 ms).
  *   3. small-group send p99 (groups of 20, one send in flight on each of 16, 100 ms of pause after
- *      each ack, commit to ack through ConversationService.send in this process) and PING p99 (own connection, every 10 ms) on the
- *      same Redis, WITHOUT the big fanout (a quiet window of --quiet-ms before it) and WITH it.
+ *      each ack, commit to ack through ConversationService.send in this process) and PING p99 (own
+ *      connection, every 10 ms) on the same Redis, WITHOUT the big fanout (a quiet window of
+ *      --quiet-ms before it) and WITH it.
  *
  * Seeding (timed apart, not measured): the group is created with the engine (createGroup), then
  * its member table is WRITTEN DIRECTLY in the layout createGroup-2.lua writes for initial members

@@ -18,4 +18,10 @@ export const metrics = {
     help: "Audit log rotations that failed (the log writes on in FILE, nothing lost; the next attempt waits until it has grown by another max size): alert on any increase, the file now grows past its bound",
     registers: [registry],
   }),
+  callsAbandoned: new Counter({
+    name: "qim_server_calls_abandoned_total",
+    help: "Calls that ended because their caller went away (reason=cancelled) or their deadline passed (reason=deadline): refused before their handler ran, or a read stopped at its next step. A rise on one rpc says its callers give up on it (too slow, or a deadline too short)",
+    labelNames: ["rpc", "reason"] as const,
+    registers: [registry],
+  }),
 };

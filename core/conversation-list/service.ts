@@ -17,6 +17,12 @@ import { applyRowsScript, recomputeUnreadScript, type RowWrite } from "./scripts
 export const UNREAD_AUDIT_SAMPLE_RATE = 0.01;
 /** "有未读且 24h 无变更" (spec 002 §3.4): only rows idle this long are audited. */
 export const UNREAD_AUDIT_IDLE_MS = 24 * 60 * 60 * 1000;
+/**
+ * The audit's COUNT for SCAN over users and HSCAN over one user's rows: a user with 5,000
+ * conversations is read in ~10 bounded replies, not one. (HSCAN may return a row twice during a
+ * rehash; the audit then samples it twice, which a sample tolerates.)
+ */
+const AUDIT_SCAN_COUNT = 500;
 
 export interface ConversationListOptions {
   /** unread_precise_limit (spec 002 §3.3). */
@@ -761,7 +767,7 @@ export class ConversationListService {
    * `sampleRate`, compared with the definition. Reports drift and sets unread_drift_ratio; it
    * corrects nothing (reconcile does). Users are found with SCAN (an audit, not a serving path).
    */
-  async audit(opts: { sampleRate?: number; idleMs?: number; random?: () => number; maxDrifts?: number } = {}): Promise<UnreadAuditReport> {
+  async audit(opts: { sampleRate?: number; idleMs?: number; random?: () => number; maxDrifts?: number; signal?: AbortSignal } = {}): Promise<UnreadAuditReport> {
     const sampleRate = opts.sampleRate ?? UNREAD_AUDIT_SAMPLE_RATE;
     const idleMs = opts.idleMs ?? UNREAD_AUDIT_IDLE_MS;
     if (!(sampleRate > 0 && sampleRate <= 1)) throw new InvalidArgumentError("sampleRate", "sample rate must be in (0, 1]");
@@ -771,10 +777,12 @@ export class ConversationListService {
     const report: UnreadAuditReport = { sampleRate, idleMs, usersScanned: 0, candidates: 0, sampled: 0, drifted: 0, driftRatio: 0, drifts: [] };
     const pattern = listRowsPattern(this.keys);
     const re = /:clrows:([0-9a-f]{32}):([0-9a-f]{32})$/;
+    const signal = opts.signal;
     for (const client of this.store.dataNodes()) {
       let cursor = "0";
       do {
-        const [next, found] = await client.scan(cursor, "MATCH", pattern, "COUNT", 500);
+        signal?.throwIfAborted();
+        const [next, found] = await client.scan(cursor, "MATCH", pattern, "COUNT", AUDIT_SCAN_COUNT);
         cursor = next;
         for (const key of found) {
           const m = re.exec(key);
@@ -782,23 +790,30 @@ export class ConversationListService {
           const tenant = hexToUuid(m[1]!);
           const user = hexToUuid(m[2]!);
           report.usersScanned++;
-          const raw = await client.hgetall(key);
-          for (const [hex, v] of Object.entries(raw)) {
-            const r = decodeRow(v);
-            if (r.unread === 0 || now - r.lastActivityAt < idleMs) continue;
-            report.candidates++;
-            if (random() >= sampleRate) continue;
-            report.sampled++;
-            const def = await this.recompute(tenant, user, hex, prefsOf(r), r, "audit");
-            const defUnread = def?.unread ?? 0;
-            const defMentions = def?.mentions ?? 0;
-            if (defUnread !== r.unread || defMentions !== r.mentions) {
-              report.drifted++;
-              if (report.drifts.length < (opts.maxDrifts ?? 100)) {
-                report.drifts.push({ tenant, user, conversation: hexToUuid(hex), cachedUnread: r.unread, definitionalUnread: defUnread, cachedMentions: r.mentions, definitionalMentions: defMentions });
+          // a user's rows a bounded chunk at a time (HSCAN), never the whole hash in one reply
+          let rowCursor = "0";
+          do {
+            signal?.throwIfAborted();
+            const [nextRow, flat] = await client.hscan(key, rowCursor, "COUNT", AUDIT_SCAN_COUNT);
+            rowCursor = nextRow;
+            for (let i = 0; i + 1 < flat.length; i += 2) {
+              const hex = flat[i]!;
+              const r = decodeRow(flat[i + 1]!);
+              if (r.unread === 0 || now - r.lastActivityAt < idleMs) continue;
+              report.candidates++;
+              if (random() >= sampleRate) continue;
+              report.sampled++;
+              const def = await this.recompute(tenant, user, hex, prefsOf(r), r, "audit");
+              const defUnread = def?.unread ?? 0;
+              const defMentions = def?.mentions ?? 0;
+              if (defUnread !== r.unread || defMentions !== r.mentions) {
+                report.drifted++;
+                if (report.drifts.length < (opts.maxDrifts ?? 100)) {
+                  report.drifts.push({ tenant, user, conversation: hexToUuid(hex), cachedUnread: r.unread, definitionalUnread: defUnread, cachedMentions: r.mentions, definitionalMentions: defMentions });
+                }
               }
             }
-          }
+          } while (rowCursor !== "0");
         }
       } while (cursor !== "0");
     }

@@ -26,6 +26,13 @@ export const ERROR_CODES = {
   /** The unit a request names (a relay bucket, a partition, a user's slot) is another node's, or moving: retry at the owner (core/cluster StaleOwnerError). */
   STALE_OWNER: { grpc: "UNAVAILABLE", exit: "CONNECTION" },
   UNIMPLEMENTED: { grpc: "UNIMPLEMENTED", exit: "CONFLICT" },
+  /**
+   * The caller went away before its call ended (issue 25): a read stopped at its next step. An
+   * admitted mutation is never stopped half-way (it runs to its end; a retry is answered as one).
+   */
+  CANCELLED: { grpc: "CANCELLED", exit: "CONNECTION" },
+  /** The caller's deadline passed before its call ended: refused before the handler ran, or a read stopped at its next step. */
+  DEADLINE_EXCEEDED: { grpc: "DEADLINE_EXCEEDED", exit: "CONNECTION" },
   INTERNAL: { grpc: "INTERNAL", exit: "INTERNAL" },
 } as const satisfies Record<string, { grpc: GrpcStatusName; exit: ExitClass }>;
 
@@ -56,6 +63,20 @@ export class QimError extends Error {
 }
 
 /** Bad input; `field` names the offending input so that callers can point at it. */
+/**
+ * A call given up because its caller went away ("cancelled") or its deadline passed ("deadline").
+ * The pipeline aborts a call's AbortSignal with it; a long read calls `signal.throwIfAborted()`
+ * between its steps and so ends with it.
+ */
+export class CallAbandonedError extends QimError {
+  constructor(readonly reason: "cancelled" | "deadline", elapsedMs: number) {
+    super(reason === "cancelled" ? "CANCELLED" : "DEADLINE_EXCEEDED",
+      reason === "cancelled" ? `the caller went away after ${Math.round(elapsedMs)} ms; the call stopped` : `the call's deadline passed after ${Math.round(elapsedMs)} ms; the call stopped`,
+      { reason });
+    this.name = "CallAbandonedError";
+  }
+}
+
 export class InvalidArgumentError extends QimError {
   readonly field: string;
   constructor(field: string, message: string) {

@@ -5,13 +5,23 @@
  * saying who the caller is (a principal read from a certificate today, from a signed token
  * tomorrow), how the RPC is declared (roles, mutates), and how an answer or a refusal goes out on
  * its wire (a Surface). Audit records and refusal texts are the same on every door.
+ *
+ * Cancellation and deadlines: the adapter says when its caller went away (`signal`) and when the
+ * caller stops waiting (`deadline`); the handler gets one AbortSignal that fires on either, with a
+ * CallAbandonedError as its reason. A call whose deadline passed before its turn (a pipelined HTTP
+ * request that waited behind others) is refused before the handler runs. A long read passes the
+ * signal down and stops at its next step (`signal.throwIfAborted()`); an admitted mutation is
+ * never stopped half-way. Calls that ended so are counted (qim_server_calls_abandoned_total).
  */
 import { randomUUID } from "node:crypto";
 import { status } from "@grpc/grpc-js";
-import { InvalidArgumentError } from "../../core/index.js";
+import { CallAbandonedError, InvalidArgumentError } from "../../core/index.js";
 import type { AuditRecord } from "../audit.js";
 import { allowed, type Principal, type Role } from "./auth.js";
 import { mapError, type MappedError } from "./errors.js";
+import { metrics } from "../metrics.js";
+
+const callsAbandoned = metrics.callsAbandoned;
 
 /** The status names the audit log records (grpc status codes are the node's canonical codes, errors.ts). */
 export const STATUS_NAME = Object.fromEntries(Object.entries(status).filter(([, v]) => typeof v === "number").map(([k, v]) => [v, k])) as Record<number, string>;
@@ -40,6 +50,10 @@ export interface PipelineCall {
   started?: bigint;
   /** The id its answer already carries (an HTTP header); default: a new one. */
   requestId?: string;
+  /** Fires when the caller went away (a cancelled gRPC call, a closed HTTP connection). */
+  signal?: AbortSignal;
+  /** When the caller stops waiting, in ms since the epoch (a gRPC deadline); absent or Infinity: never. */
+  deadline?: number;
 }
 
 /** How a listener answers on its wire. */
@@ -69,6 +83,8 @@ export interface Admitted {
   /** Asks again whether the caller may go on (before each event an open-ended stream sends); throws when revoked meanwhile. */
   admit(): void;
   requestId: string;
+  /** Fires when the caller went away or its deadline passed (reason: a CallAbandonedError); long reads stop on it. */
+  signal: AbortSignal;
 }
 
 /** What a handler hands back: what to audit (mutations), and how to answer once that is written. */
@@ -105,6 +121,25 @@ export class Pipeline {
       await record("PERMISSION_DENIED", `certificate revoked: ${p.fingerprint} is on the deny list`);
       refuse({ code: status.PERMISSION_DENIED, domainCode: "PERMISSION_DENIED", message: `permission denied: certificate revoked (SHA-256 ${p.fingerprint} of ${p.name} is on the server's deny list)` });
     };
+    // one signal for the handler: the caller went away, or its deadline passed
+    const abandon = new AbortController();
+    // a transport that enforces the deadline itself (grpc-js) reports it as its caller gone, maybe
+    // before our timer fires: past the deadline (to its millisecond), it is the deadline
+    const pastDeadline = () => call.deadline !== undefined && Date.now() + 1 >= call.deadline;
+    const onGone = () => abandon.abort(new CallAbandonedError(pastDeadline() ? "deadline" : "cancelled", elapsed()));
+    let deadlineTimer: NodeJS.Timeout | undefined;
+    if (call.signal?.aborted) onGone();
+    else call.signal?.addEventListener("abort", onGone, { once: true });
+    if (call.deadline !== undefined && Number.isFinite(call.deadline) && !abandon.signal.aborted) {
+      const ms = call.deadline - Date.now();
+      if (ms <= 0) abandon.abort(new CallAbandonedError("deadline", elapsed()));
+      // a timer beyond setTimeout's range (~24.8 days) is no deadline in practice
+      else if (ms < 2 ** 31) deadlineTimer = setTimeout(() => abandon.abort(new CallAbandonedError("deadline", elapsed())), ms);
+    }
+    const settled = () => {
+      clearTimeout(deadlineTimer);
+      call.signal?.removeEventListener("abort", onGone);
+    };
     (async () => {
       if (principal && principal.fingerprint && revoked?.(principal.fingerprint)) {
         // revoked: refused before the role is even looked at, whatever the RPC
@@ -127,10 +162,13 @@ export class Pipeline {
         const admit = () => {
           if (principal.fingerprint && revoked?.(principal.fingerprint)) throw new RevokedDuringCall();
         };
-        const { detail, answer } = await body({ principal, admit, requestId });
+        // its caller already gone, or its deadline passed while it waited its turn: the handler never runs
+        abandon.signal.throwIfAborted();
+        const { detail, answer } = await body({ principal, admit, requestId, signal: abandon.signal });
         if (call.mutates) await record("OK", detail ?? "");
         answer();
       } catch (err) {
+        if (err instanceof CallAbandonedError) callsAbandoned.inc({ rpc, reason: err.reason });
         if (err instanceof RevokedDuringCall) {
           await refuseRevoked(principal);
           return;
@@ -149,7 +187,7 @@ export class Pipeline {
         if (call.mutates) await record(STATUS_NAME[m.code] ?? String(m.code), m.message);
         refuse(m);
       }
-    })().catch((err: unknown) => {
+    })().finally(settled).catch((err: unknown) => {
       // the audit log could not be written: the answer must not pretend otherwise
       log(`request ${requestId} ${rpc}: audit log write failed: ${err instanceof Error ? err.message : String(err)}`);
       refuse({ code: status.INTERNAL, domainCode: "INTERNAL", message: `audit log unavailable (request ${requestId})` });

@@ -31,6 +31,11 @@ export interface CallContext {
    * answer it streams); throws when its certificate was revoked meanwhile.
    */
   admit(): void;
+  /**
+   * Fires when the caller went away or its deadline passed (pipeline.ts): a read that takes many
+   * steps passes it down and stops at the next one; a mutation ignores it (it runs to its end).
+   */
+  signal: AbortSignal;
 }
 
 /** Every operator role (auth.ts OPERATOR_ROLES): reads open to all; never `node`, which only calls the node service. */

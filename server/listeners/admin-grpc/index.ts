@@ -14,6 +14,7 @@ import { listenAddr, type Listener, type OpenContext, type Opened } from "../../
 import { auditArguments } from "../../audit.js";
 import { principalOf } from "../../pipeline/auth.js";
 import { toServiceError } from "../../pipeline/errors.js";
+import { cancelSignal, deadlineOf } from "../../pipeline/grpc-call.js";
 import { UndecodableRequest, type Surface } from "../../pipeline/pipeline.js";
 import type { ServerDeps, ServerStreamRpc, UnaryRpc } from "../../pipeline/rpc.js";
 import { ReflectedServer, requestTypeOf, serveReflection } from "./reflection.js";
@@ -108,12 +109,13 @@ async function open(ctx: OpenContext): Promise<Opened<{ port: number }>> {
     rpc: path, roles: rpc.roles, mutates: rpc.mutates, request: call.request,
     principal: principalOf(call, insecure, server.peers.get(call.getPeer())?.cert),
     arguments: () => auditArguments(call.request),
+    signal: cancelSignal(call), deadline: deadlineOf(call),
   }, surface, body);
 
   /** A unary RPC's grpc-js handler: the pipeline around its declaration. */
   function unaryHandler(path: string, rpc: UnaryRpc): grpc.handleUnaryCall<unknown, unknown> {
-    return (call, callback) => through(path, rpc, call, { refuse: (m, id) => callback(toServiceError(m, id) as grpc.ServiceError) }, async ({ principal, admit }) => {
-      const { response, detail } = await rpc.handle(call.request as never, { principal, deps, admit });
+    return (call, callback) => through(path, rpc, call, { refuse: (m, id) => callback(toServiceError(m, id) as grpc.ServiceError) }, async ({ principal, admit, signal }) => {
+      const { response, detail } = await rpc.handle(call.request as never, { principal, deps, admit, signal });
       return { detail, answer: () => callback(null, response) };
     });
   }
@@ -131,8 +133,8 @@ async function open(ctx: OpenContext): Promise<Opened<{ port: number }>> {
       const refuse = (m: Parameters<Surface["refuse"]>[0], requestId: string) => {
         if (!call.cancelled) call.emit("error", toServiceError(m, requestId));
       };
-      through(path, rpc, call, { refuse }, async ({ principal, admit, requestId }) => {
-        const end = await rpc.handle(call.request as never, { principal, deps, admit, send, call: call as never });
+      through(path, rpc, call, { refuse }, async ({ principal, admit, requestId, signal }) => {
+        const end = await rpc.handle(call.request as never, { principal, deps, admit, signal, send, call: call as never });
         return {
           detail: end.detail,
           answer: () => {

@@ -89,6 +89,9 @@ const HTTP_STATUS_OF_GRPC: Partial<Record<status, number>> = {
   [status.UNAVAILABLE]: 503,
   [status.INTERNAL]: 500,
   [status.UNIMPLEMENTED]: 501,
+  // written only to the audit and the metrics: the caller that went away reads no answer
+  [status.CANCELLED]: 499,
+  [status.DEADLINE_EXCEEDED]: 504,
 };
 
 /**
@@ -353,6 +356,11 @@ export async function startCmdHttpServer(opts: CmdHttpOptions): Promise<CmdHttpS
     const path = (req.url ?? "").split("?")[0]!;
     const { name, role, fingerprint } = peerOf(req.socket);
     const body = readBody(req);
+    // the caller went away before its answer was written: a request still waiting its turn is not run
+    const gone = new AbortController();
+    res.once("close", () => {
+      if (!res.writableFinished) gone.abort();
+    });
     let argumentsOf: unknown = {};
     const answer = (status: number, json: string, headers: Record<string, string> = {}) => {
       cmdSurfaceMetrics.httpRequests.inc({ path: path === SYNC_PATH || path === SYNC_ACK_PATH ? path : "other", status: String(status) });
@@ -380,7 +388,7 @@ export async function startCmdHttpServer(opts: CmdHttpOptions): Promise<CmdHttpS
       if (req.method !== "POST") return answer(405, JSON.stringify({ msg: `${path} takes POST`, status: 405 }));
       // the role as the certificate names it, known or not: the audit records what was presented
       const principal: Principal = { name, role: role as Role, fingerprint: insecure ? "" : fingerprint };
-      pipeline.run({ rpc: `POST ${path}`, roles: [SERVICE_ROLE], mutates: true, principal, arguments: () => argumentsOf, started, requestId }, {
+      pipeline.run({ rpc: `POST ${path}`, roles: [SERVICE_ROLE], mutates: true, principal, arguments: () => argumentsOf, started, requestId, signal: gone.signal }, {
         refuse: (m) => {
           if (res.headersSent) return;
           if (m.code === status.PERMISSION_DENIED) answer(403, JSON.stringify({ msg: m.message, status: 403 }));

@@ -7,8 +7,9 @@
  * operator's action; qim_node_rpc_served_total counts them.
  */
 import * as grpc from "@grpc/grpc-js";
-import { InvalidArgumentError, NODE_RPC_MAX_RECEIVE_BYTES, parseHostPort } from "../../../core/index.js";
+import { CallAbandonedError, InvalidArgumentError, NODE_RPC_MAX_RECEIVE_BYTES, parseHostPort } from "../../../core/index.js";
 import { NODE_ROLE, principalOf, ROLES, type Role } from "../../pipeline/auth.js";
+import { cancelSignal, deadlineOf } from "../../pipeline/grpc-call.js";
 import { Pipeline, STATUS_NAME } from "../../pipeline/pipeline.js";
 import { NodeServiceService, NodeStatus } from "../../../admin-api/gen/qim/node/v1/node.js";
 import type { NodeHandlers } from "../../routing/local.js";
@@ -47,7 +48,7 @@ export async function startNodeServer(opts: NodeServerOptions): Promise<NodeServ
   /** A node RPC through the pipeline: the caller must present a node certificate; the handler answers a NodeStatus. */
   function handler<Req, Res extends { status: NodeStatus }>(rpc: string, run: (req: Req) => Promise<Res>): grpc.handleUnaryCall<Req, Res> {
     return (call, callback) => {
-      pipeline.run({ rpc, roles, mutates: false, principal: principalOf(call, insecure), arguments: () => ({}) }, {
+      pipeline.run({ rpc, roles, mutates: false, principal: principalOf(call, insecure), arguments: () => ({}), signal: cancelSignal(call), deadline: deadlineOf(call) }, {
         refuse: (m) => {
           nodeMetrics.served.inc({ rpc, status: STATUS_NAME[m.code] ?? String(m.code) });
           callback({ code: m.code, details: m.message });
@@ -56,7 +57,14 @@ export async function startNodeServer(opts: NodeServerOptions): Promise<NodeServ
           const who = principal ? `${principal.name} (role ${principal.role ?? "none"})` : "a caller without a certificate subject";
           return `only node certificates (OU ${NODE_ROLE}) may call the node service; ${who} may not`;
         },
-        failure: (err) => ({
+        failure: (err) => err instanceof CallAbandonedError ? {
+          // the calling node gave up (its deadline, or it went away): nothing to log, no stack
+          result: err.code, detail: err.message, log: null,
+          reply: () => {
+            nodeMetrics.served.inc({ rpc, status: err.code });
+            callback({ code: err.reason === "deadline" ? grpc.status.DEADLINE_EXCEEDED : grpc.status.CANCELLED, details: err.message });
+          },
+        } : ({
           result: "INTERNAL", detail: "", log: `node service ${rpc} failed: ${err instanceof Error ? err.stack ?? err.message : String(err)}`,
           reply: () => {
             nodeMetrics.served.inc({ rpc, status: "INTERNAL" });

@@ -101,9 +101,10 @@ export const conversationListService = defineService(catalogEntry("qim.admin.v1.
   }),
   auditUnread: unary({
     roles: ["admin", "operator", "viewer"], mutates: false,
-    async handle(req, { deps }) {
+    async handle(req, { deps, signal }) {
       if (!(req.sampleRate >= 0 && req.sampleRate <= SAMPLE_RATE_MAX)) throw new InvalidArgumentError("sample_rate", "sample_rate is a fraction in (0, 1] (0: the server's default)");
-      const r = await deps.runtime.conversationList.service.audit(req.sampleRate > 0 ? { sampleRate: req.sampleRate } : {});
+      // a walk over every user: it stops at its next step when the caller gives up
+      const r = await deps.runtime.conversationList.service.audit({ ...(req.sampleRate > 0 ? { sampleRate: req.sampleRate } : {}), signal });
       return {
         response: {
           sampleRate: r.sampleRate, idleMs: BigInt(r.idleMs), usersScanned: r.usersScanned, candidates: r.candidates, sampled: r.sampled, drifted: r.drifted, driftRatio: r.driftRatio,

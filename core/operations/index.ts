@@ -6,6 +6,7 @@
  * itself. Holds no state, keys or scripts.
  */
 export { asOperator } from "./as-operator.js";
+export { cmdOwnerOf, type CmdOwner } from "./cmd-owner.js";
 export {
   changeConversation, listConversations,
   type ConversationListAction, type ConversationListEngines, type ConversationListEntry, type ConversationListPage,

@@ -1,11 +1,11 @@
 import {
   CHANNEL_TYPE_GROUP,
+  cmdOwnerOf,
   cmdSyncLimit,
   InvalidArgumentError,
   parseChannelType,
   parseCommandChannelId,
   parseUuid,
-  slotOfUser,
   type CmdMessage,
 } from "../../../../core/index.js";
 import { catalogEntry } from "../../../../admin-api/catalog.js";
@@ -109,11 +109,8 @@ export const cmdService = defineService(catalogEntry("qim.admin.v1.CmdService"),
     roles: ALL_ROLES, mutates: false,
     async handle(req, { deps }) {
       const { tenant, user } = userOf(req.tenant, req.user);
-      const slot = slotOfUser(tenant, user);
-      const cluster = deps.runtime.cluster;
-      if (!cluster) return { response: { slot, nodeId: "", address: "", token: 0n, alive: true, clustered: false } };
-      const o = await cluster.ownerOf("slot", slot);
-      return { response: { slot, nodeId: o.nodeId ?? "", address: o.address ?? "", token: BigInt(o.token), alive: o.alive, clustered: true } };
+      const o = await cmdOwnerOf(deps.runtime.cluster, tenant, user);
+      return { response: { slot: o.slot, nodeId: o.nodeId, address: o.address, token: BigInt(o.token), alive: o.alive, clustered: o.clustered } };
     },
   }),
   getStatus: unary({

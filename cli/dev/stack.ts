@@ -225,6 +225,42 @@ export interface DevNodeState {
   auditLog: string;
   /** Its CMD sync HTTP API, https://127.0.0.1:P (absent in the state of a stack whose nodes 2… had none). */
   syncUrl?: string;
+  /** The kinds of units it takes (cluster.units; absent in a state written before --cluster-units: all three). */
+  units?: UnitKind[];
+}
+
+/** The kinds of cluster units a node may take (the server's cluster.units, docs/cluster.md "Node roles"). */
+export const UNIT_KINDS = ["relay", "partition", "slot"] as const;
+export type UnitKind = (typeof UNIT_KINDS)[number];
+
+/**
+ * Each node's units from --cluster-units `N=KINDS` entries (KINDS: a comma list of relay,
+ * partition, slot); a node without an entry takes all three. Refused (exit 2, nothing started):
+ * a node number outside 1..nodes, a node named twice, an unknown or repeated kind, and a stack in
+ * which some kind is taken by no node (its work would never be done).
+ */
+export function parseClusterUnits(specs: readonly string[], nodes: number): UnitKind[][] {
+  const out: UnitKind[][] = Array.from({ length: nodes }, () => [...UNIT_KINDS]);
+  const named = new Set<number>();
+  const refuse = (why: string) => {
+    throw new DevStackError(EXIT.USAGE, "INVALID_CLUSTER_UNITS", `--cluster-units: ${why}`);
+  };
+  for (const spec of specs) {
+    const m = /^\s*(\d{1,3})\s*=\s*([a-z, ]*)$/.exec(spec);
+    if (!m) refuse(`expected N=KINDS (e.g. 1=relay or 2=partition,slot), got ${JSON.stringify(spec.slice(0, 60))}`);
+    const n = Number(m![1]);
+    if (n < 1 || n > nodes) refuse(`node ${n} is not one of the stack's nodes 1 to ${nodes} (--nodes ${nodes})`);
+    if (named.has(n)) refuse(`node ${n} is named twice`);
+    named.add(n);
+    const kinds = m![2]!.split(",").map((k) => k.trim()).filter((k) => k !== "");
+    if (kinds.length === 0) refuse(`node ${n} takes no kind of unit; name at least one of ${UNIT_KINDS.join(", ")}`);
+    for (const k of kinds) if (!(UNIT_KINDS as readonly string[]).includes(k)) refuse(`unknown kind ${JSON.stringify(k.slice(0, 30))} for node ${n}; the kinds are ${UNIT_KINDS.join(", ")}`);
+    if (new Set(kinds).size !== kinds.length) refuse(`node ${n} names a kind twice`);
+    out[n - 1] = UNIT_KINDS.filter((k) => kinds.includes(k));
+  }
+  const untaken = UNIT_KINDS.filter((k) => !out.some((u) => u.includes(k)));
+  if (untaken.length > 0) refuse(`no node takes ${untaken.join(", ")}: every kind needs a node (a node without an entry takes all three)`);
+  return out;
 }
 
 /** The named context of a dev stack: whether dev up wrote it, and which context is current after it. */
@@ -253,6 +289,12 @@ export interface DevUpOptions {
   secureRedis?: boolean;
   /** Engine servers to start on the stack's Redis, each a node of one cluster (default 1). */
   nodes?: number;
+  /**
+   * `N=KINDS` per node whose units are not all three (--cluster-units): `1=relay` makes dev-1 an
+   * API node (it relays commits and leaves projecting to the others). A node without an entry
+   * takes every kind. Every kind must be taken by some node.
+   */
+  clusterUnits?: string[];
   env?: NodeJS.ProcessEnv;
   home?: string;
   /** The base name of this stack's context in the config file (default: baseContextName), demo for the demo. */
@@ -626,12 +668,22 @@ function serverRedisArgs(access: DevRedisAccess, port: number): string[] {
 }
 
 /**
- * The admin server's environment for a secure stack: without QIM_REDIS_* of the caller's, since
- * dev up gives every Redis setting itself (a QIM_REDIS_PASSWORD beside --redis-password-file
- * refuses start-up; a QIM_REDIS_TLS_CERT would add a client certificate).
+ * The admin server's environment: the caller's, without its QIM_* settings other than
+ * QIM_CASSANDRA_* (dev up gives every other setting itself as a flag; a QIM_REDIS_PASSWORD beside
+ * --redis-password-file would refuse start-up, a QIM_REDIS_TLS_CERT add a client certificate).
  */
-function serverEnv(env: NodeJS.ProcessEnv, access: DevRedisAccess): NodeJS.ProcessEnv {
-  return access.secure ? Object.fromEntries(Object.entries(env).filter(([k]) => !k.startsWith("QIM_REDIS_"))) : env;
+function serverEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  return Object.fromEntries(Object.entries(env).filter(([k]) => !ignoredServerVariable(k)));
+}
+
+/**
+ * A QIM_* variable of the caller's that the stack's servers do not get: dev up gives them every
+ * setting it means as flags, and passes on only the Cassandra authority's (QIM_CASSANDRA_*, how a
+ * dev stack is pointed at Cassandra). A QIM_REDIS_ADDRS or QIM_DISPATCH_PARTITIONS left in a shell
+ * for a production server would otherwise change the dev stack behind its flags.
+ */
+function ignoredServerVariable(key: string): boolean {
+  return key.startsWith("QIM_") && !key.startsWith("QIM_CASSANDRA_");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -805,7 +857,7 @@ function cassandraConfigured(env: NodeJS.ProcessEnv): string | null {
 
 async function startServer(
   p: DevPaths, redis: DevRedisAccess, redisPort: number, port: number, metricsPort: number, env: NodeJS.ProcessEnv, node: DevNodeFiles,
-  sync: { port: number; tenant: string } | null = null,
+  sync: { port: number; tenant: string } | null = null, units: readonly UnitKind[] = UNIT_KINDS,
 ): Promise<{ started: Started } | { failed: "address-in-use" | "exited" | "no-answer"; tail: string; detail: string }> {
   const from = sizeOf(node.log);
   const redisArgs = serverRedisArgs(redis, redisPort);
@@ -829,7 +881,9 @@ async function startServer(
     "--node-tls-key", node.key,
     // the CMD sync HTTP API (every node, each on its own port): application servers' /message/sync with the dev tenant
     ...(sync ? ["--sync-listen", `${LOOPBACK}:${sync.port}`, "--sync-tenant", sync.tenant] : []),
-  ], p.dataDir, node.log, serverEnv(env, redis));
+    // the kinds of units it takes, said even when all three: the server gets the settings the stack means
+    "--cluster-units", units.join(","),
+  ], p.dataDir, node.log, serverEnv(env));
   const tls = adminTls(p);
   const attempts = cassandraConfigured(env) ? SERVER_READY_ATTEMPTS_CASSANDRA : SERVER_READY_ATTEMPTS;
   let detail = "no answer";
@@ -889,7 +943,7 @@ export interface ProcessProbe {
 
 /** A node of the stack as dev status sees it. */
 /** A node of the stack as dev status shows it: `syncUrl` null when the node serves no CMD sync HTTP API. */
-export type NodeProbe = ProcessProbe & { nodeId: string; syncUrl: string | null };
+export type NodeProbe = ProcessProbe & { nodeId: string; syncUrl: string | null; units: UnitKind[] };
 
 /** The stack's nodes: those the state records, or (a state written before --nodes) its one server as dev-1. */
 function stateNodes(s: DevState): DevNodeState[] {
@@ -901,7 +955,7 @@ export async function probe(p: DevPaths, s: DevState): Promise<{ redis: ProcessP
   const probeNode = async (n: DevNodeState): Promise<NodeProbe> => {
     const alive = isOurs(n.pid, serverIdentity(p));
     const answering = alive && existsSync(p.adminCert) ? await healthCheck(`localhost:${n.port}`, adminTls(p)).then((h) => h.serving, () => false) : false;
-    return { nodeId: n.nodeId, pid: n.pid, port: n.port, alive, answering, syncUrl: n.syncUrl ?? (n === s.nodes?.[0] || !s.nodes ? s.syncUrl ?? null : null) };
+    return { nodeId: n.nodeId, pid: n.pid, port: n.port, alive, answering, syncUrl: n.syncUrl ?? (n === s.nodes?.[0] || !s.nodes ? s.syncUrl ?? null : null), units: n.units ?? [...UNIT_KINDS] };
   };
   const [redisOk, nodes] = await Promise.all([
     redisAlive ? redisUp(s.redis.port, s.redisAccess) : false,
@@ -941,6 +995,7 @@ export async function devUp(opts: DevUpOptions): Promise<DevUpResult> {
   if (!Number.isInteger(nodeCount) || nodeCount < 1 || nodeCount > MAX_DEV_NODES) {
     throw new DevStackError(EXIT.USAGE, "INVALID_NODES", `--nodes must be a whole number from 1 to ${MAX_DEV_NODES}, got ${nodeCount}`);
   }
+  const units = parseClusterUnits(opts.clusterUnits ?? [], nodeCount);
   // before anything is created: nothing to undo when redis-server is missing, or when the data dir
   // cannot be written (a file in its place, no permission): refused with its path, exit 2
   writableDir("--data-dir", p.dataDir);
@@ -948,6 +1003,7 @@ export async function devUp(opts: DevUpOptions): Promise<DevUpResult> {
   const secure = opts.secureRedis === true;
   const release = lock(p);
   const notes: string[] = [];
+  const ignored = Object.keys(env).filter(ignoredServerVariable).sort();
   try {
     const previous = readState(p);
     if (previous) {
@@ -956,6 +1012,11 @@ export async function devUp(opts: DevUpOptions): Promise<DevUpResult> {
         if (previous.redisAccess.secure !== secure) throw redisModeConflict(p, previous.redisAccess);
         if (now.nodes.length !== nodeCount) {
           throw new DevStackError(EXIT.CONFLICT, "DEV_STACK_NODES", `the dev stack in ${p.dataDir} runs ${now.nodes.length} node(s), not ${nodeCount}; stop it first (qimctl dev down --data-dir ${p.dataDir}) and run dev up --nodes ${nodeCount} again`);
+        }
+        const runningUnits = stateNodes(previous).map((n) => n.units ?? [...UNIT_KINDS]);
+        const differs = runningUnits.map((u, i) => (u.join(",") === units[i]!.join(",") ? null : `dev-${i + 1} takes ${u.join(",")}, not ${units[i]!.join(",")}`)).filter(Boolean);
+        if (differs.length > 0) {
+          throw new DevStackError(EXIT.CONFLICT, "DEV_STACK_NODES", `the dev stack in ${p.dataDir} runs with other units (${differs.join("; ")}); stop it first (qimctl dev down --data-dir ${p.dataDir}) and run dev up again`);
         }
         if (opts.port !== undefined && opts.port !== previous.server.port) {
           throw new DevStackError(EXIT.CONFLICT, "DEV_STACK_RUNNING", `the dev stack in ${p.dataDir} already runs on port ${previous.server.port}, not ${opts.port}; stop it first (qimctl dev down --data-dir ${p.dataDir})`);
@@ -989,6 +1050,7 @@ export async function devUp(opts: DevUpOptions): Promise<DevUpResult> {
     for (const pid of strays.redis) await stopPid(pid, STOP_GRACE_ATTEMPTS);
     if (!previous && strays.server.length + strays.redis.length > 0) notes.push(`stopped leftover processes of ${p.dataDir}: ${[...strays.server, ...strays.redis].join(", ")}`);
     rmSync(p.stateFile, { force: true });
+    if (ignored.length > 0) notes.push(`not passed to the servers (dev up gives them its own settings; only QIM_CASSANDRA_* is passed on): ${ignored.join(", ")}`);
 
     let port = opts.port;
     if (port !== undefined && !(await portIsFree(port))) {
@@ -1022,7 +1084,7 @@ export async function devUp(opts: DevUpOptions): Promise<DevUpResult> {
         const listenPort = port ?? (await freePort());
         metricsPort = await freePort();
         syncPort = await freePort();
-        const r = await startServer(p, access, redis.port, listenPort, metricsPort, env, devNodeFiles(p, 1), { port: syncPort, tenant });
+        const r = await startServer(p, access, redis.port, listenPort, metricsPort, env, devNodeFiles(p, 1), { port: syncPort, tenant }, units[0]);
         if ("started" in r) {
           server = r.started;
           port = listenPort;
@@ -1037,7 +1099,7 @@ export async function devUp(opts: DevUpOptions): Promise<DevUpResult> {
           `the admin server ${why}; the redis-server it was started for is stopped again. The end of ${p.serverLog}:\n${indent(r.tail)}`);
       }
       const first = devNodeFiles(p, 1);
-      nodes.push({ nodeId: first.nodeId, pid: server.pid, port: port!, metricsPort, metricsUrl: `http://${LOOPBACK}:${metricsPort}/metrics`, log: first.log, auditLog: first.auditLog, syncUrl: `https://${LOOPBACK}:${syncPort}` });
+      nodes.push({ nodeId: first.nodeId, pid: server.pid, port: port!, metricsPort, metricsUrl: `http://${LOOPBACK}:${metricsPort}/metrics`, log: first.log, auditLog: first.auditLog, syncUrl: `https://${LOOPBACK}:${syncPort}`, units: units[0]! });
       for (let i = 2; i <= nodeCount; i++) {
         const files = devNodeFiles(p, i);
         progress(`starting node ${files.nodeId} of ${nodeCount}; log ${files.log}`);
@@ -1045,12 +1107,12 @@ export async function devUp(opts: DevUpOptions): Promise<DevUpResult> {
           const nodePort = await freePort();
           const nodeMetrics = await freePort();
           const nodeSync = await freePort();
-          const r = await startServer(p, access, redis.port, nodePort, nodeMetrics, env, files, { port: nodeSync, tenant });
+          const r = await startServer(p, access, redis.port, nodePort, nodeMetrics, env, files, { port: nodeSync, tenant }, units[i - 1]);
           if ("started" in r) {
             others.push(r.started);
             nodes.push({
               nodeId: files.nodeId, pid: r.started.pid, port: nodePort, metricsPort: nodeMetrics, metricsUrl: `http://${LOOPBACK}:${nodeMetrics}/metrics`, log: files.log, auditLog: files.auditLog,
-              syncUrl: `https://${LOOPBACK}:${nodeSync}`,
+              syncUrl: `https://${LOOPBACK}:${nodeSync}`, units: units[i - 1]!,
             });
             break;
           }
@@ -1217,7 +1279,7 @@ export async function devRestart(opts: { dataDir: string; node?: number; env?: N
       }
       const syncPort = n.syncUrl ? Number(new URL(n.syncUrl).port) : null;
       progress(`starting node ${n.nodeId} on localhost:${n.port}; log ${files.log}`);
-      const r = await startServer(p, s.redisAccess, s.redis.port, n.port, n.metricsPort, env, files, syncPort !== null ? { port: syncPort, tenant: s.tenant } : null);
+      const r = await startServer(p, s.redisAccess, s.redis.port, n.port, n.metricsPort, env, files, syncPort !== null ? { port: syncPort, tenant: s.tenant } : null, n.units ?? UNIT_KINDS);
       if (!("started" in r)) {
         const why = r.failed === "address-in-use" ? `could not listen again on its ports (admin ${n.port}, metrics ${n.metricsPort}${syncPort !== null ? `, cmd sync ${syncPort}` : ""}): another program took one` : r.failed === "no-answer" ? `did not answer the health check on localhost:${n.port} (last: ${r.detail})` : "exited during start-up";
         throw new DevStackError(r.failed === "no-answer" ? EXIT.CONNECTION : EXIT.INTERNAL, "SERVER_START_FAILED",

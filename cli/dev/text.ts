@@ -37,7 +37,7 @@ export function upLines(r: DevUpResult, defaultDir: string, opts: { nextSteps?: 
       ...(r.redisAccess.secure ? [["redis access", secureLine(r.redisAccess)] as const] : []),
       ["server", `pid ${r.server.pid}, log ${shown(r.server.log)}, audit log ${shown(r.server.auditLog)}, metrics ${r.server.metricsUrl}`],
       // one node adds no line: the text stays as it was before --nodes
-      ...(r.nodes.length > 1 ? r.nodes.map((n) => [`node ${n.nodeId}`, `pid ${n.pid}, admin localhost:${n.port}, log ${shown(n.log)}, metrics ${n.metricsUrl}${n.syncUrl ? `, cmd sync ${n.syncUrl}` : ""}`] as const) : []),
+      ...(r.nodes.length > 1 ? r.nodes.map((n) => [`node ${n.nodeId}`, `pid ${n.pid}, admin localhost:${n.port}, log ${shown(n.log)}, metrics ${n.metricsUrl}${n.syncUrl ? `, cmd sync ${n.syncUrl}` : ""}${n.units && n.units.length < 3 ? `, units ${n.units.join(",")}` : ""}`] as const) : []),
       ...(r.syncUrl && r.service ? [["cmd sync http", `${r.syncUrl}/message/sync (service certificate ${shown(r.service.cert)}, CN=dev-app, role service)`] as const] : []),
       ["context", contextLine(r)],
     ]).replace(/^/gm, "  "),

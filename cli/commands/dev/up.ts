@@ -11,7 +11,9 @@ export default class DevUp extends DevCommand<typeof DevUp> {
 - once: a dev CA, a server certificate for localhost and 127.0.0.1 and an admin client certificate (CN=dev-admin, OU=admin) in <data-dir>/pki (keys 0600);
 - the admin server (qim-admin-server) on 127.0.0.1:--port (default a free port) over mTLS, audit log <data-dir>/audit.log, metrics on a free port, log <data-dir>/server.log; dev up waits until it answers the gRPC health check with the admin certificate.
 
---nodes N starts N admin servers on that one Redis, each a node of one engine cluster: node ids dev-1 … dev-N, each with its own admin API port, node service port (node.listen 127.0.0.1:0, over mTLS with a node certificate <data-dir>/pki/dev-N.crt issued once), metrics port, log (server.log for dev-1, server-N.log) and audit log (audit.log, audit-N.log). The context points at dev-1; every node answers the admin API (qimctl cluster nodes shows each one's share). A running stack is reused only with the same --nodes.
+--nodes N starts N admin servers on that one Redis, each a node of one engine cluster: node ids dev-1 … dev-N, each with its own admin API port, node service port (node.listen 127.0.0.1:0, over mTLS with a node certificate <data-dir>/pki/dev-N.crt issued once), metrics port, log (server.log for dev-1, server-N.log) and audit log (audit.log, audit-N.log). The context points at dev-1; every node answers the admin API (qimctl cluster nodes shows each one's share). --cluster-units N=KINDS gives node N only some kinds of units (API nodes and worker nodes, docs/cluster.md "Node roles"); a node without it takes all three, and every kind must be taken by some node. A running stack is reused only with the same --nodes and --cluster-units.
+
+The servers get the settings dev up means and no others: of the caller's QIM_* variables only QIM_CASSANDRA_* reaches them (dev up notes the ones it left out).
 
 When the data dir holds a large AOF, redis-server answers LOADING until it has replayed it: dev up waits as long as it loads (up to 15 minutes), saying "waiting for Redis to load its data (N% loaded, S s so far)" on stderr every 2 s, then goes on.
 
@@ -36,6 +38,10 @@ Exit codes: 0 up (started or reused); 2 redis-server not installed (the install 
       command: "<%= config.bin %> <%= command.id %> --nodes 3",
     },
     {
+      description: "An API node (dev-1: commits and relays only) beside two worker nodes that take every kind of unit",
+      command: "<%= config.bin %> <%= command.id %> --nodes 3 --cluster-units 1=relay",
+    },
+    {
       description: "Cassandra as the conversation-set authority",
       command: "QIM_CASSANDRA_CONTACT_POINTS=127.0.0.1:9042 <%= config.bin %> <%= command.id %> --data-dir .qim/dev-cassandra",
     },
@@ -45,6 +51,11 @@ Exit codes: 0 up (started or reused); 2 redis-server not installed (the install 
     port: Flags.integer({ min: 1, max: 65535, description: "the admin API port on 127.0.0.1 (default: a free one)" }),
     "secure-redis": secureRedisFlag,
     nodes: Flags.integer({ min: 1, max: MAX_DEV_NODES, default: 1, description: `engine servers to start on the stack's Redis, 1 to ${MAX_DEV_NODES}: each a node of one cluster (node ids dev-1 … dev-N) with its own admin, node and metrics ports` }),
+    "cluster-units": Flags.string({
+      multiple: true,
+      helpValue: "N=KINDS",
+      description: "the kinds of units node N takes (its cluster.units), KINDS a comma list of relay, partition, slot; repeat for each node that does not take all three. 1=relay makes dev-1 an API node: it commits and relays, and leaves the session projection, the conversation list and CMD state to the others. Every kind must be taken by some node",
+    }),
   };
 
   async run(): Promise<DevUpResult> {
@@ -54,6 +65,7 @@ Exit codes: 0 up (started or reused); 2 redis-server not installed (the install 
       ...(this.flags.port !== undefined ? { port: this.flags.port } : {}),
       secureRedis: this.flags["secure-redis"],
       nodes: this.flags.nodes,
+      ...(this.flags["cluster-units"] ? { clusterUnits: this.flags["cluster-units"] } : {}),
       progress: (line) => this.note(line),
     });
     this.log(upLines(r, DEFAULT_DEV_DIR));

@@ -26,8 +26,8 @@ const up: ResultOf<typeof DevUp> = {
     auditLog: "/home/alice/qim/.qim/dev/audit.log",
   },
   nodes: [
-    { nodeId: "dev-1", pid: 9467, port: 45307, metricsPort: 33749, metricsUrl: "http://127.0.0.1:33749/metrics", log: "/home/alice/qim/.qim/dev/server.log", auditLog: "/home/alice/qim/.qim/dev/audit.log", syncUrl: "https://127.0.0.1:40215" },
-    { nodeId: "dev-2", pid: 9471, port: 45311, metricsPort: 33755, metricsUrl: "http://127.0.0.1:33755/metrics", log: "/home/alice/qim/.qim/dev/server-2.log", auditLog: "/home/alice/qim/.qim/dev/audit-2.log", syncUrl: "https://127.0.0.1:40219" },
+    { nodeId: "dev-1", pid: 9467, port: 45307, metricsPort: 33749, metricsUrl: "http://127.0.0.1:33749/metrics", log: "/home/alice/qim/.qim/dev/server.log", auditLog: "/home/alice/qim/.qim/dev/audit.log", syncUrl: "https://127.0.0.1:40215", units: ["relay", "partition", "slot"] },
+    { nodeId: "dev-2", pid: 9471, port: 45311, metricsPort: 33755, metricsUrl: "http://127.0.0.1:33755/metrics", log: "/home/alice/qim/.qim/dev/server-2.log", auditLog: "/home/alice/qim/.qim/dev/audit-2.log", syncUrl: "https://127.0.0.1:40219", units: ["relay", "partition", "slot"] },
   ],
   pki: { dir: "/home/alice/qim/.qim/dev/pki", ca: "/home/alice/qim/.qim/dev/pki/ca.crt", cert: "/home/alice/qim/.qim/dev/pki/admin.crt", key: "/home/alice/qim/.qim/dev/pki/admin.key" },
   syncUrl: "https://127.0.0.1:40215",
@@ -49,8 +49,8 @@ const status: ResultOf<typeof DevStatus> = {
   redisAccess: up.redisAccess,
   server: { pid: 9467, port: 45307, alive: true, answering: true },
   nodes: [
-    { nodeId: "dev-1", pid: 9467, port: 45307, alive: true, answering: true, syncUrl: "https://127.0.0.1:40215" },
-    { nodeId: "dev-2", pid: 9471, port: 45311, alive: true, answering: true, syncUrl: "https://127.0.0.1:40219" },
+    { nodeId: "dev-1", pid: 9467, port: 45307, alive: true, answering: true, syncUrl: "https://127.0.0.1:40215", units: ["relay", "partition", "slot"] },
+    { nodeId: "dev-2", pid: 9471, port: 45311, alive: true, answering: true, syncUrl: "https://127.0.0.1:40219", units: ["relay", "partition", "slot"] },
   ],
   syncUrl: "https://127.0.0.1:40215",
   context: "/home/alice/qim/.qim/dev/context.json",

@@ -92,7 +92,7 @@ describe("a long read stops when its caller stops waiting (real qim-node, real q
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  it("its deadline passes: the client hears DEADLINE_EXCEEDED, the server counts it and reads no further", async () => {
+  it("its deadline passes: the client hears DEADLINE_EXCEEDED, the server counts it and reads no further", async (t) => {
     const before = await hscans();
     const r = await run(["unread", "audit", "--timeout", "0.3"], { context });
     assert.equal(r.code, 5, `exit 5 (the server did not answer in time): ${r.stderr}`);
@@ -100,10 +100,11 @@ describe("a long read stops when its caller stops waiting (real qim-node, real q
     await until("the server counted the call abandoned by its deadline", async () => (await abandoned("deadline")) === 1);
     const read = (await settled()) - before;
     assert.ok(read < USERS, `the walk stopped short of the ${USERS} users (it read ${read})`);
+    t.diagnostic(`deadline 0.3 s: the server read ${read} of ${USERS} users' rows, then stopped`);
     assert.equal(await abandoned("cancelled"), 0, "a deadline is not counted as a caller gone");
   });
 
-  it("its caller is killed mid-walk: the server counts it cancelled and reads no further", async () => {
+  it("its caller is killed mid-walk: the server counts it cancelled and reads no further", async (t) => {
     const before = await hscans();
     const child = spawn(process.execPath, [QIMCTL, "unread", "audit", "--timeout", "600", "--output", "json"], {
       cwd: ROOT, env: { ...baseEnv, QIMCTL_CONTEXT: context }, stdio: "ignore",
@@ -116,6 +117,7 @@ describe("a long read stops when its caller stops waiting (real qim-node, real q
     await until("the server counted the call cancelled", async () => (await abandoned("cancelled")) === 1);
     const read = (await settled()) - before;
     assert.ok(read < USERS, `the walk stopped short of the ${USERS} users (it read ${read})`);
+    t.diagnostic(`caller SIGKILLed: the server read ${read} of ${USERS} users' rows, then stopped`);
   });
 
   it("a caller that waits gets the whole walk: every seeded user, one HSCAN each", async () => {

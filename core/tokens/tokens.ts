@@ -5,23 +5,32 @@ import { TokenKeyFile, type TokenKeySource } from "./key-set.js";
 import { TokenVerifier } from "./verifier.js";
 
 export interface DeviceTokensOptions {
-  /** The key file (setting `tokens.keys`), or a source of keys (tests, benches). */
-  keys: string | TokenKeySource;
+  /** Where the keys come from: a TokenKeyFile (setting `tokens.keys`) or a fixed set (tests, benches). */
+  source: TokenKeySource;
+  /** The clock, ms since the epoch (tests inject one). */
   now?: () => number;
+  /** Verified tokens the verifier keeps (default TOKEN_VERIFY_CACHE_MAX). */
   cacheMax?: number;
-  log?: (line: string) => void;
 }
 
 /** The device tokens of one engine: the issuer (admin API) and the verifier (the gateway), over one key source. */
 export class DeviceTokens {
-  private constructor(readonly source: TokenKeySource, readonly issuer: TokenIssuer, readonly verifier: TokenVerifier) {}
+  readonly source: TokenKeySource;
+  readonly issuer: TokenIssuer;
+  readonly verifier: TokenVerifier;
 
-  /** Reads the key file (a missing or malformed file is refused here: the node does not start). */
-  static async open(store: RedisStore, keySpace: KeySpace, opts: DeviceTokensOptions): Promise<DeviceTokens> {
+  constructor(store: RedisStore, keySpace: KeySpace, opts: DeviceTokensOptions) {
+    this.source = opts.source;
+    const common = { store, keys: keySpace, source: opts.source, ...(opts.now ? { now: opts.now } : {}) };
+    this.issuer = new TokenIssuer(common);
+    this.verifier = new TokenVerifier({ ...common, ...(opts.cacheMax !== undefined ? { cacheMax: opts.cacheMax } : {}) });
+  }
+
+  /** Over a key file (read now: a missing or malformed file is refused here) or a source. */
+  static async open(store: RedisStore, keySpace: KeySpace, opts: Omit<DeviceTokensOptions, "source"> & { keys: string | TokenKeySource; log?: (line: string) => void }): Promise<DeviceTokens> {
     const source = typeof opts.keys === "string"
       ? await TokenKeyFile.open(opts.keys, { ...(opts.log ? { log: opts.log } : {}), ...(opts.now ? { now: opts.now } : {}) })
       : opts.keys;
-    const common = { store, keys: keySpace, source, ...(opts.now ? { now: opts.now } : {}) };
-    return new DeviceTokens(source, new TokenIssuer(common), new TokenVerifier({ ...common, ...(opts.cacheMax !== undefined ? { cacheMax: opts.cacheMax } : {}) }));
+    return new DeviceTokens(store, keySpace, { source, ...(opts.now ? { now: opts.now } : {}), ...(opts.cacheMax !== undefined ? { cacheMax: opts.cacheMax } : {}) });
   }
 }

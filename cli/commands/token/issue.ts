@@ -53,7 +53,7 @@ Needs the operator or admin role. Exit codes: 0 issued; 2 bad --user, --device o
     const ttlMs = tokenTtl("--ttl", this.flags.ttl);
     const tenant = this.tenant();
     const { client } = await this.connect();
-    const out = tokenIssueResult(await client.issueToken({ tenant, user, device, ttlMs: BigInt(ttlMs), dryRun: this.flags["dry-run"] }));
+    const out = tokenIssueResult(await client.issueToken({ tenant, user, device, ttlMs: BigInt(ttlMs), dryRun: this.flags["dry-run"] === true }));
     this.log(issuedText(out));
     if (out.token !== null) this.log(out.token);
     return out;

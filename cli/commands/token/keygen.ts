@@ -33,10 +33,11 @@ Exit codes: 0 written; 2 bad flags, FILE exists without --rotate (or is missing 
     const file = this.flags.keys;
     const alg = this.flags.alg as "EdDSA" | "ES256";
     let existing: string | null = null;
-    if (existsSync(file) !== this.flags.rotate) {
-      throw new UsageError(this.flags.rotate ? "--rotate" : "--keys", this.flags.rotate ? `${file} does not exist: make the first key without --rotate` : `${file} exists: pass --rotate to add a new signing key to it (nothing was written)`);
+    const rotate = this.flags.rotate === true;
+    if (existsSync(file) !== rotate) {
+      throw new UsageError(rotate ? "--rotate" : "--keys", rotate ? `${file} does not exist: make the first key without --rotate` : `${file} exists: pass --rotate to add a new signing key to it (nothing was written)`);
     }
-    if (this.flags.rotate) {
+    if (rotate) {
       try {
         existing = readFileSync(file, "utf8");
       } catch (err) {
@@ -50,7 +51,7 @@ Exit codes: 0 written; 2 bad flags, FILE exists without --rotate (or is missing 
     } catch (err) {
       throw new UsageError("--keys", `${(err as Error).message}; nothing was written`);
     }
-    const out: TokenKeygenResult = { file, keyId: key.kid, alg, keys: r.kept, dropped: r.dropped, publicFile: this.flags.public ?? null, dryRun: this.flags["dry-run"] };
+    const out: TokenKeygenResult = { file, keyId: key.kid, alg, keys: r.kept, dropped: r.dropped, publicFile: this.flags.public ?? null, dryRun: this.flags["dry-run"] === true };
     if (!out.dryRun) {
       await this.askFirst(`Rotate ${file}: ${key.kid} signs from now on${r.dropped.length > 0 ? `; key(s) ${r.dropped.join(", ")} leave the file and tokens they signed stop verifying` : ""}. Go ahead? [y/N] `);
       writePrivate(file, r.text);

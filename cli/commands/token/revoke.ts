@@ -43,7 +43,7 @@ Needs the operator or admin role; audited. Exit codes: 0 revoked (or already was
     const { client } = await this.connect();
     const target = byId ? `device token ${tokenId}` : `every token of user ${user} device ${device}`;
     await this.askFirst(`Revoke ${target}? Devices using it are refused at their next connection. [y/N] `);
-    const out = tokenRevokeResult(await client.revokeTokens({ tenant, tokenId, user, device, dryRun: this.flags["dry-run"] }));
+    const out = tokenRevokeResult(await client.revokeTokens({ tenant, tokenId, user, device, dryRun: this.flags["dry-run"] === true }));
     this.log(revokedText(out, target));
     return out;
   }

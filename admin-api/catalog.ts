@@ -9,6 +9,7 @@ import { GroupServiceClient, GroupServiceService } from "./gen/qim/admin/v1/grou
 import { MessageServiceClient, MessageServiceService } from "./gen/qim/admin/v1/messages.js";
 import { ObserveServiceClient, ObserveServiceService } from "./gen/qim/admin/v1/observe.js";
 import { ProjectionServiceClient, ProjectionServiceService } from "./gen/qim/admin/v1/projection.js";
+import { TokenServiceClient, TokenServiceService } from "./gen/qim/admin/v1/tokens.js";
 
 /**
  * Every service of the admin API, one line each: its full name, its generated definition and
@@ -28,6 +29,7 @@ export const SERVICE_CATALOG = [
   { name: "qim.admin.v1.ClusterService", definition: ClusterServiceService, client: ClusterServiceClient, rename: { drain: "drainNode", undrain: "undrainNode", getOwner: "getUnitOwner" } },
   { name: "qim.admin.v1.ConversationListService", definition: ConversationListServiceService, client: ConversationListServiceClient, rename: {} },
   { name: "qim.admin.v1.CmdService", definition: CmdServiceService, client: CmdServiceClient, rename: { send: "cmdSend", sync: "cmdSync", ack: "cmdAck", getPending: "getCmdPending", getState: "getCmdState", getOwner: "getCmdOwner", flush: "cmdFlush", getStatus: "getCmdStatus" } },
+  { name: "qim.admin.v1.TokenService", definition: TokenServiceService, client: TokenServiceClient, rename: {} },
 ] as const satisfies readonly CatalogEntry[];
 
 export interface CatalogEntry {

@@ -28,6 +28,7 @@ import type {
 } from "./gen/qim/admin/v1/projection.js";
 
 export type { ClusterNode, DrainResponse, GetOwnerResponse, ListNodesResponse, UndrainResponse };
+export type { DeviceToken, IssueTokenResponse, ListTokensResponse, RevokeTokensResponse } from "./gen/qim/admin/v1/tokens.js";
 export type {
   CmdBadFile, CmdFlushResponse, CmdMessage, CmdOwnerResponse, CmdPendingResponse, CmdSendResponse, CmdStateResponse, CmdStatusResponse, CmdUserAckResponse, CmdUserSyncResponse,
 } from "./gen/qim/admin/v1/cmd.js";

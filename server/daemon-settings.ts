@@ -37,6 +37,8 @@ export interface BaseDaemonSettings {
    * polled every second and reloaded on SIGHUP (docs/operator-guide.md "Revoking a certificate").
    */
   denyList?: string;
+  /** The device tokens' key file (tokens.keys): a JSON Web Key Set, newest key first (docs/operator-guide.md "Device tokens"). */
+  tokenKeys?: string;
   /** Standalone instances in routing order (host:port, redis://, rediss://). */
   redis?: string[];
   /** Redis Cluster seeds (instead of redis). */
@@ -115,6 +117,7 @@ export function toDaemonSettings(r: ResolvedSettings): DaemonSettings {
     ...opt("tlsCert", "tls.cert"),
     ...opt("tlsKey", "tls.key"),
     ...opt("denyList", "deny_list"),
+    ...opt("tokenKeys", "tokens.keys"),
     ...opt("redis", "redis.addrs"),
     ...opt("redisCluster", "redis.cluster"),
     ...opt("redisUser", "redis.user"),

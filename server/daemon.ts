@@ -104,6 +104,7 @@ export async function runDaemon(s: DaemonSettings): Promise<AdminServer> {
     auditRotation: s.auditMaxBytes > 0 ? { maxBytes: s.auditMaxBytes, keep: s.auditKeep } : null,
     insecureDev: s.insecureDev,
     ...(s.denyList ? { denyList: s.denyList } : {}),
+    ...(s.tokenKeys ? { tokenKeys: s.tokenKeys } : {}),
     dispatch: { clusterId: s.clusterId, topicId: "dispatch", partitionCount: s.partitions },
     retentionMs: s.dispatchRetentionMs,
     unreadAuditIntervalMs: s.unreadAuditIntervalMs,

@@ -13,6 +13,7 @@ import {
   ProjectionRefusedError,
   refusedVerdict,
   RedisStore,
+  TokenKeyFile,
   type CassandraOptions,
   type CmdSyncOptions,
   type ClusterOptions,
@@ -91,6 +92,12 @@ export interface NodeOptions {
    */
   denyList?: string;
   denyListPollMs?: number;
+  /**
+   * The device tokens' key file (setting tokens.keys; docs/operator-guide.md "Device tokens"): a
+   * JSON Web Key Set, newest key first, read at start-up (a bad file fails the start) and again when
+   * it changes. Without it TokenService refuses FAILED_PRECONDITION and no device token verifies.
+   */
+  tokenKeys?: string;
   /** Dispatch-log retention in ms (default 1 day); 0 never trims. */
   retentionMs?: number;
   /** The background unread audit's step interval in ms (default UNREAD_AUDIT_INTERVAL_MS); 0: off. */
@@ -221,6 +228,8 @@ export async function startNode(opts: AdminServerOptions): Promise<AdminServer> 
       opened.push({ what: name, close: () => b.opened.close() });
     }
     const advertise = bound.find((b) => b.advertise !== undefined)?.advertise;
+    const tokenKeys = opts.tokenKeys ? await TokenKeyFile.open(opts.tokenKeys, { log }) : undefined;
+    if (tokenKeys) log(`device tokens: keys ${(await tokenKeys.current()).kids.join(", ")} from ${opts.tokenKeys}`);
     runtime = new EngineRuntime({
       store,
       ...(opts.engine?.keyPrefix !== undefined ? { keyPrefix: opts.engine.keyPrefix } : {}),
@@ -242,6 +251,7 @@ export async function startNode(opts: AdminServerOptions): Promise<AdminServer> 
       ...(opts.relayIntervalMs !== undefined ? { relayIntervalMs: opts.relayIntervalMs } : {}),
       ...(opts.cluster ? { cluster: { ...opts.cluster, address: advertise ?? opts.cluster.address } } : {}),
       ...(opts.cmd ? { cmd: opts.cmd } : {}),
+      ...(tokenKeys ? { tokens: { source: tokenKeys } } : {}),
       log,
     });
     // the bound listeners' handlers (node RPC: and the relay's kick forwarder), before the node takes its first units

@@ -138,3 +138,24 @@ export function pageLimit(requested: number, bounds: { readonly default: number;
   if (requested > bounds.max) throw new InvalidArgumentError(field, `${field} is at most ${bounds.max}`);
   return requested as BoundedLimit;
 }
+
+// ---- Device tokens (core/tokens, issue 27).
+
+/** The longest life a device token may be issued with (30 days): a stolen token dies by itself, and a revocation is kept no longer than this. */
+export const TOKEN_TTL_MAX_MS = 30 * 24 * 3600 * 1000;
+/** The default life of a device token (`qimctl token issue` without --ttl): 7 days. */
+export const TOKEN_TTL_DEFAULT_MS = 7 * 24 * 3600 * 1000;
+/** The shortest life (a minute): shorter tokens expire between issue and connect on a skewed clock. */
+export const TOKEN_TTL_MIN_MS = 60 * 1000;
+/** Keys a token key file may hold: the newest signs, both verify (one rotation in flight). */
+export const TOKEN_ACTIVE_KEYS_MAX = 2;
+/** Live (issued, unexpired, unrevoked) tokens one user may hold; past it an issue is refused until some expire or are revoked. */
+export const TOKENS_PER_USER_MAX = 1000;
+/** Tokens per `token list` page: the default and the most. */
+export const TOKEN_LIST_PAGE = { default: 100, max: 1000 } as const;
+/** A device id: 1 to 128 characters of A-Z a-z 0-9 . _ : - (it appears in tokens, keys and audit lines). */
+export const DEVICE_ID_MAX_CHARS = 128;
+/** The largest token string the verifier reads (a token is about 400 bytes; longer input is refused before parsing). */
+export const TOKEN_MAX_CHARS = 4096;
+/** Verified tokens the verifier's cache holds per process (LRU by token string): a reconnect storm verifies each signature once. */
+export const TOKEN_VERIFY_CACHE_MAX = 100_000;

@@ -34,6 +34,12 @@ export const ERROR_CODES = {
   /** The caller's deadline passed before its call ended: refused before the handler ran, or a read stopped at its next step. */
   DEADLINE_EXCEEDED: { grpc: "DEADLINE_EXCEEDED", exit: "CONNECTION" },
   INTERNAL: { grpc: "INTERNAL", exit: "INTERNAL" },
+  /** A device token that does not verify: malformed, unknown key, bad signature, wrong tenant or claims (core/tokens, issue 27). */
+  TOKEN_INVALID: { grpc: "UNAUTHENTICATED", exit: "AUTH" },
+  /** A device token past its expiry (core/tokens). */
+  TOKEN_EXPIRED: { grpc: "UNAUTHENTICATED", exit: "AUTH" },
+  /** A device token revoked by its id or its device (core/tokens). */
+  TOKEN_REVOKED: { grpc: "UNAUTHENTICATED", exit: "AUTH" },
 } as const satisfies Record<string, { grpc: GrpcStatusName; exit: ExitClass }>;
 
 export type QimErrorCode = keyof typeof ERROR_CODES;

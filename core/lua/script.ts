@@ -39,6 +39,8 @@ export const LUA_STATUS = {
   GROUP_DISSOLVED: -15,
   /** A join that would take a group past groups.max_members (lua/conversation/applyMembership). */
   GROUP_FULL: -16,
+  /** An issue that would give a user more than TOKENS_PER_USER_MAX live device tokens (lua/tokens/recordToken). */
+  TOKENS_FULL: -17,
 } as const;
 export type LuaStatusName = keyof typeof LUA_STATUS;
 

@@ -11,6 +11,7 @@ import type { RedisStore } from "../store/index.js";
 import { ConversationList, UnreadAuditSampler, type ConversationListStackOptions, type UnreadAuditSamplerOptions } from "../conversation-list/index.js";
 import { SessionView, type SessionViewOptions } from "../session-view/index.js";
 import { CassandraCmdStateStore, CmdSync, type CmdSyncOptions } from "../cmd-sync/index.js";
+import { DeviceTokens, type DeviceTokensOptions } from "../tokens/index.js";
 import { engineModules, type RuntimeModule } from "./modules.js";
 
 /** The dispatch log's identity when none is configured. */
@@ -58,6 +59,8 @@ export interface RuntimeOptions {
   cluster?: ClusterOptions;
   /** CMD conversation sync (spec 001): the pending file's folder, flush and catch-up intervals (docs/cmd-sync-log.md). */
   cmd?: CmdSyncOptions;
+  /** Device tokens (core/tokens, issue 27): their key source (the node's `tokens.keys` file); without it the runtime issues and verifies none. */
+  tokens?: DeviceTokensOptions;
   log?: (line: string) => void;
 }
 
@@ -86,6 +89,8 @@ export class EngineRuntime {
   readonly modules: readonly RuntimeModule[];
   /** This node's membership of the engine cluster; null without `cluster` options. */
   readonly cluster: ClusterMembership | null;
+  /** Device tokens (issue 27): the admin API's issuer and the gateway's verifier; null without `tokens` options. */
+  readonly tokens: DeviceTokens | null;
   private started: RuntimeModule[] = [];
   private stopped = new Set<RuntimeModule>();
   private startReport: ProjectionStartReport | null = null;
@@ -157,6 +162,7 @@ export class EngineRuntime {
       if (kind === "relay") this.relay.kick(unit);
       else if (kind === "partition") this.projection.projector.kick();
     });
+    this.tokens = opts.tokens ? new DeviceTokens(this.store, this.keys, opts.tokens) : null;
     this.modules = engineModules(this, {
       relayIntervalMs: opts.relayIntervalMs ?? DEFAULT_RELAY_INTERVAL_MS,
       ownsAuthority: opts.authority === undefined,

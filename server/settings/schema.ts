@@ -122,6 +122,7 @@ export const SETTINGS: readonly SettingSpec[] = withListeners([
     { key: "insecure_dev", kind: "boolean", default: false, description: "plaintext, no client certificates, every caller an admin: development machines only, refused on a non-loopback --listen" },
     { key: "insecure_dev_allow_non_loopback", kind: "boolean", default: false, description: "let insecure_dev listen on a non-loopback address: anyone who reaches the port is an admin" },
     { key: "deny_list", kind: "file", description: "revoked client certificates: one SHA-256 fingerprint per line (# comments), polled every second and reloaded on SIGHUP" },
+    { key: "tokens.keys", kind: "file", description: "device tokens' signing keys: a JSON Web Key Set file (qimctl token keygen), newest key first, at most 2; the newest signs, both verify; read again within a second when it changes (unset: no device tokens are issued or accepted)" },
     { key: "data_dir", kind: "path", description: "the server's own state files (node-id, …); default: the audit log's directory (.qim with the default audit log)" },
   ]),
   ...section("audit", [

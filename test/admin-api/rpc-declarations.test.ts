@@ -83,6 +83,9 @@ const INVALID_INPUT: Record<string, { request: object; field: string } | "no fie
   "/qim.admin.v1.CmdService/GetOwner": { request: { tenant, user: "u" }, field: "user" },
   "/qim.admin.v1.CmdService/Flush": { request: { nodeId: "not a node id" }, field: "node_id" },
   "/qim.admin.v1.CmdService/GetStatus": "no fields",
+  "/qim.admin.v1.TokenService/IssueToken": { request: { tenant, user: newUuid(), device: "bad device id" }, field: "device" },
+  "/qim.admin.v1.TokenService/RevokeTokens": { request: { tenant, tokenId: "nope" }, field: "token_id" },
+  "/qim.admin.v1.TokenService/ListTokens": { request: { tenant, user: "u" }, field: "user" },
 };
 
 /** Bytes that are no protobuf message: field 1 as a length-delimited value longer than the buffer. */

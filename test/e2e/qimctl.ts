@@ -100,7 +100,7 @@ export interface E2eServer {
  * `redis`: options of its redis-server (e.g. AOF, for a test that restarts it and needs the data back).
  * `syncTenant`: also start the CMD sync HTTP API (`server.sync`, /message/sync) for that tenant.
  */
-export async function startE2eServer(dir: string, opts: { redis?: StartRedisOptions; syncTenant?: string; engine?: ConversationOptions } = {}): Promise<E2eServer> {
+export async function startE2eServer(dir: string, opts: { redis?: StartRedisOptions; syncTenant?: string; engine?: ConversationOptions; tokenKeys?: string } = {}): Promise<E2eServer> {
   const pki = await writeTestPki(path.join(dir, "pki"));
   const redis = await startRedis(opts.redis);
   const log: string[] = [];
@@ -113,6 +113,7 @@ export async function startE2eServer(dir: string, opts: { redis?: StartRedisOpti
     log: (line) => { log.push(line); },
     ...(opts.syncTenant ? { sync: { listen: "127.0.0.1:0", tenant: opts.syncTenant } } : {}),
     ...(opts.engine ? { engine: opts.engine } : {}),
+    ...(opts.tokenKeys ? { tokenKeys: opts.tokenKeys } : {}),
     // no background unread audit: it corrects drift, and tests inject drift for `unread audit` to
     // find (the sampler has its own tests in test/core/conversation-list)
     unreadAuditIntervalMs: 0,

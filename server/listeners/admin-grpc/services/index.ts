@@ -10,6 +10,7 @@ import { groupService } from "./groups.js";
 import { messageService } from "./messages.js";
 import { observeService } from "./observe.js";
 import { projectionService } from "./projection.js";
+import { tokenService } from "./tokens.js";
 
 /**
  * The handler module of every service in the catalogue (admin-api/catalog.ts), one line each. The
@@ -27,6 +28,7 @@ export const SERVICES: readonly AdminService[] = [
   clusterService,
   conversationListService,
   cmdService,
+  tokenService,
 ] as unknown as readonly AdminService[];
 
 /** Which roles may call which RPC, by full method path, from each RPC's declaration (for tests and tools; the server reads each declaration). */

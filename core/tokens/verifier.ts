@@ -1,0 +1,149 @@
+import * as jose from "jose";
+import { parseUuid, TOKEN_MAX_CHARS, TOKEN_VERIFY_CACHE_MAX, type KeySpace, type Uuid } from "../base/index.js";
+import type { RedisStore } from "../store/index.js";
+import { parseDeviceId, TOKEN_ISSUER, TOKEN_TYPE, TokenRefusedError, type DeviceClaims } from "./claims.js";
+import { userTokenKeys } from "./keys.js";
+import type { TokenKeySource } from "./key-set.js";
+import { tokenMetrics } from "./metrics.js";
+
+export interface TokenVerifierOptions {
+  store: RedisStore;
+  keys: KeySpace;
+  source: TokenKeySource;
+  /** The clock, ms since the epoch (tests inject one; never sleep for an expiry). */
+  now?: () => number;
+  /** Verified tokens kept (default TOKEN_VERIFY_CACHE_MAX). */
+  cacheMax?: number;
+}
+
+/**
+ * Verifies device tokens (issue 27), once per token string: a verified token's claims are kept in a
+ * bounded LRU cache (by the token string, at most `cacheMax` entries), so that a reconnect storm of
+ * one device does not check the same signature 10,000 times. What a cached entry never skips:
+ * - its expiry, checked against the clock on every verify (an entry never outlives its token);
+ * - revocation: every verify, cached or not, reads the token's and its device's revocation marks in
+ *   one MGET on the user's instance (both keys share the user's tag), so a revocation written by any
+ *   node counts from the next connection on, and it drops the entry;
+ * - the key set: when it changes (a rotation, a removed key) the cache is emptied, so a token of a
+ *   removed key stops verifying at once.
+ */
+export class TokenVerifier {
+  private readonly cache = new Map<string, DeviceClaims>();
+  private readonly now: () => number;
+  private readonly cacheMax: number;
+  private keysVersion: number;
+
+  constructor(private readonly o: TokenVerifierOptions) {
+    this.now = o.now ?? Date.now;
+    this.cacheMax = o.cacheMax ?? TOKEN_VERIFY_CACHE_MAX;
+    this.keysVersion = o.source.version;
+  }
+
+  /** Tokens held by the cache. */
+  get cached(): number {
+    return this.cache.size;
+  }
+
+  /**
+   * The claims of a valid token, or a TokenRefusedError: TOKEN_INVALID (malformed, unknown key, bad
+   * signature, another issuer or type, `tenant` given and not the token's), TOKEN_EXPIRED,
+   * TOKEN_REVOKED. Store failures propagate as they are (UNAVAILABLE): a node that cannot read
+   * revocations does not let devices in.
+   */
+  async verify(token: string, opts: { tenant?: Uuid } = {}): Promise<DeviceClaims> {
+    let path: "cold" | "cached" = "cold";
+    try {
+      if (typeof token !== "string" || token.length === 0 || token.length > TOKEN_MAX_CHARS) {
+        throw new TokenRefusedError("TOKEN_INVALID", `a device token is a non-empty string of at most ${TOKEN_MAX_CHARS} characters`);
+      }
+      const keys = await this.o.source.current();
+      if (this.o.source.version !== this.keysVersion) {
+        this.keysVersion = this.o.source.version;
+        this.cache.clear();
+      }
+      let claims = this.cache.get(token);
+      if (claims !== undefined) {
+        path = "cached";
+        this.cache.delete(token);
+        if (this.now() >= claims.expiresAt) throw new TokenRefusedError("TOKEN_EXPIRED", `device token ${claims.tokenId} expired at ${new Date(claims.expiresAt).toISOString()}`, { tokenId: claims.tokenId });
+      } else {
+        claims = await this.checkSignature(token, keys);
+      }
+      if (opts.tenant !== undefined && opts.tenant !== claims.tenant) {
+        throw new TokenRefusedError("TOKEN_INVALID", "the device token is for another tenant");
+      }
+      await this.checkRevoked(claims);
+      this.cache.set(token, claims);
+      if (this.cache.size > this.cacheMax) this.cache.delete(this.cache.keys().next().value!);
+      tokenMetrics.cacheEntries.set(this.cache.size);
+      tokenMetrics.verifications.inc({ result: "ok", path });
+      return claims;
+    } catch (err) {
+      if (err instanceof TokenRefusedError) {
+        tokenMetrics.verifications.inc({ result: err.code === "TOKEN_INVALID" ? "invalid" : err.code === "TOKEN_EXPIRED" ? "expired" : "revoked", path });
+        tokenMetrics.cacheEntries.set(this.cache.size);
+      }
+      throw err;
+    }
+  }
+
+  /** Drops a token from the cache (a connection's token found revoked elsewhere). */
+  forget(token: string): void {
+    this.cache.delete(token);
+  }
+
+  private async checkSignature(token: string, keys: Awaited<ReturnType<TokenKeySource["current"]>>): Promise<DeviceClaims> {
+    let header: jose.ProtectedHeaderParameters;
+    try {
+      header = jose.decodeProtectedHeader(token);
+    } catch {
+      throw new TokenRefusedError("TOKEN_INVALID", "the device token is malformed (not a compact JWS)");
+    }
+    const kid = header.kid;
+    const key = typeof kid === "string" ? keys.key(kid) : undefined;
+    if (key === undefined) throw new TokenRefusedError("TOKEN_INVALID", `the device token's key ${typeof kid === "string" ? JSON.stringify(kid.slice(0, 64)) : "(none)"} is not an active key`);
+    let payload: jose.JWTPayload;
+    try {
+      ({ payload } = await jose.jwtVerify(token, key.verifyKey, {
+        algorithms: [key.alg], issuer: TOKEN_ISSUER, typ: TOKEN_TYPE, currentDate: new Date(this.now()), clockTolerance: 0,
+        requiredClaims: ["sub", "jti", "exp", "iat", "tid", "dev", "ims"],
+      }));
+    } catch (err) {
+      if (err instanceof jose.errors.JWTExpired) {
+        throw new TokenRefusedError("TOKEN_EXPIRED", `the device token expired${typeof err.payload.exp === "number" ? ` at ${new Date(err.payload.exp * 1000).toISOString()}` : ""}`);
+      }
+      const why = err instanceof jose.errors.JWSSignatureVerificationFailed ? "its signature does not verify"
+        : err instanceof jose.errors.JOSEAlgNotAllowed ? `its algorithm is not its key's (${key.alg})`
+        : err instanceof jose.errors.JWTClaimValidationFailed ? `its claim ${err.claim} is not valid (${err.reason})`
+        : "it is malformed";
+      throw new TokenRefusedError("TOKEN_INVALID", `the device token is refused: ${why}`);
+    }
+    try {
+      return {
+        tenant: parseUuid(payload.tid, "tid"),
+        user: parseUuid(payload.sub, "sub"),
+        device: parseDeviceId(payload.dev, "dev"),
+        tokenId: parseUuid(payload.jti, "jti"),
+        expiresAt: (payload.exp as number) * 1000,
+        keyId: key.kid,
+        issuedAt: checkMs(payload.ims),
+      };
+    } catch {
+      throw new TokenRefusedError("TOKEN_INVALID", "the device token is refused: its claims are not a device's");
+    }
+  }
+
+  private async checkRevoked(c: DeviceClaims): Promise<void> {
+    const k = userTokenKeys(this.o.keys, c.tenant, c.user);
+    const [token, device] = await this.o.store.clientFor(k.tag).mget(k.revoked(c.tokenId), k.deviceRevoked(c.device));
+    if (token !== null) throw new TokenRefusedError("TOKEN_REVOKED", `device token ${c.tokenId} was revoked`, { tokenId: c.tokenId });
+    if (device !== null && Number(device) >= c.issuedAt) {
+      throw new TokenRefusedError("TOKEN_REVOKED", `device ${c.device}'s tokens issued up to ${new Date(Number(device)).toISOString()} were revoked`, { tokenId: c.tokenId });
+    }
+  }
+}
+
+function checkMs(v: unknown): number {
+  if (typeof v !== "number" || !Number.isSafeInteger(v) || v < 0) throw new Error("ims");
+  return v;
+}

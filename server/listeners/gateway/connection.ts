@@ -233,7 +233,7 @@ export class GatewayConnection {
     if (!CLIENT_MSG_NO.test(send.clientMsgNo)) throw new InvalidArgumentError("client_msg_no", "client_msg_no is 1 to 64 printable ASCII characters (the SEND's idempotency key)");
     const group = parseUuid(send.group, "group");
     const r = await this.runtime.conversations.send({
-      tenant, group, sender: user, payload: send.payload, contentType: send.contentType === "" ? "text" : send.contentType,
+      tenant, group, sender: user, payload: send.payload, contentType: send.contentType === "" ? "text/plain" : send.contentType,
       clientMessageId: clientMessageIdOf(tenant, user, group, send.clientMsgNo),
       ...(send.mentions.length > 0 ? { mentions: send.mentions } : {}),
     });

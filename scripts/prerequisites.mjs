@@ -155,6 +155,8 @@ const REQUIREMENTS = {
   maven: { there: () => onPath("mvn") !== undefined, packages: ["maven"] },
   "python3-grpcio": { there: () => debianPythonImports("grpc"), packages: ["python3-grpcio"] },
   "python3-grpc-tools": { there: () => debianPythonImports("grpc_tools.protoc"), packages: ["python3-grpc-tools"] },
+  // the client gateway's interop client (test/interop/gateway_client.py): a WebSocket library nobody here wrote
+  "python3-websockets": { there: () => debianPythonImports("websockets"), packages: ["python3-websockets"] },
   grpcurl: { there: () => findGrpcurl() !== undefined, go: GRPCURL },
   // the package is the Prometheus server with promtool beside it; its recommendation, node-exporter, is not needed
   promtool: { there: () => onPath("promtool") !== undefined, packages: ["prometheus"], noRecommends: true },
@@ -162,7 +164,7 @@ const REQUIREMENTS = {
 
 export const NEEDS = {
   demo: ["redis-server"],
-  test: ["redis-server", "redis-cli", "tmux", "java 17", "maven", "python3-grpcio", "python3-grpc-tools", "grpcurl", "promtool"],
+  test: ["redis-server", "redis-cli", "tmux", "java 17", "maven", "python3-grpcio", "python3-grpc-tools", "python3-websockets", "grpcurl", "promtool"],
 };
 
 /** The `go install` of a tool, as this script runs it and as it tells a user to. */
@@ -249,6 +251,7 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
     maven: [onPath("mvn"), ["--version"]],
     "python3-grpcio": [DEBIAN_PYTHON, ["-c", "import grpc; print('grpcio', grpc.__version__)"]],
     "python3-grpc-tools": [DEBIAN_PYTHON, ["-m", "grpc_tools.protoc", "--version"]],
+    "python3-websockets": [DEBIAN_PYTHON, ["-c", "import websockets; print('websockets', websockets.__version__)"]],
   };
   for (const n of NEEDS[need]) {
     if (n === "grpcurl") {

@@ -3,7 +3,8 @@
 # the protoc binary shipped by the npm package `protoc`. Output: admin-api/gen/ (not committed;
 # `npm run build` regenerates it, so it can never be stale):
 #   - the messages and grpc-js service definitions of qim/admin/v1, of qim/node/v1 (the node
-#     service, served on its own listener, not by the admin server's reflection) and of reflection;
+#     service, served on its own listener, not by the admin server's reflection), of qim/client/v1
+#     (the client gateway's WebSocket frames: messages only) and of reflection;
 #   - descriptor-set.ts: protoc's own FileDescriptorSet of every file the admin server serves
 #     (imports and comments included), embedded as base64 so that it is compiled into dist/ with
 #     the code that serves it; server/listeners/admin-grpc/reflection.ts answers server reflection from its bytes.
@@ -20,7 +21,7 @@ npx --no-install protoc \
   --plugin=protoc-gen-ts_proto=./node_modules/.bin/protoc-gen-ts_proto \
   --ts_proto_out="$out" \
   --ts_proto_opt=outputServices=grpc-js,esModuleInterop=true,importSuffix=.js,env=node,forceLong=bigint,useOptionals=messages,oneof=unions \
-  -I proto proto/qim/admin/v1/*.proto proto/qim/node/v1/*.proto "${reflection[@]}"
+  -I proto proto/qim/admin/v1/*.proto proto/qim/node/v1/*.proto proto/qim/client/v1/*.proto "${reflection[@]}"
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

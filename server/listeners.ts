@@ -8,6 +8,7 @@
 import type { Listener, ListenerSettings } from "./listener.js";
 import { adminGrpcSettings } from "./listeners/admin-grpc/settings.js";
 import { appHttpSettings } from "./listeners/app-http/settings.js";
+import { gatewaySettings } from "./listeners/gateway/settings.js";
 import { metricsSettings } from "./listeners/metrics/settings.js";
 import { nodeRpcSettings } from "./listeners/node-rpc/settings.js";
 
@@ -25,6 +26,7 @@ export const LISTENERS = [
   entry({ name: "node-rpc", settings: nodeRpcSettings, load: async () => (await import("./listeners/node-rpc/index.js")).nodeRpcListener }),
   entry({ name: "admin-grpc", settings: adminGrpcSettings, load: async () => (await import("./listeners/admin-grpc/index.js")).adminGrpcListener }),
   entry({ name: "app-http", settings: appHttpSettings, load: async () => (await import("./listeners/app-http/index.js")).appHttpListener }),
+  entry({ name: "gateway", settings: gatewaySettings, load: async () => (await import("./listeners/gateway/index.js")).gatewayListener }),
   entry({ name: "metrics", settings: metricsSettings, load: async () => (await import("./listeners/metrics/index.js")).metricsListener }),
 ] as const;
 

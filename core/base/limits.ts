@@ -101,6 +101,18 @@ export const CMD_MAX_RECIPIENTS = 10_000;
 
 /** The HTTP API's (/message/sync, /message/syncack) largest request body read (a sync or ack request is a few dozen bytes). */
 export const CMD_HTTP_MAX_BODY_BYTES = 64 * 1024;
+/**
+ * The client gateway's largest frame (one WebSocket message), either way: a SEND's payload up to
+ * MESSAGE_MAX_PAYLOAD_BYTES with its envelope fits; a bigger message closes the connection with 1009
+ * (message too big), which ws enforces before it buffers the rest.
+ */
+export const GATEWAY_MAX_FRAME_BYTES = 128 * 1024;
+/** Requests of one gateway connection answered at a time; one past it is refused RATE_LIMITED (a device waits for its answers). */
+export const GATEWAY_MAX_IN_FLIGHT = 64;
+/** How long a gateway connection may stay before its AUTH frame arrives: it is closed with 4401 after this. */
+export const GATEWAY_AUTH_TIMEOUT_MS = 10_000;
+/** How long a gateway connection may stay silent (no frame from the device; a PING counts): closed with 4408 after this. */
+export const GATEWAY_IDLE_TIMEOUT_MS = 90_000;
 /** The admin gRPC server's largest request (grpc.max_receive_message_length): a bulk membership call of MAX_USERS_PER_MEMBERSHIP_CALL users fits many times. */
 export const ADMIN_GRPC_MAX_RECEIVE_BYTES = 4 * 1024 * 1024;
 /** The node RPC server's largest request: a batch of at most MAX_PUSH_INTENTS intents. */

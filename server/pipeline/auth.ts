@@ -11,7 +11,12 @@ export type CallWithAuth = { getAuthContext: ServerUnaryCall<unknown, unknown>["
  * server/listeners/app-http/): no admin RPC declares it either, and that API admits nothing else.
  */
 export const ROLES = ["admin", "operator", "viewer", "drill", "node", "service"] as const;
-export type Role = (typeof ROLES)[number];
+/**
+ * The role of a device's principal on the client gateway (a signed device token, not a
+ * certificate: principalOf never gives it, whatever a certificate's OU says).
+ */
+export const DEVICE_ROLE = "device";
+export type Role = (typeof ROLES)[number] | typeof DEVICE_ROLE;
 
 /** The roles of people and tools that call the admin API: every role but `node` and `service`. */
 export const OPERATOR_ROLES = ["admin", "operator", "viewer", "drill"] as const satisfies readonly Role[];

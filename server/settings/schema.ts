@@ -23,7 +23,7 @@ export type SettingKind =
   | "enum-list" // one or more of values, comma-separated or a YAML list
   | "uuid"; // canonical UUID text
 
-export type SettingSection = "server" | "audit" | "redis" | "dispatch" | "conversation_list" | "groups" | "cluster" | "sync" | "cassandra";
+export type SettingSection = "server" | "audit" | "redis" | "dispatch" | "conversation_list" | "groups" | "cluster" | "sync" | "gateway" | "cassandra";
 
 export interface SettingSpec {
   /** Dotted path in the config file, e.g. redis.tls.ca. */
@@ -95,7 +95,7 @@ function storeTls(store: "redis" | "cassandra", text: { enabled: string; servers
 }
 
 /** The sections in the order --help, --print-config and the reference show them. */
-const SECTION_ORDER: readonly SettingSection[] = ["server", "audit", "redis", "dispatch", "conversation_list", "groups", "cluster", "sync", "cassandra"];
+const SECTION_ORDER: readonly SettingSection[] = ["server", "audit", "redis", "dispatch", "conversation_list", "groups", "cluster", "sync", "gateway", "cassandra"];
 
 /** The settings of the node itself with each listener's entries placed where it says (first in its section, or after a key). */
 function withListeners(base: readonly SettingSpec[]): SettingSpec[] {

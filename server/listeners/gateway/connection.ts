@@ -1,0 +1,319 @@
+/**
+ * One device connection of the client gateway (issue 27): frames in, answers out, each request
+ * through the node's one pipeline with the device's principal (its user and device, role device,
+ * the token id as its fingerprint). Every request frame gets exactly one answer: its own answer
+ * frame or an ERROR with the same request_id. A connection's SENDs commit in the order they came;
+ * other requests run beside them, at most GATEWAY_MAX_IN_FLIGHT at a time.
+ */
+import { createHash } from "node:crypto";
+import type { WebSocket } from "ws";
+import {
+  GATEWAY_AUTH_TIMEOUT_MS, GATEWAY_IDLE_TIMEOUT_MS, GATEWAY_MAX_IN_FLIGHT, HISTORY_PAGE_DEFAULT, HISTORY_PAGE_LIMIT, InvalidArgumentError, listConversations, pageLimit,
+  parseUuid, SESSION_PAGE_DEFAULT, SESSION_PAGE_LIMIT, type ConversationListEntry, type EngineRuntime, type HistoryRecord, type Uuid,
+} from "../../../core/index.js";
+import { KeyedSerial } from "../../../core/support/index.js";
+import { Frame, type Message, type SessionEntry, type SessionList } from "../../../admin-api/gen/qim/client/v1/frames.js";
+import { DEVICE_ROLE, type Principal } from "../../pipeline/auth.js";
+import { mapError } from "../../pipeline/errors.js";
+import type { Pipeline } from "../../pipeline/pipeline.js";
+import type { DeviceIdentity } from "./auth.js";
+import { gatewayMetrics } from "./metrics.js";
+
+type Body = NonNullable<Frame["body"]>;
+type Case = Body["$case"];
+type BodyOf<C extends Case> = Extract<Body, { $case: C }>;
+
+/** The close codes of docs/gateway.md (4000–4999 are the application's). */
+export const CLOSE = {
+  /** A text frame: frames are binary protobuf. */
+  UNSUPPORTED_DATA: 1003,
+  /** Bytes that are not a Frame. */
+  INVALID_FRAME: 1007,
+  /** The node is stopping (a RECONNECT frame went first). */
+  GOING_AWAY: 1001,
+  /** No AUTH within GATEWAY_AUTH_TIMEOUT_MS, or a request before AUTH. */
+  AUTH_REQUIRED: 4401,
+  /** AUTH named another device than the token's. */
+  WRONG_DEVICE: 4403,
+  /** Silent for GATEWAY_IDLE_TIMEOUT_MS. */
+  IDLE: 4408,
+} as const;
+
+/** Frames a device may send, each with what it is answered with. */
+const REQUESTS = new Set<Case>(["auth", "ping", "send", "pullHistory", "markRead", "pullSessionList", "leaveGroup"]);
+
+/** A client_msg_no: the device's idempotency key for a SEND, 1–64 printable ASCII characters. */
+const CLIENT_MSG_NO = /^[\x21-\x7e]{1,64}$/;
+
+export interface ConnectionDeps {
+  runtime: EngineRuntime;
+  pipeline: Pipeline;
+  log(line: string): void;
+  /** Called once when the connection is gone. */
+  onClose(conn: GatewayConnection): void;
+}
+
+export class GatewayConnection {
+  readonly since = Date.now();
+  authed = false;
+  framesIn = 0;
+  framesOut = 0;
+  private inFlight = 0;
+  private readonly sends = new KeyedSerial();
+  private readonly gone = new AbortController();
+  private authTimer: NodeJS.Timeout | undefined;
+  private idleTimer: NodeJS.Timeout | undefined;
+  private readonly principal: Principal;
+
+  constructor(private readonly ws: WebSocket, readonly identity: DeviceIdentity, readonly remote: string, private readonly deps: ConnectionDeps) {
+    this.principal = { name: `${identity.user}/${identity.device}`, role: DEVICE_ROLE, fingerprint: identity.tokenId };
+    this.authTimer = setTimeout(() => this.close(CLOSE.AUTH_REQUIRED, "no AUTH frame in time"), GATEWAY_AUTH_TIMEOUT_MS);
+    this.touch();
+    ws.on("message", (data, isBinary) => this.onMessage(data as Buffer, isBinary));
+    ws.once("close", () => {
+      clearTimeout(this.authTimer);
+      clearTimeout(this.idleTimer);
+      this.gone.abort();
+      deps.onClose(this);
+    });
+    ws.on("error", () => undefined);
+  }
+
+  /** Bytes queued on the socket, not yet written (what a slow device holds back). */
+  get buffered(): number {
+    return this.ws.bufferedAmount;
+  }
+
+  close(code: number, reason: string): void {
+    gatewayMetrics.closes.inc({ code: String(code) });
+    this.ws.close(code, reason.slice(0, 120));
+  }
+
+  private touch(): void {
+    clearTimeout(this.idleTimer);
+    this.idleTimer = setTimeout(() => this.close(CLOSE.IDLE, "silent for too long"), GATEWAY_IDLE_TIMEOUT_MS);
+    this.idleTimer.unref();
+  }
+
+  private write(requestId: bigint, body: Body): void {
+    if (this.ws.readyState !== this.ws.OPEN) return;
+    this.framesOut++;
+    gatewayMetrics.frames.inc({ direction: "out", type: body.$case });
+    this.ws.send(Frame.encode({ requestId, body }).finish());
+  }
+
+  private error(requestId: bigint, code: string, message: string, field = "", retryAfterMs = 0): void {
+    this.write(requestId, { $case: "error", error: { code, message, field, retryAfterMs } });
+  }
+
+  private onMessage(data: Buffer, isBinary: boolean): void {
+    this.touch();
+    this.framesIn++;
+    if (!isBinary) {
+      this.close(CLOSE.UNSUPPORTED_DATA, "frames are binary protobuf (proto/qim/client/v1)");
+      return;
+    }
+    let frame: Frame;
+    try {
+      frame = Frame.decode(data);
+    } catch (err) {
+      this.error(0n, "MALFORMED_FRAME", `not a Frame: ${err instanceof Error ? err.message : String(err)}`.slice(0, 200));
+      this.close(CLOSE.INVALID_FRAME, "not a Frame");
+      return;
+    }
+    const id = frame.requestId;
+    const body = frame.body;
+    gatewayMetrics.frames.inc({ direction: "in", type: body?.$case ?? "unknown" });
+    if (!body) {
+      this.error(id, "UNKNOWN_FRAME", "a frame type this node does not know (docs/gateway.md lists them)");
+      return;
+    }
+    if (!REQUESTS.has(body.$case)) {
+      this.error(id, "UNKNOWN_FRAME", `${body.$case} is sent by the node, not by a device`);
+      return;
+    }
+    if (id === 0n) {
+      this.error(0n, "INVALID_ARGUMENT", "a request needs a request_id other than 0", "request_id");
+      return;
+    }
+    if (!this.authed && body.$case !== "auth") {
+      this.error(id, "UNAUTHENTICATED", "the first frame of a connection is AUTH");
+      this.close(CLOSE.AUTH_REQUIRED, "a request before AUTH");
+      return;
+    }
+    if (this.inFlight >= GATEWAY_MAX_IN_FLIGHT) {
+      gatewayMetrics.refused.inc({ reason: "in_flight" });
+      this.error(id, "RATE_LIMITED", `at most ${GATEWAY_MAX_IN_FLIGHT} requests of a connection are answered at a time; wait for an answer`, "", 100);
+      return;
+    }
+    this.inFlight++;
+    const done = () => {
+      this.inFlight--;
+    };
+    const run = () => this.serve(id, body).finally(done);
+    // a connection's sends commit in the order they came
+    void (body.$case === "send" ? this.sends.run("send", run) : run());
+  }
+
+  /** One request through the pipeline; resolves once it is answered. */
+  private serve(requestId: bigint, body: Body): Promise<void> {
+    return new Promise((resolve) => {
+      const answer = (b: Body) => {
+        this.write(requestId, b);
+        resolve();
+      };
+      this.deps.pipeline.run({
+        rpc: `gateway ${body.$case}`, roles: [DEVICE_ROLE], mutates: false, principal: this.principal, arguments: () => ({}), signal: this.gone.signal,
+      }, {
+        refuse: (m) => {
+          this.error(requestId, m.domainCode, m.message, m.field ?? "");
+          resolve();
+        },
+        failure: (err, rid, rpc) => {
+          const m = mapError(err, rid);
+          return {
+            result: m.domainCode, detail: m.message,
+            log: m.domainCode === "INTERNAL" ? `gateway request ${rid} ${rpc} failed: ${err instanceof Error ? err.stack ?? err.message : String(err)}` : null,
+            reply: () => {
+              this.error(requestId, m.domainCode, m.message, m.field ?? "");
+              resolve();
+            },
+          };
+        },
+      }, async () => {
+        const out = await this.handle(body);
+        return { answer: () => answer(out) };
+      });
+    });
+  }
+
+  private handle(body: Body): Promise<Body> {
+    switch (body.$case) {
+      case "auth": return this.auth(body);
+      case "ping": return Promise.resolve({ $case: "pong", pong: { serverTimeMs: BigInt(Date.now()) } });
+      case "send": return this.send(body);
+      case "pullHistory": return this.pullHistory(body);
+      case "pullSessionList": return this.pullSessionList(body);
+      case "markRead": return this.markRead(body);
+      case "leaveGroup": return this.leaveGroup(body);
+      default: throw new InvalidArgumentError("frame", `${body.$case} is not a request`);
+    }
+  }
+
+  private async auth({ auth }: BodyOf<"auth">): Promise<Body> {
+    const { tenant, user, device } = this.identity;
+    if (auth.deviceId !== device) {
+      setImmediate(() => this.close(CLOSE.WRONG_DEVICE, "AUTH names another device than the token"));
+      throw new InvalidArgumentError("device_id", `the token was issued for device ${JSON.stringify(device)}, not ${JSON.stringify(auth.deviceId.slice(0, 64))}`);
+    }
+    if (this.authed) throw new InvalidArgumentError("auth", "this connection is authenticated already");
+    const { runtime } = this;
+    const [badge, page] = await Promise.all([
+      runtime.conversationList.service.badge(tenant, user),
+      this.sessionPage(null, SESSION_PAGE_DEFAULT),
+    ]);
+    this.authed = true;
+    clearTimeout(this.authTimer);
+    return {
+      $case: "authOk",
+      authOk: {
+        serverTimeMs: BigInt(Date.now()), tenant, user, deviceId: device,
+        badge: { totalUnread: BigInt(badge.totalUnread), totalMention: BigInt(badge.totalMention), mutedUnread: BigInt(badge.mutedUnread) },
+        listVersion: BigInt(badge.version), firstPage: page, idleTimeoutMs: GATEWAY_IDLE_TIMEOUT_MS,
+      },
+    };
+  }
+
+  private get runtime(): EngineRuntime {
+    return this.deps.runtime;
+  }
+
+  private async send({ send }: BodyOf<"send">): Promise<Body> {
+    const { tenant, user } = this.identity;
+    if (!CLIENT_MSG_NO.test(send.clientMsgNo)) throw new InvalidArgumentError("client_msg_no", "client_msg_no is 1 to 64 printable ASCII characters (the SEND's idempotency key)");
+    const group = parseUuid(send.group, "group");
+    const r = await this.runtime.conversations.send({
+      tenant, group, sender: user, payload: send.payload, contentType: send.contentType === "" ? "text/plain" : send.contentType,
+      clientMessageId: clientMessageIdOf(tenant, user, group, send.clientMsgNo),
+      ...(send.mentions.length > 0 ? { mentions: send.mentions } : {}),
+    });
+    return { $case: "sendAck", sendAck: { conversationSeq: BigInt(r.conversationSeq), messageId: r.messageId ?? "", duplicate: r.duplicate } };
+  }
+
+  private async pullHistory({ pullHistory: req }: BodyOf<"pullHistory">): Promise<Body> {
+    const { tenant, user } = this.identity;
+    const group = parseUuid(req.group, "group");
+    const limit = pageLimit(req.limit, { default: HISTORY_PAGE_DEFAULT, max: HISTORY_PAGE_LIMIT });
+    if (req.afterSeq > BigInt(Number.MAX_SAFE_INTEGER)) throw new InvalidArgumentError("after_seq", "after_seq is at most 2^53-1");
+    // one more than asked: whether more follow, without a second read
+    const page = await this.runtime.conversations.history({ tenant, group, user, after: Number(req.afterSeq), limit: Math.min(Number(limit) + 1, HISTORY_PAGE_LIMIT) });
+    const more = page.records.length > Number(limit);
+    const records = more ? page.records.slice(0, Number(limit)) : page.records;
+    return {
+      $case: "historyBatch",
+      historyBatch: { group, messages: records.map((r) => messageOf(group, r)), earliestAvailableSeq: BigInt(page.earliestAvailableConversationSeq), more },
+    };
+  }
+
+  private async sessionPage(cursor: string | null, requested: number): Promise<SessionList> {
+    const { tenant, user } = this.identity;
+    const limit = pageLimit(requested, { default: SESSION_PAGE_DEFAULT, max: SESSION_PAGE_LIMIT });
+    // the version first: a change between the two reads shows as a newer version next time, never as an older one
+    const version = await this.runtime.conversationList.service.storedVersion(tenant, user);
+    const page = await listConversations(this.runtime, tenant, user, { limit, cursor });
+    return { entries: page.entries.filter((e) => !e.row.deleted).map(sessionEntryOf), nextCursor: page.nextCursor ?? "", listVersion: BigInt(version) };
+  }
+
+  private async pullSessionList({ pullSessionList: req }: BodyOf<"pullSessionList">): Promise<Body> {
+    return { $case: "sessionList", sessionList: await this.sessionPage(req.cursor === "" ? null : req.cursor, req.limit) };
+  }
+
+  private async markRead({ markRead: req }: BodyOf<"markRead">): Promise<Body> {
+    const { tenant, user } = this.identity;
+    const group = parseUuid(req.group, "group");
+    if (req.readSeq > BigInt(Number.MAX_SAFE_INTEGER)) throw new InvalidArgumentError("read_seq", "read_seq is at most 2^53-1");
+    const r = await this.runtime.conversations.markRead({ tenant, group, user, seq: Number(req.readSeq) });
+    const badge = await this.runtime.conversationList.service.badge(tenant, user);
+    return {
+      $case: "markReadAck",
+      markReadAck: { readSeq: BigInt(r.readConversationSeq), badge: { totalUnread: BigInt(badge.totalUnread), totalMention: BigInt(badge.totalMention), mutedUnread: BigInt(badge.mutedUnread) } },
+    };
+  }
+
+  private async leaveGroup({ leaveGroup: req }: BodyOf<"leaveGroup">): Promise<Body> {
+    const { tenant, user } = this.identity;
+    const group = parseUuid(req.group, "group");
+    const r = await this.runtime.conversations.leaveGroup({ tenant, group, user });
+    return { $case: "memberListBatch", memberListBatch: { group, eventSeq: BigInt(r.eventConversationSeq ?? 0), memberVersion: BigInt(r.version) } };
+  }
+}
+
+/**
+ * The engine's client message id of a device's SEND: a UUID named by the tenant, the user, the
+ * group and the device's client_msg_no (SHA-256, its first 16 bytes as a version-8 UUID), so that
+ * a retried SEND is the engine's retry (the same id and content: the first commit's answer) and
+ * two users' equal client_msg_no never meet.
+ */
+export function clientMessageIdOf(tenant: Uuid, user: Uuid, group: Uuid, clientMsgNo: string): string {
+  const h = createHash("sha256").update(`qim.gateway.client-msg-no.v1\0${tenant}\0${user}\0${group}\0${clientMsgNo}`).digest();
+  h[6] = (h[6]! & 0x0f) | 0x80;
+  h[8] = (h[8]! & 0x3f) | 0x80;
+  const x = h.subarray(0, 16).toString("hex");
+  return `${x.slice(0, 8)}-${x.slice(8, 12)}-${x.slice(12, 16)}-${x.slice(16, 20)}-${x.slice(20, 32)}`;
+}
+
+function messageOf(group: string, r: HistoryRecord): Message {
+  return {
+    group, conversationSeq: BigInt(r.conversationSeq), messageId: r.messageId, sender: r.senderId, createdAtMs: BigInt(r.createdAt),
+    contentType: r.contentType, payload: Buffer.from(r.payload.buffer, r.payload.byteOffset, r.payload.byteLength), kind: r.kind, mentions: r.mentions ?? [],
+  };
+}
+
+function sessionEntryOf(e: ConversationListEntry): SessionEntry {
+  const s = e.summary;
+  const group = e.row.conversation;
+  return {
+    group, unread: BigInt(s?.unread ?? 0), mentions: BigInt(e.row.mentions), pinned: e.row.pinRank !== null && e.row.pinRank !== undefined, muted: e.row.muted,
+    ...(s?.head ? { head: messageOf(group, s.head) } : {}), readSeq: BigInt(s?.readConversationSeq ?? 0),
+  };
+}

@@ -1,0 +1,106 @@
+/**
+ * The client gateway listener (issue 27): devices' WebSocket door of the node. HTTP/1.1 over TLS
+ * with the node's server certificate (plain only on loopback with --insecure-dev); the device's
+ * token is verified at the upgrade, before the WebSocket exists (ws's noServer + handleUpgrade),
+ * so a refused device costs one HTTP answer and no connection state. Compression stays off (ws
+ * #1202). Frames: proto/qim/client/v1/frames.proto, docs/gateway.md.
+ */
+import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { createServer as createHttpsServer } from "node:https";
+import type { Duplex } from "node:stream";
+import { WebSocketServer } from "ws";
+import { GATEWAY_MAX_FRAME_BYTES, QimError } from "../../../core/index.js";
+import { listenAddr, type Listener } from "../../listener.js";
+import { deviceVerifierOf, FRAMES_SUBPROTOCOL, tokenOf, type DeviceVerifier } from "./auth.js";
+import { CLOSE, GatewayConnection } from "./connection.js";
+import { gatewayMetrics } from "./metrics.js";
+
+/** What the listener gives the node: its address and its connections (operators' `connections list`). */
+export interface GatewayHandle {
+  url: string;
+  port: number;
+  connections(): GatewayConnection[];
+}
+
+/** How the listener finds the device token verifier of the node it opens in. */
+export type VerifierOf = (ctx: Parameters<NonNullable<Listener["open"]>>[0]) => DeviceVerifier;
+
+function refuseUpgrade(socket: Duplex, status: number, code: string, message: string): void {
+  const body = JSON.stringify({ code, message });
+  socket.end(`HTTP/1.1 ${status} ${status === 401 ? "Unauthorized" : "Bad Request"}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+}
+
+export const gatewayListener = gatewayListenerWith(deviceVerifierOf);
+
+export function gatewayListenerWith(verifierOf: VerifierOf): Listener<GatewayHandle> {
+  return {
+    name: "gateway",
+    enabled: (o) => o.gateway !== undefined,
+    async open(ctx) {
+      const { options: opts, insecureDev: insecure, log } = ctx;
+      const verifier = verifierOf(ctx);
+      const { host, port } = listenAddr(opts.gateway!.listen, "gateway.listen");
+      const byUser = new Map<string, Set<GatewayConnection>>();
+      const all = new Set<GatewayConnection>();
+      const wss = new WebSocketServer({
+        noServer: true, perMessageDeflate: false, maxPayload: GATEWAY_MAX_FRAME_BYTES, clientTracking: false,
+        // a browser offers the frames' subprotocol beside its token's: the answer names the frames'
+        handleProtocols: (protocols) => (protocols.has(FRAMES_SUBPROTOCOL) ? FRAMES_SUBPROTOCOL : false),
+      });
+      const plain = (_req: IncomingMessage, res: ServerResponse) => {
+        const body = JSON.stringify({ code: "UPGRADE_REQUIRED", message: "this port serves the client gateway: a WebSocket upgrade with a device token (docs/gateway.md)" });
+        res.writeHead(426, { "content-type": "application/json", "content-length": String(Buffer.byteLength(body)), upgrade: "websocket", connection: "close" });
+        res.end(body);
+      };
+      const server: Server = insecure ? createHttpServer(plain) : createHttpsServer({ cert: opts.tls!.certPem, key: opts.tls!.keyPem }, plain);
+      server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+        socket.on("error", () => undefined);
+        const token = tokenOf(req.headers);
+        if (token === null) {
+          gatewayMetrics.upgradesRefused.inc({ reason: "no_token" });
+          refuseUpgrade(socket, 401, "UNAUTHENTICATED", "no device token: send Authorization: Bearer <token> or the subprotocol qim-token.<token> (qimctl token issue)");
+          return;
+        }
+        verifier.verify(token).then((identity) => {
+          if (socket.destroyed) return;
+          wss.handleUpgrade(req, socket, head, (ws) => {
+            const conn = new GatewayConnection(ws, identity, req.socket.remoteAddress ?? "", {
+              runtime: ctx.runtime, pipeline: ctx.pipeline, log,
+              onClose: (c) => {
+                all.delete(c);
+                const key = `${c.identity.tenant}/${c.identity.user}`;
+                byUser.get(key)?.delete(c);
+                if (byUser.get(key)?.size === 0) byUser.delete(key);
+                gatewayMetrics.connections.set(all.size);
+              },
+            });
+            all.add(conn);
+            const key = `${identity.tenant}/${identity.user}`;
+            if (!byUser.has(key)) byUser.set(key, new Set());
+            byUser.get(key)!.add(conn);
+            gatewayMetrics.connections.set(all.size);
+          });
+        }, (err: unknown) => {
+          const reason = err instanceof QimError && typeof err.details.reason === "string" ? err.details.reason : "invalid_token";
+          gatewayMetrics.upgradesRefused.inc({ reason });
+          if (!(err instanceof QimError)) log(`gateway: token verification failed: ${err instanceof Error ? err.stack ?? err.message : String(err)}`);
+          refuseUpgrade(socket, 401, "UNAUTHENTICATED", err instanceof QimError ? err.message : "the device token could not be verified");
+        });
+      });
+      const bound = await new Promise<number>((resolve, reject) => {
+        server.once("error", reject);
+        server.listen(port, host, () => resolve((server.address() as { port: number }).port));
+      });
+      const shown = host.includes(":") ? `[${host}]` : host;
+      const url = `${insecure ? "ws" : "wss"}://${shown}:${bound}`;
+      return {
+        handle: { url, port: bound, connections: () => [...all] },
+        line: `client gateway on ${url} (${insecure ? "INSECURE plain WebSocket" : "TLS, device tokens"})`,
+        async close() {
+          for (const c of all) c.close(CLOSE.GOING_AWAY, "the node is stopping");
+          await new Promise<void>((resolve) => server.close(() => resolve()));
+        },
+      };
+    },
+  };
+}

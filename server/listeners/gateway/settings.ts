@@ -1,0 +1,37 @@
+// The client gateway listener's settings (engine-free: the CLI reads them for `server start --help`).
+import type { ListenerSettings } from "../../listener.js";
+
+/** The client gateway: off unless asked for (devices' WebSocket door, docs/gateway.md). */
+export const GATEWAY_DEFAULTS = { gatewayListen: "off" } as const;
+
+export interface GatewaySettings {
+  /** The WebSocket listener (null: off). */
+  gatewayListen: string | null;
+}
+
+export interface GatewayOptions {
+  /**
+   * The client gateway (server/listeners/gateway/, the gateway.listen setting): WebSocket over TLS
+   * with the node's server certificate (devices carry no client certificate; they present a signed
+   * device token at the upgrade), plain only on loopback with --insecure-dev.
+   */
+  gateway?: { listen: string };
+}
+
+export const gatewaySettings: ListenerSettings<GatewaySettings, GatewayOptions, typeof GATEWAY_DEFAULTS> = {
+  defaults: GATEWAY_DEFAULTS,
+  specs: [{
+    section: "gateway", after: null,
+    specs: [
+      { key: "gateway.listen", kind: "address-or-off", default: GATEWAY_DEFAULTS.gatewayListen, description: "the client gateway (devices over WebSocket, binary protobuf frames of proto/qim/client/v1, docs/gateway.md) address host:port, over TLS with the server certificate; a device presents a signed device token at the upgrade (qimctl token issue); port 0: one the OS chooses; off: no gateway" },
+    ],
+  }],
+  check(c) {
+    const host = c.hostOf("gateway.listen");
+    if (c.insecureDev && host !== null && !c.isLoopback(host) && !c.anyAddress) {
+      c.fail("gateway.listen", `--insecure-dev makes the client gateway plain WebSocket, so it listens only on a loopback address, not ${host}; use TLS, or add --insecure-dev-allow-non-loopback`);
+    }
+  },
+  typed: (r) => ({ gatewayListen: (r.values.get("gateway.listen") as string | null | undefined) ?? null }),
+  options: async (s) => (s.gatewayListen !== null ? { gateway: { listen: s.gatewayListen } } : {}),
+};

@@ -1,0 +1,234 @@
+/**
+ * The client gateway (issue 27) on a real qim-node process over TLS, with device tokens made by the
+ * real qimctl (token keygen, token issue, token revoke) and two clients nobody here wrote the
+ * WebSocket side of: Debian's Python `websockets` with protoc-built frames (gateway_client.py), and
+ * the `ws` client for the hostile cases. Expected values are worked out from what the test did (a
+ * fresh group's first message is seq 1; a leave is the next seq), never read from the node first.
+ */
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { after, before, describe, it } from "node:test";
+import WebSocket from "ws";
+import { Frame } from "../../admin-api/gen/qim/client/v1/frames.js";
+import { GATEWAY_MAX_FRAME_BYTES } from "../../core/index.js";
+import { writeTestPki, type TestPkiFiles } from "../certs/fixture.js";
+import { ok, ROOT, run } from "../e2e/qimctl.js";
+import { startRedis, type RedisServer } from "../harness/redis.js";
+import { startServerProcess, type ServerProcess } from "../reliability/server-process.js";
+
+const PYTHON = "/usr/bin/python3";
+
+type Body = NonNullable<Frame["body"]>;
+
+/** A device connection driven frame by frame. */
+class Device {
+  private readonly inbox: Frame[] = [];
+  private waiters: (() => void)[] = [];
+  closed: { code: number; reason: string } | null = null;
+  private nextId = 0n;
+  private constructor(readonly ws: WebSocket) {
+    ws.on("message", (data: Buffer) => {
+      this.inbox.push(Frame.decode(data));
+      for (const w of this.waiters.splice(0)) w();
+    });
+    ws.on("close", (code, reason) => {
+      this.closed = { code, reason: reason.toString() };
+      for (const w of this.waiters.splice(0)) w();
+    });
+  }
+
+  static open(url: string, ca: Buffer, token: string | null): Promise<Device | { status: number; body: string }> {
+    return new Promise((resolve, reject) => {
+      const ws = new WebSocket(url, ["qim.client.v1"], { ca, headers: token === null ? {} : { authorization: `Bearer ${token}` }, perMessageDeflate: false });
+      ws.once("open", () => resolve(new Device(ws)));
+      ws.once("unexpected-response", (_req, res) => {
+        let body = "";
+        res.on("data", (c: Buffer) => (body += c.toString()));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+      });
+      ws.once("error", reject);
+    });
+  }
+
+  sendRaw(bytes: Buffer | string, binary = true): void {
+    this.ws.send(bytes, { binary });
+  }
+
+  async request(body: Body): Promise<Frame> {
+    const id = ++this.nextId;
+    this.ws.send(Frame.encode({ requestId: id, body }).finish());
+    return this.next((f) => f.requestId === id);
+  }
+
+  async next(match: (f: Frame) => boolean): Promise<Frame> {
+    for (let i = 0; i < 400; i++) {
+      const at = this.inbox.findIndex(match);
+      if (at >= 0) return this.inbox.splice(at, 1)[0]!;
+      if (this.closed) throw new Error(`closed ${this.closed.code} ${this.closed.reason} before the answer`);
+      await new Promise<void>((r) => {
+        const t = setTimeout(r, 50);
+        this.waiters.push(() => {
+          clearTimeout(t);
+          r();
+        });
+      });
+    }
+    throw new Error("no answer");
+  }
+
+  async whenClosed(): Promise<{ code: number; reason: string }> {
+    for (let i = 0; i < 400 && !this.closed; i++) await new Promise((r) => setTimeout(r, 50));
+    assert.ok(this.closed, "the node closed the connection");
+    return this.closed!;
+  }
+}
+
+describe("the client gateway on a real node", { timeout: 240_000 }, () => {
+  let dir: string;
+  let pki: TestPkiFiles;
+  let redis: RedisServer;
+  let server: ServerProcess;
+  let context: string;
+  let url: string;
+  let ca: Buffer;
+  const alice = randomUUID();
+  const bob = randomUUID();
+  const carol = randomUUID();
+  let group: string;
+
+  const issue = async (user: string, device: string): Promise<{ token: string; tokenId: string }> => {
+    const r = ok(await run(["token", "issue", "--user", user, "--device", device, "--ttl", "1h"], { context }), "token issue");
+    return { token: r.token, tokenId: r.claims.tokenId };
+  };
+  const device = async (user: string, name: string): Promise<Device> => {
+    const { token } = await issue(user, name);
+    const d = await Device.open(url, ca, token);
+    assert.ok(d instanceof Device, `connected: ${JSON.stringify(d)}`);
+    const a = await d.request({ $case: "auth", auth: { deviceId: name, clientVersion: "test" } });
+    assert.equal(a.body?.$case, "authOk", JSON.stringify(a.body));
+    return d;
+  };
+  const historyOf = async (user: string) => ok(await run(["history", "--group", group, "--as", user], { context }), "history").records as { conversationSeq: number; kind: string }[];
+
+  before(async () => {
+    dir = mkdtempSync(path.join(os.tmpdir(), "qim-gateway-"));
+    pki = await writeTestPki(path.join(dir, "pki"));
+    ca = readFileSync(pki.ca.certPath);
+    redis = await startRedis();
+    const keys = path.join(dir, "token-keys.json");
+    context = path.join(dir, "context.json");
+    writeFileSync(context, JSON.stringify({ endpoint: "localhost:1", ca: pki.ca.certPath, cert: pki.operator.certPath, key: pki.operator.keyPath, tenant: randomUUID() }));
+    ok(await run(["token", "keygen", "--keys", keys]), "token keygen");
+    server = await startServerProcess({
+      redisAddr: redis.addr, pki, auditLog: path.join(dir, "audit.log"),
+      extraArgs: ["--gateway-listen", "127.0.0.1:0", "--tokens-keys", keys],
+    });
+    url = /client gateway on (wss:\/\/\S+)/.exec(await server.waitForLog(/client gateway on /))![1]!.replace("127.0.0.1", "localhost");
+    const ctx = JSON.parse(readFileSync(context, "utf8"));
+    writeFileSync(context, JSON.stringify({ ...ctx, endpoint: server.endpoint }));
+    group = ok(await run(["group", "create", "--owner", alice, "--member", bob], { context }), "group create").group;
+  });
+
+  after(async () => {
+    await server?.stop();
+    await redis?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("a Python websockets client: AUTH, PING, SEND with a durable ack, the retry's ack, a conflict, PULL_HISTORY, an unknown frame", async () => {
+    const { token } = await issue(alice, "py-phone");
+    const tokenFile = path.join(dir, "py.token");
+    writeFileSync(tokenFile, token, { mode: 0o600 });
+    const out = await new Promise<string>((resolve, reject) => execFile(PYTHON, [
+      path.join(ROOT, "test", "interop", "gateway_client.py"), "--url", url, "--token-file", tokenFile, "--device", "py-phone", "--group", group,
+      "--proto-root", path.join(ROOT, "proto"), "--ca", pki.ca.certPath,
+    ], { timeout: 60_000 }, (err, stdout, stderr) => (err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve(stdout))));
+    const r = JSON.parse(out);
+    assert.equal(r.subprotocol, "qim.client.v1");
+    assert.deepEqual([r.auth.case, r.auth.user, r.auth.device], ["auth_ok", alice, "py-phone"]);
+    assert.equal(r.ping, "pong");
+    // a fresh group made with its members: no control message, so the first message is seq 1
+    assert.deepEqual([r.send.case, r.send.seq, r.send.duplicate], ["send_ack", 1, false]);
+    assert.deepEqual([r.retry.case, r.retry.seq, r.retry.message_id, r.retry.duplicate], ["send_ack", 1, r.send.message_id, true]);
+    assert.deepEqual([r.conflict.case, r.conflict.code], ["error", "IDEMPOTENCY_CONFLICT"]);
+    assert.deepEqual(r.history.messages, [{ seq: 1, sender: alice, text: "hello from python", kind: "normal" }]);
+    assert.deepEqual([r.unknown.case, r.unknown.code], ["error", "UNKNOWN_FRAME"]);
+    // the admin API sees the one message
+    assert.deepEqual((await historyOf(alice)).map((m) => m.conversationSeq), [1]);
+  });
+
+  it("refused at the upgrade: no token, a forged token, a revoked token (HTTP 401, no connection)", async () => {
+    const none = await Device.open(url, ca, null);
+    assert.ok(!(none instanceof Device) && none.status === 401, JSON.stringify(none));
+    const { token, tokenId } = await issue(alice, "tablet");
+    const forged = `${token.slice(0, -4)}${token.slice(-4) === "AAAA" ? "BBBB" : "AAAA"}`;
+    const bad = await Device.open(url, ca, forged);
+    assert.ok(!(bad instanceof Device) && bad.status === 401, JSON.stringify(bad));
+    ok(await run(["token", "revoke", "--token-id", tokenId], { context }), "token revoke");
+    const revoked = await Device.open(url, ca, token);
+    assert.ok(!(revoked instanceof Device) && revoked.status === 401, JSON.stringify(revoked));
+    assert.match(revoked.body, /revoked/i);
+  });
+
+  it("hostile frames: each gets its code or close code, nothing is written, the node stays healthy", async () => {
+    const before = (await historyOf(alice)).length;
+    // a request before AUTH
+    let d = (await Device.open(url, ca, (await issue(alice, "h1")).token)) as Device;
+    const early = await d.request({ $case: "send", send: { clientMsgNo: "x", group, payload: Buffer.from("no"), contentType: "text", mentions: [] } });
+    assert.equal(early.body?.$case === "error" && early.body.error.code, "UNAUTHENTICATED");
+    assert.equal((await d.whenClosed()).code, 4401);
+    // AUTH naming another device than the token's
+    d = (await Device.open(url, ca, (await issue(alice, "h2")).token)) as Device;
+    const wrong = await d.request({ $case: "auth", auth: { deviceId: "someone-else", clientVersion: "" } });
+    assert.equal(wrong.body?.$case === "error" && wrong.body.error.field, "device_id");
+    assert.equal((await d.whenClosed()).code, 4403);
+    // a text frame, bytes that are not a Frame, a frame over the limit
+    d = await device(alice, "h3");
+    d.sendRaw("hello", false);
+    assert.equal((await d.whenClosed()).code, 1003);
+    d = await device(alice, "h4");
+    d.sendRaw(Buffer.from([0xff, 0xff, 0xff, 0xff, 0xff]));
+    assert.equal((await d.whenClosed()).code, 1007);
+    d = await device(alice, "h5");
+    d.sendRaw(Buffer.alloc(GATEWAY_MAX_FRAME_BYTES + 1));
+    assert.equal((await d.whenClosed()).code, 1009);
+    // a frame only the node sends, and a request without a request_id
+    d = await device(alice, "h6");
+    const down = await d.request({ $case: "pong", pong: { serverTimeMs: 0n } });
+    assert.equal(down.body?.$case === "error" && down.body.error.code, "UNKNOWN_FRAME");
+    d.sendRaw(Buffer.from(Frame.encode({ requestId: 0n, body: { $case: "ping", ping: {} } }).finish()));
+    const noId = await d.next((f) => f.body?.$case === "error" && f.body.error.field === "request_id");
+    assert.equal(noId.requestId, 0n);
+    // a send to a group the user is not in
+    const c = await device(carol, "c1");
+    const denied = await c.request({ $case: "send", send: { clientMsgNo: "c-1", group, payload: Buffer.from("let me in"), contentType: "text", mentions: [] } });
+    assert.equal(denied.body?.$case === "error" && denied.body.error.code, "PERMISSION_DENIED");
+    // nothing was written, and a new connection is served
+    assert.equal((await historyOf(alice)).length, before);
+    const pong = await d.request({ $case: "ping", ping: {} });
+    assert.equal(pong.body?.$case, "pong");
+    for (const x of [c, d]) x.ws.close();
+  });
+
+  it("LEAVE_GROUP: the user's own leave is the next seq, a CONTROL event; the leaver's history stops before it", async () => {
+    const alicePhone = await device(alice, "a-leave");
+    const sent = await alicePhone.request({ $case: "send", send: { clientMsgNo: "before-leave", group, payload: Buffer.from("bye bob?"), contentType: "text", mentions: [] } });
+    assert.equal(sent.body?.$case, "sendAck");
+    const seqBefore = sent.body?.$case === "sendAck" ? Number(sent.body.sendAck.conversationSeq) : -1;
+    const b = await device(bob, "b-phone");
+    const left = await b.request({ $case: "leaveGroup", leaveGroup: { group } });
+    assert.equal(left.body?.$case, "memberListBatch", JSON.stringify(left.body));
+    const eventSeq = left.body?.$case === "memberListBatch" ? Number(left.body.memberListBatch.eventSeq) : -1;
+    assert.equal(eventSeq, seqBefore + 1);
+    const history = await historyOf(alice);
+    assert.deepEqual(history.at(-1), { ...history.at(-1)!, conversationSeq: eventSeq, kind: "control" });
+    // bob may not send any more
+    const after = await b.request({ $case: "send", send: { clientMsgNo: "after-leave", group, payload: Buffer.from("?"), contentType: "text", mentions: [] } });
+    assert.equal(after.body?.$case, "error");
+    for (const x of [alicePhone, b]) x.ws.close();
+  });
+});

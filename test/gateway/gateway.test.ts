@@ -24,6 +24,9 @@ const PYTHON = "/usr/bin/python3";
 
 type Body = NonNullable<Frame["body"]>;
 
+/** A frame's body as text for an assertion's message (its uint64 fields are bigints). */
+const show = (x: unknown) => JSON.stringify(x, (_k, v: unknown) => (typeof v === "bigint" ? v.toString() : v));
+
 /** A device connection driven frame by frame. */
 class Device {
   private readonly inbox: Frame[] = [];
@@ -107,9 +110,9 @@ describe("the client gateway on a real node", { timeout: 240_000 }, () => {
   const device = async (user: string, name: string): Promise<Device> => {
     const { token } = await issue(user, name);
     const d = await Device.open(url, ca, token);
-    assert.ok(d instanceof Device, `connected: ${JSON.stringify(d)}`);
+    assert.ok(d instanceof Device, `connected: ${show(d)}`);
     const a = await d.request({ $case: "auth", auth: { deviceId: name, clientVersion: "test" } });
-    assert.equal(a.body?.$case, "authOk", JSON.stringify(a.body));
+    assert.equal(a.body?.$case, "authOk", show(a.body));
     return d;
   };
   const historyOf = async (user: string) => ok(await run(["history", "--group", group, "--as", user], { context }), "history").records as { conversationSeq: number; kind: string }[];
@@ -168,7 +171,7 @@ describe("the client gateway on a real node", { timeout: 240_000 }, () => {
     const forged = `${token.slice(0, -4)}${token.slice(-4) === "AAAA" ? "BBBB" : "AAAA"}`;
     const bad = await Device.open(url, ca, forged);
     assert.ok(!(bad instanceof Device) && bad.status === 401, JSON.stringify(bad));
-    ok(await run(["token", "revoke", "--token-id", tokenId], { context }), "token revoke");
+    ok(await run(["token", "revoke", "--token-id", tokenId, "--yes"], { context }), "token revoke");
     const revoked = await Device.open(url, ca, token);
     assert.ok(!(revoked instanceof Device) && revoked.status === 401, JSON.stringify(revoked));
     assert.match(revoked.body, /revoked/i);
@@ -221,7 +224,7 @@ describe("the client gateway on a real node", { timeout: 240_000 }, () => {
     const seqBefore = sent.body?.$case === "sendAck" ? Number(sent.body.sendAck.conversationSeq) : -1;
     const b = await device(bob, "b-phone");
     const left = await b.request({ $case: "leaveGroup", leaveGroup: { group } });
-    assert.equal(left.body?.$case, "memberListBatch", JSON.stringify(left.body));
+    assert.equal(left.body?.$case, "memberListBatch", show(left.body));
     const eventSeq = left.body?.$case === "memberListBatch" ? Number(left.body.memberListBatch.eventSeq) : -1;
     assert.equal(eventSeq, seqBefore + 1);
     const history = await historyOf(alice);

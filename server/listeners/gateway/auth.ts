@@ -3,7 +3,7 @@
  * upgrade (before any frame is read). The tokens themselves (signing keys, issue, revoke, the
  * verification cache) are core/tokens'; the gateway only asks it.
  */
-import { QimError, type Uuid } from "../../../core/index.js";
+import { InvalidArgumentError, type Uuid } from "../../../core/index.js";
 import type { OpenContext } from "../../listener.js";
 
 export interface DeviceIdentity {
@@ -40,11 +40,14 @@ export function tokenOf(headers: Record<string, string | string[] | undefined>):
   return null;
 }
 
-/** The node's device token verifier (core/tokens). */
-export function deviceVerifierOf(_ctx: OpenContext): DeviceVerifier {
+/** The node's device token verifier (core/tokens: the runtime's, over the `tokens.keys` file). */
+export function deviceVerifierOf(ctx: OpenContext): DeviceVerifier {
+  const tokens = ctx.runtime.tokens;
+  if (!tokens) throw new InvalidArgumentError("gateway.listen", "the client gateway needs device tokens: set tokens.keys (qimctl token keygen makes the file)");
   return {
-    verify: async () => {
-      throw new QimError("PERMISSION_DENIED", "device tokens are not configured on this node", { reason: "no_keys" });
+    async verify(token) {
+      const c = await tokens.verifier.verify(token);
+      return { tenant: c.tenant, user: c.user, device: c.device, tokenId: c.tokenId, expiresAt: c.expiresAt };
     },
   };
 }

@@ -81,7 +81,8 @@ export function gatewayListenerWith(verifierOf: VerifierOf): Listener<GatewayHan
             gatewayMetrics.connections.set(all.size);
           });
         }, (err: unknown) => {
-          const reason = err instanceof QimError && typeof err.details.reason === "string" ? err.details.reason : "invalid_token";
+          // TOKEN_INVALID, TOKEN_EXPIRED, TOKEN_REVOKED (core/tokens), or a failure to verify at all
+          const reason = err instanceof QimError ? err.code.toLowerCase() : "error";
           gatewayMetrics.upgradesRefused.inc({ reason });
           if (!(err instanceof QimError)) log(`gateway: token verification failed: ${err instanceof Error ? err.stack ?? err.message : String(err)}`);
           refuseUpgrade(socket, 401, "UNAUTHENTICATED", err instanceof QimError ? err.message : "the device token could not be verified");

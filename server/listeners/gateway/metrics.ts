@@ -5,7 +5,7 @@ import { registry } from "../../../core/index.js";
 export const gatewayMetrics = {
   connections: new Gauge({ name: "qim_gateway_connections", help: "Device connections open on this node (authenticated or waiting for their AUTH frame)", registers: [registry] }),
   frames: new Counter({ name: "qim_gateway_frames_total", help: "Frames by direction (in: from devices, out: to devices) and type (the Frame oneof's name; unknown: a type this node does not know)", labelNames: ["direction", "type"] as const, registers: [registry] }),
-  upgradesRefused: new Counter({ name: "qim_gateway_upgrades_refused_total", help: "WebSocket upgrades refused before a connection existed, by reason (no_token, invalid_token, expired, revoked, not_websocket)", labelNames: ["reason"] as const, registers: [registry] }),
+  upgradesRefused: new Counter({ name: "qim_gateway_upgrades_refused_total", help: "WebSocket upgrades refused before a connection existed, by reason (no_token; token_invalid, token_expired, token_revoked; error: the verifier failed, see the log)", labelNames: ["reason"] as const, registers: [registry] }),
   refused: new Counter({ name: "qim_gateway_requests_refused_total", help: "Requests refused before their handler for the connection's sake, by reason (in_flight: past GATEWAY_MAX_IN_FLIGHT)", labelNames: ["reason"] as const, registers: [registry] }),
   closes: new Counter({ name: "qim_gateway_closes_total", help: "Connections the node closed, by close code (docs/gateway.md)", labelNames: ["code"] as const, registers: [registry] }),
 };

@@ -28,6 +28,9 @@ export const gatewaySettings: ListenerSettings<GatewaySettings, GatewayOptions, 
   }],
   check(c) {
     const host = c.hostOf("gateway.listen");
+    if (host !== null && !c.has("tokens.keys")) {
+      c.fail("gateway.listen", "the client gateway needs device tokens: set tokens.keys to a key file (qimctl token keygen --keys FILE makes one)");
+    }
     if (c.insecureDev && host !== null && !c.isLoopback(host) && !c.anyAddress) {
       c.fail("gateway.listen", `--insecure-dev makes the client gateway plain WebSocket, so it listens only on a loopback address, not ${host}; use TLS, or add --insecure-dev-allow-non-loopback`);
     }

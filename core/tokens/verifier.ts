@@ -18,8 +18,9 @@ export interface TokenVerifierOptions {
 
 /**
  * Verifies device tokens (issue 27), once per token string: a verified token's claims are kept in a
- * bounded LRU cache (by the token string, at most `cacheMax` entries), so that a reconnect storm of
- * one device does not check the same signature 10,000 times. What a cached entry never skips:
+ * bounded LRU cache (by the token string, at most `cacheMax` entries), and concurrent verifies of a
+ * token not yet cached share one check, so that a reconnect storm of one device does not check the
+ * same signature 10,000 times. What a cached entry never skips:
  * - its expiry, checked against the clock on every verify (an entry never outlives its token);
  * - revocation: every verify, cached or not, reads the token's and its device's revocation marks in
  *   one MGET on the user's instance (both keys share the user's tag), so a revocation written by any
@@ -29,6 +30,8 @@ export interface TokenVerifierOptions {
  */
 export class TokenVerifier {
   private readonly cache = new Map<string, DeviceClaims>();
+  /** Signature checks in flight, by token (at most one per token; as many entries as verifies in flight). */
+  private readonly checking = new Map<string, Promise<DeviceClaims>>();
   private readonly now: () => number;
   private readonly cacheMax: number;
   private keysVersion: number;
@@ -64,18 +67,34 @@ export class TokenVerifier {
       let claims = this.cache.get(token);
       if (claims !== undefined) {
         path = "cached";
-        this.cache.delete(token);
-        if (this.now() >= claims.expiresAt) throw new TokenRefusedError("TOKEN_EXPIRED", `device token ${claims.tokenId} expired at ${new Date(claims.expiresAt).toISOString()}`, { tokenId: claims.tokenId });
+        if (this.now() >= claims.expiresAt) {
+          this.cache.delete(token);
+          throw new TokenRefusedError("TOKEN_EXPIRED", `device token ${claims.tokenId} expired at ${new Date(claims.expiresAt).toISOString()}`, { tokenId: claims.tokenId });
+        }
       } else {
-        claims = await this.checkSignature(token, keys);
+        // single flight: the verifies of one token that arrive while its signature is being checked
+        // (a reconnect storm lands all at once) wait for that one check instead of each doing it
+        let check = this.checking.get(token);
+        if (check === undefined) {
+          // cached as soon as the signature holds, before the revocation read: a verify that comes
+          // in meanwhile finds it (its revocation is read on every use, and a revoked one is dropped)
+          check = this.checkSignature(token, keys).then((c) => { this.remember(token, c); return c; }).finally(() => this.checking.delete(token));
+          this.checking.set(token, check);
+        } else {
+          path = "cached";
+        }
+        claims = await check;
       }
       if (opts.tenant !== undefined && opts.tenant !== claims.tenant) {
         throw new TokenRefusedError("TOKEN_INVALID", "the device token is for another tenant");
       }
-      await this.checkRevoked(claims);
-      this.cache.set(token, claims);
-      if (this.cache.size > this.cacheMax) this.cache.delete(this.cache.keys().next().value!);
-      tokenMetrics.cacheEntries.set(this.cache.size);
+      try {
+        await this.checkRevoked(claims);
+      } catch (err) {
+        this.cache.delete(token);
+        throw err;
+      }
+      this.remember(token, claims);
       tokenMetrics.verifications.inc({ result: "ok", path });
       return claims;
     } catch (err) {
@@ -85,6 +104,14 @@ export class TokenVerifier {
       }
       throw err;
     }
+  }
+
+  /** Puts a token last in the LRU order, evicting the least recently used past the bound. */
+  private remember(token: string, claims: DeviceClaims): void {
+    this.cache.delete(token);
+    this.cache.set(token, claims);
+    if (this.cache.size > this.cacheMax) this.cache.delete(this.cache.keys().next().value!);
+    tokenMetrics.cacheEntries.set(this.cache.size);
   }
 
   /** Drops a token from the cache (a connection's token found revoked elsewhere). */

@@ -123,6 +123,18 @@ describe("device tokens", { timeout: 120_000 }, () => {
     assert.equal(await counted("ok", "cached") - cached0, 3);
   });
 
+  it("a reconnect storm: 2,000 concurrent verifies of one token not yet cached check its signature once", async () => {
+    const now = Date.now();
+    const t = await DeviceTokens.open(store, space(), { keys: await source(await keySetText("EdDSA")), now: () => now });
+    const { token, claims } = await t.issuer.issue({ tenant: newUuid(), user: newUuid(), device: "d", ttlMs: HOUR });
+    const cold0 = await counted("ok", "cold");
+    const cached0 = await counted("ok", "cached");
+    const all = await Promise.all(Array.from({ length: 2000 }, () => t.verifier.verify(token)));
+    assert.ok(all.every((c) => c.tokenId === claims.tokenId));
+    assert.equal(await counted("ok", "cold") - cold0, 1);
+    assert.equal(await counted("ok", "cached") - cached0, 1999);
+  });
+
   it("revocation by token id: refused cold and cached, its entry dropped; other tokens of the user stand; a re-run says so", async () => {
     const now = Date.now();
     const t = await DeviceTokens.open(store, space(), { keys: await source(await keySetText("EdDSA")), now: () => now });

@@ -56,6 +56,10 @@ export interface BaseDaemonSettings {
   cassandraKeyspace?: string;
   /** e.g. LOCAL_QUORUM (the default), QUORUM, ONE. */
   cassandraConsistency?: string;
+  /** cassandra.replication_class / _factor (defaults SimpleStrategy, 1) and _dc (NetworkTopologyStrategy's data center). */
+  cassandraReplicationClass: string;
+  cassandraReplicationFactor: number;
+  cassandraReplicationDc?: string;
   cassandraUser?: string;
   cassandraPassword?: string;
   cassandraTls?: StoreTlsSettings;
@@ -127,6 +131,9 @@ export function toDaemonSettings(r: ResolvedSettings): DaemonSettings {
     ...opt("cassandraLocalDc", "cassandra.local_dc"),
     ...opt("cassandraKeyspace", "cassandra.keyspace"),
     ...opt("cassandraConsistency", "cassandra.consistency"),
+    cassandraReplicationClass: v<string>("cassandra.replication_class")!,
+    cassandraReplicationFactor: v<number>("cassandra.replication_factor")!,
+    ...opt("cassandraReplicationDc", "cassandra.replication_dc"),
     ...opt("cassandraUser", "cassandra.user"),
     ...(cassandraPassword !== undefined ? { cassandraPassword } : {}),
     ...(cassandraTls ? { cassandraTls } : {}),

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import type { CassandraOptions, TopologyConfig } from "../core/index.js";
+import { keyspaceReplication, type CassandraOptions, type TopologyConfig } from "../core/index.js";
 import type { DaemonSettings, StoreTlsSettings } from "./daemon-settings.js";
 import { LISTENERS, type ListenerOptions } from "./listeners.js";
 import { serverLog } from "./log.js";
@@ -40,6 +40,10 @@ export async function cassandraOf(s: DaemonSettings): Promise<CassandraOptions |
     ...(s.cassandraLocalDc ? { localDataCenter: s.cassandraLocalDc } : {}),
     ...(s.cassandraKeyspace ? { keyspace: s.cassandraKeyspace } : {}),
     ...(s.cassandraConsistency ? { consistency: s.cassandraConsistency } : {}),
+    replication: keyspaceReplication({
+      replicationClass: s.cassandraReplicationClass, replicationFactor: s.cassandraReplicationFactor,
+      ...(s.cassandraReplicationDc ?? s.cassandraLocalDc ? { dataCenter: (s.cassandraReplicationDc ?? s.cassandraLocalDc)! } : {}),
+    }),
     ...(s.cassandraUser !== undefined && s.cassandraPassword !== undefined ? { credentials: { username: s.cassandraUser, password: s.cassandraPassword } } : {}),
     ...(s.cassandraTls ? { tls: await tlsPems(s.cassandraTls) } : {}),
   };

@@ -15,15 +15,21 @@
  *      filter, the generation's records), against a raw pipelined read of the same 200 channels'
  *      history entries (one ZRANGEBYSCORE each, one round trip): the floor of loading them.
  *   4. with --cassandra: flushed rows/s through CassandraCmdStateStore (one node of the test
- *      harness, or QIM_TEST_CASSANDRA; leases on the same redis-server) against RedisCmdStateStore
- *      flushing the same CASSANDRA_ROWS entries (5 channels per user) in the same round: what the
- *      read, the conditional batch per user and the index cost over the Lua merge.
+ *      harness, or QIM_TEST_CASSANDRA; leases on the same redis-server) against a raw write of the
+ *      same rows to the same Cassandra (blind INSERTs of the state and index rows into tables of the
+ *      same schema, one unlogged batch per user and table, as many users in flight as the store's
+ *      bound: CMD_CASSANDRA_FLUSH_CONCURRENCY × CMD_CASSANDRA_USER_CONCURRENCY), i.e. what the
+ *      read, the conditional batch (Paxos) and the fence cost over a blind write (goal ≥ 0.5×);
+ *      beside it the same flush one slot after another (flushConcurrency 1, the code before issue
+ *      26) and RedisCmdStateStore flushing the same CASSANDRA_ROWS entries (5 channels per user).
  * Rounds alternate the paths; medians are printed. Wall-clock figures move between machines; the
  * ratios of one run do not.
  * Usage: node dist/bench/cmd/cmd.js [--rounds R] [--intents N] [--rows N] [--cassandra [--cassandra-rows N]] [--json]
+ * (the Cassandra part alone, quickly: --rounds 3 --intents 1000 --rows 1000 --syncs 10 --cassandra)
  */
+import cassandra from "cassandra-driver";
 import {
-  CassandraCmdStateStore, cmdChannelKeys, cmdStateField, cmdStateKeys, CmdPendingUpdater, EngineRuntime, KeySpace, newUuid, RedisCmdStateStore, RedisHashAuthority, RedisStore, slotOfUser,
+  CassandraCmdStateStore, CMD_CASSANDRA_FLUSH_CONCURRENCY, CMD_CASSANDRA_USER_CONCURRENCY, cmdChannelKeys, cmdStateField, cmdStateKeys, CmdPendingUpdater, EngineRuntime, KeySpace, newUuid, RedisCmdStateStore, RedisHashAuthority, RedisStore, slotOfUser,
   type ConversationIntent, type Uuid,
 } from "../../core/index.js";
 import { sharedCassandra, uniqueKeyspace } from "../../test/harness/cassandra.js";
@@ -160,6 +166,8 @@ try {
   }
   // 4. the Cassandra store's flush against the Redis store's, the same entries, the same round
   const cassFlush: number[] = [];
+  const cassSerialFlush: number[] = [];
+  const cassRaw: number[] = [];
   const redisFlush: number[] = [];
   if (CASSANDRA) {
     const contactPoint = (await sharedCassandra()).contactPoint;
@@ -167,8 +175,11 @@ try {
     const entries = Array.from({ length: CASSANDRA_ROWS }, (_, k) => ({
       user: users[Math.floor(k / CASSANDRA_CHANNELS_PER_USER) % users.length]!, channelId: `c${k % CASSANDRA_CHANNELS_PER_USER}____cmd`, activeAt: 1_700_000_000_000 + k,
     }));
-    const flushThrough = async (states: RedisCmdStateStore | CassandraCmdStateStore): Promise<number> => {
-      const f = new CmdPendingUpdater({ store: states, dataDir: null, slotOf: slotOfUser, fenceOf: () => SOLO, flushIntervalMs: 0, maxPending: 10_000_000, log: () => {} });
+    const flushThrough = async (states: RedisCmdStateStore | CassandraCmdStateStore, flushConcurrency?: number): Promise<number> => {
+      const f = new CmdPendingUpdater({
+        store: states, dataDir: null, slotOf: slotOfUser, fenceOf: () => SOLO, flushIntervalMs: 0, maxPending: 10_000_000, log: () => {},
+        ...(flushConcurrency !== undefined ? { flushConcurrency } : {}),
+      });
       for (const e of entries) f.pushIntent({ tenant, channel: { channelId: e.channelId, channelType: 2 }, messageSeq: 1, activeAt: e.activeAt, userReadSeqs: new Map([[e.user, 0]]) });
       const t0 = process.hrtime.bigint();
       const report = await f.flush();
@@ -176,22 +187,77 @@ try {
       if (report.rows !== CASSANDRA_ROWS || f.size() !== 0) throw new Error(`flush wrote ${report.rows} of ${CASSANDRA_ROWS}`);
       return CASSANDRA_ROWS / s;
     };
-    for (let round = 0; round < ROUNDS; round++) {
-      const space = new KeySpace(`bk${newUuid().slice(0, 6)}`);
-      const cass = new CassandraCmdStateStore({ store, keys: space, cassandra: { contactPoints: [contactPoint], keyspace, consistency: "ONE" } });
-      await cass.init();
-      try {
-        cassFlush.push(await flushThrough(cass));
-      } finally {
-        await cass.close();
+    // the raw write: tables of the store's schema, blind INSERTs (no read, no condition, no fence)
+    const raw = new cassandra.Client({ contactPoints: [contactPoint], localDataCenter: "datacenter1", protocolOptions: { maxVersion: 4 }, queryOptions: { consistency: cassandra.types.consistencies.one, prepare: true } });
+    await raw.connect();
+    const rawState = `${keyspace}.raw_state`;
+    const rawActive = `${keyspace}.raw_active`;
+    const Long = cassandra.types.Long;
+    const byUser = new Map<Uuid, typeof entries>();
+    for (const e of entries) byUser.set(e.user, [...(byUser.get(e.user) ?? []), e]);
+    const rawWrite = async (): Promise<number> => {
+      await raw.execute(`TRUNCATE ${rawState}`);
+      await raw.execute(`TRUNCATE ${rawActive}`);
+      const lists = [...byUser.entries()];
+      let next = 0;
+      const updatedAt = Long.fromNumber(Date.now());
+      const one = Long.fromNumber(1);
+      const zero = Long.fromNumber(0);
+      const worker = async () => {
+        while (next < lists.length) {
+          const [user, list] = lists[next++]!;
+          await Promise.all([
+            raw.batch(list.map((e) => ({
+              query: `INSERT INTO ${rawState} (tenant_id, user_id, channel_type, channel_id, read_seq, deleted_to_seq, active_at, updated_at, last_msg_seq, fence_token) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+              params: [tenant, user, 2, e.channelId, zero, zero, Long.fromNumber(e.activeAt), updatedAt, one, zero],
+            })), { prepare: true, logged: false }),
+            raw.batch(list.map((e) => ({
+              query: `INSERT INTO ${rawActive} (tenant_id, user_id, active_at, channel_type, channel_id) VALUES (?, ?, ?, ?, ?)`,
+              params: [tenant, user, Long.fromNumber(e.activeAt), 2, e.channelId],
+            })), { prepare: true, logged: false }),
+          ]);
+        }
+      };
+      const t0 = process.hrtime.bigint();
+      await Promise.all(Array.from({ length: CMD_CASSANDRA_FLUSH_CONCURRENCY * CMD_CASSANDRA_USER_CONCURRENCY }, worker));
+      const s = seconds(t0);
+      const n = Number((await raw.execute(`SELECT COUNT(*) AS n FROM ${rawState}`, [], { prepare: false })).first()!.n);
+      if (n !== CASSANDRA_ROWS) throw new Error(`the raw write stored ${n} of ${CASSANDRA_ROWS} rows`);
+      return CASSANDRA_ROWS / s;
+    };
+    try {
+      for (let round = 0; round < ROUNDS; round++) {
+        const cassStore = () => new CassandraCmdStateStore({ store, keys: new KeySpace(`bk${newUuid().slice(0, 6)}`), cassandra: { contactPoints: [contactPoint], keyspace, consistency: "ONE" } });
+        for (const [concurrency, out] of [[undefined, cassFlush], [1, cassSerialFlush]] as const) {
+          const cass = cassStore();
+          await cass.init();
+          try {
+            // a fresh keyspace prefix but the same tables: empty them so every round writes new rows
+            await raw.execute(`TRUNCATE ${keyspace}.cmd_conversation_state`);
+            await raw.execute(`TRUNCATE ${keyspace}.cmd_conversation_active`);
+            out.push(await flushThrough(cass, concurrency));
+          } finally {
+            await cass.close();
+          }
+        }
+        if (round === 0) {
+          await raw.execute(`CREATE TABLE IF NOT EXISTS ${rawState} (tenant_id uuid, user_id uuid, channel_type int, channel_id text, read_seq bigint, deleted_to_seq bigint, active_at bigint, updated_at bigint, last_msg_seq bigint, fence_token bigint, PRIMARY KEY ((tenant_id, user_id), channel_type, channel_id))`);
+          await raw.execute(`CREATE TABLE IF NOT EXISTS ${rawActive} (tenant_id uuid, user_id uuid, active_at bigint, channel_type int, channel_id text, PRIMARY KEY ((tenant_id, user_id), active_at, channel_type, channel_id)) WITH CLUSTERING ORDER BY (active_at DESC, channel_type ASC, channel_id ASC)`);
+        }
+        cassRaw.push(await rawWrite());
+        redisFlush.push(await flushThrough(new RedisCmdStateStore(store, new KeySpace(`bq${newUuid().slice(0, 6)}`))));
+        say(`round ${round + 1}: Cassandra store flush ${Math.round(cassFlush.at(-1)!)} rows/s (${CMD_CASSANDRA_FLUSH_CONCURRENCY} slots at once; one slot after another ${Math.round(cassSerialFlush.at(-1)!)} rows/s; raw write ${Math.round(cassRaw.at(-1)!)} rows/s; Redis store ${Math.round(redisFlush.at(-1)!)} rows/s), ${CASSANDRA_ROWS} rows`);
       }
-      redisFlush.push(await flushThrough(new RedisCmdStateStore(store, new KeySpace(`bq${newUuid().slice(0, 6)}`))));
-      say(`round ${round + 1}: Cassandra store flush ${Math.round(cassFlush.at(-1)!)} rows/s (Redis store ${Math.round(redisFlush.at(-1)!)} rows/s), ${CASSANDRA_ROWS} rows`);
+    } finally {
+      await raw.shutdown();
     }
   }
   const cassOut = CASSANDRA
     ? {
-      cassandraRows: CASSANDRA_ROWS, cassandraFlushRowsPerSec: Math.round(median(cassFlush)), redisStoreFlushRowsPerSec: Math.round(median(redisFlush)),
+      cassandraRows: CASSANDRA_ROWS, cassandraFlushConcurrency: CMD_CASSANDRA_FLUSH_CONCURRENCY, cassandraFlushRowsPerSec: Math.round(median(cassFlush)),
+      cassandraSerialFlushRowsPerSec: Math.round(median(cassSerialFlush)), cassandraRawWriteRowsPerSec: Math.round(median(cassRaw)),
+      cassandraVsRawWrite: +(median(cassFlush) / median(cassRaw)).toFixed(3), cassandraVsSerialFlush: +(median(cassFlush) / median(cassSerialFlush)).toFixed(3),
+      redisStoreFlushRowsPerSec: Math.round(median(redisFlush)),
       cassandraVsRedisStore: +(median(cassFlush) / median(redisFlush)).toFixed(3),
     }
     : {};
@@ -210,7 +276,10 @@ try {
   else {
     say(`pending buffer: ${out.pushIntentsPerSec} intents/s (${out.pushVsBareMap}× a bare Map of the same entries)`);
     say(`durable flush: ${out.flushRowsPerSec} rows/s (${out.flushVsRawHset}× a raw pipelined HSET of the same rows)`);
-    if (CASSANDRA) say(`durable flush on Cassandra: ${cassOut.cassandraFlushRowsPerSec} rows/s (${cassOut.cassandraVsRedisStore}× the Redis store's ${cassOut.redisStoreFlushRowsPerSec} rows/s on the same ${CASSANDRA_ROWS} rows)`);
+    if (CASSANDRA) {
+      say(`durable flush on Cassandra: ${cassOut.cassandraFlushRowsPerSec} rows/s, ${CMD_CASSANDRA_FLUSH_CONCURRENCY} slots at once (${cassOut.cassandraVsRawWrite}× a raw write of the same rows to the same Cassandra: ${cassOut.cassandraRawWriteRowsPerSec} rows/s; goal ≥ 0.5×)`);
+      say(`  one slot after another: ${cassOut.cassandraSerialFlushRowsPerSec} rows/s (the bounded concurrency: ${cassOut.cassandraVsSerialFlush}×); the Redis store: ${cassOut.redisStoreFlushRowsPerSec} rows/s (${cassOut.cassandraVsRedisStore}×)`);
+    }
     say(`sync of a user with ${out.syncChannels} active CMD channels (${out.syncMessages} commands): p50 ${out.syncP50Ms} ms, p99 ${out.syncP99Ms} ms (${out.syncVsRawRead}× a raw pipelined read of the same histories: p50 ${out.rawReadP50Ms} ms)`);
   }
 } finally {

@@ -152,7 +152,7 @@ function sslOptionsOf(tls: CassandraTls): ConnectionOptions {
 
 /**
  * The Cassandra options of the environment (QIM_CASSANDRA_CONTACT_POINTS, _LOCAL_DC, _KEYSPACE,
- * _CONSISTENCY), or null when no contact point is set: the one rule by which a process without
+ * _CONSISTENCY, _REPLICATION_CLASS, _REPLICATION_FACTOR, _REPLICATION_DC), or null when no contact point is set: the one rule by which a process without
  * explicit settings chooses Cassandra, for the authority and for the durable CMD state alike.
  */
 export function cassandraOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): CassandraOptions | null {
@@ -163,6 +163,15 @@ export function cassandraOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): C
     ...(env.QIM_CASSANDRA_LOCAL_DC ? { localDataCenter: env.QIM_CASSANDRA_LOCAL_DC } : {}),
     ...(env.QIM_CASSANDRA_KEYSPACE ? { keyspace: env.QIM_CASSANDRA_KEYSPACE } : {}),
     ...(env.QIM_CASSANDRA_CONSISTENCY ? { consistency: env.QIM_CASSANDRA_CONSISTENCY } : {}),
+    ...(env.QIM_CASSANDRA_REPLICATION_CLASS || env.QIM_CASSANDRA_REPLICATION_FACTOR
+      ? {
+        replication: keyspaceReplication({
+          ...(env.QIM_CASSANDRA_REPLICATION_CLASS ? { replicationClass: env.QIM_CASSANDRA_REPLICATION_CLASS } : {}),
+          ...(env.QIM_CASSANDRA_REPLICATION_FACTOR ? { replicationFactor: Number(env.QIM_CASSANDRA_REPLICATION_FACTOR) } : {}),
+          ...(env.QIM_CASSANDRA_REPLICATION_DC || env.QIM_CASSANDRA_LOCAL_DC ? { dataCenter: env.QIM_CASSANDRA_REPLICATION_DC || env.QIM_CASSANDRA_LOCAL_DC } : {}),
+        }),
+      }
+      : {}),
   };
 }
 
@@ -212,8 +221,45 @@ export function cassandraContextOf(opts: CassandraOptions): CassandraConnectCont
   };
 }
 
+/** The replication strategies a keyspace the engine creates may use (cassandra.replication_class). */
+export const CASSANDRA_REPLICATION_CLASSES = ["SimpleStrategy", "NetworkTopologyStrategy"] as const;
+export type CassandraReplicationClass = (typeof CASSANDRA_REPLICATION_CLASSES)[number];
+/**
+ * Defaults of cassandra.replication_class and cassandra.replication_factor: today's behaviour, one
+ * copy, which a single development node needs (with a factor of 3 on one node every LOCAL_QUORUM
+ * write fails UNAVAILABLE). A production cluster sets NetworkTopologyStrategy and 3
+ * (docs/operator-guide.md, "Cassandra: three nodes and consistency").
+ */
+export const CASSANDRA_DEFAULT_REPLICATION_CLASS: CassandraReplicationClass = "SimpleStrategy";
+export const CASSANDRA_DEFAULT_REPLICATION_FACTOR = 1;
+/** The highest replication factor the settings accept (more copies than that is a typo, not a plan). */
+export const CASSANDRA_MAX_REPLICATION_FACTOR = 9;
+export const CASSANDRA_DEFAULT_LOCAL_DC = "datacenter1";
+const DC_RE = /^[A-Za-z0-9_.-]{1,64}$/;
+
+/**
+ * The replication map of the keyspace from the settings: SimpleStrategy with the factor, or
+ * NetworkTopologyStrategy with the factor in one data center (`dc`, default the local one).
+ * InvalidArgumentError on an unknown class, a factor out of 1..CASSANDRA_MAX_REPLICATION_FACTOR,
+ * or a data center name that is not a plain identifier.
+ */
+export function keyspaceReplication(o: { replicationClass?: string; replicationFactor?: number; dataCenter?: string }): Record<string, string | number> {
+  const cls = o.replicationClass ?? CASSANDRA_DEFAULT_REPLICATION_CLASS;
+  if (!(CASSANDRA_REPLICATION_CLASSES as readonly string[]).includes(cls)) {
+    throw new InvalidArgumentError("replicationClass", `unknown replication class ${cls} (${CASSANDRA_REPLICATION_CLASSES.join(" or ")})`);
+  }
+  const rf = o.replicationFactor ?? CASSANDRA_DEFAULT_REPLICATION_FACTOR;
+  if (!Number.isInteger(rf) || rf < 1 || rf > CASSANDRA_MAX_REPLICATION_FACTOR) {
+    throw new InvalidArgumentError("replicationFactor", `the replication factor must be an integer 1..${CASSANDRA_MAX_REPLICATION_FACTOR}, got ${rf}`);
+  }
+  if (cls === "SimpleStrategy") return { class: cls, replication_factor: rf };
+  const dc = o.dataCenter ?? CASSANDRA_DEFAULT_LOCAL_DC;
+  if (!DC_RE.test(dc)) throw new InvalidArgumentError("dataCenter", `data center name ${JSON.stringify(dc)} must match ${DC_RE}`);
+  return { class: cls, [dc]: rf };
+}
+
 /** `CREATE KEYSPACE IF NOT EXISTS` with the settings' replication (default SimpleStrategy, factor 1). */
-export function createKeyspaceCql(keyspace: string, replication: Record<string, string | number> = { class: "SimpleStrategy", replication_factor: 1 }): string {
+export function createKeyspaceCql(keyspace: string, replication: Record<string, string | number> = keyspaceReplication({})): string {
   const repl = Object.entries(replication).map(([k, v]) => `'${k.replace(/'/g, "")}': ${typeof v === "number" ? v : `'${String(v).replace(/'/g, "")}'`}`).join(", ");
   return `CREATE KEYSPACE IF NOT EXISTS ${keyspace} WITH replication = {${repl}}`;
 }

@@ -6,5 +6,6 @@
  */
 export {
   cassandraContextOf, cassandraFailureLine, CassandraConnection, cassandraOptionsFromEnv, createKeyspaceCql, newCassandraClient, resolveCassandraOptions,
-  type CassandraConnectContext, type CassandraOptions, type CassandraTls,
+  CASSANDRA_DEFAULT_LOCAL_DC, CASSANDRA_DEFAULT_REPLICATION_CLASS, CASSANDRA_DEFAULT_REPLICATION_FACTOR, CASSANDRA_MAX_REPLICATION_FACTOR, CASSANDRA_REPLICATION_CLASSES, keyspaceReplication,
+  type CassandraConnectContext, type CassandraReplicationClass, type CassandraOptions, type CassandraTls,
 } from "./connection.js";

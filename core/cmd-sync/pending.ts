@@ -2,7 +2,8 @@
  * The owner-local pending buffer (spec 001 ConversationUpdater): intents of the users whose slot
  * this node owns, coalesced per (channel, user) by monotonic max merges, listed per user for the
  * sync overlay, cleared by the ack, flushed to the durable state every CMD_FLUSH_INTERVAL_MS in
- * batches of one slot (all or nothing each), saved to a file on stop and restored on start.
+ * batches of one slot (all or nothing each; a slot's batches in order, as many slots at once as the
+ * store's flushConcurrency), saved to a file on stop and restored on start.
  *
  * Sharded like WuKongIM's (FNV-32a of the channel id and the type byte, CMD_PENDING_SHARD_COUNT):
  * each shard holds the channel updates and a per-user index of them, so a user's pending
@@ -38,6 +39,8 @@ export interface CmdPendingOptions {
   /** CMD_FLUSH_INTERVAL_MS; 0: no ticker (the caller flushes). */
   flushIntervalMs?: number;
   flushBatchSize?: number;
+  /** Slots whose batches a flush writes at once; default the store's flushConcurrency, else 1 (one after another). */
+  flushConcurrency?: number;
   shardCount?: number;
   maxPending?: number;
   now?: () => number;
@@ -116,6 +119,7 @@ export class CmdPendingUpdater implements CmdPendingBuffer {
   private entries = 0;
   private readonly flushIntervalMs: number;
   private readonly batchSize: number;
+  private readonly concurrency: number;
   private readonly maxPending: number;
   private readonly now: () => number;
   private readonly log: (line: string) => void;
@@ -130,6 +134,7 @@ export class CmdPendingUpdater implements CmdPendingBuffer {
   constructor(private readonly opts: CmdPendingOptions) {
     this.flushIntervalMs = opts.flushIntervalMs ?? CMD_FLUSH_INTERVAL_MS;
     this.batchSize = Math.max(1, opts.flushBatchSize ?? CMD_FLUSH_BATCH_SIZE);
+    this.concurrency = Math.max(1, Math.floor(opts.flushConcurrency ?? opts.store.flushConcurrency ?? 1));
     this.maxPending = opts.maxPending ?? CMD_MAX_PENDING;
     this.now = opts.now ?? Date.now;
     this.log = opts.log ?? ((line) => process.stderr.write(`cmd-sync: ${line}\n`));
@@ -342,18 +347,28 @@ export class CmdPendingUpdater implements CmdPendingBuffer {
     }
     const report: CmdFlushReport = { rows: 0, batches: 0, failedBatches: 0 };
     let firstError: unknown = null;
-    for (const [slot, snaps] of bySlot) {
-      const fence = this.opts.fenceOf(slot);
-      if (fence === null) {
-        this.dropSlot(slot);
-        continue;
+    // slots at once: each slot's batches stay in order (and inside its fence), the slots are independent
+    const slots = [...bySlot];
+    const limit = Math.max(1, Math.min(this.concurrency, slots.length));
+    let next = 0;
+    const worker = async (): Promise<void> => {
+      while (next < slots.length) {
+        const [slot, snaps] = slots[next++]!;
+        const fence = this.opts.fenceOf(slot);
+        if (fence === null) {
+          this.dropSlot(slot);
+          continue;
+        }
+        try {
+          await this.flushSlot(snaps, fence, report, (err) => { firstError ??= err; });
+        } catch (err) {
+          firstError ??= err;
+        } finally {
+          this.opts.releaseFence?.(slot);
+        }
       }
-      try {
-        await this.flushSlot(snaps, fence, report, (err) => { firstError ??= err; });
-      } finally {
-        this.opts.releaseFence?.(slot);
-      }
-    }
+    };
+    await Promise.all(Array.from({ length: limit }, worker));
     if (firstError !== null) {
       cmdMetrics.flushes.inc({ outcome: "failed" });
       throw firstError;

@@ -30,6 +30,12 @@ import type { CmdConversationState, CmdReadPatch, CmdStateStore } from "./types.
 export const CMD_CASSANDRA_LWT_RETRIES = 8;
 /** Users of one batch written at once (each its own partition and conditional batch). */
 export const CMD_CASSANDRA_USER_CONCURRENCY = 16;
+/**
+ * Slot batches a flush writes at once (CmdStateStore.flushConcurrency). One after another, a
+ * flush waited out every slot's Paxos rounds in turn (553 rows/s, issue 26); 8 slots of at most
+ * CMD_CASSANDRA_USER_CONCURRENCY users each keep at most 128 conditional batches in flight.
+ */
+export const CMD_CASSANDRA_FLUSH_CONCURRENCY = 8;
 /** Index rows read per page by listActive. */
 export const CMD_CASSANDRA_ACTIVE_PAGE = 500;
 export const CMD_CASSANDRA_STATE_TABLE = "cmd_conversation_state";
@@ -104,6 +110,7 @@ function groupByUser<T extends { tenant: Uuid; user: Uuid }>(rows: readonly T[])
 
 export class CassandraCmdStateStore implements CmdStateStore {
   readonly kind = "cassandra" as const;
+  readonly flushConcurrency = CMD_CASSANDRA_FLUSH_CONCURRENCY;
   private readonly conn: CassandraConnection;
   private readonly keyspace: string;
   private readonly serial: number;

@@ -80,6 +80,11 @@ export interface CmdReadPatch {
 export interface CmdStateStore {
   /** Where the rows live: "redis" (the user slot's tag) or "cassandra" (the authority's keyspace). */
   readonly kind?: "redis" | "cassandra";
+  /**
+   * How many slots' batches a flush of the pending buffer writes at once (each slot's in order).
+   * Absent: 1, one slot after another (Redis: each batch is one Lua call on one instance already).
+   */
+  readonly flushConcurrency?: number;
   /** Connects and creates what it needs (Cassandra's tables); CmdSync.start() calls it. */
   init?(): Promise<void>;
   /** Releases its connections; CmdSync.stop() calls it. */

@@ -200,9 +200,11 @@ export function parseValue(spec: SettingSpec, raw: unknown): unknown {
     case "size":
       return parseSize(text("a size such as 64MiB, 512KiB or 1GiB"));
     case "enum": {
+      // case-insensitive, answered in the schema's spelling (LOCAL_QUORUM, NetworkTopologyStrategy)
       const t = text(`one of ${spec.values!.join(", ")}`).toUpperCase();
-      if (!spec.values!.includes(t)) throw new Error(`expected one of ${spec.values!.join(", ")}, got ${JSON.stringify(t.slice(0, 40))}`);
-      return t;
+      const found = spec.values!.find((v) => v.toUpperCase() === t);
+      if (found === undefined) throw new Error(`expected one of ${spec.values!.join(", ")}, got ${JSON.stringify(t.slice(0, 40))}`);
+      return found;
     }
     case "enum-list": {
       const items = listOf(raw).map((x) => (typeof x === "string" ? x.trim().toLowerCase() : x)).filter((x) => x !== "");

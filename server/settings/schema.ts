@@ -63,9 +63,15 @@ export const DAEMON_DEFAULTS = {
   unreadAuditInterval: "10s",
   /** core/conversation DEFAULT_MAX_GROUP_MEMBERS (held equal by test/admin-api/settings.test.ts). */
   groupsMaxMembers: 1_000_000,
+  /** core/cassandra CASSANDRA_DEFAULT_REPLICATION_CLASS and _FACTOR (held equal by test/admin-api/settings.test.ts). */
+  cassandraReplicationClass: "SimpleStrategy",
+  cassandraReplicationFactor: 1,
 } as const;
 
 export const CASSANDRA_CONSISTENCIES = ["ANY", "ONE", "TWO", "THREE", "QUORUM", "ALL", "LOCAL_QUORUM", "EACH_QUORUM", "LOCAL_ONE"] as const;
+/** core/cassandra CASSANDRA_REPLICATION_CLASSES and CASSANDRA_MAX_REPLICATION_FACTOR (held equal by test/admin-api/settings.test.ts). */
+export const CASSANDRA_REPLICATION_CLASSES = ["SimpleStrategy", "NetworkTopologyStrategy"] as const;
+export const CASSANDRA_MAX_REPLICATION_FACTOR = 9;
 
 const flagOf = (key: string) => key.replace(/[._]/g, "-");
 const envOf = (key: string) => `QIM_${key.replace(/\./g, "_").toUpperCase()}`;
@@ -161,6 +167,9 @@ export const SETTINGS: readonly SettingSpec[] = withListeners([
     { key: "cassandra.local_dc", kind: "string", description: "Cassandra local data center (default datacenter1)" },
     { key: "cassandra.keyspace", kind: "string", description: "keyspace (default qim; created if missing)" },
     { key: "cassandra.consistency", kind: "enum", values: CASSANDRA_CONSISTENCIES, description: "consistency level (default LOCAL_QUORUM)" },
+    { key: "cassandra.replication_class", kind: "enum", values: CASSANDRA_REPLICATION_CLASSES, default: DAEMON_DEFAULTS.cassandraReplicationClass, description: "replication strategy of the keyspace when the server creates it (an existing keyspace is left as it is: change it with ALTER KEYSPACE and a repair). SimpleStrategy, the default, suits a single development node; a production cluster uses NetworkTopologyStrategy (docs/operator-guide.md, \"Cassandra: three nodes and consistency\")" },
+    { key: "cassandra.replication_factor", kind: "integer", min: 1, max: CASSANDRA_MAX_REPLICATION_FACTOR, default: DAEMON_DEFAULTS.cassandraReplicationFactor, description: "copies of every row when the server creates the keyspace (in cassandra.replication_dc with NetworkTopologyStrategy). Default 1: one node, no loss tolerated; 3 with LOCAL_QUORUM keeps writing and reading through the loss of one node" },
+    { key: "cassandra.replication_dc", kind: "string", description: "the data center NetworkTopologyStrategy places the copies in (default: cassandra.local_dc, else datacenter1); ignored with SimpleStrategy" },
     { key: "cassandra.user", kind: "string", description: "user for PasswordAuthenticator" },
     { key: "cassandra.password", kind: "secret", secret: true, description: "the password (environment or config file only; prefer cassandra.password_file)" },
     { key: "cassandra.password_file", kind: "file", description: "file holding the password (a trailing newline is ignored)" },

@@ -176,6 +176,8 @@ describe("server settings: one schema for flags, environment, config file and de
     });
     assert.deepEqual(await cassandraOf(s), {
       contactPoints: ["10.0.1.1", "10.0.1.2:9142"], localDataCenter: "dc1",
+      // the default replication, spelled out (cassandra.replication_*)
+      replication: { class: "SimpleStrategy", replication_factor: 1 },
       credentials: { username: "qim_c", password: "c-secret" }, tls: { caPem: readFileSync(ca, "utf8") },
     });
     // no contact points: the Redis-hash fallback, no Cassandra options at all
@@ -218,6 +220,32 @@ describe("cluster settings (issue 11)", () => {
     assert.equal(toDaemonSettings(resolve({ "conversation-list-unread-audit-interval": "off" })).unreadAuditIntervalMs, 0);
     assert.equal(toDaemonSettings(resolve({}, { configPath: config("audit.yaml", "conversation_list:\n  unread_audit_interval: 30s\n") })).unreadAuditIntervalMs, 30_000);
     assert.equal(refusal(() => resolve({ "conversation-list-unread-audit-interval": "soon" })).key, "conversation_list.unread_audit_interval");
+  });
+
+  it("cassandra.replication_*: defaults are core's (SimpleStrategy, 1); the server's keyspace replication follows class, factor and data center", async () => {
+    const core = await import("../../core/index.js");
+    const { cassandraOf } = await import("../../server/daemon.js");
+    const { CASSANDRA_REPLICATION_CLASSES: schemaClasses, CASSANDRA_MAX_REPLICATION_FACTOR: schemaMax } = await import("../../server/settings/schema.js");
+    assert.deepEqual([...schemaClasses], [...core.CASSANDRA_REPLICATION_CLASSES]);
+    assert.equal(schemaMax, core.CASSANDRA_MAX_REPLICATION_FACTOR);
+    const d = toDaemonSettings(resolve({ "cassandra-contact-points": "127.0.0.1:9042" }));
+    assert.equal(d.cassandraReplicationClass, core.CASSANDRA_DEFAULT_REPLICATION_CLASS);
+    assert.equal(d.cassandraReplicationFactor, core.CASSANDRA_DEFAULT_REPLICATION_FACTOR);
+    // by hand: what CREATE KEYSPACE must say
+    assert.deepEqual((await cassandraOf(d))!.replication, { class: "SimpleStrategy", replication_factor: 1 });
+    const nts = toDaemonSettings(resolve({ "cassandra-contact-points": "127.0.0.1:9042", "cassandra-replication-class": "NetworkTopologyStrategy", "cassandra-replication-factor": "3", "cassandra-local-dc": "dc_east" }));
+    assert.deepEqual((await cassandraOf(nts))!.replication, { class: "NetworkTopologyStrategy", dc_east: 3 });
+    const ntsDc = toDaemonSettings(resolve({ "cassandra-contact-points": "127.0.0.1:9042", "cassandra-replication-class": "NetworkTopologyStrategy", "cassandra-replication-factor": "3", "cassandra-replication-dc": "dc2" }));
+    assert.deepEqual((await cassandraOf(ntsDc))!.replication, { class: "NetworkTopologyStrategy", dc2: 3 });
+    assert.equal(core.createKeyspaceCql("qim", { class: "NetworkTopologyStrategy", dc2: 3 }), "CREATE KEYSPACE IF NOT EXISTS qim WITH replication = {'class': 'NetworkTopologyStrategy', 'dc2': 3}");
+    assert.equal(refusal(() => resolve({ "cassandra-replication-class": "LocalStrategy" })).key, "cassandra.replication_class");
+    assert.equal(refusal(() => resolve({ "cassandra-replication-factor": "0" })).key, "cassandra.replication_factor");
+    assert.equal(refusal(() => resolve({ "cassandra-replication-factor": "10" })).key, "cassandra.replication_factor");
+    assert.throws(() => core.keyspaceReplication({ replicationClass: "NetworkTopologyStrategy", replicationFactor: 3, dataCenter: "dc'; DROP" }), /data center name/);
+    // the environment of a process without settings (QIM_CASSANDRA_*) follows the same rule
+    assert.deepEqual(core.cassandraOptionsFromEnv({ QIM_CASSANDRA_CONTACT_POINTS: "127.0.0.1", QIM_CASSANDRA_REPLICATION_CLASS: "NetworkTopologyStrategy", QIM_CASSANDRA_REPLICATION_FACTOR: "3" })!.replication,
+      { class: "NetworkTopologyStrategy", datacenter1: 3 });
+    assert.equal(core.cassandraOptionsFromEnv({ QIM_CASSANDRA_CONTACT_POINTS: "127.0.0.1" })!.replication, undefined);
   });
 
   it("groups.max_members: the default is core's DEFAULT_MAX_GROUP_MEMBERS (1,000,000), an integer from flag, environment or file, at least 1", async () => {

@@ -116,6 +116,8 @@ const LOG_TAIL_LINES = 40;
 
 /** pid (= process group id) -> temp dir, for every node not yet stopped. */
 const live = new Map<number, string>();
+/** Dirs of cluster nodes that are down (killed or stopped) but kept for a restart: removed at exit too. */
+const keptDirs = new Set<string>();
 let exitHookInstalled = false;
 const signalHooked = new Set<NodeJS.Signals>();
 
@@ -149,7 +151,7 @@ function killAllSync(): void {
   const deadline = Date.now() + 3_000;
   const pause = new Int32Array(new SharedArrayBuffer(4));
   while (Date.now() < deadline && [...live.keys()].some((pid) => !isDeadSync(pid))) Atomics.wait(pause, 0, 0, 20);
-  for (const dir of live.values()) {
+  for (const dir of [...live.values(), ...keptDirs]) {
     try {
       rmSync(dir, { recursive: true, force: true, maxRetries: 3, retryDelay: 50 });
     } catch {
@@ -157,6 +159,7 @@ function killAllSync(): void {
     }
   }
   live.clear();
+  keptDirs.clear();
 }
 
 function installSafetyNet(): void {
@@ -313,10 +316,18 @@ function securityYaml(auth: boolean, tls: TlsFiles | undefined): string[] {
   return out;
 }
 
-function cassandraYaml(dir: string, ports: Ports, security: string[] = []): string {
+/** Where a node of a cluster listens and whom it asks first (startCassandraCluster); absent: the single node on 127.0.0.1. */
+interface ClusterPlacement {
+  host: string;
+  /** "host:storage_port" of the seed (the first node). */
+  seed: string;
+}
+
+function cassandraYaml(dir: string, ports: Ports, security: string[] = [], placement?: ClusterPlacement): string {
   const d = (name: string) => JSON.stringify(path.join(dir, "data", name));
+  const host = placement?.host ?? HOST;
   return [
-    "# Written by test/harness/cassandra.ts: a throwaway single node on loopback.",
+    `# Written by test/harness/cassandra.ts: a throwaway ${placement ? "node of a test cluster" : "single node"} on loopback.`,
     "cluster_name: qim-test",
     "num_tokens: 1",
     "partitioner: org.apache.cassandra.dht.Murmur3Partitioner",
@@ -326,9 +337,11 @@ function cassandraYaml(dir: string, ports: Ports, security: string[] = []): stri
     "seed_provider:",
     "  - class_name: org.apache.cassandra.locator.SimpleSeedProvider",
     "    parameters:",
-    `      - seeds: "${HOST}:${ports.storage}"`,
-    `listen_address: ${HOST}`,
-    `rpc_address: ${HOST}`,
+    `      - seeds: "${placement?.seed ?? `${HOST}:${ports.storage}`}"`,
+    `listen_address: ${host}`,
+    `rpc_address: ${host}`,
+    // a fresh test cluster holds no data to stream: every node takes its initial_token and joins
+    ...(placement ? ["auto_bootstrap: false"] : []),
     `storage_port: ${ports.storage}`,
     "start_native_transport: true",
     `native_transport_port: ${ports.native}`,
@@ -471,18 +484,12 @@ function harnessClientSecurity(opts: StartCassandraOptions): Pick<cassandra.Clie
   return out;
 }
 
-async function startOnce(javaBin: string, lib: string, heapMb: number, opts: StartCassandraOptions): Promise<CassandraNode> {
-  const dir = await mkdtemp(path.join(os.tmpdir(), "qim-cassandra-"));
-  const ports: Ports = { native: await freePort(), storage: await freePort(), jmx: await freePort() };
-  for (const sub of ["logs", "triggers", "data"]) await mkdir(path.join(dir, sub), { recursive: true });
+/** The JVM command line of one node (the single node's initial token is 0; a cluster's are spread over the ring). */
+function jvmArgs(lib: string, dir: string, heapMb: number, ports: Ports, node: { auth: boolean; initialToken: string; unsafeSystem: boolean; extra?: string[] }): string[] {
+  const jamm = readdirSync(lib).find((f) => /^jamm-.*\.jar$/.test(f));
   const yamlPath = path.join(dir, "cassandra.yaml");
   const logbackPath = path.join(dir, "logback.xml");
-  const tlsFiles = opts.tls ? await writeTlsFiles(dir, opts.tls) : undefined;
-  await writeFile(yamlPath, cassandraYaml(dir, ports, securityYaml(opts.auth === true, tlsFiles)));
-  await writeFile(logbackPath, logbackXml(dir));
-
-  const jamm = readdirSync(lib).find((f) => /^jamm-.*\.jar$/.test(f));
-  const args = [
+  return [
     `-Xms${Math.min(256, heapMb)}m`,
     `-Xmx${heapMb}m`,
     ...JVM17_MODULE_FLAGS,
@@ -498,16 +505,31 @@ async function startOnce(javaBin: string, lib: string, heapMb: number, opts: Sta
     `-Dcassandra.triggers_dir=${path.join(dir, "triggers")}`,
     `-Dcassandra.jmx.local.port=${ports.jmx}`,
     "-Dcassandra.skip_wait_for_gossip_to_settle=0",
-    "-Dcassandra.initial_token=0",
-    "-Dcassandra.unsafesystem=true",
+    `-Dcassandra.initial_token=${node.initialToken}`,
+    ...(node.extra ?? []),
+    // system tables without the commit log: fast, and lost on a SIGKILL (a cluster node keeps them)
+    ...(node.unsafeSystem ? ["-Dcassandra.unsafesystem=true"] : []),
     "-Dcassandra.shutdown_announce_in_ms=0",
     // CassandraRoleManager waits 10 s by default before creating the default superuser
-    ...(opts.auth ? ["-Dcassandra.superuser_setup_delay_ms=0"] : []),
+    ...(node.auth ? ["-Dcassandra.superuser_setup_delay_ms=0"] : []),
     `-Dlogback.configurationFile=${logbackPath}`,
     "-cp",
     `${lib}/*`,
     "org.apache.cassandra.service.CassandraDaemon",
   ];
+}
+
+async function startOnce(javaBin: string, lib: string, heapMb: number, opts: StartCassandraOptions): Promise<CassandraNode> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), "qim-cassandra-"));
+  const ports: Ports = { native: await freePort(), storage: await freePort(), jmx: await freePort() };
+  for (const sub of ["logs", "triggers", "data"]) await mkdir(path.join(dir, sub), { recursive: true });
+  const yamlPath = path.join(dir, "cassandra.yaml");
+  const logbackPath = path.join(dir, "logback.xml");
+  const tlsFiles = opts.tls ? await writeTlsFiles(dir, opts.tls) : undefined;
+  await writeFile(yamlPath, cassandraYaml(dir, ports, securityYaml(opts.auth === true, tlsFiles)));
+  await writeFile(logbackPath, logbackXml(dir));
+
+  const args = jvmArgs(lib, dir, heapMb, ports, { auth: opts.auth === true, initialToken: "0", unsafeSystem: true });
 
   installSafetyNet();
   const out = openSync(path.join(dir, "logs", "stdout.log"), "a");
@@ -653,4 +675,293 @@ export function uniqueKeyspace(prefix: string): string {
   if (!/^[a-z]/.test(p)) p = `ks${p === "" ? "" : "_"}${p}`;
   p = p.slice(0, 48 - suffix.length).replace(/_+$/, "");
   return p + suffix;
+}
+
+// ---------------------------------------------------------------------------------------------
+// A cluster of real nodes (startCassandraCluster)
+// ---------------------------------------------------------------------------------------------
+
+/** Murmur3 tokens spread evenly over the ring, one per node (num_tokens 1). */
+function evenTokens(n: number): string[] {
+  const span = 2n ** 64n;
+  return Array.from({ length: n }, (_, i) => (-(2n ** 63n) + (span * BigInt(i)) / BigInt(n)).toString());
+}
+
+/** A port free on every one of `hosts` (the nodes listen on the same ports, each on its own address). */
+async function portFreeOn(hosts: readonly string[]): Promise<number> {
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const port = await freePort();
+    const ok = await Promise.all(hosts.map((host) => new Promise<boolean>((resolve) => {
+      const srv = net.createServer();
+      srv.once("error", () => resolve(false));
+      srv.listen({ host, port, exclusive: true }, () => srv.close(() => resolve(true)));
+    })));
+    if (ok.every(Boolean)) return port;
+  }
+  throw new Error(`cassandra harness: no port free on all of ${hosts.join(", ")}`);
+}
+
+export interface CassandraClusterNode {
+  /** 0-based index in the cluster; node i listens on 127.0.0.(i+1). */
+  readonly index: number;
+  readonly host: string;
+  /** "127.0.0.N:PORT" (the native port is the same on every node). */
+  readonly contactPoint: string;
+  /** pid of the JVM running now (changes on restart); 0 while it is down. */
+  readonly pid: number;
+  readonly dir: string;
+  readonly up: boolean;
+}
+
+export interface CassandraCluster {
+  readonly nodes: readonly CassandraClusterNode[];
+  /** Every node's contact point, in order. */
+  readonly contactPoints: string[];
+  readonly localDataCenter: "datacenter1";
+  readonly nativePort: number;
+  readonly version: string;
+  /** Driver options for a test's own client of the whole cluster. */
+  clientOptions(): Pick<cassandra.ClientOptions, "contactPoints" | "localDataCenter" | "protocolOptions">;
+  /** SIGKILL to node i's process group (no flush, no announcement); its data dir stays for restart(). Resolves once it is dead. */
+  kill(i: number): Promise<void>;
+  /** SIGTERM to node i (SIGKILL after 20 s); its data dir stays for restart(). */
+  stopNode(i: number): Promise<void>;
+  /**
+   * Starts node i again on its data dir (same address, ports and tokens) and resolves once it
+   * answers CQL and every running node sees every running node up (see waitRing).
+   */
+  restart(i: number): Promise<void>;
+  /**
+   * Resolves once every running node answers CQL as a coordinator of a read at consistency ALL
+   * of a probe keyspace replicated to every node: the node itself and each other running node
+   * are up in its view (what `nodetool status` shows as UN). Only when all nodes run.
+   */
+  waitRing(): Promise<void>;
+  /** Stops every node (SIGTERM, SIGKILL after 20 s) and removes the dirs. Idempotent. */
+  stop(): Promise<void>;
+}
+
+export interface StartCassandraClusterOptions {
+  /** Max heap of each node in MiB; default 512. */
+  heapMb?: number;
+}
+
+const CLUSTER_PROBE_KEYSPACE = "qim_harness_ring";
+
+/**
+ * Starts an `n`-node Cassandra cluster (1 ≤ n ≤ 9) from the same jars: node i on 127.0.0.(i+1),
+ * the same native and storage ports on each address (JMX on its own port, 127.0.0.1 only), each
+ * its own temp dir, seeds = the first node, SimpleSnitch (one data center, `datacenter1`), one
+ * token each spread over the ring, auto_bootstrap off (a fresh cluster has nothing to stream).
+ * The nodes start one after another (2 cores), each once the previous one is in the ring; then
+ * waitRing() checks every node sees all up. A start that fails stops what started and rejects
+ * with the tail of the failing node's logs (no retry here: a flaky start must show).
+ */
+export async function startCassandraCluster(n: number, opts: StartCassandraClusterOptions = {}): Promise<CassandraCluster> {
+  if (!Number.isInteger(n) || n < 1 || n > 9) throw new Error(`startCassandraCluster: n must be 1..9, got ${n}`);
+  const heapMb = opts.heapMb ?? 512;
+  if (!Number.isInteger(heapMb) || heapMb < 128) throw new Error(`startCassandraCluster: heapMb must be an integer >= 128, got ${heapMb}`);
+  const javaBin = await java17();
+  const lib = await cassandraLib(javaBin);
+  const hosts = Array.from({ length: n }, (_, i) => `127.0.0.${i + 1}`);
+  const nativePort = await portFreeOn(hosts);
+  const storagePort = await portFreeOn(hosts);
+  const tokens = evenTokens(n);
+  const seed = `${hosts[0]}:${storagePort}`;
+  installSafetyNet();
+
+  interface State { index: number; host: string; dir: string; ports: Ports; child: ChildProcess | null; pid: number }
+  const states: State[] = [];
+  for (let i = 0; i < n; i++) {
+    const dir = await mkdtemp(path.join(os.tmpdir(), `qim-cassandra-n${i + 1}-`));
+    keptDirs.add(dir);
+    for (const sub of ["logs", "triggers", "data"]) await mkdir(path.join(dir, sub), { recursive: true });
+    const ports: Ports = { native: nativePort, storage: storagePort, jmx: await freePort() };
+    await writeFile(path.join(dir, "cassandra.yaml"), cassandraYaml(dir, ports, [], { host: hosts[i]!, seed }));
+    await writeFile(path.join(dir, "logback.xml"), logbackXml(dir));
+    states.push({ index: i, host: hosts[i]!, dir, ports, child: null, pid: 0 });
+  }
+  const contactPoints = states.map((s) => `${s.host}:${nativePort}`);
+  const isUp = (s: State) => s.child !== null && s.child.exitCode === null && s.child.signalCode === null;
+
+  const spawnNode = async (s: State): Promise<void> => {
+    const args = jvmArgs(lib, s.dir, heapMb, s.ports, {
+      // the schema (system tables) must survive kill(): unsafesystem off
+      auth: false, initialToken: tokens[s.index]!, unsafeSystem: false,
+      // the gossip round a joining node waits for (30 s by default) is for real networks
+      extra: ["-Dcassandra.ring_delay_ms=1000"],
+    });
+    const out = openSync(path.join(s.dir, "logs", "stdout.log"), "a");
+    let child: ChildProcess;
+    try {
+      child = spawn(javaBin, args, { cwd: s.dir, detached: true, stdio: ["ignore", out, out] });
+    } finally {
+      closeSync(out);
+    }
+    child.unref();
+    s.pid = await new Promise<number>((resolve, reject) => {
+      child.once("spawn", () => resolve(child.pid!));
+      child.once("error", reject);
+    });
+    child.on("error", () => {});
+    s.child = child;
+    keptDirs.delete(s.dir);
+    live.set(s.pid, s.dir);
+  };
+
+  /** Waits until node s answers CQL on its own address (rejecting with its log tail if it exits or takes too long). */
+  const waitCql = async (s: State): Promise<string> => {
+    const deadline = Date.now() + READY_TIMEOUT_MS;
+    let lastError = "";
+    for (;;) {
+      if (!isUp(s)) {
+        throw new Error(`cassandra harness: node ${s.index + 1} (${s.host}, pid ${s.pid}) exited (${s.child?.signalCode ?? `status ${s.child?.exitCode}`}) before answering CQL\n${await logTail(s.dir)}`);
+      }
+      if (Date.now() > deadline) {
+        throw new Error(`cassandra harness: node ${s.index + 1} (${s.host}) did not answer CQL within ${READY_TIMEOUT_MS / 1000} s${lastError ? ` (last error: ${lastError})` : ""}\n${await logTail(s.dir)}`);
+      }
+      if (await tcpOpen(s.host, nativePort)) {
+        try {
+          return await queryReleaseVersion(`${s.host}:${nativePort}`, LOCAL_DC);
+        } catch (err) {
+          lastError = (err as Error).message;
+        }
+      }
+      await sleep(POLL_MS);
+    }
+  };
+
+  /** One statement on node s alone as coordinator (a whitelist of one host). */
+  const onNode = async <T>(s: State, work: (client: cassandra.Client) => Promise<T>): Promise<T> => {
+    const client = new cassandra.Client({
+      contactPoints: [`${s.host}:${nativePort}`], localDataCenter: LOCAL_DC, protocolOptions: { ...PROTOCOL_OPTIONS, port: nativePort },
+      socketOptions: { connectTimeout: 5_000, readTimeout: 10_000 },
+      policies: { loadBalancing: new cassandra.policies.loadBalancing.WhiteListPolicy(new cassandra.policies.loadBalancing.RoundRobinPolicy(), [`${s.host}:${nativePort}`]) },
+    });
+    try {
+      await client.connect();
+      return await work(client);
+    } finally {
+      await client.shutdown().catch(() => {});
+    }
+  };
+
+  /** Node s's view: the peers it knows with tokens (gossip state NORMAL). */
+  const peersOf = (s: State) => onNode(s, async (c) => {
+    const rs = await c.execute("SELECT peer, tokens FROM system.peers_v2");
+    return new Set(rs.rows.filter((r) => r.tokens != null).map((r) => String(r.peer)));
+  });
+
+  /** Until every running node lists every other running node as a peer with tokens. */
+  const waitPeers = async (): Promise<void> => {
+    const deadline = Date.now() + READY_TIMEOUT_MS;
+    let last = "";
+    for (;;) {
+      const running = states.filter(isUp);
+      try {
+        const views = await Promise.all(running.map(async (s) => ({ s, peers: await peersOf(s) })));
+        const missing = views.flatMap(({ s, peers }) => running.filter((o) => o !== s && !peers.has(o.host)).map((o) => `${s.host} does not list ${o.host}`));
+        if (missing.length === 0) return;
+        last = missing.join("; ");
+      } catch (err) {
+        last = (err as Error).message;
+      }
+      if (Date.now() > deadline) throw new Error(`cassandra harness: the ring did not form within ${READY_TIMEOUT_MS / 1000} s (${last})`);
+      await sleep(POLL_MS);
+    }
+  };
+
+  const waitRing = async (): Promise<void> => {
+    await waitPeers();
+    if (!states.every(isUp)) return;
+    const deadline = Date.now() + READY_TIMEOUT_MS;
+    let last = "";
+    for (;;) {
+      try {
+        await onNode(states[0]!, async (c) => {
+          await c.execute(`CREATE KEYSPACE IF NOT EXISTS ${CLUSTER_PROBE_KEYSPACE} WITH replication = {'class': 'SimpleStrategy', 'replication_factor': ${n}}`);
+          await c.execute(`CREATE TABLE IF NOT EXISTS ${CLUSTER_PROBE_KEYSPACE}.probe (k int PRIMARY KEY, v int)`);
+        });
+        // ALL: the coordinator must see every replica, i.e. every node, up
+        for (const s of states) {
+          await onNode(s, (c) => c.execute(`SELECT v FROM ${CLUSTER_PROBE_KEYSPACE}.probe WHERE k = 0`, [], { consistency: cassandra.types.consistencies.all }));
+        }
+        return;
+      } catch (err) {
+        last = (err as Error).message.split("\n")[0]!;
+      }
+      if (Date.now() > deadline) throw new Error(`cassandra harness: not every node saw every node up within ${READY_TIMEOUT_MS / 1000} s (${last})`);
+      await sleep(POLL_MS);
+    }
+  };
+
+  const downNode = async (s: State, signal: "SIGKILL" | "SIGTERM"): Promise<void> => {
+    const child = s.child;
+    if (child === null) return;
+    killGroupSync(s.pid, signal);
+    if (!(await waitExit(child, signal === "SIGKILL" ? 10_000 : STOP_GRACE_MS))) {
+      killGroupSync(s.pid, "SIGKILL");
+      await waitExit(child, 5_000);
+    }
+    live.delete(s.pid);
+    keptDirs.add(s.dir);
+    s.child = null;
+    s.pid = 0;
+  };
+
+  let stopping: Promise<void> | undefined;
+  const stop = (): Promise<void> => {
+    stopping ??= (async () => {
+      await Promise.all(states.map((s) => downNode(s, "SIGTERM")));
+      for (const s of states) {
+        keptDirs.delete(s.dir);
+        await rm(s.dir, { recursive: true, force: true, maxRetries: 3, retryDelay: 100 });
+      }
+    })();
+    return stopping;
+  };
+
+  const at = (i: number): State => {
+    const s = states[i];
+    if (!s) throw new Error(`cassandra harness: no node ${i} (0..${n - 1})`);
+    return s;
+  };
+
+  let version = "";
+  try {
+    for (const s of states) {
+      await spawnNode(s);
+      version = await waitCql(s);
+      await waitPeers();
+    }
+    await waitRing();
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+
+  const view = (s: State): CassandraClusterNode => ({
+    index: s.index, host: s.host, contactPoint: `${s.host}:${nativePort}`, dir: s.dir,
+    get pid() { return s.pid; },
+    get up() { return isUp(s); },
+  });
+  return {
+    nodes: states.map(view),
+    contactPoints,
+    localDataCenter: LOCAL_DC,
+    nativePort,
+    version,
+    clientOptions: () => ({ contactPoints: [...contactPoints], localDataCenter: LOCAL_DC, protocolOptions: { ...PROTOCOL_OPTIONS, port: nativePort } }),
+    kill: (i) => downNode(at(i), "SIGKILL"),
+    stopNode: (i) => downNode(at(i), "SIGTERM"),
+    restart: async (i) => {
+      const s = at(i);
+      if (isUp(s)) throw new Error(`cassandra harness: node ${i + 1} is running; kill or stop it first`);
+      await spawnNode(s);
+      await waitCql(s);
+      await waitRing();
+    },
+    waitRing,
+    stop,
+  };
 }

@@ -126,7 +126,9 @@ export interface RedisClusterHandle {
    * master, every live node reports cluster_state:ok and names it for all of the dead master's
    * slots. The dead node keeps its dir (rejoin() restarts it).
    */
-  killMaster(master: RedisServer): Promise<{ promoted: RedisServer; waitedMs: number }>;
+  killMaster(master: RedisServer, opts?: { afterKill?: () => void }): Promise<{ promoted: RedisServer; waitedMs: number }>;
+  /** The nodes that replicate `master` now. */
+  replicasOf(master: RedisServer): Promise<RedisServer[]>;
   /** Restarts a killed node on its dir (its nodes.conf) and waits until it replicates its old slots' new master. */
   rejoin(node: RedisServer): Promise<void>;
   stop(): Promise<void>;
@@ -821,7 +823,12 @@ export async function startRedisCluster(masters = 3, opts: StartRedisOptions = {
     security: nodes[0]!.security,
     view,
     masterOf,
-    async killMaster(master) {
+    async replicasOf(master) {
+      const v = await view();
+      const me = v.find((x) => x.addr === master.addr);
+      return me ? v.filter((x) => x.masterId === me.id).map((x) => byAddr.get(x.addr)!) : [];
+    },
+    async killMaster(master, killOpts = {}) {
       const before = await view();
       const me = before.find((v) => v.addr === master.addr);
       if (!me || me.role !== "master") throw new Error(`killMaster: ${master.addr} is not a master`);
@@ -830,6 +837,7 @@ export async function startRedisCluster(masters = 3, opts: StartRedisOptions = {
       const started = Date.now();
       await master.kill9();
       dead.add(master);
+      killOpts.afterKill?.();
       const deadline = started + CLUSTER_READY_TIMEOUT_MS;
       for (;;) {
         const states = await Promise.all(live().map(async (n) => {

@@ -7,8 +7,11 @@
  *   3. Redis memory of a 10,000-member group after 100 membership changes, summed over the group's
  *      keys (MEMORY USAGE … SAMPLES 0), next to a SET of its current members alone. Target ≤ 2×.
  *      Measured with the relay keeping up and with the relay stalled (every delta retained).
+ *   4. redis.ack_replicas (issue 26): group sends/s and membership changes/s on a master with one
+ *      replica (a second redis-server, replicaof), acknowledged after WAIT 1 (ack_replicas 1)
+ *      against the same workload on the same master without WAIT (ack_replicas 0), in the same run.
  * Rounds alternate baseline and core so that machine noise hits both alike; medians are printed.
- * Usage: node dist/bench/commit.js [--json] [--ops N] [--rounds R]
+ * Usage: node dist/bench/commit.js [--json] [--ops N] [--rounds R] [--ack-only] (--ack-only: part 4 alone)
  */
 import { Redis } from "ioredis";
 import { ConversationService, encodeHistoryRest, OutboxRelay, RedisStore, RedisStreamsDispatchLog, registry, uuidToHex, type Uuid } from "../core/index.js";
@@ -24,6 +27,9 @@ const JSON_OUT = args.includes("--json");
 const OPS = flag("--ops", 20000);
 const ROUNDS = flag("--rounds", 3);
 const CONCURRENCY = 64;
+const ACK_ONLY = args.includes("--ack-only");
+/** Part 4's wait for the replica (redis.ack_timeout's default). */
+const ACK_TIMEOUT_MS = 1000;
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
@@ -180,6 +186,7 @@ async function main() {
     };
     out.memoryRelayKeepsUp = await memory(true);
     out.memoryRelayStalled = await memory(false);
+    out.ack = await ackCost(server.addr, text);
   } finally {
     raw.disconnect();
     await store.close();
@@ -196,6 +203,90 @@ async function main() {
   console.log(`core membership changes      ${String(out.membershipChangesPerSec).padStart(8)} changes/s  ratio ${String(out.membershipRatio)} vs baseline ${String(out.membershipBaselineOpsPerSec)} ops/s`);
   console.log(`10k-member group, 100 changes, relay keeping up: ${m1.groupBytes} B vs member set ${m1.memberSetBytes} B = ${m1.ratio}× (target ≤ 2), deltas retained ${m1.deltasRetained}`);
   console.log(`10k-member group, 100 changes, relay stalled:    ${m2.groupBytes} B vs member set ${m2.memberSetBytes} B = ${m2.ratio}×, deltas retained ${m2.deltasRetained}; after the relay drains ${m2.groupBytesAfterRelayDrained} B = ${m2.ratioAfterRelayDrained}×`);
+  console.log(ackLine(out.ack as Record<string, number>));
 }
 
-main().catch((err) => { console.error(err); process.exit(1); });
+function ackLine(a: Record<string, number>): string {
+  return `redis.ack_replicas 1 (WAIT 1 after each commit, one replica) vs 0 on the same master: sends ${a.ackedSendsPerSec} vs ${a.sendsPerSec} msg/s = ratio ${a.sendRatio}; `
+    + `membership changes ${a.ackedChangesPerSec} vs ${a.changesPerSec} changes/s = ratio ${a.changeRatio} (${CONCURRENCY} in flight over ${a.groups} groups, ${OPS} ops × ${ROUNDS} rounds, medians)`;
+}
+
+/** --ack-only: part 4 alone, on a private master of its own. */
+async function ackMain(): Promise<void> {
+  const server = await startRedis();
+  try {
+    const ack = await ackCost(server.addr, "benchmark message of a typical size, about sixty bytes long..");
+    console.log(JSON_OUT ? JSON.stringify({ ops: OPS, rounds: ROUNDS, concurrency: CONCURRENCY, ack }, null, 2) : ackLine(ack));
+  } finally {
+    await server.stop();
+  }
+}
+
+/**
+ * Part 4: the cost of redis.ack_replicas 1. A replica of the bench's master (replicaof); two
+ * stores on that master, one whose topology asks for WAIT 1 after each commit; the same send and
+ * membership workloads through each, rounds alternating.
+ */
+async function ackCost(master: string, text: string): Promise<Record<string, number>> {
+  const [host, port] = master.split(":");
+  const replica = await startRedis({ extraArgs: ["--replicaof", host!, port!] });
+  const plain = new RedisStore({ kind: "instances", addrs: [master] });
+  const acked = new RedisStore({ kind: "instances", addrs: [master], ack: { replicas: 1, timeoutMs: ACK_TIMEOUT_MS } });
+  try {
+    for (let i = 0; i < 200 && !/master_link_status:up/.test(await replica.command(["INFO", "replication"])); i++) await new Promise((r) => setTimeout(r, 50));
+    const tenant = newUuid();
+    const groups = 16;
+    const setUp = async (store: RedisStore, prefix: string) => {
+      const engine = new ConversationService(store, { keyPrefix: prefix });
+      const gs: { group: Uuid; owner: Uuid }[] = [];
+      for (let g = 0; g < groups; g++) {
+        const owner = newUuid();
+        gs.push({ group: (await engine.createGroup({ tenant, owner, members: Array.from({ length: 20 }, () => newUuid()) })).group, owner });
+      }
+      const send = (i: number) => { const g = gs[i % groups]!; return engine.send({ tenant, group: g.group, sender: g.owner, text }); };
+      const users = Array.from({ length: CONCURRENCY }, () => newUuid());
+      const own: Uuid[] = [];
+      for (let w = 0; w < CONCURRENCY; w++) own.push((await engine.createGroup({ tenant, owner: newUuid() })).group);
+      const active = new Set<number>();
+      // change i toggles user w = i mod CONCURRENCY in group w, after w's previous change
+      const chains: Promise<unknown>[] = users.map(() => Promise.resolve());
+      const change = (i: number) => {
+        const w = i % CONCURRENCY;
+        const next = chains[w]!.then(async () => {
+          if (active.has(w)) { active.delete(w); await engine.removeMembers({ tenant, group: own[w]!, users: [users[w]!] }); }
+          else { active.add(w); await engine.addMembers({ tenant, group: own[w]!, users: [users[w]!] }); }
+        });
+        chains[w] = next;
+        return next;
+      };
+      return { send, change };
+    };
+    const p = await setUp(plain, "benchack0");
+    const a = await setUp(acked, "benchack1");
+    await runConcurrent(2000, CONCURRENCY, p.send);
+    await runConcurrent(2000, CONCURRENCY, a.send);
+    const rates = { s0: [] as number[], s1: [] as number[], c0: [] as number[], c1: [] as number[] };
+    const changes = Math.max(2000, Math.floor(OPS / 4));
+    for (let r = 0; r < ROUNDS; r++) {
+      rates.s0.push(await runConcurrent(OPS, CONCURRENCY, p.send));
+      rates.s1.push(await runConcurrent(OPS, CONCURRENCY, a.send));
+      rates.c0.push(await runConcurrent(changes, CONCURRENCY, p.change));
+      rates.c1.push(await runConcurrent(changes, CONCURRENCY, a.change));
+    }
+    return {
+      groups,
+      sendsPerSec: Math.round(median(rates.s0)),
+      ackedSendsPerSec: Math.round(median(rates.s1)),
+      sendRatio: +(median(rates.s1) / median(rates.s0)).toFixed(3),
+      changesPerSec: Math.round(median(rates.c0)),
+      ackedChangesPerSec: Math.round(median(rates.c1)),
+      changeRatio: +(median(rates.c1) / median(rates.c0)).toFixed(3),
+    };
+  } finally {
+    await plain.close();
+    await acked.close();
+    await replica.stop();
+  }
+}
+
+(ACK_ONLY ? ackMain() : main()).catch((err) => { console.error(err); process.exit(1); });

@@ -48,6 +48,10 @@ export interface BaseDaemonSettings {
   redisPassword?: string;
   /** Present when TLS to Redis is on. */
   redisTls?: StoreTlsSettings;
+  /** Replicas that must confirm a commit before it is acknowledged (redis.ack_replicas; 0: none). */
+  redisAckReplicas: number;
+  /** How long an acknowledgement waits for them, in ms (redis.ack_timeout). */
+  redisAckTimeoutMs: number;
   partitions: number;
   clusterId: string;
   /** Cassandra host[:port] list: the conversation-set authority (else the Redis-hash fallback). */
@@ -112,6 +116,8 @@ export function toDaemonSettings(r: ResolvedSettings): DaemonSettings {
     dispatchRetentionMs: v<number>("dispatch.retention")!,
     unreadAuditIntervalMs: v<number>("conversation_list.unread_audit_interval")!,
     groupsMaxMembers: v<number>("groups.max_members")!,
+    redisAckReplicas: v<number>("redis.ack_replicas")!,
+    redisAckTimeoutMs: v<number>("redis.ack_timeout")!,
     dataDir: v<string>("data_dir") ?? dirname(v<string>("audit.log")!),
     clusterLeaseTtlMs: v<number>("cluster.lease_ttl")!,
     clusterHeartbeatIntervalMs: v<number>("cluster.heartbeat_interval")!,

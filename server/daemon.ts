@@ -23,10 +23,12 @@ async function tlsPems(t: StoreTlsSettings): Promise<{ caPem?: string; certPem?:
 }
 
 /** Where the engine's Redis is and how to reach it: addresses, ACL credentials, TLS (PEM read from the settings' files). */
-export async function topologyOf(s: Pick<DaemonSettings, "redis" | "redisCluster" | "redisUser" | "redisPassword" | "redisTls">): Promise<TopologyConfig> {
+export async function topologyOf(s: Pick<DaemonSettings, "redis" | "redisCluster" | "redisUser" | "redisPassword" | "redisTls"> & Partial<Pick<DaemonSettings, "redisAckReplicas" | "redisAckTimeoutMs">>): Promise<TopologyConfig> {
   const security = {
     ...(s.redisPassword !== undefined ? { auth: { password: s.redisPassword, ...(s.redisUser !== undefined ? { username: s.redisUser } : {}) } } : {}),
     ...(s.redisTls ? { tls: await tlsPems(s.redisTls) } : {}),
+    // issue 26: an acknowledgement waits for this many replicas (redis.ack_replicas)
+    ...(s.redisAckReplicas ? { ack: { replicas: s.redisAckReplicas, timeoutMs: s.redisAckTimeoutMs ?? 1000 } } : {}),
   };
   if (s.redisCluster) return { kind: "cluster", seeds: s.redisCluster, ...security };
   return { kind: "instances", addrs: s.redis ?? [], ...security };

@@ -4,8 +4,21 @@
  * `{bNNN}` hash tag does the routing (ADR-0021 §1).
  */
 export type TopologyConfig =
-  | ({ kind: "instances"; addrs: string[] } & RedisConnectionSecurity)
-  | ({ kind: "cluster"; seeds: string[] } & RedisConnectionSecurity);
+  | ({ kind: "instances"; addrs: string[] } & RedisConnectionSecurity & RedisAckPolicy)
+  | ({ kind: "cluster"; seeds: string[] } & RedisConnectionSecurity & RedisAckPolicy);
+
+/**
+ * When an acknowledgement of a write returns (issue 26). Redis replicates asynchronously: a
+ * master that dies after a commit script answered and before its replica received the write
+ * takes the write with it, and the promoted replica never had it. With `ackReplicas` > 0 the
+ * commit script is followed, on the same connection (so on the node that ran it), by
+ * `WAIT ackReplicas ackTimeoutMs`; the acknowledgement returns only once that many replicas
+ * confirmed, and fails (UNAVAILABLE, retryable: the retry is answered as a duplicate) when they
+ * did not in time. Absent or 0: no WAIT (the default).
+ */
+export interface RedisAckPolicy {
+  ack?: { replicas: number; timeoutMs: number };
+}
 
 /**
  * How the engine authenticates to every Redis of a topology and protects the connection. The same

@@ -472,7 +472,7 @@ export class ListCompactor {
         const to = targets[p]!;
         if (to === st.stored) continue;
         const key = this.checkpointKey(p);
-        const moved = await advanceListCheckpointScript.run(this.store.clientForKey(key), { checkpoint: key }, { expected: st.stored, to });
+        const moved = await this.store.commit(advanceListCheckpointScript, this.store.clientForKey(key), { checkpoint: key }, { expected: st.stored, to });
         // another consumer moved it: take its value (what we wrote again is harmless: not newer → recompute)
         st.stored = moved ? to : ((await this.store.clientForKey(key).get(key)) ?? "");
       }

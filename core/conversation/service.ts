@@ -388,7 +388,7 @@ export class ConversationService {
     if (members.length > this.opts.maxGroupMembers) throw this.groupFull(members.length, 0, this.opts.maxGroupMembers, "members");
     const k = this.conversationKeys(tenant, group);
     const createdAt = this.opts.now();
-    const reply = await createGroupScript.run(this.clientOf(k), k, { owner: uuidToHex(owner), createdAt, members: members.map(uuidToHex) });
+    const reply = await this.store.commit(createGroupScript, this.clientOf(k), k, { owner: uuidToHex(owner), createdAt, members: members.map(uuidToHex) });
     if (reply.status === "GROUP_EXISTS") throw new AlreadyExistsError("group", group);
     return { tenant, group, owner, version: reply.version, memberCount: reply.memberCount, createdAt, conversationSeq: 0, state: "ACTIVE", dissolvedAt: null, maxMembers: this.opts.maxGroupMembers };
   }
@@ -533,7 +533,7 @@ export class ConversationService {
         messageId, senderId: sender, kind: "control", countsUnread: false, createdAt: this.opts.now(),
         contentType: MEMBERSHIP_CUSTOM_TYPE, payload: encodeMembershipPayload({ op: code, actor, users: changed }),
       });
-      const reply = await applyMembershipScript.run(client, k, {
+      const reply = await this.store.commit(applyMembershipScript, client, k, {
         idempotencyId: idem, version: current, op: code, rest, outboxRef: k.outboxRef, broadcastMaxMembers: this.opts.broadcastMaxMembers, maxMembers: this.opts.maxGroupMembers,
         targets: changed.map(uuidToHex),
       });
@@ -601,7 +601,7 @@ export class ConversationService {
       if (plan.states[0] !== "A") throw notMember();
       if (req.dryRun) return { ...base, outcome: "planned", previousOwner: plan.owner, owner: to, version: plan.version };
 
-      const reply = await transferOwnerScript.run(client, k, { version: plan.version, owner: uuidToHex(to) });
+      const reply = await this.store.commit(transferOwnerScript, client, k, { version: plan.version, owner: uuidToHex(to) });
       switch (reply.status) {
         case "OK": return { ...base, outcome: "committed", previousOwner: hexToUuid(reply.previousOwner), owner: to, version: reply.version };
         case "DUPLICATE": return { ...base, outcome: "noop", previousOwner: to, owner: to, version: reply.version };
@@ -645,7 +645,7 @@ export class ConversationService {
         messageId: newMessageId(), senderId: plan.owner, kind: "control", countsUnread: false, createdAt: this.opts.now(),
         contentType: GROUP_EVENT_CUSTOM_TYPE, payload: encodeGroupEventPayload({ op: GroupEventOp.DISSOLVE, actor: ADMIN_ACTOR }),
       });
-      const reply = await dissolveGroupScript.run(client, k, { version: plan.version, rest, outboxRef: k.outboxRef });
+      const reply = await this.store.commit(dissolveGroupScript, client, k, { version: plan.version, rest, outboxRef: k.outboxRef });
       switch (reply.status) {
         case "OK":
         case "DUPLICATE": {

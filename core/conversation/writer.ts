@@ -103,7 +103,7 @@ export class GroupCommitWriter {
       }
     }
     metrics.commitBatchSize.observe(batch.length);
-    const outcomes = await commitMessagesScript.run(client, k, { version, outboxRef: k.outboxRef, messages: batch });
+    const outcomes = await this.store.commit(commitMessagesScript, client, k, { version, outboxRef: k.outboxRef, messages: batch });
     if (outcomes.length !== batch.length) throw new InternalError(`commitMessages answered ${outcomes.length} outcomes for ${batch.length} messages`);
 
     // a duplicate answers its original's version, kept in the idempotency entry: immutable once

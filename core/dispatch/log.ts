@@ -173,14 +173,25 @@ export class RedisStreamsDispatchLog implements DispatchLog {
         // one connection sends its commands in order (and the store writes a loop iteration's
         // commands in one socket write), so the XADDs need no pipeline: an ioredis Pipeline copies
         // every defined script onto itself when it is made, 3 % of an API node's CPU (bench/admin)
-        await Promise.all(list.map((r) => client.xadd(key, "*", ...fields(r))));
+        const adds = list.map((r) => client.xadd(key, "*", ...fields(r)));
+        // redis.ack_replicas (issue 26): WAIT behind the XADDs on the same connection, before the
+        // relay marks their commits dispatched
+        const ack = this.store.ackPolicy;
+        if (ack === null) { await Promise.all(adds); return; }
+        const waited = (client as unknown as { wait(n: number, timeoutMs: number): Promise<number> }).wait(ack.replicas, ack.timeoutMs).then((n: number) => [null, n] as const, (e: Error) => [e, null] as const);
+        await Promise.all(adds);
+        const [waitErr, confirmed] = await waited;
+        this.store.checkAck(waitErr, confirmed);
         return;
       }
       // a Cluster client: one pipeline keeps the records of a slot together through a redirection
       const p = client.pipeline();
       for (const r of list) p.xadd(key, "*", ...fields(r));
-      const res = await p.exec();
-      for (const [err] of res ?? []) if (err) throw err;
+      const ack = this.store.ackPolicy;
+      if (ack !== null) p.wait(ack.replicas, ack.timeoutMs);
+      const res = (await p.exec()) ?? [];
+      for (const [err] of res.slice(0, list.length)) if (err) throw err;
+      if (ack !== null) this.store.checkAck(res[list.length]?.[0], res[list.length]?.[1]);
     }));
   }
 

@@ -294,7 +294,7 @@ export class SessionProjector {
     const raw = `${to.offset}|${to.id}`;
     const updatedAt = this.now();
     const key = this.checkpointKey(partition);
-    const { moved, fenced } = await advanceCheckpointScript.run(this.store.clientForKey(key), { checkpoint: key, lease: unitLeaseKey(this.keys, "partition", partition) },
+    const { moved, fenced } = await this.store.commit(advanceCheckpointScript, this.store.clientForKey(key), { checkpoint: key, lease: unitLeaseKey(this.keys, "partition", partition) },
       { expected, to: raw, clusterId: id.clusterId, topicId: id.topicId, partitionCount: id.partitionCount, updatedAt, owner: fence.owner, token: fence.token });
     if (moved) this.known.set(partition, { cp: { position: to, identity: id, updatedAt, raw }, at: Date.now() });
     else this.known.delete(partition);

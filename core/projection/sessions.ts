@@ -136,10 +136,11 @@ export class UserSessionProjection {
     }
     const k = this.userKeys(tenant, user);
     const client = this.store.clientFor(k.tag);
-    // the mark and the page in one round trip on the user's instance, the epoch beside it; the
-    // page is read again only in the rare pull that rebuilds
+    // the mark and the page in one round trip on the user's instance, the epoch beside it (cached
+    // for EPOCH_CACHE_MS: not a read of {g000} per pull); the page is read again only in the rare
+    // pull that rebuilds
     const readPage = () => client.multi().hget(k.epochMarks, k.ref).zcard(k.convs).zrevrange(k.convs, 0, req.all ? -1 : limit - 1).exec();
-    const [epoch, first] = await Promise.all([this.epoch.get(), readPage()]);
+    const [epoch, first] = await Promise.all([this.epoch.current(), readPage()]);
     let page = first;
     const rebuilt = Number(page![0]![1] ?? "0") < epoch;
     if (rebuilt) {

@@ -1,7 +1,7 @@
 import type { ConnectionOptions } from "node:tls";
 import { Cluster, Redis, type RedisOptions } from "ioredis";
 import { parseRedisAddr, redisAddrText, redisUserOf, tagShard, TLS_VERIFY_CODES, UnavailableError, type TopologyConfig } from "../base/index.js";
-import { defineScripts } from "../lua/index.js";
+import { defineScripts, type Script } from "../lua/index.js";
 import { metrics } from "./metrics.js";
 
 /** One connection to the store: a standalone instance or the whole Cluster. */
@@ -53,6 +53,20 @@ function coalesceWrites(client: Redis): void {
   };
   client.on("connect", hook);
   hook();
+}
+
+/**
+ * An acknowledgement that fewer replicas than redis.ack_replicas confirmed in time (issue 26): the
+ * write is on the master and may or may not survive its failover. UNAVAILABLE, so the client
+ * retries with the same idempotency key; the retry is answered as a duplicate once a replica has it.
+ */
+export class ReplicaAckError extends UnavailableError {
+  constructor(readonly wanted: number, readonly confirmed: number | null, readonly timeoutMs: number, cause?: string) {
+    super(confirmed === null
+      ? `the write is not confirmed by a replica (WAIT failed: ${cause ?? "unknown"}); retry with the same id`
+      : `the write is confirmed by ${confirmed} of the ${wanted} replica(s) redis.ack_replicas asks for within ${timeoutMs} ms; retry with the same id`);
+    this.name = "ReplicaAckError";
+  }
 }
 
 /** The longest wait between two reconnection attempts, however long Redis has been away. */
@@ -213,6 +227,51 @@ export class RedisStore {
       if (opts.coalesceWrites !== false) for (const c of this.instances) coalesceWrites(c as Redis);
     }
     for (const c of this.instances) defineScripts(c);
+  }
+
+  /**
+   * Runs a script whose answer acknowledges a write to a client (a commit: a send, a membership
+   * change, a group's creation). With the topology's `ack` policy (redis.ack_replicas > 0) the
+   * script and `WAIT replicas timeout` go in one pipeline: the same connection, so on a Cluster
+   * the node that ran the script (ioredis sends a pipeline to the node of its keys' slot, and
+   * WAIT has no key), and, should ioredis resend them after a reconnection, again in that order.
+   * WAIT waits for every write this connection made before it, so a WAIT that returns `replicas`
+   * covers the script's writes. A domain refusal needs no WAIT but costs little with one.
+   */
+  async commit<K extends string, A, R>(script: Script<K, A, R>, client: RedisClient, keys: Readonly<Record<K, string>>, args: A): Promise<R> {
+    const ack = this.ackPolicy;
+    if (ack === null) return script.run(client, keys, args);
+    const p = client.pipeline();
+    script.queue(p, keys, args);
+    p.wait(ack.replicas, ack.timeoutMs);
+    const res = (await p.exec()) ?? [];
+    const [scriptErr, raw] = res[0] ?? [new Error("no reply to the commit script"), null];
+    if (scriptErr) throw scriptErr;
+    const reply = script.decode(raw);
+    const [waitErr, confirmed] = res[1] ?? [new Error("no reply to WAIT"), null];
+    this.checkAck(waitErr, confirmed);
+    return reply;
+  }
+
+  /**
+   * The topology's acknowledgement policy (redis.ack_replicas > 0), or null. Besides the commit
+   * scripts (commit()), the writes the pipeline after a commit relies on wait for it too — the
+   * relay's appends to the dispatch log before it marks a commit dispatched, and the projection's
+   * checkpoint advances — so that a failover cannot keep a mark or a checkpoint whose records it lost.
+   */
+  get ackPolicy(): { replicas: number; timeoutMs: number } | null {
+    const ack = this.topology.ack;
+    return ack && ack.replicas > 0 ? ack : null;
+  }
+
+  /** WAIT's outcome against the policy: throws ReplicaAckError (and counts it) when it falls short. */
+  checkAck(waitErr: Error | null | undefined, confirmed: unknown): void {
+    const ack = this.ackPolicy;
+    if (ack === null) return;
+    if (waitErr || Number(confirmed) < ack.replicas) {
+      metrics.replicaAckFailures.inc();
+      throw new ReplicaAckError(ack.replicas, waitErr ? null : Number(confirmed), ack.timeoutMs, waitErr?.message);
+    }
   }
 
   /** address → the message of the last connection error there (for verify's answer). */

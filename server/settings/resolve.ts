@@ -383,6 +383,10 @@ function checkCombinations(r: ResolvedSettings, required: (err: SettingsError) =
   if (has("redis.user") && !has("redis.password") && !has("redis.password_file")) {
     fail("redis.user", "needs a password: redis.password_file (--redis-password-file) or QIM_REDIS_PASSWORD");
   }
+  const ackTimeout = get<number>("redis.ack_timeout");
+  if (get<number>("redis.ack_replicas") > 0 && (ackTimeout === 0 || ackTimeout > 4000)) {
+    fail("redis.ack_timeout", "with redis.ack_replicas above 0, give a wait from 1s to 4s (below the store's 5 s command timeout)");
+  }
   const ttl = get<number>("cluster.lease_ttl");
   const beat = get<number>("cluster.heartbeat_interval");
   if (ttl === 0) fail("cluster.lease_ttl", "a node's lease cannot be off: give a duration such as 5s");

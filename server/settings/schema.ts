@@ -144,6 +144,8 @@ export const SETTINGS: readonly SettingSpec[] = withListeners([
     { key: "redis.password", kind: "secret", secret: true, description: "the password (environment or config file only; prefer redis.password_file)" },
     { key: "redis.password_file", kind: "file", description: "file holding the password (a trailing newline is ignored)" },
     ...storeTls("redis", { enabled: "TLS to every address (also on with rediss:// addresses or any redis.tls file)", servers: "the Redis servers", cert: "for tls-auth-clients yes", host: "each address's host" }),
+    { key: "redis.ack_replicas", kind: "integer", min: 0, max: 16, default: 0, description: "replicas that must confirm a write (WAIT on the connection that ran the commit script) before a send, a membership change or a group's creation is acknowledged; a write not confirmed within redis.ack_timeout is answered UNAVAILABLE (retry with the same id). 0: acknowledged when the master has it — a master failover can lose it (docs/operator-guide.md, \"Acknowledgements and Redis failover\")" },
+    { key: "redis.ack_timeout", kind: "duration", default: "1s", description: "how long an acknowledgement waits for redis.ack_replicas replicas (1s to 4s: below the store's 5 s command timeout)" },
   ]),
   ...section("dispatch", [
     { key: "dispatch.partitions", kind: "integer", flag: "partitions", min: 1, max: 999, default: DAEMON_DEFAULTS.partitions, description: "dispatch log partitions" },

@@ -258,6 +258,21 @@ describe("cluster settings (issue 11)", () => {
     assert.equal(refusal(() => resolve({ "groups-max-members": "many" })).key, "groups.max_members");
   });
 
+  it("redis.ack_replicas / redis.ack_timeout: off by default (no ack policy in the topology); on, the topology asks for WAIT replicas timeout; a wait from 1s to 4s", async () => {
+    const { topologyOf } = await import("../../server/daemon.js");
+    const off = toDaemonSettings(resolve({}));
+    assert.equal(off.redisAckReplicas, 0);
+    assert.equal(off.redisAckTimeoutMs, 1000);
+    assert.equal((await topologyOf(off)).ack, undefined);
+    const on = toDaemonSettings(resolve({ "redis-ack-replicas": "1", "redis-ack-timeout": "2s" }));
+    assert.deepEqual((await topologyOf(on)).ack, { replicas: 1, timeoutMs: 2000 });
+    const fromFile = toDaemonSettings(resolve({}, { configPath: config("ack.yaml", "redis:\n  ack_replicas: 2\n") }));
+    assert.deepEqual((await topologyOf(fromFile)).ack, { replicas: 2, timeoutMs: 1000 });
+    assert.equal(refusal(() => resolve({ "redis-ack-replicas": "1", "redis-ack-timeout": "5s" })).key, "redis.ack_timeout");
+    assert.equal(refusal(() => resolve({ "redis-ack-replicas": "1", "redis-ack-timeout": "off" })).key, "redis.ack_timeout");
+    assert.equal(refusal(() => resolve({ "redis-ack-replicas": "-1" })).key, "redis.ack_replicas");
+  });
+
   it("refuses a lease shorter than two heartbeats, an 'off' lease or heartbeat, and a malformed node id, naming the setting", () => {
     assert.equal(refusal(() => resolve({ "cluster-lease-ttl": "1s" })).key, "cluster.lease_ttl");
     assert.equal(refusal(() => resolve({ "cluster-lease-ttl": "off" })).key, "cluster.lease_ttl");

@@ -179,6 +179,46 @@ test("a cluster reports cluster_state:ok with all 16384 slots, and ioredis Clust
   for (const pid of pids) assertDead(pid);
 });
 
+test("a cluster with a replica per master: killMaster promotes the replica, which holds what was replicated, and rejoin makes the old master its replica", { timeout: 90_000 }, async (t) => {
+  const c = await startRedisCluster(3, {}, { replicas: 1, nodeTimeoutMs: 1000 });
+  try {
+    assert.equal(c.nodes.length, 6);
+    const before = await c.view();
+    const masters = before.filter((v) => v.role === "master");
+    assert.equal(masters.length, 3);
+    assert.equal(before.filter((v) => v.role === "replica").length, 3);
+    for (const m of masters) assert.equal(before.filter((v) => v.masterId === m.id).length, 1, `${m.addr} has one replica`);
+    assert.deepEqual(new Set(masters.map((m) => m.addr)), new Set(c.seeds), "the seeds are the masters");
+
+    const key = "{b007}:failover";
+    const master = await c.masterOf(key);
+    const replica = c.nodes.find((n) => before.find((v) => v.addr === n.addr)?.masterId === before.find((v) => v.addr === master.addr)!.id)!;
+    // written and confirmed by one replica (WAIT) on the same connection, then the master dies
+    const client = new Cluster(c.seeds.map((s) => ({ host: "127.0.0.1", port: Number(s.split(":")[1]) })), { lazyConnect: true });
+    try {
+      const res = await client.pipeline().set(key, "kept").wait(1, 2000).exec();
+      assert.equal(res![1]![1], 1, "one replica confirmed the write");
+    } finally {
+      client.disconnect();
+    }
+    const { promoted, waitedMs } = await c.killMaster(master);
+    t.diagnostic(`promotion took ${waitedMs} ms`);
+    assert.equal(promoted, replica, "the dead master's own replica was promoted");
+    assert.equal(await c.masterOf(key), promoted);
+    assert.equal(await promoted.command(["GET", key]), "kept");
+    assert.match(await promoted.command(["INFO", "replication"]), /^role:master\r?$/m);
+
+    await c.rejoin(master);
+    const after = await c.view();
+    const old = after.find((v) => v.addr === master.addr)!;
+    assert.equal(old.role, "replica", "the old master came back as a replica");
+    assert.equal(old.masterId, after.find((v) => v.addr === promoted.addr)!.id);
+    assert.match(await master.command(["INFO", "replication"]), /^master_link_status:up\r?$/m);
+  } finally {
+    await c.stop();
+  }
+});
+
 test("an ACL server: the user gets in, the default user is off, the password is in a 0600 file and not in argv", async () => {
   const acl = { username: "qim-test", password: "pw-acl-0123" };
   const s = await startRedis({ acl });

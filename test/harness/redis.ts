@@ -111,12 +111,50 @@ export interface RedisServerTls {
 }
 
 export interface RedisClusterHandle {
+  /** Every node: the masters first (as created), then the replicas. */
   nodes: RedisServer[];
-  /** "127.0.0.1:PORT" of every master. */
+  /** "127.0.0.1:PORT" of every master as created. */
   seeds: string[];
   /** What a client needs besides the seeds (the same for every node). */
   security: RedisConnectionSecurity;
+  /** The cluster's view now, read from a live node (CLUSTER NODES): who is master of which slots, who replicates whom. */
+  view(): Promise<ClusterNodeView[]>;
+  /** The live master that serves `key`'s slot now. */
+  masterOf(key: string): Promise<RedisServer>;
+  /**
+   * SIGKILLs `master` and waits until one of its replicas is promoted: the replica says it is a
+   * master, every live node reports cluster_state:ok and names it for all of the dead master's
+   * slots. The dead node keeps its dir (rejoin() restarts it).
+   */
+  killMaster(master: RedisServer, opts?: { afterKill?: () => void }): Promise<{ promoted: RedisServer; waitedMs: number }>;
+  /** The nodes that replicate `master` now. */
+  replicasOf(master: RedisServer): Promise<RedisServer[]>;
+  /** Restarts a killed node on its dir (its nodes.conf) and waits until it replicates its old slots' new master. */
+  rejoin(node: RedisServer): Promise<void>;
   stop(): Promise<void>;
+}
+
+export interface ClusterNodeView {
+  id: string;
+  /** "127.0.0.1:PORT" */
+  addr: string;
+  role: "master" | "replica";
+  /** The master's id for a replica. */
+  masterId: string | null;
+  /** Flagged fail or fail? by the node asked. */
+  failing: boolean;
+  /** Slot ranges served, [from, to] inclusive (masters). */
+  slots: [number, number][];
+}
+
+export interface ClusterShape {
+  /** Replicas per master (default 0, as before). */
+  replicas?: number;
+  /**
+   * cluster-node-timeout in ms (default 5000): how long a master may be unreachable before its
+   * replica takes over. A failover test keeps it small (1000–2000) so that promotion is quick.
+   */
+  nodeTimeoutMs?: number;
 }
 
 export type TopologyKind = "single" | "multi" | "cluster" | "secure" | "cluster-secure";
@@ -693,74 +731,181 @@ async function startMany(n: number, opts: StartRedisOptions): Promise<RedisServe
   return ok;
 }
 
+/** CLUSTER NODES's text as views (see ClusterNodeView). */
+function parseClusterNodes(text: string): ClusterNodeView[] {
+  const out: ClusterNodeView[] = [];
+  for (const line of text.split(/\r?\n/)) {
+    const f = line.trim().split(" ");
+    if (f.length < 8) continue;
+    const flags = f[2]!.split(",");
+    const slots: [number, number][] = [];
+    for (const r of f.slice(8)) {
+      if (r.startsWith("[")) continue; // a slot being migrated
+      const [a, b] = r.split("-");
+      slots.push([Number(a), Number(b ?? a)]);
+    }
+    out.push({
+      id: f[0]!,
+      addr: f[1]!.split("@")[0]!,
+      role: flags.includes("master") ? "master" : "replica",
+      masterId: f[3] === "-" ? null : f[3]!,
+      failing: flags.includes("fail") || flags.includes("fail?"),
+      slots,
+    });
+  }
+  return out;
+}
+
 /**
- * Starts `masters` cluster-enabled servers, joins them with `redis-cli --cluster create`
- * (no replicas) and waits until every node reports cluster_state:ok, all 16384 slots assigned
- * and ok, and knows all the other nodes. `opts` apply to every node; with `tls` the cluster bus
+ * Starts `masters` cluster-enabled servers (and `shape.replicas` replicas of each), joins them with
+ * `redis-cli --cluster create --cluster-replicas N` and waits until every node reports
+ * cluster_state:ok, all 16384 slots assigned and ok, and knows all the other nodes, and every
+ * replica's link to its master is up. `opts` apply to every node; with `tls` the cluster bus
  * and replication run on TLS too (tls-cluster, tls-replication), which needs `tls.clientCertPem`:
  * a node presents it to the peers it connects to, and the bus always asks for one.
  */
-export async function startRedisCluster(masters = 3, opts: StartRedisOptions = {}): Promise<RedisClusterHandle> {
+export async function startRedisCluster(masters = 3, opts: StartRedisOptions = {}, shape: ClusterShape = {}): Promise<RedisClusterHandle> {
   if (!Number.isInteger(masters) || masters < 3) {
     throw new Error(`startRedisCluster: redis-cli --cluster create needs at least 3 masters (got ${masters})`);
   }
   if (opts.tls && opts.tls.clientCertPem === undefined) {
     throw new Error("startRedisCluster: a TLS cluster needs tls.clientCertPem/clientKeyPem (the cluster bus asks every peer for a certificate)");
   }
-  const nodes = await startMany(masters, {
+  const replicas = shape.replicas ?? 0;
+  const total = masters * (1 + replicas);
+  const nodes = await startMany(total, {
     ...opts,
     extraArgs: [
-      "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000",
+      "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", String(shape.nodeTimeoutMs ?? 5000),
       ...(opts.tls ? ["--tls-cluster", "yes", "--tls-replication", "yes"] : []),
       ...(opts.extraArgs ?? []),
     ],
   });
+  const cli = cliSecurity(opts, nodes[0]!.dir);
   try {
-    const cli = cliSecurity(opts, nodes[0]!.dir);
+    // redis-cli makes the first `masters` addresses the masters and the rest their replicas
     await execFileText(
       "redis-cli",
-      ["--cluster", "create", ...nodes.map((n) => n.addr), "--cluster-replicas", "0", "--cluster-yes", ...cli.args],
+      ["--cluster", "create", ...nodes.map((n) => n.addr), "--cluster-replicas", String(replicas), "--cluster-yes", ...cli.args],
       cli.env,
       CLUSTER_CREATE_TIMEOUT_MS,
     );
-    const deadline = Date.now() + CLUSTER_READY_TIMEOUT_MS;
-    const pending = new Set(nodes);
-    let lastState = "";
-    while (pending.size > 0) {
-      for (const node of [...pending]) {
-        try {
-          const info = parseInfo(await node.command(["CLUSTER", "INFO"]));
-          if (
-            info.get("cluster_state") === "ok" &&
-            info.get("cluster_slots_assigned") === "16384" &&
-            info.get("cluster_slots_ok") === "16384" &&
-            info.get("cluster_known_nodes") === String(masters)
-          ) {
-            pending.delete(node);
-          } else {
-            lastState = `${node.addr}: state=${info.get("cluster_state")} assigned=${info.get("cluster_slots_assigned")} known=${info.get("cluster_known_nodes")}`;
-          }
-        } catch (e) {
-          lastState = `${node.addr}: ${(e as Error).message}`;
-        }
-      }
-      if (pending.size === 0) break;
-      if (Date.now() > deadline) {
-        throw new Error(`cluster not ready within ${CLUSTER_READY_TIMEOUT_MS} ms (${lastState})`);
-      }
-      await sleep(100);
-    }
+    await clusterReady(nodes, total, CLUSTER_READY_TIMEOUT_MS);
   } catch (e) {
     const tails = await Promise.all(nodes.map(async (n) => `--- ${n.addr} (${n.dir}) ---\n${await logTail(n.dir, 15)}`));
     await stopAll(nodes).catch(() => undefined);
     throw new Error(`${(e as Error).message}\n${tails.join("\n")}`);
   }
+  const dead = new Set<RedisServer>();
+  const byAddr = new Map(nodes.map((n) => [n.addr, n]));
+  const live = () => nodes.filter((n) => !dead.has(n));
+  const view = async (): Promise<ClusterNodeView[]> => {
+    let last: unknown;
+    for (const n of live()) {
+      try {
+        return parseClusterNodes(await n.command(["CLUSTER", "NODES"]));
+      } catch (e) {
+        last = e;
+      }
+    }
+    throw new Error(`no live node answered CLUSTER NODES: ${String(last)}`);
+  };
+  const masterOf = async (key: string): Promise<RedisServer> => {
+    const slot = Number((await live()[0]!.command(["CLUSTER", "KEYSLOT", key])).slice(1));
+    const m = (await view()).find((v) => v.role === "master" && !v.failing && v.slots.some(([a, b]) => slot >= a && slot <= b));
+    const server = m && byAddr.get(m.addr);
+    if (!server) throw new Error(`no live master serves slot ${slot} of ${key}`);
+    return server;
+  };
   return {
     nodes,
-    seeds: nodes.map((n) => n.addr),
+    seeds: nodes.slice(0, masters).map((n) => n.addr),
     security: nodes[0]!.security,
+    view,
+    masterOf,
+    async replicasOf(master) {
+      const v = await view();
+      const me = v.find((x) => x.addr === master.addr);
+      return me ? v.filter((x) => x.masterId === me.id).map((x) => byAddr.get(x.addr)!) : [];
+    },
+    async killMaster(master, killOpts = {}) {
+      const before = await view();
+      const me = before.find((v) => v.addr === master.addr);
+      if (!me || me.role !== "master") throw new Error(`killMaster: ${master.addr} is not a master`);
+      const candidates = before.filter((v) => v.masterId === me.id).map((v) => byAddr.get(v.addr)!);
+      if (candidates.length === 0) throw new Error(`killMaster: ${master.addr} has no replica to promote`);
+      const started = Date.now();
+      await master.kill9();
+      dead.add(master);
+      killOpts.afterKill?.();
+      const deadline = started + CLUSTER_READY_TIMEOUT_MS;
+      for (;;) {
+        const states = await Promise.all(live().map(async (n) => {
+          try {
+            const info = parseInfo(await n.command(["CLUSTER", "INFO"]));
+            const v = parseClusterNodes(await n.command(["CLUSTER", "NODES"]));
+            return { ok: info.get("cluster_state") === "ok", view: v };
+          } catch {
+            return { ok: false, view: [] as ClusterNodeView[] };
+          }
+        }));
+        // every live node names the same promoted replica as the master of all the dead master's slots
+        const promotedAddrs = states.map((st) => {
+          const owners = me.slots.map(([a]) => st.view.find((v) => v.role === "master" && !v.failing && v.slots.some(([x, y]) => a >= x && a <= y))?.addr);
+          return owners.every((o) => o !== undefined && o === owners[0]) ? owners[0] : undefined;
+        });
+        const winner = promotedAddrs[0];
+        const promoted = winner === undefined ? undefined : candidates.find((c) => c.addr === winner);
+        if (promoted && states.every((st) => st.ok) && promotedAddrs.every((a) => a === winner)) {
+          return { promoted, waitedMs: Date.now() - started };
+        }
+        if (Date.now() > deadline) throw new Error(`killMaster: no replica of ${master.addr} was promoted within ${CLUSTER_READY_TIMEOUT_MS} ms`);
+        await sleep(50);
+      }
+    },
+    async rejoin(node) {
+      if (!dead.has(node)) throw new Error(`rejoin: ${node.addr} was not killed`);
+      await node.restart();
+      dead.delete(node);
+      await clusterReady(live(), total, CLUSTER_READY_TIMEOUT_MS);
+    },
     stop: () => stopAll(nodes),
   };
+}
+
+/**
+ * Polls until each of `nodes` reports cluster_state:ok with every slot assigned and ok and
+ * `known` nodes, and, when it is a replica, master_link_status:up.
+ */
+async function clusterReady(nodes: RedisServer[], known: number, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  const pending = new Set(nodes);
+  let lastState = "";
+  while (pending.size > 0) {
+    for (const node of [...pending]) {
+      try {
+        const info = parseInfo(await node.command(["CLUSTER", "INFO"]));
+        const repl = parseInfo(await node.command(["INFO", "replication"]));
+        const linked = repl.get("role") === "master" || repl.get("master_link_status") === "up";
+        if (
+          info.get("cluster_state") === "ok" &&
+          info.get("cluster_slots_assigned") === "16384" &&
+          info.get("cluster_slots_ok") === "16384" &&
+          info.get("cluster_known_nodes") === String(known) &&
+          linked
+        ) {
+          pending.delete(node);
+        } else {
+          lastState = `${node.addr}: state=${info.get("cluster_state")} assigned=${info.get("cluster_slots_assigned")} known=${info.get("cluster_known_nodes")} role=${repl.get("role")} link=${repl.get("master_link_status") ?? "-"}`;
+        }
+      } catch (e) {
+        lastState = `${node.addr}: ${(e as Error).message}`;
+      }
+    }
+    if (pending.size === 0) break;
+    if (Date.now() > deadline) throw new Error(`cluster not ready within ${timeoutMs} ms (${lastState})`);
+    await sleep(100);
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

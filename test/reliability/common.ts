@@ -116,9 +116,12 @@ export function isRefusal(err: unknown): err is QimError {
   return err instanceof QimError && (err.code === "PERMISSION_DENIED" || err.code === "MEMBERSHIP_CHANGED");
 }
 
-/** Store failures are unacknowledged; QimErrors other than the expected refusals are findings. */
+/**
+ * Store failures are unacknowledged; QimErrors other than the expected refusals are findings, but
+ * UNAVAILABLE (a write no replica confirmed in time, issue 26) is a store failure the client retries.
+ */
 export function isStoreFailure(err: unknown): boolean {
-  return !(err instanceof QimError);
+  return !(err instanceof QimError) || err.code === "UNAVAILABLE";
 }
 
 /** Every dispatch-log entry of every partition, partition by partition in offset order. */

@@ -18,3 +18,4 @@ export * from "./session-view/index.js";
 export * from "./cmd-log/index.js";
 export * from "./cmd-sync/index.js";
 export * from "./operations/index.js";
+export * from "./retention/index.js";

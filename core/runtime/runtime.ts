@@ -11,6 +11,7 @@ import type { RedisStore } from "../store/index.js";
 import { ConversationList, UnreadAuditSampler, type ConversationListStackOptions, type UnreadAuditSamplerOptions } from "../conversation-list/index.js";
 import { SessionView, type SessionViewOptions } from "../session-view/index.js";
 import { CassandraCmdStateStore, CmdSync, type CmdSyncOptions } from "../cmd-sync/index.js";
+import { RetentionPolicies, RetentionTrimmer, type RetentionOptions } from "../retention/index.js";
 import { engineModules, type RuntimeModule } from "./modules.js";
 
 /** The dispatch log's identity when none is configured. */
@@ -58,8 +59,13 @@ export interface RuntimeOptions {
   cluster?: ClusterOptions;
   /** CMD conversation sync (spec 001): the pending file's folder, flush and catch-up intervals (docs/cmd-sync-log.md). */
   cmd?: CmdSyncOptions;
+  /** Retention (issue 26, core/retention): the trimming task's round every intervalMs (0: no background task; default DEFAULT_RETENTION_INTERVAL_MS). */
+  retention?: Omit<RetentionOptions, "gate"> & { intervalMs?: number };
   log?: (line: string) => void;
 }
+
+/** How often the retention task walks the buckets this node owns, by default (issue 26). */
+export const DEFAULT_RETENTION_INTERVAL_MS = 60_000;
 
 /**
  * The engine as one unit, wired the same way everywhere (admin server, dev stack, demo, benches,
@@ -82,6 +88,8 @@ export class EngineRuntime {
   readonly sessionView: SessionView;
   /** CMD conversation sync (core/cmd-sync): the log, the owner-local pending buffer, sync/ack, the catch-up scan. */
   readonly cmd: CmdSync;
+  /** Retention (issue 26): the policies and the trimming task of the relay buckets this node owns. */
+  readonly retention: RetentionTrimmer;
   /** The engine modules in start order (modules.ts, THE list). */
   readonly modules: readonly RuntimeModule[];
   /** This node's membership of the engine cluster; null without `cluster` options. */
@@ -151,6 +159,12 @@ export class EngineRuntime {
     const cmdCassandra = opts.cassandra ?? (opts.authority === undefined ? cassandraOptionsFromEnv() : null);
     const cmdStates = cmdCassandra ? new CassandraCmdStateStore({ store: this.store, keys: this.keys, cassandra: cmdCassandra }) : undefined;
     this.cmd = new CmdSync({ store: this.store, keys: this.keys, cluster, ...(cmdStates ? { states: cmdStates } : {}), ...(opts.log ? { log: opts.log } : {}) }, opts.cmd);
+    this.retention = new RetentionTrimmer(this.store, this.keys, new RetentionPolicies(this.store, this.keys), {
+      ...(opts.conversation?.now ? { now: opts.conversation.now } : {}),
+      ...(opts.log ? { onError: (err: unknown) => opts.log?.(`retention: a trimming round failed: ${String(err)}`) } : {}),
+      ...opts.retention,
+      ...(cluster ? { gate: cluster } : {}),
+    });
     // a unit just taken is worked on at once, not at the next sweep or poll
     cluster?.onChange((kind, unit, owned) => {
       if (!owned) return;
@@ -159,6 +173,7 @@ export class EngineRuntime {
     });
     this.modules = engineModules(this, {
       relayIntervalMs: opts.relayIntervalMs ?? DEFAULT_RELAY_INTERVAL_MS,
+      retentionIntervalMs: opts.retention?.intervalMs ?? DEFAULT_RETENTION_INTERVAL_MS,
       ownsAuthority: opts.authority === undefined,
       onProjectionStart: (report) => { this.startReport = report; },
     });

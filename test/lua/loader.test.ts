@@ -48,6 +48,8 @@ const EXPECTED_KEYS: Record<string, number | "n"> = {
   scanCmdRecent: 1,
   scanCmdRecents: "n",
   raiseCmdFlushPoint: 2,
+  // retention (core/retention/scripts.ts)
+  trimConversation: 9,
 };
 const SCRIPT_NAMES = Object.keys(EXPECTED_KEYS);
 
@@ -60,6 +62,7 @@ const MODULE_OF: Record<string, string> = {
   recomputeUnread: "conversation-list", applyRows: "conversation-list", advanceListCheckpoint: "conversation-list",
   upsertCmdStates: "cmd-sync", advanceCmdStateReads: "cmd-sync", indexLegacyCmdStates: "cmd-sync",
   commitCmd: "cmd-sync", scanCmdRecent: "cmd-sync", scanCmdRecents: "cmd-sync", raiseCmdFlushPoint: "cmd-sync",
+  trimConversation: "retention",
 };
 
 const tempDirs: string[] = [];

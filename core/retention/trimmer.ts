@@ -20,6 +20,11 @@ export interface RetentionOptions {
   /** Trim steps one conversation gets per round (RETENTION_STEPS_PER_CONVERSATION). */
   stepsPerConversation?: number;
   onError?: (err: unknown) => void;
+  /**
+   * Counting records of a conversation were trimmed below `floor`: caches of unread (the
+   * conversation list's rows) are brought back to the definition. Awaited before the next conversation.
+   */
+  onTrimmed?: (tenant: Uuid, conversation: Uuid, floor: number) => Promise<void>;
 }
 
 /** What a trim of one conversation did (or, dry, would do in its first step). */
@@ -194,6 +199,7 @@ export class RetentionTrimmer {
       out.more = r.more;
       if (!r.more) break;
     }
+    if (!dryRun && out.idxRemoved > 0) await this.opts.onTrimmed?.(tenant, conversation, out.earliestAfter);
     if (!dryRun) {
       metrics.trimmed.inc({ kind: "history" }, out.histRemoved);
       metrics.trimmed.inc({ kind: "unread_index" }, out.idxRemoved);

@@ -162,6 +162,17 @@ export class EngineRuntime {
     this.retention = new RetentionTrimmer(this.store, this.keys, new RetentionPolicies(this.store, this.keys), {
       ...(opts.conversation?.now ? { now: opts.conversation.now } : {}),
       ...(opts.log ? { onError: (err: unknown) => opts.log?.(`retention: a trimming round failed: ${String(err)}`) } : {}),
+      // the list's cached unread of the members who may have counted what went (bounded pages of the member table)
+      onTrimmed: async (tenant, group, floor) => {
+        let cursor = "";
+        do {
+          const page = await this.conversations.listMembers({ tenant, group, cursor });
+          for (const m of page.members) {
+            if (m.joinedAt < floor - 1) await listService.retentionMoved(tenant, group, m.userId, floor);
+          }
+          cursor = page.nextCursor;
+        } while (cursor !== "");
+      },
       ...opts.retention,
       ...(cluster ? { gate: cluster } : {}),
     });

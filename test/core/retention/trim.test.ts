@@ -162,6 +162,35 @@ describe("retention trims history, its unread index and idempotency ids; readers
     assert.equal(sum.head, null);
   });
 
+  it("the conversation list's cached unread follows a trim: the rebuild drill finds no difference", async () => {
+    const tenant = newUuid();
+    const [a, b, c] = [newUuid(), newUuid(), newUuid()];
+    const { group } = await rt.conversations.createGroup({ tenant, owner: a, members: [b, c] });
+    // 20 messages from a; c reads up to 17 (its unread, 3, counts nothing that goes); b reads nothing
+    for (let i = 1; i <= 20; i++) await rt.conversations.send({ tenant, group, sender: a, text: `d${i}` });
+    await rt.conversations.markRead({ tenant, group, user: c, seq: 17 });
+    const deliver = async () => {
+      await rt.relay.drainAll();
+      await rt.projection.projector.catchUp();
+      await rt.conversationList.compactor.poll();
+      await rt.conversationList.compactor.flush("window");
+    };
+    await deliver();
+    assert.equal((await rt.conversationList.service.row(tenant, b, group))?.unread, 20);
+    assert.equal((await rt.conversationList.service.row(tenant, c, group))?.unread, 3);
+    // keep the last 6 seqs → floor 15: b's cached 20 becomes 6, c's 3 stays 3
+    await rt.retention.policies.setTenantClass(tenant, "standard", { maxAgeMs: 0, maxCount: 6 }, true);
+    await rt.retention.runRound({ tenant });
+    await rt.retention.runRound({ tenant });
+    assert.deepEqual((await stored(tenant, group)).hist, range(15, 20));
+    assert.equal((await rt.conversationList.service.row(tenant, b, group))?.unread, 6);
+    assert.equal((await rt.conversationList.service.row(tenant, c, group))?.unread, 3);
+    const report = await rt.projection.drill.run({
+      users: [a, b, c].map((user) => ({ tenant, user })), wipe: "projection", by: "test", compare: rt.conversationList.drillComparator,
+    });
+    assert.deepEqual(report.differences, []);
+  });
+
   it("a tenant without a policy is never trimmed", async () => {
     const tenant = newUuid();
     const [a, b] = [newUuid(), newUuid()];

@@ -19,3 +19,4 @@ export * from "./cmd-log/index.js";
 export * from "./cmd-sync/index.js";
 export * from "./operations/index.js";
 export * from "./tokens/index.js";
+export * from "./retention/index.js";

@@ -77,6 +77,8 @@ export interface BaseDaemonSettings {
   clusterHeartbeatIntervalMs: number;
   /** The background unread audit's step interval in ms (conversation_list.unread_audit_interval; 0: off). */
   unreadAuditIntervalMs: number;
+  /** The retention task's round interval in ms (retention.interval; 0: off). */
+  retentionIntervalMs: number;
   /** The most current members a group may have (groups.max_members). */
   groupsMaxMembers: number;
   /** The kinds of units this node takes (cluster.units): relay, partition, slot. */
@@ -115,6 +117,7 @@ export function toDaemonSettings(r: ResolvedSettings): DaemonSettings {
     clusterId: v<string>("dispatch.cluster_id")!,
     dispatchRetentionMs: v<number>("dispatch.retention")!,
     unreadAuditIntervalMs: v<number>("conversation_list.unread_audit_interval")!,
+    retentionIntervalMs: v<number>("retention.interval")!,
     groupsMaxMembers: v<number>("groups.max_members")!,
     redisAckReplicas: v<number>("redis.ack_replicas")!,
     redisAckTimeoutMs: v<number>("redis.ack_timeout")!,

@@ -114,6 +114,7 @@ export async function runDaemon(s: DaemonSettings): Promise<AdminServer> {
     dispatch: { clusterId: s.clusterId, topicId: "dispatch", partitionCount: s.partitions },
     retentionMs: s.dispatchRetentionMs,
     unreadAuditIntervalMs: s.unreadAuditIntervalMs,
+    retentionIntervalMs: s.retentionIntervalMs,
     engine: { maxGroupMembers: s.groupsMaxMembers },
     // every engine server is a node of the cluster; the node RPC address comes with node.listen
     cluster: { nodeId: await nodeIdOf(s), address: "", version: packageVersion(), leaseTtlMs: s.clusterLeaseTtlMs, heartbeatIntervalMs: s.clusterHeartbeatIntervalMs, units: s.clusterUnits },

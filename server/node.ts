@@ -102,6 +102,8 @@ export interface NodeOptions {
   retentionMs?: number;
   /** The background unread audit's step interval in ms (default UNREAD_AUDIT_INTERVAL_MS); 0: off. */
   unreadAuditIntervalMs?: number;
+  /** The retention task's round interval in ms (default DEFAULT_RETENTION_INTERVAL_MS); 0: off (issue 26). */
+  retentionIntervalMs?: number;
   /** How often the projection consumer polls every partition when idle (default 250 ms; appends kick it sooner). */
   projectionPollMs?: number;
   /**
@@ -247,6 +249,10 @@ export async function startNode(opts: AdminServerOptions): Promise<AdminServer> 
       unreadAudit: {
         ...(opts.unreadAuditIntervalMs !== undefined ? { intervalMs: opts.unreadAuditIntervalMs } : {}),
         onError: (err) => throttled(`unread audit: ${err instanceof Error ? err.message : String(err)}`),
+      },
+      retention: {
+        ...(opts.retentionIntervalMs !== undefined ? { intervalMs: opts.retentionIntervalMs } : {}),
+        onError: (err) => throttled(`retention: ${err instanceof Error ? err.message : String(err)}`),
       },
       ...(opts.relayIntervalMs !== undefined ? { relayIntervalMs: opts.relayIntervalMs } : {}),
       ...(opts.cluster ? { cluster: { ...opts.cluster, address: advertise ?? opts.cluster.address } } : {}),

@@ -171,3 +171,13 @@ export const DEVICE_ID_MAX_CHARS = 128;
 export const TOKEN_MAX_CHARS = 4096;
 /** Verified tokens the verifier's cache holds per process (LRU by token string): a reconnect storm verifies each signature once. */
 export const TOKEN_VERIFY_CACHE_MAX = 100_000;
+/**
+ * Retention (issue 26): the most history entries one trim step removes, or reads to find the age
+ * floor (its entries are copied into Lua: a 1,000-user join event is ~21 KB, so 200 of the worst
+ * kind stay near 4 MB, the recompute's old bound); one step also HSCANs this many idempotency ids.
+ */
+export const RETENTION_TRIM_STEP_RECORDS = 200;
+/** Retention: conversations of a bucket's directory read per page (ZRANGEBYLEX … LIMIT). */
+export const RETENTION_DIRECTORY_PAGE = 100;
+/** Retention: trim steps one conversation gets per round before the round moves on (the rest waits for the next round, counted as behind). */
+export const RETENTION_STEPS_PER_CONVERSATION = 50;

@@ -13,7 +13,7 @@ export interface Fence {
 }
 
 /** The fenced writes, as the refusal counter labels them. */
-export type FencedWrite = "mark_committed" | "append" | "fanout_progress" | "checkpoint" | "pop_registered";
+export type FencedWrite = "mark_committed" | "append" | "fanout_progress" | "checkpoint" | "pop_registered" | "retention_trim";
 
 /**
  * What the relay, the projection consumer and the registration task ask before working on a

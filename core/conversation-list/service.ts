@@ -529,6 +529,23 @@ export class ConversationListService {
     }
   }
 
+  /**
+   * Retention moved the conversation's floor to `floor` (issue 26): records below it are gone, so
+   * a cached unread counted from a base below `floor - 1` may count trimmed messages; that row is
+   * recomputed from the definition (which counts only what remains). A user without a row keeps none.
+   */
+  async retentionMoved(tenant: Uuid, conversation: Uuid, user: Uuid, floor: number): Promise<void> {
+    const cur = await this.row(tenant, user, conversation);
+    if (!cur || cur.unread === 0) return;
+    try {
+      await this.action(tenant, user, conversation, "retention", false, (r, ctx) =>
+        (r.unread > 0 && baseOf(r) < floor - 1 ? this.recompute(ctx.tenant, ctx.user, ctx.hex, prefsOf(r), r, "retention") : r));
+    } catch (err) {
+      if (err instanceof PermissionDeniedError) return;
+      throw err;
+    }
+  }
+
   /** Clear history (§7): hidden_before = the head; the conversation stays in the list, unread 0. */
   clear(tenant: string, user: string, conversation: string): Promise<ConversationRow> {
     return this.action(tenant, user, conversation, "clear", false, async (r, ctx) => {

@@ -3,6 +3,6 @@
  * interface) and the outbox relay that moves RECORDED commits into it. Owns the log's keys
  * (`{dNNN}`) and the fanout jobs beside each bucket's outbox (`{bNNN}`), the scripts of lua/dispatch/ and the relay's metrics.
  */
-export { dispatchIdentityKey, dispatchPartitionKey, fanoutKeys, type FanoutKeys } from "./keys.js";
+export { bucketConversationsKey, dispatchIdentityKey, dispatchPartitionKey, fanoutKeys, type FanoutKeys } from "./keys.js";
 export * from "./log.js";
 export * from "./relay.js";

@@ -29,3 +29,13 @@ export function fanoutKeys(space: KeySpace, bucket: number): FanoutKeys {
     fanoutPending: space.key(tag, "fanout", "pending"),
   };
 }
+
+/**
+ * The bucket's directory of conversations (issue 26): zset, score 0, member "tenantHex|conversationHex"
+ * of every conversation the relay has drained a commit of, written before the commit is marked
+ * (so a crash in between leaves the commit in the outbox, and the next drain writes it again).
+ * Per-bucket tasks (retention) walk it in pages by lex order instead of a SCAN of the key space.
+ */
+export function bucketConversationsKey(space: KeySpace, bucket: number): string {
+  return space.key(bucketTag(bucket), "conversations");
+}

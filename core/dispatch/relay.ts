@@ -3,7 +3,7 @@ import { leaseHolds, SOLO_GATE, unitLeaseKey, type Fence, type UnitGate } from "
 import { conversationKeys, outboxKey } from "../conversation/index.js";
 import type { RedisStore } from "../store/index.js";
 import { failpoint, failpointStop, FAILPOINTS } from "../support/index.js";
-import { fanoutKeys } from "./keys.js";
+import { bucketConversationsKey, fanoutKeys } from "./keys.js";
 import type { DispatchLog, DispatchRecord } from "./log.js";
 import { metrics } from "./metrics.js";
 import { expandAudienceScript, loadForDispatchScript, markCommittedScript, saveFanoutProgressScript } from "./scripts.js";
@@ -237,6 +237,8 @@ export class OutboxRelay {
       const list = byConversation.get(ref);
       if (list) list.push(e.slice(cut + 1)); else byConversation.set(ref, [e.slice(cut + 1)]);
     }
+    // the bucket's directory of conversations (per-bucket tasks such as retention walk it), before any mark
+    await client.zadd(bucketConversationsKey(this.keys, bucket), "NX", ...[...byConversation.keys()].flatMap((ref) => [0, ref]));
     await Promise.all([...byConversation].map(async ([ref, seqs]) => {
       const [tenantHex, convHex] = ref.split("|") as [string, string];
       const tenant = hexToUuid(tenantHex);

@@ -26,6 +26,8 @@ export interface RuntimeModule {
 export interface ModuleContext {
   /** The relay's background sweep every N ms; 0: none (the owner drains it). */
   relayIntervalMs: number;
+  /** The retention task's round every N ms; 0: none (issue 26). */
+  retentionIntervalMs: number;
   /** The runtime built the authority: stopping the projection closes it. */
   ownsAuthority: boolean;
   /** Where the projection's start-up report goes (EngineRuntime.start returns it). */
@@ -64,6 +66,13 @@ export function engineModules(rt: EngineRuntime, ctx: ModuleContext): RuntimeMod
     // the pending buffer's last flush (and its file) needs the slots' fences: it stops in the release pass, before the cluster hands them over;
     // its metrics include the CMD log's (qim_cmd_log_*): the module runs the log (runtime.cmd.log)
     { name: "cmd-sync", folder: "cmd-sync", start: () => rt.cmd.start(), release: () => rt.cmd.stop(), metrics: ["qim_cmd_"] },
+    // its trims are fenced by the relay buckets' leases: it stops in the release pass, before the cluster hands them over
+    {
+      name: "retention", folder: "retention",
+      start: () => { if (ctx.retentionIntervalMs > 0) rt.retention.start(ctx.retentionIntervalMs); },
+      release: () => rt.retention.stop(),
+      metrics: ["qim_retention_"],
+    },
     // last to start (as before the list): it appends to the dispatch log once every module reading it runs; stopped after the
     // cluster's handover, which waits for the work in flight of each relay bucket
     {

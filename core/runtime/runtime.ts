@@ -12,6 +12,7 @@ import { ConversationList, UnreadAuditSampler, type ConversationListStackOptions
 import { SessionView, type SessionViewOptions } from "../session-view/index.js";
 import { CassandraCmdStateStore, CmdSync, type CmdSyncOptions } from "../cmd-sync/index.js";
 import { DeviceTokens, type DeviceTokensOptions } from "../tokens/index.js";
+import { RetentionPolicies, RetentionTrimmer, type RetentionOptions } from "../retention/index.js";
 import { engineModules, type RuntimeModule } from "./modules.js";
 
 /** The dispatch log's identity when none is configured. */
@@ -61,8 +62,13 @@ export interface RuntimeOptions {
   cmd?: CmdSyncOptions;
   /** Device tokens (core/tokens, issue 27): their key source (the node's `tokens.keys` file); without it the runtime issues and verifies none. */
   tokens?: DeviceTokensOptions;
+  /** Retention (issue 26, core/retention): the trimming task's round every intervalMs (0: no background task; default DEFAULT_RETENTION_INTERVAL_MS). */
+  retention?: Omit<RetentionOptions, "gate"> & { intervalMs?: number };
   log?: (line: string) => void;
 }
+
+/** How often the retention task walks the buckets this node owns, by default (issue 26). */
+export const DEFAULT_RETENTION_INTERVAL_MS = 60_000;
 
 /**
  * The engine as one unit, wired the same way everywhere (admin server, dev stack, demo, benches,
@@ -85,6 +91,8 @@ export class EngineRuntime {
   readonly sessionView: SessionView;
   /** CMD conversation sync (core/cmd-sync): the log, the owner-local pending buffer, sync/ack, the catch-up scan. */
   readonly cmd: CmdSync;
+  /** Retention (issue 26): the policies and the trimming task of the relay buckets this node owns. */
+  readonly retention: RetentionTrimmer;
   /** The engine modules in start order (modules.ts, THE list). */
   readonly modules: readonly RuntimeModule[];
   /** This node's membership of the engine cluster; null without `cluster` options. */
@@ -156,6 +164,23 @@ export class EngineRuntime {
     const cmdCassandra = opts.cassandra ?? (opts.authority === undefined ? cassandraOptionsFromEnv() : null);
     const cmdStates = cmdCassandra ? new CassandraCmdStateStore({ store: this.store, keys: this.keys, cassandra: cmdCassandra }) : undefined;
     this.cmd = new CmdSync({ store: this.store, keys: this.keys, cluster, ...(cmdStates ? { states: cmdStates } : {}), ...(opts.log ? { log: opts.log } : {}) }, opts.cmd);
+    this.retention = new RetentionTrimmer(this.store, this.keys, new RetentionPolicies(this.store, this.keys), {
+      ...(opts.conversation?.now ? { now: opts.conversation.now } : {}),
+      ...(opts.log ? { onError: (err: unknown) => opts.log?.(`retention: a trimming round failed: ${String(err)}`) } : {}),
+      // the list's cached unread of the members who may have counted what went (bounded pages of the member table)
+      onTrimmed: async (tenant, group, floor) => {
+        let cursor = "";
+        do {
+          const page = await this.conversations.listMembers({ tenant, group, cursor });
+          for (const m of page.members) {
+            if (m.joinedAt < floor - 1) await listService.retentionMoved(tenant, group, m.userId, floor);
+          }
+          cursor = page.nextCursor;
+        } while (cursor !== "");
+      },
+      ...opts.retention,
+      ...(cluster ? { gate: cluster } : {}),
+    });
     // a unit just taken is worked on at once, not at the next sweep or poll
     cluster?.onChange((kind, unit, owned) => {
       if (!owned) return;
@@ -165,6 +190,7 @@ export class EngineRuntime {
     this.tokens = opts.tokens ? new DeviceTokens(this.store, this.keys, opts.tokens) : null;
     this.modules = engineModules(this, {
       relayIntervalMs: opts.relayIntervalMs ?? DEFAULT_RELAY_INTERVAL_MS,
+      retentionIntervalMs: opts.retention?.intervalMs ?? DEFAULT_RETENTION_INTERVAL_MS,
       ownsAuthority: opts.authority === undefined,
       onProjectionStart: (report) => { this.startReport = report; },
     });

@@ -5,7 +5,8 @@
 
   KEYS[1] grpmembers  hash: user hex -> "joinedAt|leftAt|state"
   KEYS[2] hist        zset: the conversation history
-  KEYS[3] grpmeta     hash: dissolved_at (issue 24: the bound of a dissolved group)
+  KEYS[3] grpmeta     hash: dissolved_at (issue 24: the bound of a dissolved group), earliest_seq
+                      (issue 26: retention's global earliest; absent = 1)
 
   ARGV[1] user (32 hex)
   ARGV[2] after: return records with seq > after
@@ -19,9 +20,10 @@
 
 local joinedAt, upper, leftAt, state = visibleBounds(KEYS[1], KEYS[3], ARGV[1])
 if not joinedAt then return {-5} end
-local globalEarliest = 1
+-- the global earliest: retention's floor (grpmeta.earliest_seq, issue 26), or the oldest record kept
+local globalEarliest = tonumber(redis.call("HGET", KEYS[3], "earliest_seq") or "1")
 local first = redis.call("ZRANGE", KEYS[2], 0, 0, "WITHSCORES")
-if #first > 0 then globalEarliest = tonumber(first[2]) end
+if #first > 0 then globalEarliest = math.max(globalEarliest, tonumber(first[2])) end
 local earliest = math.max(globalEarliest, joinedAt + 1)
 local lower = math.max(tonumber(ARGV[2]), joinedAt)
 local out = {0, joinedAt, leftAt or -1, state, earliest}

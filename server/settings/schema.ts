@@ -23,7 +23,7 @@ export type SettingKind =
   | "enum-list" // one or more of values, comma-separated or a YAML list
   | "uuid"; // canonical UUID text
 
-export type SettingSection = "server" | "audit" | "redis" | "dispatch" | "conversation_list" | "groups" | "cluster" | "sync" | "gateway" | "cassandra";
+export type SettingSection = "server" | "audit" | "redis" | "dispatch" | "conversation_list" | "groups" | "retention" | "cluster" | "sync" | "gateway" | "cassandra";
 
 export interface SettingSpec {
   /** Dotted path in the config file, e.g. redis.tls.ca. */
@@ -66,6 +66,8 @@ export const DAEMON_DEFAULTS = {
   /** core/cassandra CASSANDRA_DEFAULT_REPLICATION_CLASS and _FACTOR (held equal by test/admin-api/settings.test.ts). */
   cassandraReplicationClass: "SimpleStrategy",
   cassandraReplicationFactor: 1,
+  /** core/runtime DEFAULT_RETENTION_INTERVAL_MS (issue 26). */
+  retentionInterval: "1m",
 } as const;
 
 export const CASSANDRA_CONSISTENCIES = ["ANY", "ONE", "TWO", "THREE", "QUORUM", "ALL", "LOCAL_QUORUM", "EACH_QUORUM", "LOCAL_ONE"] as const;
@@ -101,7 +103,7 @@ function storeTls(store: "redis" | "cassandra", text: { enabled: string; servers
 }
 
 /** The sections in the order --help, --print-config and the reference show them. */
-const SECTION_ORDER: readonly SettingSection[] = ["server", "audit", "redis", "dispatch", "conversation_list", "groups", "cluster", "sync", "gateway", "cassandra"];
+const SECTION_ORDER: readonly SettingSection[] = ["server", "audit", "redis", "dispatch", "conversation_list", "groups", "retention", "cluster", "sync", "gateway", "cassandra"];
 
 /** The settings of the node itself with each listener's entries placed where it says (first in its section, or after a key). */
 function withListeners(base: readonly SettingSpec[]): SettingSpec[] {
@@ -154,6 +156,9 @@ export const SETTINGS: readonly SettingSpec[] = withListeners([
   ]),
   ...section("conversation_list", [
     { key: "conversation_list.unread_audit_interval", kind: "duration", default: DAEMON_DEFAULTS.unreadAuditInterval, description: "how often the background unread audit (spec 002 §3.4) takes a step: a few SCAN calls over the list's row hashes, at most 5,000 rows examined, 1% of the rows with unread idle for 24 h compared with the definition and their users reconciled; sets unread_drift_ratio after each full pass (off: no background audit)" },
+  ]),
+  ...section("retention", [
+    { key: "retention.interval", kind: "duration", default: DAEMON_DEFAULTS.retentionInterval, description: "how often this node's retention task walks the relay buckets it owns and trims each conversation by its tenant's or group's rule (`qimctl retention`, docs/retention.md): bounded steps of at most 200 history entries; a tenant without a policy is never trimmed (off: no trimming on this node)" },
   ]),
   ...section("groups", [
     { key: "groups.max_members", kind: "integer", min: 1, max: 100_000_000, default: DAEMON_DEFAULTS.groupsMaxMembers, description: "the most current (ACTIVE) members a group may have: a create, add or bulk-add batch that would take a group past it is refused FAILED_PRECONDITION (exit 4) with the limit named, before anything is written (checked in the same atomic step as the change, so concurrent adds cannot overshoot). Lowering it refuses further adds to a group already past it; nothing is removed" },

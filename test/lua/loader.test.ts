@@ -50,6 +50,8 @@ const EXPECTED_KEYS: Record<string, number | "n"> = {
   raiseCmdFlushPoint: 2,
   // device tokens (core/tokens/scripts.ts)
   recordToken: 2, revokeToken: 3, revokeDevice: 3,
+  // retention (core/retention/scripts.ts)
+  trimConversation: 9,
 };
 const SCRIPT_NAMES = Object.keys(EXPECTED_KEYS);
 
@@ -63,6 +65,7 @@ const MODULE_OF: Record<string, string> = {
   upsertCmdStates: "cmd-sync", advanceCmdStateReads: "cmd-sync", indexLegacyCmdStates: "cmd-sync",
   commitCmd: "cmd-sync", scanCmdRecent: "cmd-sync", scanCmdRecents: "cmd-sync", raiseCmdFlushPoint: "cmd-sync",
   recordToken: "tokens", revokeToken: "tokens", revokeDevice: "tokens",
+  trimConversation: "retention",
 };
 
 const tempDirs: string[] = [];

@@ -1,0 +1,15 @@
+/**
+ * Retention (issue 26): per tenant (and per group where set) a rule per `retention_class` (spec
+ * 000), stored in Redis; the trimming task that, per relay bucket at the bucket's lease holder,
+ * moves each conversation's global earliest seq forward and removes older history, unread index
+ * entries and idempotency ids in bounded steps (lua/retention/). Owns `{g000}:retention:policy:T`
+ * and `{bNNN}:retention:T:C`, grpmeta's `earliest_seq` and `idem_trim_cursor` fields, and the
+ * `qim_retention_*` metrics. docs/retention.md.
+ */
+export { groupRetentionKey, retentionPolicyKey } from "./keys.js";
+export {
+  checkClassName, checkRule, DEFAULT_RETENTION_CLASS, effectiveRule, KEEP_EVERYTHING, RETENTION_CLASS_NAME_MAX, RetentionPolicies,
+  type GroupRetention, type RetentionPolicy, type RetentionRule,
+} from "./policy.js";
+export { trimConversationScript, type TrimReply } from "./scripts.js";
+export { RetentionTrimmer, type ConversationTrim, type RetentionOptions, type RoundReport } from "./trimmer.js";

@@ -1,0 +1,205 @@
+/**
+ * Retention (issue 26) through the whole engine on a real redis-server: a tenant's policy or a
+ * group's own rule, the trimming round at the relay buckets' owner, and what every reader sees
+ * afterwards. Every expected value is computed here from what the test sent and the rule, never
+ * read back from the trimmer: which seqs remain, earliest_available = max(floor, joined_at + 1),
+ * and the definitional unread (spec 002 §3.1) over the records that remain.
+ */
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import {
+  EngineRuntime, KeySpace, RedisHashAuthority, RedisStore, conversationKeys, newUuid, uuidToHex, type Uuid,
+} from "../../../core/index.js";
+import { startTopology, type TestTopology } from "../../harness/redis.js";
+
+describe("retention trims history, its unread index and idempotency ids; readers honour the floor", () => {
+  let topology: TestTopology;
+  let store: RedisStore;
+  let rt: EngineRuntime;
+  let keys: KeySpace;
+  const clock = { now: 1_700_000_000_000 };
+  const trimClock = { now: 0 };
+
+  before(async () => {
+    topology = await startTopology("single");
+    store = new RedisStore(topology.config);
+    const keyPrefix = `rt${newUuid().slice(0, 8)}`;
+    keys = new KeySpace(keyPrefix);
+    rt = new EngineRuntime({
+      store, keyPrefix,
+      dispatch: { clusterId: "test", topicId: "dispatch", partitionCount: 4 },
+      authority: new RedisHashAuthority(store, keys),
+      projection: { background: false },
+      conversation: { now: () => clock.now },
+      relayIntervalMs: 0,
+      conversationList: { compactor: { background: false } },
+      unreadAudit: { intervalMs: 0 },
+      // rounds only when a test runs one; steps of 7 records, 2 steps per conversation a round
+      retention: { intervalMs: 0, now: () => trimClock.now, stepRecords: 7, stepsPerConversation: 2 },
+    });
+    await rt.start();
+  });
+  after(async () => {
+    await rt?.stop();
+    await store?.close();
+    await topology?.stop();
+  });
+
+  /** The seqs a conversation's history and unread index hold, read from Redis. */
+  async function stored(tenant: Uuid, group: Uuid): Promise<{ hist: number[]; idx: number[]; earliest: string | null }> {
+    const k = conversationKeys(keys, tenant, group);
+    const c = store.clientFor(k.tag);
+    const scores = async (key: string) => (await c.zrange(key, "0", "-1", "WITHSCORES")).filter((_, i) => i % 2 === 1).map(Number);
+    return { hist: await scores(k.hist), idx: await scores(k.unreadidx), earliest: await c.hget(k.grpmeta, "earliest_seq") };
+  }
+  const range = (lo: number, hi: number) => Array.from({ length: Math.max(0, hi - lo + 1) }, (_, i) => lo + i);
+
+  it("a count rule of the tenant's default class keeps the last N seqs; history, earliest_available, unread and idempotency follow", async () => {
+    const tenant = newUuid();
+    const [a, b, c] = [newUuid(), newUuid(), newUuid()];
+    const { group } = await rt.conversations.createGroup({ tenant, owner: a, members: [b, c] });
+    // seqs 1..25: odd ones from a, even ones from b (initial members: no control message)
+    const cmid: string[] = [];
+    for (let i = 1; i <= 25; i++) {
+      cmid[i] = newUuid();
+      const r = await rt.conversations.send({ tenant, group, sender: i % 2 ? a : b, text: `m${i}`, clientMessageId: cmid[i] });
+      assert.equal(r.conversationSeq, i);
+    }
+    await rt.conversations.markRead({ tenant, group, user: c, seq: 12 });
+    await rt.relay.drainAll();
+    await rt.retention.policies.setTenantClass(tenant, "standard", { maxAgeMs: 0, maxCount: 10 }, true);
+
+    // dry run first: says what would go, changes nothing
+    const dry = await rt.retention.runRound({ dryRun: true, tenant: tenant });
+    assert.equal(dry.trims.length, 1);
+    // keep the last 10 of 25 → seqs 1..15 go; one dry step shows at most 7 of them
+    assert.equal(dry.trims[0]!.histRemoved, 7);
+    assert.equal(dry.trims[0]!.more, true);
+    assert.deepEqual((await stored(tenant, group)).hist, range(1, 25));
+
+    // a round: 2 steps of 7 → 14 records; the rule wants one more (behind)
+    const r1 = await rt.retention.runRound();
+    assert.equal(r1.histRemoved, 14);
+    assert.equal(r1.behind, 1);
+    assert.deepEqual((await stored(tenant, group)).hist, range(15, 25));
+    const r2 = await rt.retention.runRound();
+    assert.equal(r2.histRemoved, 1);
+    assert.equal(r2.behind, 0);
+    const s = await stored(tenant, group);
+    assert.deepEqual(s.hist, range(16, 25));
+    assert.deepEqual(s.idx, range(16, 25), "the unread index drops the same seqs");
+    assert.equal(s.earliest, "16");
+
+    // history: nothing older than the floor; earliest_available = max(16, joined_at + 1 = 1)
+    const h = await rt.conversations.history({ tenant, group, user: b });
+    assert.equal(h.earliestAvailableConversationSeq, 16);
+    assert.deepEqual(h.records.map((x) => x.conversationSeq), range(16, 25));
+
+    // definitional unread over what remains: b counts a's messages (odd seqs) in 16..25; c counts every one
+    // above max(read 12, floor − 1): without retention c would have 13 and b 13 − 6 = 7
+    const oddIn = (lo: number, hi: number) => range(lo, hi).filter((x) => x % 2 === 1).length;
+    assert.equal((await rt.conversations.conversationSummary({ tenant, group, user: b })).unread, oddIn(16, 25));
+    assert.equal((await rt.conversations.conversationSummary({ tenant, group, user: c })).unread, 10);
+
+    // a user who joins now: joined_at = 25 (the join event is seq 26): earliest_available = 26
+    await rt.conversations.addMembers({ tenant, group, users: [newUuid()] });
+    const d = newUuid();
+    await rt.conversations.addMembers({ tenant, group, users: [d] });
+    const hd = await rt.conversations.history({ tenant, group, user: d });
+    assert.equal(hd.joinedAt, 26);
+    assert.equal(hd.earliestAvailableConversationSeq, 27);
+
+    // idempotency: a kept message's id still answers its commit; a trimmed one's id is gone with it
+    // (the round's HSCAN page of idem has dropped the ids below the floor)
+    await rt.relay.drainAll();
+    await rt.retention.runRound();
+    const k = conversationKeys(keys, tenant, group);
+    const idem = await store.clientFor(k.tag).hgetall(k.idem);
+    const kept = range(1, 25).filter((i) => idem[uuidToHex(cmid[i] as Uuid)] !== undefined);
+    // the count rule now keeps the last 10 of 27 → floor 18
+    assert.deepEqual(kept, range(18, 25));
+    const dup = await rt.conversations.send({ tenant, group, sender: a, text: "m25", clientMessageId: cmid[25] });
+    assert.equal(dup.duplicate, true);
+    assert.equal(dup.conversationSeq, 25);
+  });
+
+  it("an age rule of a group's own setting trims by created_at; another group of the tenant keeps everything", async () => {
+    const tenant = newUuid();
+    const [a, b] = [newUuid(), newUuid()];
+    const { group } = await rt.conversations.createGroup({ tenant, owner: a, members: [b] });
+    const { group: other } = await rt.conversations.createGroup({ tenant, owner: a, members: [b] });
+    const t0 = clock.now;
+    const sentAt: number[] = [];
+    for (let i = 1; i <= 12; i++) {
+      clock.now = t0 + i * 1000;
+      sentAt[i] = clock.now;
+      await rt.conversations.send({ tenant, group, sender: a, text: `g${i}` });
+      await rt.conversations.send({ tenant, group: other, sender: a, text: `o${i}` });
+    }
+    await rt.relay.drainAll();
+    // the tenant has a policy whose default class keeps everything; the group has its own 5.5 s rule
+    await rt.retention.policies.setTenantClass(tenant, "forever", { maxAgeMs: 0, maxCount: 0 }, true);
+    await rt.retention.policies.setGroup(tenant, group, { retentionClass: null, rule: { maxAgeMs: 5_500, maxCount: 0 } });
+    trimClock.now = t0 + 12_000;
+    // expected from the send times: kept iff sentAt >= now − 5.5 s
+    const keep = range(1, 12).filter((i) => sentAt[i]! >= trimClock.now - 5_500);
+    await rt.retention.runRound({ tenant: tenant });
+    assert.deepEqual((await stored(tenant, group)).hist, keep);
+    assert.deepEqual((await stored(tenant, other)).hist, range(1, 12));
+    assert.equal((await rt.conversations.history({ tenant, group, user: b })).earliestAvailableConversationSeq, keep[0]);
+    assert.equal((await rt.conversations.conversationSummary({ tenant, group, user: b })).unread, keep.length);
+    // later, everything is past the age: the history is empty and the floor is past the last seq
+    trimClock.now = t0 + 60_000;
+    await rt.retention.runRound({ tenant: tenant });
+    const s = await stored(tenant, group);
+    assert.deepEqual(s.hist, []);
+    assert.equal(s.earliest, "13");
+    const h = await rt.conversations.history({ tenant, group, user: b });
+    assert.equal(h.earliestAvailableConversationSeq, 13);
+    assert.deepEqual(h.records, []);
+    const sum = await rt.conversations.conversationSummary({ tenant, group, user: b });
+    assert.equal(sum.unread, 0);
+    assert.equal(sum.head, null);
+  });
+
+  it("the conversation list's cached unread follows a trim: the rebuild drill finds no difference", async () => {
+    const tenant = newUuid();
+    const [a, b, c] = [newUuid(), newUuid(), newUuid()];
+    const { group } = await rt.conversations.createGroup({ tenant, owner: a, members: [b, c] });
+    // 20 messages from a; c reads up to 17 (its unread, 3, counts nothing that goes); b reads nothing
+    for (let i = 1; i <= 20; i++) await rt.conversations.send({ tenant, group, sender: a, text: `d${i}` });
+    await rt.conversations.markRead({ tenant, group, user: c, seq: 17 });
+    const deliver = async () => {
+      await rt.relay.drainAll();
+      await rt.projection.projector.catchUp();
+      await rt.conversationList.compactor.poll();
+      await rt.conversationList.compactor.flush("window");
+    };
+    await deliver();
+    assert.equal((await rt.conversationList.service.row(tenant, b, group))?.unread, 20);
+    assert.equal((await rt.conversationList.service.row(tenant, c, group))?.unread, 3);
+    // keep the last 6 seqs → floor 15: b's cached 20 becomes 6, c's 3 stays 3
+    await rt.retention.policies.setTenantClass(tenant, "standard", { maxAgeMs: 0, maxCount: 6 }, true);
+    await rt.retention.runRound({ tenant });
+    await rt.retention.runRound({ tenant });
+    assert.deepEqual((await stored(tenant, group)).hist, range(15, 20));
+    assert.equal((await rt.conversationList.service.row(tenant, b, group))?.unread, 6);
+    assert.equal((await rt.conversationList.service.row(tenant, c, group))?.unread, 3);
+    const report = await rt.projection.drill.run({
+      users: [a, b, c].map((user) => ({ tenant, user })), wipe: "projection", by: "test", compare: rt.conversationList.drillComparator,
+    });
+    assert.deepEqual(report.differences, []);
+  });
+
+  it("a tenant without a policy is never trimmed", async () => {
+    const tenant = newUuid();
+    const [a, b] = [newUuid(), newUuid()];
+    const { group } = await rt.conversations.createGroup({ tenant, owner: a, members: [b] });
+    for (let i = 1; i <= 5; i++) await rt.conversations.send({ tenant, group, sender: a, text: `x${i}` });
+    await rt.relay.drainAll();
+    trimClock.now = clock.now + 10 * 365 * 86_400_000;
+    const r = await rt.retention.runRound({ tenant: tenant });
+    assert.equal(r.histRemoved, 0);
+    assert.deepEqual((await stored(tenant, group)).hist, range(1, 5));
+  });
+});

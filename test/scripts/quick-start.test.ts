@@ -54,22 +54,23 @@ describe("the Quick start scripts", { timeout: 300_000 }, () => {
     const r = await node([script("prerequisites.mjs"), "test"]);
     assert.equal(r.code, 0, r.stderr);
     const lines = r.stdout.trimEnd().split("\n");
-    assert.deepEqual(lines.map((l) => l.split(":")[0]), ["redis-server", "redis-cli", "tmux", "java 17", "maven", "python3-grpcio", "python3-grpc-tools", "grpcurl", "promtool"]);
+    assert.deepEqual(lines.map((l) => l.split(":")[0]), ["redis-server", "redis-cli", "tmux", "java 17", "maven", "python3-grpcio", "python3-grpc-tools", "python3-websockets", "grpcurl", "promtool"]);
     assert.match(lines[0]!, /^redis-server: \/\S+ Redis server v=\d/);
     assert.match(lines[2]!, /^tmux: \/\S+ tmux \d/);
     assert.match(lines[3]!, /^java 17: \/\S+ .*version "17\./);
     assert.match(lines[5]!, /^python3-grpcio: \/usr\/bin\/python3 grpcio \d/);
     assert.match(lines[6]!, /^python3-grpc-tools: \/usr\/bin\/python3 libprotoc \d/);
-    assert.match(lines[7]!, /^grpcurl: \/\S+\/grpcurl v\d+\.\d+\.\d+$/);
-    assert.match(lines[8]!, /^promtool: \/\S+\/promtool promtool, version \d+\.\d+/);
+    assert.match(lines[7]!, /^python3-websockets: \/usr\/bin\/python3 websockets \d/);
+    assert.match(lines[8]!, /^grpcurl: \/\S+\/grpcurl v\d+\.\d+\.\d+$/);
+    assert.match(lines[9]!, /^promtool: \/\S+\/promtool promtool, version \d+\.\d+/);
   });
 
   it("missing prerequisites without permission to install: the exact command, exit 2; a wrong argument is a usage error", async () => {
     const r = await node([script("prerequisites.mjs"), "test"], { env: bare });
     assert.equal(r.code, 2, r.stderr);
     // Java 17, Debian's Python packages and grpcurl are found by absolute paths: missing only where they are not installed
-    assert.match(r.stderr, /^missing: redis-server, redis-cli, tmux, (java 17, )?maven(, python3-grpcio)?(, python3-grpc-tools)?(, grpcurl)?, promtool\. Install with:$/m);
-    assert.match(r.stderr, /^ {2}sudo apt-get update && sudo apt-get install -y redis-server redis-tools tmux (openjdk-17-jre-headless )?maven( python3-grpcio)?( python3-grpc-tools)? && sudo apt-get install -y --no-install-recommends prometheus$/m);
+    assert.match(r.stderr, /^missing: redis-server, redis-cli, tmux, (java 17, )?maven(, python3-grpcio)?(, python3-grpc-tools)?(, python3-websockets)?(, grpcurl)?, promtool\. Install with:$/m);
+    assert.match(r.stderr, /^ {2}sudo apt-get update && sudo apt-get install -y redis-server redis-tools tmux (openjdk-17-jre-headless )?maven( python3-grpcio)?( python3-grpc-tools)?( python3-websockets)? && sudo apt-get install -y --no-install-recommends prometheus$/m);
     assert.equal(r.stdout, "");
     const usage = await node([script("prerequisites.mjs"), "deploy"]);
     assert.equal(usage.code, 2);

@@ -47,6 +47,11 @@ export interface RelayOptions {
  * it from the log anyway.
  */
 export const LOW_LATENCY_MAX_INFLIGHT = 8;
+/**
+ * Conversations a relay remembers having put in their bucket's directory (the ZADD NX before a
+ * drain's marks): past it the memory is dropped and the next drains write their entries once more.
+ */
+export const DIRECTORY_LISTED_MAX = 100_000;
 
 /**
  * The outbox relay (DESIGN §2 step 4): moves RECORDED commits into the dispatch log, then marks
@@ -128,6 +133,8 @@ export class OutboxRelay {
   private readonly kicked = new Set<number>();
   private kickScheduled = false;
   private lowLatencyInflight = 0;
+  /** `bucket|tenant|conversation` this relay has written into its bucket's directory (bounded by DIRECTORY_LISTED_MAX). */
+  private readonly listed = new Set<string>();
   /**
    * Buckets whose mark a relay without a cluster saw refused: a node of an engine cluster holds
    * their lease (this relay runs on a key space a cluster works on). Each later pass checks the
@@ -237,8 +244,15 @@ export class OutboxRelay {
       const list = byConversation.get(ref);
       if (list) list.push(e.slice(cut + 1)); else byConversation.set(ref, [e.slice(cut + 1)]);
     }
-    // the bucket's directory of conversations (per-bucket tasks such as retention walk it), before any mark
-    await client.zadd(bucketConversationsKey(this.keys, bucket), "NX", ...[...byConversation.keys()].flatMap((ref) => [0, ref]));
+    // the bucket's directory of conversations (per-bucket tasks such as retention walk it), before
+    // any mark; only for conversations this relay has not written there yet, so a busy
+    // conversation's drains cost no extra round trip (nothing removes a directory entry)
+    const unlisted = [...byConversation.keys()].filter((ref) => !this.listed.has(`${bucket}|${ref}`));
+    if (unlisted.length > 0) {
+      await client.zadd(bucketConversationsKey(this.keys, bucket), "NX", ...unlisted.flatMap((ref) => [0, ref]));
+      if (this.listed.size + unlisted.length > DIRECTORY_LISTED_MAX) this.listed.clear();
+      for (const ref of unlisted) this.listed.add(`${bucket}|${ref}`);
+    }
     await Promise.all([...byConversation].map(async ([ref, seqs]) => {
       const [tenantHex, convHex] = ref.split("|") as [string, string];
       const tenant = hexToUuid(tenantHex);

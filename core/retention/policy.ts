@@ -69,6 +69,7 @@ export class RetentionPolicies {
     const key = retentionPolicyKey(this.keys, tenant);
     const h = await this.store.clientForKey(key).hgetall(key);
     if (Object.keys(h).length === 0) return null;
+    // a policy with only `group_settings`: some group of the tenant has its own class or rule
     const classes: Record<string, RetentionRule> = {};
     for (const [f, v] of Object.entries(h)) if (f.startsWith("class:")) classes[f.slice(6)] = decodeRule(v);
     return { defaultClass: h.default_class ?? DEFAULT_RETENTION_CLASS, classes };
@@ -96,6 +97,13 @@ export class RetentionPolicies {
   /** Sets a group's own class and/or rule; both null removes the group's setting (back to the tenant's default class). */
   async setGroup(tenant: Uuid, group: Uuid, setting: GroupRetention): Promise<GroupRetention | null> {
     const key = groupRetentionKey(this.keys, tenant, group);
+    if (setting.retentionClass !== null || setting.rule !== null) {
+      // first the tenant's mark that groups have their own settings: the trimming task reads a
+      // group's setting only for a tenant with a policy (a tenant without one costs no read per
+      // conversation per round); the mark is never removed (a stale one costs reads, not rules)
+      const pk = retentionPolicyKey(this.keys, tenant);
+      await this.store.clientForKey(pk).hset(pk, "group_settings", "1");
+    }
     const c = this.store.clientForKey(key);
     const m = c.multi().del(key);
     if (setting.retentionClass !== null) m.hset(key, "class", checkClassName("class", setting.retentionClass));

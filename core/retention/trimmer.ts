@@ -167,7 +167,9 @@ export class RetentionTrimmer {
 
   /** Trims one conversation by its rule, at most `stepsPerConversation` steps (one when dry). */
   private async trimOne(bucket: number, fence: Fence, tenant: Uuid, conversation: Uuid, policy: RetentionPolicy | null, dryRun: boolean): Promise<ConversationTrim> {
-    const { rule, source } = effectiveRule(policy, await this.policies.group(tenant, conversation));
+    // a tenant without a policy has no group with its own setting either (setGroup marks the
+    // tenant's policy first): nothing to read for its conversations
+    const { rule, source } = effectiveRule(policy, policy === null ? null : await this.policies.group(tenant, conversation));
     const out: ConversationTrim = { tenant, conversation, rule, source, earliestBefore: 0, earliestAfter: 0, histRemoved: 0, idxRemoved: 0, idemRemoved: 0, more: false, skipped: null };
     // a rule that keeps everything costs no script call (a tenant without a policy: every conversation, every round)
     if (rule.maxAgeMs === 0 && rule.maxCount === 0) return out;

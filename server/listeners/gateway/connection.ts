@@ -9,10 +9,10 @@ import { createHash } from "node:crypto";
 import type { WebSocket } from "ws";
 import {
   GATEWAY_AUTH_TIMEOUT_MS, GATEWAY_IDLE_TIMEOUT_MS, GATEWAY_MAX_IN_FLIGHT, HISTORY_PAGE_DEFAULT, HISTORY_PAGE_LIMIT, InvalidArgumentError, listConversations, pageLimit,
-  parseUuid, SESSION_PAGE_DEFAULT, SESSION_PAGE_LIMIT, type ConversationListEntry, type EngineRuntime, type HistoryRecord, type Uuid,
+  parseUuid, SESSION_PAGE_DEFAULT, SESSION_PAGE_LIMIT, type BadgeState, type ConversationListEntry, type EngineRuntime, type HistoryRecord, type Uuid,
 } from "../../../core/index.js";
 import { KeyedSerial } from "../../../core/support/index.js";
-import { Frame, type Message, type SessionEntry, type SessionList } from "../../../admin-api/gen/qim/client/v1/frames.js";
+import { Frame, type Badge, type Message, type SessionEntry, type SessionList } from "../../../admin-api/gen/qim/client/v1/frames.js";
 import { DEVICE_ROLE, type Principal } from "../../pipeline/auth.js";
 import { mapError } from "../../pipeline/errors.js";
 import type { Pipeline } from "../../pipeline/pipeline.js";
@@ -216,11 +216,8 @@ export class GatewayConnection {
     clearTimeout(this.authTimer);
     return {
       $case: "authOk",
-      authOk: {
-        serverTimeMs: BigInt(Date.now()), tenant, user, deviceId: device,
-        badge: { totalUnread: BigInt(badge.totalUnread), totalMention: BigInt(badge.totalMention), mutedUnread: BigInt(badge.mutedUnread) },
-        listVersion: BigInt(badge.version), firstPage: page, idleTimeoutMs: GATEWAY_IDLE_TIMEOUT_MS,
-      },
+      // one list version: the first page's (read before its rows), which SESSION_DELTA follows from
+      authOk: { serverTimeMs: BigInt(Date.now()), tenant, user, deviceId: device, badge: badgeOf(badge), listVersion: page.listVersion, firstPage: page, idleTimeoutMs: GATEWAY_IDLE_TIMEOUT_MS },
     };
   }
 
@@ -243,10 +240,11 @@ export class GatewayConnection {
   private async pullHistory({ pullHistory: req }: BodyOf<"pullHistory">): Promise<Body> {
     const { tenant, user } = this.identity;
     const group = parseUuid(req.group, "group");
-    const limit = pageLimit(req.limit, { default: HISTORY_PAGE_DEFAULT, max: HISTORY_PAGE_LIMIT });
+    // one below the engine's page limit: the read asks one more than the device did, to say `more`
+    const limit = pageLimit(req.limit, { default: HISTORY_PAGE_DEFAULT, max: HISTORY_PAGE_LIMIT - 1 });
     if (req.afterSeq > BigInt(Number.MAX_SAFE_INTEGER)) throw new InvalidArgumentError("after_seq", "after_seq is at most 2^53-1");
     // one more than asked: whether more follow, without a second read
-    const page = await this.runtime.conversations.history({ tenant, group, user, after: Number(req.afterSeq), limit: Math.min(Number(limit) + 1, HISTORY_PAGE_LIMIT) });
+    const page = await this.runtime.conversations.history({ tenant, group, user, after: Number(req.afterSeq), limit: Number(limit) + 1 });
     const more = page.records.length > Number(limit);
     const records = more ? page.records.slice(0, Number(limit)) : page.records;
     return {
@@ -274,10 +272,7 @@ export class GatewayConnection {
     if (req.readSeq > BigInt(Number.MAX_SAFE_INTEGER)) throw new InvalidArgumentError("read_seq", "read_seq is at most 2^53-1");
     const r = await this.runtime.conversations.markRead({ tenant, group, user, seq: Number(req.readSeq) });
     const badge = await this.runtime.conversationList.service.badge(tenant, user);
-    return {
-      $case: "markReadAck",
-      markReadAck: { readSeq: BigInt(r.readConversationSeq), badge: { totalUnread: BigInt(badge.totalUnread), totalMention: BigInt(badge.totalMention), mutedUnread: BigInt(badge.mutedUnread) } },
-    };
+    return { $case: "markReadAck", markReadAck: { readSeq: BigInt(r.readConversationSeq), badge: badgeOf(badge) } };
   }
 
   private async leaveGroup({ leaveGroup: req }: BodyOf<"leaveGroup">): Promise<Body> {
@@ -300,6 +295,10 @@ export function clientMessageIdOf(tenant: Uuid, user: Uuid, group: Uuid, clientM
   h[8] = (h[8]! & 0x3f) | 0x80;
   const x = h.subarray(0, 16).toString("hex");
   return `${x.slice(0, 8)}-${x.slice(8, 12)}-${x.slice(12, 16)}-${x.slice(16, 20)}-${x.slice(20, 32)}`;
+}
+
+function badgeOf(b: BadgeState): Badge {
+  return { totalUnread: BigInt(b.totalUnread), totalMention: BigInt(b.totalMention), mutedUnread: BigInt(b.mutedUnread) };
 }
 
 function messageOf(group: string, r: HistoryRecord): Message {

@@ -48,13 +48,10 @@ import { SERVER_NODE_FLAGS, semiSpaceMiB } from "../server/node-flags.js";
 import { createCa, issueClientCert, issueServerCert } from "../certs/pki.js";
 import { ConversationService, EngineRuntime, OutboxRelay, RedisStore, RedisStreamsDispatchLog } from "../core/index.js";
 import { freePort, startRedis } from "../test/harness/redis.js";
+import { flag } from "./args.js";
 
 const run = promisify(execFile);
 const args = process.argv.slice(2);
-const flag = (name: string, dflt: number) => {
-  const i = args.indexOf(name);
-  return i >= 0 ? Number(args[i + 1]) : dflt;
-};
 const option = (name: string) => {
   const i = args.indexOf(name);
   return i >= 0 ? args[i + 1] : undefined;

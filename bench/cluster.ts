@@ -27,12 +27,9 @@ import { writeTestPki, type TestPkiFiles } from "../test/certs/fixture.js";
 import { freePort, startRedis } from "../test/harness/redis.js";
 import { readWholeLog } from "../test/reliability/common.js";
 import { startServerProcess, type ServerProcess } from "../test/reliability/server-process.js";
+import { flag } from "./args.js";
 
 const args = process.argv.slice(2);
-const flag = (name: string, dflt: number) => {
-  const i = args.indexOf(name);
-  return i >= 0 ? Number(args[i + 1]) : dflt;
-};
 const SECONDS = flag("--seconds", 10);
 const CONCURRENCY = flag("--concurrency", 24);
 const KILLS = flag("--kills", 3);

@@ -31,12 +31,9 @@ import { SERVER_NODE_FLAGS } from "../server/node-flags.js";
 import { issueClientCert } from "../certs/pki.js";
 import { testPki, writeTestPki } from "../test/certs/fixture.js";
 import { freePort, startRedis } from "../test/harness/redis.js";
+import { flag } from "./args.js";
 
 const args = process.argv.slice(2);
-const flag = (name: string, dflt: number) => {
-  const i = args.indexOf(name);
-  return i >= 0 ? Number(args[i + 1]) : dflt;
-};
 const option = (name: string) => {
   const i = args.indexOf(name);
   return i >= 0 ? args[i + 1] : undefined;

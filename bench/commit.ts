@@ -17,12 +17,9 @@ import { Redis } from "ioredis";
 import { ConversationService, encodeHistoryRest, OutboxRelay, RedisStore, RedisStreamsDispatchLog, registry, uuidToHex, type Uuid } from "../core/index.js";
 import { startRedis } from "../test/harness/redis.js";
 import { newUuid } from "../core/index.js";
+import { flag } from "./args.js";
 
 const args = process.argv.slice(2);
-const flag = (name: string, dflt: number) => {
-  const i = args.indexOf(name);
-  return i >= 0 ? Number(args[i + 1]) : dflt;
-};
 const JSON_OUT = args.includes("--json");
 const OPS = flag("--ops", 20000);
 const ROUNDS = flag("--rounds", 3);

@@ -11,12 +11,8 @@ import {
   ConversationService, newUuid, ProjectionEpoch, RedisHashAuthority, RedisStore, UserSessionProjection, userKeys, uuidToHex, type Uuid,
 } from "../core/index.js";
 import { startRedis } from "../test/harness/redis.js";
+import { flag } from "./args.js";
 
-const args = process.argv.slice(2);
-const flag = (name: string, dflt: number) => {
-  const i = args.indexOf(name);
-  return i >= 0 ? Number(args[i + 1]) : dflt;
-};
 const PULLS = flag("--pulls", 20000);
 const ROUNDS = flag("--rounds", 3);
 const CONCURRENCY = 64;

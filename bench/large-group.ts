@@ -40,12 +40,9 @@ import {
   conversationKeys, ucsPendingKey, userKeys, uuidToHex, type Uuid,
 } from "../core/index.js";
 import { startRedis } from "../test/harness/redis.js";
+import { flag } from "./args.js";
 
 const args = process.argv.slice(2);
-const flag = (name: string, dflt: number) => {
-  const i = args.indexOf(name);
-  return i >= 0 ? Number(args[i + 1]) : dflt;
-};
 const JSON_ONLY = args.includes("--json");
 /** Issue 22: a million members must work (the stated maximum group size is at least that). */
 const MEMBERS = flag("--members", 1_000_000);

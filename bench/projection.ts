@@ -35,12 +35,9 @@ import { startRedis } from "../test/harness/redis.js";
 import { userKeys } from "../core/index.js";
 import { UserKeys, ucsPendingKey } from "../core/index.js";
 import { newUuid } from "../core/index.js";
+import { flag } from "./args.js";
 
 const args = process.argv.slice(2);
-const flag = (name: string, dflt: number) => {
-  const i = args.indexOf(name);
-  return i >= 0 ? Number(args[i + 1]) : dflt;
-};
 const JSON_ONLY = args.includes("--json");
 const ROUNDS = flag("--rounds", 3);
 const ENTRIES = flag("--entries", 24000);

@@ -12,12 +12,9 @@
 import { Redis } from "ioredis";
 import { conversationKeys, EngineRuntime, KeySpace, newUuid, RedisHashAuthority, RedisStore, type Uuid } from "../core/index.js";
 import { startRedis } from "../test/harness/redis.js";
+import { flag } from "./args.js";
 
 const args = process.argv.slice(2);
-const flag = (name: string, dflt: number) => {
-  const i = args.indexOf(name);
-  return i >= 0 ? Number(args[i + 1]) : dflt;
-};
 const JSON_OUT = args.includes("--json");
 const SECONDS = flag("--seconds", 20);
 const GROUPS = flag("--groups", 20);

@@ -24,12 +24,9 @@ import {
   EngineRuntime, KeySpace, newUuid, RedisHashAuthority, RedisStore, registry, type Uuid,
 } from "../core/index.js";
 import { startRedis } from "../test/harness/redis.js";
+import { flag } from "./args.js";
 
 const args = process.argv.slice(2);
-const flag = (name: string, dflt: number) => {
-  const i = args.indexOf(name);
-  return i >= 0 ? Number(args[i + 1]) : dflt;
-};
 const JSON_ONLY = args.includes("--json");
 const ROUNDS = flag("--rounds", 5);
 const PAGES = flag("--pages", 200);

@@ -19,12 +19,9 @@ import {
   TOKEN_ISSUER, TOKEN_TYPE, type DeviceClaims, type TokenAlgorithm,
 } from "../core/index.js";
 import { startRedis } from "../test/harness/redis.js";
+import { flag } from "./args.js";
 
 const args = process.argv.slice(2);
-const flag = (name: string, dflt: number) => {
-  const i = args.indexOf(name);
-  return i >= 0 ? Number(args[i + 1]) : dflt;
-};
 const JSON_ONLY = args.includes("--json");
 const TOKENS = flag("--tokens", 2000);
 const ROUNDS = flag("--rounds", 3);

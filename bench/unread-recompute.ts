@@ -21,12 +21,9 @@ import {
   EngineRuntime, KeySpace, listCheckpointKey, loadScripts, MAX_USERS_PER_MEMBERSHIP_CALL, newUuid, RedisHashAuthority, RedisStore, registry, type Uuid,
 } from "../core/index.js";
 import { startRedis } from "../test/harness/redis.js";
+import { flag } from "./args.js";
 
 const args = process.argv.slice(2);
-const flag = (name: string, dflt: number) => {
-  const i = args.indexOf(name);
-  return i >= 0 ? Number(args[i + 1]) : dflt;
-};
 const JSON_OUT = args.includes("--json");
 const MEMBERS = flag("--members", 20_000);
 const MODE = args.includes("--mode") ? args[args.indexOf("--mode") + 1]! : "replay";

@@ -20,3 +20,4 @@ export * from "./cmd-sync/index.js";
 export * from "./operations/index.js";
 export * from "./tokens/index.js";
 export * from "./retention/index.js";
+export * from "./delivery/index.js";

@@ -113,6 +113,14 @@ export const GATEWAY_MAX_IN_FLIGHT = 64;
 export const GATEWAY_AUTH_TIMEOUT_MS = 10_000;
 /** How long a gateway connection may stay silent (no frame from the device; a PING counts): closed with 4408 after this. */
 export const GATEWAY_IDLE_TIMEOUT_MS = 90_000;
+/**
+ * A connection's push budget (issue 27): bytes queued on its socket past which the gateway stops
+ * pushing to it and sends one RESYNC (the device catches up by pulling; pushes resume with its
+ * next PULL_SESSION_LIST), so that a slow device holds at most this much of the node's memory.
+ */
+export const GATEWAY_PUSH_SOFT_MARK_BYTES = 1024 * 1024;
+/** Bytes queued on a socket past which the connection is closed (4429): a device that reads nothing at all. */
+export const GATEWAY_PUSH_HARD_MARK_BYTES = 8 * 1024 * 1024;
 /** The admin gRPC server's largest request (grpc.max_receive_message_length): a bulk membership call of MAX_USERS_PER_MEMBERSHIP_CALL users fits many times. */
 export const ADMIN_GRPC_MAX_RECEIVE_BYTES = 4 * 1024 * 1024;
 /** The node RPC server's largest request: a batch of at most MAX_PUSH_INTENTS intents. */

@@ -95,6 +95,8 @@ export class ClusterMembership implements UnitGate {
   /** The kinds of units this node takes, in UNIT_KINDS order. */
   readonly units: readonly UnitKind[];
   private readonly startedAt = Date.now();
+  /** The live nodes (id → address, incarnation) as the last accepted heartbeat saw them. */
+  private live: ReadonlyMap<string, { address: string; startedAt: number }> = new Map();
   private readonly held: Record<UnitKind, Map<number, number>> = { relay: new Map(), partition: new Map(), slot: new Map() };
   private readonly inflight = new Map<string, InFlight>();
   private readonly listeners = new Set<(kind: UnitKind, unit: number, owned: boolean) => void>();
@@ -141,6 +143,16 @@ export class ClusterMembership implements UnitGate {
 
   private fresh(): boolean {
     return this.lastBeat !== null && performance.now() - this.lastBeat <= this.trustMs;
+  }
+
+  /** This process's incarnation: the start time it registers with (a restarted node is another incarnation). */
+  get incarnation(): number {
+    return this.startedAt;
+  }
+
+  /** The live nodes as the last accepted heartbeat saw them (id → address, incarnation); no I/O. */
+  liveNodes(): ReadonlyMap<string, { address: string; startedAt: number }> {
+    return this.live;
   }
 
   owns(kind: UnitKind, unit: number): boolean {
@@ -344,6 +356,9 @@ export class ClusterMembership implements UnitGate {
     const sent = performance.now();
     if (this.lastBeat !== null && sent - this.lastBeat > this.trustMs) this.dropAll(`no heartbeat accepted for ${Math.round(sent - this.lastBeat)} ms`);
     const view = await this.heartbeat();
+    const live = new Map<string, { address: string; startedAt: number }>();
+    for (const n of view.nodes) if (view.now - n.beatAt <= this.leaseTtlMs) live.set(n.nodeId, { address: n.address, startedAt: n.startedAt });
+    this.live = live;
     this.lastBeat = sent;
     this.firstBeat = false;
     metrics.heartbeatAge.set((performance.now() - sent) / 1000);

@@ -66,6 +66,8 @@ export function engineModules(rt: EngineRuntime, ctx: ModuleContext): RuntimeMod
     // the pending buffer's last flush (and its file) needs the slots' fences: it stops in the release pass, before the cluster hands them over;
     // its metrics include the CMD log's (qim_cmd_log_*): the module runs the log (runtime.cmd.log)
     { name: "cmd-sync", folder: "cmd-sync", start: () => rt.cmd.start(), release: () => rt.cmd.stop(), metrics: ["qim_cmd_"] },
+    // pushes to online devices: reads the partitions this node owns, like the projection
+    { name: "delivery", folder: "delivery", start: () => rt.delivery.start(), stop: () => rt.delivery.stop(), metrics: ["qim_delivery_"] },
     // its trims are fenced by the relay buckets' leases: it stops in the release pass, before the cluster hands them over
     {
       name: "retention", folder: "retention",

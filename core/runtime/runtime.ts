@@ -13,6 +13,7 @@ import { SessionView, type SessionViewOptions } from "../session-view/index.js";
 import { CassandraCmdStateStore, CmdSync, type CmdSyncOptions } from "../cmd-sync/index.js";
 import { DeviceTokens, type DeviceTokensOptions } from "../tokens/index.js";
 import { RetentionPolicies, RetentionTrimmer, type RetentionOptions } from "../retention/index.js";
+import { Delivery, type DeliveryOptions } from "../delivery/index.js";
 import { engineModules, type RuntimeModule } from "./modules.js";
 
 /** The dispatch log's identity when none is configured. */
@@ -64,6 +65,8 @@ export interface RuntimeOptions {
   tokens?: DeviceTokensOptions;
   /** Retention (issue 26, core/retention): the trimming task's round every intervalMs (0: no background task; default DEFAULT_RETENTION_INTERVAL_MS). */
   retention?: Omit<RetentionOptions, "gate"> & { intervalMs?: number };
+  /** Delivery to online devices (issue 27, core/delivery): the partitions' poll interval. */
+  delivery?: Pick<DeliveryOptions, "pollIntervalMs">;
   log?: (line: string) => void;
 }
 
@@ -93,6 +96,8 @@ export class EngineRuntime {
   readonly cmd: CmdSync;
   /** Retention (issue 26): the policies and the trimming task of the relay buckets this node owns. */
   readonly retention: RetentionTrimmer;
+  /** Delivery to online devices (issue 27): this node's connections, the online registry, the dispatch log's delivery consumer. */
+  readonly delivery: Delivery;
   /** The engine modules in start order (modules.ts, THE list). */
   readonly modules: readonly RuntimeModule[];
   /** This node's membership of the engine cluster; null without `cluster` options. */
@@ -136,9 +141,14 @@ export class EngineRuntime {
     const projects = !cluster || cluster.units.includes("partition");
     const onAppended = async (records: DispatchRecord[]): Promise<void> => {
       if (!projects) return;
+      this.delivery.consumer.kick();
       relayRef.list?.compactor.lowLatency(records);
       await this.projection.lowLatency(records);
     };
+    this.delivery = new Delivery(this.store, this.keys, this.dispatchLog, {
+      ...opts.delivery, ...(opts.log ? { log: opts.log } : {}),
+      ...(cluster ? { gate: cluster, cluster: { nodeId: cluster.nodeId, incarnation: cluster.incarnation, liveNodes: () => cluster.liveNodes() } } : {}),
+    });
     this.relay = new OutboxRelay(this.store, this.keys, this.dispatchLog, { ...opts.relay, onAppended, ...(cluster ? { gate: cluster } : {}) });
     relayRef.relay = this.relay;
     this.conversationList = new ConversationList(

@@ -13,6 +13,8 @@ import {
   type CmdAckResponse,
   type CmdFlushRequest,
   type CmdFlushResponse,
+  type DeliverRequest,
+  type DeliverResponse,
   type CmdPendingRequest,
   type CmdPendingResponse,
   type CmdSyncRequest,
@@ -65,7 +67,7 @@ export class NodePeers {
     return c;
   }
 
-  private unary<Req, Res>(address: string, method: "kick" | "describeUser" | "pushIntents" | "cmdSync" | "cmdAck" | "cmdPending" | "cmdFlush", req: Req): Promise<Res> {
+  private unary<Req, Res>(address: string, method: "kick" | "describeUser" | "pushIntents" | "cmdSync" | "cmdAck" | "cmdPending" | "cmdFlush" | "deliver", req: Req): Promise<Res> {
     const client = this.client(address) as unknown as Record<string, (r: Req, md: grpc.Metadata, o: grpc.CallOptions, cb: (e: grpc.ServiceError | null, r?: Res) => void) => void>;
     return new Promise<Res>((resolve, reject) => {
       client[method]!.call(this.client(address), req, new grpc.Metadata(), { deadline: Date.now() + this.deadlineMs }, (err, res) => {
@@ -85,6 +87,7 @@ export class NodePeers {
       cmdAck: (req: CmdAckRequest) => this.unary<CmdAckRequest, CmdAckResponse>(address, "cmdAck", req),
       cmdPending: (req: CmdPendingRequest) => this.unary<CmdPendingRequest, CmdPendingResponse>(address, "cmdPending", req),
       cmdFlush: (req: CmdFlushRequest) => this.unary<CmdFlushRequest, CmdFlushResponse>(address, "cmdFlush", req),
+      deliver: (req: DeliverRequest) => this.unary<DeliverRequest, DeliverResponse>(address, "deliver", req),
     };
   }
 

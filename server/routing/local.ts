@@ -7,11 +7,13 @@
  * names applies nothing and answers STALE_OWNER with its view of the owner; a malformed request is
  * REJECTED (final).
  */
-import { parseUuid, QimError, RELAY_BUCKET_COUNT, type EngineRuntime, type Uuid } from "../../core/index.js";
+import { parseUuid, QimError, RELAY_BUCKET_COUNT, type DeliveryItem, type EngineRuntime, type Uuid } from "../../core/index.js";
 import {
   NodeStatus,
   type DescribeUserRequest,
   type DescribeUserResponse,
+  type DeliverRequest,
+  type DeliverResponse,
   type KickRequest,
   type KickResponse,
   type UnitOwner,
@@ -25,6 +27,7 @@ export const MAX_KICK_BUCKETS = RELAY_BUCKET_COUNT;
 export interface NodeHandlers extends CmdNodeHandlers {
   kick(req: KickRequest): Promise<KickResponse>;
   describeUser(req: DescribeUserRequest): Promise<DescribeUserResponse>;
+  deliver(req: DeliverRequest): Promise<DeliverResponse>;
 }
 
 /** A unit's owner on the wire (empty strings for "none"). */
@@ -47,6 +50,22 @@ export function localNode(runtime: EngineRuntime, ownership: OwnershipView, slot
   const staleOwners = async (kind: UnitKind, units: number[]) => Promise.all(units.map(async (u) => ownerOut(await ownership.ownerOf(kind, u))));
   return {
     ...localCmdNode(() => cmdOf(runtime), ownership, slotOf, address),
+    async deliver(req) {
+      let tenant: Uuid;
+      const items: { item: DeliveryItem; users: Uuid[] }[] = [];
+      try {
+        tenant = parseUuid(req.tenant, "tenant");
+        for (const i of req.items) {
+          items.push({
+            item: { tenant, conversation: parseUuid(i.conversation, "conversation"), conversationSeq: Number(i.conversationSeq), entry: i.entry, createdAt: Number(i.createdAtMs) },
+            users: i.users.map((u) => parseUuid(u, "users")),
+          });
+        }
+      } catch (err) {
+        return { status: NodeStatus.NODE_STATUS_REJECTED, pushed: 0, detail: err instanceof Error ? err.message : String(err) };
+      }
+      return { status: NodeStatus.NODE_STATUS_OK, pushed: runtime.delivery.local.deliver({ tenant, items }), detail: "" };
+    },
     async kick(req) {
       const buckets = [...new Set(req.buckets)];
       if (buckets.length === 0) return rejectedKick("buckets: name at least one relay bucket");

@@ -10,7 +10,7 @@
  * satisfies. Resolved owners are cached (ownerCacheMs) so that a busy path does not read the
  * registry per call; a STALE_OWNER or a failed call drops the entry — a moved unit costs one hop.
  */
-import { InvalidArgumentError, StaleOwnerError, UnavailableError } from "../../core/index.js";
+import { InvalidArgumentError, StaleOwnerError, UnavailableError, type DeliveryBatch, type Located } from "../../core/index.js";
 import {
   NodeStatus,
   type CmdPendingResponse,
@@ -159,6 +159,28 @@ export class NodeRouter {
    * qim_relay_kicks_forward_failed_total.
    */
   readonly forwardKick = (owner: UnitOwnerView, buckets: number[]): Promise<void> => this.sendKick(owner, buckets);
+
+  /**
+   * The delivery consumer's forwarder (core/delivery): a batch of committed messages for devices
+   * connected to another node, by its registered address. Rejects on failure (the consumer retries
+   * a few times, then gives the pushes up: devices resync by pulling).
+   */
+  readonly forwardDelivery = async (to: Located, batch: DeliveryBatch): Promise<void> => {
+    if (!to.address) throw new UnavailableError(`node ${to.nodeId} holds connections but registered no node address`);
+    const req = {
+      tenant: batch.tenant, fromNodeId: this.opts.ownership.nodeId,
+      items: batch.items.map(({ item, users }) => ({ conversation: item.conversation, conversationSeq: BigInt(item.conversationSeq), entry: item.entry, createdAtMs: BigInt(item.createdAt), users })),
+    };
+    let res;
+    try {
+      res = await this.opts.peers.at(to.address).deliver(req);
+    } catch (err) {
+      nodeMetrics.calls.inc({ rpc: "Deliver", target: "remote", status: err instanceof NodeCallError ? GRPC_CODE_NAMES[err.code] ?? String(err.code) : "ERROR" });
+      throw err;
+    }
+    nodeMetrics.calls.inc({ rpc: "Deliver", target: "remote", status: statusName(res.status) });
+    if (res.status !== NodeStatus.NODE_STATUS_OK) throw new UnavailableError(`Deliver to ${to.nodeId}: ${res.detail}`);
+  };
 
   /** One Kick to `owner`; on STALE_OWNER each bucket is re-resolved and the buckets re-sent once, grouped by their new owners. */
   private async sendKick(owner: UnitOwnerView, buckets: number[], retry = true): Promise<void> {

@@ -8,6 +8,7 @@
 import { createHash } from "node:crypto";
 import type { WebSocket } from "ws";
 import {
+  decodeHistoryEntry, GATEWAY_PUSH_HARD_MARK_BYTES, GATEWAY_PUSH_SOFT_MARK_BYTES, type DeliveryItem, type DeviceConnection,
   GATEWAY_AUTH_TIMEOUT_MS, GATEWAY_IDLE_TIMEOUT_MS, GATEWAY_MAX_IN_FLIGHT, HISTORY_PAGE_DEFAULT, HISTORY_PAGE_LIMIT, InvalidArgumentError, listConversations, pageLimit,
   parseUuid, SESSION_PAGE_DEFAULT, SESSION_PAGE_LIMIT, type BadgeState, type ConversationListEntry, type EngineRuntime, type HistoryRecord, type Uuid,
 } from "../../../core/index.js";
@@ -31,6 +32,8 @@ export const CLOSE = {
   INVALID_FRAME: 1007,
   /** The node is stopping (a RECONNECT frame went first). */
   GOING_AWAY: 1001,
+  /** More than GATEWAY_PUSH_HARD_MARK_BYTES queued on the socket: the device reads nothing. */
+  SLOW: 4429,
   /** No AUTH within GATEWAY_AUTH_TIMEOUT_MS, or a request before AUTH. */
   AUTH_REQUIRED: 4401,
   /** AUTH named another device than the token's. */
@@ -49,13 +52,17 @@ export interface ConnectionDeps {
   runtime: EngineRuntime;
   pipeline: Pipeline;
   log(line: string): void;
+  /** Called once when AUTH succeeded: from then on the connection gets pushes. */
+  onAuthed(conn: GatewayConnection): void;
   /** Called once when the connection is gone. */
   onClose(conn: GatewayConnection): void;
 }
 
-export class GatewayConnection {
+export class GatewayConnection implements DeviceConnection {
   readonly since = Date.now();
   authed = false;
+  /** Pushes stopped (past the soft mark) until the device's next PULL_SESSION_LIST. */
+  private lagging = false;
   framesIn = 0;
   framesOut = 0;
   private inFlight = 0;
@@ -77,6 +84,61 @@ export class GatewayConnection {
       deps.onClose(this);
     });
     ws.on("error", () => undefined);
+  }
+
+  get tenant(): Uuid {
+    return this.identity.tenant;
+  }
+
+  get user(): Uuid {
+    return this.identity.user;
+  }
+
+  get device(): string {
+    return this.identity.device;
+  }
+
+  /**
+   * A committed message (core/delivery): encoded once per node (the item keeps the frame), written
+   * unless the connection is past its push budget. Past the soft mark: one RESYNC and no pushes
+   * until the device pulls its list; past the hard mark: closed.
+   */
+  push(item: DeliveryItem): boolean {
+    if (!this.admit()) return false;
+    item.encoded ??= Frame.encode({ requestId: 0n, body: { $case: "message", message: messageOf(item.conversation, { ...decodeHistoryEntry(item.entry), conversationSeq: item.conversationSeq }) } }).finish();
+    this.framesOut++;
+    gatewayMetrics.frames.inc({ direction: "out", type: "message" });
+    this.ws.send(item.encoded);
+    return true;
+  }
+
+  pushFrame(frame: Uint8Array): boolean {
+    if (!this.admit()) return false;
+    this.framesOut++;
+    this.ws.send(frame);
+    return true;
+  }
+
+  /** Whether a push may go out now (open, authenticated, within its budget); applies the marks. */
+  private admit(): boolean {
+    if (!this.authed || this.ws.readyState !== this.ws.OPEN) return false;
+    if (this.lagging) {
+      gatewayMetrics.pushesHeld.inc({ reason: "lagging" });
+      return false;
+    }
+    const buffered = this.ws.bufferedAmount;
+    if (buffered > GATEWAY_PUSH_HARD_MARK_BYTES) {
+      gatewayMetrics.backPressure.inc({ mark: "hard" });
+      this.close(CLOSE.SLOW, "too much queued: the device reads nothing");
+      return false;
+    }
+    if (buffered > GATEWAY_PUSH_SOFT_MARK_BYTES) {
+      gatewayMetrics.backPressure.inc({ mark: "soft" });
+      this.lagging = true;
+      this.write(0n, { $case: "resync", resync: { reason: "pushes stopped: the device fell behind; pull the session list and history to catch up", bufferedBytes: BigInt(buffered) } });
+      return false;
+    }
+    return true;
   }
 
   /** Bytes queued on the socket, not yet written (what a slow device holds back). */
@@ -214,6 +276,7 @@ export class GatewayConnection {
     ]);
     this.authed = true;
     clearTimeout(this.authTimer);
+    this.deps.onAuthed(this);
     return {
       $case: "authOk",
       // one list version: the first page's (read before its rows), which SESSION_DELTA follows from
@@ -263,6 +326,8 @@ export class GatewayConnection {
   }
 
   private async pullSessionList({ pullSessionList: req }: BodyOf<"pullSessionList">): Promise<Body> {
+    // a device that fell behind is catching up: what commits from here on is pushed again
+    if (req.cursor === "") this.lagging = false;
     return { $case: "sessionList", sessionList: await this.sessionPage(req.cursor === "" ? null : req.cursor, req.limit) };
   }
 

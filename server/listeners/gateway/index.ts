@@ -40,7 +40,6 @@ export function gatewayListenerWith(verifierOf: VerifierOf): Listener<GatewayHan
       const { options: opts, insecureDev: insecure, log } = ctx;
       const verifier = verifierOf(ctx);
       const { host, port } = listenAddr(opts.gateway!.listen, "gateway.listen");
-      const byUser = new Map<string, Set<GatewayConnection>>();
       const all = new Set<GatewayConnection>();
       const wss = new WebSocketServer({
         noServer: true, perMessageDeflate: false, maxPayload: GATEWAY_MAX_FRAME_BYTES, clientTracking: false,
@@ -66,18 +65,15 @@ export function gatewayListenerWith(verifierOf: VerifierOf): Listener<GatewayHan
           wss.handleUpgrade(req, socket, head, (ws) => {
             const conn = new GatewayConnection(ws, identity, req.socket.remoteAddress ?? "", {
               runtime: ctx.runtime, pipeline: ctx.pipeline, log,
+              // pushes start once AUTH succeeded (core/delivery's connections of this node)
+              onAuthed: (c) => ctx.runtime.delivery.local.add(c),
               onClose: (c) => {
                 all.delete(c);
-                const key = `${c.identity.tenant}/${c.identity.user}`;
-                byUser.get(key)?.delete(c);
-                if (byUser.get(key)?.size === 0) byUser.delete(key);
+                ctx.runtime.delivery.local.remove(c);
                 gatewayMetrics.connections.set(all.size);
               },
             });
             all.add(conn);
-            const key = `${identity.tenant}/${identity.user}`;
-            if (!byUser.has(key)) byUser.set(key, new Set());
-            byUser.get(key)!.add(conn);
             gatewayMetrics.connections.set(all.size);
           });
         }, (err: unknown) => {

@@ -91,6 +91,7 @@ export async function startNodeServer(opts: NodeServerOptions): Promise<NodeServ
     cmdAck: handler("CmdAck", (req) => opts.handlers.cmdAck(req)),
     cmdPending: handler("CmdPending", (req) => opts.handlers.cmdPending(req)),
     cmdFlush: handler("CmdFlush", (req) => opts.handlers.cmdFlush(req)),
+    deliver: handler("Deliver", (req) => opts.handlers.deliver(req)),
   });
   const credentials = insecure
     ? grpc.ServerCredentials.createInsecure()

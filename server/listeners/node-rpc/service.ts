@@ -64,6 +64,7 @@ export async function openNodeService(opts: NodeServiceOptions): Promise<NodeSer
       cmdAck: (req) => handlers ? handlers.cmdAck(req) : Promise.resolve({ status: NodeStatus.NODE_STATUS_STALE_OWNER, advanced: 0, cleared: 0, warning: "", generation: 0n, detail: notYet }),
       cmdPending: (req) => handlers ? handlers.cmdPending(req) : Promise.resolve({ status: NodeStatus.NODE_STATUS_STALE_OWNER, views: [], detail: notYet }),
       cmdFlush: (req) => handlers ? handlers.cmdFlush(req) : Promise.resolve({ status: NodeStatus.NODE_STATUS_REJECTED, nodeId: "", rows: 0, batches: 0, failedBatches: 0, detail: notYet }),
+      deliver: (req) => handlers ? handlers.deliver(req) : Promise.resolve({ status: NodeStatus.NODE_STATUS_OK, pushed: 0, detail: notYet }),
     },
   });
   const address = advertisedAddress(opts.listen, server.port, opts.advertise);
@@ -80,6 +81,8 @@ export async function openNodeService(opts: NodeServiceOptions): Promise<NodeSer
       handlers = local;
       const router = new NodeRouter({ ownership: cluster, local, peers });
       cluster.setKickForwarder(router.forwardKick);
+      // the delivery consumer's batches for devices connected to other nodes
+      runtime.delivery.setForwarder(router.forwardDelivery);
       svc.router = router;
       // CMD intents of users owned elsewhere go to their owners' PushIntents from now on
       const api = maybeCmdOf(runtime);

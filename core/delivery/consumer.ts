@@ -1,0 +1,239 @@
+import type { KeySpace, Uuid } from "../base/index.js";
+import { SOLO_GATE, type UnitGate } from "../cluster/index.js";
+import { decodeHistoryParts, decodeMembershipPayload, HIST_FIELD, MEMBERSHIP_CUSTOM_TYPE, MembershipOp } from "../conversation/index.js";
+import type { DispatchEntry, DispatchLog, LogPosition } from "../dispatch/index.js";
+import type { RedisStore } from "../store/index.js";
+import { deliveryCheckpointKey } from "./keys.js";
+import type { DeliveryBatch, DeliveryItem, LocalConnections } from "./local.js";
+import { metrics } from "./metrics.js";
+import type { Located, OnlineRegistry } from "./registry.js";
+
+/** How often each owned partition is read when nothing kicked it (a commit on this node kicks at once). */
+export const DELIVERY_POLL_INTERVAL_MS = 50;
+/** Records read per step of a partition (one XRANGE; every recipient of them is located before the next). */
+export const DELIVERY_READ_BATCH = 256;
+/** Attempts of a batch to another node before its pushes are given up (the devices resync on their next pull). */
+export const DELIVERY_FORWARD_ATTEMPTS = 3;
+
+/** Sends a batch to another node's connections (node RPC Deliver); set by the node's RPC listener. */
+export type DeliveryForwarder = (to: Located, batch: DeliveryBatch) => Promise<void>;
+
+export interface DeliveryConsumerOptions {
+  pollIntervalMs?: number;
+  gate?: UnitGate;
+  log?: (line: string) => void;
+}
+
+/** The users a leave/remove CONTROL record takes out: they get no push of it (spec 000: zero deliveries at or after left_at). */
+function leavingUsers(fields: Map<string, string>, body: string): Set<Uuid> | null {
+  if (fields.get(HIST_FIELD.kind) !== "C" || fields.get(HIST_FIELD.contentType) !== MEMBERSHIP_CUSTOM_TYPE) return null;
+  const m = decodeMembershipPayload(new Uint8Array(Buffer.from(body, "base64")));
+  return m.op === MembershipOp.JOIN ? null : new Set(m.users);
+}
+
+/**
+ * The delivery consumer (issue 27): on each dispatch partition this node owns, reads the records
+ * after its checkpoint in order, finds which recipients are online — here (LocalConnections) or
+ * on another node (OnlineRegistry) — pushes each record to the connections here and sends one
+ * batch per other node (DeliveryForwarder), then moves the checkpoint. At least once: a crash or
+ * a takeover before the checkpoint moved pushes those records again (devices dedupe by
+ * message_id); in order per conversation (a conversation is one partition, read in order, and
+ * each step's pushes finish before the next step's start). A partition without a checkpoint
+ * starts at its end: a device that was online before then catches up by its resume pull.
+ */
+export class DeliveryConsumer {
+  private readonly gate: UnitGate;
+  private readonly pollIntervalMs: number;
+  private readonly positions = new Map<number, LogPosition>();
+  private readonly busy = new Set<number>();
+  private forwarder: DeliveryForwarder | null = null;
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = true;
+  private running = new Set<Promise<void>>();
+
+  constructor(
+    private readonly store: RedisStore,
+    private readonly keys: KeySpace,
+    private readonly log: DispatchLog,
+    private readonly local: LocalConnections,
+    private readonly registry: OnlineRegistry,
+    private readonly opts: DeliveryConsumerOptions = {},
+  ) {
+    this.gate = opts.gate ?? SOLO_GATE;
+    this.pollIntervalMs = opts.pollIntervalMs ?? DELIVERY_POLL_INTERVAL_MS;
+  }
+
+  setForwarder(f: DeliveryForwarder): void {
+    this.forwarder = f;
+  }
+
+  start(): void {
+    this.stopped = false;
+    this.schedule(0);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await Promise.allSettled([...this.running]);
+  }
+
+  /** A record was appended (the relay's low-latency hand-off): read now instead of at the next poll. */
+  kick(): void {
+    if (this.stopped) return;
+    this.schedule(0);
+  }
+
+  private schedule(ms: number): void {
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => this.pass(), ms);
+    this.timer.unref();
+  }
+
+  private pass(): void {
+    if (this.stopped) return;
+    const work: Promise<void>[] = [];
+    for (let p = 0; p < this.log.identity.partitionCount; p++) {
+      if (this.busy.has(p)) continue;
+      if (!this.gate.owns("partition", p)) {
+        this.positions.delete(p);
+        continue;
+      }
+      work.push(this.track(this.drain(p).then(() => undefined)));
+    }
+    void Promise.allSettled(work).then(() => { if (!this.stopped) this.schedule(this.pollIntervalMs); });
+  }
+
+  private track(p: Promise<void>): Promise<void> {
+    this.running.add(p);
+    void p.finally(() => this.running.delete(p));
+    return p;
+  }
+
+  /** Delivers what the partition holds after the checkpoint (steps of DELIVERY_READ_BATCH), then records where it stopped. */
+  async drain(partition: number): Promise<number> {
+    if (this.busy.has(partition)) return 0;
+    this.busy.add(partition);
+    let delivered = 0;
+    try {
+      let pos = this.positions.get(partition) ?? await this.readCheckpoint(partition);
+      for (;;) {
+        if (this.stopped) break;
+        if (!this.gate.owns("partition", partition)) break;
+        const r = await this.log.readFrom(partition, pos, DELIVERY_READ_BATCH);
+        if (pos.offset < r.watermarks.low) pos = r.watermarks.lowPosition;
+        metrics.checkpointLag.set({ partition: String(partition) }, Math.max(0, r.watermarks.high - pos.offset - r.entries.length));
+        if (r.entries.length === 0) break;
+        await this.deliver(r.entries);
+        delivered += r.entries.length;
+        metrics.records.inc(r.entries.length);
+        const last = r.entries[r.entries.length - 1]!;
+        pos = { offset: last.offset + 1, id: last.id };
+        this.positions.set(partition, pos);
+        await this.store.clientForKey(deliveryCheckpointKey(this.keys, this.log.identity.topicId, partition))
+          .set(deliveryCheckpointKey(this.keys, this.log.identity.topicId, partition), `${pos.offset}|${pos.id}`);
+        if (r.entries.length < DELIVERY_READ_BATCH) break;
+      }
+    } catch (err) {
+      // the position stays where it was: the next pass reads the same records again
+      this.positions.delete(partition);
+      this.opts.log?.(`delivery: partition ${partition}: ${err instanceof Error ? err.message : String(err)}`);
+    } finally {
+      this.busy.delete(partition);
+    }
+    return delivered;
+  }
+
+  private async readCheckpoint(partition: number): Promise<LogPosition> {
+    const key = deliveryCheckpointKey(this.keys, this.log.identity.topicId, partition);
+    const raw = await this.store.clientForKey(key).get(key);
+    if (raw) {
+      const [offset, id] = raw.split("|");
+      return { offset: Number(offset), id: id! };
+    }
+    // no checkpoint yet: start at the end (what came before is the devices' resume pull)
+    const w = await this.log.watermarks(partition);
+    const pos = { offset: w.high, id: w.lastId };
+    await this.store.clientForKey(key).set(key, `${pos.offset}|${pos.id}`, "NX");
+    return pos;
+  }
+
+  /** One step: every record's recipients located, pushed here, and sent to the other nodes that hold some. */
+  private async deliver(entries: readonly DispatchEntry[]): Promise<void> {
+    const here = new Map<Uuid, DeliveryBatch>();
+    const there = new Map<string, { to: Located; batches: Map<Uuid, DeliveryBatch> }>();
+    const add = (m: Map<Uuid, DeliveryBatch>, item: DeliveryItem, users: Uuid[]) => {
+      let b = m.get(item.tenant);
+      if (!b) m.set(item.tenant, b = { tenant: item.tenant, items: [] });
+      b.items.push({ item, users });
+    };
+    // every recipient of the step located once (per tenant), not once per record
+    const items: { item: DeliveryItem; audience: Uuid[] }[] = [];
+    const byTenant = new Map<Uuid, Set<Uuid>>();
+    for (const { record } of entries) {
+      const { fields, body } = decodeHistoryParts(record.entry);
+      const leaving = leavingUsers(fields, body);
+      const audience = leaving ? record.recipients.filter((u) => !leaving.has(u)) : record.recipients;
+      if (audience.length === 0) continue;
+      items.push({
+        item: { tenant: record.tenant, conversation: record.conversation, conversationSeq: record.conversationSeq, entry: record.entry, createdAt: Number(fields.get(HIST_FIELD.createdAt)) },
+        audience,
+      });
+      let set = byTenant.get(record.tenant);
+      if (!set) byTenant.set(record.tenant, set = new Set());
+      for (const u of audience) set.add(u);
+    }
+    // user → the other nodes that hold a connection of theirs
+    const where = new Map<string, Located[]>();
+    for (const [tenant, users] of byTenant) {
+      for (const l of await this.registry.locate(tenant, [...users])) {
+        for (const u of l.users) {
+          const k = tenant + u;
+          const list = where.get(k);
+          if (list) list.push(l); else where.set(k, [l]);
+        }
+      }
+    }
+    for (const { item, audience } of items) {
+      const local = this.local.size === 0 ? [] : audience.filter((u) => this.local.has(item.tenant, u));
+      if (local.length > 0) add(here, item, local);
+      if (where.size === 0) continue;
+      const perNode = new Map<string, { to: Located; users: Uuid[] }>();
+      for (const u of audience) {
+        for (const l of where.get(item.tenant + u) ?? []) {
+          const e = perNode.get(l.nodeId);
+          if (e) e.users.push(u); else perNode.set(l.nodeId, { to: l, users: [u] });
+        }
+      }
+      for (const { to, users } of perNode.values()) {
+        let t = there.get(to.nodeId);
+        if (!t) there.set(to.nodeId, t = { to, batches: new Map() });
+        add(t.batches, item, users);
+      }
+    }
+    for (const b of here.values()) this.local.deliver(b);
+    await Promise.all([...there.values()].flatMap(({ to, batches }) => [...batches.values()].map((b) => this.forward(to, b))));
+  }
+
+  private async forward(to: Located, batch: DeliveryBatch): Promise<void> {
+    const f = this.forwarder;
+    if (!f) {
+      metrics.forwarded.inc({ outcome: "failed" });
+      return;
+    }
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await f(to, batch);
+        metrics.forwarded.inc({ outcome: "ok" });
+        return;
+      } catch (err) {
+        if (attempt >= DELIVERY_FORWARD_ATTEMPTS) {
+          metrics.forwarded.inc({ outcome: "failed" });
+          this.opts.log?.(`delivery: a batch to ${to.nodeId} failed ${attempt} times, its pushes are given up (devices resync): ${err instanceof Error ? err.message : String(err)}`);
+          return;
+        }
+        await new Promise((r) => setTimeout(r, 50 * attempt));
+      }
+    }
+  }
+}

@@ -1,0 +1,59 @@
+import type { KeySpace } from "../base/index.js";
+import type { UnitGate } from "../cluster/index.js";
+import type { DispatchLog } from "../dispatch/index.js";
+import type { RedisStore } from "../store/index.js";
+import { DeliveryConsumer, type DeliveryForwarder } from "./consumer.js";
+import { LocalConnections } from "./local.js";
+import { ONLINE_REFRESH_MS, OnlineRegistry, type RegistryCluster } from "./registry.js";
+
+export interface DeliveryOptions {
+  /** The partitions' poll interval when nothing kicked (DELIVERY_POLL_INTERVAL_MS). */
+  pollIntervalMs?: number;
+  gate?: UnitGate;
+  /** This node in the cluster: the registry writes and reads Redis; without it every connection is local. */
+  cluster?: RegistryCluster;
+  log?: (line: string) => void;
+}
+
+/** The delivery module as the runtime holds it: connections, registry, consumer, and their lifecycle. */
+export class Delivery {
+  readonly local = new LocalConnections();
+  readonly registry: OnlineRegistry;
+  readonly consumer: DeliveryConsumer;
+  private refreshTimer: NodeJS.Timeout | undefined;
+
+  constructor(store: RedisStore, keys: KeySpace, log: DispatchLog, private readonly opts: DeliveryOptions = {}) {
+    this.registry = new OnlineRegistry(store, keys, opts.cluster ?? null);
+    const warn = (what: string) => (err: unknown) => opts.log?.(`delivery: ${what}: ${err instanceof Error ? err.message : String(err)}`);
+    this.local.setHooks({
+      online: (t, u) => { this.registry.online(t, u).catch(warn("registering an online user")); },
+      offline: (t, u) => { this.registry.offline(t, u).catch(warn("removing an online user")); },
+    });
+    this.consumer = new DeliveryConsumer(store, keys, log, this.local, this.registry, {
+      ...(opts.pollIntervalMs !== undefined ? { pollIntervalMs: opts.pollIntervalMs } : {}),
+      ...(opts.gate ? { gate: opts.gate } : {}),
+      ...(opts.log ? { log: opts.log } : {}),
+    });
+  }
+
+  /** The node's RPC listener installs how a batch reaches another node. */
+  setForwarder(f: DeliveryForwarder): void {
+    this.consumer.setForwarder(f);
+  }
+
+  start(): void {
+    this.consumer.start();
+    if (this.registry.clustered) {
+      this.refreshTimer = setInterval(() => {
+        this.registry.refresh(this.local.users()).catch((err: unknown) => this.opts.log?.(`delivery: refreshing online entries: ${String(err)}`));
+      }, ONLINE_REFRESH_MS);
+      this.refreshTimer.unref();
+    }
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.refreshTimer);
+    await this.consumer.stop();
+    await this.registry.withdraw().catch(() => undefined);
+  }
+}

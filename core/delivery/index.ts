@@ -1,0 +1,15 @@
+/**
+ * Delivery to online devices (issue 27): this node's device connections (LocalConnections, the
+ * gateway adds and removes them), where users are online across the cluster (OnlineRegistry,
+ * Redis on the users' slot tags, counted only with a live node's incarnation), and the consumer
+ * of the dispatch log that pushes every committed message to the online devices of its frozen
+ * audience, here or through the node that holds them. Owns `{uNNN}:online:*`, `{g000}:online:nodes`,
+ * `{dNNN}:delivery:*` and the `qim_delivery_*` metrics. docs/gateway.md, "Delivery".
+ */
+export { deliveryCheckpointKey, onlineKey } from "./keys.js";
+export { LocalConnections, type DeliveryBatch, type DeliveryItem, type DeviceConnection, type PresenceHooks } from "./local.js";
+export { LOCATE_CHUNK, ONLINE_ENTRY_TTL_MS, ONLINE_NODES_CACHE_MS, ONLINE_REFRESH_MS, OnlineRegistry, type LiveNode, type Located, type RegistryCluster } from "./registry.js";
+export {
+  DELIVERY_FORWARD_ATTEMPTS, DELIVERY_POLL_INTERVAL_MS, DELIVERY_READ_BATCH, DeliveryConsumer, type DeliveryConsumerOptions, type DeliveryForwarder,
+} from "./consumer.js";
+export { Delivery, type DeliveryOptions } from "./delivery.js";

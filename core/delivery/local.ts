@@ -1,0 +1,161 @@
+import type { Uuid } from "../base/index.js";
+import { metrics } from "./metrics.js";
+
+/**
+ * A committed message on its way to devices (issue 27): one per dispatch record, shared by every
+ * connection that gets it. `encoded` is the door's frame, made by the first connection that
+ * writes it and reused by the others (a message is encoded once per node, not once per socket).
+ */
+export interface DeliveryItem {
+  tenant: Uuid;
+  conversation: Uuid;
+  conversationSeq: number;
+  /** The raw history entry (core/conversation history.ts): the door decodes what it shows. */
+  entry: string;
+  /** When the message was committed (ms), for the commit-to-push latency. */
+  createdAt: number;
+  encoded?: Uint8Array;
+}
+
+/** What one node delivers: items in order, each with the recipients it holds connections of. */
+export interface DeliveryBatch {
+  tenant: Uuid;
+  items: { item: DeliveryItem; users: Uuid[] }[];
+}
+
+/**
+ * One device connection as the engine sees it (the gateway's connection implements it): who it
+ * is, its counters, and the ways to push to it or end it.
+ */
+export interface DeviceConnection {
+  readonly tenant: Uuid;
+  readonly user: Uuid;
+  readonly device: string;
+  /** When it connected (ms). */
+  readonly since: number;
+  /** The peer's address as the socket saw it. */
+  readonly remote: string;
+  readonly framesIn: number;
+  readonly framesOut: number;
+  /** Bytes queued on the socket, not yet written. */
+  readonly buffered: number;
+  /** Pushes committed messages, in order; false when the connection did not take them (slow, closing). */
+  push(item: DeliveryItem): boolean;
+  /** Pushes one pre-encoded frame of the door (read sync, badge, session delta); false when not taken. */
+  pushFrame(frame: Uint8Array): boolean;
+  close(code: number, reason: string): void;
+}
+
+/** The first and the last connection of a user on this node (the online registry writes them). */
+export interface PresenceHooks {
+  online(tenant: Uuid, user: Uuid): void;
+  offline(tenant: Uuid, user: Uuid): void;
+}
+
+/**
+ * This node's device connections by user (issue 27): the per-node half of the online registry.
+ * The gateway adds a connection once it authenticated and removes it when it closes; delivery,
+ * `qimctl connections` and a drain read it.
+ */
+export class LocalConnections {
+  private readonly byUser = new Map<string, Set<DeviceConnection>>();
+  private count = 0;
+  private hooks: PresenceHooks | null = null;
+
+  /** Set by the runtime: the cross-node registry learns a user's first and last connection here. */
+  setHooks(h: PresenceHooks): void {
+    this.hooks = h;
+  }
+
+  add(c: DeviceConnection): void {
+    const key = c.tenant + c.user;
+    let set = this.byUser.get(key);
+    if (!set) {
+      set = new Set();
+      this.byUser.set(key, set);
+      this.hooks?.online(c.tenant, c.user);
+    }
+    if (set.has(c)) return;
+    set.add(c);
+    this.count++;
+    this.observe();
+  }
+
+  remove(c: DeviceConnection): void {
+    const key = c.tenant + c.user;
+    const set = this.byUser.get(key);
+    if (!set?.delete(c)) return;
+    this.count--;
+    if (set.size === 0) {
+      this.byUser.delete(key);
+      this.hooks?.offline(c.tenant, c.user);
+    }
+    this.observe();
+  }
+
+  /** The user's connections on this node (empty when none). */
+  ofUser(tenant: Uuid, user: Uuid): readonly DeviceConnection[] {
+    const set = this.byUser.get(tenant + user);
+    return set ? [...set] : [];
+  }
+
+  has(tenant: Uuid, user: Uuid): boolean {
+    return this.byUser.has(tenant + user);
+  }
+
+  /** Every connection of this node. */
+  all(): DeviceConnection[] {
+    const out: DeviceConnection[] = [];
+    for (const set of this.byUser.values()) for (const c of set) out.push(c);
+    return out;
+  }
+
+  /** Every user with a connection here (the registry's periodic refresh). */
+  users(): { tenant: Uuid; user: Uuid }[] {
+    const out: { tenant: Uuid; user: Uuid }[] = [];
+    for (const set of this.byUser.values()) {
+      const c = set.values().next().value as DeviceConnection;
+      out.push({ tenant: c.tenant, user: c.user });
+    }
+    return out;
+  }
+
+  get size(): number {
+    return this.count;
+  }
+
+  /** Pushes a batch to the connections of its users here; returns how many pushes were made. */
+  deliver(batch: DeliveryBatch): number {
+    let pushed = 0;
+    const now = Date.now();
+    for (const { item, users } of batch.items) {
+      for (const user of users) {
+        const set = this.byUser.get(batch.tenant + user);
+        if (!set) continue;
+        for (const c of set) {
+          if (c.push(item)) {
+            pushed++;
+            metrics.lag.observe(Math.max(0, now - item.createdAt) / 1000);
+          }
+        }
+      }
+    }
+    metrics.deliveries.inc(pushed);
+    return pushed;
+  }
+
+  /** Pushes one door frame to every connection of the user here except `exceptDevice`'s; returns how many took it. */
+  pushToUser(tenant: Uuid, user: Uuid, frame: Uint8Array, exceptDevice?: string): number {
+    let n = 0;
+    for (const c of this.byUser.get(tenant + user) ?? []) {
+      if (c.device === exceptDevice) continue;
+      if (c.pushFrame(frame)) n++;
+    }
+    return n;
+  }
+
+  private observe(): void {
+    metrics.connections.set(this.count);
+    metrics.users.set(this.byUser.size);
+  }
+}

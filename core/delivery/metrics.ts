@@ -1,0 +1,50 @@
+import { Counter, Gauge, Histogram } from "prom-client";
+import { registry } from "../metrics/index.js";
+
+/** The delivery module's metrics (issue 27), in the process's one registry. */
+export const metrics = {
+  records: new Counter({
+    name: "qim_delivery_records_total",
+    help: "Dispatch records the delivery consumer of this node read from the partitions it owns",
+    registers: [registry],
+  }),
+  deliveries: new Counter({
+    name: "qim_delivery_pushes_total",
+    help: "Messages handed to an online connection of this node (one per connection and message)",
+    registers: [registry],
+  }),
+  forwarded: new Counter({
+    name: "qim_delivery_forwarded_total",
+    help: "Delivery batches sent to another node that holds recipients' connections, by outcome (ok, failed)",
+    labelNames: ["outcome"] as const,
+    registers: [registry],
+  }),
+  dropped: new Counter({
+    name: "qim_delivery_dropped_total",
+    help: "Pushes not made, by reason (slow: the connection was past its soft mark; gone: the connection closed first)",
+    labelNames: ["reason"] as const,
+    registers: [registry],
+  }),
+  lag: new Histogram({
+    name: "qim_delivery_commit_to_push_seconds",
+    help: "From a message's commit (its created_at) to its push onto a connection of this node",
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [registry],
+  }),
+  connections: new Gauge({
+    name: "qim_delivery_online_connections",
+    help: "Device connections registered on this node",
+    registers: [registry],
+  }),
+  users: new Gauge({
+    name: "qim_delivery_online_users",
+    help: "Users with at least one device connection on this node",
+    registers: [registry],
+  }),
+  checkpointLag: new Gauge({
+    name: "qim_delivery_checkpoint_lag",
+    help: "Records appended to a partition this node owns but not yet delivered",
+    labelNames: ["partition"] as const,
+    registers: [registry],
+  }),
+};

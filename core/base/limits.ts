@@ -119,7 +119,13 @@ export const GATEWAY_IDLE_TIMEOUT_MS = 90_000;
  * next PULL_SESSION_LIST), so that a slow device holds at most this much of the node's memory.
  */
 export const GATEWAY_PUSH_SOFT_MARK_BYTES = 1024 * 1024;
-/** Bytes queued on a socket past which the connection is closed (4429): a device that reads nothing at all. */
+/**
+ * The payload bytes one HISTORY_BATCH carries at most: a page stops before the message that would
+ * pass it (the first message always goes) and says `more`, so that an answer of 999 messages of
+ * 64 KiB is not a 64 MiB frame.
+ */
+export const GATEWAY_MAX_ANSWER_PAYLOAD_BYTES = 1024 * 1024;
+/** Bytes queued on a socket past which the connection is closed (4429): a device that reads nothing at all, pushes or answers. */
 export const GATEWAY_PUSH_HARD_MARK_BYTES = 8 * 1024 * 1024;
 /** The admin gRPC server's largest request (grpc.max_receive_message_length): a bulk membership call of MAX_USERS_PER_MEMBERSHIP_CALL users fits many times. */
 export const ADMIN_GRPC_MAX_RECEIVE_BYTES = 4 * 1024 * 1024;

@@ -1,4 +1,4 @@
-import type { KeySpace, Uuid } from "../base/index.js";
+import { NODE_RPC_MAX_RECEIVE_BYTES, type KeySpace, type Uuid } from "../base/index.js";
 import { SOLO_GATE, type UnitGate } from "../cluster/index.js";
 import { decodeHistoryParts, decodeMembershipPayload, HIST_FIELD, MEMBERSHIP_CUSTOM_TYPE, MembershipOp } from "../conversation/index.js";
 import type { DispatchEntry, DispatchLog, LogPosition } from "../dispatch/index.js";
@@ -14,6 +14,16 @@ export const DELIVERY_POLL_INTERVAL_MS = 50;
 export const DELIVERY_READ_BATCH = 256;
 /** Attempts of a batch to another node before its pushes are given up (the devices resync on their next pull). */
 export const DELIVERY_FORWARD_ATTEMPTS = 3;
+
+/**
+ * The bytes one batch to another node carries at most (entries and recipients): half the node
+ * service's request limit (NODE_RPC_MAX_RECEIVE_BYTES), so that its one largest item (a 64 KiB
+ * message, base64, with DELIVERY_FORWARD_MAX_USERS recipients) fits too. A step's batch for a
+ * node goes as several, one after another, in order.
+ */
+export const DELIVERY_FORWARD_MAX_BYTES = NODE_RPC_MAX_RECEIVE_BYTES / 2;
+/** Recipients of one message in one batch to another node at most (a large group's go in slices of it; ~40 bytes each on the wire). */
+export const DELIVERY_FORWARD_MAX_USERS = 10_000;
 
 /** Sends a batch to another node's connections (node RPC Deliver); set by the node's RPC listener. */
 export type DeliveryForwarder = (to: Located, batch: DeliveryBatch) => Promise<void>;
@@ -212,7 +222,9 @@ export class DeliveryConsumer {
       }
     }
     for (const b of here.values()) this.local.deliver(b);
-    await Promise.all([...there.values()].flatMap(({ to, batches }) => [...batches.values()].map((b) => this.forward(to, b))));
+    await Promise.all([...there.values()].flatMap(({ to, batches }) => [...batches.values()].map(async (b) => {
+      for (const part of bounded(b)) await this.forward(to, part);
+    })));
   }
 
   private async forward(to: Located, batch: DeliveryBatch): Promise<void> {
@@ -236,4 +248,30 @@ export class DeliveryConsumer {
       }
     }
   }
+}
+
+/** A batch cut into batches of at most DELIVERY_FORWARD_MAX_BYTES of entries (one item at least each), in order. */
+function bounded(batch: DeliveryBatch): DeliveryBatch[] {
+  const out: DeliveryBatch[] = [];
+  let cur: DeliveryBatch = { tenant: batch.tenant, items: [] };
+  let bytes = 0;
+  const pieces = batch.items.flatMap((it) => {
+    // a message of a large group: its recipients on one node in slices (a user id is 36 bytes on the wire and some)
+    if (it.users.length <= DELIVERY_FORWARD_MAX_USERS) return [it];
+    const out: typeof batch.items = [];
+    for (let i = 0; i < it.users.length; i += DELIVERY_FORWARD_MAX_USERS) out.push({ item: it.item, users: it.users.slice(i, i + DELIVERY_FORWARD_MAX_USERS) });
+    return out;
+  });
+  for (const it of pieces) {
+    const size = it.item.entry.length + 40 * it.users.length;
+    if (cur.items.length > 0 && bytes + size > DELIVERY_FORWARD_MAX_BYTES) {
+      out.push(cur);
+      cur = { tenant: batch.tenant, items: [] };
+      bytes = 0;
+    }
+    cur.items.push(it);
+    bytes += size;
+  }
+  if (cur.items.length > 0) out.push(cur);
+  return out;
 }

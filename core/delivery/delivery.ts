@@ -4,6 +4,7 @@ import type { DispatchLog } from "../dispatch/index.js";
 import type { RedisStore } from "../store/index.js";
 import { DeliveryConsumer, type DeliveryForwarder } from "./consumer.js";
 import { LocalConnections } from "./local.js";
+import { ReadSync, type UserEventForwarder } from "./read-sync.js";
 import { ONLINE_REFRESH_MS, OnlineRegistry, type RegistryCluster } from "./registry.js";
 
 export interface DeliveryOptions {
@@ -12,6 +13,8 @@ export interface DeliveryOptions {
   gate?: UnitGate;
   /** This node in the cluster: the registry writes and reads Redis; without it every connection is local. */
   cluster?: RegistryCluster;
+  /** read_sync_merge_window (READ_SYNC_MERGE_WINDOW_MS). */
+  readSyncMergeWindowMs?: number;
   log?: (line: string) => void;
 }
 
@@ -20,6 +23,7 @@ export class Delivery {
   readonly local = new LocalConnections();
   readonly registry: OnlineRegistry;
   readonly consumer: DeliveryConsumer;
+  readonly readSync: ReadSync;
   private refreshTimer: NodeJS.Timeout | undefined;
 
   constructor(store: RedisStore, keys: KeySpace, log: DispatchLog, private readonly opts: DeliveryOptions = {}) {
@@ -29,6 +33,7 @@ export class Delivery {
       online: (t, u) => { this.registry.online(t, u).catch(warn("registering an online user")); },
       offline: (t, u) => { this.registry.offline(t, u).catch(warn("removing an online user")); },
     });
+    this.readSync = new ReadSync(this.local, this.registry, opts.readSyncMergeWindowMs, opts.log);
     this.consumer = new DeliveryConsumer(store, keys, log, this.local, this.registry, {
       ...(opts.pollIntervalMs !== undefined ? { pollIntervalMs: opts.pollIntervalMs } : {}),
       ...(opts.gate ? { gate: opts.gate } : {}),
@@ -36,9 +41,10 @@ export class Delivery {
     });
   }
 
-  /** The node's RPC listener installs how a batch reaches another node. */
-  setForwarder(f: DeliveryForwarder): void {
+  /** The node's RPC listener installs how a batch and a user event reach another node. */
+  setForwarder(f: DeliveryForwarder, events: UserEventForwarder): void {
     this.consumer.setForwarder(f);
+    this.readSync.setForwarder(events);
   }
 
   start(): void {
@@ -53,7 +59,7 @@ export class Delivery {
 
   async stop(): Promise<void> {
     clearInterval(this.refreshTimer);
-    await this.consumer.stop();
+    await Promise.all([this.consumer.stop(), this.readSync.stop()]);
     await this.registry.withdraw().catch(() => undefined);
   }
 }

@@ -7,9 +7,12 @@
  * `{dNNN}:delivery:*` and the `qim_delivery_*` metrics. docs/gateway.md, "Delivery".
  */
 export { deliveryCheckpointKey, onlineKey } from "./keys.js";
-export { LocalConnections, type DeliveryBatch, type DeliveryItem, type DeviceConnection, type PresenceHooks } from "./local.js";
+export {
+  LocalConnections, type DeliveryBatch, type DeliveryItem, type DeviceConnection, type PresenceHooks, type ReadSyncEvent, type UserEvent, type UserEventBatch,
+} from "./local.js";
+export { READ_SYNC_MERGE_WINDOW_MS, ReadSync, type UserEventForwarder } from "./read-sync.js";
 export { LOCATE_CHUNK, ONLINE_ENTRY_TTL_MS, ONLINE_NODES_CACHE_MS, ONLINE_REFRESH_MS, OnlineRegistry, type LiveNode, type Located, type RegistryCluster } from "./registry.js";
 export {
-  DELIVERY_FORWARD_ATTEMPTS, DELIVERY_POLL_INTERVAL_MS, DELIVERY_READ_BATCH, DeliveryConsumer, type DeliveryConsumerOptions, type DeliveryForwarder,
+  DELIVERY_FORWARD_ATTEMPTS, DELIVERY_FORWARD_MAX_BYTES, DELIVERY_FORWARD_MAX_USERS, DELIVERY_POLL_INTERVAL_MS, DELIVERY_READ_BATCH, DeliveryConsumer, type DeliveryConsumerOptions, type DeliveryForwarder,
 } from "./consumer.js";
 export { Delivery, type DeliveryOptions } from "./delivery.js";

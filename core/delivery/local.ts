@@ -17,6 +17,22 @@ export interface DeliveryItem {
   encoded?: Uint8Array;
 }
 
+/** A user's read mark on another device (spec 003 §2.2): the conversation is read up to readSeq. */
+export interface ReadSyncEvent {
+  kind: "read";
+  conversation: Uuid;
+  readSeq: number;
+}
+
+/** Something that happened to a user, pushed to their devices and never stored as a message. */
+export type UserEvent = ReadSyncEvent;
+
+/** User events for one node: each to every connection of its user there except `exceptDevices`. */
+export interface UserEventBatch {
+  tenant: Uuid;
+  events: { user: Uuid; event: UserEvent; exceptDevices: string[] }[];
+}
+
 /** What one node delivers: items in order, each with the recipients it holds connections of. */
 export interface DeliveryBatch {
   tenant: Uuid;
@@ -41,8 +57,8 @@ export interface DeviceConnection {
   readonly buffered: number;
   /** Pushes committed messages, in order; false when the connection did not take them (slow, closing). */
   push(item: DeliveryItem): boolean;
-  /** Pushes one pre-encoded frame of the door (read sync, badge, session delta); false when not taken. */
-  pushFrame(frame: Uint8Array): boolean;
+  /** Pushes a user event (read sync); false when the connection did not take it. */
+  pushEvent(event: UserEvent): boolean;
   close(code: number, reason: string): void;
 }
 
@@ -144,12 +160,17 @@ export class LocalConnections {
     return pushed;
   }
 
-  /** Pushes one door frame to every connection of the user here except `exceptDevice`'s; returns how many took it. */
-  pushToUser(tenant: Uuid, user: Uuid, frame: Uint8Array, exceptDevice?: string): number {
+  /** Pushes each event to the connections of its user here, except its `exceptDevices`; returns how many took one. */
+  pushEvents(batch: UserEventBatch): number {
     let n = 0;
-    for (const c of this.byUser.get(tenant + user) ?? []) {
-      if (c.device === exceptDevice) continue;
-      if (c.pushFrame(frame)) n++;
+    for (const { user, event, exceptDevices } of batch.events) {
+      for (const c of this.byUser.get(batch.tenant + user) ?? []) {
+        if (exceptDevices.includes(c.device)) continue;
+        if (c.pushEvent(event)) {
+          n++;
+          metrics.events.inc({ kind: event.kind });
+        }
+      }
     }
     return n;
   }

@@ -41,6 +41,27 @@ export const metrics = {
     help: "Users with at least one device connection on this node",
     registers: [registry],
   }),
+  readMarks: new Counter({
+    name: "qim_delivery_read_marks_total",
+    help: "MARK_READs taken into a read-sync merge window on this node",
+    registers: [registry],
+  }),
+  readMarksMerged: new Counter({
+    name: "qim_delivery_read_marks_merged_total",
+    help: "MARK_READs that joined a window already open for the same user and conversation (no event of their own)",
+    registers: [registry],
+  }),
+  readSyncEvents: new Counter({
+    name: "qim_delivery_read_sync_events_total",
+    help: "Read-sync events sent to a user's other devices (one per merge window)",
+    registers: [registry],
+  }),
+  events: new Counter({
+    name: "qim_delivery_user_event_pushes_total",
+    help: "User events (read sync) handed to a connection of this node",
+    labelNames: ["kind"] as const,
+    registers: [registry],
+  }),
   checkpointLag: new Gauge({
     name: "qim_delivery_checkpoint_lag",
     help: "Records appended to a partition this node owns but not yet delivered",

@@ -7,7 +7,7 @@
  * names applies nothing and answers STALE_OWNER with its view of the owner; a malformed request is
  * REJECTED (final).
  */
-import { parseUuid, QimError, RELAY_BUCKET_COUNT, type DeliveryItem, type EngineRuntime, type Uuid } from "../../core/index.js";
+import { parseUuid, QimError, RELAY_BUCKET_COUNT, type DeliveryItem, type EngineRuntime, type UserEventBatch, type Uuid } from "../../core/index.js";
 import {
   NodeStatus,
   type DescribeUserRequest,
@@ -16,6 +16,8 @@ import {
   type DeliverResponse,
   type KickRequest,
   type KickResponse,
+  type PushUserEventsRequest,
+  type PushUserEventsResponse,
   type UnitOwner,
 } from "../../admin-api/gen/qim/node/v1/node.js";
 import { cmdOf, localCmdNode, type CmdNodeHandlers } from "./cmd-local.js";
@@ -28,6 +30,7 @@ export interface NodeHandlers extends CmdNodeHandlers {
   kick(req: KickRequest): Promise<KickResponse>;
   describeUser(req: DescribeUserRequest): Promise<DescribeUserResponse>;
   deliver(req: DeliverRequest): Promise<DeliverResponse>;
+  pushUserEvents(req: PushUserEventsRequest): Promise<PushUserEventsResponse>;
 }
 
 /** A unit's owner on the wire (empty strings for "none"). */
@@ -65,6 +68,25 @@ export function localNode(runtime: EngineRuntime, ownership: OwnershipView, slot
         return { status: NodeStatus.NODE_STATUS_REJECTED, pushed: 0, detail: err instanceof Error ? err.message : String(err) };
       }
       return { status: NodeStatus.NODE_STATUS_OK, pushed: runtime.delivery.local.deliver({ tenant, items }), detail: "" };
+    },
+    async pushUserEvents(req) {
+      let batch: UserEventBatch;
+      try {
+        const tenant = parseUuid(req.tenant, "tenant");
+        batch = {
+          tenant,
+          events: req.events.map((e) => {
+            if (e.event?.$case !== "read") throw new Error("events: an event of a kind this node does not know");
+            return {
+              user: parseUuid(e.user, "events.user"), exceptDevices: e.exceptDevices,
+              event: { kind: "read" as const, conversation: parseUuid(e.event.read.conversation, "events.read.conversation"), readSeq: Number(e.event.read.readSeq) },
+            };
+          }),
+        };
+      } catch (err) {
+        return { status: NodeStatus.NODE_STATUS_REJECTED, pushed: 0, detail: err instanceof Error ? err.message : String(err) };
+      }
+      return { status: NodeStatus.NODE_STATUS_OK, pushed: runtime.delivery.local.pushEvents(batch), detail: "" };
     },
     async kick(req) {
       const buckets = [...new Set(req.buckets)];

@@ -10,7 +10,7 @@
  * satisfies. Resolved owners are cached (ownerCacheMs) so that a busy path does not read the
  * registry per call; a STALE_OWNER or a failed call drops the entry — a moved unit costs one hop.
  */
-import { InvalidArgumentError, StaleOwnerError, UnavailableError, type DeliveryBatch, type Located } from "../../core/index.js";
+import { InvalidArgumentError, StaleOwnerError, UnavailableError, type DeliveryBatch, type Located, type UserEventBatch } from "../../core/index.js";
 import {
   NodeStatus,
   type CmdPendingResponse,
@@ -180,6 +180,26 @@ export class NodeRouter {
     }
     nodeMetrics.calls.inc({ rpc: "Deliver", target: "remote", status: statusName(res.status) });
     if (res.status !== NodeStatus.NODE_STATUS_OK) throw new UnavailableError(`Deliver to ${to.nodeId}: ${res.detail}`);
+  };
+
+  /** The read sync's forwarder (core/delivery): user events for devices connected to another node. Rejects on failure. */
+  readonly forwardUserEvents = async (to: Located, batch: UserEventBatch): Promise<void> => {
+    if (!to.address) throw new UnavailableError(`node ${to.nodeId} holds connections but registered no node address`);
+    const req = {
+      tenant: batch.tenant, fromNodeId: this.opts.ownership.nodeId,
+      events: batch.events.map(({ user, event, exceptDevices }) => ({
+        user, exceptDevices, event: { $case: "read" as const, read: { conversation: event.conversation, readSeq: BigInt(event.readSeq) } },
+      })),
+    };
+    let res;
+    try {
+      res = await this.opts.peers.at(to.address).pushUserEvents(req);
+    } catch (err) {
+      nodeMetrics.calls.inc({ rpc: "PushUserEvents", target: "remote", status: err instanceof NodeCallError ? GRPC_CODE_NAMES[err.code] ?? String(err.code) : "ERROR" });
+      throw err;
+    }
+    nodeMetrics.calls.inc({ rpc: "PushUserEvents", target: "remote", status: statusName(res.status) });
+    if (res.status !== NodeStatus.NODE_STATUS_OK) throw new UnavailableError(`PushUserEvents to ${to.nodeId}: ${res.detail}`);
   };
 
   /** One Kick to `owner`; on STALE_OWNER each bucket is re-resolved and the buckets re-sent once, grouped by their new owners. */

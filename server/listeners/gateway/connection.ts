@@ -8,9 +8,10 @@
 import { createHash } from "node:crypto";
 import type { WebSocket } from "ws";
 import {
-  decodeHistoryEntry, GATEWAY_PUSH_HARD_MARK_BYTES, GATEWAY_PUSH_SOFT_MARK_BYTES, type DeliveryItem, type DeviceConnection,
+  decodeHistoryEntry, GATEWAY_MAX_ANSWER_PAYLOAD_BYTES, GATEWAY_PUSH_HARD_MARK_BYTES, GATEWAY_PUSH_SOFT_MARK_BYTES, type DeliveryItem, type DeviceConnection,
   GATEWAY_AUTH_TIMEOUT_MS, GATEWAY_IDLE_TIMEOUT_MS, GATEWAY_MAX_IN_FLIGHT, HISTORY_PAGE_DEFAULT, HISTORY_PAGE_LIMIT, InvalidArgumentError, listConversations, pageLimit,
-  parseUuid, SESSION_PAGE_DEFAULT, SESSION_PAGE_LIMIT, type BadgeState, type ConversationListEntry, type EngineRuntime, type HistoryRecord, type Uuid,
+  parseUuid, SESSION_PAGE_DEFAULT, SESSION_PAGE_LIMIT, type BadgeState, type ConversationListEntry, type EngineRuntime, type HistoryRecord, type SessionFrame,
+  type UserEvent, type Uuid,
 } from "../../../core/index.js";
 import { KeyedSerial } from "../../../core/support/index.js";
 import { Frame, type Badge, type Message, type SessionEntry, type SessionList } from "../../../admin-api/gen/qim/client/v1/frames.js";
@@ -69,6 +70,8 @@ export class GatewayConnection implements DeviceConnection {
   private readonly sends = new KeyedSerial();
   private readonly gone = new AbortController();
   private authTimer: NodeJS.Timeout | undefined;
+  /** Ends the SESSION_DELTA / BADGE_UPDATE watch (core/session-view) opened at AUTH. */
+  private unwatch: (() => void) | null = null;
   private idleTimer: NodeJS.Timeout | undefined;
   private readonly principal: Principal;
 
@@ -81,6 +84,8 @@ export class GatewayConnection implements DeviceConnection {
       clearTimeout(this.authTimer);
       clearTimeout(this.idleTimer);
       this.gone.abort();
+      this.unwatch?.();
+      this.unwatch = null;
       deps.onClose(this);
     });
     ws.on("error", () => undefined);
@@ -112,11 +117,37 @@ export class GatewayConnection implements DeviceConnection {
     return true;
   }
 
-  pushFrame(frame: Uint8Array): boolean {
+  /**
+   * A user event (core/delivery): READ_SYNC when another device of the user read a conversation,
+   * then BADGE_UPDATE with the badge read again (spec 003 §2.2: the other devices' unread goes down
+   * by a recompute, not by a negative delta), whichever node the read was marked on.
+   */
+  pushEvent(event: UserEvent): boolean {
     if (!this.admit()) return false;
-    this.framesOut++;
-    this.ws.send(frame);
+    this.write(0n, { $case: "readSync", readSync: { group: event.conversation, readSeq: BigInt(event.readSeq) } });
+    const { tenant, user } = this.identity;
+    this.runtime.conversationList.service.badge(tenant, user).then((b) => {
+      if (this.admit()) this.write(0n, { $case: "badgeUpdate", badgeUpdate: { badge: badgeOf(b), listVersion: BigInt(b.version) } });
+    }, (err: unknown) => this.deps.log(`gateway: badge after a read sync: ${err instanceof Error ? err.message : String(err)}`));
     return true;
+  }
+
+  /** A frame of the user's SESSION_DELTA stream (absolute values, spec 002 §5), under the push budget. */
+  private pushSession(frame: SessionFrame): void {
+    if (!this.admit()) return;
+    if (frame.kind === "badge") {
+      this.write(0n, { $case: "badgeUpdate", badgeUpdate: { badge: { totalUnread: BigInt(frame.totalUnread), totalMention: BigInt(frame.totalMention), mutedUnread: BigInt(frame.mutedUnread) }, listVersion: BigInt(frame.version) } });
+      return;
+    }
+    const r = frame.row;
+    this.write(0n, {
+      $case: "sessionDelta",
+      sessionDelta: {
+        previousVersion: BigInt(frame.previousVersion), version: BigInt(frame.version),
+        changed: r.deleted ? [] : [{ group: r.conversation, unread: BigInt(r.unread), mentions: BigInt(r.mentions), pinned: r.pinRank !== null && r.pinRank !== undefined, muted: r.muted, readSeq: 0n, headSeq: BigInt(r.headSeq) }],
+        removed: r.deleted ? [r.conversation] : [],
+      },
+    });
   }
 
   /** Whether a push may go out now (open, authenticated, within its budget); applies the marks. */
@@ -159,6 +190,12 @@ export class GatewayConnection implements DeviceConnection {
 
   private write(requestId: bigint, body: Body): void {
     if (this.ws.readyState !== this.ws.OPEN) return;
+    // answers too: a device that keeps asking and reads nothing holds no more than the hard mark
+    if (this.ws.bufferedAmount > GATEWAY_PUSH_HARD_MARK_BYTES) {
+      gatewayMetrics.backPressure.inc({ mark: "hard" });
+      this.close(CLOSE.SLOW, "too much queued: the device reads nothing");
+      return;
+    }
     this.framesOut++;
     gatewayMetrics.frames.inc({ direction: "out", type: body.$case });
     this.ws.send(Frame.encode({ requestId, body }).finish());
@@ -270,6 +307,14 @@ export class GatewayConnection implements DeviceConnection {
     }
     if (this.authed) throw new InvalidArgumentError("auth", "this connection is authenticated already");
     const { runtime } = this;
+    // a device's login is a reconcile trigger (spec 002 §3.4), at most once per RECONCILE_MIN_INTERVAL_MS per user
+    await runtime.conversationList.service.reconcileBounded(tenant, user, "login");
+    // the watch before the first page: a change between them arrives as a delta, never falls between
+    this.unwatch = await runtime.sessionView.watch(tenant, user, (f) => this.pushSession(f));
+    if (this.gone.signal.aborted) {
+      this.unwatch();
+      this.unwatch = null;
+    }
     const [badge, page] = await Promise.all([
       runtime.conversationList.service.badge(tenant, user),
       this.sessionPage(null, SESSION_PAGE_DEFAULT),
@@ -308,8 +353,18 @@ export class GatewayConnection implements DeviceConnection {
     if (req.afterSeq > BigInt(Number.MAX_SAFE_INTEGER)) throw new InvalidArgumentError("after_seq", "after_seq is at most 2^53-1");
     // one more than asked: whether more follow, without a second read
     const page = await this.runtime.conversations.history({ tenant, group, user, after: Number(req.afterSeq), limit: Number(limit) + 1 });
-    const more = page.records.length > Number(limit);
-    const records = more ? page.records.slice(0, Number(limit)) : page.records;
+    let n = Math.min(page.records.length, Number(limit));
+    // bounded in bytes too: the first record always, then while the payloads stay within the answer's budget
+    let bytes = 0;
+    for (let i = 0; i < n; i++) {
+      bytes += page.records[i]!.payload.byteLength;
+      if (i > 0 && bytes > GATEWAY_MAX_ANSWER_PAYLOAD_BYTES) {
+        n = i;
+        break;
+      }
+    }
+    const more = page.records.length > n;
+    const records = page.records.slice(0, n);
     return {
       $case: "historyBatch",
       historyBatch: { group, messages: records.map((r) => messageOf(group, r)), earliestAvailableSeq: BigInt(page.earliestAvailableConversationSeq), more },
@@ -336,6 +391,8 @@ export class GatewayConnection implements DeviceConnection {
     const group = parseUuid(req.group, "group");
     if (req.readSeq > BigInt(Number.MAX_SAFE_INTEGER)) throw new InvalidArgumentError("read_seq", "read_seq is at most 2^53-1");
     const r = await this.runtime.conversations.markRead({ tenant, group, user, seq: Number(req.readSeq) });
+    // the user's other devices learn it once the merge window closes; this one has its answer
+    this.runtime.delivery.readSync.mark(tenant, user, group, r.readConversationSeq, this.identity.device);
     const badge = await this.runtime.conversationList.service.badge(tenant, user);
     return { $case: "markReadAck", markReadAck: { readSeq: BigInt(r.readConversationSeq), badge: badgeOf(badge) } };
   }
@@ -379,5 +436,6 @@ function sessionEntryOf(e: ConversationListEntry): SessionEntry {
   return {
     group, unread: BigInt(s?.unread ?? 0), mentions: BigInt(e.row.mentions), pinned: e.row.pinRank !== null && e.row.pinRank !== undefined, muted: e.row.muted,
     ...(s?.head ? { head: messageOf(group, s.head) } : {}), readSeq: BigInt(s?.readConversationSeq ?? 0),
+    headSeq: BigInt(s?.head?.conversationSeq ?? e.row.headSeq),
   };
 }

@@ -92,6 +92,7 @@ export async function startNodeServer(opts: NodeServerOptions): Promise<NodeServ
     cmdPending: handler("CmdPending", (req) => opts.handlers.cmdPending(req)),
     cmdFlush: handler("CmdFlush", (req) => opts.handlers.cmdFlush(req)),
     deliver: handler("Deliver", (req) => opts.handlers.deliver(req)),
+    pushUserEvents: handler("PushUserEvents", (req) => opts.handlers.pushUserEvents(req)),
   });
   const credentials = insecure
     ? grpc.ServerCredentials.createInsecure()

@@ -65,6 +65,7 @@ export async function openNodeService(opts: NodeServiceOptions): Promise<NodeSer
       cmdPending: (req) => handlers ? handlers.cmdPending(req) : Promise.resolve({ status: NodeStatus.NODE_STATUS_STALE_OWNER, views: [], detail: notYet }),
       cmdFlush: (req) => handlers ? handlers.cmdFlush(req) : Promise.resolve({ status: NodeStatus.NODE_STATUS_REJECTED, nodeId: "", rows: 0, batches: 0, failedBatches: 0, detail: notYet }),
       deliver: (req) => handlers ? handlers.deliver(req) : Promise.resolve({ status: NodeStatus.NODE_STATUS_OK, pushed: 0, detail: notYet }),
+      pushUserEvents: (req) => handlers ? handlers.pushUserEvents(req) : Promise.resolve({ status: NodeStatus.NODE_STATUS_OK, pushed: 0, detail: notYet }),
     },
   });
   const address = advertisedAddress(opts.listen, server.port, opts.advertise);
@@ -81,8 +82,8 @@ export async function openNodeService(opts: NodeServiceOptions): Promise<NodeSer
       handlers = local;
       const router = new NodeRouter({ ownership: cluster, local, peers });
       cluster.setKickForwarder(router.forwardKick);
-      // the delivery consumer's batches for devices connected to other nodes
-      runtime.delivery.setForwarder(router.forwardDelivery);
+      // the delivery consumer's batches and the read-sync events for devices connected to other nodes
+      runtime.delivery.setForwarder(router.forwardDelivery, router.forwardUserEvents);
       svc.router = router;
       // CMD intents of users owned elsewhere go to their owners' PushIntents from now on
       const api = maybeCmdOf(runtime);

@@ -1,0 +1,319 @@
+/**
+ * Delivery to online devices (issue 27, core/delivery) on two REAL node processes sharing one
+ * Redis: node A takes every unit (it owns the dispatch partitions, so its delivery consumer reads
+ * every commit and the conversation lists are written there), node B only relay buckets (an API
+ * node): a device on B gets its pushes through node RPC Deliver, a read mark taken on B reaches A's
+ * devices through PushUserEvents. Devices are the `ws` client driven frame by frame
+ * (test/gateway/device.ts). Expected values come from what the test did: the SEND_ACKs it got (seq
+ * and message id), the leave's event seq, the seqs it marked read, the messages it sent — never from
+ * a read of the node's state.
+ */
+import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { after, before, describe, it } from "node:test";
+import { connectAdmin, type AdminClient } from "../../admin-api/client.js";
+import { writeTestPki, type TestPkiFiles } from "../certs/fixture.js";
+import { counter, sleep, until } from "../cluster/processes.js";
+import { ok, run } from "../e2e/qimctl.js";
+import { startRedis, type RedisServer } from "../harness/redis.js";
+import { startServerProcess, type ServerProcess } from "../reliability/server-process.js";
+import { Device, show, type Body } from "./device.js";
+
+/** The read-sync merge window of spec 003 §2.2 (READ_SYNC_MERGE_WINDOW_MS), written out: the test's own number. */
+const MERGE_WINDOW_MS = 3000;
+
+type Msg = Extract<Body, { $case: "message" }>["message"];
+
+/** The messages of `group` a device got, in arrival order. */
+const messagesOf = (d: Device, group: string): Msg[] => d.pushes("message").map((b) => b.message).filter((m) => m.group === group);
+
+/** Seqs in arrival order after dropping repeats of a message id (what a device shows after its dedupe). */
+function deduped(ms: Msg[]): number[] {
+  const seen = new Set<string>();
+  const out: number[] = [];
+  for (const m of ms) {
+    if (seen.has(m.messageId)) continue;
+    seen.add(m.messageId);
+    out.push(Number(m.conversationSeq));
+  }
+  return out;
+}
+
+const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
+
+describe("delivery to online devices across two nodes", { timeout: 300_000 }, () => {
+  let dir: string;
+  let pki: TestPkiFiles;
+  let redis: RedisServer;
+  const nodes: { id: string; units: string[]; proc?: ServerProcess; url?: string }[] = [
+    { id: "node-a", units: [] },
+    { id: "node-b", units: ["--cluster-units", "relay"] },
+  ];
+  let context: string;
+  let ca: Buffer;
+  let admin: AdminClient;
+  const open: Device[] = [];
+
+  const device = async (user: string, name: string, on: 0 | 1): Promise<Device> => {
+    const { token } = ok(await run(["token", "issue", "--user", user, "--device", name, "--ttl", "1h"], { context }), "token issue") as { token: string };
+    const d = await Device.open(nodes[on]!.url!, ca, token);
+    assert.ok(d instanceof Device, `connected: ${show(d)}`);
+    const a = await d.request({ $case: "auth", auth: { deviceId: name, clientVersion: "test" } });
+    assert.equal(a.body?.$case, "authOk", show(a.body));
+    open.push(d);
+    return d;
+  };
+  const createGroup = async (owner: string, members: string[]): Promise<string> =>
+    ok(await run(["group", "create", "--owner", owner, ...members.flatMap((m) => ["--member", m])], { context }), "group create").group as string;
+  /** Sends `n` messages pipelined from one device; resolves with seq → message id from the acks. */
+  const sendMany = async (d: Device, group: string, n: number, tag: string, bytes = 0): Promise<Map<number, string>> => {
+    const acks = await Promise.all(range(1, n).map((i) => d.request({
+      $case: "send", send: { clientMsgNo: `${tag}-${i}`, group, payload: bytes > 0 ? Buffer.alloc(bytes, i % 251) : Buffer.from(`${tag} ${i}`), contentType: "text", mentions: [] },
+    })));
+    const out = new Map<number, string>();
+    for (const a of acks) {
+      assert.equal(a.body?.$case, "sendAck", show(a.body));
+      if (a.body?.$case === "sendAck") out.set(Number(a.body.sendAck.conversationSeq), a.body.sendAck.messageId);
+    }
+    return out;
+  };
+  const metric = async (i: 0 | 1, name: string, labels: Record<string, string> = {}) => counter(await (await fetch(nodes[i]!.proc!.metricsUrl!)).text(), name, labels);
+
+  before(async () => {
+    dir = mkdtempSync(path.join(os.tmpdir(), "qim-delivery-"));
+    pki = await writeTestPki(path.join(dir, "pki"));
+    ca = readFileSync(pki.ca.certPath);
+    redis = await startRedis();
+    const keys = path.join(dir, "token-keys.json");
+    context = path.join(dir, "context.json");
+    ok(await run(["token", "keygen", "--keys", keys]), "token keygen");
+    for (const n of nodes) {
+      n.proc = await startServerProcess({
+        redisAddr: redis.addr, pki, auditLog: path.join(dir, `${n.id}.audit.log`), metricsListen: "127.0.0.1:0",
+        extraArgs: [
+          "--node-id", n.id, "--data-dir", path.join(dir, n.id), ...n.units,
+          "--cluster-lease-ttl", "5s", "--cluster-heartbeat-interval", "1s",
+          "--node-listen", "127.0.0.1:0", "--node-tls-cert", pki.nodeA.certPath, "--node-tls-key", pki.nodeA.keyPath,
+          "--gateway-listen", "127.0.0.1:0", "--tokens-keys", keys,
+        ],
+      });
+      n.url = /client gateway on (wss:\/\/\S+)/.exec(await n.proc.waitForLog(/client gateway on /))![1]!.replace("127.0.0.1", "localhost");
+    }
+    writeFileSync(context, JSON.stringify({ endpoint: nodes[0]!.proc!.endpoint, ca: pki.ca.certPath, cert: pki.operator.certPath, key: pki.operator.keyPath, tenant: randomUUID() }));
+    admin = connectAdmin({
+      endpoint: nodes[0]!.proc!.endpoint, caPem: readFileSync(pki.ca.certPath, "utf8"), certPem: readFileSync(pki.admin.certPath, "utf8"),
+      keyPem: readFileSync(pki.admin.keyPath, "utf8"), deadlineMs: 8000,
+    });
+    // both alive, node A owning every partition and slot, node B none
+    await until("node A owns the partitions and slots, node B is alive", async () => {
+      const r = await admin.listNodes({});
+      const a = r.nodes.find((n) => n.nodeId === "node-a");
+      const b = r.nodes.find((n) => n.nodeId === "node-b");
+      return a?.alive && b?.alive && a.owned?.slots === 256 && (a.owned?.partitions ?? 0) > 0 && b.owned?.partitions === 0;
+    });
+  });
+
+  after(async () => {
+    for (const d of open) d.ws.terminate();
+    admin?.close();
+    for (const n of nodes) await n.proc?.stop();
+    await redis?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("a committed message reaches every online device of its audience once and in order, on either node; no one else", async () => {
+    const [alice, bob, carol] = [randomUUID(), randomUUID(), randomUUID()];
+    const group = await createGroup(alice, [bob]);
+    const alicePhone = await device(alice, "phone", 0);
+    const aliceTablet = await device(alice, "tablet", 0);
+    const bobPhone = await device(bob, "phone", 1);
+    const bobLaptop = await device(bob, "laptop", 0);
+    const carolPhone = await device(carol, "phone", 0);
+    // a fresh group made with its members has no event yet: the sends are seqs 1..10
+    const acks = await sendMany(alicePhone, group, 10, "m");
+    assert.deepEqual([...acks.keys()].sort((a, b) => a - b), range(1, 10));
+    const audience = { alicePhone, aliceTablet, bobPhone, bobLaptop };
+    for (const [name, d] of Object.entries(audience)) {
+      await until(`${name} has the 10 messages`, async () => deduped(messagesOf(d, group)).length >= 10);
+      const got = messagesOf(d, group);
+      // once each (no repeat in a quiet run), in seq order, with the ids the acks named
+      assert.deepEqual(got.map((m) => Number(m.conversationSeq)), range(1, 10), `${name}: ${got.map((m) => m.conversationSeq).join(",")}`);
+      assert.deepEqual(got.map((m) => m.messageId), range(1, 10).map((s) => acks.get(s)));
+      assert.deepEqual(got.map((m) => m.payload.toString()), range(1, 10).map((s) => `m ${s}`));
+      assert.ok(got.every((m) => m.sender === alice && m.kind === "normal"));
+    }
+    // carol is no member: after a round trip behind everything above, still nothing for her
+    assert.equal((await carolPhone.request({ $case: "ping", ping: {} })).body?.$case, "pong");
+    assert.deepEqual(carolPhone.pushes("message"), []);
+    // node B's devices were served through node RPC Deliver
+    assert.ok(await metric(0, "qim_delivery_forwarded_total", { outcome: "ok" }) > 0);
+    assert.ok(await metric(1, "qim_delivery_pushes_total") >= 10);
+  });
+
+  it("spec 000's leave boundary holds for pushes: zero deliveries at or after left_at while sends are in flight", async () => {
+    const [alice, bob] = [randomUUID(), randomUUID()];
+    const group = await createGroup(alice, [bob]);
+    const alicePhone = await device(alice, "phone", 0);
+    const aliceTablet = await device(alice, "tablet", 0);
+    const bobPhone = await device(bob, "phone", 1);
+    const sending = sendMany(alicePhone, group, 30, "l");
+    await until("bob got a few messages", async () => messagesOf(bobPhone, group).length >= 5);
+    const left = await bobPhone.request({ $case: "leaveGroup", leaveGroup: { group } });
+    assert.equal(left.body?.$case, "memberListBatch", show(left.body));
+    const leftAt = left.body?.$case === "memberListBatch" ? Number(left.body.memberListBatch.eventSeq) : -1;
+    const acks = await sending;
+    // 30 messages and the leave: seqs 1..31, the leave one of them
+    assert.deepEqual([...acks.keys(), leftAt].sort((a, b) => a - b), range(1, 31));
+    await until("alice's tablet has all 31", async () => deduped(messagesOf(aliceTablet, group)).length >= 31);
+    assert.deepEqual(deduped(messagesOf(aliceTablet, group)), range(1, 31));
+    // a barrier: the partition's consumer starts a step only once the previous one's forwards to node B
+    // returned, so once seq 32 reached the tablet every push for bob of seqs up to 31 is on his socket,
+    // and a ping's answer comes after them
+    await sendMany(alicePhone, group, 1, "barrier");
+    await until("the tablet has seq 32", async () => deduped(messagesOf(aliceTablet, group)).includes(32));
+    assert.equal((await bobPhone.request({ $case: "ping", ping: {} })).body?.$case, "pong");
+    const bobSeqs = deduped(messagesOf(bobPhone, group));
+    assert.deepEqual(bobSeqs.filter((s) => s >= leftAt), [], `bob got ${bobSeqs.join(",")}, left at ${leftAt}`);
+    // and everything before his leave (he was online and a member for all of it)
+    assert.deepEqual(bobSeqs, range(1, leftAt - 1));
+  });
+
+  it("C-4 read sync: the marking device gets no echo, the user's other devices (here and on the other node) get one READ_SYNC per merge window, then their badge and list follow", async () => {
+    const [dave, bob] = [randomUUID(), randomUUID()];
+    const group = await createGroup(bob, [dave]);
+    const davePhone = await device(dave, "phone", 0);
+    const daveTablet = await device(dave, "tablet", 0);
+    const daveLaptop = await device(dave, "laptop", 1);
+    const bobPhone = await device(bob, "phone", 1);
+    await sendMany(bobPhone, group, 12, "r");
+    for (const d of [davePhone, daveTablet, daveLaptop]) await until("dave's device has the 12 messages", async () => deduped(messagesOf(d, group)).length >= 12);
+    // the list is written on node A: the tablet there sees the conversation at seq 12 with 12 unread
+    const deltas = () => daveTablet.pushes("sessionDelta").flatMap((b) => b.sessionDelta.changed).filter((e) => e.group === group);
+    await until("the tablet's SESSION_DELTA shows seq 12", async () => deltas().some((e) => e.headSeq === 12n));
+    assert.equal(deltas().find((e) => e.headSeq === 12n)!.unread, 12n);
+    const eventsBefore = await metric(0, "qim_delivery_read_sync_events_total");
+    // ten marks in 2.25 s, inside one window: seqs 1..10
+    for (let s = 1; s <= 10; s++) {
+      const ack = await davePhone.request({ $case: "markRead", markRead: { group, readSeq: BigInt(s) } });
+      assert.equal(ack.body?.$case === "markReadAck" && ack.body.markReadAck.readSeq, BigInt(s), show(ack.body));
+      if (s < 10) await sleep(250);
+    }
+    for (const d of [daveTablet, daveLaptop]) await until("the READ_SYNC arrived", async () => d.pushes("readSync").length >= 1);
+    // one more window's length: no second event for the same marks
+    await sleep(MERGE_WINDOW_MS + 500);
+    assert.equal((await davePhone.request({ $case: "ping", ping: {} })).body?.$case, "pong");
+    assert.deepEqual(davePhone.pushes("readSync"), [], "the marking device gets its own event 0 times");
+    for (const d of [daveTablet, daveLaptop]) {
+      assert.deepEqual(d.pushes("readSync").map((b) => [b.readSync.group, Number(b.readSync.readSeq)]), [[group, 10]]);
+      // 12 messages from bob, 10 read: 2 unread (dave has no other conversation); the last badge says so
+      await until("the badge follows", async () => d.pushes("badgeUpdate").at(-1)?.badgeUpdate.badge?.totalUnread === 2n);
+    }
+    assert.equal(await metric(0, "qim_delivery_read_sync_events_total") - eventsBefore, 1, "10 marks in 3 s: one event");
+    await until("the tablet's list shows 2 unread", async () => deltas().at(-1)?.unread === 2n);
+    // a mark taken on node B reaches node A's devices through node RPC, and not the laptop itself
+    await daveLaptop.request({ $case: "markRead", markRead: { group, readSeq: 12n } });
+    await until("node A's devices got the laptop's mark", async () => davePhone.pushes("readSync").length === 1 && daveTablet.pushes("readSync").length === 2);
+    assert.deepEqual(davePhone.pushes("readSync").map((b) => Number(b.readSync.readSeq)), [12]);
+    await sleep(MERGE_WINDOW_MS + 500);
+    assert.equal(daveLaptop.pushes("readSync").length, 1);
+  });
+
+  it("back-pressure: a device that stops reading gets one RESYNC and no more pushes until it pulls its list; it catches up with no gap; the fast device got everything", async () => {
+    const [alice, bob] = [randomUUID(), randomUUID()];
+    const group = await createGroup(alice, [bob]);
+    const alicePhone = await device(alice, "phone", 0);
+    const slow = await device(bob, "slow", 0);
+    const fast = await device(bob, "fast", 1);
+    const soft = () => metric(0, "qim_gateway_back_pressure_total", { mark: "soft" });
+    const softBefore = await soft();
+    slow.pause();
+    // 60 KB messages until node A says the slow device passed its soft mark (the kernel's socket buffers fill first)
+    let sent = 0;
+    while ((await soft()) === softBefore) {
+      assert.ok(sent < 1000, "the soft mark was never reached");
+      await sendMany(alicePhone, group, 32, `bp${sent}`, 60_000);
+      sent += 32;
+    }
+    await until("the fast device has every message", async () => deduped(messagesOf(fast, group)).length >= sent).catch((err: unknown) => {
+      throw new Error(`${String(err)}; it has ${deduped(messagesOf(fast, group)).length} of ${sent}; node A: ${nodes[0]!.proc!.log().split("\n").filter((l) => /delivery|gateway/.test(l)).slice(-5).join(" | ")}`);
+    });
+    assert.deepEqual(deduped(messagesOf(fast, group)), range(1, sent));
+    slow.resume();
+    await until("the slow device read its RESYNC", async () => slow.pushes("resync").length >= 1);
+    assert.equal((await slow.request({ $case: "ping", ping: {} })).body?.$case, "pong");
+    const frames = slow.pushes("message").length + slow.pushes("resync").length;
+    assert.ok(frames > 0);
+    // what it got: a gapless prefix, then the one RESYNC and nothing pushed after it
+    const got = deduped(messagesOf(slow, group));
+    const k = got.length;
+    assert.ok(k < sent, `held back some (${k} of ${sent})`);
+    assert.deepEqual(got, range(1, k));
+    assert.equal(slow.pushes("resync").length, 1);
+    // catching up: its list, then history after its last seq, page by page (pages bounded in bytes)
+    const list = await slow.request({ $case: "pullSessionList", pullSessionList: { cursor: "", limit: 50 } });
+    assert.equal(list.body?.$case, "sessionList");
+    const pulled: number[] = [];
+    for (let after = k; ;) {
+      const h = await slow.request({ $case: "pullHistory", pullHistory: { group, afterSeq: BigInt(after), limit: 100 } });
+      assert.equal(h.body?.$case, "historyBatch", show(h.body));
+      if (h.body?.$case !== "historyBatch") break;
+      pulled.push(...h.body.historyBatch.messages.map((m) => Number(m.conversationSeq)));
+      if (!h.body.historyBatch.more) break;
+      after = pulled.at(-1)!;
+    }
+    assert.deepEqual([...got, ...pulled], range(1, sent), "no gap, no duplicate");
+    // pushes resumed with the pull
+    const next = await sendMany(alicePhone, group, 1, "after");
+    await until("the next message is pushed again", async () => deduped(messagesOf(slow, group)).includes(sent + 1));
+    assert.deepEqual([...next.keys()], [sent + 1]);
+  });
+
+  it("resume: a connection dropped mid-stream reconnects and re-syncs from its seqs with no gap, every repeat dedupable", async () => {
+    const [alice, bob] = [randomUUID(), randomUUID()];
+    const group = await createGroup(alice, [bob]);
+    const alicePhone = await device(alice, "phone", 0);
+    const first = await device(bob, "phone", 1);
+    const sending = sendMany(alicePhone, group, 40, "x");
+    await until("some arrived", async () => messagesOf(first, group).length >= 8);
+    first.ws.terminate();
+    const before = messagesOf(first, group);
+    const second = await device(bob, "phone", 1);
+    const acks = await sending;
+    // re-sync: history after the last seq it had before the drop
+    const last = Math.max(...before.map((m) => Number(m.conversationSeq)));
+    const h = await second.request({ $case: "pullHistory", pullHistory: { group, afterSeq: BigInt(last), limit: 100 } });
+    assert.equal(h.body?.$case, "historyBatch", show(h.body));
+    const pulled = h.body?.$case === "historyBatch" ? h.body.historyBatch.messages : [];
+    await sleep(500);
+    const all = [...before, ...pulled.map((m) => ({ ...m })), ...messagesOf(second, group)];
+    // every seq 1..40 is there, and a seq seen twice is the same message (its id), so a device dedupes it
+    const byId = new Map<number, string>();
+    for (const m of all) {
+      const s = Number(m.conversationSeq);
+      if (byId.has(s)) assert.equal(byId.get(s), m.messageId, `seq ${s} came with two ids`);
+      byId.set(s, m.messageId);
+    }
+    assert.deepEqual([...byId.keys()].sort((a, b) => a - b), range(1, 40));
+    assert.deepEqual(range(1, 40).map((s) => byId.get(s)), range(1, 40).map((s) => acks.get(s)));
+  });
+
+  it("a device that reads nothing and keeps asking is closed with 4429 past the hard mark", async () => {
+    const [alice, bob] = [randomUUID(), randomUUID()];
+    const group = await createGroup(alice, [bob]);
+    const alicePhone = await device(alice, "phone", 0);
+    await sendMany(alicePhone, group, 40, "big", 60_000);
+    const reader = await device(bob, "no-reader", 0);
+    reader.pause();
+    // each answer is a page of about 1 MiB (GATEWAY_MAX_ANSWER_PAYLOAD_BYTES); 60 of them are far past 8 MiB of queue
+    const asks = range(1, 60).map(() => reader.request({ $case: "pullHistory", pullHistory: { group, afterSeq: 0n, limit: 40 } }).catch(() => null));
+    await until("node A counted a hard mark", async () => (await metric(0, "qim_gateway_back_pressure_total", { mark: "hard" })) >= 1);
+    reader.resume();
+    assert.equal((await reader.whenClosed()).code, 4429);
+    await Promise.all(asks);
+    // the node is fine: another device is served
+    assert.equal((await alicePhone.request({ $case: "ping", ping: {} })).body?.$case, "pong");
+  });
+});

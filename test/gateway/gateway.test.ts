@@ -74,7 +74,7 @@ describe("the client gateway on a real node", { timeout: 240_000 }, () => {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  it("a Python websockets client: AUTH, PING, SEND with a durable ack, the retry's ack, a conflict, PULL_HISTORY, an unknown frame", async () => {
+  it("a Python websockets client: AUTH, PING, SEND with a durable ack, the retry's ack, a conflict, the pushed MESSAGE, PULL_HISTORY, an unknown frame", async () => {
     const { token } = await issue(alice, "py-phone");
     const tokenFile = path.join(dir, "py.token");
     writeFileSync(tokenFile, token, { mode: 0o600 });
@@ -92,6 +92,8 @@ describe("the client gateway on a real node", { timeout: 240_000 }, () => {
     assert.deepEqual([r.conflict.case, r.conflict.code], ["error", "IDEMPOTENCY_CONFLICT"]);
     assert.deepEqual(r.history.messages, [{ seq: 1, sender: alice, text: "hello from python", kind: "normal" }]);
     assert.deepEqual([r.unknown.case, r.unknown.code], ["error", "UNKNOWN_FRAME"]);
+    // its own message pushed to it once (the retry committed nothing new: no second push)
+    assert.deepEqual(r.pushes, [{ seq: 1, message_id: r.send.message_id, sender: alice, text: "hello from python" }]);
     // the admin API sees the one message
     assert.deepEqual((await historyOf(alice)).map((m) => m.conversationSeq), [1]);
   });

@@ -8,7 +8,9 @@ python3-grpc-tools for protoc and protobuf; see scripts/prerequisites.mjs):
 2. opens a WebSocket to the gateway with its device token in the Authorization header (and the
    frames' subprotocol), over TLS with the node's CA when the URL is wss://;
 3. AUTH, PING, SEND (twice with one client_msg_no: the second is the first's ack), a SEND with
-   another content under the same client_msg_no, PULL_HISTORY, and a frame of an unknown type.
+   another content under the same client_msg_no, the MESSAGE pushed to this device for its own
+   send (every online device of the audience gets it; a device dedupes by message_id),
+   PULL_HISTORY, and a frame of an unknown type.
 
 Prints one JSON object on stdout with what each answer said. Any failure exits non-zero with the
 reason on stderr.
@@ -58,6 +60,12 @@ async def run(args, pb):
     headers = {"Authorization": f"Bearer {args.token}"}
     async with websockets.connect(args.url, extra_headers=headers, subprotocols=["qim.client.v1"], ssl=ctx, compression=None, open_timeout=TIMEOUT_S) as ws:
         next_id = [0]
+        pushes = []
+
+        def keep(frame):
+            if frame.request_id == 0 and frame.WhichOneof("body") == "message":
+                m = frame.message
+                pushes.append({"seq": m.conversation_seq, "message_id": m.message_id, "sender": m.sender, "text": m.payload.decode(errors="replace")})
 
         async def request(fill):
             next_id[0] += 1
@@ -70,7 +78,7 @@ async def run(args, pb):
                 answer.ParseFromString(raw)
                 if answer.request_id == next_id[0]:
                     return answer
-                # a push (request_id 0) while waiting: not what this client asks about
+                keep(answer)
 
         out = {"subprotocol": ws.subprotocol}
         a = await request(lambda f: f.auth.SetInParent() or setattr(f.auth, "device_id", args.device))
@@ -92,6 +100,10 @@ async def run(args, pb):
         out["send"] = {"case": s1.WhichOneof("body"), "seq": s1.send_ack.conversation_seq, "message_id": s1.send_ack.message_id, "duplicate": s1.send_ack.duplicate}
         out["retry"] = {"case": s2.WhichOneof("body"), "seq": s2.send_ack.conversation_seq, "message_id": s2.send_ack.message_id, "duplicate": s2.send_ack.duplicate}
         out["conflict"] = {"case": s3.WhichOneof("body"), "code": s3.error.code}
+        while not pushes:
+            f = pb.Frame()
+            f.ParseFromString(await asyncio.wait_for(ws.recv(), TIMEOUT_S))
+            keep(f)
 
         def pull(f):
             f.pull_history.group = args.group
@@ -113,6 +125,7 @@ async def run(args, pb):
             if u.request_id == next_id[0]:
                 break
         out["unknown"] = {"case": u.WhichOneof("body"), "code": u.error.code}
+        out["pushes"] = pushes
         return out
 
 

@@ -5,6 +5,7 @@ import type { RedisStore } from "../store/index.js";
 import { DeliveryConsumer, type DeliveryForwarder } from "./consumer.js";
 import { LocalConnections } from "./local.js";
 import { ReadSync, type UserEventForwarder } from "./read-sync.js";
+import { SessionRelay, type RelayedChange, type SessionChangeForwarder } from "./session-relay.js";
 import { ONLINE_REFRESH_MS, OnlineRegistry, type RegistryCluster } from "./registry.js";
 
 export interface DeliveryOptions {
@@ -24,6 +25,8 @@ export class Delivery {
   readonly registry: OnlineRegistry;
   readonly consumer: DeliveryConsumer;
   readonly readSync: ReadSync;
+  /** List changes made here for users whose devices are on other nodes (the runtime offers every change of the list engine). */
+  readonly sessions: SessionRelay<RelayedChange>;
   private refreshTimer: NodeJS.Timeout | undefined;
 
   constructor(store: RedisStore, keys: KeySpace, log: DispatchLog, private readonly opts: DeliveryOptions = {}) {
@@ -33,6 +36,7 @@ export class Delivery {
       online: (t, u) => { this.registry.online(t, u).catch(warn("registering an online user")); },
       offline: (t, u) => { this.registry.offline(t, u).catch(warn("removing an online user")); },
     });
+    this.sessions = new SessionRelay(this.registry, opts.log);
     this.readSync = new ReadSync(this.local, this.registry, opts.readSyncMergeWindowMs, opts.log);
     this.consumer = new DeliveryConsumer(store, keys, log, this.local, this.registry, {
       ...(opts.pollIntervalMs !== undefined ? { pollIntervalMs: opts.pollIntervalMs } : {}),
@@ -41,10 +45,11 @@ export class Delivery {
     });
   }
 
-  /** The node's RPC listener installs how a batch and a user event reach another node. */
-  setForwarder(f: DeliveryForwarder, events: UserEventForwarder): void {
+  /** The node's RPC listener installs how a batch, a user event and a list change reach another node. */
+  setForwarder(f: DeliveryForwarder, events: UserEventForwarder, sessions: SessionChangeForwarder<RelayedChange>): void {
     this.consumer.setForwarder(f);
     this.readSync.setForwarder(events);
+    this.sessions.setForwarder(sessions);
   }
 
   start(): void {
@@ -59,7 +64,7 @@ export class Delivery {
 
   async stop(): Promise<void> {
     clearInterval(this.refreshTimer);
-    await Promise.all([this.consumer.stop(), this.readSync.stop()]);
+    await Promise.all([this.consumer.stop(), this.readSync.stop(), this.sessions.stop()]);
     await this.registry.withdraw().catch(() => undefined);
   }
 }

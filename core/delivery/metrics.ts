@@ -62,6 +62,17 @@ export const metrics = {
     labelNames: ["kind"] as const,
     registers: [registry],
   }),
+  sessionRelayed: new Counter({
+    name: "qim_delivery_session_changes_relayed_total",
+    help: "Changes of users' conversation lists made here and sent to the node holding their devices, by outcome (ok, failed)",
+    labelNames: ["outcome"] as const,
+    registers: [registry],
+  }),
+  sessionRelayDropped: new Counter({
+    name: "qim_delivery_session_changes_dropped_total",
+    help: "List changes dropped before relaying because more than SESSION_RELAY_MAX_PENDING were held",
+    registers: [registry],
+  }),
   checkpointLag: new Gauge({
     name: "qim_delivery_checkpoint_lag",
     help: "Records appended to a partition this node owns but not yet delivered",

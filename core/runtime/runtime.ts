@@ -170,6 +170,8 @@ export class EngineRuntime {
         .catch((err: unknown) => opts.log?.(`conversation list: reconcile after the rebuild of ${user} failed: ${String(err)}`));
     };
     this.sessionView = new SessionView(this.conversationList.service, opts.sessionView);
+    // list changes made here reach their users' devices on other nodes (core/delivery's relay)
+    listService.onChange((change) => this.delivery.sessions.offer(change));
     // the durable CMD state follows the authority's rule: Cassandra when configured, else the user slots' Redis tags
     const cmdCassandra = opts.cassandra ?? (opts.authority === undefined ? cassandraOptionsFromEnv() : null);
     const cmdStates = cmdCassandra ? new CassandraCmdStateStore({ store: this.store, keys: this.keys, cassandra: cmdCassandra }) : undefined;

@@ -1,6 +1,6 @@
 import { parseUuid, type BoundedLimit, type Uuid } from "../base/index.js";
 import { badgeFrame, SessionDeltaMerger, SESSION_DELTA_MERGE_WINDOW_MS, type SessionFrame } from "./delta.js";
-import type { ConversationRowSource } from "./rows.js";
+import type { ConversationRowSource, SessionChange } from "./rows.js";
 import { SnapshotCache, type SnapshotOptions, type SnapshotPage } from "./snapshot.js";
 
 /** How often expired snapshots are swept when no page asks (a page also evicts). */
@@ -46,6 +46,16 @@ export class SessionView {
     this.sweep = null;
     this.merger.stop();
     this.snapshots.clear();
+  }
+
+  /**
+   * A change of a user's list made on another node (core/delivery relays it here because this node
+   * holds the user's devices): taken exactly as a change made here — its absolute rows and version
+   * overwrite older ones, an older one is dropped by the merge window and the snapshot.
+   */
+  relayed(change: SessionChange): void {
+    this.snapshots.apply(change);
+    this.merger.push(change);
   }
 
   /** Ends every watch (a server shutting down ends its streams before it stops the engine). */

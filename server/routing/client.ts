@@ -15,6 +15,8 @@ import {
   type CmdFlushResponse,
   type DeliverRequest,
   type DeliverResponse,
+  type PushSessionChangesRequest,
+  type PushSessionChangesResponse,
   type PushUserEventsRequest,
   type PushUserEventsResponse,
   type CmdPendingRequest,
@@ -69,7 +71,7 @@ export class NodePeers {
     return c;
   }
 
-  private unary<Req, Res>(address: string, method: "kick" | "describeUser" | "pushIntents" | "cmdSync" | "cmdAck" | "cmdPending" | "cmdFlush" | "deliver" | "pushUserEvents", req: Req): Promise<Res> {
+  private unary<Req, Res>(address: string, method: "kick" | "describeUser" | "pushIntents" | "cmdSync" | "cmdAck" | "cmdPending" | "cmdFlush" | "deliver" | "pushUserEvents" | "pushSessionChanges", req: Req): Promise<Res> {
     const client = this.client(address) as unknown as Record<string, (r: Req, md: grpc.Metadata, o: grpc.CallOptions, cb: (e: grpc.ServiceError | null, r?: Res) => void) => void>;
     return new Promise<Res>((resolve, reject) => {
       client[method]!.call(this.client(address), req, new grpc.Metadata(), { deadline: Date.now() + this.deadlineMs }, (err, res) => {
@@ -91,6 +93,7 @@ export class NodePeers {
       cmdFlush: (req: CmdFlushRequest) => this.unary<CmdFlushRequest, CmdFlushResponse>(address, "cmdFlush", req),
       deliver: (req: DeliverRequest) => this.unary<DeliverRequest, DeliverResponse>(address, "deliver", req),
       pushUserEvents: (req: PushUserEventsRequest) => this.unary<PushUserEventsRequest, PushUserEventsResponse>(address, "pushUserEvents", req),
+      pushSessionChanges: (req: PushSessionChangesRequest) => this.unary<PushSessionChangesRequest, PushSessionChangesResponse>(address, "pushSessionChanges", req),
     };
   }
 

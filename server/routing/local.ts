@@ -7,7 +7,7 @@
  * names applies nothing and answers STALE_OWNER with its view of the owner; a malformed request is
  * REJECTED (final).
  */
-import { parseUuid, QimError, RELAY_BUCKET_COUNT, type DeliveryItem, type EngineRuntime, type UserEventBatch, type Uuid } from "../../core/index.js";
+import { parseUuid, QimError, RELAY_BUCKET_COUNT, type DeliveryItem, type EngineRuntime, type SessionChange, type SessionRow, type UserEventBatch, type Uuid } from "../../core/index.js";
 import {
   NodeStatus,
   type DescribeUserRequest,
@@ -16,6 +16,8 @@ import {
   type DeliverResponse,
   type KickRequest,
   type KickResponse,
+  type PushSessionChangesRequest,
+  type PushSessionChangesResponse,
   type PushUserEventsRequest,
   type PushUserEventsResponse,
   type UnitOwner,
@@ -31,6 +33,7 @@ export interface NodeHandlers extends CmdNodeHandlers {
   describeUser(req: DescribeUserRequest): Promise<DescribeUserResponse>;
   deliver(req: DeliverRequest): Promise<DeliverResponse>;
   pushUserEvents(req: PushUserEventsRequest): Promise<PushUserEventsResponse>;
+  pushSessionChanges(req: PushSessionChangesRequest): Promise<PushSessionChangesResponse>;
 }
 
 /** A unit's owner on the wire (empty strings for "none"). */
@@ -88,6 +91,17 @@ export function localNode(runtime: EngineRuntime, ownership: OwnershipView, slot
       }
       return { status: NodeStatus.NODE_STATUS_OK, pushed: runtime.delivery.local.pushEvents(batch), detail: "" };
     },
+    async pushSessionChanges(req) {
+      let changes: SessionChange[];
+      try {
+        const tenant = parseUuid(req.tenant, "tenant");
+        changes = req.changes.map((b) => sessionChangeOf(JSON.parse(Buffer.from(b).toString("utf8")) as unknown, tenant));
+      } catch (err) {
+        return { status: NodeStatus.NODE_STATUS_REJECTED, taken: 0, detail: err instanceof Error ? err.message : String(err) };
+      }
+      for (const c of changes) runtime.sessionView.relayed(c);
+      return { status: NodeStatus.NODE_STATUS_OK, taken: changes.length, detail: "" };
+    },
     async kick(req) {
       const buckets = [...new Set(req.buckets)];
       if (buckets.length === 0) return rejectedKick("buckets: name at least one relay bucket");
@@ -129,5 +143,45 @@ export function localNode(runtime: EngineRuntime, ownership: OwnershipView, slot
         owner: { kind: "slot", unit: slot, nodeId: ownership.nodeId, address, token: BigInt(token) },
       };
     },
+  };
+}
+
+const count = (v: unknown, field: string): number => {
+  if (typeof v !== "number" || !Number.isSafeInteger(v) || v < 0) throw new Error(`changes: ${field} is not a count`);
+  return v;
+};
+const flag = (v: unknown, field: string): boolean => {
+  if (typeof v !== "boolean") throw new Error(`changes: ${field} is not a boolean`);
+  return v;
+};
+const text = (v: unknown, field: string): string => {
+  if (typeof v !== "string" || v.length > 200) throw new Error(`changes: ${field} is not a short string`);
+  return v;
+};
+const countOrNull = (v: unknown, field: string): number | null => (v === null || v === undefined ? null : count(v, field));
+
+/** A list change as PushSessionChanges carries it (JSON of core's SessionChange), checked field by field: a peer's bytes are input. */
+export function sessionChangeOf(x: unknown, tenant: Uuid): SessionChange {
+  if (typeof x !== "object" || x === null) throw new Error("changes: not an object");
+  const o = x as Record<string, unknown>;
+  if (parseUuid(o.tenant, "changes.tenant") !== tenant) throw new Error("changes: a change of another tenant than the request's");
+  const user = parseUuid(o.user, "changes.user");
+  if (!Array.isArray(o.rows) || o.rows.length > 10_000) throw new Error("changes: rows is not a list (at most 10,000)");
+  const rows: SessionRow[] = o.rows.map((r: unknown) => {
+    if (typeof r !== "object" || r === null) throw new Error("changes: a row is not an object");
+    const w = r as Record<string, unknown>;
+    return {
+      tenant, user, conversation: parseUuid(w.conversation, "changes.rows.conversation"), lastActivityId: text(w.lastActivityId ?? "", "lastActivityId"),
+      lastActivitySeq: count(w.lastActivitySeq ?? 0, "lastActivitySeq"), headSeq: count(w.headSeq, "headSeq"), unread: count(w.unread, "unread"),
+      unreadExact: flag(w.unreadExact, "unreadExact"), mentions: count(w.mentions, "mentions"), mentionFirstSeq: countOrNull(w.mentionFirstSeq, "mentionFirstSeq"),
+      pinRank: w.pinRank === null || w.pinRank === undefined ? null : (Number.isSafeInteger(w.pinRank) ? w.pinRank as number : (() => { throw new Error("changes: pinRank is not an integer"); })()), muted: flag(w.muted, "muted"), archived: flag(w.archived, "archived"),
+      hiddenBeforeSeq: count(w.hiddenBeforeSeq ?? 0, "hiddenBeforeSeq"), deletedBeforeSeq: count(w.deletedBeforeSeq ?? 0, "deletedBeforeSeq"),
+      deleted: flag(w.deleted, "deleted"), version: count(w.version, "version"),
+    } as SessionRow;
+  });
+  const b = (o.badge ?? {}) as Record<string, unknown>;
+  return {
+    tenant, user, rows, version: count(o.version, "version"), drivingEventId: text(o.drivingEventId ?? "", "drivingEventId"), structural: flag(o.structural, "structural"),
+    badge: { totalUnread: count(b.totalUnread, "badge.totalUnread"), totalMention: count(b.totalMention, "badge.totalMention"), mutedUnread: count(b.mutedUnread, "badge.mutedUnread"), version: count(b.version, "badge.version") },
   };
 }

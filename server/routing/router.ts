@@ -10,7 +10,7 @@
  * satisfies. Resolved owners are cached (ownerCacheMs) so that a busy path does not read the
  * registry per call; a STALE_OWNER or a failed call drops the entry — a moved unit costs one hop.
  */
-import { InvalidArgumentError, StaleOwnerError, UnavailableError, type DeliveryBatch, type Located, type UserEventBatch } from "../../core/index.js";
+import { InvalidArgumentError, StaleOwnerError, UnavailableError, DELIVERY_FORWARD_MAX_BYTES, type DeliveryBatch, type Located, type RelayedChange, type UserEventBatch, type Uuid } from "../../core/index.js";
 import {
   NodeStatus,
   type CmdPendingResponse,
@@ -200,6 +200,32 @@ export class NodeRouter {
     }
     nodeMetrics.calls.inc({ rpc: "PushUserEvents", target: "remote", status: statusName(res.status) });
     if (res.status !== NodeStatus.NODE_STATUS_OK) throw new UnavailableError(`PushUserEvents to ${to.nodeId}: ${res.detail}`);
+  };
+
+  /**
+   * The list-change relay's forwarder (core/delivery): changes of users' lists for their devices on
+   * another node, as JSON, in calls of at most DELIVERY_FORWARD_MAX_BYTES. Rejects on failure.
+   */
+  readonly forwardSessionChanges = async (to: Located, tenant: Uuid, changes: RelayedChange[]): Promise<void> => {
+    if (!to.address) throw new UnavailableError(`node ${to.nodeId} holds connections but registered no node address`);
+    const encoded = changes.map((c) => Buffer.from(JSON.stringify(c), "utf8"));
+    for (let i = 0; i < encoded.length;) {
+      const part: Buffer[] = [];
+      let bytes = 0;
+      while (i < encoded.length && (part.length === 0 || bytes + encoded[i]!.length <= DELIVERY_FORWARD_MAX_BYTES)) {
+        bytes += encoded[i]!.length;
+        part.push(encoded[i++]!);
+      }
+      let res;
+      try {
+        res = await this.opts.peers.at(to.address).pushSessionChanges({ tenant, fromNodeId: this.opts.ownership.nodeId, changes: part });
+      } catch (err) {
+        nodeMetrics.calls.inc({ rpc: "PushSessionChanges", target: "remote", status: err instanceof NodeCallError ? GRPC_CODE_NAMES[err.code] ?? String(err.code) : "ERROR" });
+        throw err;
+      }
+      nodeMetrics.calls.inc({ rpc: "PushSessionChanges", target: "remote", status: statusName(res.status) });
+      if (res.status !== NodeStatus.NODE_STATUS_OK) throw new UnavailableError(`PushSessionChanges to ${to.nodeId}: ${res.detail}`);
+    }
   };
 
   /** One Kick to `owner`; on STALE_OWNER each bucket is re-resolved and the buckets re-sent once, grouped by their new owners. */

@@ -181,19 +181,25 @@ describe("delivery to online devices across two nodes", { timeout: 300_000 }, ()
     assert.deepEqual(bobSeqs, range(1, leftAt - 1));
   });
 
-  it("C-4 read sync: the marking device gets no echo, the user's other devices (here and on the other node) get one READ_SYNC per merge window, then their badge and list follow", async () => {
-    const [dave, bob] = [randomUUID(), randomUUID()];
-    const group = await createGroup(bob, [dave]);
+  it("C-4 read sync: the marking device gets no echo, the user's other devices (here and on the other node) get one READ_SYNC per merge window, then their badge and list follow; a device on a node that writes no list gets its SESSION_DELTA relayed", async () => {
+    const [dave, bob, erin] = [randomUUID(), randomUUID(), randomUUID()];
+    const group = await createGroup(bob, [dave, erin]);
     const davePhone = await device(dave, "phone", 0);
     const daveTablet = await device(dave, "tablet", 0);
     const daveLaptop = await device(dave, "laptop", 1);
     const bobPhone = await device(bob, "phone", 1);
+    // erin's only device is on node B, which writes no list: her list's changes come from node A
+    const erinLaptop = await device(erin, "laptop", 1);
     await sendMany(bobPhone, group, 12, "r");
     for (const d of [davePhone, daveTablet, daveLaptop]) await until("dave's device has the 12 messages", async () => deduped(messagesOf(d, group)).length >= 12);
     // the list is written on node A: the tablet there sees the conversation at seq 12 with 12 unread
     const deltas = () => daveTablet.pushes("sessionDelta").flatMap((b) => b.sessionDelta.changed).filter((e) => e.group === group);
     await until("the tablet's SESSION_DELTA shows seq 12", async () => deltas().some((e) => e.headSeq === 12n));
     assert.equal(deltas().find((e) => e.headSeq === 12n)!.unread, 12n);
+    const erinDeltas = () => erinLaptop.pushes("sessionDelta").flatMap((b) => b.sessionDelta.changed).filter((e) => e.group === group);
+    await until("erin's laptop on node B gets the SESSION_DELTA relayed from node A", async () => erinDeltas().some((e) => e.headSeq === 12n));
+    assert.equal(erinDeltas().find((e) => e.headSeq === 12n)!.unread, 12n);
+    await until("and her badge", async () => erinLaptop.pushes("badgeUpdate").at(-1)?.badgeUpdate.badge?.totalUnread === 12n);
     const eventsBefore = await metric(0, "qim_delivery_read_sync_events_total");
     // ten marks in 2.25 s, inside one window: seqs 1..10
     for (let s = 1; s <= 10; s++) {

@@ -93,6 +93,7 @@ export async function startNodeServer(opts: NodeServerOptions): Promise<NodeServ
     cmdFlush: handler("CmdFlush", (req) => opts.handlers.cmdFlush(req)),
     deliver: handler("Deliver", (req) => opts.handlers.deliver(req)),
     pushUserEvents: handler("PushUserEvents", (req) => opts.handlers.pushUserEvents(req)),
+    pushSessionChanges: handler("PushSessionChanges", (req) => opts.handlers.pushSessionChanges(req)),
   });
   const credentials = insecure
     ? grpc.ServerCredentials.createInsecure()

@@ -66,6 +66,7 @@ export async function openNodeService(opts: NodeServiceOptions): Promise<NodeSer
       cmdFlush: (req) => handlers ? handlers.cmdFlush(req) : Promise.resolve({ status: NodeStatus.NODE_STATUS_REJECTED, nodeId: "", rows: 0, batches: 0, failedBatches: 0, detail: notYet }),
       deliver: (req) => handlers ? handlers.deliver(req) : Promise.resolve({ status: NodeStatus.NODE_STATUS_OK, pushed: 0, detail: notYet }),
       pushUserEvents: (req) => handlers ? handlers.pushUserEvents(req) : Promise.resolve({ status: NodeStatus.NODE_STATUS_OK, pushed: 0, detail: notYet }),
+      pushSessionChanges: (req) => handlers ? handlers.pushSessionChanges(req) : Promise.resolve({ status: NodeStatus.NODE_STATUS_OK, taken: 0, detail: notYet }),
     },
   });
   const address = advertisedAddress(opts.listen, server.port, opts.advertise);
@@ -82,8 +83,8 @@ export async function openNodeService(opts: NodeServiceOptions): Promise<NodeSer
       handlers = local;
       const router = new NodeRouter({ ownership: cluster, local, peers });
       cluster.setKickForwarder(router.forwardKick);
-      // the delivery consumer's batches and the read-sync events for devices connected to other nodes
-      runtime.delivery.setForwarder(router.forwardDelivery, router.forwardUserEvents);
+      // the delivery consumer's batches, the read-sync events and the list changes for devices connected to other nodes
+      runtime.delivery.setForwarder(router.forwardDelivery, router.forwardUserEvents, router.forwardSessionChanges);
       svc.router = router;
       // CMD intents of users owned elsewhere go to their owners' PushIntents from now on
       const api = maybeCmdOf(runtime);

@@ -13,7 +13,6 @@ import {
   parseUuid, SESSION_PAGE_DEFAULT, SESSION_PAGE_LIMIT, type BadgeState, type ConversationListEntry, type EngineRuntime, type HistoryRecord, type SessionFrame,
   type UserEvent, type Uuid,
 } from "../../../core/index.js";
-import { KeyedSerial } from "../../../core/support/index.js";
 import { Frame, type Badge, type Message, type SessionEntry, type SessionList } from "../../../admin-api/gen/qim/client/v1/frames.js";
 import { DEVICE_ROLE, type Principal } from "../../pipeline/auth.js";
 import { mapError } from "../../pipeline/errors.js";
@@ -67,7 +66,7 @@ export class GatewayConnection implements DeviceConnection {
   framesIn = 0;
   framesOut = 0;
   private inFlight = 0;
-  private readonly sends = new KeyedSerial();
+  private readonly sends = new ArrivalOrder();
   private readonly gone = new AbortController();
   private authTimer: NodeJS.Timeout | undefined;
   /** Ends the SESSION_DELTA / BADGE_UPDATE watch (core/session-view) opened at AUTH. */
@@ -249,13 +248,16 @@ export class GatewayConnection implements DeviceConnection {
     const done = () => {
       this.inFlight--;
     };
-    const run = () => this.serve(id, body).finally(done);
-    // a connection's sends commit in the order they came
-    void (body.$case === "send" ? this.sends.run("send", run) : run());
+    // a connection's sends enter the engine in the order they came (each commit is not waited for)
+    const ticket = body.$case === "send" ? this.sends.ticket() : -1;
+    void this.serve(id, body, ticket).finally(() => {
+      if (ticket >= 0) this.sends.leave(ticket);
+      done();
+    });
   }
 
   /** One request through the pipeline; resolves once it is answered. */
-  private serve(requestId: bigint, body: Body): Promise<void> {
+  private serve(requestId: bigint, body: Body, ticket: number): Promise<void> {
     return new Promise((resolve) => {
       const answer = (b: Body) => {
         this.write(requestId, b);
@@ -280,17 +282,17 @@ export class GatewayConnection implements DeviceConnection {
           };
         },
       }, async () => {
-        const out = await this.handle(body);
+        const out = await this.handle(body, ticket);
         return { answer: () => answer(out) };
       });
     });
   }
 
-  private handle(body: Body): Promise<Body> {
+  private handle(body: Body, ticket: number): Promise<Body> {
     switch (body.$case) {
       case "auth": return this.auth(body);
       case "ping": return Promise.resolve({ $case: "pong", pong: { serverTimeMs: BigInt(Date.now()) } });
-      case "send": return this.send(body);
+      case "send": return this.send(body, ticket);
       case "pullHistory": return this.pullHistory(body);
       case "pullSessionList": return this.pullSessionList(body);
       case "markRead": return this.markRead(body);
@@ -333,15 +335,24 @@ export class GatewayConnection implements DeviceConnection {
     return this.deps.runtime;
   }
 
-  private async send({ send }: BodyOf<"send">): Promise<Body> {
+  private async send({ send }: BodyOf<"send">, ticket: number): Promise<Body> {
     const { tenant, user } = this.identity;
-    if (!CLIENT_MSG_NO.test(send.clientMsgNo)) throw new InvalidArgumentError("client_msg_no", "client_msg_no is 1 to 64 printable ASCII characters (the SEND's idempotency key)");
-    const group = parseUuid(send.group, "group");
-    const r = await this.runtime.conversations.send({
-      tenant, group, sender: user, payload: send.payload, contentType: send.contentType === "" ? "text/plain" : send.contentType,
-      clientMessageId: clientMessageIdOf(tenant, user, group, send.clientMsgNo),
-      ...(send.mentions.length > 0 ? { mentions: send.mentions } : {}),
-    });
+    // the engine's send is synchronous up to its group commit's queue (FIFO per conversation): taking
+    // the turn only for that part keeps the arrival order of a device's SENDs and lets 64 commit together
+    await this.sends.enter(ticket);
+    let pending;
+    try {
+      if (!CLIENT_MSG_NO.test(send.clientMsgNo)) throw new InvalidArgumentError("client_msg_no", "client_msg_no is 1 to 64 printable ASCII characters (the SEND's idempotency key)");
+      const group = parseUuid(send.group, "group");
+      pending = this.runtime.conversations.send({
+        tenant, group, sender: user, payload: send.payload, contentType: send.contentType === "" ? "text/plain" : send.contentType,
+        clientMessageId: clientMessageIdOf(tenant, user, group, send.clientMsgNo),
+        ...(send.mentions.length > 0 ? { mentions: send.mentions } : {}),
+      });
+    } finally {
+      this.sends.leave(ticket);
+    }
+    const r = await pending;
     return { $case: "sendAck", sendAck: { conversationSeq: BigInt(r.conversationSeq), messageId: r.messageId ?? "", duplicate: r.duplicate } };
   }
 
@@ -438,4 +449,38 @@ function sessionEntryOf(e: ConversationListEntry): SessionEntry {
     ...(s?.head ? { head: messageOf(group, s.head) } : {}), readSeq: BigInt(s?.readConversationSeq ?? 0),
     headSeq: BigInt(s?.head?.conversationSeq ?? e.row.headSeq),
   };
+}
+
+/**
+ * The arrival order of a connection's SENDs: each takes a ticket when its frame arrives and enters
+ * the engine only when every earlier ticket has entered or is done (refused, answered, the
+ * connection gone), so that a device's messages to one conversation get seqs in the order it sent
+ * them while their commits overlap.
+ */
+class ArrivalOrder {
+  private issued = 0;
+  private turn = 0;
+  private readonly finished = new Set<number>();
+  private readonly waiting = new Map<number, () => void>();
+
+  ticket(): number {
+    return this.issued++;
+  }
+
+  enter(t: number): Promise<void> {
+    if (t === this.turn) return Promise.resolve();
+    return new Promise((resolve) => this.waiting.set(t, resolve));
+  }
+
+  /** The ticket is done with its turn (idempotent). */
+  leave(t: number): void {
+    if (t < this.turn) return;
+    this.finished.add(t);
+    while (this.finished.delete(this.turn)) this.turn++;
+    const w = this.waiting.get(this.turn);
+    if (w) {
+      this.waiting.delete(this.turn);
+      w();
+    }
+  }
 }

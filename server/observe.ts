@@ -8,7 +8,7 @@ import { InvalidArgumentError, registry, type NodeRecord, type ProjectionStack }
 import type { AuditLog } from "./audit.js";
 import { clusterNodeOut, projectionStatusOut } from "./convert.js";
 import type { CmdBadFile } from "../admin-api/gen/qim/admin/v1/cmd.js";
-import type { Counters, Snapshot, WatchRequest } from "../admin-api/gen/qim/admin/v1/observe.js";
+import type { Counters, Devices, Snapshot, WatchRequest } from "../admin-api/gen/qim/admin/v1/observe.js";
 import { openEndedStream } from "./pipeline/stream.js";
 
 export const WATCH_INTERVAL_MS = { min: 200, max: 60_000, default: 1000 } as const;
@@ -64,6 +64,23 @@ export async function readCounters(): Promise<Counters> {
   };
 }
 
+/** The devices part of a snapshot (issue 27), read by the gateway's and delivery's metric names from one read of the registry. */
+export async function readDevices(): Promise<Devices> {
+  const all = new Map((await registry.getMetricsAsJSON()).map((m) => [m.name, m.values]));
+  const sum = (name: string, labels: Record<string, string> = {}) =>
+    (all.get(name) ?? []).filter((v) => Object.entries(labels).every(([k, x]) => String(v.labels[k]) === x)).reduce((a, v) => a + v.value, 0);
+  const buckets = (all.get("qim_delivery_commit_to_push_seconds") ?? [])
+    .filter((v) => (v as { metricName?: string }).metricName === "qim_delivery_commit_to_push_seconds_bucket")
+    .map((v) => ({ leMs: v.labels.le === "+Inf" ? Infinity : Number(v.labels.le) * 1000, count: v.value }));
+  return {
+    connections: sum("qim_gateway_connections"), onlineUsers: sum("qim_delivery_online_users"),
+    framesIn: sum("qim_gateway_frames_total", { direction: "in" }), framesOut: sum("qim_gateway_frames_total", { direction: "out" }),
+    pushes: sum("qim_delivery_pushes_total"),
+    backPressureSoft: sum("qim_gateway_back_pressure_total", { mark: "soft" }), backPressureHard: sum("qim_gateway_back_pressure_total", { mark: "hard" }),
+    upgradesRefused: sum("qim_gateway_upgrades_refused_total"), commitToPush: buckets, deliveryLag: sum("qim_delivery_checkpoint_lag"),
+  };
+}
+
 /** How a watch ended without an error: the client went away, or the server is shutting down. */
 export type WatchEnd = "cancelled" | "shutdown";
 
@@ -115,7 +132,7 @@ export class Observer {
   }
 
   private async read(): Promise<Snapshot> {
-    const [status, counters, nodes, cmdBadFiles] = await Promise.all([this.projection.status(), readCounters(), this.nodes ? this.nodes() : [], this.cmdBadFiles()]);
+    const [status, counters, nodes, cmdBadFiles, devices] = await Promise.all([this.projection.status(), readCounters(), this.nodes ? this.nodes() : [], this.cmdBadFiles(), readDevices()]);
     const badOf = new Map(cmdBadFiles.map((b) => [b.nodeId, b.path]));
     // taken with the time, after the status: a snapshot whose timeMs is after a call's answer has
     // that call's audit record
@@ -128,6 +145,7 @@ export class Observer {
       audit: audit.map((e) => ({ time: e.time, principal: e.principal, rpc: e.rpc, result: e.result })),
       nodes: nodes.map((n) => clusterNodeOut(n, badOf.get(n.nodeId) ?? "")),
       cmdBadFiles,
+      devices,
     };
   }
 

@@ -9,7 +9,7 @@ import type { CmdBadFileResult } from "../cmd/results.js";
 import { badFileWarning } from "../cmd/text.js";
 import { visible } from "../format.js";
 import type { ProjectionStatusResult } from "../projection/results.js";
-import { formatRate, type AuditLineResult, type ConnectionState, type CountersResult, type DashboardSnapshot, type Rates as RateValues, type Trends as TrendValues } from "./model.js";
+import { formatRate, type AuditLineResult, type ConnectionState, type CountersResult, type DashboardSnapshot, type DevicesResult, type Rates as RateValues, type Trends as TrendValues } from "./model.js";
 
 /** `filled` of `width` cells: value/max of it, rounded; a max of 0 is full (nothing to do). */
 export function barCells(value: number, max: number, width: number): number {
@@ -118,6 +118,24 @@ export function Rates({ rates, counters }: { rates: RateValues | null; counters:
     </Box>
   );
 }
+
+/** The devices of the server: connections, frames and pushes per second, commit-to-push p99, slow devices, refused tokens. */
+export function DevicesPanel({ devices, rates }: { devices: DevicesResult; rates: RateValues | null }) {
+  const p99 = rates?.commitToPushP99Ms;
+  return (
+    <Box flexDirection="column">
+      <Text wrap="truncate">
+        devices <Text bold>{devices.connections}</Text> connections ({devices.onlineUsers} users)   frames in/s {formatRate(rates?.framesInPerSec)}  out/s {formatRate(rates?.framesOutPerSec)}   pushes/s <Text bold>{formatRate(rates?.pushesPerSec)}</Text>
+      </Text>
+      <Text wrap="truncate">
+        commit→push p99 {p99 === null || p99 === undefined ? "-" : `≤${p99} ms`}   delivery lag <Text color={devices.deliveryLag > 0 ? "yellow" : undefined}>{devices.deliveryLag}</Text>   slow devices: resync <Text color={devices.backPressureSoft > 0 ? "yellow" : undefined}>{devices.backPressureSoft}</Text>  closed <Text color={devices.backPressureHard > 0 ? "red" : undefined}>{devices.backPressureHard}</Text>   tokens refused {devices.upgradesRefused}
+      </Text>
+    </Box>
+  );
+}
+
+/** Whether the server has had devices at all (a node without a gateway shows no devices panel). */
+export const hasDevices = (d: DevicesResult) => d.connections > 0 || d.framesIn > 0 || d.pushes > 0 || d.upgradesRefused > 0;
 
 const TREND_LABEL = 22;
 /** "  now 12345.6  max 12345.6" */
@@ -287,7 +305,8 @@ function fixedRows(s: DashboardSnapshot, state: ConnectionState, trends: boolean
   // a .bad warning wraps at word boundaries: its rows at this width (a wrapped row is counted as at
   // least 80% full, the path being one long word), and the gap before the next section
   const badRows = s.cmdBadFiles.reduce((n, b) => n + Math.ceil(badFileWarning(b).length / Math.max(1, Math.floor(width * 0.8))), 0);
-  return 14 + (trends ? 5 : 0) + (s.nodes.length > 0 ? s.nodes.length + 2 : 0) + (badRows > 0 ? badRows + 1 : 0) + s.projection.partitions.length + (s.projection.failure ? 1 : 0) + (state.kind === "disconnected" ? 2 : 0);
+  // the devices panel: two rows and the gap, on a server that has had devices
+  return 14 + (hasDevices(s.devices) ? 3 : 0) + (trends ? 5 : 0) + (s.nodes.length > 0 ? s.nodes.length + 2 : 0) + (badRows > 0 ? badRows + 1 : 0) + s.projection.partitions.length + (s.projection.failure ? 1 : 0) + (state.kind === "disconnected" ? 2 : 0);
 }
 
 export function Dashboard({ endpoint, intervalMs, snapshot, rates, trends, state, paused, width, height }: DashboardProps) {
@@ -303,6 +322,7 @@ export function Dashboard({ endpoint, intervalMs, snapshot, rates, trends, state
           {snapshot.cmdBadFiles.length > 0 ? <CmdBadFiles files={snapshot.cmdBadFiles} /> : null}
           <Overview projection={snapshot.projection} />
           <Rates rates={rates} counters={snapshot.counters} />
+          {hasDevices(snapshot.devices) ? <DevicesPanel devices={snapshot.devices} rates={rates} /> : null}
           {trends ? <Trends trends={trends} width={width} /> : null}
           <Partitions partitions={snapshot.projection.partitions} width={width} trends={trends ?? null} />
           <Queues pending={snapshot.projection.pending} />

@@ -4,6 +4,7 @@
  * counters), the plain line printed when stdout is not a terminal, and the connection state.
  */
 import type { Snapshot } from "../../admin-api/client.js";
+import type { Devices } from "../../admin-api/gen/qim/admin/v1/observe.js";
 import { nodeResult } from "../cluster/results.js";
 import { cmdBadFileResult } from "../cmd/results.js";
 import { UsageError } from "../exit-codes.js";
@@ -33,6 +34,23 @@ const countersResult = resultFrom<NonNullable<Snapshot["counters"]>>()({
 });
 export type CountersResult = ReturnType<typeof countersResult>;
 
+/** The devices of the server process (issue 27): connections now, totals since it started; all zero without a gateway. */
+const devicesResult = resultFrom<Devices>()({
+  connections: "wire",
+  onlineUsers: "wire",
+  framesIn: "wire",
+  framesOut: "wire",
+  pushes: "wire",
+  backPressureSoft: "wire",
+  backPressureHard: "wire",
+  upgradesRefused: "wire",
+  deliveryLag: "wire",
+  /** Cumulative commit-to-push buckets: upper bound in ms (null: +Inf) and count. */
+  commitToPush: (d) => d.commitToPush.map((b) => ({ leMs: Number.isFinite(b.leMs) ? b.leMs : null, count: b.count })),
+});
+export type DevicesResult = ReturnType<typeof devicesResult>;
+const NO_DEVICES: Devices = { connections: 0, onlineUsers: 0, framesIn: 0, framesOut: 0, pushes: 0, backPressureSoft: 0, backPressureHard: 0, upgradesRefused: 0, commitToPush: [], deliveryLag: 0 };
+
 const auditLineResult = resultFrom<Snapshot["audit"][number]>()({ time: "wire", principal: "wire", rpc: "wire", result: "wire" });
 export type AuditLineResult = ReturnType<typeof auditLineResult>;
 
@@ -51,6 +69,8 @@ const dashboardSnapshot = resultFrom<Snapshot>()({
   nodes: (s) => s.nodes.map(nodeResult),
   /** CMD pending files set aside as .bad, as `qimctl cmd status --json` names them (badFiles): each is a warning. */
   cmdBadFiles: (s) => s.cmdBadFiles.map(cmdBadFileResult),
+  /** Device connections and delivery of this server process (a server of an older version sends none: zeros). */
+  devices: (s) => devicesResult(s.devices ?? NO_DEVICES),
 });
 export type DashboardSnapshot = ReturnType<typeof dashboardSnapshot>;
 
@@ -66,6 +86,12 @@ export interface Rates {
   conversationStateWrittenPerSec: number;
   conversationStateFailuresPerSec: number;
   usersRebuiltPerSec: number;
+  /** Frames from and to devices, and committed messages pushed onto connections, per second. */
+  framesInPerSec: number;
+  framesOutPerSec: number;
+  pushesPerSec: number;
+  /** The 99th percentile of commit-to-push between the two snapshots, as the bucket bound it falls in (ms); null without pushes or past the last finite bucket. */
+  commitToPushP99Ms: number | null;
 }
 
 /** One JSON line of `qimctl dashboard --output json`. */
@@ -106,12 +132,29 @@ export function rates(prev: DashboardSnapshot | null, cur: DashboardSnapshot): R
     conversationStateWrittenPerSec: per(p.conversationStateWritten, c.conversationStateWritten),
     conversationStateFailuresPerSec: per(p.conversationStateFailures, c.conversationStateFailures),
     usersRebuiltPerSec: per(p.usersRebuilt, c.usersRebuilt),
+    framesInPerSec: per(prev.devices.framesIn, cur.devices.framesIn),
+    framesOutPerSec: per(prev.devices.framesOut, cur.devices.framesOut),
+    pushesPerSec: per(prev.devices.pushes, cur.devices.pushes),
+    commitToPushP99Ms: intervalQuantile(prev.devices.commitToPush, cur.devices.commitToPush, 0.99),
   };
+}
+
+/**
+ * A quantile of a histogram between two reads of its cumulative buckets: the bound of the first
+ * bucket whose count grew by at least q of the total growth; null when nothing was observed or it
+ * falls in +Inf.
+ */
+export function intervalQuantile(prev: DevicesResult["commitToPush"], cur: DevicesResult["commitToPush"], q: number): number | null {
+  const before = new Map(prev.map((b) => [b.leMs, b.count]));
+  const grown = cur.map((b) => ({ leMs: b.leMs, n: b.count - (before.get(b.leMs) ?? 0) }));
+  const total = grown.at(-1)?.n ?? 0;
+  if (total <= 0) return null;
+  return grown.find((b) => b.n >= q * total)?.leMs ?? null;
 }
 
 /** The JSON line of a snapshot: the snapshot's fields, the rates after the time fields. */
 export function dashboardLine(s: DashboardSnapshot, r: Rates | null): DashboardLine {
-  return { time: s.time, timeMs: s.timeMs, startedAtMs: s.startedAtMs, rates: r, counters: s.counters, projection: s.projection, audit: s.audit, nodes: s.nodes, cmdBadFiles: s.cmdBadFiles };
+  return { time: s.time, timeMs: s.timeMs, startedAtMs: s.startedAtMs, rates: r, counters: s.counters, projection: s.projection, audit: s.audit, nodes: s.nodes, cmdBadFiles: s.cmdBadFiles, devices: s.devices };
 }
 
 /** Total lag over the partitions that have a checkpoint, and the number of partitions not OK. */

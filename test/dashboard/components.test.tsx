@@ -8,7 +8,7 @@ import { describe, it } from "node:test";
 import { stripVTControlCharacters } from "node:util";
 import { render } from "ink-testing-library";
 import { DashboardApp, type Quit } from "../../cli/dashboard/app.js";
-import { AuditTail, Bar, barCells, Dashboard, Header, Nodes, Partitions, Queues, Rates, StatusLine } from "../../cli/dashboard/components.js";
+import { AuditTail, Bar, barCells, Dashboard, DevicesPanel, Header, Nodes, Partitions, Queues, Rates, StatusLine } from "../../cli/dashboard/components.js";
 import { dashboardLine, intervalMs, plainLine, rates, type ConnectionState, type DashboardSnapshot } from "../../cli/dashboard/model.js";
 import { UsageError } from "../../cli/exit-codes.js";
 
@@ -23,7 +23,7 @@ function partition(p: number, checkpoint: number | null, low: number, high: numb
   };
 }
 
-function snapshot(over: { timeMs?: number; startedAtMs?: number; epoch?: number; join?: number; remove?: number; retries?: number; written?: number; rebuilt?: number; partitions?: Partition[] } = {}): DashboardSnapshot {
+function snapshot(over: { timeMs?: number; startedAtMs?: number; epoch?: number; join?: number; remove?: number; retries?: number; written?: number; rebuilt?: number; partitions?: Partition[]; devices?: DashboardSnapshot["devices"] } = {}): DashboardSnapshot {
   const timeMs = over.timeMs ?? Date.UTC(2026, 10, 29, 23, 0, 1);
   return {
     time: new Date(timeMs).toISOString(),
@@ -58,6 +58,10 @@ function snapshot(over: { timeMs?: number; startedAtMs?: number; epoch?: number;
       { nodeId: "node-3", address: "localhost:7603", version: "0.1.0", startedAtMs: 1000, heartbeatAgeMs: 95_000, alive: false, draining: false, units: ["relay", "partition", "slot"], owned: { relayBuckets: 0, partitions: 0, slots: 0 }, cmdBadFile: null },
     ],
     cmdBadFiles: [],
+    devices: over.devices ?? {
+      connections: 3, onlineUsers: 2, framesIn: 100, framesOut: 400, pushes: 300, backPressureSoft: 1, backPressureHard: 0, upgradesRefused: 2, deliveryLag: 0,
+      commitToPush: [{ leMs: 1, count: 0 }, { leMs: 5, count: 200 }, { leMs: 25, count: 298 }, { leMs: 100, count: 300 }, { leMs: null, count: 300 }],
+    },
   };
 }
 
@@ -116,7 +120,7 @@ describe("dashboard: lines when stdout is not a terminal", () => {
   it("JSON: the snapshot's fields with the rates", () => {
     const a = snapshot({ timeMs: 1000 });
     const line = JSON.parse(JSON.stringify(dashboardLine(a, null)));
-    assert.deepEqual(Object.keys(line), ["time", "timeMs", "startedAtMs", "rates", "counters", "projection", "audit", "nodes", "cmdBadFiles"]);
+    assert.deepEqual(Object.keys(line), ["time", "timeMs", "startedAtMs", "rates", "counters", "projection", "audit", "nodes", "cmdBadFiles", "devices"]);
     assert.equal(line.rates, null);
     assert.equal(line.projection.partitions[1].lag, 50);
   });
@@ -171,6 +175,28 @@ describe("dashboard components at 100 columns", () => {
     assert.deepEqual(cells[1]!.fields, ["node-2", "draining", "1.2s", "64", "2", "64"]);
     assert.deepEqual(cells[2]!.fields, ["node-3", "DEAD", "1m", "35s", "0", "0", "0"]);
     for (const l of lines) assert.ok(l.length <= WIDTH, `fits ${WIDTH} columns: ${l}`);
+  });
+
+  it("Devices: connections, frames and pushes per second, commit-to-push p99 between the two snapshots, slow devices, refused tokens", () => {
+    const a = snapshot({ timeMs: 0 });
+    const devices = a.devices;
+    // one second later: 200 more pushes, whose latencies grew the buckets by 0, 100, 192, 200, 200
+    const b = snapshot({
+      timeMs: 1000,
+      devices: {
+        ...devices, framesIn: 150, framesOut: 640, pushes: 500, backPressureHard: 1, deliveryLag: 7,
+        commitToPush: [{ leMs: 1, count: 0 }, { leMs: 5, count: 300 }, { leMs: 25, count: 490 }, { leMs: 100, count: 500 }, { leMs: null, count: 500 }],
+      },
+    });
+    const r = rates(a, b)!;
+    assert.deepEqual([r.framesInPerSec, r.framesOutPerSec, r.pushesPerSec], [50, 240, 200]);
+    // 99% of 200 is 198: the 25 ms bucket grew by 192, the 100 ms one by 200
+    assert.equal(r.commitToPushP99Ms, 100);
+    const text = frame(render(<DevicesPanel devices={b.devices} rates={r} />)).join("\n");
+    assert.match(text, /devices 3 connections \(2 users\)\s+frames in\/s 50\.0\s+out\/s 240\.0\s+pushes\/s 200\.0/);
+    assert.match(text, /commit→push p99 ≤100 ms\s+delivery lag 7\s+slow devices: resync 1\s+closed 1\s+tokens refused 2/);
+    // nothing pushed between two snapshots: no p99
+    assert.equal(rates(b, snapshot({ timeMs: 2000, devices: b.devices }))!.commitToPushP99Ms, null);
   });
 
   it("Rates: per-second membership events and retries, totals of rebuilt users and authority writes", () => {
@@ -251,8 +277,9 @@ describe("dashboard: a CMD pending file set aside as .bad", () => {
 
 describe("dashboard: a terminal shorter than the whole view", () => {
   it("keeps the frame shorter than the terminal by showing only the newest audit entries that fit", () => {
-    // a server that is no node (no nodes panel); with one, the nodes' rows are counted the same way (below)
-    const many = { ...snapshot(), nodes: [], audit: Array.from({ length: 8 }, (_, i) => ({ time: `2026-11-29T23:00:0${i}.000Z`, principal: `p${i}`, rpc: "/qim.admin.v1.GroupService/AddMembers", result: "OK" })) };
+    // a server that is no node (no nodes panel) and has no gateway (no devices panel); with them, their rows are counted the same way (below)
+    const noDevices = { connections: 0, onlineUsers: 0, framesIn: 0, framesOut: 0, pushes: 0, backPressureSoft: 0, backPressureHard: 0, upgradesRefused: 0, deliveryLag: 0, commitToPush: [] };
+    const many = { ...snapshot({ devices: noDevices }), nodes: [], audit: Array.from({ length: 8 }, (_, i) => ({ time: `2026-11-29T23:00:0${i}.000Z`, principal: `p${i}`, rpc: "/qim.admin.v1.GroupService/AddMembers", result: "OK" })) };
     for (const state of [connected, down]) {
       const all = frame(render(<Dashboard endpoint="e:1" intervalMs={1000} snapshot={many} rates={null} state={state} paused={false} width={WIDTH} />));
       assert.ok(all.some((l) => /^23:00:00Z\s+p0\s/.test(l)), "no height: every entry");
@@ -260,8 +287,9 @@ describe("dashboard: a terminal shorter than the whole view", () => {
       assert.ok(short.length < 24, `${short.length} rows for a 24-row terminal (${state.kind})`);
       assert.ok(short.some((l) => /^23:00:07Z\s+p7\s/.test(l)), "the newest entry stays");
       assert.ok(!short.some((l) => /^23:00:00Z\s+p0\s/.test(l)), "the oldest entry goes");
-      const withNodes = frame(render(<Dashboard endpoint="e:1" intervalMs={1000} snapshot={{ ...many, nodes: snapshot().nodes }} rates={null} state={state} paused={false} width={WIDTH} height={30} />));
-      assert.ok(withNodes.length < 30, `${withNodes.length} rows with the nodes panel for a 30-row terminal (${state.kind})`);
+      const withNodes = frame(render(<Dashboard endpoint="e:1" intervalMs={1000} snapshot={{ ...many, nodes: snapshot().nodes, devices: snapshot().devices }} rates={null} state={state} paused={false} width={WIDTH} height={33} />));
+      assert.ok(withNodes.some((l) => /^devices 3 connections/.test(l)), "the devices panel is shown");
+      assert.ok(withNodes.length < 33, `${withNodes.length} rows with the nodes and devices panels for a 33-row terminal (${state.kind})`);
       assert.ok(withNodes.some((l) => /^node-3\s+DEAD/.test(l)), "the nodes panel is shown");
       assert.ok(withNodes.some((l) => /^23:00:07Z\s+p7\s/.test(l)), "the newest entry stays with the nodes panel");
     }

@@ -39,6 +39,7 @@ function snapshot(t: number, c: { events?: number; messages?: number; dispatched
     audit: [],
     nodes: [],
     cmdBadFiles: [],
+    devices: { connections: 0, onlineUsers: 0, framesIn: 0, framesOut: 0, pushes: 0, backPressureSoft: 0, backPressureHard: 0, upgradesRefused: 0, deliveryLag: 0, commitToPush: [] },
   };
 }
 

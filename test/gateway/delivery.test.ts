@@ -148,6 +148,11 @@ describe("delivery to online devices across two nodes", { timeout: 300_000 }, ()
     // carol is no member: after a round trip behind everything above, still nothing for her
     assert.equal((await carolPhone.request({ $case: "ping", ping: {} })).body?.$case, "pong");
     assert.deepEqual(carolPhone.pushes("message"), []);
+    // node A's dashboard counts its devices: the 4 connections of this test still open there, of 3 users (alice, bob's laptop, carol)
+    const last = ok(await run(["dashboard", "--count", "1"], { context }), "dashboard") as { devices: { connections: number; onlineUsers: number; pushes: number } };
+    assert.deepEqual([last.devices.connections, last.devices.onlineUsers], [4, 3]);
+    // 10 messages to alice's two devices and bob's laptop here: 30 pushes at least
+    assert.ok(last.devices.pushes >= 30, show(last.devices));
     // node B's devices were served through node RPC Deliver
     assert.ok(await metric(0, "qim_delivery_forwarded_total", { outcome: "ok" }) > 0);
     assert.ok(await metric(1, "qim_delivery_pushes_total") >= 10);

@@ -25,6 +25,10 @@ const line: DashboardLine = {
     alive: true, draining: false, units: ["relay", "partition", "slot"], owned: { relayBuckets: 256, partitions: 8, slots: 256 }, cmdBadFile: null,
   }],
   cmdBadFiles: [],
+  devices: {
+    connections: 3, onlineUsers: 2, framesIn: 100, framesOut: 400, pushes: 300, backPressureSoft: 1, backPressureHard: 0, upgradesRefused: 2, deliveryLag: 0,
+    commitToPush: [{ leMs: 1, count: 0 }, { leMs: 5, count: 200 }, { leMs: 25, count: 298 }, { leMs: 100, count: 300 }, { leMs: null, count: 300 }],
+  },
 };
 
 export const samples = {
@@ -40,6 +44,10 @@ export const samples = {
       conversationStateWrittenPerSec: 2,
       conversationStateFailuresPerSec: 0,
       usersRebuiltPerSec: 0,
+      framesInPerSec: 4,
+      framesOutPerSec: 20,
+      pushesPerSec: 18,
+      commitToPushP99Ms: 25,
     },
     audit: [],
     nodes: [{ ...line.nodes[0]!, cmdBadFile: "/var/lib/qim/node-1/conversationv2/cmd_conversation_updates.json.bad" }],

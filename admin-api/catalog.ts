@@ -2,6 +2,7 @@ import type * as grpc from "@grpc/grpc-js";
 import { AuditServiceClient, AuditServiceService } from "./gen/qim/admin/v1/audit.js";
 import { ClusterServiceClient, ClusterServiceService } from "./gen/qim/admin/v1/cluster.js";
 import { CmdServiceClient, CmdServiceService } from "./gen/qim/admin/v1/cmd.js";
+import { ConnectionServiceClient, ConnectionServiceService } from "./gen/qim/admin/v1/connections.js";
 import { ConversationListServiceClient, ConversationListServiceService } from "./gen/qim/admin/v1/conversation_list.js";
 import { DispatchServiceClient, DispatchServiceService } from "./gen/qim/admin/v1/dispatch.js";
 import { DrillServiceClient, DrillServiceService } from "./gen/qim/admin/v1/drill.js";
@@ -30,6 +31,7 @@ export const SERVICE_CATALOG = [
   { name: "qim.admin.v1.ConversationListService", definition: ConversationListServiceService, client: ConversationListServiceClient, rename: {} },
   { name: "qim.admin.v1.CmdService", definition: CmdServiceService, client: CmdServiceClient, rename: { send: "cmdSend", sync: "cmdSync", ack: "cmdAck", getPending: "getCmdPending", getState: "getCmdState", getOwner: "getCmdOwner", flush: "cmdFlush", getStatus: "getCmdStatus" } },
   { name: "qim.admin.v1.TokenService", definition: TokenServiceService, client: TokenServiceClient, rename: {} },
+  { name: "qim.admin.v1.ConnectionService", definition: ConnectionServiceService, client: ConnectionServiceClient, rename: {} },
 ] as const satisfies readonly CatalogEntry[];
 
 export interface CatalogEntry {

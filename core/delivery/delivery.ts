@@ -4,6 +4,7 @@ import type { DispatchLog } from "../dispatch/index.js";
 import type { RedisStore } from "../store/index.js";
 import { DeliveryConsumer, type DeliveryForwarder } from "./consumer.js";
 import { LocalConnections } from "./local.js";
+import { ConnectionsView, type ConnectionPeers } from "./operators.js";
 import { ReadSync, type UserEventForwarder } from "./read-sync.js";
 import { SessionRelay, type RelayedChange, type SessionChangeForwarder } from "./session-relay.js";
 import { ONLINE_REFRESH_MS, OnlineRegistry, type RegistryCluster } from "./registry.js";
@@ -27,6 +28,8 @@ export class Delivery {
   readonly readSync: ReadSync;
   /** List changes made here for users whose devices are on other nodes (the runtime offers every change of the list engine). */
   readonly sessions: SessionRelay<RelayedChange>;
+  /** Operators' list and kick of device connections across the cluster. */
+  readonly connections: ConnectionsView;
   private refreshTimer: NodeJS.Timeout | undefined;
 
   constructor(store: RedisStore, keys: KeySpace, log: DispatchLog, private readonly opts: DeliveryOptions = {}) {
@@ -37,6 +40,7 @@ export class Delivery {
       offline: (t, u) => { this.registry.offline(t, u).catch(warn("removing an online user")); },
     });
     this.sessions = new SessionRelay(this.registry, opts.log);
+    this.connections = new ConnectionsView(this.local, this.registry, opts.cluster ?? null);
     this.readSync = new ReadSync(this.local, this.registry, opts.readSyncMergeWindowMs, opts.log);
     this.consumer = new DeliveryConsumer(store, keys, log, this.local, this.registry, {
       ...(opts.pollIntervalMs !== undefined ? { pollIntervalMs: opts.pollIntervalMs } : {}),
@@ -46,7 +50,8 @@ export class Delivery {
   }
 
   /** The node's RPC listener installs how a batch, a user event and a list change reach another node. */
-  setForwarder(f: DeliveryForwarder, events: UserEventForwarder, sessions: SessionChangeForwarder<RelayedChange>): void {
+  setForwarder(f: DeliveryForwarder, events: UserEventForwarder, sessions: SessionChangeForwarder<RelayedChange>, peers: ConnectionPeers): void {
+    this.connections.setPeers(peers);
     this.consumer.setForwarder(f);
     this.readSync.setForwarder(events);
     this.sessions.setForwarder(sessions);

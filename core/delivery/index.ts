@@ -11,6 +11,7 @@ export {
   LocalConnections, type DeliveryBatch, type DeliveryItem, type DeviceConnection, type PresenceHooks, type ReadSyncEvent, type UserEvent, type UserEventBatch,
 } from "./local.js";
 export { SESSION_RELAY_MAX_PENDING, SESSION_RELAY_WINDOW_MS, SessionRelay, type RelayedChange, type SessionChangeForwarder } from "./session-relay.js";
+export { CONNECTIONS_LIST_LIMIT, ConnectionsView, type ConnectionPeers, type ConnectionQuery, type ConnectionRow, type ConnectionsAnswer, type PeerNode } from "./operators.js";
 export { READ_SYNC_MERGE_WINDOW_MS, ReadSync, type UserEventForwarder } from "./read-sync.js";
 export { LOCATE_CHUNK, ONLINE_ENTRY_TTL_MS, ONLINE_NODES_CACHE_MS, ONLINE_REFRESH_MS, OnlineRegistry, type LiveNode, type Located, type RegistryCluster } from "./registry.js";
 export {

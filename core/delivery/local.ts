@@ -60,6 +60,8 @@ export interface DeviceConnection {
   /** Pushes a user event (read sync); false when the connection did not take it. */
   pushEvent(event: UserEvent): boolean;
   close(code: number, reason: string): void;
+  /** Closes it for an operator (qimctl connections kick) with the door's code for that. */
+  kick(): void;
 }
 
 /** The first and the last connection of a user on this node (the online registry writes them). */

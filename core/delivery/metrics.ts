@@ -73,6 +73,11 @@ export const metrics = {
     help: "List changes dropped before relaying because more than SESSION_RELAY_MAX_PENDING were held",
     registers: [registry],
   }),
+  kicked: new Counter({
+    name: "qim_delivery_connections_kicked_total",
+    help: "Device connections of this node closed by an operator (qimctl connections kick)",
+    registers: [registry],
+  }),
   checkpointLag: new Gauge({
     name: "qim_delivery_checkpoint_lag",
     help: "Records appended to a partition this node owns but not yet delivered",

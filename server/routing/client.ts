@@ -15,6 +15,10 @@ import {
   type CmdFlushResponse,
   type DeliverRequest,
   type DeliverResponse,
+  type KickConnectionsRequest,
+  type KickConnectionsResponse,
+  type ListConnectionsRequest,
+  type ListConnectionsResponse,
   type PushSessionChangesRequest,
   type PushSessionChangesResponse,
   type PushUserEventsRequest,
@@ -71,7 +75,7 @@ export class NodePeers {
     return c;
   }
 
-  private unary<Req, Res>(address: string, method: "kick" | "describeUser" | "pushIntents" | "cmdSync" | "cmdAck" | "cmdPending" | "cmdFlush" | "deliver" | "pushUserEvents" | "pushSessionChanges", req: Req): Promise<Res> {
+  private unary<Req, Res>(address: string, method: "kick" | "describeUser" | "pushIntents" | "cmdSync" | "cmdAck" | "cmdPending" | "cmdFlush" | "deliver" | "pushUserEvents" | "pushSessionChanges" | "listConnections" | "kickConnections", req: Req): Promise<Res> {
     const client = this.client(address) as unknown as Record<string, (r: Req, md: grpc.Metadata, o: grpc.CallOptions, cb: (e: grpc.ServiceError | null, r?: Res) => void) => void>;
     return new Promise<Res>((resolve, reject) => {
       client[method]!.call(this.client(address), req, new grpc.Metadata(), { deadline: Date.now() + this.deadlineMs }, (err, res) => {
@@ -94,6 +98,8 @@ export class NodePeers {
       deliver: (req: DeliverRequest) => this.unary<DeliverRequest, DeliverResponse>(address, "deliver", req),
       pushUserEvents: (req: PushUserEventsRequest) => this.unary<PushUserEventsRequest, PushUserEventsResponse>(address, "pushUserEvents", req),
       pushSessionChanges: (req: PushSessionChangesRequest) => this.unary<PushSessionChangesRequest, PushSessionChangesResponse>(address, "pushSessionChanges", req),
+      listConnections: (req: ListConnectionsRequest) => this.unary<ListConnectionsRequest, ListConnectionsResponse>(address, "listConnections", req),
+      kickConnections: (req: KickConnectionsRequest) => this.unary<KickConnectionsRequest, KickConnectionsResponse>(address, "kickConnections", req),
     };
   }
 

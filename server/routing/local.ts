@@ -7,7 +7,7 @@
  * names applies nothing and answers STALE_OWNER with its view of the owner; a malformed request is
  * REJECTED (final).
  */
-import { parseUuid, QimError, RELAY_BUCKET_COUNT, type DeliveryItem, type EngineRuntime, type SessionChange, type SessionRow, type UserEventBatch, type Uuid } from "../../core/index.js";
+import { CONNECTIONS_LIST_LIMIT, parseUuid, QimError, RELAY_BUCKET_COUNT, type DeliveryItem, type EngineRuntime, type SessionChange, type SessionRow, type UserEventBatch, type Uuid } from "../../core/index.js";
 import {
   NodeStatus,
   type DescribeUserRequest,
@@ -16,6 +16,10 @@ import {
   type DeliverResponse,
   type KickRequest,
   type KickResponse,
+  type KickConnectionsRequest,
+  type KickConnectionsResponse,
+  type ListConnectionsRequest,
+  type ListConnectionsResponse,
   type PushSessionChangesRequest,
   type PushSessionChangesResponse,
   type PushUserEventsRequest,
@@ -34,6 +38,8 @@ export interface NodeHandlers extends CmdNodeHandlers {
   deliver(req: DeliverRequest): Promise<DeliverResponse>;
   pushUserEvents(req: PushUserEventsRequest): Promise<PushUserEventsResponse>;
   pushSessionChanges(req: PushSessionChangesRequest): Promise<PushSessionChangesResponse>;
+  listConnections(req: ListConnectionsRequest): Promise<ListConnectionsResponse>;
+  kickConnections(req: KickConnectionsRequest): Promise<KickConnectionsResponse>;
 }
 
 /** A unit's owner on the wire (empty strings for "none"). */
@@ -101,6 +107,34 @@ export function localNode(runtime: EngineRuntime, ownership: OwnershipView, slot
       }
       for (const c of changes) runtime.sessionView.relayed(c);
       return { status: NodeStatus.NODE_STATUS_OK, taken: changes.length, detail: "" };
+    },
+    async listConnections(req) {
+      let rows;
+      try {
+        const tenant = parseUuid(req.tenant, "tenant");
+        const user = req.user === "" ? undefined : parseUuid(req.user, "user");
+        if (!Number.isInteger(req.limit) || req.limit < 1 || req.limit > CONNECTIONS_LIST_LIMIT) throw new Error(`limit: 1 to ${CONNECTIONS_LIST_LIMIT}`);
+        rows = runtime.delivery.connections.localRows({ tenant, ...(user ? { user } : {}), limit: req.limit });
+      } catch (err) {
+        return { status: NodeStatus.NODE_STATUS_REJECTED, nodeId: "", connections: [], detail: err instanceof Error ? err.message : String(err) };
+      }
+      return {
+        status: NodeStatus.NODE_STATUS_OK, nodeId: ownership.nodeId, detail: "",
+        connections: rows.map((r) => ({
+          user: r.user, device: r.device, sinceMs: BigInt(r.sinceMs), remoteAddress: r.remote, framesIn: BigInt(r.framesIn), framesOut: BigInt(r.framesOut), bufferedBytes: BigInt(r.bufferedBytes),
+        })),
+      };
+    },
+    async kickConnections(req) {
+      let tenant: Uuid;
+      let user: Uuid;
+      try {
+        tenant = parseUuid(req.tenant, "tenant");
+        user = parseUuid(req.user, "user");
+      } catch (err) {
+        return { status: NodeStatus.NODE_STATUS_REJECTED, closed: 0, detail: err instanceof Error ? err.message : String(err) };
+      }
+      return { status: NodeStatus.NODE_STATUS_OK, closed: runtime.delivery.connections.localKick(tenant, user, req.device === "" ? null : req.device), detail: "" };
     },
     async kick(req) {
       const buckets = [...new Set(req.buckets)];

@@ -10,7 +10,7 @@
  * satisfies. Resolved owners are cached (ownerCacheMs) so that a busy path does not read the
  * registry per call; a STALE_OWNER or a failed call drops the entry — a moved unit costs one hop.
  */
-import { InvalidArgumentError, StaleOwnerError, UnavailableError, DELIVERY_FORWARD_MAX_BYTES, type DeliveryBatch, type Located, type RelayedChange, type UserEventBatch, type Uuid } from "../../core/index.js";
+import { InvalidArgumentError, StaleOwnerError, UnavailableError, DELIVERY_FORWARD_MAX_BYTES, parseUuid, type ConnectionPeers, type ConnectionRow, type DeliveryBatch, type Located, type RelayedChange, type UserEventBatch, type Uuid } from "../../core/index.js";
 import {
   NodeStatus,
   type CmdPendingResponse,
@@ -226,6 +226,25 @@ export class NodeRouter {
       nodeMetrics.calls.inc({ rpc: "PushSessionChanges", target: "remote", status: statusName(res.status) });
       if (res.status !== NodeStatus.NODE_STATUS_OK) throw new UnavailableError(`PushSessionChanges to ${to.nodeId}: ${res.detail}`);
     }
+  };
+
+  /** Operators' connections list and kick on another node (core/delivery's ConnectionsView). */
+  readonly connectionPeers: ConnectionPeers = {
+    list: async (to, q): Promise<ConnectionRow[]> => {
+      const res = await this.opts.peers.at(to.address).listConnections({ tenant: q.tenant, user: q.user ?? "", limit: q.limit });
+      nodeMetrics.calls.inc({ rpc: "ListConnections", target: "remote", status: statusName(res.status) });
+      if (res.status !== NodeStatus.NODE_STATUS_OK) throw new UnavailableError(`ListConnections at ${to.nodeId}: ${res.detail}`);
+      return res.connections.map((c) => ({
+        nodeId: to.nodeId, tenant: q.tenant, user: parseUuid(c.user, "user"), device: c.device, sinceMs: Number(c.sinceMs), remote: c.remoteAddress,
+        framesIn: Number(c.framesIn), framesOut: Number(c.framesOut), bufferedBytes: Number(c.bufferedBytes),
+      }));
+    },
+    kick: async (to, tenant, user, device): Promise<number> => {
+      const res = await this.opts.peers.at(to.address).kickConnections({ tenant, user, device: device ?? "" });
+      nodeMetrics.calls.inc({ rpc: "KickConnections", target: "remote", status: statusName(res.status) });
+      if (res.status !== NodeStatus.NODE_STATUS_OK) throw new UnavailableError(`KickConnections at ${to.nodeId}: ${res.detail}`);
+      return res.closed;
+    },
   };
 
   /** One Kick to `owner`; on STALE_OWNER each bucket is re-resolved and the buckets re-sent once, grouped by their new owners. */

@@ -86,6 +86,8 @@ const INVALID_INPUT: Record<string, { request: object; field: string } | "no fie
   "/qim.admin.v1.TokenService/IssueToken": { request: { tenant, user: newUuid(), device: "bad device id" }, field: "device" },
   "/qim.admin.v1.TokenService/RevokeTokens": { request: { tenant, tokenId: "nope" }, field: "token_id" },
   "/qim.admin.v1.TokenService/ListTokens": { request: { tenant, user: "u" }, field: "user" },
+  "/qim.admin.v1.ConnectionService/ListConnections": { request: { tenant, user: "u" }, field: "user" },
+  "/qim.admin.v1.ConnectionService/KickConnections": { request: { tenant, user: "u" }, field: "user" },
 };
 
 /** Bytes that are no protobuf message: field 1 as a length-delimited value longer than the buffer. */

@@ -17,7 +17,7 @@ import { after, before, describe, it } from "node:test";
 import { connectAdmin, type AdminClient } from "../../admin-api/client.js";
 import { writeTestPki, type TestPkiFiles } from "../certs/fixture.js";
 import { counter, sleep, until } from "../cluster/processes.js";
-import { ok, run } from "../e2e/qimctl.js";
+import { failed, ok, run } from "../e2e/qimctl.js";
 import { startRedis, type RedisServer } from "../harness/redis.js";
 import { startServerProcess, type ServerProcess } from "../reliability/server-process.js";
 import { Device, show, type Body } from "./device.js";
@@ -309,6 +309,41 @@ describe("delivery to online devices across two nodes", { timeout: 300_000 }, ()
     }
     assert.deepEqual([...byId.keys()].sort((a, b) => a - b), range(1, 40));
     assert.deepEqual(range(1, 40).map((s) => byId.get(s)), range(1, 40).map((s) => acks.get(s)));
+  });
+
+  it("operators: connections list across the nodes (--user, --node), kick closes exactly the named device (4410, audited), bad input changes nothing", async () => {
+    const [u1, u2] = [randomUUID(), randomUUID()];
+    const phone = await device(u1, "phone", 0);
+    const laptop = await device(u1, "laptop", 1);
+    await device(u2, "tab", 0);
+    type Row = { nodeId: string; user: string; device: string; framesIn: number; remoteAddress: string };
+    const list = async (...args: string[]) => ok(await run(["connections", "list", ...args], { context }), "connections list") as { connections: Row[]; truncated: boolean; unreachableNodes: string[] };
+    // asked on node A: its own connection and node B's (through the registry)
+    const mine = await list("--user", u1);
+    assert.deepEqual(mine.connections.map((c) => [c.nodeId, c.device]).sort(), [["node-a", "phone"], ["node-b", "laptop"]]);
+    assert.deepEqual(mine.unreachableNodes, []);
+    // each connection got its AUTH frame in at least
+    assert.ok(mine.connections.every((c) => c.user === u1 && c.framesIn >= 1 && /127\.0\.0\.1/.test(c.remoteAddress)), JSON.stringify(mine));
+    const onB = await list("--node", "node-b", "--limit", "1000");
+    assert.ok(onB.connections.every((c) => c.nodeId === "node-b"));
+    assert.deepEqual(onB.connections.filter((c) => c.user === u1 || c.user === u2).map((c) => c.device), ["laptop"]);
+    const all = await list("--limit", "1000");
+    assert.deepEqual(all.connections.filter((c) => c.user === u2).map((c) => [c.nodeId, c.device]), [["node-a", "tab"]]);
+    // bad input: refused before anything is asked
+    failed(await run(["connections", "kick", "--user", "not-a-uuid"], { context }), 2, "kick a bad user");
+    failed(await run(["connections", "list", "--user", u1, "--node", "node-a"], { context }), 2, "list with --user and --node");
+    failed(await run(["connections", "list", "--node", "no-such-node"], { context }), 2, "list a node that is not there");
+    // kick the laptop only: it is closed with 4410, the phone still answers
+    const kicked = ok(await run(["connections", "kick", "--user", u1, "--device", "laptop"], { context }), "connections kick") as { closed: number; nodes: string[] };
+    assert.deepEqual([kicked.closed, kicked.nodes], [1, ["node-b"]]);
+    assert.equal((await laptop.whenClosed()).code, 4410);
+    assert.equal((await phone.request({ $case: "ping", ping: {} })).body?.$case, "pong");
+    assert.deepEqual((await list("--user", u1)).connections.map((c) => c.device), ["phone"]);
+    // nothing left to kick of the laptop: success, 0 closed
+    assert.equal((ok(await run(["connections", "kick", "--user", u1, "--device", "laptop"], { context }), "kick again") as { closed: number }).closed, 0);
+    // audited on the node that answered, with the user and the device
+    const audit = readFileSync(path.join(dir, "node-a.audit.log"), "utf8").split("\n").filter((l) => l.includes("KickConnections"));
+    assert.ok(audit.some((l) => l.includes(u1) && l.includes("laptop")), audit.join("\n"));
   });
 
   it("a device that reads nothing and keeps asking is closed with 4429 past the hard mark", async () => {

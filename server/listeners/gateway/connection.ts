@@ -38,6 +38,8 @@ export const CLOSE = {
   AUTH_REQUIRED: 4401,
   /** AUTH named another device than the token's. */
   WRONG_DEVICE: 4403,
+  /** Closed by an operator (qimctl connections kick); the token stays valid unless revoked. */
+  KICKED: 4410,
   /** Silent for GATEWAY_IDLE_TIMEOUT_MS. */
   IDLE: 4408,
 } as const;
@@ -174,6 +176,10 @@ export class GatewayConnection implements DeviceConnection {
   /** Bytes queued on the socket, not yet written (what a slow device holds back). */
   get buffered(): number {
     return this.ws.bufferedAmount;
+  }
+
+  kick(): void {
+    this.close(CLOSE.KICKED, "closed by an operator");
   }
 
   close(code: number, reason: string): void {

@@ -94,6 +94,8 @@ export async function startNodeServer(opts: NodeServerOptions): Promise<NodeServ
     deliver: handler("Deliver", (req) => opts.handlers.deliver(req)),
     pushUserEvents: handler("PushUserEvents", (req) => opts.handlers.pushUserEvents(req)),
     pushSessionChanges: handler("PushSessionChanges", (req) => opts.handlers.pushSessionChanges(req)),
+    listConnections: handler("ListConnections", (req) => opts.handlers.listConnections(req)),
+    kickConnections: handler("KickConnections", (req) => opts.handlers.kickConnections(req)),
   });
   const credentials = insecure
     ? grpc.ServerCredentials.createInsecure()

@@ -67,6 +67,8 @@ export async function openNodeService(opts: NodeServiceOptions): Promise<NodeSer
       deliver: (req) => handlers ? handlers.deliver(req) : Promise.resolve({ status: NodeStatus.NODE_STATUS_OK, pushed: 0, detail: notYet }),
       pushUserEvents: (req) => handlers ? handlers.pushUserEvents(req) : Promise.resolve({ status: NodeStatus.NODE_STATUS_OK, pushed: 0, detail: notYet }),
       pushSessionChanges: (req) => handlers ? handlers.pushSessionChanges(req) : Promise.resolve({ status: NodeStatus.NODE_STATUS_OK, taken: 0, detail: notYet }),
+      listConnections: (req) => handlers ? handlers.listConnections(req) : Promise.resolve({ status: NodeStatus.NODE_STATUS_OK, nodeId: "", connections: [], detail: notYet }),
+      kickConnections: (req) => handlers ? handlers.kickConnections(req) : Promise.resolve({ status: NodeStatus.NODE_STATUS_OK, closed: 0, detail: notYet }),
     },
   });
   const address = advertisedAddress(opts.listen, server.port, opts.advertise);
@@ -84,7 +86,7 @@ export async function openNodeService(opts: NodeServiceOptions): Promise<NodeSer
       const router = new NodeRouter({ ownership: cluster, local, peers });
       cluster.setKickForwarder(router.forwardKick);
       // the delivery consumer's batches, the read-sync events and the list changes for devices connected to other nodes
-      runtime.delivery.setForwarder(router.forwardDelivery, router.forwardUserEvents, router.forwardSessionChanges);
+      runtime.delivery.setForwarder(router.forwardDelivery, router.forwardUserEvents, router.forwardSessionChanges, router.connectionPeers);
       svc.router = router;
       // CMD intents of users owned elsewhere go to their owners' PushIntents from now on
       const api = maybeCmdOf(runtime);

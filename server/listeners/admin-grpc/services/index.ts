@@ -3,6 +3,7 @@ import type { AdminService, Rpc } from "../../../pipeline/rpc.js";
 import { auditService } from "./audit-log.js";
 import { clusterService } from "./cluster.js";
 import { cmdService } from "./cmd.js";
+import { connectionService } from "./connections.js";
 import { conversationListService } from "./conversation-list.js";
 import { dispatchService } from "./dispatch.js";
 import { drillService } from "./drill.js";
@@ -29,6 +30,7 @@ export const SERVICES: readonly AdminService[] = [
   conversationListService,
   cmdService,
   tokenService,
+  connectionService,
 ] as unknown as readonly AdminService[];
 
 /** Which roles may call which RPC, by full method path, from each RPC's declaration (for tests and tools; the server reads each declaration). */

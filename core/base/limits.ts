@@ -125,6 +125,14 @@ export const GATEWAY_PUSH_SOFT_MARK_BYTES = 1024 * 1024;
  * 64 KiB is not a 64 MiB frame.
  */
 export const GATEWAY_MAX_ANSWER_PAYLOAD_BYTES = 1024 * 1024;
+/**
+ * A draining node's RECONNECT hints (issue 27): each connection is told to reconnect after a delay
+ * drawn uniformly from [0, this), so that a drain of N devices is about N / 10 s reconnects per
+ * second elsewhere, not a storm.
+ */
+export const GATEWAY_DRAIN_SPREAD_MS = 10_000;
+/** How long after its hint's delay a connection that did not go is closed (1001). */
+export const GATEWAY_RECONNECT_GRACE_MS = 5_000;
 /** Bytes queued on a socket past which the connection is closed (4429): a device that reads nothing at all, pushes or answers. */
 export const GATEWAY_PUSH_HARD_MARK_BYTES = 8 * 1024 * 1024;
 /** The admin gRPC server's largest request (grpc.max_receive_message_length): a bulk membership call of MAX_USERS_PER_MEMBERSHIP_CALL users fits many times. */

@@ -200,6 +200,19 @@ export class ClusterMembership implements UnitGate {
     }
   }
 
+  /** Called when this node's draining flag turns on or off (qimctl cluster drain|undrain), as its heartbeat reads it. */
+  onDraining(listener: (draining: boolean) => void): void {
+    this.drainingListeners.add(listener);
+  }
+
+  /** Whether this node was draining at its last reconciliation. */
+  get draining(): boolean {
+    return this.selfDraining;
+  }
+
+  private readonly drainingListeners = new Set<(draining: boolean) => void>();
+  private selfDraining = false;
+
   onChange(listener: (kind: UnitKind, unit: number, owned: boolean) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
@@ -384,6 +397,10 @@ export class ClusterMembership implements UnitGate {
    */
   private async reconcile(view: RegistryView): Promise<void> {
     const { live, eligible, selfDraining } = this.registry(view);
+    if (selfDraining !== this.selfDraining) {
+      this.selfDraining = selfDraining;
+      for (const l of this.drainingListeners) l(selfDraining);
+    }
     metrics.liveNodes.set(live.size);
     if (!this.stopped) this.reportOrphans(eligible);
     const checkKept = this.reconciles++ % KEPT_CHECK_EVERY === 0;

@@ -1,9 +1,10 @@
-import type { KeySpace } from "../base/index.js";
+import { GATEWAY_DRAIN_SPREAD_MS, type KeySpace } from "../base/index.js";
 import type { UnitGate } from "../cluster/index.js";
 import type { DispatchLog } from "../dispatch/index.js";
 import type { RedisStore } from "../store/index.js";
 import { DeliveryConsumer, type DeliveryForwarder } from "./consumer.js";
-import { LocalConnections } from "./local.js";
+import { LocalConnections, type DeviceConnection } from "./local.js";
+import { metrics } from "./metrics.js";
 import { ConnectionsView, type ConnectionPeers } from "./operators.js";
 import { ReadSync, type UserEventForwarder } from "./read-sync.js";
 import { SessionRelay, type RelayedChange, type SessionChangeForwarder } from "./session-relay.js";
@@ -55,6 +56,29 @@ export class Delivery {
     this.consumer.setForwarder(f);
     this.readSync.setForwarder(events);
     this.sessions.setForwarder(sessions);
+  }
+
+  /** Whether this node drains: its connections were told to reconnect elsewhere, and new ones are too. */
+  draining = false;
+
+  /**
+   * This node drains (qimctl cluster drain): every connection gets a RECONNECT hint with a delay
+   * drawn uniformly from [0, GATEWAY_DRAIN_SPREAD_MS), and so does every connection that
+   * authenticates while it drains. Returns how many were told.
+   */
+  drainConnections(reason = "the node is draining: reconnect to another node"): number {
+    this.draining = true;
+    const all = this.local.all();
+    for (const c of all) c.reconnect(Math.floor(Math.random() * GATEWAY_DRAIN_SPREAD_MS), reason);
+    metrics.reconnectHints.inc(all.length);
+    this.opts.log?.(`delivery: draining: ${all.length} device connection(s) told to reconnect within ${GATEWAY_DRAIN_SPREAD_MS} ms`);
+    return all.length;
+  }
+
+  /** A connection that authenticated on a draining node: the same hint. */
+  drainOne(c: DeviceConnection): void {
+    c.reconnect(Math.floor(Math.random() * GATEWAY_DRAIN_SPREAD_MS), "the node is draining: reconnect to another node");
+    metrics.reconnectHints.inc();
   }
 
   start(): void {

@@ -62,6 +62,8 @@ export interface DeviceConnection {
   close(code: number, reason: string): void;
   /** Closes it for an operator (qimctl connections kick) with the door's code for that. */
   kick(): void;
+  /** Tells the device to reconnect (elsewhere) after `afterMs`; the door closes it if it has not gone some time after. */
+  reconnect(afterMs: number, reason: string): void;
 }
 
 /** The first and the last connection of a user on this node (the online registry writes them). */

@@ -78,6 +78,11 @@ export const metrics = {
     help: "Device connections of this node closed by an operator (qimctl connections kick)",
     registers: [registry],
   }),
+  reconnectHints: new Counter({
+    name: "qim_delivery_reconnect_hints_total",
+    help: "RECONNECT hints sent to device connections of this node because it drains",
+    registers: [registry],
+  }),
   checkpointLag: new Gauge({
     name: "qim_delivery_checkpoint_lag",
     help: "Records appended to a partition this node owns but not yet delivered",

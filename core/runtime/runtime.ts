@@ -149,6 +149,11 @@ export class EngineRuntime {
       ...opts.delivery, ...(opts.log ? { log: opts.log } : {}),
       ...(cluster ? { gate: cluster, cluster: { nodeId: cluster.nodeId, incarnation: cluster.incarnation, liveNodes: () => cluster.liveNodes() } } : {}),
     });
+    // a drained node's devices are told to reconnect elsewhere, spread over a window (no storm)
+    cluster?.onDraining((draining) => {
+      if (draining) this.delivery.drainConnections();
+      else this.delivery.draining = false;
+    });
     this.relay = new OutboxRelay(this.store, this.keys, this.dispatchLog, { ...opts.relay, onAppended, ...(cluster ? { gate: cluster } : {}) });
     relayRef.relay = this.relay;
     this.conversationList = new ConversationList(

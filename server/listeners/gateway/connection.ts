@@ -8,7 +8,7 @@
 import { createHash } from "node:crypto";
 import type { WebSocket } from "ws";
 import {
-  decodeHistoryEntry, GATEWAY_MAX_ANSWER_PAYLOAD_BYTES, GATEWAY_PUSH_HARD_MARK_BYTES, GATEWAY_PUSH_SOFT_MARK_BYTES, type DeliveryItem, type DeviceConnection,
+  decodeHistoryEntry, GATEWAY_MAX_ANSWER_PAYLOAD_BYTES, GATEWAY_RECONNECT_GRACE_MS, GATEWAY_PUSH_HARD_MARK_BYTES, GATEWAY_PUSH_SOFT_MARK_BYTES, type DeliveryItem, type DeviceConnection,
   GATEWAY_AUTH_TIMEOUT_MS, GATEWAY_IDLE_TIMEOUT_MS, GATEWAY_MAX_IN_FLIGHT, HISTORY_PAGE_DEFAULT, HISTORY_PAGE_LIMIT, InvalidArgumentError, listConversations, pageLimit,
   parseUuid, SESSION_PAGE_DEFAULT, SESSION_PAGE_LIMIT, type BadgeState, type ConversationListEntry, type EngineRuntime, type HistoryRecord, type SessionFrame,
   type UserEvent, type Uuid,
@@ -176,6 +176,15 @@ export class GatewayConnection implements DeviceConnection {
   /** Bytes queued on the socket, not yet written (what a slow device holds back). */
   get buffered(): number {
     return this.ws.bufferedAmount;
+  }
+
+  reconnect(afterMs: number, reason: string): void {
+    if (this.ws.readyState !== this.ws.OPEN) return;
+    this.write(0n, { $case: "reconnect", reconnect: { afterMs, reason } });
+    // a device that does not go by itself is closed a while after its turn
+    setTimeout(() => {
+      if (this.ws.readyState === this.ws.OPEN) this.close(CLOSE.GOING_AWAY, "the node is draining");
+    }, afterMs + GATEWAY_RECONNECT_GRACE_MS).unref();
   }
 
   kick(): void {

@@ -66,7 +66,10 @@ export function gatewayListenerWith(verifierOf: VerifierOf): Listener<GatewayHan
             const conn = new GatewayConnection(ws, identity, req.socket.remoteAddress ?? "", {
               runtime: ctx.runtime, pipeline: ctx.pipeline, log,
               // pushes start once AUTH succeeded (core/delivery's connections of this node)
-              onAuthed: (c) => ctx.runtime.delivery.local.add(c),
+              onAuthed: (c) => {
+                ctx.runtime.delivery.local.add(c);
+                if (ctx.runtime.delivery.draining) ctx.runtime.delivery.drainOne(c);
+              },
               onClose: (c) => {
                 all.delete(c);
                 ctx.runtime.delivery.local.remove(c);

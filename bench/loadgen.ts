@@ -30,6 +30,7 @@ function print(r: LoadReport): void {
     `SEND_ACK p50 ${r.sendAckMs.p50} ms, p99 ${r.sendAckMs.p99} ms; end to end p50 ${r.endToEndMs.p50} ms, p99 ${r.endToEndMs.p99} ms`,
     `checker: ${v.ok ? "PASS" : "FAIL"} — arrival ${v.arrived}/${v.expected} (${(v.arrivalRate * 100).toFixed(3)} %), duplicates ${v.duplicates}, missing ${v.missing.count}, past a leave ${v.afterLeave.count}, order inversions ${v.inversions.count}, orphans ${v.orphans.count}`,
   ];
+  if (r.errors.length > 0) lines.push(`  errors: ${r.errors.join("; ")}`);
   for (const [name, x] of [["missing", v.missing], ["past a leave", v.afterLeave], ["inversions", v.inversions], ["orphans", v.orphans]] as const) {
     if (x.count > 0) lines.push(`  ${name}: ${x.samples.join("; ")}`);
   }

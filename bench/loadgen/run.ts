@@ -44,6 +44,8 @@ export interface LoadReport {
   skipped: number;
   leaves: number;
   rejoins: number;
+  /** The first few failures (a SEND not acknowledged, a leave or re-add that failed), verbatim. */
+  errors: string[];
   deliveries: number;
   sendAckMs: { p50: number; p99: number };
   endToEndMs: { p50: number; p99: number };
@@ -96,11 +98,13 @@ export async function runLoad(t: Target, o: LoadOptions): Promise<{ report: Load
       }).finally(() => d.inFlight--));
     };
 
-    const churnOne = () => {
+    /** One leave of a member (not the owner) who is in and has no send out; false when none is (tried again next tick). */
+    const churnOne = (): boolean => {
       const g = pick(groups);
-      const d = pick(g.members.slice(1));
+      const candidates = g.members.slice(1).filter((d) => !out.has(`${g.group}/${d.user}`) && d.inFlight === 0);
+      if (candidates.length === 0) return false;
+      const d = pick(candidates);
       const key = `${g.group}/${d.user}`;
-      if (out.has(key) || d.inFlight > 0) return;
       out.add(key);
       counts.leaves++;
       track((async () => {
@@ -116,6 +120,7 @@ export async function runLoad(t: Target, o: LoadOptions): Promise<{ report: Load
       })().catch((err: unknown) => {
         if (errors.length < 5) errors.push(`churn: ${String(err)}`);
       }));
+      return true;
     };
 
     const t0 = Date.now();
@@ -125,7 +130,7 @@ export async function runLoad(t: Target, o: LoadOptions): Promise<{ report: Load
     while (Date.now() < end) {
       const elapsed = (Date.now() - t0) / 1000;
       for (; due < Math.floor(elapsed * o.rate); due++) sendOne();
-      for (; churnDue < Math.floor(elapsed * o.churn); churnDue++) churnOne();
+      while (churnDue < Math.floor(elapsed * o.churn) && churnOne()) churnDue++;
       await new Promise((r) => setTimeout(r, TICK_MS));
     }
     log(`sending done: ${counts.sent} sent, ${counts.skipped} skipped; waiting for ${inFlight.size} answers and churn`);
@@ -161,7 +166,7 @@ export async function runLoad(t: Target, o: LoadOptions): Promise<{ report: Load
     return {
       history,
       report: {
-        options, ...counts, acked: acks.length, deliveries: total(),
+        options, ...counts, errors, acked: acks.length, deliveries: total(),
         sendAckMs: { p50: quantile(lat.ackMs, 0.5), p99: quantile(lat.ackMs, 0.99) },
         endToEndMs: { p50: quantile(lat.endToEndMs, 0.5), p99: quantile(lat.endToEndMs, 0.99) },
         verdict,

@@ -11,6 +11,8 @@ export const LOADGEN_REQUEST_TIMEOUT_MS = 30_000;
 export class LoadDevice {
   readonly arrivals: Arrival[] = [];
   inFlight = 0;
+  /** Bytes of every frame received (bench/gateway's fanout sizes its baseline's frames from it). */
+  bytesIn = 0;
   private nextId = 0n;
   private readonly pending = new Map<bigint, { resolve: (f: Frame) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }>();
   closed: string | null = null;
@@ -18,6 +20,7 @@ export class LoadDevice {
   private constructor(readonly ws: WebSocket, readonly user: string, readonly device: string) {
     ws.on("message", (data: Buffer) => {
       const at = Date.now();
+      this.bytesIn += data.length;
       const f = Frame.decode(data);
       if (f.body?.$case === "message") {
         const m = f.body.message;
@@ -74,8 +77,8 @@ export class LoadDevice {
 }
 
 /** Opens `count` devices, `concurrency` handshakes at a time (a TLS handshake and a token check each). */
-export async function openDevices(count: number, concurrency: number, open: (i: number) => Promise<LoadDevice>): Promise<LoadDevice[]> {
-  const out: LoadDevice[] = new Array(count);
+export async function openDevices<T = LoadDevice>(count: number, concurrency: number, open: (i: number) => Promise<T>): Promise<T[]> {
+  const out: T[] = new Array(count);
   let next = 0;
   await Promise.all(Array.from({ length: Math.min(concurrency, count) }, async () => {
     for (let i = next++; i < count; i = next++) out[i] = await open(i);

@@ -11,7 +11,7 @@ import path from "node:path";
 import * as jose from "jose";
 import { connectAdmin, type AdminClient } from "../../admin-api/client.js";
 import { generateTokenKey, parseTokenKeySet, rotateTokenKeys, staticTokenKeys, TOKEN_ISSUER, TOKEN_TYPE } from "../../core/index.js";
-import { writeTestPki } from "../../test/certs/fixture.js";
+import { writeTestPki, type TestPkiFiles } from "../../test/certs/fixture.js";
 import { startRedis, type RedisServer } from "../../test/harness/redis.js";
 import { startServerProcess, type ServerProcess } from "../../test/reliability/server-process.js";
 
@@ -22,6 +22,8 @@ export interface Target {
   /** wss://localhost:PORT/… as the node logged it. */
   url: string;
   ca: Buffer;
+  /** The certificates the node was started with (a baseline server may use its server certificate). */
+  pki: TestPkiFiles;
   tenant: string;
   admin: AdminClient;
   node: ServerProcess;
@@ -53,7 +55,7 @@ export async function startTarget(opts: { extraArgs?: string[] } = {}): Promise<
     const tenant = randomUUID();
     const started = node;
     return {
-      url, ca: readFileSync(pki.ca.certPath), tenant, admin, node, redis,
+      url, ca: readFileSync(pki.ca.certPath), pki, tenant, admin, node, redis,
       sign: async (user, device) => {
         const now = Date.now();
         return new jose.SignJWT({ tid: tenant, dev: device, ims: now })

@@ -1,0 +1,240 @@
+/**
+ * bench/gateway — the client gateway (issue 27) on a real qim-node process (loopback, TLS), devices
+ * driven by the load generator's client (bench/loadgen), in one run:
+ *   a. sends through the gateway: one 20-member group, 64 SENDs in flight on one connection, the
+ *      other 19 members offline: sends/s and SEND_ACK p50/p99, against core alone in this process
+ *      (EngineRuntime on the same redis-server, runtime.conversations.send, 64 in flight, a group of
+ *      20) → ratio (goal ≥ 0.4×);
+ *   b. the same with all 20 members online: deliveries/s (first arrival of each message on each
+ *      device, from the first send to the last arrival) and end-to-end p50/p99 (MESSAGE created_at_ms
+ *      to arrival, the same host's clock);
+ *   c. memory per idle authenticated connection: the node's VmRSS before and after K devices
+ *      connect and authenticate, delta / K (goal ≤ 10 KB);
+ *   d. fanout: F messages to one 10,000-member group with those K members online (the rest
+ *      offline): deliveries/s from the first send to the last arrival, against a raw `ws` broadcast
+ *      server (TLS, its own process, one send per connection) writing frames of the same size to K
+ *      connections in the same run (goal ≥ 0.5×); also from the first commit (created_at) to the
+ *      last arrival, the push side alone.
+ * Rounds alternate each measurement and its baseline; medians are printed.
+ * Usage: node dist/bench/gateway.js [--sends N] [--rounds R] [--idle K] [--fanout-messages F] [--output json]
+ */
+import { spawn } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import path from "node:path";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+import WebSocket from "ws";
+import { Frame } from "../admin-api/gen/qim/client/v1/frames.js";
+import { EngineRuntime, GATEWAY_MAX_IN_FLIGHT, RedisStore } from "../core/index.js";
+import { flag } from "./args.js";
+import { assertOpenFiles, LoadDevice, openDevices, quantile, rssBytes, startTarget, type Target } from "./loadgen/index.js";
+
+const argv = process.argv.slice(2);
+const JSON_OUT = argv.includes("--output") && argv[argv.indexOf("--output") + 1] === "json";
+const SENDS = flag("--sends", 4000);
+const ROUNDS = flag("--rounds", 3);
+const IDLE = flag("--idle", 2000);
+const FANOUT_MESSAGES = flag("--fanout-messages", 5);
+/** The issue's figures: a 20-member group, 64 in flight (the gateway's per-connection cap), a 10,000-member fanout group. */
+const GROUP_SIZE = 20;
+const IN_FLIGHT = GATEWAY_MAX_IN_FLIGHT;
+const FANOUT_GROUP_SIZE = 10_000;
+const PAYLOAD_BYTES = 100;
+const CONNECT_CONCURRENCY = 32;
+/** How long a round may wait for its last arrival before it is reported as failed. */
+const ARRIVAL_TIMEOUT_MS = 120_000;
+/** The node settles (TLS buffers, lazily allocated per-connection state) before its RSS is read. */
+const SETTLE_MS = 3000;
+
+const say = (line: string) => process.stderr.write(`${line}\n`);
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const payload = Buffer.alloc(PAYLOAD_BYTES, 0x61);
+
+async function until(what: string, cond: () => boolean): Promise<void> {
+  const t0 = Date.now();
+  while (!cond()) {
+    if (Date.now() - t0 > ARRIVAL_TIMEOUT_MS) throw new Error(`timed out waiting for ${what}`);
+    await sleep(5);
+  }
+}
+
+/** Runs `n` operations with IN_FLIGHT in flight; ops/s and each one's latency in ms. */
+async function pipelined(n: number, op: () => Promise<void>): Promise<{ perSec: number; latMs: number[] }> {
+  const latMs: number[] = [];
+  let next = 0;
+  const t0 = process.hrtime.bigint();
+  await Promise.all(Array.from({ length: IN_FLIGHT }, async () => {
+    while (next++ < n) {
+      const s = process.hrtime.bigint();
+      await op();
+      latMs.push(Number(process.hrtime.bigint() - s) / 1e6);
+    }
+  }));
+  return { perSec: n / (Number(process.hrtime.bigint() - t0) / 1e9), latMs };
+}
+
+const gatewaySend = (d: LoadDevice, group: string) => async () => {
+  const f = await d.request({ $case: "send", send: { clientMsgNo: randomUUID(), group, payload, contentType: "application/octet-stream", mentions: [] } });
+  if (f.body?.$case !== "sendAck") throw new Error(`SEND answered ${f.body?.$case}`);
+};
+
+async function connect(t: Target, users: string[], tag: string): Promise<LoadDevice[]> {
+  return openDevices(users.length, CONNECT_CONCURRENCY, async (i) => LoadDevice.open(t.url, t.ca, await t.sign(users[i]!, `${tag}${i}`), users[i]!, `${tag}${i}`));
+}
+
+async function createGroup(t: Target, owner: string, members: string[]): Promise<string> {
+  return (await t.admin.createGroup({ tenant: t.tenant, group: "", owner, members })).group;
+}
+
+/** First arrivals of `group`'s normal messages on `ds` (after dedupe by id). */
+const firstArrivals = (ds: LoadDevice[], group: string) => ds.flatMap((d) => {
+  const seen = new Set<string>();
+  return d.arrivals.filter((m) => m.group === group && m.kind === "normal" && !seen.has(m.messageId) && seen.add(m.messageId));
+});
+
+/** The raw broadcast baseline's server: its own process, the node's certificate. */
+async function startBroadcaster(t: Target): Promise<{ port: number; go(count: number, bytes: number): void; stop(): void }> {
+  const here = path.dirname(fileURLToPath(import.meta.url));
+  const child = spawn(process.execPath, [path.join(here, "gateway", "broadcast-child.js"), t.pki.server.certPath, t.pki.server.keyPath], { stdio: ["pipe", "pipe", "inherit"] });
+  const lines = createInterface({ input: child.stdout! });
+  const port = await new Promise<number>((resolve, reject) => {
+    lines.once("line", (l) => resolve(Number(/listening (\d+)/.exec(l)?.[1] ?? NaN)));
+    child.once("exit", (code) => reject(new Error(`the broadcast server exited (${code})`)));
+  });
+  return { port, go: (count, bytes) => child.stdin!.write(`go ${count} ${bytes}\n`), stop: () => child.kill("SIGTERM") };
+}
+
+assertOpenFiles(2 * IDLE + 2 * GROUP_SIZE);
+const t = await startTarget();
+const store = new RedisStore({ kind: "instances", addrs: [t.redis.addr] });
+const runtime = new EngineRuntime({ store, keyPrefix: "qimbenchgw", dispatch: { clusterId: "qim", topicId: "bench-gateway", partitionCount: 8 } });
+await runtime.start();
+const all: LoadDevice[] = [];
+const out: Record<string, unknown> = { sends: SENDS, rounds: ROUNDS, inFlight: IN_FLIGHT, groupSize: GROUP_SIZE, payloadBytes: PAYLOAD_BYTES };
+try {
+  // a. and b.: two groups of the same 20 users; the sender alone online for a., all 20 for b.
+  const users = Array.from({ length: GROUP_SIZE }, () => randomUUID());
+  const [sender] = await connect(t, users.slice(0, 1), "a");
+  all.push(sender!);
+  const a = { gw: [] as number[], core: [] as number[], p50: [] as number[], p99: [] as number[], coreP50: [] as number[], coreP99: [] as number[] };
+  const coreGroup = (await runtime.conversations.createGroup({ tenant: t.tenant, owner: users[0]!, members: users.slice(1) })).group;
+  const coreSend = async () => {
+    await runtime.conversations.send({ tenant: t.tenant, group: coreGroup, sender: users[0]!, payload, contentType: "application/octet-stream" });
+  };
+  const offlineGroup = await createGroup(t, users[0]!, users.slice(1));
+  await pipelined(500, gatewaySend(sender!, offlineGroup));
+  await pipelined(500, coreSend);
+  for (let r = 0; r < ROUNDS; r++) {
+    const c = await pipelined(SENDS, coreSend);
+    const g = await pipelined(SENDS, gatewaySend(sender!, offlineGroup));
+    a.core.push(c.perSec); a.coreP50.push(quantile(c.latMs, 0.5)); a.coreP99.push(quantile(c.latMs, 0.99));
+    a.gw.push(g.perSec); a.p50.push(quantile(g.latMs, 0.5)); a.p99.push(quantile(g.latMs, 0.99));
+    say(`a. round ${r + 1}: gateway ${g.perSec.toFixed(0)} sends/s, core ${c.perSec.toFixed(0)} sends/s`);
+  }
+  out.offline = {
+    gatewaySendsPerSec: Math.round(median(a.gw)), coreSendsPerSec: Math.round(median(a.core)), ratio: +(median(a.gw) / median(a.core)).toFixed(3),
+    sendAckP50Ms: +median(a.p50).toFixed(2), sendAckP99Ms: +median(a.p99).toFixed(2), coreP50Ms: +median(a.coreP50).toFixed(2), coreP99Ms: +median(a.coreP99).toFixed(2),
+  };
+
+  const members = [sender!, ...(await connect(t, users.slice(1), "b"))];
+  all.push(...members.slice(1));
+  const b = { deliveries: [] as number[], p50: [] as number[], p99: [] as number[], sends: [] as number[] };
+  for (let r = 0; r < ROUNDS; r++) {
+    const group = await createGroup(t, users[0]!, users.slice(1));
+    const t0 = Date.now();
+    const s = await pipelined(SENDS, gatewaySend(sender!, group));
+    await until(`every member has the ${SENDS} messages`, () => firstArrivals(members, group).length >= SENDS * GROUP_SIZE);
+    const got = firstArrivals(members, group);
+    const last = Math.max(...got.map((m) => m.arrivedAtMs));
+    const e2e = got.map((m) => m.arrivedAtMs - m.createdAtMs);
+    b.deliveries.push(got.length / ((last - t0) / 1000)); b.sends.push(s.perSec); b.p50.push(quantile(e2e, 0.5)); b.p99.push(quantile(e2e, 0.99));
+    say(`b. round ${r + 1}: ${b.deliveries.at(-1)!.toFixed(0)} deliveries/s, end to end p99 ${b.p99.at(-1)} ms`);
+  }
+  out.online = {
+    deliveriesPerSec: Math.round(median(b.deliveries)), sendsPerSec: Math.round(median(b.sends)),
+    endToEndP50Ms: median(b.p50), endToEndP99Ms: median(b.p99),
+  };
+
+  // c. idle connections
+  const idleUsers = Array.from({ length: IDLE }, () => randomUUID());
+  await sleep(SETTLE_MS);
+  const rss0 = rssBytes(t.node.pid);
+  const idle = await connect(t, idleUsers, "i");
+  all.push(...idle);
+  await sleep(SETTLE_MS);
+  const rss1 = rssBytes(t.node.pid);
+  out.idle = { connections: IDLE, rssBeforeBytes: rss0, rssAfterBytes: rss1, bytesPerConnection: Math.round((rss1 - rss0) / IDLE) };
+  say(`c. ${IDLE} idle connections: node RSS ${(rss0 / 2 ** 20).toFixed(1)} → ${(rss1 / 2 ** 20).toFixed(1)} MiB, ${((rss1 - rss0) / IDLE / 1024).toFixed(2)} KiB each`);
+
+  // d. fanout to the K idle devices, members of a 10,000-member group
+  const fanOwner = randomUUID();
+  const [fanSender] = await connect(t, [fanOwner], "f");
+  all.push(fanSender!);
+  const filler = Array.from({ length: FANOUT_GROUP_SIZE - 1 - IDLE }, () => randomUUID());
+  const d = { gw: [] as number[], gwFromCommit: [] as number[], raw: [] as number[] };
+  const broadcaster = await startBroadcaster(t);
+  const raw: { ws: WebSocket; count: number; last: number }[] = [];
+  try {
+    await openDevices(IDLE, CONNECT_CONCURRENCY, async () => {
+      const ws = await new Promise<WebSocket>((resolve, reject) => {
+        const w = new WebSocket(`wss://localhost:${broadcaster.port}/`, { ca: t.ca, perMessageDeflate: false });
+        w.once("open", () => resolve(w));
+        w.once("error", reject);
+      });
+      const c = { ws, count: 0, last: 0 };
+      ws.on("message", () => {
+        c.count++;
+        c.last = Date.now();
+      });
+      raw.push(c);
+    });
+    // the MESSAGE frame a member gets for one of these sends: the baseline writes frames of its size
+    const frameBytes = Frame.encode({
+      requestId: 0n,
+      body: { $case: "message", message: { group: randomUUID(), conversationSeq: 1n, messageId: randomUUID(), sender: fanOwner, createdAtMs: BigInt(Date.now()), contentType: "application/octet-stream", payload, kind: "normal", mentions: [] } },
+    }).finish().length;
+    out.fanout = { groupSize: FANOUT_GROUP_SIZE, online: IDLE, messages: FANOUT_MESSAGES, frameBytes };
+    for (let r = 0; r < ROUNDS; r++) {
+      const group = await createGroup(t, fanOwner, [...idleUsers, ...filler]);
+      const t0 = Date.now();
+      await Promise.all(Array.from({ length: FANOUT_MESSAGES }, () => gatewaySend(fanSender!, group)()));
+      await until("every online member has the fanout messages", () => firstArrivals(idle, group).length >= IDLE * FANOUT_MESSAGES);
+      const got = firstArrivals(idle, group);
+      const last = Math.max(...got.map((m) => m.arrivedAtMs));
+      d.gw.push((IDLE * FANOUT_MESSAGES) / ((last - t0) / 1000));
+      // the push side alone: from the first commit (created_at) to the last arrival
+      d.gwFromCommit.push((IDLE * FANOUT_MESSAGES) / (Math.max(1, last - Math.min(...got.map((m) => m.createdAtMs))) / 1000));
+      for (const c of raw) c.count = 0;
+      const r0 = Date.now();
+      broadcaster.go(FANOUT_MESSAGES, frameBytes);
+      await until("every raw connection has the broadcast", () => raw.every((c) => c.count >= FANOUT_MESSAGES));
+      d.raw.push((IDLE * FANOUT_MESSAGES) / ((Math.max(...raw.map((c) => c.last)) - r0) / 1000));
+      say(`d. round ${r + 1}: gateway ${d.gw.at(-1)!.toFixed(0)} deliveries/s (${d.gwFromCommit.at(-1)!.toFixed(0)}/s from the commit), raw ws ${d.raw.at(-1)!.toFixed(0)}/s`);
+    }
+  } finally {
+    for (const c of raw) c.ws.terminate();
+    broadcaster.stop();
+  }
+  Object.assign(out.fanout as object, {
+    gatewayDeliveriesPerSec: Math.round(median(d.gw)), gatewayDeliveriesPerSecFromCommit: Math.round(median(d.gwFromCommit)), rawWsDeliveriesPerSec: Math.round(median(d.raw)), ratio: +(median(d.gw) / median(d.raw)).toFixed(3),
+  });
+} finally {
+  for (const x of all) x.close();
+  await runtime.stop();
+  await store.close();
+  await t.stop();
+}
+
+if (JSON_OUT) process.stdout.write(`${JSON.stringify(out)}\n`);
+else {
+  const o = out as { offline: Record<string, number>; online: Record<string, number>; idle: Record<string, number>; fanout: Record<string, number> };
+  const rows = [
+    ["a. sends, 20-member group, members offline", `${o.offline.gatewaySendsPerSec} sends/s, SEND_ACK p50 ${o.offline.sendAckP50Ms} ms p99 ${o.offline.sendAckP99Ms} ms`, `core ${o.offline.coreSendsPerSec} sends/s (p50 ${o.offline.coreP50Ms} p99 ${o.offline.coreP99Ms} ms)`, `${o.offline.ratio}× (goal ≥ 0.4)`],
+    ["b. the same, 20 members online", `${o.online.deliveriesPerSec} deliveries/s (${o.online.sendsPerSec} sends/s), end to end p50 ${o.online.endToEndP50Ms} ms p99 ${o.online.endToEndP99Ms} ms`, "", ""],
+    [`c. idle authenticated connections (${o.idle.connections})`, `${(o.idle.bytesPerConnection / 1024).toFixed(2)} KiB each (node VmRSS delta / K)`, "", "goal ≤ 10 KB"],
+    [`d. fanout, ${o.fanout.groupSize}-member group, K=${o.fanout.online} online, ${o.fanout.messages} messages`, `${o.fanout.gatewayDeliveriesPerSec} deliveries/s from the send (${o.fanout.gatewayDeliveriesPerSecFromCommit}/s from the commit)`, `raw ws broadcast ${o.fanout.rawWsDeliveriesPerSec}/s (${o.fanout.frameBytes} B frames)`, `${o.fanout.ratio}× (goal ≥ 0.5)`],
+  ];
+  const w = [0, 1, 2].map((i) => Math.max(...rows.map((r) => r[i]!.length)));
+  for (const r of rows) process.stdout.write(`${r.map((c, i) => (i < 3 ? c.padEnd(w[i]!) : c)).join("  ")}\n`);
+}

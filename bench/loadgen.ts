@@ -6,7 +6,7 @@
  * N devices need about N + 256 open files here and in the node (`ulimit -n`); it says so when the limit is lower.
  */
 import { flag } from "./args.js";
-import { runLoad, startTarget, assertOpenFiles, type LoadReport } from "./loadgen/index.js";
+import { runLoad, startTarget, assertOpenFiles, validateLoad, type LoadReport } from "./loadgen/index.js";
 
 const argv = process.argv.slice(2);
 const JSON_OUT = argv[argv.indexOf("--output") + 1] === "json" && argv.includes("--output");
@@ -38,6 +38,7 @@ function print(r: LoadReport): void {
 }
 
 try {
+  validateLoad(o);
   assertOpenFiles(o.devices);
 } catch (err) {
   say(String((err as Error).message));

@@ -6,7 +6,7 @@
  * independent checker (checker.ts).
  */
 import { randomUUID } from "node:crypto";
-import { GATEWAY_MAX_IN_FLIGHT } from "../../core/index.js";
+import { GATEWAY_MAX_IN_FLIGHT, MAX_INITIAL_MEMBERS } from "../../core/index.js";
 import { check, latencies, quantile, type AckRecord, type History, type MembershipRecord, type Verdict } from "./checker.js";
 import { openDevices, LoadDevice } from "./device.js";
 import { assertOpenFiles, type Target } from "./target.js";
@@ -52,10 +52,16 @@ export interface LoadReport {
   verdict: Verdict;
 }
 
-export async function runLoad(t: Target, o: LoadOptions): Promise<{ report: LoadReport; history: History }> {
-  const log = o.log ?? (() => {});
+/** Refuses options no run can satisfy, before anything starts. */
+export function validateLoad(o: LoadOptions): void {
   if (o.members > o.devices) throw new Error(`--members ${o.members} is more than --devices ${o.devices}: each member is one device's user`);
   if (o.members < 2) throw new Error("--members must be at least 2 (an owner and one more)");
+  if (o.members > MAX_INITIAL_MEMBERS + 1) throw new Error(`--members ${o.members} is more than a group can be created with (${MAX_INITIAL_MEMBERS + 1}, the owner included)`);
+}
+
+export async function runLoad(t: Target, o: LoadOptions): Promise<{ report: LoadReport; history: History }> {
+  const log = o.log ?? (() => {});
+  validateLoad(o);
   assertOpenFiles(o.devices);
   const users = Array.from({ length: o.devices }, () => randomUUID());
   const devices = await openDevices(o.devices, CONNECT_CONCURRENCY, async (i) => LoadDevice.open(t.url, t.ca, await t.sign(users[i]!, `lg${i}`), users[i]!, `lg${i}`));

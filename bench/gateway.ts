@@ -1,252 +1,249 @@
 /**
- * bench/gateway — the client gateway (issue 27) on a real qim-node process (TLS, device tokens),
- * against baselines taken in the same run on the same redis-server:
- *   send-offline  SENDs through the gateway into one 20-member group, 64 in flight, the other members
- *                 offline: sends/s and SEND_ACK p50/p99 — one device with 64 in flight (a device's
- *                 SENDs commit in order, one after another) and 8 devices of 8 members with 8 each;
- *                 against core alone (ConversationService.send in this process, 64 in flight, on a
- *                 key prefix of its own, no relay): the ratio gateway/core (goal ≥ 0.4×);
- *   send-online   the same with all 20 members online: deliveries/s (MESSAGE frames received by the
- *                 20 devices, after dedupe) and end-to-end p50/p99 (created_at_ms of the commit to the
- *                 frame's arrival here, one host clock);
- *   idle          memory per idle authenticated connection: the node's RSS (/proc) before and after
- *                 N devices connected and AUTHed, divided by N (goal ≤ 10 KB).
- * Rounds alternate the gateway and core phases; medians are printed. The bench raises nothing: it
- * needs 2 × N + 100 open files (N idle devices, both ends here) and says so when the limit is lower.
- * Usage: node dist/bench/gateway.js [--sends N] [--rounds R] [--idle N] [--json] [--server-cpu-prof DIR]
+ * bench/gateway — the client gateway (issue 27) on a real qim-node process (loopback, TLS), devices
+ * driven by the load generator's client (bench/loadgen), in one run:
+ *   a. sends through the gateway: one 20-member group, 64 SENDs in flight on one connection, the
+ *      other 19 members offline: sends/s and SEND_ACK p50/p99, against core alone in this process
+ *      (EngineRuntime on the same redis-server, runtime.conversations.send, 64 in flight, a group of
+ *      20) → ratio (goal ≥ 0.4×);
+ *   b. the same with all 20 members online: deliveries/s (first arrival of each message on each
+ *      device, from the first send to the last arrival) and end-to-end p50/p99 (MESSAGE created_at_ms
+ *      to arrival, the same host's clock);
+ *   c. memory per idle authenticated connection: K devices connect and authenticate, the first
+ *      tenth warming up; the node's VmRSS before and after the other nine tenths, delta / their
+ *      number (goal ≤ 10 KB);
+ *   d. fanout: F messages to one 10,000-member group with those K members online (the rest
+ *      offline): deliveries/s from the first send to the last arrival, against a raw `ws` broadcast
+ *      server (TLS, its own process, one send per connection) writing frames of the same size to K
+ *      connections in the same run (goal ≥ 0.5×); also from the first commit (created_at) to the
+ *      last arrival, the push side alone.
+ * Rounds alternate each measurement and its baseline; medians are printed.
+ * Usage: node dist/bench/gateway.js [--sends N] [--rounds R] [--idle K] [--fanout-messages F] [--output json]
  */
+import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { readFileSync } from "node:fs";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import path from "node:path";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
 import WebSocket from "ws";
 import { Frame } from "../admin-api/gen/qim/client/v1/frames.js";
-import { ConversationService, DeviceTokens, generateTokenKey, KeySpace, parseTokenKeySet, RedisStore, rotateTokenKeys, staticTokenKeys, type Uuid } from "../core/index.js";
-import { writeTestPki } from "../test/certs/fixture.js";
-import { startRedis } from "../test/harness/redis.js";
-import { startServerProcess } from "../test/reliability/server-process.js";
-import { SERVER_NODE_FLAGS } from "../server/node-flags.js";
+import { EngineRuntime, GATEWAY_MAX_IN_FLIGHT, RedisStore } from "../core/index.js";
 import { flag } from "./args.js";
+import { assertOpenFiles, LoadDevice, openDevices, quantile, rssBytes, startTarget, type Target } from "./loadgen/index.js";
 
-const SENDS = flag("--sends", 2000);
+const argv = process.argv.slice(2);
+const JSON_OUT = argv.includes("--output") && argv[argv.indexOf("--output") + 1] === "json";
+const SENDS = flag("--sends", 4000);
 const ROUNDS = flag("--rounds", 3);
 const IDLE = flag("--idle", 2000);
-const IN_FLIGHT = 64;
-const MEMBERS = 20;
-const JSON_ONLY = process.argv.includes("--json");
-const say = (line: string) => { if (!JSON_ONLY) process.stderr.write(`${line}\n`); };
+const FANOUT_MESSAGES = flag("--fanout-messages", 5);
+/** The issue's figures: a 20-member group, 64 in flight (the gateway's per-connection cap), a 10,000-member fanout group. */
+const GROUP_SIZE = 20;
+const IN_FLIGHT = GATEWAY_MAX_IN_FLIGHT;
+const FANOUT_GROUP_SIZE = 10_000;
+const PAYLOAD_BYTES = 100;
+const CONNECT_CONCURRENCY = 32;
+/** How long a round may wait for its last arrival before it is reported as failed. */
+const ARRIVAL_TIMEOUT_MS = 120_000;
+/** The node settles (TLS buffers, lazily allocated per-connection state) before its RSS is read. */
+const SETTLE_MS = 3000;
+
+const say = (line: string) => process.stderr.write(`${line}\n`);
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-const pct = (xs: number[], p: number) => { const s = [...xs].sort((a, b) => a - b); return s[Math.min(s.length - 1, Math.floor(s.length * p))] ?? 0; };
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const payload = Buffer.alloc(PAYLOAD_BYTES, 0x61);
 
-/** A device: requests with ids, pushes kept with their arrival time. */
-class Device {
-  private nextId = 0n;
-  private readonly waiting = new Map<bigint, (f: Frame) => void>();
-  readonly arrivals: { messageId: string; createdAt: number; at: number }[] = [];
-  private constructor(readonly ws: WebSocket) {
-    ws.on("message", (data: Buffer) => {
-      const f = Frame.decode(data);
-      if (f.requestId !== 0n) {
-        const w = this.waiting.get(f.requestId);
-        this.waiting.delete(f.requestId);
-        w?.(f);
-      } else if (f.body?.$case === "message") {
-        this.arrivals.push({ messageId: f.body.message.messageId, createdAt: Number(f.body.message.createdAtMs), at: Date.now() });
-      }
-    });
-  }
-
-  static async open(url: string, ca: Buffer, token: string, device: string): Promise<Device> {
-    const ws = new WebSocket(url, ["qim.client.v1"], { ca, headers: { authorization: `Bearer ${token}` }, perMessageDeflate: false });
-    await new Promise<void>((resolve, reject) => {
-      ws.once("open", () => resolve());
-      ws.once("error", reject);
-      ws.once("unexpected-response", (_q, res) => reject(new Error(`upgrade refused: ${res.statusCode}`)));
-    });
-    const d = new Device(ws);
-    const a = await d.request({ $case: "auth", auth: { deviceId: device, clientVersion: "bench" } });
-    if (a.body?.$case !== "authOk") throw new Error(`AUTH: ${JSON.stringify(a.body?.$case)}`);
-    return d;
-  }
-
-  request(body: NonNullable<Frame["body"]>): Promise<Frame> {
-    const id = ++this.nextId;
-    return new Promise((resolve) => {
-      this.waiting.set(id, resolve);
-      this.ws.send(Frame.encode({ requestId: id, body }).finish());
-    });
+async function until(what: string, cond: () => boolean): Promise<void> {
+  const t0 = Date.now();
+  while (!cond()) {
+    if (Date.now() - t0 > ARRIVAL_TIMEOUT_MS) throw new Error(`timed out waiting for ${what}`);
+    await sleep(5);
   }
 }
 
-/** `total` operations with `inFlight` lanes; per-operation latency (ms) and the rate. */
-async function drive(total: number, inFlight: number, op: (i: number, lane: number) => Promise<void>): Promise<{ perSec: number; lat: number[] }> {
+/** Runs `n` operations with IN_FLIGHT in flight; ops/s and each one's latency in ms. */
+async function pipelined(n: number, op: () => Promise<void>): Promise<{ perSec: number; latMs: number[] }> {
+  const latMs: number[] = [];
   let next = 0;
-  const lat: number[] = [];
-  const t0 = performance.now();
-  await Promise.all(Array.from({ length: inFlight }, async (_, lane) => {
-    while (next < total) {
-      const i = next++;
-      const s = performance.now();
-      await op(i, lane);
-      lat.push(performance.now() - s);
+  const t0 = process.hrtime.bigint();
+  await Promise.all(Array.from({ length: IN_FLIGHT }, async () => {
+    while (next++ < n) {
+      const s = process.hrtime.bigint();
+      await op();
+      latMs.push(Number(process.hrtime.bigint() - s) / 1e6);
     }
   }));
-  return { perSec: total / ((performance.now() - t0) / 1000), lat };
+  return { perSec: n / (Number(process.hrtime.bigint() - t0) / 1e9), latMs };
 }
 
-/** CPU time (ms) a process has used so far (/proc/PID/stat utime + stime). */
-function cpuMs(pid: number): number {
-  const f = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
-  return ((Number(f[11]) + Number(f[12])) * 1000) / 100;
+const gatewaySend = (d: LoadDevice, group: string) => async () => {
+  const f = await d.request({ $case: "send", send: { clientMsgNo: randomUUID(), group, payload, contentType: "application/octet-stream", mentions: [] } });
+  if (f.body?.$case !== "sendAck") throw new Error(`SEND answered ${f.body?.$case}`);
+};
+
+async function connect(t: Target, users: string[], tag: string): Promise<LoadDevice[]> {
+  return openDevices(users.length, CONNECT_CONCURRENCY, async (i) => LoadDevice.open(t.url, t.ca, await t.sign(users[i]!, `${tag}${i}`), users[i]!, `${tag}${i}`));
 }
 
-/** CPU ms per operation of the node, redis-server and this process over `fn` (what saturates, on 2 cores). */
-async function cpuOf<T>(pids: { node: number; redis: number }, ops: number, fn: () => Promise<T>): Promise<{ value: T; node: number; redis: number; client: number }> {
-  const b = { node: cpuMs(pids.node), redis: cpuMs(pids.redis), client: process.cpuUsage() };
-  const value = await fn();
-  const c = process.cpuUsage(b.client);
-  return { value, node: (cpuMs(pids.node) - b.node) / ops, redis: (cpuMs(pids.redis) - b.redis) / ops, client: (c.user + c.system) / 1000 / ops };
+async function createGroup(t: Target, owner: string, members: string[]): Promise<string> {
+  return (await t.admin.createGroup({ tenant: t.tenant, group: "", owner, members })).group;
 }
 
-function rssKiB(pid: number): number {
-  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
-  return m ? Number(m[1]) : NaN;
-}
+/** First arrivals of `group`'s normal messages on `ds` (after dedupe by id). */
+const firstArrivals = (ds: LoadDevice[], group: string) => ds.flatMap((d) => {
+  const seen = new Set<string>();
+  return d.arrivals.filter((m) => m.group === group && m.kind === "normal" && !seen.has(m.messageId) && seen.add(m.messageId));
+});
 
-async function main(): Promise<void> {
-  const limit = Number(readFileSync("/proc/self/limits", "utf8").split("\n").find((l) => l.startsWith("Max open files"))?.split(/\s+/)[3] ?? 0);
-  const idle = Math.min(IDLE, Math.max(0, Math.floor((limit - 200) / 2)));
-  if (idle < IDLE) say(`open-file limit ${limit}: the idle phase uses ${idle} devices instead of ${IDLE} (raise it with ulimit -n ${2 * IDLE + 200})`);
-  const dir = await mkdtemp(join(tmpdir(), "qim-bench-gateway-"));
-  const redis = await startRedis();
-  const pki = await writeTestPki(join(dir, "pki"));
-  const keysPath = join(dir, "token-keys.json");
-  const keyText = (await rotateTokenKeys(null, await generateTokenKey("EdDSA"), keysPath)).text;
-  await writeFile(keysPath, keyText, { mode: 0o600 });
-  const profDir = process.argv.includes("--server-cpu-prof") ? process.argv[process.argv.indexOf("--server-cpu-prof") + 1] : undefined;
-  const node = await startServerProcess({
-    redisAddr: redis.addr, pki, auditLog: join(dir, "audit.log"),
-    ...(profDir ? { nodeFlags: [...SERVER_NODE_FLAGS, "--cpu-prof", "--cpu-prof-dir", profDir] } : {}),
-    extraArgs: ["--gateway-listen", "127.0.0.1:0", "--tokens-keys", keysPath],
+/** The raw broadcast baseline's server: its own process, the node's certificate. */
+async function startBroadcaster(t: Target): Promise<{ port: number; go(count: number, bytes: number): void; stop(): void }> {
+  const here = path.dirname(fileURLToPath(import.meta.url));
+  const child = spawn(process.execPath, [path.join(here, "gateway", "broadcast-child.js"), t.pki.server.certPath, t.pki.server.keyPath], { stdio: ["pipe", "pipe", "inherit"] });
+  const lines = createInterface({ input: child.stdout! });
+  const port = await new Promise<number>((resolve, reject) => {
+    lines.once("line", (l) => resolve(Number(/listening (\d+)/.exec(l)?.[1] ?? NaN)));
+    child.once("exit", (code) => reject(new Error(`the broadcast server exited (${code})`)));
   });
-  const url = /client gateway on (wss:\/\/\S+)/.exec(await node.waitForLog(/client gateway on /))![1]!.replace("127.0.0.1", "localhost");
-  const ca = readFileSync(pki.ca.certPath);
-  const store = new RedisStore({ kind: "instances", addrs: [redis.addr] });
-  const space = new KeySpace();
-  const tokens = new DeviceTokens(store, space, { source: staticTokenKeys(await parseTokenKeySet(keyText, keysPath)) });
-  const tenant = randomUUID() as Uuid;
-  const issue = async (user: string, device: string) => (await tokens.issuer.issue({ tenant, user: user as Uuid, device, ttlMs: 3_600_000 })).token;
-  // the node's engine (the default key prefix) and core alone on a prefix of its own
-  const engine = new ConversationService(store);
-  const core = new ConversationService(store, { keyPrefix: "benchcore" });
-  const members = Array.from({ length: MEMBERS }, () => randomUUID());
-  const coreMembers = Array.from({ length: MEMBERS }, () => randomUUID());
-  const coreGroup = (await core.createGroup({ tenant, owner: coreMembers[0]!, members: coreMembers.slice(1) })).group;
-  const payload = Buffer.from("x".repeat(64));
-  let tag = 0;
+  return { port, go: (count, bytes) => child.stdin!.write(`go ${count} ${bytes}\n`), stop: () => child.kill("SIGTERM") };
+}
 
-  const rounds: Record<string, number>[] = [];
+assertOpenFiles(2 * IDLE + 2 * GROUP_SIZE);
+const t = await startTarget();
+const store = new RedisStore({ kind: "instances", addrs: [t.redis.addr] });
+const runtime = new EngineRuntime({ store, keyPrefix: "qimbenchgw", dispatch: { clusterId: "qim", topicId: "bench-gateway", partitionCount: 8 } });
+await runtime.start();
+const all: LoadDevice[] = [];
+const out: Record<string, unknown> = { sends: SENDS, rounds: ROUNDS, inFlight: IN_FLIGHT, groupSize: GROUP_SIZE, payloadBytes: PAYLOAD_BYTES };
+try {
+  // a. and b.: two groups of the same 20 users; the sender alone online for a., all 20 for b.
+  const users = Array.from({ length: GROUP_SIZE }, () => randomUUID());
+  const [sender] = await connect(t, users.slice(0, 1), "a");
+  all.push(sender!);
+  const a = { gw: [] as number[], core: [] as number[], p50: [] as number[], p99: [] as number[], coreP50: [] as number[], coreP99: [] as number[] };
+  const coreGroup = (await runtime.conversations.createGroup({ tenant: t.tenant, owner: users[0]!, members: users.slice(1) })).group;
+  const coreSend = async () => {
+    await runtime.conversations.send({ tenant: t.tenant, group: coreGroup, sender: users[0]!, payload, contentType: "application/octet-stream" });
+  };
+  const offlineGroup = await createGroup(t, users[0]!, users.slice(1));
+  await pipelined(500, gatewaySend(sender!, offlineGroup));
+  await pipelined(500, coreSend);
+  for (let r = 0; r < ROUNDS; r++) {
+    const c = await pipelined(SENDS, coreSend);
+    const g = await pipelined(SENDS, gatewaySend(sender!, offlineGroup));
+    a.core.push(c.perSec); a.coreP50.push(quantile(c.latMs, 0.5)); a.coreP99.push(quantile(c.latMs, 0.99));
+    a.gw.push(g.perSec); a.p50.push(quantile(g.latMs, 0.5)); a.p99.push(quantile(g.latMs, 0.99));
+    say(`a. round ${r + 1}: gateway ${g.perSec.toFixed(0)} sends/s, core ${c.perSec.toFixed(0)} sends/s`);
+  }
+  out.offline = {
+    gatewaySendsPerSec: Math.round(median(a.gw)), coreSendsPerSec: Math.round(median(a.core)), ratio: +(median(a.gw) / median(a.core)).toFixed(3),
+    sendAckP50Ms: +median(a.p50).toFixed(2), sendAckP99Ms: +median(a.p99).toFixed(2), coreP50Ms: +median(a.coreP50).toFixed(2), coreP99Ms: +median(a.coreP99).toFixed(2),
+  };
+
+  const members = [sender!, ...(await connect(t, users.slice(1), "b"))];
+  all.push(...members.slice(1));
+  const b = { deliveries: [] as number[], p50: [] as number[], p99: [] as number[], sends: [] as number[] };
+  for (let r = 0; r < ROUNDS; r++) {
+    const group = await createGroup(t, users[0]!, users.slice(1));
+    const t0 = Date.now();
+    const s = await pipelined(SENDS, gatewaySend(sender!, group));
+    await until(`every member has the ${SENDS} messages`, () => firstArrivals(members, group).length >= SENDS * GROUP_SIZE);
+    const got = firstArrivals(members, group);
+    const last = Math.max(...got.map((m) => m.arrivedAtMs));
+    const e2e = got.map((m) => m.arrivedAtMs - m.createdAtMs);
+    b.deliveries.push(got.length / ((last - t0) / 1000)); b.sends.push(s.perSec); b.p50.push(quantile(e2e, 0.5)); b.p99.push(quantile(e2e, 0.99));
+    say(`b. round ${r + 1}: ${b.deliveries.at(-1)!.toFixed(0)} deliveries/s, end to end p99 ${b.p99.at(-1)} ms`);
+  }
+  out.online = {
+    deliveriesPerSec: Math.round(median(b.deliveries)), sendsPerSec: Math.round(median(b.sends)),
+    endToEndP50Ms: median(b.p50), endToEndP99Ms: median(b.p99),
+  };
+
+  // c. idle connections
+  const idleUsers = Array.from({ length: IDLE }, () => randomUUID());
+  // the first tenth warms the connect and AUTH paths and is not counted: the rest is measured
+  const warm = Math.floor(IDLE / 10);
+  const idle = await connect(t, idleUsers.slice(0, warm), "i");
+  all.push(...idle);
+  await sleep(SETTLE_MS);
+  const rss0 = rssBytes(t.node.pid);
+  const measured = await connect(t, idleUsers.slice(warm), "j");
+  idle.push(...measured);
+  all.push(...measured);
+  await sleep(SETTLE_MS);
+  const rss1 = rssBytes(t.node.pid);
+  const counted = IDLE - warm;
+  out.idle = { connections: counted, warmUp: warm, rssBeforeBytes: rss0, rssAfterBytes: rss1, bytesPerConnection: Math.round((rss1 - rss0) / counted) };
+  say(`c. ${counted} idle connections (after ${warm} not counted): node RSS ${(rss0 / 2 ** 20).toFixed(1)} → ${(rss1 / 2 ** 20).toFixed(1)} MiB, ${((rss1 - rss0) / counted / 1024).toFixed(2)} KiB each`);
+
+  // d. fanout to the K idle devices, members of a 10,000-member group
+  const fanOwner = randomUUID();
+  const [fanSender] = await connect(t, [fanOwner], "f");
+  all.push(fanSender!);
+  const filler = Array.from({ length: FANOUT_GROUP_SIZE - 1 - IDLE }, () => randomUUID());
+  const d = { gw: [] as number[], gwFromCommit: [] as number[], raw: [] as number[], p50: [] as number[], p99: [] as number[] };
+  const broadcaster = await startBroadcaster(t);
+  const raw: { ws: WebSocket; count: number; last: number }[] = [];
   try {
-    for (let r = 1; r <= ROUNDS; r++) {
-      const row: Record<string, number> = {};
-      // core alone
-      const pids = { node: node.pid, redis: redis.pid };
-      const coreCpu = await cpuOf(pids, SENDS, () => drive(SENDS, IN_FLIGHT, async () => { await core.send({ tenant, group: coreGroup, sender: coreMembers[0]!, payload, contentType: "text/plain" }); }));
-      const c = coreCpu.value;
-      row.coreRedisCpuMs = coreCpu.redis;
-      row.coreClientCpuMs = coreCpu.client;
-      row.corePerSec = c.perSec;
-      row.coreP50 = pct(c.lat, 0.5);
-      row.coreP99 = pct(c.lat, 0.99);
-      // the gateway, members offline: one device, 64 in flight
-      const group = (await engine.createGroup({ tenant, owner: members[0]!, members: members.slice(1) })).group;
-      const sender = await Device.open(url, ca, await issue(members[0]!, `s${r}`), `s${r}`);
-      const sendVia = (d: Device, i: number) => d.request({ $case: "send", send: { clientMsgNo: `b${tag}-${i}`, group, payload, contentType: "text", mentions: [] } }).then((f) => {
-        if (f.body?.$case !== "sendAck") throw new Error(`SEND: ${JSON.stringify(f.body)}`);
+    await openDevices(IDLE, CONNECT_CONCURRENCY, async () => {
+      const ws = await new Promise<WebSocket>((resolve, reject) => {
+        const w = new WebSocket(`wss://localhost:${broadcaster.port}/`, { ca: t.ca, perMessageDeflate: false });
+        w.once("open", () => resolve(w));
+        w.once("error", reject);
       });
-      tag++;
-      const oneCpu = await cpuOf(pids, SENDS, () => drive(SENDS, IN_FLIGHT, (i) => sendVia(sender, i)));
-      const one = oneCpu.value;
-      row.gwNodeCpuMs = oneCpu.node;
-      row.gwRedisCpuMs = oneCpu.redis;
-      row.gwClientCpuMs = oneCpu.client;
-      row.gw1PerSec = one.perSec;
-      row.gw1P50 = pct(one.lat, 0.5);
-      row.gw1P99 = pct(one.lat, 0.99);
-      // 8 devices of 8 members, 8 in flight each
-      const eight = await Promise.all(members.slice(1, 9).map(async (m, k) => Device.open(url, ca, await issue(m, `e${r}-${k}`), `e${r}-${k}`)));
-      tag++;
-      const many = await drive(SENDS, IN_FLIGHT, (i, lane) => sendVia(eight[lane % 8]!, i));
-      row.gw8PerSec = many.perSec;
-      row.gw8P50 = pct(many.lat, 0.5);
-      row.gw8P99 = pct(many.lat, 0.99);
-      for (const d of [sender, ...eight]) d.ws.close();
-      // all 20 online: every member's device receives every message
-      const online = await Promise.all(members.map(async (m, k) => Device.open(url, ca, await issue(m, `o${r}-${k}`), `o${r}-${k}`)));
-      tag++;
+      const c = { ws, count: 0, last: 0 };
+      ws.on("message", () => {
+        c.count++;
+        c.last = Date.now();
+      });
+      raw.push(c);
+    });
+    // the MESSAGE frame a member gets for one of these sends: the baseline writes frames of its size
+    const frameBytes = Frame.encode({
+      requestId: 0n,
+      body: { $case: "message", message: { group: randomUUID(), conversationSeq: 1n, messageId: randomUUID(), sender: fanOwner, createdAtMs: BigInt(Date.now()), contentType: "application/octet-stream", payload, kind: "normal", mentions: [] } },
+    }).finish().length;
+    out.fanout = { groupSize: FANOUT_GROUP_SIZE, online: IDLE, messages: FANOUT_MESSAGES, frameBytes };
+    for (let r = 0; r < ROUNDS; r++) {
+      const group = await createGroup(t, fanOwner, [...idleUsers, ...filler]);
       const t0 = Date.now();
-      const sent = await drive(SENDS, IN_FLIGHT, (i, lane) => sendVia(online[lane % 8]!, i));
-      const want = SENDS * MEMBERS;
-      for (let i = 0; i < 600 && online.reduce((n, d) => n + d.arrivals.length, 0) < want; i++) await new Promise((res) => setTimeout(res, 50));
-      const all = online.flatMap((d) => d.arrivals);
-      const lastAt = Math.max(...all.map((a) => a.at));
-      const dedupe = online.reduce((n, d) => n + new Set(d.arrivals.map((a) => a.messageId)).size, 0);
-      row.onlineSendPerSec = sent.perSec;
-      row.deliveriesPerSec = dedupe / ((lastAt - t0) / 1000);
-      row.deliveredShare = dedupe / want;
-      const e2e = all.map((a) => a.at - a.createdAt);
-      row.e2eP50 = pct(e2e, 0.5);
-      row.e2eP99 = pct(e2e, 0.99);
-      for (const d of online) d.ws.close();
-      rounds.push(row);
-      say(`round ${r}: core ${Math.round(row.corePerSec)}/s; gateway 1×64 ${Math.round(row.gw1PerSec)}/s, 8×8 ${Math.round(row.gw8PerSec)}/s; online: ${Math.round(row.deliveriesPerSec)} deliveries/s (${(row.deliveredShare * 100).toFixed(1)}%), e2e p99 ${row.e2eP99.toFixed(0)} ms`);
-    }
-    // idle connections
-    await new Promise((res) => setTimeout(res, 1000));
-    const before = rssKiB(node.pid);
-    const idlers: Device[] = [];
-    for (let i = 0; i < idle; i += 50) {
-      idlers.push(...await Promise.all(Array.from({ length: Math.min(50, idle - i) }, async (_, k) => {
-        const user = randomUUID();
-        return Device.open(url, ca, await issue(user, `i${i + k}`), `i${i + k}`);
-      })));
-    }
-    await new Promise((res) => setTimeout(res, 2000));
-    const afterRss = rssKiB(node.pid);
-    for (const d of idlers) d.ws.terminate();
-    const m = (k: string) => median(rounds.map((x) => x[k]!));
-    const out = {
-      sends: SENDS, rounds: ROUNDS, inFlight: IN_FLIGHT, members: MEMBERS,
-      core: { perSec: Math.round(m("corePerSec")), p50Ms: +m("coreP50").toFixed(2), p99Ms: +m("coreP99").toFixed(2) },
-      gatewayOneDevice: { perSec: Math.round(m("gw1PerSec")), p50Ms: +m("gw1P50").toFixed(2), p99Ms: +m("gw1P99").toFixed(2), vsCore: +(median(rounds.map((x) => x.gw1PerSec! / x.corePerSec!))).toFixed(3) },
-      cpuMsPerSend: {
-        core: { redis: +m("coreRedisCpuMs").toFixed(3), thisProcess: +m("coreClientCpuMs").toFixed(3) },
-        gateway: { node: +m("gwNodeCpuMs").toFixed(3), redis: +m("gwRedisCpuMs").toFixed(3), thisProcess: +m("gwClientCpuMs").toFixed(3) },
-      },
-      gatewayEightDevices: { perSec: Math.round(m("gw8PerSec")), p50Ms: +m("gw8P50").toFixed(2), p99Ms: +m("gw8P99").toFixed(2), vsCore: +(median(rounds.map((x) => x.gw8PerSec! / x.corePerSec!))).toFixed(3) },
-      online: { sendsPerSec: Math.round(m("onlineSendPerSec")), deliveriesPerSec: Math.round(m("deliveriesPerSec")), deliveredShare: +m("deliveredShare").toFixed(4), e2eP50Ms: m("e2eP50"), e2eP99Ms: m("e2eP99") },
-      idle: { connections: idle, rssBeforeKiB: before, rssAfterKiB: afterRss, bytesPerConnection: idle > 0 ? Math.round(((afterRss - before) * 1024) / idle) : null },
-    };
-    if (JSON_ONLY) process.stdout.write(`${JSON.stringify(out)}\n`);
-    else {
-      say("");
-      say(`core alone              ${out.core.perSec}/s  p50 ${out.core.p50Ms} ms  p99 ${out.core.p99Ms} ms`);
-      say(`gateway, 1 device × 64  ${out.gatewayOneDevice.perSec}/s  p50 ${out.gatewayOneDevice.p50Ms} ms  p99 ${out.gatewayOneDevice.p99Ms} ms  = ${out.gatewayOneDevice.vsCore}× core`);
-      say(`  CPU ms a send: core: redis ${out.cpuMsPerSend.core.redis}, this process ${out.cpuMsPerSend.core.thisProcess}; gateway: node ${out.cpuMsPerSend.gateway.node}, redis ${out.cpuMsPerSend.gateway.redis}, this process (64 devices' client side) ${out.cpuMsPerSend.gateway.thisProcess}`);
-      say(`gateway, 8 devices × 8  ${out.gatewayEightDevices.perSec}/s  p50 ${out.gatewayEightDevices.p50Ms} ms  p99 ${out.gatewayEightDevices.p99Ms} ms  = ${out.gatewayEightDevices.vsCore}× core (goal ≥ 0.4×)`);
-      say(`20 online               ${out.online.deliveriesPerSec} deliveries/s (${(out.online.deliveredShare * 100).toFixed(2)}% delivered), end-to-end p50 ${out.online.e2eP50Ms} ms p99 ${out.online.e2eP99Ms} ms`);
-      say(`idle                    ${out.idle.connections} connections: ${out.idle.bytesPerConnection} bytes each (node RSS ${out.idle.rssBeforeKiB} → ${out.idle.rssAfterKiB} KiB; goal ≤ 10 KB)`);
+      await Promise.all(Array.from({ length: FANOUT_MESSAGES }, () => gatewaySend(fanSender!, group)()));
+      await until("every online member has the fanout messages", () => firstArrivals(idle, group).length >= IDLE * FANOUT_MESSAGES);
+      const got = firstArrivals(idle, group);
+      const last = Math.max(...got.map((m) => m.arrivedAtMs));
+      d.gw.push((IDLE * FANOUT_MESSAGES) / ((last - t0) / 1000));
+      // the push side alone: from the first commit (created_at) to the last arrival
+      const e2e = got.map((m) => m.arrivedAtMs - m.createdAtMs);
+      d.p50.push(quantile(e2e, 0.5)); d.p99.push(quantile(e2e, 0.99));
+      d.gwFromCommit.push((IDLE * FANOUT_MESSAGES) / (Math.max(1, last - Math.min(...got.map((m) => m.createdAtMs))) / 1000));
+      for (const c of raw) c.count = 0;
+      const r0 = Date.now();
+      broadcaster.go(FANOUT_MESSAGES, frameBytes);
+      await until("every raw connection has the broadcast", () => raw.every((c) => c.count >= FANOUT_MESSAGES));
+      d.raw.push((IDLE * FANOUT_MESSAGES) / ((Math.max(...raw.map((c) => c.last)) - r0) / 1000));
+      say(`d. round ${r + 1}: gateway ${d.gw.at(-1)!.toFixed(0)} deliveries/s (${d.gwFromCommit.at(-1)!.toFixed(0)}/s from the commit), raw ws ${d.raw.at(-1)!.toFixed(0)}/s`);
     }
   } finally {
-    await store.close();
-    await node.stop();
-    await redis.stop();
-    await rm(dir, { recursive: true, force: true });
+    for (const c of raw) c.ws.terminate();
+    broadcaster.stop();
   }
+  Object.assign(out.fanout as object, {
+    gatewayDeliveriesPerSec: Math.round(median(d.gw)), gatewayDeliveriesPerSecFromCommit: Math.round(median(d.gwFromCommit)), endToEndP50Ms: median(d.p50), endToEndP99Ms: median(d.p99), rawWsDeliveriesPerSec: Math.round(median(d.raw)), ratio: +(median(d.gw) / median(d.raw)).toFixed(3),
+  });
+} finally {
+  for (const x of all) x.close();
+  await runtime.stop();
+  await store.close();
+  await t.stop();
 }
 
-main().catch((err: unknown) => {
-  process.stderr.write(`bench/gateway: ${err instanceof Error ? err.stack ?? err.message : String(err)}\n`);
-  process.exit(1);
-});
+if (JSON_OUT) process.stdout.write(`${JSON.stringify(out)}\n`);
+else {
+  const o = out as { offline: Record<string, number>; online: Record<string, number>; idle: Record<string, number>; fanout: Record<string, number> };
+  const rows = [
+    ["a. sends, 20-member group, members offline", `${o.offline.gatewaySendsPerSec} sends/s, SEND_ACK p50 ${o.offline.sendAckP50Ms} ms p99 ${o.offline.sendAckP99Ms} ms`, `core ${o.offline.coreSendsPerSec} sends/s (p50 ${o.offline.coreP50Ms} p99 ${o.offline.coreP99Ms} ms)`, `${o.offline.ratio}× (goal ≥ 0.4)`],
+    ["b. the same, 20 members online", `${o.online.deliveriesPerSec} deliveries/s (${o.online.sendsPerSec} sends/s), end to end p50 ${o.online.endToEndP50Ms} ms p99 ${o.online.endToEndP99Ms} ms`, "", ""],
+    [`c. idle authenticated connections (${o.idle.connections})`, `${(o.idle.bytesPerConnection / 1024).toFixed(2)} KiB each (node VmRSS delta / K)`, "", "goal ≤ 10 KB"],
+    [`d. fanout, ${o.fanout.groupSize}-member group, K=${o.fanout.online} online, ${o.fanout.messages} messages`, `${o.fanout.gatewayDeliveriesPerSec} deliveries/s from the send (${o.fanout.gatewayDeliveriesPerSecFromCommit}/s from the commit), end to end p50 ${o.fanout.endToEndP50Ms} ms p99 ${o.fanout.endToEndP99Ms} ms`, `raw ws broadcast ${o.fanout.rawWsDeliveriesPerSec}/s (${o.fanout.frameBytes} B frames)`, `${o.fanout.ratio}× (goal ≥ 0.5)`],
+  ];
+  const w = [0, 1, 2].map((i) => Math.max(...rows.map((r) => r[i]!.length)));
+  for (const r of rows) process.stdout.write(`${r.map((c, i) => (i < 3 ? c.padEnd(w[i]!) : c)).join("  ")}\n`);
+}

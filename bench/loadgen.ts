@@ -1,0 +1,56 @@
+/**
+ * qim-loadgen (issue 27): starts a private redis-server and a real qim-node with its client gateway on
+ * loopback, drives it with the load generator (bench/loadgen/run.ts) and prints SEND_ACK and end-to-end
+ * p50/p99 and the independent checker's verdict; exits 1 when the checker fails.
+ * Usage: node dist/bench/loadgen.js --devices N --groups G --members M --rate R --duration S [--churn C] [--payload BYTES] [--output json]
+ * N devices need about N + 256 open files here and in the node (`ulimit -n`); it says so when the limit is lower.
+ */
+import { flag } from "./args.js";
+import { runLoad, startTarget, assertOpenFiles, validateLoad, type LoadReport } from "./loadgen/index.js";
+
+const argv = process.argv.slice(2);
+const JSON_OUT = argv[argv.indexOf("--output") + 1] === "json" && argv.includes("--output");
+const o = {
+  devices: flag("--devices", 100), groups: flag("--groups", 10), members: flag("--members", 10),
+  rate: flag("--rate", 100), durationS: flag("--duration", 10), churn: flag("--churn", 0), payloadBytes: flag("--payload", 64),
+};
+for (const [k, v] of Object.entries(o)) {
+  if (!Number.isFinite(v) || v < 0 || (k !== "churn" && v === 0)) {
+    process.stderr.write(`invalid --${k === "durationS" ? "duration" : k === "payloadBytes" ? "payload" : k}: ${v} (a ${k === "churn" ? "non-negative" : "positive"} number)\n`);
+    process.exit(2);
+  }
+}
+const say = (line: string) => process.stderr.write(`${line}\n`);
+
+function print(r: LoadReport): void {
+  const v = r.verdict;
+  const lines = [
+    `devices ${r.options.devices}, groups ${r.options.groups} × ${r.options.members} members, ${r.options.rate} msg/s for ${r.options.durationS} s, churn ${r.options.churn}/s`,
+    `sent ${r.sent}, acked ${r.acked}, failed ${r.failed}, skipped ${r.skipped} (device at its in-flight cap or out of the group); leaves ${r.leaves}, re-adds ${r.rejoins}; deliveries ${r.deliveries}`,
+    `SEND_ACK p50 ${r.sendAckMs.p50} ms, p99 ${r.sendAckMs.p99} ms; end to end p50 ${r.endToEndMs.p50} ms, p99 ${r.endToEndMs.p99} ms`,
+    `checker: ${v.ok ? "PASS" : "FAIL"} — arrival ${v.arrived}/${v.expected} (${(v.arrivalRate * 100).toFixed(3)} %), duplicates ${v.duplicates}, missing ${v.missing.count}, past a leave ${v.afterLeave.count}, order inversions ${v.inversions.count}, orphans ${v.orphans.count}`,
+  ];
+  if (r.errors.length > 0) lines.push(`  errors: ${r.errors.join("; ")}`);
+  for (const [name, x] of [["missing", v.missing], ["past a leave", v.afterLeave], ["inversions", v.inversions], ["orphans", v.orphans]] as const) {
+    if (x.count > 0) lines.push(`  ${name}: ${x.samples.join("; ")}`);
+  }
+  process.stdout.write(`${lines.join("\n")}\n`);
+}
+
+try {
+  validateLoad(o);
+  assertOpenFiles(o.devices);
+} catch (err) {
+  say(String((err as Error).message));
+  process.exit(2);
+}
+const target = await startTarget();
+let report: LoadReport;
+try {
+  report = (await runLoad(target, { ...o, log: say })).report;
+} finally {
+  await target.stop();
+}
+if (JSON_OUT) process.stdout.write(`${JSON.stringify(report)}\n`);
+else print(report);
+process.exit(report.verdict.ok ? 0 : 1);

@@ -1,0 +1,87 @@
+/** One load-generator device: a `ws` connection that records every MESSAGE it gets and answers requests by id. */
+import WebSocket from "ws";
+import { Frame } from "../../admin-api/gen/qim/client/v1/frames.js";
+import type { Arrival } from "./checker.js";
+
+type Body = NonNullable<Frame["body"]>;
+
+/** How long a request may wait for its answer before the load generator counts it failed. */
+export const LOADGEN_REQUEST_TIMEOUT_MS = 30_000;
+
+export class LoadDevice {
+  readonly arrivals: Arrival[] = [];
+  inFlight = 0;
+  /** Bytes of every frame received (bench/gateway's fanout sizes its baseline's frames from it). */
+  bytesIn = 0;
+  private nextId = 0n;
+  private readonly pending = new Map<bigint, { resolve: (f: Frame) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }>();
+  closed: string | null = null;
+
+  private constructor(readonly ws: WebSocket, readonly user: string, readonly device: string) {
+    ws.on("message", (data: Buffer) => {
+      const at = Date.now();
+      this.bytesIn += data.length;
+      const f = Frame.decode(data);
+      if (f.body?.$case === "message") {
+        const m = f.body.message;
+        this.arrivals.push({ group: m.group, seq: Number(m.conversationSeq), messageId: m.messageId, kind: m.kind, createdAtMs: Number(m.createdAtMs), arrivedAtMs: at });
+        return;
+      }
+      const p = f.requestId === 0n ? undefined : this.pending.get(f.requestId);
+      if (p) {
+        this.pending.delete(f.requestId);
+        clearTimeout(p.timer);
+        p.resolve(f);
+      }
+    });
+    ws.on("close", (code, reason) => {
+      this.closed = `${code} ${reason.toString()}`;
+      for (const [id, p] of this.pending) {
+        this.pending.delete(id);
+        clearTimeout(p.timer);
+        p.reject(new Error(`${device}: closed ${this.closed}`));
+      }
+    });
+  }
+
+  /** Connects with `token` and authenticates as `device`. */
+  static async open(url: string, ca: Buffer, token: string, user: string, device: string): Promise<LoadDevice> {
+    const ws = await new Promise<WebSocket>((resolve, reject) => {
+      const w = new WebSocket(url, ["qim.client.v1"], { ca, headers: { authorization: `Bearer ${token}` }, perMessageDeflate: false });
+      w.once("open", () => resolve(w));
+      w.once("unexpected-response", (_req, res) => reject(new Error(`${device}: upgrade refused with HTTP ${res.statusCode}`)));
+      w.once("error", reject);
+    });
+    const d = new LoadDevice(ws, user, device);
+    const a = await d.request({ $case: "auth", auth: { deviceId: device, clientVersion: "qim-loadgen" } });
+    if (a.body?.$case !== "authOk") throw new Error(`${device}: AUTH answered ${a.body?.$case ?? "nothing"}`);
+    return d;
+  }
+
+  request(body: Body): Promise<Frame> {
+    const id = ++this.nextId;
+    return new Promise((resolve, reject) => {
+      if (this.closed) return reject(new Error(`${this.device}: closed ${this.closed}`));
+      const timer = setTimeout(() => {
+        this.pending.delete(id);
+        reject(new Error(`${this.device}: no answer to ${body.$case} within ${LOADGEN_REQUEST_TIMEOUT_MS} ms`));
+      }, LOADGEN_REQUEST_TIMEOUT_MS);
+      this.pending.set(id, { resolve, reject, timer });
+      this.ws.send(Frame.encode({ requestId: id, body }).finish());
+    });
+  }
+
+  close(): void {
+    this.ws.terminate();
+  }
+}
+
+/** Opens `count` devices, `concurrency` handshakes at a time (a TLS handshake and a token check each). */
+export async function openDevices<T = LoadDevice>(count: number, concurrency: number, open: (i: number) => Promise<T>): Promise<T[]> {
+  const out: T[] = new Array(count);
+  let next = 0;
+  await Promise.all(Array.from({ length: Math.min(concurrency, count) }, async () => {
+    for (let i = next++; i < count; i = next++) out[i] = await open(i);
+  }));
+  return out;
+}

@@ -1,0 +1,109 @@
+/**
+ * What the load generator drives: a private redis-server and a real qim-node process with its
+ * client gateway on loopback (test/reliability/server-process.ts), a device token key set written
+ * for it, an admin client, and a signer that makes device tokens in this process with the same key
+ * set and claims as `qimctl token issue` (thousands of devices without thousands of admin calls).
+ */
+import { randomUUID } from "node:crypto";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import * as jose from "jose";
+import { connectAdmin, type AdminClient } from "../../admin-api/client.js";
+import { generateTokenKey, parseTokenKeySet, rotateTokenKeys, staticTokenKeys, TOKEN_ISSUER, TOKEN_TYPE } from "../../core/index.js";
+import { writeTestPki, type TestPkiFiles } from "../../test/certs/fixture.js";
+import { startRedis, type RedisServer } from "../../test/harness/redis.js";
+import { startServerProcess, type ServerProcess } from "../../test/reliability/server-process.js";
+
+/** The device tokens' lifetime here: longer than any run. */
+const LOADGEN_TOKEN_TTL_S = 3600;
+
+export interface Target {
+  /** wss://localhost:PORT/… as the node logged it. */
+  url: string;
+  ca: Buffer;
+  /** The certificates the node was started with (a baseline server may use its server certificate). */
+  pki: TestPkiFiles;
+  tenant: string;
+  admin: AdminClient;
+  node: ServerProcess;
+  redis: RedisServer;
+  /** A device token for (user, device) of `tenant`. */
+  sign(user: string, device: string): Promise<string>;
+  stop(): Promise<void>;
+}
+
+export async function startTarget(opts: { extraArgs?: string[] } = {}): Promise<Target> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "qim-loadgen-"));
+  const pki = await writeTestPki(path.join(dir, "pki"));
+  const redis = await startRedis();
+  const keysFile = path.join(dir, "token-keys.json");
+  const keysText = (await rotateTokenKeys(null, await generateTokenKey("EdDSA"), keysFile)).text;
+  writeFileSync(keysFile, keysText, { mode: 0o600 });
+  const signer = (await staticTokenKeys(await parseTokenKeySet(keysText, keysFile)).current()).signer();
+  let node: ServerProcess | undefined;
+  try {
+    node = await startServerProcess({
+      redisAddr: redis.addr, pki, auditLog: path.join(dir, "audit.log"),
+      extraArgs: ["--gateway-listen", "127.0.0.1:0", "--tokens-keys", keysFile, "--data-dir", path.join(dir, "data"), ...(opts.extraArgs ?? [])],
+    });
+    const url = /client gateway on (wss:\/\/\S+)/.exec(await node.waitForLog(/client gateway on /))![1]!.replace("127.0.0.1", "localhost");
+    const admin = connectAdmin({
+      endpoint: node.endpoint, caPem: readFileSync(pki.ca.certPath, "utf8"), certPem: readFileSync(pki.admin.certPath, "utf8"),
+      keyPem: readFileSync(pki.admin.keyPath, "utf8"), deadlineMs: 30_000,
+    });
+    const tenant = randomUUID();
+    const started = node;
+    return {
+      url, ca: readFileSync(pki.ca.certPath), pki, tenant, admin, node, redis,
+      sign: async (user, device) => {
+        const now = Date.now();
+        return new jose.SignJWT({ tid: tenant, dev: device, ims: now })
+          .setProtectedHeader({ alg: signer.alg, kid: signer.kid, typ: TOKEN_TYPE })
+          .setIssuer(TOKEN_ISSUER).setSubject(user).setJti(randomUUID())
+          .setIssuedAt(Math.floor(now / 1000)).setExpirationTime(Math.floor(now / 1000) + LOADGEN_TOKEN_TTL_S)
+          .sign(signer.signKey);
+      },
+      stop: async () => {
+        admin.close();
+        await started.stop();
+        await redis.stop();
+        rmSync(dir, { recursive: true, force: true });
+      },
+    };
+  } catch (err) {
+    await node?.stop();
+    await redis.stop();
+    rmSync(dir, { recursive: true, force: true });
+    throw err;
+  }
+}
+
+/** The resident set of a process in bytes, from /proc (VmRSS). */
+export function rssBytes(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+  if (!m) throw new Error(`no VmRSS for pid ${pid}`);
+  return Number(m[1]) * 1024;
+}
+
+/** This process's soft open-file limit (/proc/self/limits); null when unreadable. */
+export function openFileLimit(): number | null {
+  try {
+    const m = /Max open files\s+(\d+|unlimited)/.exec(readFileSync("/proc/self/limits", "utf8"));
+    return m ? (m[1] === "unlimited" ? Infinity : Number(m[1])) : null;
+  } catch {
+    return null;
+  }
+}
+
+/** File descriptors a run of `devices` connections needs here (one socket each, plus head room for Redis, gRPC, logs). */
+export const fdsNeeded = (devices: number) => devices + 256;
+
+/** Throws a clear message when the open-file limit cannot hold `devices` connections (the node, a child, inherits it). */
+export function assertOpenFiles(devices: number): void {
+  const limit = openFileLimit();
+  const need = fdsNeeded(devices);
+  if (limit !== null && limit < need) {
+    throw new Error(`${devices} devices need about ${need} open files in this process and in the node, but the limit is ${limit}: raise it first (\`ulimit -n ${need}\` in the shell that runs this), or use fewer devices`);
+  }
+}

@@ -6,7 +6,7 @@
  * fresh group's first message is seq 1; a leave is the next seq), never read from the node first.
  */
 import assert from "node:assert/strict";
-import { execFile } from "node:child_process";
+import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
@@ -15,7 +15,7 @@ import { after, before, describe, it } from "node:test";
 import { Frame } from "../../admin-api/gen/qim/client/v1/frames.js";
 import { GATEWAY_MAX_FRAME_BYTES } from "../../core/index.js";
 import { writeTestPki, type TestPkiFiles } from "../certs/fixture.js";
-import { ok, ROOT, run } from "../e2e/qimctl.js";
+import { baseEnv, ok, QIMCTL, ROOT, run } from "../e2e/qimctl.js";
 import { Device, show } from "./device.js";
 import { startRedis, type RedisServer } from "../harness/redis.js";
 import { startServerProcess, type ServerProcess } from "../reliability/server-process.js";
@@ -167,5 +167,67 @@ describe("the client gateway on a real node", { timeout: 240_000 }, () => {
     const after = await b.request({ $case: "send", send: { clientMsgNo: "after-leave", group, payload: Buffer.from("?"), contentType: "text", mentions: [] } });
     assert.equal(after.body?.$case, "error");
     for (const x of [alicePhone, b]) x.ws.close();
+  });
+
+  it("qimctl client: two users' reference clients; a send arrives, a read and a leave are answered, a bad command is survived, a refused token exits 6", async () => {
+    const [dan, eve] = [randomUUID(), randomUUID()];
+    const g = ok(await run(["group", "create", "--owner", dan, "--member", eve], { context }), "group create").group as string;
+    /** A `qimctl client` process: its JSON lines as they come, its stderr, stdin to type into. */
+    const client = (user: string, device: string) => {
+      const child: ChildProcess = spawn(process.execPath, [QIMCTL, "client", "--as", user, "--device", device, "--url", url, "--output", "json"], {
+        cwd: ROOT, env: { ...baseEnv, QIMCTL_CONTEXT: context }, stdio: ["pipe", "pipe", "pipe"],
+      });
+      const lines: { frame: string; requestId: number; body: Record<string, unknown> }[] = [];
+      let err = "";
+      let buf = "";
+      child.stdout!.on("data", (c: Buffer) => {
+        buf += c.toString();
+        for (let i = buf.indexOf("\n"); i >= 0; i = buf.indexOf("\n")) {
+          lines.push(JSON.parse(buf.slice(0, i)));
+          buf = buf.slice(i + 1);
+        }
+      });
+      child.stderr!.on("data", (c: Buffer) => (err += c.toString()));
+      const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
+      const wait = async (what: string, f: (l: (typeof lines)[number]) => boolean) => {
+        for (let i = 0; i < 300; i++) {
+          const hit = lines.find(f);
+          if (hit) return hit;
+          await new Promise((r) => setTimeout(r, 50));
+        }
+        throw new Error(`${what}: not printed; stdout ${JSON.stringify(lines)}; stderr ${err}`);
+      };
+      return { type: (line: string) => child.stdin!.write(`${line}\n`), lines, stderr: () => err, exited, wait, end: () => child.stdin!.end() };
+    };
+    const d = client(dan, "cli-1");
+    const e = client(eve, "cli-1");
+    await d.wait("dan's AUTH_OK", (l) => l.frame === "authOk");
+    await e.wait("eve's AUTH_OK", (l) => l.frame === "authOk");
+    d.type(`send ${g} hello from the reference client`);
+    // a fresh group: seq 1
+    const ack = await d.wait("dan's SEND_ACK", (l) => l.frame === "sendAck");
+    assert.equal(ack.body.conversationSeq, 1);
+    const pushed = await e.wait("eve's MESSAGE", (l) => l.frame === "message");
+    assert.deepEqual([pushed.requestId, pushed.body.messageId, pushed.body.payload, pushed.body.sender], [0, ack.body.messageId, "hello from the reference client", dan]);
+    e.type(`read ${g} 1`);
+    assert.equal((await e.wait("eve's MARK_READ_ACK", (l) => l.frame === "markReadAck")).body.readSeq, 1);
+    e.type("frobnicate now");
+    e.type("ping");
+    await e.wait("eve's PONG after a bad command", (l) => l.frame === "pong");
+    assert.match(e.stderr(), /unknown command "frobnicate"/);
+    e.type(`leave ${g}`);
+    // her leave is the next seq
+    assert.equal((await e.wait("eve's leave answer", (l) => l.frame === "memberListBatch")).body.eventSeq, 2);
+    e.type("quit");
+    d.end();
+    assert.deepEqual([await e.exited, await d.exited], [0, 0]);
+    // a token the node refuses at the upgrade
+    const bad = path.join(dir, "bad.token");
+    writeFileSync(bad, "not.a.token");
+    const refused = await new Promise<number | null>((resolve) => {
+      const c = spawn(process.execPath, [QIMCTL, "client", "--as", dan, "--device", "x", "--url", url, "--token-file", bad], { cwd: ROOT, env: { ...baseEnv, QIMCTL_CONTEXT: context }, stdio: ["ignore", "ignore", "pipe"] });
+      c.once("exit", resolve);
+    });
+    assert.equal(refused, 6);
   });
 });

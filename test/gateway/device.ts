@@ -1,7 +1,15 @@
 /** A device connection driven frame by frame, for the gateway's tests (the `ws` client). */
 import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import WebSocket from "ws";
 import { Frame } from "../../admin-api/gen/qim/client/v1/frames.js";
+import { writeTestPki, type TestPkiFiles } from "../certs/fixture.js";
+import { ok, run } from "../e2e/qimctl.js";
+import { startRedis, type RedisServer } from "../harness/redis.js";
+import { startServerProcess, type ServerProcess } from "../reliability/server-process.js";
 
 export type Body = NonNullable<Frame["body"]>;
 
@@ -85,3 +93,43 @@ export class Device {
   }
 }
 
+
+/** The gateway's URL as the node logged it, with the host its test certificate names. */
+export async function gatewayUrl(proc: ServerProcess): Promise<string> {
+  return /client gateway on (wss:\/\/\S+)/.exec(await proc.waitForLog(/client gateway on /))![1]!.replace("127.0.0.1", "localhost");
+}
+
+/** One real node with the client gateway: its own redis-server, the test PKI, a token key file made by the real qimctl, and an operator context of a fresh tenant. */
+export interface GatewayNode {
+  dir: string;
+  pki: TestPkiFiles;
+  ca: Buffer;
+  redis: RedisServer;
+  server: ServerProcess;
+  url: string;
+  context: string;
+  tenant: string;
+  stop(): Promise<void>;
+}
+
+/** `extraArgs`: more node flags, or a function of the node's temporary directory that gives them (a --data-dir inside it). */
+export async function startGatewayNode(prefix: string, extraArgs: string[] | ((dir: string) => string[]) = []): Promise<GatewayNode> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), prefix));
+  const pki = await writeTestPki(path.join(dir, "pki"));
+  const redis = await startRedis();
+  const keys = path.join(dir, "token-keys.json");
+  ok(await run(["token", "keygen", "--keys", keys]), "token keygen");
+  const server = await startServerProcess({ redisAddr: redis.addr, pki, auditLog: path.join(dir, "audit.log"), extraArgs: ["--gateway-listen", "127.0.0.1:0", "--tokens-keys", keys, ...(typeof extraArgs === "function" ? extraArgs(dir) : extraArgs)] });
+  const url = await gatewayUrl(server);
+  const tenant = randomUUID();
+  const context = path.join(dir, "context.json");
+  writeFileSync(context, JSON.stringify({ endpoint: server.endpoint, ca: pki.ca.certPath, cert: pki.operator.certPath, key: pki.operator.keyPath, tenant }));
+  return {
+    dir, pki, ca: readFileSync(pki.ca.certPath), redis, server, url, context, tenant,
+    async stop() {
+      await server.stop();
+      await redis.stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}

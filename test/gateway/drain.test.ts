@@ -7,49 +7,28 @@
  */
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { GATEWAY_DRAIN_SPREAD_MS, GATEWAY_RECONNECT_GRACE_MS } from "../../core/index.js";
-import { writeTestPki, type TestPkiFiles } from "../certs/fixture.js";
 import { until } from "../cluster/processes.js";
 import { ok, run } from "../e2e/qimctl.js";
-import { startRedis, type RedisServer } from "../harness/redis.js";
-import { startServerProcess, type ServerProcess } from "../reliability/server-process.js";
-import { Device, show } from "./device.js";
+import { Device, show, startGatewayNode, type GatewayNode } from "./device.js";
 
 const DEVICES = 30;
 
 describe("a drained node tells its devices to reconnect, spread over the window", { timeout: 180_000 }, () => {
-  let dir: string;
-  let pki: TestPkiFiles;
-  let redis: RedisServer;
-  let server: ServerProcess;
+  let node: GatewayNode;
   let context: string;
   let url: string;
   let ca: Buffer;
 
   before(async () => {
-    dir = mkdtempSync(path.join(os.tmpdir(), "qim-gateway-drain-"));
-    pki = await writeTestPki(path.join(dir, "pki"));
-    ca = readFileSync(pki.ca.certPath);
-    redis = await startRedis();
-    const keys = path.join(dir, "token-keys.json");
-    ok(await run(["token", "keygen", "--keys", keys]), "token keygen");
-    server = await startServerProcess({
-      redisAddr: redis.addr, pki, auditLog: path.join(dir, "audit.log"),
-      extraArgs: ["--node-id", "solo", "--data-dir", path.join(dir, "solo"), "--cluster-lease-ttl", "5s", "--cluster-heartbeat-interval", "1s", "--gateway-listen", "127.0.0.1:0", "--tokens-keys", keys],
-    });
-    url = /client gateway on (wss:\/\/\S+)/.exec(await server.waitForLog(/client gateway on /))![1]!.replace("127.0.0.1", "localhost");
-    context = path.join(dir, "context.json");
-    writeFileSync(context, JSON.stringify({ endpoint: server.endpoint, ca: pki.ca.certPath, cert: pki.operator.certPath, key: pki.operator.keyPath, tenant: randomUUID() }));
+    node = await startGatewayNode("qim-gateway-drain-", (dir) => ["--node-id", "solo", "--data-dir", path.join(dir, "solo"), "--cluster-lease-ttl", "5s", "--cluster-heartbeat-interval", "1s"]);
+    ({ context, url, ca } = node);
   });
 
   after(async () => {
-    await server?.stop();
-    await redis?.stop();
-    if (dir) rmSync(dir, { recursive: true, force: true });
+    await node?.stop();
   });
 
   const connect = async (name: string): Promise<Device> => {

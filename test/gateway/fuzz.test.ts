@@ -16,19 +16,13 @@
  */
 import assert from "node:assert/strict";
 import { randomInt, randomUUID } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import os from "node:os";
-import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { loadSync } from "@grpc/proto-loader";
 import { Frame } from "../../admin-api/gen/qim/client/v1/frames.js";
-import { writeTestPki, type TestPkiFiles } from "../certs/fixture.js";
 import { ok, run } from "../e2e/qimctl.js";
-import { startRedis, type RedisServer } from "../harness/redis.js";
 import { SOAK } from "../reliability/common.js";
 import { lenField, protoDir, Requests, Rng, UNDECODABLE, varintField, type MessageDesc } from "../reliability/fuzz-wire.js";
-import { startServerProcess, type ServerProcess } from "../reliability/server-process.js";
-import { Device, show } from "./device.js";
+import { Device, show, startGatewayNode, type GatewayNode } from "./device.js";
 
 /** The frames a device sends (docs/gateway.md's frame table, direction "up"); every other body field is the node's. */
 const UP = ["auth", "ping", "send", "pull_history", "mark_read", "pull_session_list", "leave_group"];
@@ -52,10 +46,7 @@ function frameTypes(): { body: { name: string; number: number; type: MessageDesc
 
 describe(`the gateway fuzz: every field of every frame${SOAK ? " (soak)" : ""}`, { timeout: 600_000 }, () => {
   const seed = process.env.QIM_SEED !== undefined ? Number(process.env.QIM_SEED) : randomInt(2 ** 31);
-  let dir: string;
-  let pki: TestPkiFiles;
-  let redis: RedisServer;
-  let server: ServerProcess;
+  let node: GatewayNode;
   let context: string;
   let url: string;
   let ca: Buffer;
@@ -66,24 +57,13 @@ describe(`the gateway fuzz: every field of every frame${SOAK ? " (soak)" : ""}`,
 
   before(async () => {
     console.log(`# gateway fuzz seed ${seed} (QIM_SEED=${seed} replays it)`);
-    dir = mkdtempSync(path.join(os.tmpdir(), "qim-gateway-fuzz-"));
-    pki = await writeTestPki(path.join(dir, "pki"));
-    ca = readFileSync(pki.ca.certPath);
-    redis = await startRedis();
-    const keys = path.join(dir, "token-keys.json");
-    ok(await run(["token", "keygen", "--keys", keys]), "token keygen");
-    server = await startServerProcess({ redisAddr: redis.addr, pki, auditLog: path.join(dir, "audit.log"), extraArgs: ["--gateway-listen", "127.0.0.1:0", "--tokens-keys", keys] });
-    url = /client gateway on (wss:\/\/\S+)/.exec(await server.waitForLog(/client gateway on /))![1]!.replace("127.0.0.1", "localhost");
-    tenant = randomUUID();
-    context = path.join(dir, "context.json");
-    writeFileSync(context, JSON.stringify({ endpoint: server.endpoint, ca: pki.ca.certPath, cert: pki.operator.certPath, key: pki.operator.keyPath, tenant }));
+    node = await startGatewayNode("qim-gateway-fuzz-");
+    ({ context, url, ca, tenant } = node);
     group = ok(await run(["group", "create", "--owner", alice, "--member", bob], { context }), "group create").group as string;
   });
 
   after(async () => {
-    await server?.stop();
-    await redis?.stop();
-    if (dir) rmSync(dir, { recursive: true, force: true });
+    await node?.stop();
   });
 
   it("every request gets one clean answer or a documented close; only what was acknowledged is written; the node stays healthy", async () => {
@@ -180,7 +160,7 @@ describe(`the gateway fuzz: every field of every frame${SOAK ? " (soak)" : ""}`,
     const added = afterSeqs.filter((s) => !before.includes(s)).sort((a, b) => a - b);
     assert.deepEqual(added, [...written].sort((a, b) => a - b), "the history grew by exactly the acknowledged seqs");
     // the node: no failed request in its log, and a new device is served
-    for (const line of server.log().split("\n").filter((l) => / failed: /.test(l))) findings.push(`node log: ${line.slice(0, 300)}`);
+    for (const line of node.server.log().split("\n").filter((l) => / failed: /.test(l))) findings.push(`node log: ${line.slice(0, 300)}`);
     const fresh = await connect();
     assert.equal((await fresh.request({ $case: "ping", ping: {} })).body?.$case, "pong");
     fresh.ws.close();

@@ -8,25 +8,21 @@
 import assert from "node:assert/strict";
 import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import os from "node:os";
+import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { Frame } from "../../admin-api/gen/qim/client/v1/frames.js";
 import { GATEWAY_MAX_FRAME_BYTES } from "../../core/index.js";
-import { writeTestPki, type TestPkiFiles } from "../certs/fixture.js";
+import type { TestPkiFiles } from "../certs/fixture.js";
 import { baseEnv, ok, QIMCTL, ROOT, run } from "../e2e/qimctl.js";
-import { Device, show } from "./device.js";
-import { startRedis, type RedisServer } from "../harness/redis.js";
-import { startServerProcess, type ServerProcess } from "../reliability/server-process.js";
+import { Device, show, startGatewayNode, type GatewayNode } from "./device.js";
 
 const PYTHON = "/usr/bin/python3";
 
 describe("the client gateway on a real node", { timeout: 240_000 }, () => {
+  let node: GatewayNode;
   let dir: string;
   let pki: TestPkiFiles;
-  let redis: RedisServer;
-  let server: ServerProcess;
   let context: string;
   let url: string;
   let ca: Buffer;
@@ -50,28 +46,13 @@ describe("the client gateway on a real node", { timeout: 240_000 }, () => {
   const historyOf = async (user: string) => ok(await run(["history", "--group", group, "--as", user], { context }), "history").records as { conversationSeq: number; kind: string }[];
 
   before(async () => {
-    dir = mkdtempSync(path.join(os.tmpdir(), "qim-gateway-"));
-    pki = await writeTestPki(path.join(dir, "pki"));
-    ca = readFileSync(pki.ca.certPath);
-    redis = await startRedis();
-    const keys = path.join(dir, "token-keys.json");
-    context = path.join(dir, "context.json");
-    writeFileSync(context, JSON.stringify({ endpoint: "localhost:1", ca: pki.ca.certPath, cert: pki.operator.certPath, key: pki.operator.keyPath, tenant: randomUUID() }));
-    ok(await run(["token", "keygen", "--keys", keys]), "token keygen");
-    server = await startServerProcess({
-      redisAddr: redis.addr, pki, auditLog: path.join(dir, "audit.log"),
-      extraArgs: ["--gateway-listen", "127.0.0.1:0", "--tokens-keys", keys],
-    });
-    url = /client gateway on (wss:\/\/\S+)/.exec(await server.waitForLog(/client gateway on /))![1]!.replace("127.0.0.1", "localhost");
-    const ctx = JSON.parse(readFileSync(context, "utf8"));
-    writeFileSync(context, JSON.stringify({ ...ctx, endpoint: server.endpoint }));
+    node = await startGatewayNode("qim-gateway-");
+    ({ dir, pki, context, url, ca } = node);
     group = ok(await run(["group", "create", "--owner", alice, "--member", bob], { context }), "group create").group;
   });
 
   after(async () => {
-    await server?.stop();
-    await redis?.stop();
-    if (dir) rmSync(dir, { recursive: true, force: true });
+    await node?.stop();
   });
 
   it("a Python websockets client: AUTH, PING, SEND with a durable ack, the retry's ack, a conflict, the pushed MESSAGE, PULL_HISTORY, an unknown frame", async () => {

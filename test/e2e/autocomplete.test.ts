@@ -51,7 +51,7 @@ describe("qimctl autocomplete (bash, zsh)", { timeout: 120_000 }, () => {
 
     const top = complete(setupLine, ["qimctl", ""]);
     for (const topic of ["autocomplete", "context", "dev", "group", "membership", "user"]) assert.ok(top.includes(topic), `${topic} in ${top.join(" ")}`);
-    assert.deepEqual(complete(setupLine, ["qimctl", "con"]), ["context", "conversation"]);
+    assert.deepEqual(complete(setupLine, ["qimctl", "con"]), ["connections", "context", "conversation"]);
     assert.deepEqual(complete(setupLine, ["qimctl", "cont"]), ["context"]);
     assert.deepEqual(complete(setupLine, ["qimctl", "context", ""]), ["current", "delete", "list", "set", "show", "use"]);
     assert.deepEqual(complete(setupLine, ["qimctl", "user", "g"]), ["groups"]);

@@ -186,7 +186,7 @@ describe("delivery to online devices across two nodes", { timeout: 300_000 }, ()
     assert.deepEqual(bobSeqs, range(1, leftAt - 1));
   });
 
-  it("C-4 read sync: the marking device gets no echo, the user's other devices (here and on the other node) get one READ_SYNC per merge window, then their badge and list follow; a device on a node that writes no list gets its SESSION_DELTA relayed", async () => {
+  it("C-4 read sync: ten marks in a window are one event; the marking device gets no echo, the user's other devices (here and on the other node) get it once, then their badge and list follow; a device on a node that writes no list gets its SESSION_DELTA relayed", async () => {
     const [dave, bob, erin] = [randomUUID(), randomUUID(), randomUUID()];
     const group = await createGroup(bob, [dave, erin]);
     const davePhone = await device(dave, "phone", 0);
@@ -206,12 +206,10 @@ describe("delivery to online devices across two nodes", { timeout: 300_000 }, ()
     assert.equal(erinDeltas().find((e) => e.headSeq === 12n)!.unread, 12n);
     await until("and her badge", async () => erinLaptop.pushes("badgeUpdate").at(-1)?.badgeUpdate.badge?.totalUnread === 12n);
     const eventsBefore = await metric(0, "qim_delivery_read_sync_events_total");
-    // ten marks in 2.25 s, inside one window: seqs 1..10
-    for (let s = 1; s <= 10; s++) {
-      const ack = await davePhone.request({ $case: "markRead", markRead: { group, readSeq: BigInt(s) } });
-      assert.equal(ack.body?.$case === "markReadAck" && ack.body.markReadAck.readSeq, BigInt(s), show(ack.body));
-      if (s < 10) await sleep(250);
-    }
+    // ten marks, seqs 1..10, sent together so that they fall inside one 3 s window however slow the
+    // machine is (spaced out they did not, on a loaded CI run); each answer is the stored read seq, at least its own
+    const acks = await Promise.all(range(1, 10).map((s) => davePhone.request({ $case: "markRead", markRead: { group, readSeq: BigInt(s) } })));
+    acks.forEach((ack, i) => assert.ok(ack.body?.$case === "markReadAck" && ack.body.markReadAck.readSeq >= BigInt(i + 1), show(ack.body)));
     for (const d of [daveTablet, daveLaptop]) await until("the READ_SYNC arrived", async () => d.pushes("readSync").length >= 1);
     // one more window's length: no second event for the same marks
     await sleep(MERGE_WINDOW_MS + 500);

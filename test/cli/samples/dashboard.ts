@@ -52,5 +52,12 @@ export const samples = {
     audit: [],
     nodes: [{ ...line.nodes[0]!, cmdBadFile: "/var/lib/qim/node-1/conversationv2/cmd_conversation_updates.json.bad" }],
     cmdBadFiles: [{ nodeId: "node-1", path: "/var/lib/qim/node-1/conversationv2/cmd_conversation_updates.json.bad", setAsideAt: "2026-11-29T22:40:00.000Z" }, { nodeId: null, path: "/var/lib/qim/conversationv2/cmd_conversation_updates.json.bad", setAsideAt: null }],
+  }, {
+    ...line,
+    // nothing pushed between the two snapshots: no commit-to-push p99
+    rates: {
+      overMs: 1000, membershipEventsPerSec: 0, membershipRetriesPerSec: 0, messagesCommittedPerSec: 0, relayDispatchedPerSec: 0, conversationStateQueuedPerSec: 0,
+      conversationStateWrittenPerSec: 0, conversationStateFailuresPerSec: 0, usersRebuiltPerSec: 0, framesInPerSec: 0, framesOutPerSec: 0, pushesPerSec: 0, commitToPushP99Ms: null,
+    },
   }),
 };

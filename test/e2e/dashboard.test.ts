@@ -78,8 +78,10 @@ describe("qimctl dashboard against the real server", { timeout: 180_000 }, () =>
     const snaps = lines.map((l) => JSON.parse(l));
     const epoch = await e2e.server.projection.epoch.get();
     for (const s of snaps) {
-      assert.deepEqual(Object.keys(s), ["time", "timeMs", "startedAtMs", "rates", "counters", "projection", "audit", "nodes", "cmdBadFiles"]);
+      assert.deepEqual(Object.keys(s), ["time", "timeMs", "startedAtMs", "rates", "counters", "projection", "audit", "nodes", "cmdBadFiles", "devices"]);
       assert.deepEqual(s.cmdBadFiles, [], "no CMD pending file was set aside (test/e2e/cmd-bad-file.test.ts has one)");
+      // a server without a gateway: no device, nothing pushed
+      assert.deepEqual([s.devices.connections, s.devices.framesIn, s.devices.pushes], [0, 0, 0]);
       assert.match(s.time, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
       assert.ok(Array.isArray(s.nodes), "the cluster's nodes (empty for a server that is not a node)");
       assert.equal(s.projection.epoch, epoch);

@@ -177,6 +177,10 @@ export class DeliveryConsumer {
       if (!b) m.set(item.tenant, b = { tenant: item.tenant, items: [] });
       b.items.push({ item, users });
     };
+    // nobody online here and no other node holding a device (one cached read): nothing to do per
+    // recipient — a 100,000-member group's record costs no set of its members then
+    const remote = (await this.registry.remoteNodes()).size > 0;
+    if (!remote && this.local.size === 0) return;
     // every recipient of the step located once (per tenant), not once per record
     const items: { item: DeliveryItem; audience: Uuid[] }[] = [];
     const byTenant = new Map<Uuid, Set<Uuid>>();
@@ -189,6 +193,7 @@ export class DeliveryConsumer {
         item: { tenant: record.tenant, conversation: record.conversation, conversationSeq: record.conversationSeq, entry: record.entry, createdAt: Number(fields.get(HIST_FIELD.createdAt)) },
         audience,
       });
+      if (!remote) continue;
       let set = byTenant.get(record.tenant);
       if (!set) byTenant.set(record.tenant, set = new Set());
       for (const u of audience) set.add(u);

@@ -5,6 +5,7 @@ import WebSocket from "ws";
 import { Frame } from "../../admin-api/gen/qim/client/v1/frames.js";
 import { ConnectedCommand } from "../base.js";
 import { EXIT, UsageError } from "../exit-codes.js";
+import { visible, visibleLines } from "../format.js";
 import { uuid } from "../validate.js";
 import { deviceId, tokenTtl } from "./token/issue.js";
 
@@ -102,9 +103,10 @@ Exit codes: 0 quit, end of stdin, --duration or --exit-after reached, or closed 
       const at = new Date();
       const line: ClientLine = { at: at.toISOString(), frame: f.body?.$case ?? "unknown", requestId: Number(f.requestId), ...(f.body ? { body: plain((f.body as Record<string, unknown>)[f.body.$case]) } : {}) };
       if (json) process.stdout.write(`${JSON.stringify(line)}\n`);
-      else process.stdout.write(`${frameLine(at, f)}\n`);
+      // the node relays what other users wrote: no control or bidi character reaches the terminal as one
+      else process.stdout.write(`${visible(frameLine(at, f))}\n`);
     };
-    const say = (line: string) => process.stderr.write(`${line}\n`);
+    const say = (line: string) => process.stderr.write(`${visibleLines(line)}\n`);
 
     const ws = new WebSocket(url, ["qim.client.v1"], { ...(ca ? { ca } : {}), headers: { authorization: `Bearer ${token}` }, perMessageDeflate: false });
     const opened = await new Promise<{ ok: true } | { ok: false; status: number; body: string; error?: string }>((resolve) => {
@@ -122,6 +124,9 @@ Exit codes: 0 quit, end of stdin, --duration or --exit-after reached, or closed 
     }
     let nextId = 0n;
     let frames = 0;
+    // the node answers requests side by side: nothing goes before AUTH has been answered
+    let authed: () => void = () => {};
+    const afterAuth = new Promise<void>((resolve) => (authed = resolve));
     const request = (body: Body) => ws.send(Frame.encode({ requestId: ++nextId, body }).finish());
     const ended = new Promise<number>((resolve) => {
       ws.on("message", (data: Buffer) => {
@@ -133,6 +138,7 @@ Exit codes: 0 quit, end of stdin, --duration or --exit-after reached, or closed 
           return;
         }
         print(f);
+        if (f.requestId === 1n && f.body?.$case === "authOk") authed();
         if (this.flags["exit-after"] !== undefined && ++frames >= this.flags["exit-after"]) ws.close(1000);
       });
       ws.once("close", (code, reason) => {
@@ -143,6 +149,7 @@ Exit codes: 0 quit, end of stdin, --duration or --exit-after reached, or closed 
     request({ $case: "auth", auth: { deviceId: device, clientVersion: `qimctl ${this.config.version}` } });
     let n = 0;
     const msgNo = () => `qimctl-${device}-${Date.now().toString(36)}-${++n}`;
+    await Promise.race([afterAuth, ended]);
     for (const x of sends) request({ $case: "send", send: { clientMsgNo: msgNo(), group: x.group, payload: Buffer.from(x.text, "utf8"), contentType: "text", mentions: [] } });
     const command = (line: string) => {
       const [verb, ...rest] = line.trim().split(/\s+/);
@@ -185,7 +192,7 @@ Exit codes: 0 quit, end of stdin, --duration or --exit-after reached, or closed 
     let rl: ReturnType<typeof createInterface> | null = null;
     if (!process.stdin.isTTY || this.flags.duration === undefined) {
       rl = createInterface({ input: process.stdin });
-      rl.on("line", command);
+      rl.on("line", (line) => void afterAuth.then(() => command(line)));
       // the end of stdin ends the session, unless a duration says how long to stay
       rl.on("close", () => { if (this.flags.duration === undefined && this.flags["exit-after"] === undefined) ws.close(1000); });
     }

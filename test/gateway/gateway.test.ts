@@ -202,6 +202,17 @@ describe("the client gateway on a real node", { timeout: 240_000 }, () => {
     e.type("quit");
     d.end();
     assert.deepEqual([await e.exited, await d.exited], [0, 0]);
+    // table mode: what another user wrote reaches the operator's terminal with no control or bidi character in force
+    const shown = await new Promise<string>((resolve) => {
+      const c = spawn(process.execPath, [QIMCTL, "client", "--as", dan, "--device", "cli-2", "--url", url, "--send", `${g}:evil\u202etext`, "--send", `${g}:esc\u001b[2J`, "--exit-after", "5"], { cwd: ROOT, env: { ...baseEnv, QIMCTL_CONTEXT: context }, stdio: ["ignore", "pipe", "pipe"] });
+      let out = "";
+      c.stdout!.on("data", (x: Buffer) => (out += x.toString()));
+      c.once("exit", () => resolve(out));
+    });
+    // a bidi override in text is shown escaped; a payload with an escape sequence as base64
+    assert.match(shown, /message .*payload="evil\S+text"/, shown);
+    assert.ok(shown.includes(`payload={"base64":"${Buffer.from("esc\u001b[2J").toString("base64")}"}`), shown);
+    assert.ok(!shown.includes("\u202e") && !shown.includes("\u001b"), JSON.stringify(shown));
     // a token the node refuses at the upgrade
     const bad = path.join(dir, "bad.token");
     writeFileSync(bad, "not.a.token");

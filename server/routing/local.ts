@@ -29,6 +29,15 @@ import {
 import { cmdOf, localCmdNode, type CmdNodeHandlers } from "./cmd-local.js";
 import type { OwnershipView, UnitKind, UnitOwnerView } from "./ownership.js";
 
+/** A peer's request parsed, or why not (a REJECTED answer's detail): a peer's bytes are input. */
+function parsed<T>(parse: () => T): { ok: true; value: T } | { ok: false; detail: string } {
+  try {
+    return { ok: true, value: parse() };
+  } catch (err) {
+    return { ok: false, detail: err instanceof Error ? err.message : String(err) };
+  }
+}
+
 /** Buckets one Kick may name: every relay bucket at most once. */
 export const MAX_KICK_BUCKETS = RELAY_BUCKET_COUNT;
 
@@ -63,78 +72,59 @@ export function localNode(runtime: EngineRuntime, ownership: OwnershipView, slot
   return {
     ...localCmdNode(() => cmdOf(runtime), ownership, slotOf, address),
     async deliver(req) {
-      let tenant: Uuid;
-      const items: { item: DeliveryItem; users: Uuid[] }[] = [];
-      try {
-        tenant = parseUuid(req.tenant, "tenant");
-        for (const i of req.items) {
-          items.push({
-            item: { tenant, conversation: parseUuid(i.conversation, "conversation"), conversationSeq: Number(i.conversationSeq), entry: i.entry, createdAt: Number(i.createdAtMs) },
-            users: i.users.map((u) => parseUuid(u, "users")),
-          });
-        }
-      } catch (err) {
-        return { status: NodeStatus.NODE_STATUS_REJECTED, pushed: 0, detail: err instanceof Error ? err.message : String(err) };
-      }
-      return { status: NodeStatus.NODE_STATUS_OK, pushed: runtime.delivery.local.deliver({ tenant, items }), detail: "" };
+      const p = parsed(() => {
+        const tenant = parseUuid(req.tenant, "tenant");
+        const items = req.items.map((i) => ({
+          item: { tenant, conversation: parseUuid(i.conversation, "conversation"), conversationSeq: Number(i.conversationSeq), entry: i.entry, createdAt: Number(i.createdAtMs) } as DeliveryItem,
+          users: i.users.map((u) => parseUuid(u, "users")),
+        }));
+        return { tenant, items };
+      });
+      if (!p.ok) return { status: NodeStatus.NODE_STATUS_REJECTED, pushed: 0, detail: p.detail };
+      return { status: NodeStatus.NODE_STATUS_OK, pushed: runtime.delivery.local.deliver(p.value), detail: "" };
     },
     async pushUserEvents(req) {
-      let batch: UserEventBatch;
-      try {
-        const tenant = parseUuid(req.tenant, "tenant");
-        batch = {
-          tenant,
-          events: req.events.map((e) => {
-            if (e.event?.$case !== "read") throw new Error("events: an event of a kind this node does not know");
-            return {
-              user: parseUuid(e.user, "events.user"), exceptDevices: e.exceptDevices,
-              event: { kind: "read" as const, conversation: parseUuid(e.event.read.conversation, "events.read.conversation"), readSeq: Number(e.event.read.readSeq) },
-            };
-          }),
-        };
-      } catch (err) {
-        return { status: NodeStatus.NODE_STATUS_REJECTED, pushed: 0, detail: err instanceof Error ? err.message : String(err) };
-      }
-      return { status: NodeStatus.NODE_STATUS_OK, pushed: runtime.delivery.local.pushEvents(batch), detail: "" };
+      const p = parsed((): UserEventBatch => ({
+        tenant: parseUuid(req.tenant, "tenant"),
+        events: req.events.map((e) => {
+          if (e.event?.$case !== "read") throw new Error("events: an event of a kind this node does not know");
+          return {
+            user: parseUuid(e.user, "events.user"), exceptDevices: e.exceptDevices,
+            event: { kind: "read" as const, conversation: parseUuid(e.event.read.conversation, "events.read.conversation"), readSeq: Number(e.event.read.readSeq) },
+          };
+        }),
+      }));
+      if (!p.ok) return { status: NodeStatus.NODE_STATUS_REJECTED, pushed: 0, detail: p.detail };
+      return { status: NodeStatus.NODE_STATUS_OK, pushed: runtime.delivery.local.pushEvents(p.value), detail: "" };
     },
     async pushSessionChanges(req) {
-      let changes: SessionChange[];
-      try {
+      const p = parsed(() => {
         const tenant = parseUuid(req.tenant, "tenant");
-        changes = req.changes.map((b) => sessionChangeOf(JSON.parse(Buffer.from(b).toString("utf8")) as unknown, tenant));
-      } catch (err) {
-        return { status: NodeStatus.NODE_STATUS_REJECTED, taken: 0, detail: err instanceof Error ? err.message : String(err) };
-      }
-      for (const c of changes) runtime.sessionView.relayed(c);
-      return { status: NodeStatus.NODE_STATUS_OK, taken: changes.length, detail: "" };
+        return req.changes.map((b) => sessionChangeOf(JSON.parse(Buffer.from(b).toString("utf8")) as unknown, tenant));
+      });
+      if (!p.ok) return { status: NodeStatus.NODE_STATUS_REJECTED, taken: 0, detail: p.detail };
+      for (const c of p.value) runtime.sessionView.relayed(c);
+      return { status: NodeStatus.NODE_STATUS_OK, taken: p.value.length, detail: "" };
     },
     async listConnections(req) {
-      let rows;
-      try {
+      const p = parsed(() => {
         const tenant = parseUuid(req.tenant, "tenant");
         const user = req.user === "" ? undefined : parseUuid(req.user, "user");
         if (!Number.isInteger(req.limit) || req.limit < 1 || req.limit > CONNECTIONS_LIST_LIMIT) throw new Error(`limit: 1 to ${CONNECTIONS_LIST_LIMIT}`);
-        rows = runtime.delivery.connections.localRows({ tenant, ...(user ? { user } : {}), limit: req.limit });
-      } catch (err) {
-        return { status: NodeStatus.NODE_STATUS_REJECTED, nodeId: "", connections: [], detail: err instanceof Error ? err.message : String(err) };
-      }
+        return runtime.delivery.connections.localRows({ tenant, ...(user ? { user } : {}), limit: req.limit });
+      });
+      if (!p.ok) return { status: NodeStatus.NODE_STATUS_REJECTED, nodeId: "", connections: [], detail: p.detail };
       return {
         status: NodeStatus.NODE_STATUS_OK, nodeId: ownership.nodeId, detail: "",
-        connections: rows.map((r) => ({
+        connections: p.value.map((r) => ({
           user: r.user, device: r.device, sinceMs: BigInt(r.sinceMs), remoteAddress: r.remote, framesIn: BigInt(r.framesIn), framesOut: BigInt(r.framesOut), bufferedBytes: BigInt(r.bufferedBytes),
         })),
       };
     },
     async kickConnections(req) {
-      let tenant: Uuid;
-      let user: Uuid;
-      try {
-        tenant = parseUuid(req.tenant, "tenant");
-        user = parseUuid(req.user, "user");
-      } catch (err) {
-        return { status: NodeStatus.NODE_STATUS_REJECTED, closed: 0, detail: err instanceof Error ? err.message : String(err) };
-      }
-      return { status: NodeStatus.NODE_STATUS_OK, closed: runtime.delivery.connections.localKick(tenant, user, req.device === "" ? null : req.device), detail: "" };
+      const p = parsed(() => ({ tenant: parseUuid(req.tenant, "tenant"), user: parseUuid(req.user, "user") }));
+      if (!p.ok) return { status: NodeStatus.NODE_STATUS_REJECTED, closed: 0, detail: p.detail };
+      return { status: NodeStatus.NODE_STATUS_OK, closed: runtime.delivery.connections.localKick(p.value.tenant, p.value.user, req.device === "" ? null : req.device), detail: "" };
     },
     async kick(req) {
       const buckets = [...new Set(req.buckets)];
@@ -193,6 +183,11 @@ const text = (v: unknown, field: string): string => {
   return v;
 };
 const countOrNull = (v: unknown, field: string): number | null => (v === null || v === undefined ? null : count(v, field));
+const intOrNull = (v: unknown, field: string): number | null => {
+  if (v === null || v === undefined) return null;
+  if (typeof v !== "number" || !Number.isSafeInteger(v)) throw new Error(`changes: ${field} is not an integer`);
+  return v;
+};
 
 /** A list change as PushSessionChanges carries it (JSON of core's SessionChange), checked field by field: a peer's bytes are input. */
 export function sessionChangeOf(x: unknown, tenant: Uuid): SessionChange {
@@ -208,7 +203,7 @@ export function sessionChangeOf(x: unknown, tenant: Uuid): SessionChange {
       tenant, user, conversation: parseUuid(w.conversation, "changes.rows.conversation"), lastActivityId: text(w.lastActivityId ?? "", "lastActivityId"),
       lastActivitySeq: count(w.lastActivitySeq ?? 0, "lastActivitySeq"), headSeq: count(w.headSeq, "headSeq"), unread: count(w.unread, "unread"),
       unreadExact: flag(w.unreadExact, "unreadExact"), mentions: count(w.mentions, "mentions"), mentionFirstSeq: countOrNull(w.mentionFirstSeq, "mentionFirstSeq"),
-      pinRank: w.pinRank === null || w.pinRank === undefined ? null : (Number.isSafeInteger(w.pinRank) ? w.pinRank as number : (() => { throw new Error("changes: pinRank is not an integer"); })()), muted: flag(w.muted, "muted"), archived: flag(w.archived, "archived"),
+      pinRank: intOrNull(w.pinRank, "pinRank"), muted: flag(w.muted, "muted"), archived: flag(w.archived, "archived"),
       hiddenBeforeSeq: count(w.hiddenBeforeSeq ?? 0, "hiddenBeforeSeq"), deletedBeforeSeq: count(w.deletedBeforeSeq ?? 0, "deletedBeforeSeq"),
       deleted: flag(w.deleted, "deleted"), version: count(w.version, "version"),
     } as SessionRow;

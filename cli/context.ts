@@ -28,6 +28,8 @@ export interface ContextFile {
   key?: string;
   tenant?: string;
   insecure?: boolean;
+  /** The client gateway devices connect to (wss://HOST:PORT): `qimctl client`'s default --url. */
+  gateway?: string;
 }
 
 /** A context of the config file; `dev up` marks the ones it writes with its data dir, to know them again. */
@@ -68,6 +70,8 @@ export interface ResolvedConnection {
   cert?: Resolved<string>;
   key?: Resolved<string>;
   tenant?: Resolved<string>;
+  /** The context's client gateway URL (no flag or variable of its own: `qimctl client --url` overrides it). */
+  gateway?: Resolved<string>;
   insecure: Resolved<boolean>;
   /** The file read for the context, if any: the context file, or the config file of a named context. */
   contextPath?: string;
@@ -119,7 +123,7 @@ function parseContext(raw: unknown, where: string, field: string): NamedContext 
   if (typeof raw !== "object" || raw === null || Array.isArray(raw)) throw new UsageError(field, `${where} must hold a JSON object`);
   const out: NamedContext = {};
   const obj = raw as Record<string, unknown>;
-  for (const key of ["endpoint", "ca", "cert", "key", "tenant", "dataDir"] as const) {
+  for (const key of ["endpoint", "ca", "cert", "key", "tenant", "gateway", "dataDir"] as const) {
     const v = obj[key];
     if (v === undefined || v === null || v === "") continue;
     if (typeof v !== "string") throw new UsageError(field, `${where}: "${key}" must be a string`);
@@ -275,6 +279,7 @@ export function resolveConnection({ flags, env, home, readText }: ResolveInput):
   if (cert) out.cert = cert;
   if (key) out.key = key;
   if (tenant) out.tenant = tenant;
+  if (ctx.gateway !== undefined) out.gateway = { value: ctx.gateway, source: "context", origin: ctxOrigin };
   if (selected.kind !== "none") out.contextPath = ctxFile;
   if (selected.kind === "named") out.contextName = selected.name;
   return out;

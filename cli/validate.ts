@@ -139,3 +139,16 @@ export function u64Flag(what: string, min: bigint, max: bigint = MAX_U64) {
     },
   });
 }
+
+/** A client gateway's URL: wss://HOST:PORT, or ws:// to a loopback address only (the node's own rule for plaintext). */
+export function gatewayUrl(flag: string, value: string): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new UsageError(flag, `not a URL: ${JSON.stringify(value.slice(0, 80))} (wss://HOST:PORT)`);
+  }
+  const loopback = /^(localhost|127\.\d+\.\d+\.\d+|\[::1\])$/.test(url.hostname);
+  if (url.protocol !== "wss:" && !(url.protocol === "ws:" && loopback)) throw new UsageError(flag, "the gateway is wss://HOST:PORT (ws:// only to a loopback address)");
+  return url.href;
+}

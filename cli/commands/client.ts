@@ -6,7 +6,7 @@ import { Frame } from "../../admin-api/gen/qim/client/v1/frames.js";
 import { ConnectedCommand } from "../base.js";
 import { EXIT, UsageError } from "../exit-codes.js";
 import { visible, visibleLines } from "../format.js";
-import { uuid } from "../validate.js";
+import { gatewayUrl, uuid } from "../validate.js";
 import { deviceId, tokenTtl } from "./token/issue.js";
 
 type Body = NonNullable<Frame["body"]>;
@@ -62,7 +62,7 @@ Exit codes: 0 quit, end of stdin, --duration or --exit-after reached, or closed 
   static override flags = {
     as: Flags.string({ required: true, description: "the user (UUID) the device belongs to" }),
     device: Flags.string({ char: "d", required: true, description: "the device id (1 to 64 of A-Z a-z 0-9 . _ : -)" }),
-    url: Flags.string({ required: true, description: "the node's gateway: wss://HOST:PORT (ws:// only to a loopback address)" }),
+    url: Flags.string({ description: "the node's gateway: wss://HOST:PORT (ws:// only to a loopback address); default: the context's gateway (dev up writes it)" }),
     "token-file": Flags.string({ description: "a device token in a file, instead of issuing one through the admin API" }),
     ttl: Flags.string({ description: "the issued token's lifetime (90m, 12h, 7d; default 1h)", default: "1h" }),
     send: Flags.string({ multiple: true, description: "GROUP:TEXT to send once connected (repeatable)" }),
@@ -75,14 +75,9 @@ Exit codes: 0 quit, end of stdin, --duration or --exit-after reached, or closed 
     const user = uuid("--as", this.flags.as);
     const device = deviceId("--device", this.flags.device);
     const ttlMs = tokenTtl("--ttl", this.flags.ttl);
-    let url: URL;
-    try {
-      url = new URL(this.flags.url);
-    } catch {
-      throw new UsageError("--url", `not a URL: ${JSON.stringify(this.flags.url.slice(0, 80))} (wss://HOST:PORT)`);
-    }
-    const loopback = /^(localhost|127\.\d+\.\d+\.\d+|\[::1\])$/.test(url.hostname);
-    if (url.protocol !== "wss:" && !(url.protocol === "ws:" && loopback)) throw new UsageError("--url", "the gateway is wss:// (ws:// only to a loopback address)");
+    const fromContext = this.flags.url === undefined ? this.connectionSettings().gateway : undefined;
+    if (this.flags.url === undefined && !fromContext) throw new UsageError("--url", "give the node's gateway (wss://HOST:PORT): the context names none (qimctl context set NAME --gateway URL; dev up sets it)");
+    const url = new URL(gatewayUrl(fromContext ? `--url (${fromContext.origin})` : "--url", this.flags.url ?? fromContext!.value));
     const sends = (this.flags.send ?? []).map((s) => {
       const i = s.indexOf(":");
       if (i < 0) throw new UsageError("--send", `GROUP:TEXT, got ${JSON.stringify(s.slice(0, 80))}`);

@@ -20,9 +20,13 @@ export default class Demo extends DevCommand<typeof Demo> {
 - remove-member: carol is removed (event seq 6); alice then sends seq 7
 - history-boundaries: history as each member; dave sees from his join event, carol up to her removal (never seq 7)
 - conversation-summaries: conversation lists from the session projection, once GetStatus shows it caught up
+- user-sessions: alice's conversation list from the conversation-list engine: side pinned first, unread per conversation, her badge
 - bump-epoch: the projection epoch +1 (reason "demo"); alice's next pull is rebuilt from the authority
 - rebuild-drill: a rebuild drill over the demo's four users finds no difference; its JSON report goes to <data-dir>/qim-drill-<drillId>.json (dev down --purge removes it)
 - dispatch-audit: every dispatch-log partition is OK
+- cluster-nodes: the engine's nodes and the units each owns
+- cmd-sync: a system command to team's members and one to bob, answered by their offline sync
+- devices: alice's phone and laptop and bob's phone connect to the client gateway with device tokens; bob sends, both of alice's devices receive it; alice reads on her phone, her laptop gets READ_SYNC and a new badge, the phone no echo
 - bulk-add: 2,500 new users added to a new group from a temporary file in batches of 1,000 (as membership add --from-file), with a progress bar on a terminal; a re-run adds nothing
 
 Each step prints what happened and why it matters, and checks what it should have done; a summary table ends the run. User and group ids are new on every run, so the demo can be repeated on the same stack. The stack keeps running afterwards (stop it with \`qimctl dev down --data-dir .qim/demo\`), or --down stops it at the end.
@@ -88,7 +92,8 @@ Exit codes: 0 every step OK; 1 a step failed (named on stderr; the summary is pr
         deadlineMs: 30_000,
       });
       try {
-        const r = await runScenario({ client, tenant: up.tenant, reportDir: up.dataDir, say, progress: new ProgressLine(process.stderr, !this.jsonEnabled()) });
+        const gateway = up.gatewayUrl ? { url: up.gatewayUrl, ca: readFileSync(up.pki.ca) } : null;
+        const r = await runScenario({ client, tenant: up.tenant, reportDir: up.dataDir, gateway, say, progress: new ProgressLine(process.stderr, !this.jsonEnabled()) });
         steps.push(...r.steps);
         world = r.world;
       } finally {
@@ -136,6 +141,7 @@ Exit codes: 0 every step OK; 1 a step failed (named on stderr; the summary is pr
       say(`The dev stack keeps running at ${up.endpoint}. Look around with --context ${ctx}, e.g.:`);
       if (world) say(`   qimctl sessions --user ${world.users.alice} --context ${ctx}`);
       if (world?.groups.team) say(`   qimctl history --group ${world.groups.team} --as ${world.users.dave} --context ${ctx}`);
+      if (world && up.gatewayUrl) say(`   qimctl client --as ${world.users.alice} --device tablet --context ${ctx}   (alice's new device, live: every frame as it arrives)`);
       say(`Stop it with: qimctl dev down${dd}`);
     }
 

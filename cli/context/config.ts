@@ -66,7 +66,7 @@ function importLegacy(legacy: string): { name: string; context: NamedContext } |
 /** Fields in a fixed order, absent ones left out: the file reads the same whoever wrote it. */
 function ordered(c: NamedContext): NamedContext {
   const out: NamedContext = {};
-  for (const k of ["endpoint", "tenant", "ca", "cert", "key", "insecure", "dev", "dataDir"] as const) if (c[k] !== undefined) (out as Record<string, unknown>)[k] = c[k];
+  for (const k of ["endpoint", "tenant", "gateway", "ca", "cert", "key", "insecure", "dev", "dataDir"] as const) if (c[k] !== undefined) (out as Record<string, unknown>)[k] = c[k];
   return out;
 }
 

@@ -57,6 +57,7 @@ export function showContext(sel: Exclude<ContextSelection, { kind: "none" }>, se
     current: named !== undefined && named.name === current,
     endpoint: c.endpoint ?? null,
     tenant: c.tenant ?? null,
+    gateway: c.gateway ?? null,
     insecure: c.insecure === true,
     ca: ca === undefined ? null : certificateFile(ca, now),
     cert: cert === undefined ? null : certificateFile(cert, now),

@@ -10,6 +10,8 @@ export interface ContextEntry {
   current: boolean;
   endpoint: string | null;
   tenant: string | null;
+  /** The client gateway devices connect to (wss://HOST:PORT), if the context names one. */
+  gateway: string | null;
   insecure: boolean;
   ca: string | null;
   cert: string | null;
@@ -25,6 +27,7 @@ export function contextEntry(name: string, c: NamedContext, current: string | nu
     current: current === name,
     endpoint: c.endpoint ?? null,
     tenant: c.tenant ?? null,
+    gateway: c.gateway ?? null,
     insecure: c.insecure === true,
     ca: abs(c.ca),
     cert: abs(c.cert),
@@ -81,6 +84,7 @@ export interface ContextShowResult {
   current: boolean;
   endpoint: string | null;
   tenant: string | null;
+  gateway: string | null;
   insecure: boolean;
   ca: CertificateFile | null;
   cert: CertificateFile | null;

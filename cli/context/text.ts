@@ -46,6 +46,7 @@ export function showText(r: ContextShowResult): string {
     keyValues([
       ["endpoint", `${r.endpoint ?? "-"}${r.insecure ? " (insecure: plaintext, no TLS)" : ""}`],
       ["tenant", r.tenant],
+      ...(r.gateway ? [["gateway", r.gateway] as const] : []),
       ["ca", certText(r.ca)],
       ["certificate", certText(r.cert)],
       ["key", keyText(r.key)],

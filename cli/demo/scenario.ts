@@ -28,6 +28,8 @@ import { sendResult } from "../message/results.js";
 import { epochBumpResult, epochResult, projectionStatusResult, type ProjectionStatusResult } from "../projection/results.js";
 import { progressBar, type ProgressLine } from "../progress.js";
 import { groupsResult, pageResult, projectionListResult, type ProjectionListResult as SessionsResult } from "../sessions/results.js";
+import type { Frame } from "../../admin-api/gen/qim/client/v1/frames.js";
+import { DemoDevice, describe } from "./devices.js";
 import type { DemoStep } from "./results.js";
 
 /** The steps, in order (`dev-up` and, with --down, `dev-down` are the command's own). */
@@ -44,6 +46,7 @@ export const DEMO_STEPS = [
   "dispatch-audit",
   "cluster-nodes",
   "cmd-sync",
+  "devices",
   "bulk-add",
 ] as const;
 
@@ -88,6 +91,10 @@ export interface ScenarioOptions {
   crowd?: number;
   /** Where the drill's JSON report goes (as drill rebuild's --report-dir): the stack's data dir. */
   reportDir: string;
+  /** The stack's client gateway (wss://localhost:P) and the CA its certificate chains to; null: a stack started before it existed. */
+  gateway: { url: string; ca: Buffer } | null;
+  /** How long the devices step waits for a frame (default 15 s: the read sync comes after its 3 s merge window). */
+  deviceWaitMs?: number;
 }
 
 const range = (seqs: number[]) => (seqs.length === 0 ? "nothing" : seqs.length === 1 ? `seq ${seqs[0]}` : `seq ${seqs[0]}–${seqs[seqs.length - 1]}`);
@@ -393,6 +400,58 @@ export async function runScenario(opts: ScenarioOptions): Promise<{ steps: DemoS
         "Application servers use the same sync over HTTP (POST /message/sync, /message/syncack; dev status names syncUrl).",
       ],
     };
+  });
+
+  await step("devices", "Devices online: a send arrives, a read syncs to the other device without echo", async () => {
+    if (!opts.gateway) throw new CheckFailed("this stack has no client gateway (it was started before it existed): stop it with qimctl dev down and run the demo again");
+    const { url, ca } = opts.gateway;
+    const wait = opts.deviceWaitMs ?? 15_000;
+    const team = world.groups.team;
+    // qimctl token issue --user U --device D: what an application server does for its devices
+    const token = async (who: Person, device: string) => (await client.issueToken({ tenant, user: users[who], device, ttlMs: 10n * 60_000n, dryRun: false })).token;
+    const open: DemoDevice[] = [];
+    try {
+      const connect = async (who: Person, device: string) => {
+        const c = await DemoDevice.connect(url, ca, await token(who, device), device, wait);
+        open.push(c.device);
+        return c;
+      };
+      const alicePhone = await connect("alice", "phone");
+      const aliceLaptop = await connect("alice", "laptop");
+      const bobPhone = await connect("bob", "phone");
+      check(alicePhone.authOk.user === users.alice && aliceLaptop.authOk.deviceId === "laptop", "AUTH_OK should name alice and each device");
+      // bob sends through his device: SEND_ACK comes only after the durable commit
+      const sent = await bobPhone.device.request({ $case: "send", send: { clientMsgNo: randomUUID(), group: team, payload: Buffer.from("standup in 5", "utf8"), contentType: "text", mentions: [] } }, wait);
+      check(sent.body?.$case === "sendAck", `bob's SEND should be acknowledged, was answered ${describe(sent)}`);
+      const seq = sent.body.sendAck.conversationSeq;
+      const arrived = (f: Frame) => f.body?.$case === "message" && f.body.message.group === team && f.body.message.conversationSeq === seq;
+      await alicePhone.device.waitFor(arrived, wait, `bob's message (seq ${seq}) on alice's phone`);
+      await aliceLaptop.device.waitFor(arrived, wait, `bob's message (seq ${seq}) on alice's laptop`);
+      // alice reads it on her phone; her laptop is told (READ_SYNC, then a recomputed badge), the phone is not
+      const marked = await alicePhone.device.request({ $case: "markRead", markRead: { group: team, readSeq: seq } }, wait);
+      check(marked.body?.$case === "markReadAck", `alice's MARK_READ should be acknowledged, was answered ${describe(marked)}`);
+      const synced = await aliceLaptop.device.waitFor((f) => f.body?.$case === "readSync" && f.body.readSync.group === team, wait, "READ_SYNC on alice's laptop");
+      const syncedSeq = synced.body?.$case === "readSync" ? synced.body.readSync.readSeq : -1n;
+      check(syncedSeq === seq, `the laptop's READ_SYNC should carry seq ${seq}, carried ${syncedSeq}`);
+      const badge = await aliceLaptop.device.waitFor((f) => f.body?.$case === "badgeUpdate" && aliceLaptop.device.received.indexOf(f) > aliceLaptop.device.received.indexOf(synced), wait, "BADGE_UPDATE on alice's laptop after the read");
+      // the event went to every other device at once: a moment more for an echo that should not come
+      await sleep(500);
+      const echoes = alicePhone.device.pushes("readSync").length;
+      check(echoes === 0, `alice's phone marked the read itself and should receive no READ_SYNC, received ${echoes}`);
+      const laptopUnread = badge.body?.$case === "badgeUpdate" ? badge.body.badgeUpdate.badge?.totalUnread : undefined;
+      const ackUnread = marked.body.markReadAck.badge?.totalUnread;
+      check(laptopUnread === ackUnread, `the laptop's badge (${laptopUnread}) should be the phone's after the read (${ackUnread})`);
+      return {
+        details: { group: team, seq: Number(seq), devices: ["alice/phone", "alice/laptop", "bob/phone"], readSyncOnPhone: echoes, badgeTotalUnread: Number(ackUnread ?? 0n) },
+        lines: [
+          `alice's phone and laptop and bob's phone connected to the client gateway (${url}) with device tokens (qimctl token issue).`,
+          `bob sent "standup in 5" from his phone: SEND_ACK seq ${seq} after the durable commit; both of alice's devices received it (MESSAGE).`,
+          `alice read it on her phone (MARK_READ seq ${seq}); her laptop received READ_SYNC seq ${seq} and a new badge (total unread ${ackUnread}); the phone received no echo.`,
+        ],
+      };
+    } finally {
+      for (const d of open) d.close();
+    }
   });
 
   await step("bulk-add", "Add a crowd from a file, in batches", async () => {

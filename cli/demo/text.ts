@@ -26,6 +26,14 @@ function summaryOf(s: DemoStep): string {
       return `${d.report?.users} users, ${d.report?.conversationsBefore} conversations, no difference`;
     case "dispatch-audit":
       return `${d.audit?.partitions?.length} partitions OK`;
+    case "user-sessions":
+      return `side pinned first, badge total unread ${d.badge?.totalUnread}`;
+    case "cluster-nodes":
+      return `${d.nodes?.nodes?.length ?? "?"} node(s) answered`;
+    case "cmd-sync":
+      return `bob's sync: ${d.bobSync?.messages?.length} commands, none after his ack`;
+    case "devices":
+      return `3 devices: seq ${d.seq} delivered to alice's 2, read sync to the laptop, no echo`;
     case "bulk-add":
       return `${d.users} users from a file in ${d.summary?.of} batches: event seq ${d.summary?.events?.map((e: { eventConversationSeq: number }) => e.eventConversationSeq).join(", ")}; the re-run changed ${d.rerun?.changed}`;
     case "dev-down":

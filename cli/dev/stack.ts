@@ -18,6 +18,8 @@
  *                  holds the password's SHA-256, not the password
  *   server.log     the admin server's stdout/stderr; audit.log its audit log
  *   node-id        the admin server's node id in the engine cluster (written by the server once: its data_dir is the audit log's)
+ *   token-keys.json the device tokens' signing keys (0600, created once, as `qimctl token keygen`): every
+ *                  node's client gateway verifies with them, the admin API signs with them
  *
  * Processes are recognised by their arguments, so that a reused pid is never signalled: the
  * redis-server's process title ends with "qimctl-dev <data dir>" (--proc-title-template), the
@@ -105,6 +107,8 @@ export interface DevPaths {
   auditLog: string;
   /** The server's generated node id (core/cluster), in the data dir. */
   nodeIdFile: string;
+  /** The device tokens' key set (a JWKS, 0600): tokens.keys of every node. */
+  tokenKeys: string;
 }
 
 export function devPaths(dataDir: string): DevPaths {
@@ -133,6 +137,7 @@ export function devPaths(dataDir: string): DevPaths {
     serverLog: path.join(d, "server.log"),
     auditLog: path.join(d, "audit.log"),
     nodeIdFile: path.join(d, "node-id"),
+    tokenKeys: path.join(d, "token-keys.json"),
   };
 }
 
@@ -208,6 +213,12 @@ export interface DevState {
    */
   syncUrl?: string;
   service?: { cert: string; key: string };
+  /**
+   * The client gateway of node 1 (wss://localhost:P, the server certificate; devices carry a token
+   * from \`qimctl token issue\`, no certificate). Every node serves one on its own port
+   * (\`nodes[].gatewayUrl\`). Absent in the state of a stack started before it existed.
+   */
+  gatewayUrl?: string;
   /** The context file in the data dir. */
   context: string;
   /** The named context dev up keeps for this stack in the config file (dev, dev-<data dir name>, demo for the demo; -2 … when another stack holds the name). */
@@ -225,6 +236,8 @@ export interface DevNodeState {
   auditLog: string;
   /** Its CMD sync HTTP API, https://127.0.0.1:P (absent in the state of a stack whose nodes 2… had none). */
   syncUrl?: string;
+  /** Its client gateway, wss://localhost:P (absent in the state of a stack started before it existed). */
+  gatewayUrl?: string;
   /** The kinds of units it takes (cluster.units; absent in a state written before --cluster-units: all three). */
   units?: UnitKind[];
 }
@@ -750,6 +763,15 @@ async function ensurePki(p: DevPaths, opts: { redis: boolean; nodes: number }): 
   return { created };
 }
 
+/** The stack's device token keys (one Ed25519 key, as `qimctl token keygen`), made once per data dir; true when made now. A file that is there is the operator's (perhaps rotated): kept as it is. */
+async function ensureTokenKeys(p: DevPaths): Promise<boolean> {
+  if (existsSync(p.tokenKeys)) return false;
+  const { generateTokenKey, rotateTokenKeys } = await import("../../core/tokens/index.js");
+  const r = await rotateTokenKeys(null, await generateTokenKey("EdDSA"), p.tokenKeys);
+  writePrivate(p.tokenKeys, r.text);
+  return true;
+}
+
 function adminTls(p: DevPaths): TlsClientFiles {
   return { caPem: readFileSync(p.caCert), certPem: readFileSync(p.adminCert), keyPem: readFileSync(p.adminKey) };
 }
@@ -770,14 +792,14 @@ function devTenant(p: DevPaths): string {
 }
 
 /** The context a dev stack writes: what cli/context.ts reads, every field set, plus the `dev` mark and the data dir. */
-interface DevContextFile extends Required<ContextFile> {
+interface DevContextFile extends Required<Omit<ContextFile, "gateway">>, Pick<ContextFile, "gateway"> {
   insecure: false;
   dev: true;
   dataDir: string;
 }
 
-function devContext(p: DevPaths, endpoint: string, tenant: string): DevContextFile {
-  return { endpoint, ca: p.caCert, cert: p.adminCert, key: p.adminKey, tenant, insecure: false, dev: true, dataDir: p.dataDir };
+function devContext(p: DevPaths, endpoint: string, tenant: string, gateway: string | undefined): DevContextFile {
+  return { endpoint, ca: p.caCert, cert: p.adminCert, key: p.adminKey, tenant, ...(gateway ? { gateway } : {}), insecure: false, dev: true, dataDir: p.dataDir };
 }
 
 /** Whether a named context is the one dev up wrote for this data dir. */
@@ -834,8 +856,8 @@ export function planNamedContext(cfg: ConfigFile, base: string, ctx: NamedContex
   return { name: base, written: false, note: `the contexts ${candidates[0]} … ${candidates.at(-1)} all belong to other dev stacks: none written` };
 }
 
-function writeContexts(p: DevPaths, endpoint: string, tenant: string, env: NodeJS.ProcessEnv, home: string, base: string): NamedContextPlan {
-  const ctx = devContext(p, endpoint, tenant);
+function writeContexts(p: DevPaths, endpoint: string, tenant: string, gateway: string | undefined, env: NodeJS.ProcessEnv, home: string, base: string): NamedContextPlan {
+  const ctx = devContext(p, endpoint, tenant, gateway);
   writeJson(p.contextFile, ctx, 0o600);
   const change = updateConfig(env, home, (cfg) => ({ ...planNamedContext(cfg, base, ctx, p), current: cfg.current }));
   const notes = [
@@ -857,7 +879,7 @@ function cassandraConfigured(env: NodeJS.ProcessEnv): string | null {
 
 async function startServer(
   p: DevPaths, redis: DevRedisAccess, redisPort: number, port: number, metricsPort: number, env: NodeJS.ProcessEnv, node: DevNodeFiles,
-  sync: { port: number; tenant: string } | null = null, units: readonly UnitKind[] = UNIT_KINDS,
+  sync: { port: number; tenant: string } | null = null, units: readonly UnitKind[] = UNIT_KINDS, gatewayPort: number | null = null,
 ): Promise<{ started: Started } | { failed: "address-in-use" | "exited" | "no-answer"; tail: string; detail: string }> {
   const from = sizeOf(node.log);
   const redisArgs = serverRedisArgs(redis, redisPort);
@@ -881,6 +903,8 @@ async function startServer(
     "--node-tls-key", node.key,
     // the CMD sync HTTP API (every node, each on its own port): application servers' /message/sync with the dev tenant
     ...(sync ? ["--sync-listen", `${LOOPBACK}:${sync.port}`, "--sync-tenant", sync.tenant] : []),
+    // the client gateway (every node, each on its own port) with the stack's token keys; TLS with the server certificate
+    ...(gatewayPort !== null ? ["--gateway-listen", `${LOOPBACK}:${gatewayPort}`, "--tokens-keys", p.tokenKeys] : []),
     // the kinds of units it takes, said even when all three: the server gets the settings the stack means
     "--cluster-units", units.join(","),
   ], p.dataDir, node.log, serverEnv(env));
@@ -943,7 +967,7 @@ export interface ProcessProbe {
 
 /** A node of the stack as dev status sees it. */
 /** A node of the stack as dev status shows it: `syncUrl` null when the node serves no CMD sync HTTP API. */
-export type NodeProbe = ProcessProbe & { nodeId: string; syncUrl: string | null; units: UnitKind[] };
+export type NodeProbe = ProcessProbe & { nodeId: string; syncUrl: string | null; gatewayUrl: string | null; units: UnitKind[] };
 
 /** The stack's nodes: those the state records, or (a state written before --nodes) its one server as dev-1. */
 function stateNodes(s: DevState): DevNodeState[] {
@@ -955,7 +979,7 @@ export async function probe(p: DevPaths, s: DevState): Promise<{ redis: ProcessP
   const probeNode = async (n: DevNodeState): Promise<NodeProbe> => {
     const alive = isOurs(n.pid, serverIdentity(p));
     const answering = alive && existsSync(p.adminCert) ? await healthCheck(`localhost:${n.port}`, adminTls(p)).then((h) => h.serving, () => false) : false;
-    return { nodeId: n.nodeId, pid: n.pid, port: n.port, alive, answering, syncUrl: n.syncUrl ?? (n === s.nodes?.[0] || !s.nodes ? s.syncUrl ?? null : null), units: n.units ?? [...UNIT_KINDS] };
+    return { nodeId: n.nodeId, pid: n.pid, port: n.port, alive, answering, syncUrl: n.syncUrl ?? (n === s.nodes?.[0] || !s.nodes ? s.syncUrl ?? null : null), gatewayUrl: n.gatewayUrl ?? null, units: n.units ?? [...UNIT_KINDS] };
   };
   const [redisOk, nodes] = await Promise.all([
     redisAlive ? redisUp(s.redis.port, s.redisAccess) : false,
@@ -1021,7 +1045,7 @@ export async function devUp(opts: DevUpOptions): Promise<DevUpResult> {
         if (opts.port !== undefined && opts.port !== previous.server.port) {
           throw new DevStackError(EXIT.CONFLICT, "DEV_STACK_RUNNING", `the dev stack in ${p.dataDir} already runs on port ${previous.server.port}, not ${opts.port}; stop it first (qimctl dev down --data-dir ${p.dataDir})`);
         }
-        const namedContext = writeContexts(p, previous.endpoint, previous.tenant, env, home, contextName);
+        const namedContext = writeContexts(p, previous.endpoint, previous.tenant, previous.gatewayUrl, env, home, contextName);
         const state: DevState = { ...previous, namedContext };
         // a state written before named contexts had the default context file's plan instead
         delete (state as DevState & { defaultContext?: unknown }).defaultContext;
@@ -1060,6 +1084,7 @@ export async function devUp(opts: DevUpOptions): Promise<DevUpResult> {
 
     const pki = await ensurePki(p, { redis: secure, nodes: nodeCount });
     if (pki.created.length > 0) notes.push(`created ${pki.created.join(", ")} in ${p.pkiDir}`);
+    if (await ensureTokenKeys(p)) notes.push(`created the device tokens' signing key in ${p.tokenKeys} (mode 0600; rotate with qimctl token keygen --keys ${p.tokenKeys} --rotate)`);
     const tenant = devTenant(p);
     if (secure) {
       const { password, created } = ensureRedisPassword(p);
@@ -1075,6 +1100,7 @@ export async function devUp(opts: DevUpOptions): Promise<DevUpResult> {
     let server: Started | undefined;
     let metricsPort = 0;
     let syncPort = 0;
+    let gatewayPort = 0;
     const others: Started[] = [];
     const nodes: DevNodeState[] = [];
     try {
@@ -1084,7 +1110,8 @@ export async function devUp(opts: DevUpOptions): Promise<DevUpResult> {
         const listenPort = port ?? (await freePort());
         metricsPort = await freePort();
         syncPort = await freePort();
-        const r = await startServer(p, access, redis.port, listenPort, metricsPort, env, devNodeFiles(p, 1), { port: syncPort, tenant }, units[0]);
+        gatewayPort = await freePort();
+        const r = await startServer(p, access, redis.port, listenPort, metricsPort, env, devNodeFiles(p, 1), { port: syncPort, tenant }, units[0], gatewayPort);
         if ("started" in r) {
           server = r.started;
           port = listenPort;
@@ -1099,7 +1126,7 @@ export async function devUp(opts: DevUpOptions): Promise<DevUpResult> {
           `the admin server ${why}; the redis-server it was started for is stopped again. The end of ${p.serverLog}:\n${indent(r.tail)}`);
       }
       const first = devNodeFiles(p, 1);
-      nodes.push({ nodeId: first.nodeId, pid: server.pid, port: port!, metricsPort, metricsUrl: `http://${LOOPBACK}:${metricsPort}/metrics`, log: first.log, auditLog: first.auditLog, syncUrl: `https://${LOOPBACK}:${syncPort}`, units: units[0]! });
+      nodes.push({ nodeId: first.nodeId, pid: server.pid, port: port!, metricsPort, metricsUrl: `http://${LOOPBACK}:${metricsPort}/metrics`, log: first.log, auditLog: first.auditLog, syncUrl: `https://${LOOPBACK}:${syncPort}`, gatewayUrl: `wss://localhost:${gatewayPort}`, units: units[0]! });
       for (let i = 2; i <= nodeCount; i++) {
         const files = devNodeFiles(p, i);
         progress(`starting node ${files.nodeId} of ${nodeCount}; log ${files.log}`);
@@ -1107,12 +1134,13 @@ export async function devUp(opts: DevUpOptions): Promise<DevUpResult> {
           const nodePort = await freePort();
           const nodeMetrics = await freePort();
           const nodeSync = await freePort();
-          const r = await startServer(p, access, redis.port, nodePort, nodeMetrics, env, files, { port: nodeSync, tenant }, units[i - 1]);
+          const nodeGateway = await freePort();
+          const r = await startServer(p, access, redis.port, nodePort, nodeMetrics, env, files, { port: nodeSync, tenant }, units[i - 1], nodeGateway);
           if ("started" in r) {
             others.push(r.started);
             nodes.push({
               nodeId: files.nodeId, pid: r.started.pid, port: nodePort, metricsPort: nodeMetrics, metricsUrl: `http://${LOOPBACK}:${nodeMetrics}/metrics`, log: files.log, auditLog: files.auditLog,
-              syncUrl: `https://${LOOPBACK}:${nodeSync}`, units: units[i - 1]!,
+              syncUrl: `https://${LOOPBACK}:${nodeSync}`, gatewayUrl: `wss://localhost:${nodeGateway}`, units: units[i - 1]!,
             });
             break;
           }
@@ -1125,7 +1153,7 @@ export async function devUp(opts: DevUpOptions): Promise<DevUpResult> {
       const endpoint = `localhost:${port}`;
       const tls = adminTls(p);
       const authority = await serverAuthority(endpoint, tls);
-      const namedContext = writeContexts(p, endpoint, tenant, env, home, contextName);
+      const namedContext = writeContexts(p, endpoint, tenant, nodes[0]!.gatewayUrl, env, home, contextName);
       const state: DevState = {
         dataDir: p.dataDir,
         startedAt: new Date().toISOString(),
@@ -1140,6 +1168,7 @@ export async function devUp(opts: DevUpOptions): Promise<DevUpResult> {
         pki: { dir: p.pkiDir, ca: p.caCert, cert: p.adminCert, key: p.adminKey },
         syncUrl: `https://${LOOPBACK}:${syncPort}`,
         service: { cert: p.serviceCert, key: p.serviceKey },
+        gatewayUrl: nodes[0]!.gatewayUrl!,
         context: p.contextFile,
         namedContext,
       };
@@ -1180,6 +1209,8 @@ export interface DevStatusResult {
   nodes: NodeProbe[];
   /** The CMD sync HTTP API (https://127.0.0.1:P; service certificates only), null when down or not started by this dev up. */
   syncUrl: string | null;
+  /** Node 1's client gateway (wss://localhost:P; device tokens), null when down or not started by this dev up. */
+  gatewayUrl: string | null;
   context: string | null;
   /** Processes of this data dir that no state file records (e.g. after the state was deleted by hand). */
   strays: number[];
@@ -1191,7 +1222,7 @@ export async function devStatus(dataDir: string): Promise<DevStatusResult> {
   const running = stackProcesses(p);
   if (!s) {
     const strays = [...running.server, ...running.redis];
-    return { dataDir: p.dataDir, state: strays.length > 0 ? "partial" : "down", endpoint: null, tenant: null, authority: null, startedAt: null, redis: null, redisAccess: null, server: null, nodes: [], syncUrl: null, context: null, strays };
+    return { dataDir: p.dataDir, state: strays.length > 0 ? "partial" : "down", endpoint: null, tenant: null, authority: null, startedAt: null, redis: null, redisAccess: null, server: null, nodes: [], syncUrl: null, gatewayUrl: null, context: null, strays };
   }
   const now = await probe(p, s);
   const known = new Set([s.redis.pid, ...now.nodes.map((n) => n.pid)]);
@@ -1209,6 +1240,7 @@ export async function devStatus(dataDir: string): Promise<DevStatusResult> {
     server: now.server,
     nodes: now.nodes,
     syncUrl: s.syncUrl ?? null,
+    gatewayUrl: s.gatewayUrl ?? null,
     context: s.context,
     strays,
   };
@@ -1279,7 +1311,8 @@ export async function devRestart(opts: { dataDir: string; node?: number; env?: N
       }
       const syncPort = n.syncUrl ? Number(new URL(n.syncUrl).port) : null;
       progress(`starting node ${n.nodeId} on localhost:${n.port}; log ${files.log}`);
-      const r = await startServer(p, s.redisAccess, s.redis.port, n.port, n.metricsPort, env, files, syncPort !== null ? { port: syncPort, tenant: s.tenant } : null, n.units ?? UNIT_KINDS);
+      const gatewayPort = n.gatewayUrl ? Number(new URL(n.gatewayUrl).port) : null;
+      const r = await startServer(p, s.redisAccess, s.redis.port, n.port, n.metricsPort, env, files, syncPort !== null ? { port: syncPort, tenant: s.tenant } : null, n.units ?? UNIT_KINDS, gatewayPort);
       if (!("started" in r)) {
         const why = r.failed === "address-in-use" ? `could not listen again on its ports (admin ${n.port}, metrics ${n.metricsPort}${syncPort !== null ? `, cmd sync ${syncPort}` : ""}): another program took one` : r.failed === "no-answer" ? `did not answer the health check on localhost:${n.port} (last: ${r.detail})` : "exited during start-up";
         throw new DevStackError(r.failed === "no-answer" ? EXIT.CONNECTION : EXIT.INTERNAL, "SERVER_START_FAILED",
@@ -1435,7 +1468,7 @@ function removeOurContexts(p: DevPaths, env: NodeJS.ProcessEnv, home: string): s
  * anything else.
  */
 function purgeTargets(p: DevPaths): string[] {
-  const fixed = [p.redisDir, p.pkiDir, p.redisLog, p.redisPassword, p.redisAcl, p.serverLog, p.auditLog, p.nodeIdFile, p.contextFile, p.stateFile];
+  const fixed = [p.redisDir, p.pkiDir, p.redisLog, p.redisPassword, p.redisAcl, p.serverLog, p.auditLog, p.nodeIdFile, p.tokenKeys, p.contextFile, p.stateFile];
   const named = safeList(p.dataDir).sort()
     .filter((name) => DRILL_REPORT_NAME.test(name) || /^audit(-\d+)?\.log(\.\d+)?$/.test(name) || /^server-\d+\.log$/.test(name) || /^node-\d+$/.test(name))
     .map((name) => path.join(p.dataDir, name));

@@ -37,8 +37,9 @@ export function upLines(r: DevUpResult, defaultDir: string, opts: { nextSteps?: 
       ...(r.redisAccess.secure ? [["redis access", secureLine(r.redisAccess)] as const] : []),
       ["server", `pid ${r.server.pid}, log ${shown(r.server.log)}, audit log ${shown(r.server.auditLog)}, metrics ${r.server.metricsUrl}`],
       // one node adds no line: the text stays as it was before --nodes
-      ...(r.nodes.length > 1 ? r.nodes.map((n) => [`node ${n.nodeId}`, `pid ${n.pid}, admin localhost:${n.port}, log ${shown(n.log)}, metrics ${n.metricsUrl}${n.syncUrl ? `, cmd sync ${n.syncUrl}` : ""}${n.units && n.units.length < 3 ? `, units ${n.units.join(",")}` : ""}`] as const) : []),
+      ...(r.nodes.length > 1 ? r.nodes.map((n) => [`node ${n.nodeId}`, `pid ${n.pid}, admin localhost:${n.port}, log ${shown(n.log)}, metrics ${n.metricsUrl}${n.syncUrl ? `, cmd sync ${n.syncUrl}` : ""}${n.gatewayUrl ? `, gateway ${n.gatewayUrl}` : ""}${n.units && n.units.length < 3 ? `, units ${n.units.join(",")}` : ""}`] as const) : []),
       ...(r.syncUrl && r.service ? [["cmd sync http", `${r.syncUrl}/message/sync (service certificate ${shown(r.service.cert)}, CN=dev-app, role service)`] as const] : []),
+      ...(r.gatewayUrl ? [["client gateway", `${r.gatewayUrl} (devices: a token from qimctl token issue; keys ${shown(path.join(r.dataDir, "token-keys.json"))})`] as const] : []),
       ["context", contextLine(r)],
     ]).replace(/^/gm, "  "),
     `  ${authorityLine(r)}`,
@@ -58,6 +59,7 @@ export function upLines(r: DevUpResult, defaultDir: string, opts: { nextSteps?: 
     `  qimctl membership list --group <group from above>${ctxFlag}`,
     `  qimctl sessions --user ${owner}${ctxFlag}`,
     `  qimctl projection status${ctxFlag}`,
+    ...(r.gatewayUrl ? [`  qimctl client --as ${owner} --device phone${ctxFlag}   (a device, live: every frame as it arrives)`] : []),
     `  qimctl dev status${dd}`,
     `Stop it with: qimctl dev down${dd}   (keeps data and PKI; --purge removes them)`,
   );
@@ -102,6 +104,7 @@ export function statusLines(r: DevStatusResult, defaultDir: string): string {
       ["started at", r.startedAt],
       ["context", r.context ? shown(r.context) : null],
       ...(r.syncUrl ? [["cmd sync http", r.syncUrl] as const] : []),
+      ...(r.gatewayUrl ? [["client gateway", r.gatewayUrl] as const] : []),
       // a plaintext Redis adds no line: the text stays as it was before --secure-redis
       ...(r.redisAccess?.secure ? [["redis access", secureLine(r.redisAccess)] as const] : []),
     ]).replace(/^/gm, "  "),

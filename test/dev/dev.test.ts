@@ -105,6 +105,15 @@ describe("qimctl dev up|status|down with real processes", { timeout: 300_000 }, 
     const list = ok(await qimctl(["membership", "list", "--group", group.group], { env }), "membership list through the current context");
     assert.deepEqual(list.members.map((m: any) => m.state), ["ACTIVE", "ACTIVE"]);
 
+    // the client gateway: in the state and the context, so that qimctl client needs no --url; the token key file 0600
+    assert.match(status.gatewayUrl, /^wss:\/\/localhost:\d+$/);
+    assert.equal(readConfig().contexts.dev.gateway, status.gatewayUrl);
+    assert.equal(statSync(path.join(dir, "token-keys.json")).mode & 0o777, 0o600);
+    const device = await qimctl(["client", "--as", "11111111-1111-4111-8111-111111111111", "--device", "phone", "--exit-after", "1", "--output", "json"], { env, json: false });
+    assert.equal(device.code, 0, device.stderr);
+    const authOk = JSON.parse(device.stdout.trim().split("\n")[0]!);
+    assert.deepEqual([authOk.frame, authOk.body.user, authOk.body.deviceId, authOk.body.tenant], ["authOk", "11111111-1111-4111-8111-111111111111", "phone", first.tenant]);
+
     const down = ok(await qimctl(["dev", "down", "--data-dir", dir], { env }), "dev down");
     assert.equal(down.wasRunning, true);
     assert.deepEqual(down.stopped.map((s: any) => [s.process, s.pid]), [["server", first.server.pid], ["redis", first.redis.pid]]);

@@ -220,7 +220,7 @@ describe("qimctl context: named contexts against the real admin server", { timeo
     const listed = ok(await q(["context", "list"]), "context list");
     assert.equal(listed.current, "carol");
     assert.deepEqual(listed.contexts.find((c: any) => c.name === "carol"), {
-      name: "carol", current: true, endpoint: e2e.endpoint, tenant, insecure: false, ca: e2e.pki.ca.certPath, cert: carol.certPath, key: carol.keyPath, devDataDir: null,
+      name: "carol", current: true, endpoint: e2e.endpoint, tenant, gateway: null, insecure: false, ca: e2e.pki.ca.certPath, cert: carol.certPath, key: carol.keyPath, devDataDir: null,
     });
     ok(await q(["membership", "add", "--group", group, "--user", randomUUID()]), "membership add as carol through the current context");
     const dan = ok(await issue(["--name", "dan", "--context", "ops"]), "certs issue dan --context ops");

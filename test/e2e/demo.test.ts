@@ -15,7 +15,7 @@ import { alive, filesHolding, killMentioning, ok, processesMentioning, qimctl } 
 
 const STEPS = [
   "dev-up", "create-group", "send-messages", "add-member", "remove-member", "history-boundaries",
-  "conversation-summaries", "user-sessions", "bump-epoch", "rebuild-drill", "dispatch-audit", "cluster-nodes", "cmd-sync", "bulk-add",
+  "conversation-summaries", "user-sessions", "bump-epoch", "rebuild-drill", "dispatch-audit", "cluster-nodes", "cmd-sync", "devices", "bulk-add",
 ];
 
 describe("qimctl demo in a clean directory", { timeout: 300_000 }, () => {
@@ -39,7 +39,7 @@ describe("qimctl demo in a clean directory", { timeout: 300_000 }, () => {
     // table mode, the default data dir (.qim/demo, relative to the working directory)
     const first = await qimctl(["demo"], { env, cwd: tmp, json: false });
     assert.equal(first.code, 0, `${first.stdout}\n${first.stderr}`);
-    for (const line of [/^== Create two groups$/m, /dave +sees seq 4–7 +earliest available 4/, /carol +sees seq 1–5 .*REMOVED \(leftAt 6\)/, /^== Summary$/m, /^All 14 steps OK\.$/m, /^ {5}batch 3\/3: added 500 user\(s\) as event seq 3 \(0 already members\); version 4, 2501 members$/m, /Stop it with: qimctl dev down --data-dir \.qim\/demo$/m]) {
+    for (const line of [/^== Create two groups$/m, /dave +sees seq 4–7 +earliest available 4/, /carol +sees seq 1–5 .*REMOVED \(leftAt 6\)/, /^== Summary$/m, /^All 15 steps OK\.$/m, /^ {5}batch 3\/3: added 500 user\(s\) as event seq 3 \(0 already members\); version 4, 2501 members$/m, /Stop it with: qimctl dev down --data-dir \.qim\/demo$/m]) {
       assert.match(first.stdout, line);
     }
     assert.match(first.stdout, /conversation-set authority: redis-hash \(development fallback/);
@@ -58,6 +58,10 @@ describe("qimctl demo in a clean directory", { timeout: 300_000 }, () => {
     assert.equal(config.current, "demo");
     assert.deepEqual([config.contexts.demo.endpoint, config.contexts.demo.dataDir], [status.endpoint, dataDir]);
     assert.match(first.stdout, /Look around with --context demo, e\.g\.:/);
+    // the client gateway: in the stack's state and its context (qimctl client's default --url), and the closing lines show a device
+    assert.match(status.gatewayUrl, /^wss:\/\/localhost:\d+$/);
+    assert.equal(config.contexts.demo.gateway, status.gatewayUrl);
+    assert.match(first.stdout, /^ {3}qimctl client --as [0-9a-f-]{36} --device tablet --context demo /m);
 
     const r = await qimctl(["demo", "--down"], { env, cwd: tmp }); // --output json added by qimctl()
     assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
@@ -94,6 +98,9 @@ describe("qimctl demo in a clean directory", { timeout: 300_000 }, () => {
     assert.deepEqual(step("user-sessions").page.summaries.map((x: any) => [x.pinned, x.unread > 0]), [[true, true], [false, true]]);
     assert.equal(step("user-sessions").page.summaries[0].unread, 1);
     assert.equal(step("cluster-nodes").nodes.nodes.filter((n: any) => n.alive).length, 1, "the demo's stack runs one node");
+    // by hand: team's seqs 1-3 messages, 4 dave's join, 5 his message, 6 carol's removal, 7 alice's send: bob's device send is 8;
+    // alice's phone read it and got no echo; her badge then counts side's one unread message (bob's) and nothing of team
+    assert.deepEqual([step("devices").seq, step("devices").readSyncOnPhone, step("devices").badgeTotalUnread], [8, 0, 1]);
     // the bulk add: 2,500 users in batches of 1,000, one event each, as `membership add --from-file` prints them
     const bulk = step("bulk-add");
     assert.equal(outputMismatch(["membership", "add", "--from-file", "f"], `${[...bulk.batches, bulk.summary, bulk.rerun].map((l: unknown) => JSON.stringify(l)).join("\n")}\n`), undefined);
@@ -162,6 +169,7 @@ describe("qimctl demo --secure-redis in a clean directory", { timeout: 300_000 }
     assert.deepEqual(step("history-boundaries").carol.seqs, [1, 2, 3, 4, 5]);
     assert.equal(step("rebuild-drill").report.ok, true);
     assert.ok(step("dispatch-audit").audit.partitions.every((p: any) => p.verdict === "OK"));
+    assert.deepEqual([step("devices").seq, step("devices").readSyncOnPhone], [8, 0]);
 
     // --down: nothing of the stack is left
     const stopped = step("dev-down").stopped as { pid: number }[];

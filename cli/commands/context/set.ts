@@ -10,7 +10,7 @@ import { updateConfig } from "../../context/config.js";
 import { contextEntry, type ContextSetResult } from "../../context/results.js";
 import { setText } from "../../context/text.js";
 import { UsageError } from "../../exit-codes.js";
-import { endpoint as checkEndpoint, uuid } from "../../validate.js";
+import { endpoint as checkEndpoint, gatewayUrl, uuid } from "../../validate.js";
 
 function readFile(flag: string, file: string): string {
   try {
@@ -30,13 +30,14 @@ function readCertificate(flag: string, file: string): X509Certificate {
 }
 
 /** The context after the flags: a given value replaces, an empty one removes, an absent one keeps. */
-function merged(old: NamedContext | undefined, f: { endpoint?: string | undefined; tenant?: string | undefined; ca?: string | undefined; cert?: string | undefined; key?: string | undefined; insecure?: boolean | undefined }): NamedContext {
+function merged(old: NamedContext | undefined, f: { endpoint?: string | undefined; tenant?: string | undefined; gateway?: string | undefined; ca?: string | undefined; cert?: string | undefined; key?: string | undefined; insecure?: boolean | undefined }): NamedContext {
   const next: NamedContext = { ...old };
   // a context set by hand is the user's: dev up no longer takes it for its own and replaces it
   delete next.dev;
   delete next.dataDir;
   if (f.endpoint !== undefined) next.endpoint = f.endpoint === "" ? undefined : checkEndpoint("--endpoint", f.endpoint);
   if (f.tenant !== undefined) next.tenant = f.tenant === "" ? undefined : uuid("--tenant", f.tenant);
+  if (f.gateway !== undefined) next.gateway = f.gateway === "" ? undefined : gatewayUrl("--gateway", f.gateway);
   for (const k of ["ca", "cert", "key"] as const) {
     const v = f[k];
     if (v !== undefined) next[k] = v === "" ? undefined : path.resolve(v);
@@ -70,7 +71,7 @@ export default class ContextSet extends BaseCommand<typeof ContextSet> {
   static override summary = "Create or update a named context: endpoint, CA, client certificate and key, tenant.";
   static override description = `Writes the context NAME into $XDG_CONFIG_HOME/qimctl/config.json (atomically: a temporary file, mode 0600, renamed over the old one). On an existing context only the flags given change it; an empty value (--tenant "") removes that setting. Paths are stored absolute (relative ones are taken from the working directory).
 
-Checked before anything is written: the endpoint is host:port, the tenant a UUID, each file given exists and is PEM (--ca and --cert certificates, --key a private key), and the key belongs to the certificate; a new context needs --endpoint. The key is read only to check that; nothing prints it.
+Checked before anything is written: the endpoint is host:port, the tenant a UUID, the gateway wss://HOST:PORT (ws:// to loopback only), each file given exists and is PEM (--ca and --cert certificates, --key a private key), and the key belongs to the certificate; a new context needs --endpoint. The key is read only to check that; nothing prints it.
 
 A context written by dev up that is changed here becomes yours: dev up then leaves it alone. A new context becomes the current one when no context is current; --use makes it current in any case. Re-running with the same values changes nothing, says so and exits 0.
 
@@ -94,6 +95,7 @@ Exit codes: 0 ok; 2 a flag is invalid (named), or the config file is not valid; 
     cert: Flags.string({ description: "client certificate (PEM): its CN is who you are, its OU your role" }),
     key: Flags.string({ description: "the client certificate's private key (PEM)" }),
     tenant: Flags.string({ description: "tenant UUID" }),
+    gateway: Flags.string({ description: "the client gateway devices connect to, wss://HOST:PORT (qimctl client's default --url)" }),
     insecure: Flags.boolean({ allowNo: true, description: "plaintext, for a server started with --insecure-dev (development only); --no-insecure turns it off" }),
     use: Flags.boolean({ description: "make it the current context" }),
   };
@@ -102,7 +104,7 @@ Exit codes: 0 ok; 2 a flag is invalid (named), or the config file is not valid; 
     const { args } = await this.parse(ContextSet);
     const name = contextName("NAME", args.name);
     const f = this.flags;
-    const given = { endpoint: f.endpoint, tenant: f.tenant, ca: f.ca, cert: f.cert, key: f.key, insecure: f.insecure };
+    const given = { endpoint: f.endpoint, tenant: f.tenant, gateway: f.gateway, ca: f.ca, cert: f.cert, key: f.key, insecure: f.insecure };
     // the flags alone, before the lock: a bad value is refused even when the config file is busy
     merged(undefined, given);
     const change = updateConfig(process.env, os.homedir(), (cfg) => {

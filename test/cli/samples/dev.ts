@@ -26,12 +26,13 @@ const up: ResultOf<typeof DevUp> = {
     auditLog: "/home/alice/qim/.qim/dev/audit.log",
   },
   nodes: [
-    { nodeId: "dev-1", pid: 9467, port: 45307, metricsPort: 33749, metricsUrl: "http://127.0.0.1:33749/metrics", log: "/home/alice/qim/.qim/dev/server.log", auditLog: "/home/alice/qim/.qim/dev/audit.log", syncUrl: "https://127.0.0.1:40215", units: ["relay", "partition", "slot"] },
-    { nodeId: "dev-2", pid: 9471, port: 45311, metricsPort: 33755, metricsUrl: "http://127.0.0.1:33755/metrics", log: "/home/alice/qim/.qim/dev/server-2.log", auditLog: "/home/alice/qim/.qim/dev/audit-2.log", syncUrl: "https://127.0.0.1:40219", units: ["relay", "partition", "slot"] },
+    { nodeId: "dev-1", pid: 9467, port: 45307, metricsPort: 33749, metricsUrl: "http://127.0.0.1:33749/metrics", log: "/home/alice/qim/.qim/dev/server.log", auditLog: "/home/alice/qim/.qim/dev/audit.log", syncUrl: "https://127.0.0.1:40215", gatewayUrl: "wss://localhost:40217", units: ["relay", "partition", "slot"] },
+    { nodeId: "dev-2", pid: 9471, port: 45311, metricsPort: 33755, metricsUrl: "http://127.0.0.1:33755/metrics", log: "/home/alice/qim/.qim/dev/server-2.log", auditLog: "/home/alice/qim/.qim/dev/audit-2.log", syncUrl: "https://127.0.0.1:40219", gatewayUrl: "wss://localhost:40221", units: ["relay", "partition", "slot"] },
   ],
   pki: { dir: "/home/alice/qim/.qim/dev/pki", ca: "/home/alice/qim/.qim/dev/pki/ca.crt", cert: "/home/alice/qim/.qim/dev/pki/admin.crt", key: "/home/alice/qim/.qim/dev/pki/admin.key" },
   syncUrl: "https://127.0.0.1:40215",
   service: { cert: "/home/alice/qim/.qim/dev/pki/service.crt", key: "/home/alice/qim/.qim/dev/pki/service.key" },
+  gatewayUrl: "wss://localhost:40217",
   context: "/home/alice/qim/.qim/dev/context.json",
   namedContext: { config: "/home/alice/.config/qimctl/config.json", name: "dev", written: true, current: "dev", note: null },
   status: "started",
@@ -49,10 +50,11 @@ const status: ResultOf<typeof DevStatus> = {
   redisAccess: up.redisAccess,
   server: { pid: 9467, port: 45307, alive: true, answering: true },
   nodes: [
-    { nodeId: "dev-1", pid: 9467, port: 45307, alive: true, answering: true, syncUrl: "https://127.0.0.1:40215", units: ["relay", "partition", "slot"] },
-    { nodeId: "dev-2", pid: 9471, port: 45311, alive: true, answering: true, syncUrl: "https://127.0.0.1:40219", units: ["relay", "partition", "slot"] },
+    { nodeId: "dev-1", pid: 9467, port: 45307, alive: true, answering: true, syncUrl: "https://127.0.0.1:40215", gatewayUrl: "wss://localhost:40217", units: ["relay", "partition", "slot"] },
+    { nodeId: "dev-2", pid: 9471, port: 45311, alive: true, answering: true, syncUrl: "https://127.0.0.1:40219", gatewayUrl: "wss://localhost:40221", units: ["relay", "partition", "slot"] },
   ],
   syncUrl: "https://127.0.0.1:40215",
+  gatewayUrl: "wss://localhost:40217",
   context: "/home/alice/qim/.qim/dev/context.json",
   strays: [],
 };
@@ -70,8 +72,8 @@ export const samples = {
     status,
     { ...status, redisAccess: secureAccess },
     // a stack started before every node served the HTTP API: dev-2 has none
-    { ...status, nodes: [status.nodes[0]!, { ...status.nodes[1]!, syncUrl: null }] },
-    { dataDir: "/home/alice/qim/.qim/dev", state: "partial", endpoint: null, tenant: null, authority: null, startedAt: null, redis: null, redisAccess: null, server: null, nodes: [], syncUrl: null, context: null, strays: [9470] },
+    { ...status, nodes: [status.nodes[0]!, { ...status.nodes[1]!, syncUrl: null, gatewayUrl: null }] },
+    { dataDir: "/home/alice/qim/.qim/dev", state: "partial", endpoint: null, tenant: null, authority: null, startedAt: null, redis: null, redisAccess: null, server: null, nodes: [], syncUrl: null, gatewayUrl: null, context: null, strays: [9470] },
   ),
   "dev restart": samplesOf<ResultOf<typeof DevRestart>>(
     { dataDir: "/home/alice/qim/.qim/dev", restarted: [{ nodeId: "dev-2", previousPid: 9471, stopped: "SIGTERM", pid: 9530, port: 45311 }] },

@@ -45,7 +45,9 @@ export async function startTarget(opts: { extraArgs?: string[] } = {}): Promise<
   try {
     node = await startServerProcess({
       redisAddr: redis.addr, pki, auditLog: path.join(dir, "audit.log"),
-      extraArgs: ["--gateway-listen", "127.0.0.1:0", "--tokens-keys", keysFile, "--data-dir", path.join(dir, "data"), ...(opts.extraArgs ?? [])],
+      // per_user_msg_rate off in effect: a bench measures the node's capacity (one device may send 64
+      // in flight as fast as acks come), not what one real user is allowed
+      extraArgs: ["--gateway-listen", "127.0.0.1:0", "--tokens-keys", keysFile, "--data-dir", path.join(dir, "data"), "--gateway-user-msg-rate", "1000000", ...(opts.extraArgs ?? [])],
     });
     const url = /client gateway on (wss:\/\/\S+)/.exec(await node.waitForLog(/client gateway on /))![1]!.replace("127.0.0.1", "localhost");
     const admin = connectAdmin({

@@ -109,6 +109,34 @@ export const CMD_HTTP_MAX_BODY_BYTES = 64 * 1024;
 export const GATEWAY_MAX_FRAME_BYTES = 128 * 1024;
 /** Requests of one gateway connection answered at a time; one past it is refused RATE_LIMITED (a device waits for its answers). */
 export const GATEWAY_MAX_IN_FLIGHT = 64;
+/**
+ * per_user_msg_rate (spec 003 §4, §6: counted apart from per_user_reaction_rate; the spec names it
+ * without a number): SENDs per second one user may make through one node's gateway, all of the
+ * user's devices on that node together (the gateway.user_msg_rate setting). A SEND past it is
+ * answered RATE_LIMITED with retry_after_ms and nothing is written.
+ */
+export const PER_USER_MSG_RATE = 20;
+/** A user's SEND bucket holds this many seconds of per_user_msg_rate: a device back online flushes its outbox at once up to it. */
+export const PER_USER_MSG_BURST_SECONDS = 2;
+/** MARK_READs per second of one connection (burst GATEWAY_MARK_READ_BURST); past it RATE_LIMITED, nothing written. */
+export const GATEWAY_MARK_READ_RATE = 10;
+export const GATEWAY_MARK_READ_BURST = 20;
+/** Other requests (AUTH, PING, PULL_HISTORY, PULL_SESSION_LIST, LEAVE_GROUP) per second of one connection (burst GATEWAY_REQUEST_BURST); past it RATE_LIMITED. */
+export const GATEWAY_REQUEST_RATE = 50;
+export const GATEWAY_REQUEST_BURST = 100;
+/**
+ * Refusals per second one connection may earn (burst GATEWAY_REFUSAL_BURST) before it is closed
+ * with 1008 (policy violation): a device that keeps sending past RATE_LIMITED answers is flooding.
+ */
+export const GATEWAY_REFUSAL_RATE = 10;
+export const GATEWAY_REFUSAL_BURST = 100;
+/**
+ * Failed upgrades (no token, or a token that does not verify) per second of one remote address
+ * (burst GATEWAY_AUTH_FAILURE_BURST): past it every upgrade from that address is refused 429 with
+ * Retry-After, before any token is verified, until the bucket refills.
+ */
+export const GATEWAY_AUTH_FAILURE_RATE = 1;
+export const GATEWAY_AUTH_FAILURE_BURST = 20;
 /** How long a gateway connection may stay before its AUTH frame arrives: it is closed with 4401 after this. */
 export const GATEWAY_AUTH_TIMEOUT_MS = 10_000;
 /** How long a gateway connection may stay silent (no frame from the device; a PING counts): closed with 4408 after this. */

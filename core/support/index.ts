@@ -1,4 +1,5 @@
-/** Process helpers that are not engine concepts: free loopback ports, fault-injection fail points. */
+/** Process helpers that are not engine concepts: free loopback ports, fault-injection fail points, token buckets. */
 export * from "./failpoints.js";
 export * from "./ports.js";
 export * from "./keyed-serial.js";
+export * from "./rate-limit.js";

@@ -50,7 +50,7 @@ describe("delivery survives the SIGKILL of the node that delivers", { timeout: 3
         extraArgs: [
           "--node-id", n.id, "--data-dir", path.join(dir, n.id), "--cluster-lease-ttl", "5s", "--cluster-heartbeat-interval", "1s",
           "--node-listen", "127.0.0.1:0", "--node-tls-cert", pki.nodeA.certPath, "--node-tls-key", pki.nodeA.keyPath,
-          "--gateway-listen", "127.0.0.1:0", "--tokens-keys", keys,
+          "--gateway-listen", "127.0.0.1:0", "--tokens-keys", keys, "--gateway-user-msg-rate", "1000000", // streams of sends from one user: the limit has its own test (flood.test.ts)
         ],
       });
       n.url = /client gateway on (wss:\/\/\S+)/.exec(await n.proc.waitForLog(/client gateway on /))![1]!.replace("127.0.0.1", "localhost");

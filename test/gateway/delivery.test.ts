@@ -97,7 +97,7 @@ describe("delivery to online devices across two nodes", { timeout: 300_000 }, ()
           "--node-id", n.id, "--data-dir", path.join(dir, n.id), ...n.units,
           "--cluster-lease-ttl", "5s", "--cluster-heartbeat-interval", "1s",
           "--node-listen", "127.0.0.1:0", "--node-tls-cert", pki.nodeA.certPath, "--node-tls-key", pki.nodeA.keyPath,
-          "--gateway-listen", "127.0.0.1:0", "--tokens-keys", keys,
+          "--gateway-listen", "127.0.0.1:0", "--tokens-keys", keys, "--gateway-user-msg-rate", "1000000", // streams of sends from one user: the limit has its own test (flood.test.ts)
         ],
       });
       n.url = /client gateway on (wss:\/\/\S+)/.exec(await n.proc.waitForLog(/client gateway on /))![1]!.replace("127.0.0.1", "localhost");

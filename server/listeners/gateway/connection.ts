@@ -9,11 +9,13 @@ import { createHash } from "node:crypto";
 import type { WebSocket } from "ws";
 import {
   decodeHistoryEntry, GATEWAY_MAX_ANSWER_PAYLOAD_BYTES, GATEWAY_RECONNECT_GRACE_MS, GATEWAY_PUSH_HARD_MARK_BYTES, GATEWAY_PUSH_SOFT_MARK_BYTES, type DeliveryItem, type DeviceConnection,
-  GATEWAY_AUTH_TIMEOUT_MS, GATEWAY_IDLE_TIMEOUT_MS, GATEWAY_MAX_IN_FLIGHT, HISTORY_PAGE_DEFAULT, HISTORY_PAGE_LIMIT, InvalidArgumentError, listConversations, pageLimit,
+  GATEWAY_AUTH_TIMEOUT_MS, GATEWAY_IDLE_TIMEOUT_MS, GATEWAY_MARK_READ_BURST, GATEWAY_MARK_READ_RATE, GATEWAY_MAX_IN_FLIGHT, GATEWAY_REFUSAL_BURST, GATEWAY_REFUSAL_RATE,
+  GATEWAY_REQUEST_BURST, GATEWAY_REQUEST_RATE, HISTORY_PAGE_DEFAULT, HISTORY_PAGE_LIMIT, InvalidArgumentError, listConversations, pageLimit,
   parseUuid, SESSION_PAGE_DEFAULT, SESSION_PAGE_LIMIT, type BadgeState, type ConversationListEntry, type EngineRuntime, type HistoryRecord, type SessionFrame,
   type UserEvent, type Uuid,
 } from "../../../core/index.js";
 import { Frame, type Badge, type Message, type SessionEntry, type SessionList } from "../../../admin-api/gen/qim/client/v1/frames.js";
+import { TokenBucket, type KeyedRateLimiter } from "../../../core/support/index.js";
 import { DEVICE_ROLE, type Principal } from "../../pipeline/auth.js";
 import { mapError } from "../../pipeline/errors.js";
 import type { Pipeline } from "../../pipeline/pipeline.js";
@@ -42,6 +44,8 @@ export const CLOSE = {
   KICKED: 4410,
   /** Silent for GATEWAY_IDLE_TIMEOUT_MS. */
   IDLE: 4408,
+  /** Kept sending past its RATE_LIMITED answers (more than GATEWAY_REFUSAL_BURST refusals, then GATEWAY_REFUSAL_RATE/s). */
+  FLOODING: 1008,
 } as const;
 
 /** Frames a device may send, each with what it is answered with. */
@@ -58,6 +62,8 @@ export interface ConnectionDeps {
   onAuthed(conn: GatewayConnection): void;
   /** Called once when the connection is gone. */
   onClose(conn: GatewayConnection): void;
+  /** per_user_msg_rate: the node's SEND buckets, one per user (all of the user's devices on this node). */
+  userSends: KeyedRateLimiter;
 }
 
 export class GatewayConnection implements DeviceConnection {
@@ -68,6 +74,10 @@ export class GatewayConnection implements DeviceConnection {
   framesIn = 0;
   framesOut = 0;
   private inFlight = 0;
+  // flood limits (docs/gateway.md "Flood limits"): what a request may cost, and what refusals may
+  private readonly markReads = new TokenBucket({ rate: GATEWAY_MARK_READ_RATE, burst: GATEWAY_MARK_READ_BURST });
+  private readonly requests = new TokenBucket({ rate: GATEWAY_REQUEST_RATE, burst: GATEWAY_REQUEST_BURST });
+  private readonly refusals = new TokenBucket({ rate: GATEWAY_REFUSAL_RATE, burst: GATEWAY_REFUSAL_BURST });
   private readonly sends = new ArrivalOrder();
   private readonly gone = new AbortController();
   private authTimer: NodeJS.Timeout | undefined;
@@ -255,8 +265,15 @@ export class GatewayConnection implements DeviceConnection {
       return;
     }
     if (this.inFlight >= GATEWAY_MAX_IN_FLIGHT) {
-      gatewayMetrics.refused.inc({ reason: "in_flight" });
-      this.error(id, "RATE_LIMITED", `at most ${GATEWAY_MAX_IN_FLIGHT} requests of a connection are answered at a time; wait for an answer`, "", 100);
+      this.refuse(id, "in_flight", `at most ${GATEWAY_MAX_IN_FLIGHT} requests of a connection are answered at a time; wait for an answer`, 100);
+      return;
+    }
+    const wait = this.costOf(body.$case);
+    if (wait > 0) {
+      const [reason, what] = body.$case === "send" ? ["send_rate", `at most ${this.deps.userSends.limitText} SENDs of a user (per_user_msg_rate)`]
+        : body.$case === "markRead" ? ["mark_read_rate", `at most ${GATEWAY_MARK_READ_RATE} MARK_READs per second (burst ${GATEWAY_MARK_READ_BURST})`]
+          : ["request_rate", `at most ${GATEWAY_REQUEST_RATE} requests per second (burst ${GATEWAY_REQUEST_BURST})`];
+      this.refuse(id, reason, `${what}: nothing was done; retry after retry_after_ms`, wait);
       return;
     }
     this.inFlight++;
@@ -269,6 +286,23 @@ export class GatewayConnection implements DeviceConnection {
       if (ticket >= 0) this.sends.leave(ticket);
       done();
     });
+  }
+
+  /** A request's token (0: taken), else the ms until its bucket has one: SENDs the user's, MARK_READs and the rest the connection's. */
+  private costOf(type: Case): number {
+    if (type === "send") return this.deps.userSends.take(`${this.identity.tenant}/${this.identity.user}`);
+    if (type === "markRead") return this.markReads.take();
+    return this.requests.take();
+  }
+
+  /** RATE_LIMITED with when to retry; a connection that keeps earning refusals past its budget is closed (1008). */
+  private refuse(id: bigint, reason: string, message: string, retryAfterMs: number): void {
+    gatewayMetrics.refused.inc({ reason });
+    if (this.refusals.take() > 0) {
+      this.close(CLOSE.FLOODING, "flooding: requests kept coming past RATE_LIMITED answers");
+      return;
+    }
+    this.error(id, "RATE_LIMITED", message, "", retryAfterMs);
   }
 
   /** One request through the pipeline; resolves once it is answered. */

@@ -9,7 +9,8 @@ import { createServer as createHttpServer, type IncomingMessage, type Server, ty
 import { createServer as createHttpsServer } from "node:https";
 import type { Duplex } from "node:stream";
 import { WebSocketServer } from "ws";
-import { GATEWAY_MAX_FRAME_BYTES, QimError } from "../../../core/index.js";
+import { GATEWAY_AUTH_FAILURE_BURST, GATEWAY_AUTH_FAILURE_RATE, GATEWAY_MAX_FRAME_BYTES, PER_USER_MSG_BURST_SECONDS, PER_USER_MSG_RATE, QimError } from "../../../core/index.js";
+import { KeyedRateLimiter } from "../../../core/support/index.js";
 import { listenAddr, type Listener } from "../../listener.js";
 import { deviceVerifierOf, FRAMES_SUBPROTOCOL, tokenOf, type DeviceVerifier } from "./auth.js";
 import { CLOSE, GatewayConnection } from "./connection.js";
@@ -25,9 +26,12 @@ export interface GatewayHandle {
 /** How the listener finds the device token verifier of the node it opens in. */
 export type VerifierOf = (ctx: Parameters<NonNullable<Listener["open"]>>[0]) => DeviceVerifier;
 
-function refuseUpgrade(socket: Duplex, status: number, code: string, message: string): void {
-  const body = JSON.stringify({ code, message });
-  socket.end(`HTTP/1.1 ${status} ${status === 401 ? "Unauthorized" : "Bad Request"}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+const STATUS_TEXT: Record<number, string> = { 401: "Unauthorized", 429: "Too Many Requests" };
+
+function refuseUpgrade(socket: Duplex, status: number, code: string, message: string, retryAfterMs = 0): void {
+  const body = JSON.stringify(retryAfterMs > 0 ? { code, message, retryAfterMs } : { code, message });
+  const retry = retryAfterMs > 0 ? `retry-after: ${Math.ceil(retryAfterMs / 1000)}\r\n` : "";
+  socket.end(`HTTP/1.1 ${status} ${STATUS_TEXT[status] ?? "Bad Request"}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n${retry}connection: close\r\n\r\n${body}`);
 }
 
 export const gatewayListener = gatewayListenerWith(deviceVerifierOf);
@@ -41,6 +45,11 @@ export function gatewayListenerWith(verifierOf: VerifierOf): Listener<GatewayHan
       const verifier = verifierOf(ctx);
       const { host, port } = listenAddr(opts.gateway!.listen, "gateway.listen");
       const all = new Set<GatewayConnection>();
+      // failed upgrades per remote address: past the burst, the address is refused before any verify
+      const authFailures = new KeyedRateLimiter({ rate: GATEWAY_AUTH_FAILURE_RATE, burst: GATEWAY_AUTH_FAILURE_BURST });
+      // per_user_msg_rate: one bucket per user of this node, shared by the user's devices here
+      const userMsgRate = opts.gateway!.userMsgRate ?? PER_USER_MSG_RATE;
+      const userSends = new KeyedRateLimiter({ rate: userMsgRate, burst: Math.max(1, Math.ceil(userMsgRate * PER_USER_MSG_BURST_SECONDS)) });
       const wss = new WebSocketServer({
         noServer: true, perMessageDeflate: false, maxPayload: GATEWAY_MAX_FRAME_BYTES, clientTracking: false,
         // a browser offers the frames' subprotocol beside its token's: the answer names the frames'
@@ -54,8 +63,17 @@ export function gatewayListenerWith(verifierOf: VerifierOf): Listener<GatewayHan
       const server: Server = insecure ? createHttpServer(plain) : createHttpsServer({ cert: opts.tls!.certPem, key: opts.tls!.keyPem }, plain);
       server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
         socket.on("error", () => undefined);
+        const address = req.socket.remoteAddress ?? "";
+        const blocked = authFailures.wait(address);
+        if (blocked > 0) {
+          gatewayMetrics.upgradesRefused.inc({ reason: "auth_flood" });
+          refuseUpgrade(socket, 429, "RATE_LIMITED", `too many failed upgrades from this address (at most ${GATEWAY_AUTH_FAILURE_BURST}, then ${GATEWAY_AUTH_FAILURE_RATE}/s): wait and retry`, blocked);
+          return;
+        }
+        const failed = (): void => void authFailures.take(address);
         const token = tokenOf(req.headers);
         if (token === null) {
+          failed();
           gatewayMetrics.upgradesRefused.inc({ reason: "no_token" });
           refuseUpgrade(socket, 401, "UNAUTHENTICATED", "no device token: send Authorization: Bearer <token> or the subprotocol qim-token.<token> (qimctl token issue)");
           return;
@@ -64,7 +82,7 @@ export function gatewayListenerWith(verifierOf: VerifierOf): Listener<GatewayHan
           if (socket.destroyed) return;
           wss.handleUpgrade(req, socket, head, (ws) => {
             const conn = new GatewayConnection(ws, identity, req.socket.remoteAddress ?? "", {
-              runtime: ctx.runtime, pipeline: ctx.pipeline, log,
+              runtime: ctx.runtime, pipeline: ctx.pipeline, log, userSends,
               // pushes start once AUTH succeeded (core/delivery's connections of this node)
               onAuthed: (c) => {
                 ctx.runtime.delivery.local.add(c);
@@ -82,6 +100,7 @@ export function gatewayListenerWith(verifierOf: VerifierOf): Listener<GatewayHan
         }, (err: unknown) => {
           // TOKEN_INVALID, TOKEN_EXPIRED, TOKEN_REVOKED (core/tokens), or a failure to verify at all
           const reason = err instanceof QimError ? err.code.toLowerCase() : "error";
+          failed();
           gatewayMetrics.upgradesRefused.inc({ reason });
           if (!(err instanceof QimError)) log(`gateway: token verification failed: ${err instanceof Error ? err.stack ?? err.message : String(err)}`);
           refuseUpgrade(socket, 401, "UNAUTHENTICATED", err instanceof QimError ? err.message : "the device token could not be verified");

@@ -3,3 +3,4 @@ export * from "./checker.js";
 export * from "./device.js";
 export * from "./run.js";
 export * from "./target.js";
+export * from "./search.js";

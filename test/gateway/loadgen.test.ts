@@ -7,7 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { check, quantile, runLoad, startTarget, type Arrival, type History, type Target } from "../../bench/loadgen/index.js";
+import { check, judge, nextRate, quantile, runLoad, startTarget, type Arrival, type History, type LoadReport, type Target } from "../../bench/loadgen/index.js";
 
 const G = "g-1";
 const [A, B, C] = ["user-a", "user-b", "user-c"];
@@ -83,6 +83,40 @@ describe("the load generator's checker on hand-made histories", () => {
   it("quantile is the nearest rank", () => {
     assert.equal(quantile([5, 1, 4, 2, 3], 0.5), 3);
     assert.equal(quantile(Array.from({ length: 100 }, (_, i) => i + 1), 0.99), 99);
+  });
+});
+
+describe("spec 000's figure: the rate search (--search)", () => {
+  const step = (rate: number, held: boolean) => ({ rate, held });
+  it("doubles while a window holds, then bisects (geometric middle) until within 25 %", () => {
+    assert.equal(nextRate([], 25), 25);
+    assert.equal(nextRate([step(25, true)], 25), 50);
+    assert.equal(nextRate([step(25, true), step(50, true)], 25), 100);
+    // between 50 and 100: √5000 = 70.7 → 71
+    assert.equal(nextRate([step(25, true), step(50, true), step(100, false)], 25), 71);
+    // between 71 and 100: √7100 = 84.3 → 84
+    assert.equal(nextRate([step(25, true), step(50, true), step(100, false), step(71, true)], 25), 84);
+    // 84 / 71 = 1.18 ≤ 1.25: done
+    assert.equal(nextRate([step(25, true), step(50, true), step(100, false), step(71, true), step(84, false)], 25), null);
+  });
+
+  it("halves when the first window does not hold, and stops below 1 msg/s", () => {
+    assert.equal(nextRate([step(25, false)], 25), 12);
+    assert.equal(nextRate([step(25, false), step(12, false)], 25), 6);
+    assert.equal(nextRate([step(1, false)], 1), null);
+  });
+
+  it("a window holds only with the checker passing, nothing failed or skipped, and both p99s within the spec's 30 and 122 ms", () => {
+    const r = (x: Partial<LoadReport> & { ok?: boolean }): LoadReport => ({
+      failed: 0, skipped: 0, acked: 10, sendAckMs: { p50: 1, p99: 30 }, endToEndMs: { p50: 1, p99: 122 }, verdict: { ok: x.ok ?? true }, ...x,
+    }) as unknown as LoadReport;
+    const bounds = { sendAckP99Ms: 30, endToEndP99Ms: 122 };
+    assert.deepEqual(judge(r({}), bounds), []);
+    assert.deepEqual(judge(r({ sendAckMs: { p50: 1, p99: 31 } }), bounds), ["SEND_ACK p99 31 ms > 30"]);
+    assert.deepEqual(judge(r({ endToEndMs: { p50: 1, p99: 123 } }), bounds), ["end to end p99 123 ms > 122"]);
+    assert.equal(judge(r({ ok: false }), bounds)[0], "the checker failed");
+    assert.equal(judge(r({ skipped: 3 }), bounds).length, 1);
+    assert.equal(judge(r({ acked: 0 }), bounds)[0], "nothing acked");
   });
 });
 

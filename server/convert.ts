@@ -203,9 +203,10 @@ export function describeDrill(r: CoreDrillReport): string {
 }
 
 /** A node of the engine cluster on the wire (ClusterService.ListNodes, the dashboard's snapshot). */
-export function clusterNodeOut(n: NodeRecord, cmdBadFile = ""): ClusterNode {
+export function clusterNodeOut(n: NodeRecord, cmdBadFile = "", connections?: number): ClusterNode {
   return {
     cmdBadFile,
+    ...(connections !== undefined ? { connections: BigInt(connections) } : {}),
     nodeId: n.nodeId, address: n.address, version: n.version, startedAtMs: BigInt(n.startedAt), heartbeatAgeMs: BigInt(Math.round(n.heartbeatAgeMs)),
     alive: n.alive, draining: n.draining, owned: { relayBuckets: n.owned.relayBuckets, partitions: n.owned.partitions, slots: n.owned.slots },
     units: [...n.units],

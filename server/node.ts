@@ -287,7 +287,7 @@ export async function startNode(opts: AdminServerOptions): Promise<AdminServer> 
   const projection = runtime.projection;
 
   const cluster = runtime.cluster;
-  const observer = new Observer(projection, audit, cluster ? () => cluster.nodes() : undefined, () => cmdBadFiles(runtime));
+  const observer = new Observer(projection, audit, cluster ? () => cluster.nodes() : undefined, () => cmdBadFiles(runtime), () => runtime.delivery.registry.counts());
   const routed = bound.find((b) => b.cmd);
   const cmdAccess = (): CmdAccess => routed?.cmd?.() ?? localCmdAccess(cmdOf(runtime), runtime.cluster?.nodeId ?? "");
   const writeAudit = async (rec: Omit<AuditRecord, "time">) => audit.append({ time: new Date().toISOString(), ...rec });

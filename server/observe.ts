@@ -101,13 +101,15 @@ export class Observer {
 
   /**
    * `nodes`: the engine cluster's nodes (ClusterMembership.nodes), absent on a server that is no
-   * node; `cmdBadFiles`: the CMD pending files set aside as .bad (server/routing/cmd-bad.ts).
+   * node; `cmdBadFiles`: the CMD pending files set aside as .bad (server/routing/cmd-bad.ts);
+   * `connections`: each node's published device connection count (core/delivery).
    */
   constructor(
     private readonly projection: ProjectionStack,
     private readonly audit: AuditLog,
     private readonly nodes?: () => Promise<NodeRecord[]>,
     private readonly cmdBadFiles: () => Promise<CmdBadFile[]> = async () => [],
+    private readonly connections: () => Promise<Map<string, number>> = async () => new Map(),
   ) {}
 
   /** Streams being served now (each has at most one timer or one read pending). */
@@ -132,7 +134,9 @@ export class Observer {
   }
 
   private async read(): Promise<Snapshot> {
-    const [status, counters, nodes, cmdBadFiles, devices] = await Promise.all([this.projection.status(), readCounters(), this.nodes ? this.nodes() : [], this.cmdBadFiles(), readDevices()]);
+    const [status, counters, nodes, cmdBadFiles, devices, connections] = await Promise.all([
+      this.projection.status(), readCounters(), this.nodes ? this.nodes() : [], this.cmdBadFiles(), readDevices(), this.nodes ? this.connections() : new Map<string, number>(),
+    ]);
     const badOf = new Map(cmdBadFiles.map((b) => [b.nodeId, b.path]));
     // taken with the time, after the status: a snapshot whose timeMs is after a call's answer has
     // that call's audit record
@@ -143,7 +147,7 @@ export class Observer {
       counters,
       projection: projectionStatusOut(status),
       audit: audit.map((e) => ({ time: e.time, principal: e.principal, rpc: e.rpc, result: e.result })),
-      nodes: nodes.map((n) => clusterNodeOut(n, badOf.get(n.nodeId) ?? "")),
+      nodes: nodes.map((n) => clusterNodeOut(n, badOf.get(n.nodeId) ?? "", connections.get(n.nodeId))),
       cmdBadFiles,
       devices,
     };

@@ -28,6 +28,8 @@ export const nodeResult = resultFrom<ClusterNode>()({
   owned: (n) => ownedResult(n.owned),
   /** Its CMD pending file that did not decode at start-up, renamed .bad; null when none. */
   cmdBadFile: "text or null",
+  /** Device connections on its client gateway as it last published them (every 5 s); null when it publishes none (no gateway). */
+  connections: (n): number | null => (n.connections === undefined ? null : Number(n.connections)),
 });
 export type NodeResult = ReturnType<typeof nodeResult>;
 

@@ -5,10 +5,11 @@ import { UNIT_KINDS, type DrainResult, type NodesResult, type OwnerResult, type 
 export function nodesText(out: NodesResult): string {
   if (out.nodes.length === 0) return "No nodes registered.";
   return table(
-    ["NODE", "ADDRESS", "VERSION", "STARTED", "HEARTBEAT", "STATE", "UNITS", "RELAY BUCKETS", "PARTITIONS", "SLOTS"],
+    ["NODE", "ADDRESS", "VERSION", "STARTED", "HEARTBEAT", "STATE", "UNITS", "RELAY BUCKETS", "PARTITIONS", "SLOTS", "DEVICES"],
     out.nodes.map((n) => [
       n.nodeId + (n.nodeId === out.answeredBy ? " *" : ""), n.address, n.version, new Date(n.startedAtMs).toISOString(), `${formatDuration(n.heartbeatAgeMs)} ago`,
       !n.alive ? "DEAD" : n.draining ? "draining" : "alive", n.units.length === UNIT_KINDS.length ? "all" : n.units.join(","), n.owned.relayBuckets, n.owned.partitions, n.owned.slots,
+      n.connections ?? "-",
     ]),
   ) + "\n(* the node that answered)"
     + UNIT_KINDS.filter((k) => !out.nodes.some((n) => n.alive && !n.draining && n.units.includes(k)))

@@ -219,12 +219,12 @@ export function Nodes({ nodes, width }: { nodes: NodeResult[]; width: number }) 
   const barWidth = Math.max(8, Math.min(30, width - 70));
   return (
     <Box flexDirection="column">
-      <Text bold wrap="truncate">{"NODE".padEnd(18)}{"STATE".padEnd(10)}{"HEARTBEAT".padStart(10)} {"RELAY".padStart(6)}{"PARTS".padStart(6)}{"SLOTS".padStart(6)}  RELAY SHARE</Text>
+      <Text bold wrap="truncate">{"NODE".padEnd(18)}{"STATE".padEnd(10)}{"HEARTBEAT".padStart(10)} {"RELAY".padStart(6)}{"PARTS".padStart(6)}{"SLOTS".padStart(6)}{"DEVICES".padStart(9)}  RELAY SHARE</Text>
       {nodes.map((n) => (
         <Text key={n.nodeId} wrap="truncate">
           {n.nodeId.slice(0, 17).padEnd(18)}
           <Text color={!n.alive ? "red" : n.draining ? "yellow" : "green"}>{(!n.alive ? "DEAD" : n.draining ? "draining" : "alive").padEnd(10)}</Text>
-          {(n.heartbeatAgeMs < 10_000 ? `${(n.heartbeatAgeMs / 1000).toFixed(1)}s` : formatSpan(n.heartbeatAgeMs)).padStart(10)} {String(n.owned.relayBuckets).padStart(6)}{String(n.owned.partitions).padStart(6)}{String(n.owned.slots).padStart(6)}{"  "}
+          {(n.heartbeatAgeMs < 10_000 ? `${(n.heartbeatAgeMs / 1000).toFixed(1)}s` : formatSpan(n.heartbeatAgeMs)).padStart(10)} {String(n.owned.relayBuckets).padStart(6)}{String(n.owned.partitions).padStart(6)}{String(n.owned.slots).padStart(6)}{(n.connections === null ? "-" : String(n.connections)).padStart(9)}{"  "}
           <Bar value={n.owned.relayBuckets} max={RELAY_BUCKETS} width={barWidth} />
         </Text>
       ))}

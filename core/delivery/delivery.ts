@@ -8,7 +8,7 @@ import { metrics } from "./metrics.js";
 import { ConnectionsView, type ConnectionPeers } from "./operators.js";
 import { ReadSync, type UserEventForwarder } from "./read-sync.js";
 import { SessionRelay, type RelayedChange, type SessionChangeForwarder } from "./session-relay.js";
-import { ONLINE_REFRESH_MS, OnlineRegistry, type RegistryCluster } from "./registry.js";
+import { ONLINE_COUNT_PUBLISH_MS, ONLINE_REFRESH_MS, OnlineRegistry, type RegistryCluster } from "./registry.js";
 
 export interface DeliveryOptions {
   /** The partitions' poll interval when nothing kicked (DELIVERY_POLL_INTERVAL_MS). */
@@ -32,6 +32,7 @@ export class Delivery {
   /** Operators' list and kick of device connections across the cluster. */
   readonly connections: ConnectionsView;
   private refreshTimer: NodeJS.Timeout | undefined;
+  private countTimer: NodeJS.Timeout | undefined;
 
   constructor(store: RedisStore, keys: KeySpace, log: DispatchLog, private readonly opts: DeliveryOptions = {}) {
     this.registry = new OnlineRegistry(store, keys, opts.cluster ?? null);
@@ -81,6 +82,21 @@ export class Delivery {
     metrics.reconnectHints.inc();
   }
 
+  /**
+   * This node serves devices (its gateway listener opened): publish its connection count now and
+   * every ONLINE_COUNT_PUBLISH_MS while it runs, for `cluster nodes` and the dashboard (a no-op
+   * outside a cluster, where the answering server's own count is all there is).
+   */
+  publishCounts(): void {
+    if (!this.registry.clustered || this.countTimer) return;
+    const publish = () => {
+      this.registry.publishCount(this.local.size).catch((err: unknown) => this.opts.log?.(`delivery: publishing the connection count: ${String(err)}`));
+    };
+    publish();
+    this.countTimer = setInterval(publish, ONLINE_COUNT_PUBLISH_MS);
+    this.countTimer.unref();
+  }
+
   start(): void {
     this.consumer.start();
     if (this.registry.clustered) {
@@ -93,6 +109,7 @@ export class Delivery {
 
   async stop(): Promise<void> {
     clearInterval(this.refreshTimer);
+    clearInterval(this.countTimer);
     await Promise.all([this.consumer.stop(), this.readSync.stop(), this.sessions.stop()]);
     await this.registry.withdraw().catch(() => undefined);
   }

@@ -10,6 +10,8 @@ export const ONLINE_REFRESH_MS = 3600_000;
 export const LOCATE_CHUNK = 500;
 /** How long the consumer trusts its read of which nodes hold any connection. */
 export const ONLINE_NODES_CACHE_MS = 250;
+/** How often a node with a gateway publishes its connection count (`{g000}:online:counts`, for `cluster nodes` and the dashboard). */
+export const ONLINE_COUNT_PUBLISH_MS = 5_000;
 
 /** A live node of the cluster as the registry needs it. */
 export interface LiveNode {
@@ -37,6 +39,11 @@ function onlineNodesKey(space: KeySpace): string {
   return space.key(GLOBAL_TAG, "online:nodes");
 }
 
+/** Each node's published connection count, `{g000}:online:counts` (node id → JSON {incarnation, connections, atMs}). */
+function onlineCountsKey(space: KeySpace): string {
+  return space.key(GLOBAL_TAG, "online:counts");
+}
+
 /**
  * Where users are online across the cluster (issue 27): per user a hash of node → incarnation on
  * the user's slot tag (keys.ts), and the set of nodes that hold any connection at all, so that a
@@ -48,6 +55,7 @@ function onlineNodesKey(space: KeySpace): string {
 export class OnlineRegistry {
   private nodesCache: { at: number; nodes: Map<string, number> } | null = null;
   private announced = false;
+  private published = false;
   /** Writes in the order they were made (an online right after an offline of the same user must land last). */
   private chain: Promise<unknown> = Promise.resolve();
 
@@ -94,9 +102,46 @@ export class OnlineRegistry {
     await this.store.clientForKey(onlineNodesKey(this.keys)).hset(onlineNodesKey(this.keys), c.nodeId, String(c.incarnation));
   }
 
+  /** Publishes this node's connection count (one HSET; kept while the node lives, dropped by withdraw). */
+  async publishCount(connections: number): Promise<void> {
+    const c = this.cluster;
+    if (!c) return;
+    const key = onlineCountsKey(this.keys);
+    this.published = true;
+    await this.store.clientForKey(key).hset(key, c.nodeId, JSON.stringify({ incarnation: c.incarnation, connections, atMs: Date.now() }));
+  }
+
+  /**
+   * Each node's published connection count, by node id; a node whose entry is of another
+   * incarnation than the one alive now (a restart that has not published yet) is left out. One
+   * HGETALL of one field per node.
+   */
+  async counts(): Promise<Map<string, number>> {
+    const c = this.cluster;
+    if (!c) return new Map();
+    const key = onlineCountsKey(this.keys);
+    const raw = await this.store.clientForKey(key).hgetall(key);
+    const live = c.liveNodes();
+    const out = new Map<string, number>();
+    for (const [id, v] of Object.entries(raw)) {
+      try {
+        const x = JSON.parse(v) as { incarnation?: unknown; connections?: unknown };
+        const n = live.get(id);
+        if (n && n.startedAt === x.incarnation && typeof x.connections === "number") out.set(id, x.connections);
+      } catch {
+        // not ours: skipped
+      }
+    }
+    return out;
+  }
+
   /** This node leaves the set of nodes with connections (its users' entries stop counting with it). */
   async withdraw(): Promise<void> {
     const c = this.cluster;
+    if (c && this.published) {
+      this.published = false;
+      await this.store.clientForKey(onlineCountsKey(this.keys)).hdel(onlineCountsKey(this.keys), c.nodeId);
+    }
     if (!c || !this.announced) return;
     this.announced = false;
     await this.enqueue(() => this.store.clientForKey(onlineNodesKey(this.keys)).hdel(onlineNodesKey(this.keys), c.nodeId));

@@ -53,9 +53,9 @@ function snapshot(over: { timeMs?: number; startedAtMs?: number; epoch?: number;
       { time: "2026-11-29T23:00:00.500Z", principal: "nobody", rpc: "/qim.admin.v1.ProjectionService/BumpEpoch", result: "PERMISSION_DENIED" },
     ],
     nodes: [
-      { nodeId: "node-1", address: "localhost:7601", version: "0.1.0", startedAtMs: 1000, heartbeatAgeMs: 260, alive: true, draining: false, units: ["relay", "partition", "slot"], owned: { relayBuckets: 192, partitions: 6, slots: 192 }, cmdBadFile: null },
-      { nodeId: "node-2", address: "localhost:7602", version: "0.1.0", startedAtMs: 1000, heartbeatAgeMs: 1200, alive: true, draining: true, units: ["relay", "partition", "slot"], owned: { relayBuckets: 64, partitions: 2, slots: 64 }, cmdBadFile: null },
-      { nodeId: "node-3", address: "localhost:7603", version: "0.1.0", startedAtMs: 1000, heartbeatAgeMs: 95_000, alive: false, draining: false, units: ["relay", "partition", "slot"], owned: { relayBuckets: 0, partitions: 0, slots: 0 }, cmdBadFile: null },
+      { nodeId: "node-1", address: "localhost:7601", version: "0.1.0", startedAtMs: 1000, heartbeatAgeMs: 260, alive: true, draining: false, units: ["relay", "partition", "slot"], owned: { relayBuckets: 192, partitions: 6, slots: 192 }, cmdBadFile: null, connections: 1200 },
+      { nodeId: "node-2", address: "localhost:7602", version: "0.1.0", startedAtMs: 1000, heartbeatAgeMs: 1200, alive: true, draining: true, units: ["relay", "partition", "slot"], owned: { relayBuckets: 64, partitions: 2, slots: 64 }, cmdBadFile: null, connections: 0 },
+      { nodeId: "node-3", address: "localhost:7603", version: "0.1.0", startedAtMs: 1000, heartbeatAgeMs: 95_000, alive: false, draining: false, units: ["relay", "partition", "slot"], owned: { relayBuckets: 0, partitions: 0, slots: 0 }, cmdBadFile: null, connections: null },
     ],
     cmdBadFiles: [],
     devices: over.devices ?? {
@@ -161,9 +161,9 @@ describe("dashboard components at 100 columns", () => {
     for (const l of lines) assert.ok(l.length <= WIDTH, `fits ${WIDTH} columns: ${l}`);
   });
 
-  it("Nodes: state, heartbeat age and owned units per node; the bar is the node's share of the 256 relay buckets", () => {
+  it("Nodes: state, heartbeat age, owned units and device connections per node (- when it publishes none); the bar is the node's share of the 256 relay buckets", () => {
     const lines = frame(render(<Nodes nodes={snapshot().nodes} width={WIDTH} />));
-    assert.match(lines[0]!, /^NODE\s+STATE\s+HEARTBEAT\s+RELAY\s+PARTS\s+SLOTS\s+RELAY SHARE/);
+    assert.match(lines[0]!, /^NODE\s+STATE\s+HEARTBEAT\s+RELAY\s+PARTS\s+SLOTS\s+DEVICES\s+RELAY SHARE/);
     const rows = lines.slice(1);
     assert.equal(rows.length, 3);
     const cells = rows.map((r) => ({ full: count(r, "█"), empty: count(r, "░"), fields: r.replace(/[█░]/g, "").trim().split(/\s+/) }));
@@ -171,9 +171,9 @@ describe("dashboard components at 100 columns", () => {
     assert.ok(width >= 8, `bar width ${width}`);
     // 192 of 256 buckets = 3/4 of the bar, 64 = 1/4, none = empty
     assert.deepEqual(cells.map((c) => c.full), [Math.round(width * 3 / 4), Math.round(width / 4), 0]);
-    assert.deepEqual(cells[0]!.fields, ["node-1", "alive", "0.3s", "192", "6", "192"]);
-    assert.deepEqual(cells[1]!.fields, ["node-2", "draining", "1.2s", "64", "2", "64"]);
-    assert.deepEqual(cells[2]!.fields, ["node-3", "DEAD", "1m", "35s", "0", "0", "0"]);
+    assert.deepEqual(cells[0]!.fields, ["node-1", "alive", "0.3s", "192", "6", "192", "1200"]);
+    assert.deepEqual(cells[1]!.fields, ["node-2", "draining", "1.2s", "64", "2", "64", "0"]);
+    assert.deepEqual(cells[2]!.fields, ["node-3", "DEAD", "1m", "35s", "0", "0", "0", "-"]);
     for (const l of lines) assert.ok(l.length <= WIDTH, `fits ${WIDTH} columns: ${l}`);
   });
 

@@ -327,6 +327,13 @@ describe("delivery to online devices across two nodes", { timeout: 300_000 }, ()
     assert.deepEqual(onB.connections.filter((c) => c.user === u1 || c.user === u2).map((c) => c.device), ["laptop"]);
     const all = await list("--limit", "1000");
     assert.deepEqual(all.connections.filter((c) => c.user === u2).map((c) => [c.nodeId, c.device]), [["node-a", "tab"]]);
+    // cluster nodes shows each node's connections as it published them (every 5 s): they come to
+    // equal what connections list counts per node
+    await until("cluster nodes counts each node's connections as connections list does", async () => {
+      const rows = (await list("--limit", "1000")).connections;
+      const nodes = (ok(await run(["cluster", "nodes"], { context }), "cluster nodes") as { nodes: { nodeId: string; connections: number | null }[] }).nodes;
+      return nodes.length === 2 && nodes.every((n) => n.connections === rows.filter((r) => r.nodeId === n.nodeId).length);
+    });
     // bad input: refused before anything is asked
     failed(await run(["connections", "kick", "--user", "not-a-uuid"], { context }), 2, "kick a bad user");
     failed(await run(["connections", "list", "--user", u1, "--node", "node-a"], { context }), 2, "list with --user and --node");

@@ -110,6 +110,8 @@ export function gatewayListenerWith(verifierOf: VerifierOf): Listener<GatewayHan
         server.once("error", reject);
         server.listen(port, host, () => resolve((server.address() as { port: number }).port));
       });
+      // `cluster nodes` and the dashboard show this node's connections from here on
+      ctx.runtime.delivery.publishCounts();
       const shown = host.includes(":") ? `[${host}]` : host;
       const url = `${insecure ? "ws" : "wss"}://${shown}:${bound}`;
       return {

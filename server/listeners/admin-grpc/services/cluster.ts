@@ -22,9 +22,9 @@ export const clusterService = defineService(catalogEntry("qim.admin.v1.ClusterSe
     roles: ALL_ROLES, mutates: false,
     async handle(_req, { deps }) {
       const cluster = clusterOf(deps);
-      const [nodes, bad] = await Promise.all([cluster.nodes(), cmdBadFiles(deps.runtime)]);
+      const [nodes, bad, connections] = await Promise.all([cluster.nodes(), cmdBadFiles(deps.runtime), deps.runtime.delivery.registry.counts()]);
       const badOf = new Map(bad.map((b) => [b.nodeId, b.path]));
-      return { response: { nodes: nodes.map((n) => nodeOut(n, badOf.get(n.nodeId) ?? "")), answeredBy: cluster.nodeId } };
+      return { response: { nodes: nodes.map((n) => nodeOut(n, badOf.get(n.nodeId) ?? "", connections.get(n.nodeId))), answeredBy: cluster.nodeId } };
     },
   }),
   getOwner: unary({

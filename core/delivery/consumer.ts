@@ -1,11 +1,12 @@
 import { NODE_RPC_MAX_RECEIVE_BYTES, type KeySpace, type Uuid } from "../base/index.js";
-import { SOLO_GATE, type UnitGate } from "../cluster/index.js";
+import { SOLO_GATE, unitLeaseKey, type UnitGate } from "../cluster/index.js";
 import { decodeHistoryParts, decodeMembershipPayload, HIST_FIELD, MEMBERSHIP_CUSTOM_TYPE, MembershipOp } from "../conversation/index.js";
 import type { DispatchEntry, DispatchLog, LogPosition } from "../dispatch/index.js";
 import type { RedisStore } from "../store/index.js";
 import { deliveryCheckpointKey } from "./keys.js";
 import type { DeliveryBatch, DeliveryItem, LocalConnections } from "./local.js";
 import { metrics } from "./metrics.js";
+import { advanceDeliveryCheckpointScript } from "./scripts.js";
 import type { Located, OnlineRegistry } from "./registry.js";
 
 /** How often each owned partition is read when nothing kicked it (a commit on this node kicks at once). */
@@ -127,6 +128,8 @@ export class DeliveryConsumer {
     let delivered = 0;
     try {
       let pos = this.positions.get(partition) ?? await this.readCheckpoint(partition);
+      // what the checkpoint holds now (the read position may move up to the log's low watermark)
+      let stored = `${pos.offset}|${pos.id}`;
       for (;;) {
         if (this.stopped) break;
         if (!this.gate.owns("partition", partition)) break;
@@ -138,10 +141,11 @@ export class DeliveryConsumer {
         delivered += r.entries.length;
         metrics.records.inc(r.entries.length);
         const last = r.entries[r.entries.length - 1]!;
-        pos = { offset: last.offset + 1, id: last.id };
+        const next = { offset: last.offset + 1, id: last.id };
+        if (!(await this.advance(partition, stored, next))) break;
+        pos = next;
+        stored = `${next.offset}|${next.id}`;
         this.positions.set(partition, pos);
-        await this.store.clientForKey(deliveryCheckpointKey(this.keys, this.log.identity.topicId, partition))
-          .set(deliveryCheckpointKey(this.keys, this.log.identity.topicId, partition), `${pos.offset}|${pos.id}`);
         if (r.entries.length < DELIVERY_READ_BATCH) break;
       }
     } catch (err) {
@@ -152,6 +156,33 @@ export class DeliveryConsumer {
       this.busy.delete(partition);
     }
     return delivered;
+  }
+
+  /**
+   * Moves the partition's checkpoint from `from` (as stored) to `to`, fenced by the partition's lease and
+   * compared with `from`: false (and the position forgotten, read again next pass) when another
+   * consumer moved it first or a newer owner holds the partition — a paused old owner can neither
+   * move it back nor past what the new owner has not pushed.
+   */
+  private async advance(partition: number, from: string, to: LogPosition): Promise<boolean> {
+    const fence = this.gate.enter("partition", partition);
+    if (!fence) {
+      this.positions.delete(partition);
+      return false;
+    }
+    try {
+      const key = deliveryCheckpointKey(this.keys, this.log.identity.topicId, partition);
+      const { moved, fenced } = await this.store.commit(advanceDeliveryCheckpointScript, this.store.clientForKey(key), { checkpoint: key, lease: unitLeaseKey(this.keys, "partition", partition) },
+        { expected: from, to: `${to.offset}|${to.id}`, owner: fence.owner, token: fence.token });
+      if (!moved) {
+        this.positions.delete(partition);
+        metrics.checkpointRefused.inc({ reason: fenced ? "fenced" : "moved" });
+        if (fenced) this.gate.refused("partition", partition, "checkpoint", fence);
+      }
+      return moved;
+    } finally {
+      this.gate.leave("partition", partition);
+    }
   }
 
   private async readCheckpoint(partition: number): Promise<LogPosition> {

@@ -83,6 +83,11 @@ export const metrics = {
     help: "RECONNECT hints sent to device connections of this node because it drains",
     registers: [registry],
   }),
+  checkpointRefused: new Counter({
+    name: "qim_delivery_checkpoint_refused_total",
+    help: "Delivery checkpoint moves refused, by reason (fenced: a newer owner holds the partition; moved: another consumer moved it first); the records are pushed again by whoever owns the partition (devices dedupe)",
+    labelNames: ["reason"] as const, registers: [registry],
+  }),
   checkpointLag: new Gauge({
     name: "qim_delivery_checkpoint_lag",
     help: "Records appended to a partition this node owns but not yet delivered",

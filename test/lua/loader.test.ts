@@ -52,6 +52,8 @@ const EXPECTED_KEYS: Record<string, number | "n"> = {
   recordToken: 2, revokeToken: 3, revokeDevice: 3,
   // retention (core/retention/scripts.ts)
   trimConversation: 9,
+  // delivery (core/delivery/scripts.ts)
+  advanceDeliveryCheckpoint: 2,
 };
 const SCRIPT_NAMES = Object.keys(EXPECTED_KEYS);
 
@@ -66,6 +68,7 @@ const MODULE_OF: Record<string, string> = {
   commitCmd: "cmd-sync", scanCmdRecent: "cmd-sync", scanCmdRecents: "cmd-sync", raiseCmdFlushPoint: "cmd-sync",
   recordToken: "tokens", revokeToken: "tokens", revokeDevice: "tokens",
   trimConversation: "retention",
+  advanceDeliveryCheckpoint: "delivery",
 };
 
 const tempDirs: string[] = [];

@@ -6,10 +6,11 @@
  * and `{bNNN}:retention:T:C`, grpmeta's `earliest_seq` and `idem_trim_cursor` fields, and the
  * `qim_retention_*` metrics. docs/retention.md.
  */
-export { groupRetentionKey, retentionPolicyKey } from "./keys.js";
+export { cmdChannelDirectoryKey, cmdTrimStateKey, groupRetentionKey, retentionPolicyKey } from "./keys.js";
+export { CMD_DIRECTORY_FILL_PAGE, CMD_DIRECTORY_FILL_PAGES, type CmdChannelTrim, type CmdRoundReport } from "./cmd-trimmer.js";
 export {
   checkClassName, checkRule, DEFAULT_RETENTION_CLASS, effectiveRule, KEEP_EVERYTHING, RETENTION_CLASS_NAME_MAX, RetentionPolicies,
   type GroupRetention, type RetentionPolicy, type RetentionRule,
 } from "./policy.js";
-export { trimConversationScript, type TrimReply } from "./scripts.js";
+export { trimCmdHistoryScript, trimConversationScript, type CmdTrimReply, type TrimReply } from "./scripts.js";
 export { RetentionTrimmer, type ConversationTrim, type RetentionOptions, type RoundReport } from "./trimmer.js";

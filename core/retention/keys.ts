@@ -18,3 +18,23 @@ export function retentionPolicyKey(space: KeySpace, tenant: Uuid): string {
 export function groupRetentionKey(space: KeySpace, tenant: Uuid, group: Uuid): string {
   return space.key(bucketTag(commitBucket(tenant, group)), "retention", `${uuidToHex(tenant)}:${uuidToHex(group)}`);
 }
+
+/**
+ * The CMD channels of a commit bucket that retention walks (issue 26), on the bucket's `{bNNN}`:
+ * zset, member "tenantHex|type|channelId", score the newest commit (ms) seen of the channel. Filled
+ * by the trimming task from the bucket's recent-commit index (`cmdrecent`, kept 24 h), so the
+ * commit path writes nothing more; a channel whose history and idempotency index are empty leaves
+ * it (its next commit brings it back).
+ */
+export function cmdChannelDirectoryKey(space: KeySpace, bucket: number): string {
+  return space.key(bucketTag(bucket), "retention:cmdchannels");
+}
+
+/**
+ * The CMD trim's cursors of a commit bucket, hash on `{bNNN}`: field "_recent" → "ms|offset" (how
+ * far into `cmdrecent` the directory is filled), field "tenantHex|type|channelId" → the channel's
+ * idempotency scan cursor (trimCmdHistory).
+ */
+export function cmdTrimStateKey(space: KeySpace, bucket: number): string {
+  return space.key(bucketTag(bucket), "retention:cmdtrim");
+}

@@ -5,7 +5,7 @@ import { registry } from "../metrics/index.js";
 export const metrics = {
   trimmed: new Counter({
     name: "qim_retention_trimmed_records_total",
-    help: "Records removed by retention, by kind (history entries, unread index entries, idempotency ids)",
+    help: "Records removed by retention, by kind (history: conversation history entries, unread_index, idempotency: conversation idempotency ids; cmd_history, cmd_idempotency: the same of CMD channels)",
     labelNames: ["kind"] as const,
     registers: [registry],
   }),

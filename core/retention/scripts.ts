@@ -24,3 +24,20 @@ export const trimConversationScript = defineScript({
     };
   },
 });
+
+export type CmdTrimReply =
+  | { status: "OK"; histRemoved: number; idemRemoved: number; more: boolean; histLeft: number; idemLeft: number }
+  | { status: "FENCED" };
+
+export const trimCmdHistoryScript = defineScript({
+  name: "trimCmdHistory",
+  keys: ["lease", "cmdseq", "cmdhist", "cmdidem", "cmdtrim"] as const,
+  args: (a: { owner: string; token: number; channelRef: string; nowMs: number; maxAgeMs: number; maxCount: number; budget: number; dryRun: boolean }) =>
+    [a.owner, a.token, a.channelRef, a.nowMs, a.maxAgeMs, a.maxCount, a.budget, a.dryRun ? 1 : 0],
+  reply: (r): CmdTrimReply => {
+    const code = Number(r[0]);
+    if (code === LUA_STATUS.FENCED) return { status: "FENCED" };
+    if (code !== 0) throw new InternalError(`trimCmdHistory answered ${String(r[0])}`);
+    return { status: "OK", histRemoved: Number(r[1]), idemRemoved: Number(r[2]), more: Number(r[3]) === 1, histLeft: Number(r[4]), idemLeft: Number(r[5]) };
+  },
+});

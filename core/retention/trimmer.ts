@@ -6,6 +6,7 @@ import { SOLO_GATE, unitLeaseKey, type Fence, type UnitGate } from "../cluster/i
 import { conversationKeys } from "../conversation/index.js";
 import { bucketConversationsKey, fanoutKeys } from "../dispatch/index.js";
 import type { RedisStore } from "../store/index.js";
+import { CmdHistoryTrimmer, emptyCmdReport, type CmdRoundReport } from "./cmd-trimmer.js";
 import { metrics } from "./metrics.js";
 import { effectiveRule, type RetentionPolicies, type RetentionPolicy, type RetentionRule } from "./policy.js";
 import { trimConversationScript } from "./scripts.js";
@@ -56,6 +57,8 @@ export interface RoundReport {
   skipped: number;
   /** Conversations with something to trim (at most `listLimit` of them). */
   trims: ConversationTrim[];
+  /** The CMD channels of the same buckets (cmd-trimmer.ts). */
+  cmd: CmdRoundReport;
 }
 
 /**
@@ -73,12 +76,14 @@ export class RetentionTrimmer {
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<unknown> | null = null;
   private stopped = true;
+  private readonly cmd: CmdHistoryTrimmer;
 
   constructor(private readonly store: RedisStore, private readonly keys: KeySpace, readonly policies: RetentionPolicies, private readonly opts: RetentionOptions = {}) {
     this.gate = opts.gate ?? SOLO_GATE;
     this.now = opts.now ?? Date.now;
     this.stepRecords = opts.stepRecords ?? RETENTION_TRIM_STEP_RECORDS;
     this.stepsPerConversation = opts.stepsPerConversation ?? RETENTION_STEPS_PER_CONVERSATION;
+    this.cmd = new CmdHistoryTrimmer(store, keys, policies, this.gate, { now: this.now, stepRecords: this.stepRecords, stepsPerChannel: this.stepsPerConversation });
   }
 
   /** Runs a round every `intervalMs` (the next one starts after the last ended). */
@@ -110,13 +115,14 @@ export class RetentionTrimmer {
   async runRound(o: { dryRun?: boolean; tenant?: Uuid; listLimit?: number } = {}): Promise<RoundReport> {
     const dryRun = o.dryRun ?? false;
     const listLimit = o.listLimit ?? 1000;
-    const report: RoundReport = { dryRun, bucketsOwned: 0, conversations: 0, histRemoved: 0, idxRemoved: 0, idemRemoved: 0, behind: 0, skipped: 0, trims: [] };
+    const report: RoundReport = { dryRun, bucketsOwned: 0, conversations: 0, histRemoved: 0, idxRemoved: 0, idemRemoved: 0, behind: 0, skipped: 0, trims: [], cmd: emptyCmdReport() };
     const policyCache = new Map<string, Promise<RetentionPolicy | null>>();
     try {
       for (let bucket = 0; bucket < COMMIT_BUCKET_COUNT; bucket++) {
         if (!this.gate.owns("relay", bucket)) continue;
         report.bucketsOwned++;
         await this.trimBucket(bucket, dryRun, o.tenant, policyCache, report, listLimit);
+        await this.cmd.trimBucket(bucket, dryRun, o.tenant, policyCache, report.cmd, listLimit);
       }
     } catch (err) {
       if (!dryRun) metrics.rounds.inc({ outcome: "error" });
@@ -124,7 +130,7 @@ export class RetentionTrimmer {
     }
     if (!dryRun) {
       metrics.rounds.inc({ outcome: "ok" });
-      metrics.behind.set(report.behind);
+      metrics.behind.set(report.behind + report.cmd.behind);
       metrics.lastRound.set(Math.floor(Date.now() / 1000));
     }
     return report;

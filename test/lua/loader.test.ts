@@ -51,7 +51,7 @@ const EXPECTED_KEYS: Record<string, number | "n"> = {
   // device tokens (core/tokens/scripts.ts)
   recordToken: 2, revokeToken: 3, revokeDevice: 3,
   // retention (core/retention/scripts.ts)
-  trimConversation: 9,
+  trimConversation: 9, trimCmdHistory: 5,
   // delivery (core/delivery/scripts.ts)
   advanceDeliveryCheckpoint: 2,
 };
@@ -67,7 +67,7 @@ const MODULE_OF: Record<string, string> = {
   upsertCmdStates: "cmd-sync", advanceCmdStateReads: "cmd-sync", indexLegacyCmdStates: "cmd-sync",
   commitCmd: "cmd-sync", scanCmdRecent: "cmd-sync", scanCmdRecents: "cmd-sync", raiseCmdFlushPoint: "cmd-sync",
   recordToken: "tokens", revokeToken: "tokens", revokeDevice: "tokens",
-  trimConversation: "retention",
+  trimConversation: "retention", trimCmdHistory: "retention",
   advanceDeliveryCheckpoint: "delivery",
 };
 

@@ -8,7 +8,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import {
-  EngineRuntime, KeySpace, RedisHashAuthority, RedisStore, conversationKeys, newUuid, uuidToHex, type Uuid,
+  CmdLog, EngineRuntime, KeySpace, RedisHashAuthority, RedisStore, cmdChannelDirectoryKey, cmdChannelKeys, conversationKeys, newUuid, uuidToHex, type CmdSendRequest, type Uuid,
 } from "../../../core/index.js";
 import { startTopology, type TestTopology } from "../../harness/redis.js";
 
@@ -201,5 +201,84 @@ describe("retention trims history, its unread index and idempotency ids; readers
     const r = await rt.retention.runRound({ tenant: tenant });
     assert.equal(r.histRemoved, 0);
     assert.deepEqual((await stored(tenant, group)).hist, range(1, 5));
+  });
+
+  // ---- CMD history (issue 26: "CMD history trimmed once … its retention passed")
+
+  const cmdReq = (tenant: Uuid, channelId: string, over: Partial<CmdSendRequest> = {}): CmdSendRequest => ({
+    tenant, channelId, channelType: 1, from: null, to: null, noPersist: false, payload: new TextEncoder().encode("p"), ...over,
+  });
+  /** The seqs a CMD channel's history holds, and its idempotency index's client_msg_nos, read from Redis. */
+  async function cmdStored(tenant: Uuid, channelId: string, channelType = 1): Promise<{ hist: number[]; idem: string[] }> {
+    // the log stores a channel under its command id (the ____cmd suffix once)
+    const k = cmdChannelKeys(keys, tenant, { channelId: channelId.endsWith("____cmd") ? channelId : `${channelId}____cmd`, channelType });
+    const c = store.clientFor(k.tag);
+    return { hist: (await c.zrange(k.hist, "0", "-1", "WITHSCORES")).filter((_, i) => i % 2 === 1).map(Number), idem: (await c.hkeys(k.idem)).sort() };
+  }
+
+  it("CMD channels: the tenant's count rule keeps a channel's last N seqs, a group-sourced channel follows its group's own rule; a dry run writes nothing; the idempotency window is the retention", async () => {
+    const tenant = newUuid();
+    const [a, b] = [newUuid(), newUuid()];
+    const log = new CmdLog(store, keys);
+    for (let i = 1; i <= 12; i++) await log.commit(cmdReq(tenant, "orders", { to: [a], clientMsgNo: `m-${i}` }));
+    const { group } = await rt.conversations.createGroup({ tenant, owner: a, members: [b] });
+    const groupChannel = `${group}____cmd`;
+    for (let i = 1; i <= 3; i++) await log.commit(cmdReq(tenant, groupChannel, { channelType: 2, clientMsgNo: `g-${i}` }));
+    await rt.retention.policies.setTenantClass(tenant, "standard", { maxAgeMs: 0, maxCount: 5 }, true);
+    await rt.retention.policies.setGroup(tenant, group, { retentionClass: null, rule: { maxAgeMs: 0, maxCount: 2 } });
+    // dry: one step of at most 7 (stepRecords): 12 − 5 = 7 of orders, 3 − 2 = 1 of the group's channel
+    const dry = await rt.retention.runRound({ dryRun: true, tenant });
+    assert.equal(dry.cmd.histRemoved, 8);
+    assert.deepEqual((await cmdStored(tenant, "orders")).hist, range(1, 12), "a dry run trims nothing");
+    assert.equal(await store.clientFor(cmdChannelKeys(keys, tenant, { channelId: "orders____cmd", channelType: 1 }).tag).zcard(cmdChannelDirectoryKey(keys, cmdChannelKeys(keys, tenant, { channelId: "orders____cmd", channelType: 1 }).bucket)), 0, "nor fills the directory");
+    const r = await rt.retention.runRound({ tenant });
+    assert.deepEqual([r.cmd.histRemoved, r.cmd.behind], [8, 0]);
+    // orders keeps 12 − 5 + 1 = 8 … 12; the group's channel keeps its last 2: 2, 3
+    assert.deepEqual(await cmdStored(tenant, "orders"), { hist: range(8, 12), idem: range(8, 12).map((i) => `m-${i}`).sort() });
+    assert.deepEqual(await cmdStored(tenant, groupChannel, 2), { hist: [2, 3], idem: ["g-2", "g-3"] });
+    // a retry of a trimmed message commits again, with the next seq; a retry of a kept one is the first commit's answer
+    const again = await log.commit(cmdReq(tenant, "orders", { to: [a], clientMsgNo: "m-1" }));
+    const kept = await log.commit(cmdReq(tenant, "orders", { to: [a], clientMsgNo: "m-9" }));
+    assert.deepEqual([again.message.messageSeq, again.duplicate, kept.message.messageSeq, kept.duplicate], [13, false, 9, true]);
+    // the loaded history (what a CMD sync reads) starts at the floor
+    assert.deepEqual((await log.load(tenant, { channelId: "orders____cmd", channelType: 1 }, 0, 100)).map((m) => m.messageSeq), [...range(8, 13)]);
+  });
+
+  it("CMD channels: an age rule trims by commit time; a channel with nothing left leaves the directory and its next commit brings it back with the next seq", async () => {
+    const tenant = newUuid();
+    const a = newUuid();
+    const log = new CmdLog(store, keys);
+    for (let i = 1; i <= 4; i++) await log.commit(cmdReq(tenant, "pings", { to: [a], clientMsgNo: `p-${i}` }));
+    await rt.retention.policies.setTenantClass(tenant, "standard", { maxAgeMs: 3_600_000, maxCount: 0 }, true);
+    const k = cmdChannelKeys(keys, tenant, { channelId: "pings____cmd", channelType: 1 });
+    const dir = cmdChannelDirectoryKey(keys, k.bucket);
+    const ref = `${uuidToHex(tenant)}|1|pings____cmd`;
+    // an hour later nothing is past the age: all kept, the channel is in the directory
+    trimClock.now = Date.now() + 3_000_000;
+    await rt.retention.runRound({ tenant });
+    assert.deepEqual((await cmdStored(tenant, "pings")).hist, [1, 2, 3, 4]);
+    assert.notEqual(await store.clientFor(k.tag).zscore(dir, ref), null);
+    // two hours later every entry is past it: history and idempotency empty, the channel forgotten
+    trimClock.now = Date.now() + 7_200_000;
+    const r = await rt.retention.runRound({ tenant });
+    assert.deepEqual([r.cmd.histRemoved, r.cmd.forgotten], [4, 1]);
+    assert.deepEqual(await cmdStored(tenant, "pings"), { hist: [], idem: [] });
+    assert.equal(await store.clientFor(k.tag).zscore(dir, ref), null);
+    // a new commit: the seq counter was never touched (5, not 1), and the next round walks it again
+    const next = await log.commit(cmdReq(tenant, "pings", { to: [a], clientMsgNo: "p-5" }));
+    assert.equal(next.message.messageSeq, 5);
+    trimClock.now = Date.now();
+    await rt.retention.runRound({ tenant });
+    assert.notEqual(await store.clientFor(k.tag).zscore(dir, ref), null);
+    assert.deepEqual((await cmdStored(tenant, "pings")).hist, [5]);
+  });
+
+  it("CMD channels of a tenant without a policy are never trimmed", async () => {
+    const tenant = newUuid();
+    const log = new CmdLog(store, keys);
+    for (let i = 1; i <= 3; i++) await log.commit(cmdReq(tenant, "keep", { to: [newUuid()] }));
+    const r = await rt.retention.runRound({ tenant });
+    assert.equal(r.cmd.histRemoved, 0);
+    assert.deepEqual((await cmdStored(tenant, "keep")).hist, [1, 2, 3]);
   });
 });

@@ -64,6 +64,8 @@ export interface ConnectionDeps {
   onClose(conn: GatewayConnection): void;
   /** per_user_msg_rate: the node's SEND buckets, one per user (all of the user's devices on this node). */
   userSends: KeyedRateLimiter;
+  /** The user's badge, one read shared by the connections that ask at the same time (a read sync reaches each of a user's devices here). */
+  badge(tenant: Uuid, user: Uuid): Promise<BadgeState>;
 }
 
 export class GatewayConnection implements DeviceConnection {
@@ -137,7 +139,7 @@ export class GatewayConnection implements DeviceConnection {
     if (!this.admit()) return false;
     this.write(0n, { $case: "readSync", readSync: { group: event.conversation, readSeq: BigInt(event.readSeq) } });
     const { tenant, user } = this.identity;
-    this.runtime.conversationList.service.badge(tenant, user).then((b) => {
+    this.deps.badge(tenant, user).then((b) => {
       if (this.admit()) this.write(0n, { $case: "badgeUpdate", badgeUpdate: { badge: badgeOf(b), listVersion: BigInt(b.version) } });
     }, (err: unknown) => this.deps.log(`gateway: badge after a read sync: ${err instanceof Error ? err.message : String(err)}`));
     return true;

@@ -9,7 +9,7 @@ import { createServer as createHttpServer, type IncomingMessage, type Server, ty
 import { createServer as createHttpsServer } from "node:https";
 import type { Duplex } from "node:stream";
 import { WebSocketServer } from "ws";
-import { GATEWAY_AUTH_FAILURE_BURST, GATEWAY_AUTH_FAILURE_RATE, GATEWAY_MAX_FRAME_BYTES, PER_USER_MSG_BURST_SECONDS, PER_USER_MSG_RATE, QimError } from "../../../core/index.js";
+import { GATEWAY_AUTH_FAILURE_BURST, GATEWAY_AUTH_FAILURE_RATE, GATEWAY_MAX_FRAME_BYTES, PER_USER_MSG_BURST_SECONDS, PER_USER_MSG_RATE, QimError, type BadgeState, type Uuid } from "../../../core/index.js";
 import { KeyedRateLimiter } from "../../../core/support/index.js";
 import { listenAddr, type Listener } from "../../listener.js";
 import { deviceVerifierOf, FRAMES_SUBPROTOCOL, tokenOf, type DeviceVerifier } from "./auth.js";
@@ -49,6 +49,20 @@ export function gatewayListenerWith(verifierOf: VerifierOf): Listener<GatewayHan
       const authFailures = new KeyedRateLimiter({ rate: GATEWAY_AUTH_FAILURE_RATE, burst: GATEWAY_AUTH_FAILURE_BURST });
       // per_user_msg_rate: one bucket per user of this node, shared by the user's devices here
       const userMsgRate = opts.gateway!.userMsgRate ?? PER_USER_MSG_RATE;
+      // a read sync is pushed to each of the user's devices here in one synchronous pass, each then
+      // wanting the badge: the reads asked in the same tick are one read (a later event's, in a later
+      // tick, starts its own, so it never gets a badge read before its mark)
+      const badgeReads = new Map<string, Promise<BadgeState>>();
+      const badge = (tenant: Uuid, user: Uuid): Promise<BadgeState> => {
+        const key = `${tenant}/${user}`;
+        let p = badgeReads.get(key);
+        if (!p) {
+          p = ctx.runtime.conversationList.service.badge(tenant, user);
+          badgeReads.set(key, p);
+          setImmediate(() => badgeReads.delete(key));
+        }
+        return p;
+      };
       const userSends = new KeyedRateLimiter({ rate: userMsgRate, burst: Math.max(1, Math.ceil(userMsgRate * PER_USER_MSG_BURST_SECONDS)) });
       const wss = new WebSocketServer({
         noServer: true, perMessageDeflate: false, maxPayload: GATEWAY_MAX_FRAME_BYTES, clientTracking: false,
@@ -82,7 +96,7 @@ export function gatewayListenerWith(verifierOf: VerifierOf): Listener<GatewayHan
           if (socket.destroyed) return;
           wss.handleUpgrade(req, socket, head, (ws) => {
             const conn = new GatewayConnection(ws, identity, req.socket.remoteAddress ?? "", {
-              runtime: ctx.runtime, pipeline: ctx.pipeline, log, userSends,
+              runtime: ctx.runtime, pipeline: ctx.pipeline, log, userSends, badge,
               // pushes start once AUTH succeeded (core/delivery's connections of this node)
               onAuthed: (c) => {
                 ctx.runtime.delivery.local.add(c);

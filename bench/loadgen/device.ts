@@ -71,6 +71,11 @@ export class LoadDevice {
     });
   }
 
+  /** Stops reading the socket (a slow device: what the node writes queues up on its side). */
+  pause(): void {
+    (this.ws as unknown as { _socket: { pause(): void } })._socket.pause();
+  }
+
   close(): void {
     this.ws.terminate();
   }

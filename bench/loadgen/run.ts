@@ -32,6 +32,12 @@ export interface LoadOptions {
   /** Member leaves per second (0: none). */
   churn: number;
   payloadBytes?: number;
+  /**
+   * Slow devices: the last `slow` devices stop reading their socket right after AUTH (the node's
+   * writes queue up until its push budget stops them). They never send or leave, and the checker
+   * leaves them out: the run measures what they do to everyone else.
+   */
+  slow?: number;
   log?: (line: string) => void;
 }
 
@@ -47,6 +53,8 @@ export interface LoadReport {
   /** The first few failures (a SEND not acknowledged, a leave or re-add that failed), verbatim. */
   errors: string[];
   deliveries: number;
+  /** The slow devices (LoadOptions.slow): how many, and how many of them the node closed (4429). */
+  slowDevices: { count: number; closed: number };
   sendAckMs: { p50: number; p99: number };
   endToEndMs: { p50: number; p99: number };
   verdict: Verdict;
@@ -66,6 +74,9 @@ export async function runLoad(t: Target, o: LoadOptions): Promise<{ report: Load
   const users = Array.from({ length: o.devices }, () => randomUUID());
   const devices = await openDevices(o.devices, CONNECT_CONCURRENCY, async (i) => LoadDevice.open(t.url, t.ca, await t.sign(users[i]!, `lg${i}`), users[i]!, `lg${i}`));
   log(`${devices.length} devices connected and authenticated`);
+  const slowCount = Math.min(o.slow ?? 0, Math.max(0, o.devices - 2));
+  const slow = new Set(devices.slice(devices.length - slowCount));
+  for (const d of slow) d.pause();
   try {
     const groups: { group: string; members: LoadDevice[]; initial: string[] }[] = [];
     for (let g = 0; g < o.groups; g++) {
@@ -89,7 +100,10 @@ export async function runLoad(t: Target, o: LoadOptions): Promise<{ report: Load
 
     const sendOne = () => {
       const g = pick(groups);
-      const d = pick(g.members);
+      // a slow device never sends: the scheduler's due send goes to another member
+      const senders = slow.size === 0 ? g.members : g.members.filter((m) => !slow.has(m));
+      if (senders.length === 0) return void counts.skipped++;
+      const d = pick(senders);
       if (out.has(`${g.group}/${d.user}`)) return void counts.skipped++;
       if (d.inFlight >= GATEWAY_MAX_IN_FLIGHT) return void counts.skipped++;
       counts.sent++;
@@ -107,7 +121,7 @@ export async function runLoad(t: Target, o: LoadOptions): Promise<{ report: Load
     /** One leave of a member (not the owner) who is in and has no send out; false when none is (tried again next tick). */
     const churnOne = (): boolean => {
       const g = pick(groups);
-      const candidates = g.members.slice(1).filter((d) => !out.has(`${g.group}/${d.user}`) && d.inFlight === 0);
+      const candidates = g.members.slice(1).filter((d) => !slow.has(d) && !out.has(`${g.group}/${d.user}`) && d.inFlight === 0);
       if (candidates.length === 0) return false;
       const d = pick(candidates);
       const key = `${g.group}/${d.user}`;
@@ -147,9 +161,9 @@ export async function runLoad(t: Target, o: LoadOptions): Promise<{ report: Load
     const history: History = {
       groups: groups.map((g) => ({ group: g.group, initialMembers: g.initial })),
       membership, acks,
-      devices: devices.map((d) => ({ device: d.device, user: d.user, arrivals: d.arrivals })),
+      devices: devices.filter((d) => !slow.has(d)).map((d) => ({ device: d.device, user: d.user, arrivals: d.arrivals })),
     };
-    const total = () => devices.reduce((s, d) => s + d.arrivals.length, 0);
+    const total = () => history.devices.reduce((s, d) => s + d.arrivals.length, 0);
     const quiesceStart = Date.now();
     let lastTotal = -1;
     let lastChange = Date.now();
@@ -168,11 +182,11 @@ export async function runLoad(t: Target, o: LoadOptions): Promise<{ report: Load
     await new Promise((r) => setTimeout(r, 500));
     const verdict = check(history);
     const lat = latencies(history);
-    const options = { devices: o.devices, groups: o.groups, members: o.members, rate: o.rate, durationS: o.durationS, churn: o.churn, payloadBytes: payload.length };
+    const options = { devices: o.devices, groups: o.groups, members: o.members, rate: o.rate, durationS: o.durationS, churn: o.churn, payloadBytes: payload.length, slow: slowCount };
     return {
       history,
       report: {
-        options, ...counts, errors, acked: acks.length, deliveries: total(),
+        options, ...counts, errors, acked: acks.length, deliveries: total(), slowDevices: { count: slowCount, closed: [...slow].filter((d) => d.closed !== null).length },
         sendAckMs: { p50: quantile(lat.ackMs, 0.5), p99: quantile(lat.ackMs, 0.99) },
         endToEndMs: { p50: quantile(lat.endToEndMs, 0.5), p99: quantile(lat.endToEndMs, 0.99) },
         verdict,

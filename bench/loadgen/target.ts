@@ -44,7 +44,7 @@ export async function startTarget(opts: { extraArgs?: string[] } = {}): Promise<
   let node: ServerProcess | undefined;
   try {
     node = await startServerProcess({
-      redisAddr: redis.addr, pki, auditLog: path.join(dir, "audit.log"),
+      redisAddr: redis.addr, pki, auditLog: path.join(dir, "audit.log"), metricsListen: "127.0.0.1:0",
       // per_user_msg_rate off in effect: a bench measures the node's capacity (one device may send 64
       // in flight as fast as acks come), not what one real user is allowed
       extraArgs: ["--gateway-listen", "127.0.0.1:0", "--tokens-keys", keysFile, "--data-dir", path.join(dir, "data"), "--gateway-user-msg-rate", "1000000", ...(opts.extraArgs ?? [])],

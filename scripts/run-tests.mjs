@@ -13,7 +13,7 @@
 // jars are fetched first if not cached) and passed to the tests as QIM_TEST_CASSANDRA=host:port;
 // it is stopped once node --test has exited, whatever the outcome. If it cannot start, the run
 // fails. (A test file not so named still gets one through sharedCassandra(), per process.)
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, existsSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -83,8 +83,13 @@ if (files.some((f) => f.includes("cassandra")) && !process.env.QIM_TEST_CASSANDR
 // Files that run alone, after the others: they load the machine so much (three Cassandra JVMs
 // starting) that a file beside them measures their load instead of its own code (the large-group
 // acceptance's Redis time budget read 230 ms of a script descheduled by the JVMs' start).
-const SOLO = ["test/reliability/three-node-store.test.js"];
+// The 10,000-connection test is the same kind of load (20,000 sockets on two cores).
+const SOLO = ["test/reliability/three-node-store.test.js", "test/gateway/ten-thousand.test.js"];
 const together = files.filter((f) => !SOLO.some((s) => f.endsWith(s)));
+if (files.some((f) => f.endsWith("test/gateway/ten-thousand.test.js"))) {
+  const hard = spawnSync("/bin/sh", ["-c", "ulimit -Hn"], { encoding: "utf8" }).stdout.trim();
+  console.log(`open files: the tests run with the soft limit raised to the hard one (${hard}); the 10,000-connection test needs about 10,256`);
+}
 const alone = files.filter((f) => SOLO.some((s) => f.endsWith(s)));
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), "qim-tests-"));
@@ -100,7 +105,9 @@ async function runPass(list, concurrency, tapFile) {
     `--test-reporter-destination=${tapFile}`,
     ...list,
   ];
-  const child = spawn(process.execPath, args, { cwd: root, env: childEnv, stdio: ["ignore", "inherit", "inherit"] });
+  // the soft open-file limit raised to the hard one for the test processes and every server they
+  // start (they inherit it): the 10,000-connection test needs about 10,256 in its process and its node
+  const child = spawn("/bin/sh", ["-c", 'ulimit -n "$(ulimit -Hn)" 2>/dev/null; exec "$0" "$@"', process.execPath, ...args], { cwd: root, env: childEnv, stdio: ["ignore", "inherit", "inherit"] });
   return new Promise((resolve) => {
     child.on("error", (err) => {
       console.error(`cannot run node --test: ${err.message}`);

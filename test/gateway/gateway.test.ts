@@ -15,7 +15,7 @@ import { Frame } from "../../admin-api/gen/qim/client/v1/frames.js";
 import { GATEWAY_MAX_FRAME_BYTES } from "../../core/index.js";
 import type { TestPkiFiles } from "../certs/fixture.js";
 import { baseEnv, ok, QIMCTL, ROOT, run } from "../e2e/qimctl.js";
-import { Device, show, startGatewayNode, type GatewayNode } from "./device.js";
+import { Device, show, startGatewayNode, type Body, type GatewayNode } from "./device.js";
 
 const PYTHON = "/usr/bin/python3";
 
@@ -125,6 +125,24 @@ describe("the client gateway on a real node", { timeout: 240_000 }, () => {
     const c = await device(carol, "c1");
     const denied = await c.request({ $case: "send", send: { clientMsgNo: "c-1", group, payload: Buffer.from("let me in"), contentType: "text", mentions: [] } });
     assert.equal(denied.body?.$case === "error" && denied.body.error.code, "PERMISSION_DENIED");
+    // alice herself, with a token of another tenant: the group (of this tenant) is not hers there —
+    // no send, no history, no leave, nothing written
+    const otherTenant = randomUUID();
+    const foreign = ok(await run(["token", "issue", "--user", alice, "--device", "elsewhere", "--ttl", "1h", "--tenant", otherTenant], { context }), "token issue for another tenant") as { token: string };
+    const x = await Device.open(url, ca, foreign.token);
+    assert.ok(x instanceof Device, show(x));
+    const xa = await x.request({ $case: "auth", auth: { deviceId: "elsewhere", clientVersion: "test" } });
+    assert.equal(xa.body?.$case === "authOk" && xa.body.authOk.tenant, otherTenant);
+    const crossing: Body[] = [
+      { $case: "send", send: { clientMsgNo: "x-1", group, payload: Buffer.from("across tenants"), contentType: "text", mentions: [] } },
+      { $case: "pullHistory", pullHistory: { group, afterSeq: 0n, limit: 10 } },
+      { $case: "leaveGroup", leaveGroup: { group } },
+    ];
+    for (const body of crossing) {
+      const r = await x.request(body);
+      assert.ok(r.body?.$case === "error" && ["PERMISSION_DENIED", "NOT_FOUND"].includes(r.body.error.code), `${body.$case}: ${show(r.body)}`);
+    }
+    x.ws.close();
     // nothing was written, and a new connection is served
     assert.equal((await historyOf(alice)).length, before);
     const pong = await d.request({ $case: "ping", ping: {} });

@@ -73,7 +73,10 @@ export async function startServerProcess(opts: ServerProcessOptions): Promise<Se
   hookExit();
   const port = opts.port ?? (await freePort());
   // node's flags as bin/qim-admin-server.js's first line gives them: the server as it ships
-  const args = [...(opts.nodeFlags ?? SERVER_NODE_FLAGS), ...(opts.childArgs ? opts.childArgs(port) : opts.bare ? [ADMIN_SERVER, "--config", opts.configPath!] : [
+  // QIM_PROFILE_SERVER=DIR: each server writes a CPU profile there when it stops (node's --cpu-prof,
+  // which NODE_OPTIONS may not carry): how a bench's server is profiled
+  const profile = process.env.QIM_PROFILE_SERVER ? ["--cpu-prof", `--cpu-prof-dir=${process.env.QIM_PROFILE_SERVER}`] : [];
+  const args = [...profile, ...(opts.nodeFlags ?? SERVER_NODE_FLAGS), ...(opts.childArgs ? opts.childArgs(port) : opts.bare ? [ADMIN_SERVER, "--config", opts.configPath!] : [
     ADMIN_SERVER,
     ...(opts.configPath ? ["--config", opts.configPath] : []),
     "--listen", `127.0.0.1:${port}`,

@@ -3,6 +3,7 @@ import { AuditServiceClient, AuditServiceService } from "./gen/qim/admin/v1/audi
 import { ClusterServiceClient, ClusterServiceService } from "./gen/qim/admin/v1/cluster.js";
 import { CmdServiceClient, CmdServiceService } from "./gen/qim/admin/v1/cmd.js";
 import { ConnectionServiceClient, ConnectionServiceService } from "./gen/qim/admin/v1/connections.js";
+import { RetentionServiceClient, RetentionServiceService } from "./gen/qim/admin/v1/retention.js";
 import { ConversationListServiceClient, ConversationListServiceService } from "./gen/qim/admin/v1/conversation_list.js";
 import { DispatchServiceClient, DispatchServiceService } from "./gen/qim/admin/v1/dispatch.js";
 import { DrillServiceClient, DrillServiceService } from "./gen/qim/admin/v1/drill.js";
@@ -32,6 +33,7 @@ export const SERVICE_CATALOG = [
   { name: "qim.admin.v1.CmdService", definition: CmdServiceService, client: CmdServiceClient, rename: { send: "cmdSend", sync: "cmdSync", ack: "cmdAck", getPending: "getCmdPending", getState: "getCmdState", getOwner: "getCmdOwner", flush: "cmdFlush", getStatus: "getCmdStatus" } },
   { name: "qim.admin.v1.TokenService", definition: TokenServiceService, client: TokenServiceClient, rename: {} },
   { name: "qim.admin.v1.ConnectionService", definition: ConnectionServiceService, client: ConnectionServiceClient, rename: {} },
+  { name: "qim.admin.v1.RetentionService", definition: RetentionServiceService, client: RetentionServiceClient, rename: {} },
 ] as const satisfies readonly CatalogEntry[];
 
 export interface CatalogEntry {

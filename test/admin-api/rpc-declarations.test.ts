@@ -88,6 +88,10 @@ const INVALID_INPUT: Record<string, { request: object; field: string } | "no fie
   "/qim.admin.v1.TokenService/ListTokens": { request: { tenant, user: "u" }, field: "user" },
   "/qim.admin.v1.ConnectionService/ListConnections": { request: { tenant, user: "u" }, field: "user" },
   "/qim.admin.v1.ConnectionService/KickConnections": { request: { tenant, user: "u" }, field: "user" },
+  "/qim.admin.v1.RetentionService/GetRetention": { request: { tenant, group: "g" }, field: "group" },
+  "/qim.admin.v1.RetentionService/SetRetentionClass": { request: { tenant, name: "Not A Name" }, field: "name" },
+  "/qim.admin.v1.RetentionService/SetGroupRetention": { request: { tenant, group: "g" }, field: "group" },
+  "/qim.admin.v1.RetentionService/RunRetention": { request: { tenant: "t" }, field: "tenant" },
 };
 
 /** Bytes that are no protobuf message: field 1 as a length-delimited value longer than the buffer. */

@@ -38,3 +38,16 @@ export function parseReason(text: string | undefined, field: string, opts: { req
   if (NOT_ONE_LINE.test(reason)) throw new InvalidArgumentError(field, `${field} must be one line of text without control or bidirectional formatting characters`);
   return reason;
 }
+
+/**
+ * The first `max` UTF-16 units of `s`, never ending on half a surrogate pair (a lone surrogate
+ * breaks encodeURI and every encoder downstream: the audit log refused such a cut message), with
+ * "… (N characters)" when something was cut.
+ */
+export function cutText(s: string, max: number): string {
+  if (s.length <= max) return s;
+  let end = max;
+  const last = s.charCodeAt(end - 1);
+  if (last >= 0xd800 && last <= 0xdbff) end--;
+  return `${s.slice(0, end)}… (${s.length} characters)`;
+}

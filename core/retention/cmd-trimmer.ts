@@ -109,7 +109,8 @@ export class CmdHistoryTrimmer {
   private async fillDirectory(bucket: number, dryRun: boolean): Promise<Set<string>> {
     const client = this.store.clientFor(bucketTag(bucket));
     const stateKey = cmdTrimStateKey(this.keys, bucket);
-    const [msText, offText] = ((await client.hget(stateKey, RECENT_CURSOR_FIELD)) ?? "0|0").split("|");
+    const stored = (await client.hget(stateKey, RECENT_CURSOR_FIELD)) ?? "0|0";
+    const [msText, offText] = stored.split("|");
     let ms = Number(msText) || 0;
     let offset = Number(offText) || 0;
     const seen = new Map<string, number>();
@@ -137,7 +138,8 @@ export class CmdHistoryTrimmer {
         await client.zadd(dir, "GT", ...(args as [number, string]));
       }
     }
-    await client.hset(stateKey, RECENT_CURSOR_FIELD, `${ms}|${offset}`);
+    // a bucket with no new commit writes nothing (a round over 256 idle buckets is 256 reads, no writes)
+    if (`${ms}|${offset}` !== stored) await client.hset(stateKey, RECENT_CURSOR_FIELD, `${ms}|${offset}`);
     return new Set();
   }
 

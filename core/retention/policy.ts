@@ -1,4 +1,4 @@
-import { InvalidArgumentError, type KeySpace, type Uuid } from "../base/index.js";
+import { cutText, InvalidArgumentError, type KeySpace, type Uuid } from "../base/index.js";
 import type { RedisStore } from "../store/index.js";
 import { groupRetentionKey, retentionPolicyKey } from "./keys.js";
 
@@ -34,7 +34,7 @@ export const KEEP_EVERYTHING: RetentionRule = Object.freeze({ maxAgeMs: 0, maxCo
 
 export function checkClassName(field: string, name: string): string {
   if (name.length === 0 || name.length > RETENTION_CLASS_NAME_MAX || !CLASS_NAME.test(name)) {
-    throw new InvalidArgumentError(field, `${field} must be 1–${RETENTION_CLASS_NAME_MAX} characters of a-z, 0-9, '-' and '_', starting with a letter or digit (got ${JSON.stringify(name)})`);
+    throw new InvalidArgumentError(field, `${field} must be 1–${RETENTION_CLASS_NAME_MAX} characters of a-z, 0-9, '-' and '_', starting with a letter or digit (got ${JSON.stringify(cutText(name, 70))})`);
   }
   return name;
 }

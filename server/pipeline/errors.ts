@@ -1,5 +1,5 @@
 import { Metadata, status, type ServiceError } from "@grpc/grpc-js";
-import { ERROR_CODES, QimError, type QimErrorCode } from "../../core/index.js";
+import { cutText, ERROR_CODES, QimError, type QimErrorCode } from "../../core/index.js";
 
 /**
  * The one place where domain errors become gRPC statuses (DESIGN §3), each as ERROR_CODES declares it. The domain code and the
@@ -24,10 +24,18 @@ export interface MappedError {
   field?: string;
 }
 
+/**
+ * The most characters of an error's message that go on the wire: the message travels in a gRPC
+ * status header, and one over the transport's header limit never arrives — the client waited out
+ * its deadline (a class name of 1 MiB echoed in its INVALID_ARGUMENT, found by the admin fuzz).
+ */
+export const ERROR_MESSAGE_MAX_CHARS = 2000;
+
 export function mapError(err: unknown, requestId: string): MappedError {
   if (err instanceof QimError) {
-    const field = typeof err.details.field === "string" ? err.details.field : undefined;
-    return { code: CODE[err.code], domainCode: err.code, message: err.message, ...(field ? { field } : {}) };
+    const field = typeof err.details.field === "string" ? cutText(err.details.field, 200) : undefined;
+    const message = cutText(err.message, ERROR_MESSAGE_MAX_CHARS);
+    return { code: CODE[err.code], domainCode: err.code, message, ...(field ? { field } : {}) };
   }
   if (isStoreUnavailable(err)) {
     return { code: status.UNAVAILABLE, domainCode: "UNAVAILABLE", message: `the store is unreachable (request ${requestId})` };

@@ -172,7 +172,9 @@ export class DeliveryConsumer {
     }
     try {
       const key = deliveryCheckpointKey(this.keys, this.log.identity.topicId, partition);
-      const { moved, fenced } = await this.store.commit(advanceDeliveryCheckpointScript, this.store.clientForKey(key), { checkpoint: key, lease: unitLeaseKey(this.keys, "partition", partition) },
+      // no replica acknowledgement (redis.ack_replicas): a checkpoint a failover loses only means
+      // pushes again, which devices dedupe — and a WAIT per step would hold the connection
+      const { moved, fenced } = await advanceDeliveryCheckpointScript.run(this.store.clientForKey(key), { checkpoint: key, lease: unitLeaseKey(this.keys, "partition", partition) },
         { expected: from, to: `${to.offset}|${to.id}`, owner: fence.owner, token: fence.token });
       if (!moved) {
         this.positions.delete(partition);

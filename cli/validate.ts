@@ -8,7 +8,7 @@ import {
   EPOCH_HISTORY_LIMIT, HISTORY_PAGE_LIMIT, InvalidArgumentError, MAX_DRILL_USERS, MAX_INITIAL_MEMBERS, MAX_MENTIONS, MAX_USERS_PER_MEMBERSHIP_CALL, MESSAGE_MAX_PAYLOAD_BYTES,
   SESSION_PAGE_LIMIT, SUMMARY_GROUPS_MAX, TAIL_AUDIT_LIMIT,
 } from "../core/base/index.js";
-import { parseReason, REASON_MAX_CHARS, trimAscii } from "../core/base/index.js";
+import { checkClassName, parseReason, REASON_MAX_CHARS, trimAscii } from "../core/base/index.js";
 import { parseHostPort } from "../core/base/index.js";
 import * as Flags from "@oclif/core/flags";
 import { UsageError } from "./exit-codes.js";
@@ -167,4 +167,14 @@ export function retentionAge(flag: string, value: string): number {
     throw new UsageError(flag, `expected an age from 1s to 3650d such as 90m, 12h or 30d (0 or off: no age limit), got ${JSON.stringify(value.slice(0, 32))}`);
   }
   return ms;
+}
+
+/** A retention class name, by the server's own rule (core/base checkClassName), as a UsageError naming the flag. */
+export function retentionClass(flag: string, value: string): string {
+  try {
+    return checkClassName(flag, value);
+  } catch (err) {
+    if (err instanceof InvalidArgumentError) throw new UsageError(flag, err.message);
+    throw err;
+  }
 }

@@ -51,3 +51,18 @@ export function cutText(s: string, max: number): string {
   if (last >= 0xd800 && last <= 0xdbff) end--;
   return `${s.slice(0, end)}… (${s.length} characters)`;
 }
+
+/** The longest a retention class name may be (it is a hash field and a CLI argument). */
+export const RETENTION_CLASS_NAME_MAX = 64;
+const RETENTION_CLASS_NAME = /^[a-z0-9][a-z0-9_-]*$/;
+
+/**
+ * A retention class name (spec 000's retention_class, issue 26): 1–RETENTION_CLASS_NAME_MAX of
+ * a-z, 0-9, '-' and '_', starting with a letter or digit. The one check the server and the CLI make.
+ */
+export function checkClassName(field: string, name: string): string {
+  if (name.length === 0 || name.length > RETENTION_CLASS_NAME_MAX || !RETENTION_CLASS_NAME.test(name)) {
+    throw new InvalidArgumentError(field, `${field} must be 1–${RETENTION_CLASS_NAME_MAX} characters of a-z, 0-9, '-' and '_', starting with a letter or digit (got ${JSON.stringify(cutText(name, 70))})`);
+  }
+  return name;
+}

@@ -9,7 +9,7 @@
 export { cmdChannelDirectoryKey, cmdTrimStateKey, groupRetentionKey, retentionPolicyKey } from "./keys.js";
 export { CMD_DIRECTORY_FILL_PAGE, CMD_DIRECTORY_FILL_PAGES, type CmdChannelTrim, type CmdRoundReport } from "./cmd-trimmer.js";
 export {
-  checkClassName, checkRule, DEFAULT_RETENTION_CLASS, effectiveRule, KEEP_EVERYTHING, RETENTION_CLASS_NAME_MAX, RetentionPolicies,
+  checkRule, DEFAULT_RETENTION_CLASS, effectiveRule, KEEP_EVERYTHING, RetentionPolicies,
   type GroupRetention, type RetentionPolicy, type RetentionRule,
 } from "./policy.js";
 export { trimCmdHistoryScript, trimConversationScript, type CmdTrimReply, type TrimReply } from "./scripts.js";

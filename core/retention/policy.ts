@@ -1,4 +1,4 @@
-import { cutText, InvalidArgumentError, type KeySpace, type Uuid } from "../base/index.js";
+import { checkClassName, hexToUuid, InvalidArgumentError, type KeySpace, type Uuid, type UuidHex } from "../base/index.js";
 import type { RedisStore } from "../store/index.js";
 import { groupRetentionKey, retentionPolicyKey } from "./keys.js";
 
@@ -26,18 +26,8 @@ export interface GroupRetention {
 
 /** The class a tenant's conversations are in when nobody said otherwise. */
 export const DEFAULT_RETENTION_CLASS = "standard";
-/** The longest a class name may be (it is a hash field and a CLI argument). */
-export const RETENTION_CLASS_NAME_MAX = 64;
-const CLASS_NAME = /^[a-z0-9][a-z0-9_-]*$/;
-
 export const KEEP_EVERYTHING: RetentionRule = Object.freeze({ maxAgeMs: 0, maxCount: 0 });
 
-export function checkClassName(field: string, name: string): string {
-  if (name.length === 0 || name.length > RETENTION_CLASS_NAME_MAX || !CLASS_NAME.test(name)) {
-    throw new InvalidArgumentError(field, `${field} must be 1–${RETENTION_CLASS_NAME_MAX} characters of a-z, 0-9, '-' and '_', starting with a letter or digit (got ${JSON.stringify(cutText(name, 70))})`);
-  }
-  return name;
-}
 
 export function checkRule(field: string, rule: RetentionRule): RetentionRule {
   for (const [k, v] of Object.entries(rule) as [keyof RetentionRule, number][]) {
@@ -111,4 +101,14 @@ export class RetentionPolicies {
     await m.exec();
     return this.group(tenant, group);
   }
+}
+
+/** A tenant's policy, read once per round (`cache`: tenant hex → its read, shared by the conversation and CMD walks). */
+export function policyOf(policies: RetentionPolicies, cache: Map<string, Promise<RetentionPolicy | null>>, tenantHex: string): Promise<RetentionPolicy | null> {
+  let p = cache.get(tenantHex);
+  if (!p) {
+    p = policies.tenant(hexToUuid(tenantHex as UuidHex));
+    cache.set(tenantHex, p);
+  }
+  return p;
 }

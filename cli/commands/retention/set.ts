@@ -3,9 +3,7 @@ import { ConnectedCommand } from "../../base.js";
 import { UsageError } from "../../exit-codes.js";
 import { retentionShowResult, type RetentionShowResult } from "../../retention/results.js";
 import { showText } from "../../retention/text.js";
-import { retentionAge, uuid } from "../../validate.js";
-
-const CLASS_NAME = /^[a-z0-9][a-z0-9_-]{0,63}$/;
+import { retentionAge, retentionClass, uuid } from "../../validate.js";
 
 export default class RetentionSet extends ConnectedCommand<typeof RetentionSet> {
   static override summary = "Set a retention class of the tenant, or a group's own class or rule.";
@@ -33,8 +31,7 @@ What is trimmed is gone: history below the new floor, its unread index and idemp
 
   async run(): Promise<RetentionShowResult> {
     const f = this.flags;
-    const name = f.class;
-    if (name !== undefined && !CLASS_NAME.test(name)) throw new UsageError("--class", `1 to 64 of a-z, 0-9, '-' and '_', starting with a letter or digit (got ${JSON.stringify(name.slice(0, 70))})`);
+    const name = f.class === undefined ? undefined : retentionClass("--class", f.class);
     const age = f["max-age"] === undefined ? undefined : retentionAge("--max-age", f["max-age"]);
     const count = f["max-count"];
     const hasRule = age !== undefined || count !== undefined;

@@ -14,7 +14,7 @@ import { cmdChannelKeys, cmdRecentKey, sourceGroupOf } from "../cmd-log/index.js
 import type { RedisStore } from "../store/index.js";
 import { cmdChannelDirectoryKey, cmdTrimStateKey } from "./keys.js";
 import { metrics } from "./metrics.js";
-import { effectiveRule, type RetentionPolicies, type RetentionPolicy, type RetentionRule } from "./policy.js";
+import { effectiveRule, policyOf, type RetentionPolicies, type RetentionPolicy, type RetentionRule } from "./policy.js";
 import { trimCmdHistoryScript } from "./scripts.js";
 
 /** Entries of a bucket's recent-commit index read per page while the directory is filled. */
@@ -90,8 +90,8 @@ export class CmdHistoryTrimmer {
       try {
         for (const ref of refs) {
           const t = await this.trimChannel(bucket, fence, ref, policies, dryRun, report);
-          if (t?.skipped === "fenced") return;
-          if (t && (t.histRemoved > 0 || t.idemRemoved > 0) && report.trims.length < listLimit) report.trims.push(t);
+          if (t.skipped === "fenced") return;
+          if ((t.histRemoved > 0 || t.idemRemoved > 0) && report.trims.length < listLimit) report.trims.push(t);
         }
       } finally {
         this.gate.leave("relay", bucket);
@@ -143,12 +143,10 @@ export class CmdHistoryTrimmer {
     return new Set();
   }
 
-  private async trimChannel(bucket: number, fence: Fence, ref: string, policies: Map<string, Promise<RetentionPolicy | null>>, dryRun: boolean, report: CmdRoundReport): Promise<CmdChannelTrim | null> {
+  private async trimChannel(bucket: number, fence: Fence, ref: string, policies: Map<string, Promise<RetentionPolicy | null>>, dryRun: boolean, report: CmdRoundReport): Promise<CmdChannelTrim> {
     const { tenantHex, channelType, channelId } = parseRef(ref);
     const tenant = hexToUuid(tenantHex);
-    let p = policies.get(tenantHex);
-    if (!p) { p = this.policies.tenant(tenant); policies.set(tenantHex, p); }
-    const policy = await p;
+    const policy = await policyOf(this.policies, policies, tenantHex);
     const channel = { channelType, channelId };
     const group = sourceGroupOf(channel);
     const { rule, source } = effectiveRule(policy, policy !== null && group !== null ? await this.policies.group(tenant, group) : null);

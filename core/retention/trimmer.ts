@@ -8,7 +8,7 @@ import { bucketConversationsKey, fanoutKeys } from "../dispatch/index.js";
 import type { RedisStore } from "../store/index.js";
 import { CmdHistoryTrimmer, emptyCmdReport, type CmdRoundReport } from "./cmd-trimmer.js";
 import { metrics } from "./metrics.js";
-import { effectiveRule, type RetentionPolicies, type RetentionPolicy, type RetentionRule } from "./policy.js";
+import { effectiveRule, policyOf, type RetentionPolicies, type RetentionPolicy, type RetentionRule } from "./policy.js";
 import { trimConversationScript } from "./scripts.js";
 
 export interface RetentionOptions {
@@ -59,7 +59,10 @@ export interface RoundReport {
   trims: ConversationTrim[];
   /** The CMD channels of the same buckets (cmd-trimmer.ts). */
   cmd: CmdRoundReport;
+  /** A dry run stopped at the bucket where `listLimit` entries were listed: the counts cover the buckets before it. */
+  stoppedEarly: boolean;
 }
+
 
 /**
  * The retention trimming task (issue 26): per relay bucket, at the bucket's lease holder (the relay's
@@ -77,6 +80,8 @@ export class RetentionTrimmer {
   private running: Promise<unknown> | null = null;
   private stopped = true;
   private readonly cmd: CmdHistoryTrimmer;
+  /** Rounds run one after another: the background task's and any an operator asks for never overlap. */
+  private rounds: Promise<unknown> = Promise.resolve();
 
   constructor(private readonly store: RedisStore, private readonly keys: KeySpace, readonly policies: RetentionPolicies, private readonly opts: RetentionOptions = {}) {
     this.gate = opts.gate ?? SOLO_GATE;
@@ -112,14 +117,25 @@ export class RetentionTrimmer {
    * writes nothing and reports each conversation's first step: what would go now, and `more`
    * when the rule wants more than one step.
    */
-  async runRound(o: { dryRun?: boolean; tenant?: Uuid; listLimit?: number } = {}): Promise<RoundReport> {
+  runRound(o: { dryRun?: boolean; tenant?: Uuid; listLimit?: number } = {}): Promise<RoundReport> {
+    const round = this.rounds.then(() => this.round(o));
+    this.rounds = round.catch(() => undefined);
+    return round;
+  }
+
+  private async round(o: { dryRun?: boolean; tenant?: Uuid; listLimit?: number }): Promise<RoundReport> {
     const dryRun = o.dryRun ?? false;
     const listLimit = o.listLimit ?? 1000;
-    const report: RoundReport = { dryRun, bucketsOwned: 0, conversations: 0, histRemoved: 0, idxRemoved: 0, idemRemoved: 0, behind: 0, skipped: 0, trims: [], cmd: emptyCmdReport() };
+    const report: RoundReport = { dryRun, bucketsOwned: 0, conversations: 0, histRemoved: 0, idxRemoved: 0, idemRemoved: 0, behind: 0, skipped: 0, trims: [], cmd: emptyCmdReport(), stoppedEarly: false };
     const policyCache = new Map<string, Promise<RetentionPolicy | null>>();
     try {
       for (let bucket = 0; bucket < COMMIT_BUCKET_COUNT; bucket++) {
         if (!this.gate.owns("relay", bucket)) continue;
+        // a dry run answers a person: once the list is full, what it shows is enough
+        if (dryRun && report.trims.length + report.cmd.trims.length >= listLimit) {
+          report.stoppedEarly = true;
+          break;
+        }
         report.bucketsOwned++;
         await this.trimBucket(bucket, dryRun, o.tenant, policyCache, report, listLimit);
         await this.cmd.trimBucket(bucket, dryRun, o.tenant, policyCache, report.cmd, listLimit);
@@ -151,9 +167,7 @@ export class RetentionTrimmer {
       try {
         for (const ref of page) {
           const [tHex, cHex] = ref.split("|") as [UuidHex, UuidHex];
-          let p = policies.get(tHex);
-          if (!p) { p = this.policies.tenant(hexToUuid(tHex)); policies.set(tHex, p); }
-          const t = await this.trimOne(bucket, fence, hexToUuid(tHex), hexToUuid(cHex), await p, dryRun);
+          const t = await this.trimOne(bucket, fence, hexToUuid(tHex), hexToUuid(cHex), await policyOf(this.policies, policies, tHex), dryRun);
           report.conversations++;
           report.histRemoved += t.histRemoved;
           report.idxRemoved += t.idxRemoved;

@@ -7,7 +7,7 @@ export default class RetentionRun extends ConnectedCommand<typeof RetentionRun> 
   static override summary = "Run a retention round for the tenant now (--dry-run: only show what would be removed).";
   static override description = `The server's trimming task runs rounds by itself (retention.interval); this runs one now, over the relay buckets the answering node owns (in a cluster every node trims its own buckets: run it against each, or wait for their rounds). Each conversation and CMD channel gets a bounded number of steps; what is left is reported as behind and done by the next rounds.
 
---dry-run writes nothing and shows, per conversation and channel, what its first step would remove. At most --limit (1 to 1000, default 100) conversations and channels are listed; "truncated" says more had something to trim.
+--dry-run writes nothing and shows, per conversation and channel, what its first step would remove. At most --limit (1 to 1000, default 100) conversations and channels are listed; "truncated" says more had something to trim (a dry run stops walking once its list is full, so its counts then cover part of the buckets). Rounds never overlap: one asked for while another runs waits for it.
 
 Needs the operator or admin role; audited, a dry run too. Exit codes: 0 done; 2 bad --limit; 5 server unreachable; 6 refused certificate or role.`;
   static override examples = [

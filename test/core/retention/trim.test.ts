@@ -281,4 +281,23 @@ describe("retention trims history, its unread index and idempotency ids; readers
     assert.equal(r.cmd.histRemoved, 0);
     assert.deepEqual((await cmdStored(tenant, "keep")).hist, [1, 2, 3]);
   });
+
+  it("rounds never overlap: two asked for at once run one after the other (the second finds nothing left); a dry run stops walking once its list is full", async () => {
+    const tenant = newUuid();
+    const [a, b] = [newUuid(), newUuid()];
+    const groups: Uuid[] = [];
+    for (let g = 0; g < 3; g++) {
+      const { group } = await rt.conversations.createGroup({ tenant, owner: a, members: [b] });
+      for (let i = 0; i < 6; i++) await rt.conversations.send({ tenant, group, sender: a, payload: new TextEncoder().encode(`m${i}`), contentType: "text/plain" });
+      groups.push(group);
+    }
+    await rt.relay.drainAll();
+    await rt.retention.policies.setTenantClass(tenant, "standard", { maxAgeMs: 0, maxCount: 2 }, true);
+    // each group: 6 messages, keep 2 → 4 go (one step of 7 is enough): 12 in all
+    const dry = await rt.retention.runRound({ dryRun: true, tenant, listLimit: 1 });
+    assert.deepEqual([dry.trims.length, dry.stoppedEarly], [1, true]);
+    const [first, second] = await Promise.all([rt.retention.runRound({ tenant }), rt.retention.runRound({ tenant })]);
+    assert.deepEqual([first.histRemoved, second.histRemoved], [12, 0]);
+    for (const g of groups) assert.deepEqual((await stored(tenant, g)).hist, [5, 6]);
+  });
 });

@@ -105,7 +105,7 @@ export const retentionService = defineService(catalogEntry("qim.admin.v1.Retenti
         cmdTrims: r.cmd.trims.slice(0, limit).map((t) => ({
           channelType: t.channelType, channelId: t.channelId, source: t.source, historyRemoved: BigInt(t.histRemoved), idempotencyRemoved: BigInt(t.idemRemoved), more: t.more,
         })),
-        truncated: r.trims.length > limit || r.cmd.trims.length > limit,
+        truncated: r.stoppedEarly || r.trims.length > limit || r.cmd.trims.length > limit,
         answeredBy: deps.runtime.cluster?.nodeId ?? "",
       };
       return {

@@ -8,7 +8,7 @@ import { metrics } from "./metrics.js";
 import { ConnectionsView, type ConnectionPeers } from "./operators.js";
 import { ReadSync, type UserEventForwarder } from "./read-sync.js";
 import { SessionRelay, type RelayedChange, type SessionChangeForwarder } from "./session-relay.js";
-import { ONLINE_COUNT_PUBLISH_MS, ONLINE_REFRESH_MS, OnlineRegistry, type RegistryCluster } from "./registry.js";
+import { ONLINE_COUNT_PUBLISH_MS, ONLINE_COUNT_REWRITE_MS, ONLINE_REFRESH_MS, OnlineRegistry, type RegistryCluster } from "./registry.js";
 
 export interface DeliveryOptions {
   /** The partitions' poll interval when nothing kicked (DELIVERY_POLL_INTERVAL_MS). */
@@ -83,14 +83,24 @@ export class Delivery {
   }
 
   /**
-   * This node serves devices (its gateway listener opened): publish its connection count now and
-   * every ONLINE_COUNT_PUBLISH_MS while it runs, for `cluster nodes` and the dashboard (a no-op
+   * This node serves devices (its gateway listener opened): publish its connection count now and,
+   * when it changed, every ONLINE_COUNT_PUBLISH_MS while it runs, for `cluster nodes` and the dashboard (a no-op
    * outside a cluster, where the answering server's own count is all there is).
    */
   publishCounts(): void {
     if (!this.registry.clustered || this.countTimer) return;
+    // written when the count changed, and again every ONLINE_COUNT_REWRITE_MS (a failover that
+    // lost it): an idle node costs one HSET a minute, not one every 5 s
+    let last: { count: number; at: number } | null = null;
     const publish = () => {
-      this.registry.publishCount(this.local.size).catch((err: unknown) => this.opts.log?.(`delivery: publishing the connection count: ${String(err)}`));
+      const count = this.local.size;
+      const now = Date.now();
+      if (last !== null && last.count === count && now - last.at < ONLINE_COUNT_REWRITE_MS) return;
+      last = { count, at: now };
+      this.registry.publishCount(count).catch((err: unknown) => {
+        last = null;
+        this.opts.log?.(`delivery: publishing the connection count: ${String(err)}`);
+      });
     };
     publish();
     this.countTimer = setInterval(publish, ONLINE_COUNT_PUBLISH_MS);

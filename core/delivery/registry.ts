@@ -12,6 +12,8 @@ export const LOCATE_CHUNK = 500;
 export const ONLINE_NODES_CACHE_MS = 250;
 /** How often a node with a gateway publishes its connection count (`{g000}:online:counts`, for `cluster nodes` and the dashboard). */
 export const ONLINE_COUNT_PUBLISH_MS = 5_000;
+/** An unchanged count is written again this often (a failover may have lost it). */
+export const ONLINE_COUNT_REWRITE_MS = 60_000;
 
 /** A live node of the cluster as the registry needs it. */
 export interface LiveNode {
@@ -39,7 +41,7 @@ function onlineNodesKey(space: KeySpace): string {
   return space.key(GLOBAL_TAG, "online:nodes");
 }
 
-/** Each node's published connection count, `{g000}:online:counts` (node id → JSON {incarnation, connections, atMs}). */
+/** Each node's published connection count, `{g000}:online:counts` (node id → JSON {incarnation, connections}). */
 function onlineCountsKey(space: KeySpace): string {
   return space.key(GLOBAL_TAG, "online:counts");
 }
@@ -108,7 +110,7 @@ export class OnlineRegistry {
     if (!c) return;
     const key = onlineCountsKey(this.keys);
     this.published = true;
-    await this.store.clientForKey(key).hset(key, c.nodeId, JSON.stringify({ incarnation: c.incarnation, connections, atMs: Date.now() }));
+    await this.store.clientForKey(key).hset(key, c.nodeId, JSON.stringify({ incarnation: c.incarnation, connections }));
   }
 
   /**

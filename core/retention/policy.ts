@@ -28,7 +28,6 @@ export interface GroupRetention {
 export const DEFAULT_RETENTION_CLASS = "standard";
 export const KEEP_EVERYTHING: RetentionRule = Object.freeze({ maxAgeMs: 0, maxCount: 0 });
 
-
 export function checkRule(field: string, rule: RetentionRule): RetentionRule {
   for (const [k, v] of Object.entries(rule) as [keyof RetentionRule, number][]) {
     if (!Number.isSafeInteger(v) || v < 0) throw new InvalidArgumentError(`${field}.${k}`, `${field}.${k} must be a whole number ≥ 0 (0: no limit), got ${v}`);
@@ -104,10 +103,10 @@ export class RetentionPolicies {
 }
 
 /** A tenant's policy, read once per round (`cache`: tenant hex → its read, shared by the conversation and CMD walks). */
-export function policyOf(policies: RetentionPolicies, cache: Map<string, Promise<RetentionPolicy | null>>, tenantHex: string): Promise<RetentionPolicy | null> {
+export function policyOf(policies: RetentionPolicies, cache: Map<string, Promise<RetentionPolicy | null>>, tenantHex: UuidHex): Promise<RetentionPolicy | null> {
   let p = cache.get(tenantHex);
   if (!p) {
-    p = policies.tenant(hexToUuid(tenantHex as UuidHex));
+    p = policies.tenant(hexToUuid(tenantHex));
     cache.set(tenantHex, p);
   }
   return p;

@@ -63,7 +63,6 @@ export interface RoundReport {
   stoppedEarly: boolean;
 }
 
-
 /**
  * The retention trimming task (issue 26): per relay bucket, at the bucket's lease holder (the relay's
  * own gate: the owner that marks the bucket's commits also trims its conversations, fenced by the same
@@ -131,8 +130,9 @@ export class RetentionTrimmer {
     try {
       for (let bucket = 0; bucket < COMMIT_BUCKET_COUNT; bucket++) {
         if (!this.gate.owns("relay", bucket)) continue;
-        // a dry run answers a person: once the list is full, what it shows is enough
-        if (dryRun && report.trims.length + report.cmd.trims.length >= listLimit) {
+        // a dry run answers a person: once either list is full (each is capped at listLimit on
+        // its own), what it shows is enough and the rest of the walk would only be counted
+        if (dryRun && (report.trims.length >= listLimit || report.cmd.trims.length >= listLimit)) {
           report.stoppedEarly = true;
           break;
         }

@@ -7,16 +7,31 @@ import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { after, before, describe, it } from "node:test";
 import { ConversationService, newUuid, QimError, RedisStore, ReplicaAckError, registry } from "../../core/index.js";
+import { Redis } from "ioredis";
 import { startRedis, type RedisServer } from "../harness/redis.js";
 
 const ACK_TIMEOUT_MS = 300;
 
-async function waitLinked(replica: RedisServer): Promise<void> {
-  for (let i = 0; i < 200; i++) {
-    if (/^master_link_status:up\r?$/m.test(await replica.command(["INFO", "replication"]))) return;
-    await new Promise((r) => setTimeout(r, 25));
+/** Linking takes a reconnect period (1 s) and a full sync; the deadline is for a loaded CI machine, not a bound. */
+const LINK_DEADLINE_MS = 30_000;
+
+/**
+ * Until the replica confirms a write for WAIT. Its link being up (INFO on both sides) is not
+ * enough: right after a full sync the master's WAIT still confirms 0 for about 800 ms here.
+ */
+async function waitLinked(master: RedisServer): Promise<void> {
+  const client = new Redis({ host: master.host, port: master.port, lazyConnect: true, maxRetriesPerRequest: 0 });
+  try {
+    await client.connect();
+    const deadline = Date.now() + LINK_DEADLINE_MS;
+    for (let i = 0; Date.now() < deadline; i++) {
+      await client.set("store-ack:link-probe", String(i));
+      if (await client.wait(1, 100) === 1) return;
+    }
+    throw new Error(`the replica never confirmed a write within ${LINK_DEADLINE_MS} ms: ${(await master.command(["INFO", "replication"])).replace(/\r?\n/g, " ")}`);
+  } finally {
+    client.disconnect();
   }
-  throw new Error("the replica never linked to its master");
 }
 
 async function ackFailures(): Promise<number> {
@@ -30,13 +45,14 @@ async function waitCalls(master: RedisServer): Promise<number> {
   return m ? Number(m[1]) : 0;
 }
 
-describe("redis.ack_replicas: WAIT after the commit script", { timeout: 60_000 }, () => {
+// one after another: each test stops the one replica with SIGSTOP at some point
+describe("redis.ack_replicas: WAIT after the commit script", { timeout: 60_000, concurrency: 1 }, () => {
   let master: RedisServer;
   let replica: RedisServer;
   before(async () => {
     master = await startRedis();
     replica = await startRedis({ extraArgs: ["--replicaof", "127.0.0.1", String(master.port)] });
-    await waitLinked(replica);
+    await waitLinked(master);
   });
   after(async () => {
     try { process.kill(replica.pid, "SIGCONT"); } catch { /* gone */ }
@@ -74,7 +90,7 @@ describe("redis.ack_replicas: WAIT after the commit script", { timeout: 60_000 }
       assert.equal(await ackFailures() - failuresBefore, 1);
       assert.equal(await master.command(["GET", k.cseq]), String(first.conversationSeq + 1), "the script ran on the master: the write is there, unacknowledged");
 
-      await waitLinked(replica);
+      await waitLinked(master);
       const retry = await engine.send({ tenant, group, sender: owner, text: "two", clientMessageId: id });
       assert.equal(retry.duplicate, true);
       assert.equal(retry.conversationSeq, first.conversationSeq + 1, "the retry is the write that was not acknowledged");
@@ -101,7 +117,7 @@ describe("redis.ack_replicas: WAIT after the commit script", { timeout: 60_000 }
       } finally {
         process.kill(replica.pid, "SIGCONT");
       }
-      await waitLinked(replica);
+      await waitLinked(master);
     } finally {
       await store.close();
     }
@@ -124,7 +140,7 @@ describe("redis.ack_replicas: WAIT after the commit script", { timeout: 60_000 }
           process.kill(replica.pid, "SIGCONT");
         }
         assert.equal(await waitCalls(master) - waits, 0, "no WAIT was sent");
-        await waitLinked(replica);
+        await waitLinked(master);
       } finally {
         await store.close();
       }

@@ -597,6 +597,9 @@ function serverArgs(opts: StartRedisOptions, dir: string, port: number, files: {
     "--daemonize", "no",
     "--protected-mode", "no",
     "--loglevel", "warning",
+    // a replica's first sync starts at once: Redis 7 waits 5 s by default for more replicas to
+    // share a diskless transfer, which alone ate a CI run's whole link deadline
+    "--repl-diskless-sync-delay", "0",
   ];
   if (opts.appendfsync) args.push("--appendfsync", opts.appendfsync);
   args.push(...(opts.extraArgs ?? []));

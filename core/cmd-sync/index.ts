@@ -13,7 +13,7 @@ export { CmdFencedError } from "./errors.js";
 export { CMD_ACTIVE_MAX, cmdActiveMember, cmdFlushPointKey, cmdStateField, cmdStateKeys, cmdUserRef, type CmdStateKeys } from "./keys.js";
 export { cmdMetrics } from "./metrics.js";
 export {
-  CMD_FLUSH_BATCH_SIZE, CMD_FLUSH_INTERVAL_MS, CMD_MAX_PENDING, CMD_PENDING_SHARD_COUNT, CmdPendingUpdater, compareViews, fnv32a, pendingShardOf,
+  CMD_FLUSH_BATCH_SIZE, CMD_FLUSH_INTERVAL_MS, CMD_MAX_PENDING, CMD_PENDING_SHARD_COUNT, CMD_SETTLED_MEMORY_MS, CmdPendingUpdater, compareViews, fnv32a, pendingShardOf,
   type CmdPendingOptions,
 } from "./pending.js";
 export {

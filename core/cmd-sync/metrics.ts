@@ -27,6 +27,11 @@ export const cmdMetrics = {
     labelNames: ["reason"] as const,
     registers: [registry],
   }),
+  pendingReplaysSkipped: new Counter({
+    name: "qim_cmd_pending_replays_skipped_total",
+    help: "(user, channel) intents that made no pending entry: the buffer had settled the same or newer values in the last CMD_SETTLED_MEMORY_MS (the catch-up scan's replays of flushed or acknowledged messages)",
+    registers: [registry],
+  }),
   flushes: new Counter({
     name: "qim_cmd_flushes_total",
     help: "Flushes of the pending buffer to the durable state, by outcome (ok, failed: at least one batch failed)",

@@ -26,6 +26,16 @@ export const CMD_FLUSH_BATCH_SIZE = 500;
 export const CMD_PENDING_SHARD_COUNT = 16;
 /** The bound of the buffer, in (user, channel) entries (≈ 200 B each: ~20 MB at the bound). */
 export const CMD_MAX_PENDING = 100_000;
+/**
+ * How long the buffer remembers an entry it settled (written durably by a flush, or cleared by an
+ * ack after the ack's durable write): an intent no newer than what was settled makes no new entry
+ * in that time. The owners' catch-up scan pushes every commit's intent again up to an interval
+ * (CMD_CATCHUP_INTERVAL_MS, 1 s) after the live path did, and from CMD_SCAN_OVERLAP_MS (5 s) before
+ * its cursor after a start: without this, a message acknowledged in between came back as a pending
+ * entry with read seq 0 (shown by `cmd pending`, and written to the durable state once more by
+ * the next flush — a no-op max merge, and on Cassandra a conditional batch).
+ */
+export const CMD_SETTLED_MEMORY_MS = 10_000;
 
 export interface CmdPendingOptions {
   store: CmdStateStore;
@@ -44,6 +54,8 @@ export interface CmdPendingOptions {
   shardCount?: number;
   maxPending?: number;
   now?: () => number;
+  /** The clock of the settled memory (CMD_SETTLED_MEMORY_MS), in ms; default performance.now. */
+  settledClock?: () => number;
   log?: (line: string) => void;
 }
 
@@ -90,6 +102,14 @@ interface Shard {
   byUser: Map<string, Set<string>>;
 }
 
+/** What an entry held when the buffer settled it (and when). */
+interface Settled {
+  readSeq: number;
+  lastSeq: number;
+  activeAt: number;
+  at: number;
+}
+
 interface Snap {
   entry: Entry;
   readSeq: number;
@@ -116,12 +136,15 @@ export function compareViews(a: PendingConversationView, b: PendingConversationV
 export class CmdPendingUpdater implements CmdPendingBuffer {
   private readonly shards: Shard[];
   private readonly bySlot = new Map<number, Set<Entry>>();
+  /** `tenant|type|id` + user → what was settled, oldest first (bounded by maxPending and CMD_SETTLED_MEMORY_MS). */
+  private readonly settled = new Map<string, Settled>();
   private entries = 0;
   private readonly flushIntervalMs: number;
   private readonly batchSize: number;
   private readonly concurrency: number;
   private readonly maxPending: number;
   private readonly now: () => number;
+  private readonly settledClock: () => number;
   private readonly log: (line: string) => void;
   private ticker: NodeJS.Timeout | null = null;
   private flushing: Promise<unknown> = Promise.resolve();
@@ -137,6 +160,7 @@ export class CmdPendingUpdater implements CmdPendingBuffer {
     this.concurrency = Math.max(1, Math.floor(opts.flushConcurrency ?? opts.store.flushConcurrency ?? 1));
     this.maxPending = opts.maxPending ?? CMD_MAX_PENDING;
     this.now = opts.now ?? Date.now;
+    this.settledClock = opts.settledClock ?? (() => performance.now());
     this.log = opts.log ?? ((line) => process.stderr.write(`cmd-sync: ${line}\n`));
     const n = Math.max(1, opts.shardCount ?? CMD_PENDING_SHARD_COUNT);
     this.shards = Array.from({ length: n }, () => ({ byChannel: new Map(), byUser: new Map() }));
@@ -213,6 +237,11 @@ export class CmdPendingUpdater implements CmdPendingBuffer {
 
   private merge(shard: Shard, ck: string, tenant: Uuid, channel: CommandChannelKey, user: Uuid, read: number, seq: number, activeAt: number): void {
     let update = shard.byChannel.get(ck);
+    const e = update?.users.get(user);
+    if (!e && this.isSettled(`${ck}|${user}`, read, seq, activeAt)) {
+      cmdMetrics.pendingReplaysSkipped.inc();
+      return;
+    }
     if (!update) {
       update = { tenant, channel: { channelId: channel.channelId, channelType: channel.channelType }, lastSeq: seq, activeAt, users: new Map() };
       shard.byChannel.set(ck, update);
@@ -220,7 +249,6 @@ export class CmdPendingUpdater implements CmdPendingBuffer {
       update.lastSeq = Math.max(update.lastSeq, seq);
       update.activeAt = Math.max(update.activeAt, activeAt);
     }
-    const e = update.users.get(user);
     if (e) {
       e.readSeq = Math.max(e.readSeq, read);
       e.lastSeq = Math.max(e.lastSeq, seq);
@@ -237,6 +265,12 @@ export class CmdPendingUpdater implements CmdPendingBuffer {
     if (!slotSet) this.bySlot.set(entry.slot, (slotSet = new Set()));
     slotSet.add(entry);
     this.entries++;
+  }
+
+  /** The values were settled (durably written) no longer than CMD_SETTLED_MEMORY_MS ago: pushing them again changes nothing. */
+  private isSettled(key: string, read: number, seq: number, activeAt: number): boolean {
+    const done = this.settled.get(key);
+    return done !== undefined && read <= done.readSeq && seq <= done.lastSeq && activeAt <= done.activeAt && this.settledClock() - done.at < CMD_SETTLED_MEMORY_MS;
   }
 
   private remove(entry: Entry): void {
@@ -295,10 +329,26 @@ export class CmdPendingUpdater implements CmdPendingBuffer {
     return e ? { channel: { channelId: e.channel.channelId, channelType: e.channel.channelType }, lastMsgSeq: e.lastSeq, activeAt: e.activeAt, readSeq: e.readSeq } : null;
   }
 
-  /** Removes the user from the channel's pending update when throughSeq ≥ the user's last seq there. */
+  /**
+   * Removes the user from the channel's pending update when throughSeq ≥ the user's last seq there
+   * (the ack wrote read seq throughSeq durably first).
+   */
   markSynced(tenant: Uuid, user: Uuid, channel: CommandChannelKey, throughSeq: number): void {
     const e = this.find(tenant, user, channel);
-    if (e && throughSeq >= e.lastSeq) this.remove(e);
+    if (e && throughSeq >= e.lastSeq) this.settle(e, Math.max(e.readSeq, throughSeq));
+  }
+
+  /** Removes an entry whose values the durable state holds now, and remembers them (CMD_SETTLED_MEMORY_MS). */
+  private settle(e: Entry, readSeq: number): void {
+    this.remove(e);
+    const key = `${chanKeyOf(e.tenant, e.channel)}|${e.user}`;
+    const now = this.settledClock();
+    this.settled.delete(key);
+    this.settled.set(key, { readSeq, lastSeq: e.lastSeq, activeAt: e.activeAt, at: now });
+    for (const [k, v] of this.settled) {
+      if (this.settled.size <= this.maxPending && now - v.at < CMD_SETTLED_MEMORY_MS) break;
+      this.settled.delete(k);
+    }
   }
 
   /** Lease lost: forgets the slot's entries (the successor re-derives them from its scan). */
@@ -410,7 +460,7 @@ export class CmdPendingUpdater implements CmdPendingBuffer {
         cmdMetrics.flushedRows.inc(batch.length);
         for (const s of batch) {
           const e = s.entry;
-          if (e.readSeq <= s.readSeq && e.lastSeq <= s.lastSeq && e.activeAt <= s.activeAt) this.remove(e);
+          if (e.readSeq <= s.readSeq && e.lastSeq <= s.lastSeq && e.activeAt <= s.activeAt) this.settle(e, e.readSeq);
         }
       }
     }

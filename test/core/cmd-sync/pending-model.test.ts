@@ -2,7 +2,9 @@
  * The pending buffer against an independent model, over a seeded random history of intents
  * (replays and old ones included), markSynced calls and flushes: after every step each user's
  * listPending equals what the model derives from the raw history (per (channel, user) the max
- * read, last seq and active time since the entry was last removed), and after each flush every
+ * read, last seq and active time since the entry was last removed; an intent no newer in all three
+ * than what the last removal settled — a flush's values, or an ack's read seq — makes no entry:
+ * the whole run takes far less than CMD_SETTLED_MEMORY_MS), and after each flush every
  * durable row equals the max over everything flushed for it (the model's own max, not the code's).
  */
 import { it } from "node:test";
@@ -25,6 +27,8 @@ it("random history (seed 20261201): listPending and the durable rows equal the m
   const channels = [["a____cmd", 2], ["a____cmd", 1], ["b____cmd", 2], ["c____cmd", 2]] as const;
   const pending = new CmdPendingUpdater({ store: states, dataDir: null, slotOf: slotOfUser, fenceOf: () => SOLO, flushIntervalMs: 0, flushBatchSize: 3, log: () => {} });
   const model = new Map<string, M>();
+  /** What the last removal of each (user, channel) settled. */
+  const settled = new Map<string, M>();
   const durable = new Map<string, M>();
   const key = (u: Uuid, c: readonly [string, number]) => `${u}|${c[1]}|${c[0]}`;
   const seqs = new Map<string, number>();
@@ -47,6 +51,8 @@ it("random history (seed 20261201): listPending and the durable rows equal the m
       for (const [u, read] of map) {
         const k = key(u, c);
         const m = model.get(k);
+        const done = settled.get(k);
+        if (!m && done && read <= done.read && seq <= done.last && active <= done.active) continue;
         model.set(k, m ? { read: Math.max(m.read, read), last: Math.max(m.last, seq), active: Math.max(m.active, active) } : { read, last: seq, active });
       }
     } else if (r < 0.9) {
@@ -55,13 +61,17 @@ it("random history (seed 20261201): listPending and the durable rows equal the m
       const through = Math.floor(rnd() * ((seqs.get(`${c[1]}|${c[0]}`) ?? 0) + 2));
       pending.markSynced(tenant, u, { channelId: c[0], channelType: c[1] }, through);
       const m = model.get(key(u, c));
-      if (m && through >= m.last) model.delete(key(u, c));
+      if (m && through >= m.last) {
+        model.delete(key(u, c));
+        settled.set(key(u, c), { read: Math.max(m.read, through), last: m.last, active: m.active });
+      }
     } else {
       await pending.flush();
       for (const [k, m] of model) {
         const d = durable.get(k);
         durable.set(k, d ? { read: Math.max(d.read, m.read), last: 0, active: Math.max(d.active, m.active) } : { read: m.read, last: 0, active: m.active });
       }
+      for (const [k, m] of model) settled.set(k, m);
       model.clear();
       for (const u of users) {
         for (const c of channels) {

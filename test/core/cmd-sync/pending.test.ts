@@ -8,7 +8,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import {
-  CmdFencedError, CmdPendingUpdater, fnv32a, InvalidArgumentError, newUuid, pendingShardOf, registry, slotOfUser,
+  CMD_SETTLED_MEMORY_MS, CmdFencedError, CmdPendingUpdater, fnv32a, InvalidArgumentError, newUuid, pendingShardOf, registry, slotOfUser,
   type CmdConversationState, type CmdStateStore, type ConversationIntent, type Fence, type Uuid,
 } from "../../../core/index.js";
 import { SOLO, takeLease, useCmdRedis, userOutside, usersInSlot } from "./fixture.js";
@@ -262,6 +262,32 @@ describe("CmdPendingUpdater", () => {
     await pending.stop();
     assert.equal(pending.size(), 0);
     assert.equal((await states.get(t, u, ch("g1____cmd")))!.activeAt, 40, "stop's last flush wrote the newest entry");
+  });
+
+  it("a replay of what an ack or a flush settled makes no entry for CMD_SETTLED_MEMORY_MS (counted); a newer intent does, and so does the replay after the memory", async () => {
+    let now = 1_000;
+    const { pending } = updater({ settledClock: () => now });
+    const t = newUuid();
+    const [u1, u2] = [newUuid(), newUuid()];
+    const skippedBefore = await counter("qim_cmd_pending_replays_skipped_total");
+    pending.pushIntent(intent(t, "g1____cmd", 2, 20, [[u1, 0], [u2, 0]]));
+    // u1 acks through 2 (the sync app wrote read seq 2 durably first); the scan then pushes seq 2 again
+    pending.markSynced(t, u1, ch("g1____cmd"), 2);
+    pending.pushIntent(intent(t, "g1____cmd", 2, 20, [[u1, 0], [u2, 0]]));
+    assert.deepEqual(pending.listPending(t, u1, 10), [], "the acknowledged message does not come back as unread");
+    assert.deepEqual(pending.listPending(t, u2, 10), [{ channel: ch("g1____cmd"), lastMsgSeq: 2, activeAt: 20, readSeq: 0 }]);
+    // u2's entry is flushed; its replay makes nothing either
+    await pending.flush();
+    pending.pushIntent(intent(t, "g1____cmd", 2, 20, [[u2, 0]]));
+    assert.equal(pending.size(), 0);
+    assert.equal(await counter("qim_cmd_pending_replays_skipped_total") - skippedBefore, 2);
+    // something newer in any one of the three values is an entry
+    pending.pushIntent(intent(t, "g1____cmd", 2, 21, [[u1, 0]]));
+    assert.deepEqual(pending.listPending(t, u1, 10), [{ channel: ch("g1____cmd"), lastMsgSeq: 2, activeAt: 21, readSeq: 0 }]);
+    // the memory ends: a replay is an entry again (a harmless max merge, as before)
+    now += CMD_SETTLED_MEMORY_MS;
+    pending.pushIntent(intent(t, "g1____cmd", 2, 20, [[u2, 0]]));
+    assert.deepEqual(pending.listPending(t, u2, 10), [{ channel: ch("g1____cmd"), lastMsgSeq: 2, activeAt: 20, readSeq: 0 }]);
   });
 
   it("shards: FNV-32a vectors, and the shard of (id, type) is FNV-32a(id ‖ type byte) mod 16", () => {

@@ -7,11 +7,12 @@
  * this task fills from the bucket's recent-commit index (the commit path writes nothing more).
  */
 import {
-  bucketTag, hexToUuid, RETENTION_DIRECTORY_PAGE, uuidToHex, type KeySpace, type Uuid, type UuidHex,
+  bucketTag, hexToUuid, type KeySpace, type Uuid, type UuidHex,
 } from "../base/index.js";
 import { unitLeaseKey, type Fence, type UnitGate } from "../cluster/index.js";
 import { cmdChannelKeys, cmdRecentKey, sourceGroupOf } from "../cmd-log/index.js";
 import type { RedisStore } from "../store/index.js";
+import { walkBucketDirectory } from "./directory.js";
 import { cmdChannelDirectoryKey, cmdTrimStateKey } from "./keys.js";
 import { metrics } from "./metrics.js";
 import { effectiveRule, policyOf, type RetentionPolicies, type RetentionPolicy, type RetentionRule } from "./policy.js";
@@ -73,32 +74,14 @@ export class CmdHistoryTrimmer {
 
   /** One bucket: the directory brought up to date from the recent-commit index, then each channel trimmed by its rule. */
   async trimBucket(bucket: number, dryRun: boolean, tenant: Uuid | undefined, policies: Map<string, Promise<RetentionPolicy | null>>, report: CmdRoundReport, listLimit: number): Promise<void> {
-    const extra = await this.fillDirectory(bucket, dryRun);
-    const dir = cmdChannelDirectoryKey(this.keys, bucket);
-    const client = this.store.clientFor(bucketTag(bucket));
-    const prefix = tenant ? `${uuidToHex(tenant)}|` : null;
-    let min = prefix ? `[${prefix}` : "-";
-    const max = prefix ? `(${uuidToHex(tenant!)}}` : "+";
     // a dry run does not write the directory: the channels it would have added are walked too
-    const pending = [...extra].filter((r) => prefix === null || r.startsWith(prefix)).sort();
-    for (;;) {
-      const page = await client.zrangebylex(dir, min, max, "LIMIT", 0, RETENTION_DIRECTORY_PAGE);
-      const refs = page.length < RETENTION_DIRECTORY_PAGE ? [...new Set([...page, ...pending.splice(0)])] : page;
-      if (refs.length === 0) return;
-      const fence = this.gate.enter("relay", bucket);
-      if (!fence) return;
-      try {
-        for (const ref of refs) {
-          const t = await this.trimChannel(bucket, fence, ref, policies, dryRun, report);
-          if (t.skipped === "fenced") return;
-          if ((t.histRemoved > 0 || t.idemRemoved > 0) && report.trims.length < listLimit) report.trims.push(t);
-        }
-      } finally {
-        this.gate.leave("relay", bucket);
-      }
-      if (page.length < RETENTION_DIRECTORY_PAGE) return;
-      min = `(${page[page.length - 1]}`;
-    }
+    const extra = await this.fillDirectory(bucket, dryRun);
+    await walkBucketDirectory(this.store, this.gate, bucket, cmdChannelDirectoryKey(this.keys, bucket), tenant, async (ref, fence) => {
+      const t = await this.trimChannel(bucket, fence, ref, policies, dryRun, report);
+      if (t.skipped === "fenced") return false;
+      if ((t.histRemoved > 0 || t.idemRemoved > 0) && report.trims.length < listLimit) report.trims.push(t);
+      return true;
+    }, [...extra]);
   }
 
   /**

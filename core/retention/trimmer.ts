@@ -1,12 +1,13 @@
 import {
-  COMMIT_BUCKET_COUNT, hexToUuid, RETENTION_DIRECTORY_PAGE, RETENTION_STEPS_PER_CONVERSATION, RETENTION_TRIM_STEP_RECORDS,
-  uuidToHex, type KeySpace, type Uuid, type UuidHex,
+  COMMIT_BUCKET_COUNT, hexToUuid, RETENTION_STEPS_PER_CONVERSATION, RETENTION_TRIM_STEP_RECORDS,
+  type KeySpace, type Uuid, type UuidHex,
 } from "../base/index.js";
 import { SOLO_GATE, unitLeaseKey, type Fence, type UnitGate } from "../cluster/index.js";
 import { conversationKeys } from "../conversation/index.js";
 import { bucketConversationsKey, fanoutKeys } from "../dispatch/index.js";
 import type { RedisStore } from "../store/index.js";
 import { CmdHistoryTrimmer, emptyCmdReport, type CmdRoundReport } from "./cmd-trimmer.js";
+import { walkBucketDirectory } from "./directory.js";
 import { metrics } from "./metrics.js";
 import { effectiveRule, policyOf, type RetentionPolicies, type RetentionPolicy, type RetentionRule } from "./policy.js";
 import { trimConversationScript } from "./scripts.js";
@@ -153,36 +154,19 @@ export class RetentionTrimmer {
   }
 
   private async trimBucket(bucket: number, dryRun: boolean, tenant: Uuid | undefined, policies: Map<string, Promise<RetentionPolicy | null>>, report: RoundReport, listLimit: number): Promise<void> {
-    const dir = bucketConversationsKey(this.keys, bucket);
-    const client = this.store.clientForKey(dir);
-    const prefix = tenant ? `${uuidToHex(tenant)}|` : null;
-    let min = prefix ? `[${prefix}` : "-";
-    const max = prefix ? `(${uuidToHex(tenant!)}}` : "+";
-    for (;;) {
-      const page = await client.zrangebylex(dir, min, max, "LIMIT", 0, RETENTION_DIRECTORY_PAGE);
-      if (page.length === 0) return;
-      // the gate brackets each page: a node hands the bucket over once the page in flight is done
-      const fence = this.gate.enter("relay", bucket);
-      if (!fence) return;
-      try {
-        for (const ref of page) {
-          const [tHex, cHex] = ref.split("|") as [UuidHex, UuidHex];
-          const t = await this.trimOne(bucket, fence, hexToUuid(tHex), hexToUuid(cHex), await policyOf(this.policies, policies, tHex), dryRun);
-          report.conversations++;
-          report.histRemoved += t.histRemoved;
-          report.idxRemoved += t.idxRemoved;
-          report.idemRemoved += t.idemRemoved;
-          if (t.more) report.behind++;
-          if (t.skipped) report.skipped++;
-          if (t.skipped === "fenced") return;
-          if ((t.histRemoved > 0 || t.skipped || t.earliestAfter > t.earliestBefore) && report.trims.length < listLimit) report.trims.push(t);
-        }
-      } finally {
-        this.gate.leave("relay", bucket);
-      }
-      if (page.length < RETENTION_DIRECTORY_PAGE) return;
-      min = `(${page[page.length - 1]}`;
-    }
+    await walkBucketDirectory(this.store, this.gate, bucket, bucketConversationsKey(this.keys, bucket), tenant, async (ref, fence) => {
+      const [tHex, cHex] = ref.split("|") as [UuidHex, UuidHex];
+      const t = await this.trimOne(bucket, fence, hexToUuid(tHex), hexToUuid(cHex), await policyOf(this.policies, policies, tHex), dryRun);
+      report.conversations++;
+      report.histRemoved += t.histRemoved;
+      report.idxRemoved += t.idxRemoved;
+      report.idemRemoved += t.idemRemoved;
+      if (t.more) report.behind++;
+      if (t.skipped) report.skipped++;
+      if (t.skipped === "fenced") return false;
+      if ((t.histRemoved > 0 || t.skipped || t.earliestAfter > t.earliestBefore) && report.trims.length < listLimit) report.trims.push(t);
+      return true;
+    });
   }
 
   /** Trims one conversation by its rule, at most `stepsPerConversation` steps (one when dry). */

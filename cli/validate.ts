@@ -8,7 +8,7 @@ import {
   EPOCH_HISTORY_LIMIT, HISTORY_PAGE_LIMIT, InvalidArgumentError, MAX_DRILL_USERS, MAX_INITIAL_MEMBERS, MAX_MENTIONS, MAX_USERS_PER_MEMBERSHIP_CALL, MESSAGE_MAX_PAYLOAD_BYTES,
   SESSION_PAGE_LIMIT, SUMMARY_GROUPS_MAX, TAIL_AUDIT_LIMIT,
 } from "../core/base/index.js";
-import { checkClassName, parseReason, REASON_MAX_CHARS, trimAscii } from "../core/base/index.js";
+import { checkClassName, DAY_MS, parseDurationMs, parseReason, REASON_MAX_CHARS, trimAscii } from "../core/base/index.js";
 import { parseHostPort } from "../core/base/index.js";
 import * as Flags from "@oclif/core/flags";
 import { UsageError } from "./exit-codes.js";
@@ -153,19 +153,13 @@ export function gatewayUrl(flag: string, value: string): string {
   return url.href;
 }
 
-const AGE_UNIT_MS = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
 /** The longest retention age a flag takes: ten years. */
-export const RETENTION_AGE_MAX_MS = 3650 * AGE_UNIT_MS.d;
+export const RETENTION_AGE_MAX_MS = 3650 * DAY_MS;
 
 /** A retention age such as 90m, 12h, 30d (a bare number is seconds); 0 or off: no age limit. In ms. */
 export function retentionAge(flag: string, value: string): number {
-  const t = value.trim().toLowerCase();
-  if (t === "0" || t === "off") return 0;
-  const m = /^(\d+)(s|m|h|d)?$/.exec(t);
-  const ms = m ? Number(m[1]) * AGE_UNIT_MS[(m[2] ?? "s") as keyof typeof AGE_UNIT_MS] : NaN;
-  if (!Number.isSafeInteger(ms) || ms < 1000 || ms > RETENTION_AGE_MAX_MS) {
-    throw new UsageError(flag, `expected an age from 1s to 3650d such as 90m, 12h or 30d (0 or off: no age limit), got ${JSON.stringify(value.slice(0, 32))}`);
-  }
+  const ms = parseDurationMs(value, 1000, RETENTION_AGE_MAX_MS);
+  if (ms === null) throw new UsageError(flag, `expected an age from 1s to 3650d such as 90m, 12h or 30d (0 or off: no age limit), got ${JSON.stringify(value.slice(0, 32))}`);
   return ms;
 }
 

@@ -66,3 +66,20 @@ export function checkClassName(field: string, name: string): string {
   }
   return name;
 }
+
+const DURATION_UNIT_MS = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+export const DAY_MS = DURATION_UNIT_MS.d;
+
+/**
+ * A duration an operator writes — a number (decimals allowed) with an optional unit ms, s, m, h or
+ * d (none: seconds), any case, e.g. 90s, 30m, 1.5h, 30d; "off" or "0" is 0 — in whole
+ * milliseconds; null when it is not one or lies outside [minMs, maxMs] (0 always passes). The one
+ * parser of the server's settings and the CLI's flags; each says its own range in its message.
+ */
+export function parseDurationMs(text: string, minMs: number, maxMs: number): number | null {
+  const t = text.trim().toLowerCase();
+  if (t === "off" || t === "0") return 0;
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)?$/.exec(t);
+  const ms = m ? Math.round(Number(m[1]) * DURATION_UNIT_MS[(m[2] ?? "s") as keyof typeof DURATION_UNIT_MS]) : NaN;
+  return Number.isSafeInteger(ms) && ms >= minMs && ms <= maxMs ? ms : null;
+}

@@ -1,6 +1,6 @@
 import { accessSync, closeSync, constants, openSync, readFileSync, readSync } from "node:fs";
 import { isAlias, isMap, isNode, isScalar, LineCounter, parseDocument, type Document } from "yaml";
-import { parseHostPort, parseRedisAddr } from "../../core/base/index.js";
+import { DAY_MS, parseDurationMs, parseHostPort, parseRedisAddr } from "../../core/base/index.js";
 import { LISTENERS } from "../listeners.js";
 import { CONFIG_ENV, SETTING_BY_KEY, SETTINGS, type SettingSpec } from "./schema.js";
 
@@ -239,20 +239,13 @@ export function parseValue(spec: SettingSpec, raw: unknown): unknown {
   }
 }
 
-const UNIT_MS = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
-
 /**
  * A duration such as 90s, 30m, 6h or 1d (also ms; a bare number is seconds) in milliseconds;
  * "off" (or 0) is 0: the dispatch log is never trimmed. Throws an Error that says what it expects.
  */
 export function parseDuration(text: string): number {
-  const t = text.trim().toLowerCase();
-  if (t === "off" || t === "0") return 0;
-  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)?$/.exec(t);
-  const ms = m ? Math.round(Number(m[1]) * UNIT_MS[(m[2] ?? "s") as keyof typeof UNIT_MS]) : NaN;
-  if (!Number.isSafeInteger(ms) || ms < 1000 || ms > 365 * UNIT_MS.d) {
-    throw new Error(`expected a duration from 1s to 365d such as 90s, 30m, 6h or 1d (or off), got ${JSON.stringify(text.slice(0, 32))}`);
-  }
+  const ms = parseDurationMs(text, 1000, 365 * DAY_MS);
+  if (ms === null) throw new Error(`expected a duration from 1s to 365d such as 90s, 30m, 6h or 1d (or off), got ${JSON.stringify(text.slice(0, 32))}`);
   return ms;
 }
 

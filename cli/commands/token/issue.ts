@@ -3,17 +3,14 @@ import { ConnectedCommand } from "../../base.js";
 import { UsageError } from "../../exit-codes.js";
 import { tokenIssueResult, type TokenIssueResult } from "../../token/results.js";
 import { issuedText } from "../../token/text.js";
-import { DEVICE_ID_MAX_CHARS, TOKEN_TTL_DEFAULT_MS, TOKEN_TTL_MAX_MS, TOKEN_TTL_MIN_MS } from "../../../core/base/index.js";
+import { DEVICE_ID_MAX_CHARS, parseDurationMs, TOKEN_TTL_DEFAULT_MS, TOKEN_TTL_MAX_MS, TOKEN_TTL_MIN_MS } from "../../../core/base/index.js";
 import { uuid } from "../../validate.js";
-
-const UNIT_MS = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
 
 /** --ttl: 90s, 30m, 12h, 7d, within the server's bounds (checked here first, and again by the server). */
 export function tokenTtl(flag: string, value: string | undefined): number {
   if (value === undefined) return 0;
-  const m = /^(\d{1,6})(s|m|h|d)$/.exec(value.trim());
-  const ms = m ? Number(m[1]) * UNIT_MS[m[2] as keyof typeof UNIT_MS] : NaN;
-  if (!Number.isSafeInteger(ms) || ms < TOKEN_TTL_MIN_MS || ms > TOKEN_TTL_MAX_MS) {
+  const ms = parseDurationMs(value, TOKEN_TTL_MIN_MS, TOKEN_TTL_MAX_MS);
+  if (ms === null || ms === 0) {
     throw new UsageError(flag, `${flag} is a duration from ${TOKEN_TTL_MIN_MS / 60_000}m to ${TOKEN_TTL_MAX_MS / 86_400_000}d such as 90m, 12h or 7d, got ${JSON.stringify(value.slice(0, 32))}`);
   }
   return ms;

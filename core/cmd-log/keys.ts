@@ -9,7 +9,7 @@ import { CHANNEL_TYPE_GROUP, CMD_CHANNEL_SUFFIX, type CommandChannelKey } from "
  * seq, writes the history entry and the idempotency entry and indexes the commit atomically:
  *   cmdseq    string  the channel's own message seq counter (from 1)
  *   cmdhist   zset    score seq, member one encoded entry (log.ts) with the frozen recipients
- *   cmdidem   hash    client_msg_no → seq
+ *   cmdidem   hash    client_msg_no → "seq|timestampMs|messageIdHex" ("seq" alone before issue 26)
  *   cmdrecent zset    per bucket: score commit ms (Redis TIME), member "tenantHex|type|channelId|seq"
  * A group-sourced channel (type 2, source = a group UUID of the tenant) lives in the group's own
  * bucket, so the commit script reads the group's member table in the same atomic step and freezes

@@ -51,6 +51,19 @@ function entryNames(entry: string, userHex: string): boolean {
   return false;
 }
 
+/**
+ * The answer to a retry of a message whose history entry retention removed once every recipient
+ * had acknowledged it (issue 26): its seq, commit time and message id from the idempotency value
+ * "seq|timestampMs|messageIdHex"; the payload and flags are the retry's (a client_msg_no names one
+ * message), the recipients none (all of them have it). A value of the old form ("seq" alone)
+ * leaves with its history entry (lua/retention/trimCmdHistory-5.lua), so it never comes here.
+ */
+function trimmedDuplicate(base: Omit<CmdMessage, "messageSeq" | "timestampMs" | "noPersist" | "recipients">, seq: number, idem: string, channel: CommandChannelKey): CmdMessage {
+  const m = /^(\d+)\|(\d+)\|([0-9a-f]{32})$/.exec(idem);
+  if (!m) throw new InternalError(`CMD message ${base.clientMsgNo} of ${channel.channelId} was committed at seq ${seq} but its history entry is gone`);
+  return { ...base, messageId: hexToUuid(m[3]!), messageSeq: seq, timestampMs: Number(m[2]), noPersist: false, recipients: [] };
+}
+
 /** Decodes one cmdhist member (lua/cmd-sync/commitCmd-6.lua's entry). */
 export function decodeCmdEntry(tenant: Uuid, channel: CommandChannelKey, entry: string): CmdMessage {
   const f = entry.split("|");
@@ -141,8 +154,8 @@ export class CmdLog implements CmdMessageSource {
         return { message: { ...base, messageSeq: r.seq, timestampMs: r.timestampMs, noPersist: false, recipients: splitRecipients(r.recipientsHex) }, duplicate: false };
       case "DUPLICATE":
         logMetrics.commits.inc({ outcome: "duplicate" });
-        if (r.entry === "") throw new InternalError(`CMD message ${clientMsgNo} of ${channel.channelId} was committed at seq ${r.seq} but its history entry is gone`);
-        return { message: decodeCmdEntry(tenant, channel, r.entry), duplicate: true };
+        if (r.entry !== "") return { message: decodeCmdEntry(tenant, channel, r.entry), duplicate: true };
+        return { message: trimmedDuplicate(base, r.seq, r.idem, channel), duplicate: true };
       case "GROUP_NOT_FOUND":
         throw new NotFoundError("group", group!);
       case "GROUP_DISSOLVED":

@@ -5,7 +5,8 @@ import { defineScript, luaStatus } from "../lua/index.js";
 
 export type CommitCmdReply =
   | { status: "OK"; seq: number; timestampMs: number; recipientsHex: string }
-  | { status: "DUPLICATE"; seq: number; entry: string }
+  /** entry "" when retention removed it (every recipient had acknowledged it); idem the stored value "seq|timestampMs|messageIdHex" (or "seq" from before). */
+  | { status: "DUPLICATE"; seq: number; entry: string; idem: string }
   | { status: "GROUP_NOT_FOUND" }
   | { status: "GROUP_DISSOLVED"; dissolvedAt: number }
   | { status: "CMD_TOO_MANY_RECIPIENTS"; count: number };
@@ -24,7 +25,7 @@ export const commitCmdScript = defineScript({
     const status = luaStatus(r);
     switch (status) {
       case "OK": return { status, seq: Number(r[1]), timestampMs: Number(r[2]), recipientsHex: String(r[3] ?? "") };
-      case "DUPLICATE": return { status, seq: Number(r[1]), entry: String(r[2] ?? "") };
+      case "DUPLICATE": return { status, seq: Number(r[1]), entry: String(r[2] ?? ""), idem: String(r[3] ?? "") };
       case "GROUP_NOT_FOUND": return { status };
       case "GROUP_DISSOLVED": return { status, dissolvedAt: Number(r[1]) };
       case "CMD_TOO_MANY_RECIPIENTS": return { status, count: Number(r[1]) };

@@ -1,7 +1,7 @@
 import type { KeySpace, Uuid } from "../base/index.js";
 import { slotOfUser, StaleOwnerError, type ClusterMembership, type Fence } from "../cluster/index.js";
 import type { RedisStore } from "../store/index.js";
-import { CmdLog, type CmdLogOptions, type CmdSendRequest } from "../cmd-log/index.js";
+import { CmdLog, type CmdLogOptions, type CmdSendRequest, type CommandChannelKey } from "../cmd-log/index.js";
 import { ALL_SLOTS, CmdCatchUp } from "./catchup.js";
 import { USER_SLOT_NOT_OURS } from "./errors.js";
 import { cmdMetrics } from "./metrics.js";
@@ -186,6 +186,16 @@ export class CmdSync implements CmdSyncApi {
     validateIntent(intent);
     for (const u of intent.userReadSeqs.keys()) if (!this.ownsUser(intent.tenant, u)) return "stale_owner";
     return this.pending.pushIntent(intent) ? "ok" : "dropped";
+  }
+
+  /**
+   * What each user has durably acknowledged on a channel: the max of the read and deleted-to seq of
+   * the user's durable row (0 without one). The pending buffer is not asked: an ack writes the
+   * durable row before it clears anything there. Retention's acknowledged trim (issue 26).
+   */
+  async acknowledgedSeqs(tenant: Uuid, channel: CommandChannelKey, users: readonly Uuid[]): Promise<Map<Uuid, number>> {
+    const rows = await Promise.all(users.map((u) => this.states.get(tenant, u, channel)));
+    return new Map(users.map((u, i) => [u, rows[i] ? Math.max(rows[i]!.readSeq, rows[i]!.deletedToSeq) : 0]));
   }
 
   /** Rejects with StaleOwnerError when the user's slot is not ours. */

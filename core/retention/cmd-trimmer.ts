@@ -7,16 +7,32 @@
  * this task fills from the bucket's recent-commit index (the commit path writes nothing more).
  */
 import {
-  bucketTag, hexToUuid, type KeySpace, type Uuid, type UuidHex,
+  bucketTag, CMD_MAX_RECIPIENTS, hexToUuid, type KeySpace, type Uuid, type UuidHex,
 } from "../base/index.js";
 import { unitLeaseKey, type Fence, type UnitGate } from "../cluster/index.js";
-import { cmdChannelKeys, cmdRecentKey, sourceGroupOf } from "../cmd-log/index.js";
-import type { RedisStore } from "../store/index.js";
+import { cmdChannelKeys, cmdRecentKey, decodeCmdEntry, sourceGroupOf, type CommandChannelKey } from "../cmd-log/index.js";
+import type { RedisClient, RedisStore } from "../store/index.js";
 import { walkBucketDirectory } from "./directory.js";
 import { cmdChannelDirectoryKey, cmdTrimStateKey } from "./keys.js";
 import { metrics } from "./metrics.js";
 import { effectiveRule, policyOf, type RetentionPolicies, type RetentionPolicy, type RetentionRule } from "./policy.js";
 import { trimCmdHistoryScript } from "./scripts.js";
+
+/**
+ * Acknowledgement reads (one user's CMD read seq on the channel each) one channel's check makes per
+ * round at most: CMD_MAX_RECIPIENTS, so that one message's whole audience always fits.
+ */
+export const CMD_ACK_TRIM_READS = CMD_MAX_RECIPIENTS;
+/** History entries read per page while the acknowledged prefix is looked for. */
+export const CMD_ACK_TRIM_PAGE = 100;
+/** Users whose read seqs are asked for in one call of the reader. */
+export const CMD_ACK_TRIM_SLICE = 256;
+
+/**
+ * The durable CMD read seqs (max of read and deleted-to seq) of users on one channel, 0 for a user
+ * without a row: core/cmd-sync's state store (RetentionOptions.cmdReadSeqs).
+ */
+export type CmdReadSeqs = (tenant: Uuid, channel: CommandChannelKey, users: readonly Uuid[]) => Promise<Map<Uuid, number>>;
 
 /** Entries of a bucket's recent-commit index read per page while the directory is filled. */
 export const CMD_DIRECTORY_FILL_PAGE = 1000;
@@ -31,6 +47,8 @@ export interface CmdChannelTrim {
   channelId: string;
   rule: RetentionRule;
   source: string;
+  /** The highest seq every recipient of every entry up to it had acknowledged (0: none, or no CMD state to ask). */
+  ackedThrough: number;
   histRemoved: number;
   idemRemoved: number;
   more: boolean;
@@ -69,7 +87,7 @@ export class CmdHistoryTrimmer {
     private readonly keys: KeySpace,
     private readonly policies: RetentionPolicies,
     private readonly gate: UnitGate,
-    private readonly opts: { now: () => number; stepRecords: number; stepsPerChannel: number },
+    private readonly opts: { now: () => number; stepRecords: number; stepsPerChannel: number; readSeqs?: CmdReadSeqs },
   ) {}
 
   /** One bucket: the directory brought up to date from the recent-commit index, then each channel trimmed by its rule. */
@@ -134,9 +152,11 @@ export class CmdHistoryTrimmer {
     const group = sourceGroupOf(channel);
     const { rule, source } = effectiveRule(policy, policy !== null && group !== null ? await this.policies.group(tenant, group) : null);
     report.channels++;
-    const out: CmdChannelTrim = { tenant, channelType, channelId, rule, source, histRemoved: 0, idemRemoved: 0, more: false, skipped: null };
-    if (rule.maxAgeMs === 0 && rule.maxCount === 0) return out;
+    const out: CmdChannelTrim = { tenant, channelType, channelId, rule, source, ackedThrough: 0, histRemoved: 0, idemRemoved: 0, more: false, skipped: null };
     const k = cmdChannelKeys(this.keys, tenant, channel);
+    // read before the fenced steps: an acknowledgement only grows, so a later one can only trim more
+    out.ackedThrough = await this.ackedThrough(tenant, channel, k.hist, this.store.clientFor(k.tag));
+    if (rule.maxAgeMs === 0 && rule.maxCount === 0 && out.ackedThrough === 0) return out;
     const keys = { lease: unitLeaseKey(this.keys, "relay", bucket), cmdseq: k.seq, cmdhist: k.hist, cmdidem: k.idem, cmdtrim: cmdTrimStateKey(this.keys, bucket) };
     const client = this.store.clientFor(k.tag);
     let left = { hist: -1, idem: -1 };
@@ -144,7 +164,7 @@ export class CmdHistoryTrimmer {
     for (let i = 0; i < steps; i++) {
       const r = await trimCmdHistoryScript.run(client, keys, {
         owner: fence.owner, token: fence.token, channelRef: ref, nowMs: this.opts.now(),
-        maxAgeMs: rule.maxAgeMs, maxCount: rule.maxCount, budget: this.opts.stepRecords, dryRun,
+        maxAgeMs: rule.maxAgeMs, maxCount: rule.maxCount, budget: this.opts.stepRecords, dryRun, ackedThrough: out.ackedThrough,
       });
       if (r.status === "FENCED") {
         this.gate.refused("relay", bucket, "retention_trim", fence);
@@ -170,5 +190,39 @@ export class CmdHistoryTrimmer {
       }
     }
     return out;
+  }
+
+  /**
+   * The highest seq S such that every recipient of every history entry up to S has acknowledged it
+   * (durable read seq ≥ the entry's seq): the entries from the oldest on, in pages of
+   * CMD_ACK_TRIM_PAGE, each recipient's read seq asked once (in slices of CMD_ACK_TRIM_SLICE), at
+   * most CMD_ACK_TRIM_READS asked per round; the first entry someone has not acknowledged, or the
+   * budget, ends it. 0 without a reader (no CMD sync on this node).
+   */
+  private async ackedThrough(tenant: Uuid, channel: CommandChannelKey, hist: string, client: RedisClient): Promise<number> {
+    const read = this.opts.readSeqs;
+    if (!read) return 0;
+    const known = new Map<Uuid, number>();
+    let asked = 0;
+    let through = 0;
+    for (let offset = 0; ; offset += CMD_ACK_TRIM_PAGE) {
+      const page = await client.zrange(hist, String(offset), String(offset + CMD_ACK_TRIM_PAGE - 1));
+      for (const entry of page) {
+        const m = decodeCmdEntry(tenant, channel, entry);
+        const unknown = m.recipients.filter((u) => !known.has(u));
+        if (asked + unknown.length > CMD_ACK_TRIM_READS) return through;
+        asked += unknown.length;
+        for (let i = 0; i < unknown.length; i += CMD_ACK_TRIM_SLICE) {
+          const slice = unknown.slice(i, i + CMD_ACK_TRIM_SLICE);
+          const seqs = await read(tenant, channel, slice);
+          for (const u of slice) known.set(u, seqs.get(u) ?? 0);
+          // the first recipient behind ends it: the rest of the audience need not be asked
+          if (slice.some((u) => known.get(u)! < m.messageSeq)) return through;
+        }
+        if (m.recipients.some((u) => known.get(u)! < m.messageSeq)) return through;
+        through = m.messageSeq;
+      }
+      if (page.length < CMD_ACK_TRIM_PAGE) return through;
+    }
   }
 }

@@ -7,7 +7,9 @@
  * `qim_retention_*` metrics. docs/retention.md.
  */
 export { cmdChannelDirectoryKey, cmdTrimStateKey, groupRetentionKey, retentionPolicyKey } from "./keys.js";
-export { CMD_DIRECTORY_FILL_PAGE, CMD_DIRECTORY_FILL_PAGES, type CmdChannelTrim, type CmdRoundReport } from "./cmd-trimmer.js";
+export {
+  CMD_ACK_TRIM_PAGE, CMD_ACK_TRIM_READS, CMD_ACK_TRIM_SLICE, CMD_DIRECTORY_FILL_PAGE, CMD_DIRECTORY_FILL_PAGES, type CmdChannelTrim, type CmdReadSeqs, type CmdRoundReport,
+} from "./cmd-trimmer.js";
 export {
   checkRule, DEFAULT_RETENTION_CLASS, effectiveRule, KEEP_EVERYTHING, RetentionPolicies,
   type GroupRetention, type RetentionPolicy, type RetentionRule,

@@ -32,8 +32,9 @@ export type CmdTrimReply =
 export const trimCmdHistoryScript = defineScript({
   name: "trimCmdHistory",
   keys: ["lease", "cmdseq", "cmdhist", "cmdidem", "cmdtrim"] as const,
-  args: (a: { owner: string; token: number; channelRef: string; nowMs: number; maxAgeMs: number; maxCount: number; budget: number; dryRun: boolean }) =>
-    [a.owner, a.token, a.channelRef, a.nowMs, a.maxAgeMs, a.maxCount, a.budget, a.dryRun ? 1 : 0],
+  /** ackedThrough: the highest seq every recipient of every entry up to it has acknowledged (0: none). */
+  args: (a: { owner: string; token: number; channelRef: string; nowMs: number; maxAgeMs: number; maxCount: number; budget: number; dryRun: boolean; ackedThrough: number }) =>
+    [a.owner, a.token, a.channelRef, a.nowMs, a.maxAgeMs, a.maxCount, a.budget, a.dryRun ? 1 : 0, a.ackedThrough],
   reply: (r): CmdTrimReply => {
     const code = Number(r[0]);
     if (code === LUA_STATUS.FENCED) return { status: "FENCED" };

@@ -6,7 +6,7 @@ import { SOLO_GATE, unitLeaseKey, type Fence, type UnitGate } from "../cluster/i
 import { conversationKeys } from "../conversation/index.js";
 import { bucketConversationsKey, fanoutKeys } from "../dispatch/index.js";
 import type { RedisStore } from "../store/index.js";
-import { CmdHistoryTrimmer, emptyCmdReport, type CmdRoundReport } from "./cmd-trimmer.js";
+import { CmdHistoryTrimmer, emptyCmdReport, type CmdReadSeqs, type CmdRoundReport } from "./cmd-trimmer.js";
 import { walkBucketDirectory } from "./directory.js";
 import { metrics } from "./metrics.js";
 import { effectiveRule, policyOf, type RetentionPolicies, type RetentionPolicy, type RetentionRule } from "./policy.js";
@@ -27,6 +27,12 @@ export interface RetentionOptions {
    * conversation list's rows) are brought back to the definition. Awaited before the next conversation.
    */
   onTrimmed?: (tenant: Uuid, conversation: Uuid, floor: number) => Promise<void>;
+  /**
+   * The durable CMD read seqs of users on a channel (core/cmd-sync's state store): with it a CMD
+   * channel's history also goes once every recipient has acknowledged it (issue 26), whatever the
+   * rule; without it (no CMD state), only by the rules.
+   */
+  cmdReadSeqs?: CmdReadSeqs;
 }
 
 /** What a trim of one conversation did (or, dry, would do in its first step). */
@@ -88,7 +94,9 @@ export class RetentionTrimmer {
     this.now = opts.now ?? Date.now;
     this.stepRecords = opts.stepRecords ?? RETENTION_TRIM_STEP_RECORDS;
     this.stepsPerConversation = opts.stepsPerConversation ?? RETENTION_STEPS_PER_CONVERSATION;
-    this.cmd = new CmdHistoryTrimmer(store, keys, policies, this.gate, { now: this.now, stepRecords: this.stepRecords, stepsPerChannel: this.stepsPerConversation });
+    this.cmd = new CmdHistoryTrimmer(store, keys, policies, this.gate, {
+      now: this.now, stepRecords: this.stepRecords, stepsPerChannel: this.stepsPerConversation, ...(opts.cmdReadSeqs ? { readSeqs: opts.cmdReadSeqs } : {}),
+    });
   }
 
   /** Runs a round every `intervalMs` (the next one starts after the last ended). */

@@ -195,6 +195,8 @@ export class EngineRuntime {
           cursor = page.nextCursor;
         } while (cursor !== "");
       },
+      // a CMD channel's history also goes once every recipient acknowledged it (durable CMD state)
+      cmdReadSeqs: (tenant, channel, users) => this.cmd.acknowledgedSeqs(tenant, channel, users),
       ...opts.retention,
       ...(cluster ? { gate: cluster } : {}),
     });

@@ -8,7 +8,9 @@
 
   KEYS[1] cmdseq      string: the channel's seq counter
   KEYS[2] cmdhist     zset: score seq, member "seq|messageIdHex|timestampMs|flags|fromHex|clientMsgNoB64|recipientsHex|payloadB64"
-  KEYS[3] cmdidem     hash: client_msg_no -> seq
+  KEYS[3] cmdidem     hash: client_msg_no -> "seq|timestampMs|messageIdHex" (a value written before
+                      issue 26's acknowledged trim is "seq" alone): the commit time lets retention
+                      keep a client_msg_no for the channel's age rule after its history entry went
   KEYS[4] cmdrecent   zset (the bucket's): score commit ms, member "tenantHex|type|channelId|seq"
   KEYS[5] grpmembers  hash of the source group (user hex -> "joinedAt|leftAt|state"); for a
                       request-scoped send any key of the same tag, never read
@@ -27,7 +29,9 @@
 
   Returns
     {0, seq, timestampMs, recipientsHex}   committed
-    {1, seq, entry}                         this client_msg_no was committed before: its entry, nothing written
+    {1, seq, entry, idem}                   this client_msg_no was committed before: its entry ("" when
+                                            retention removed it: every recipient had acknowledged
+                                            it) and its idempotency value; nothing written
     {-3}                                    group-sourced and no such group: nothing written
     {-13, count}                            more recipients than ARGV[10]: nothing written
     {-15, J}                                group-sourced and the group was dissolved at J: nothing
@@ -35,8 +39,9 @@
 ]]
 local existing = redis.call("HGET", KEYS[3], ARGV[2])
 if existing then
-  local entry = redis.call("ZRANGEBYSCORE", KEYS[2], existing, existing)[1]
-  return {1, tonumber(existing), entry or ""}
+  local at = tonumber(string.match(existing, "^(%d+)"))
+  local entry = redis.call("ZRANGEBYSCORE", KEYS[2], at, at)[1]
+  return {1, at, entry or "", existing}
 end
 
 local recipients = ARGV[11]
@@ -64,7 +69,7 @@ local t = redis.call("TIME")
 local ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local seq = redis.call("INCR", KEYS[1])
 redis.call("ZADD", KEYS[2], seq, seq .. "|" .. ARGV[3] .. "|" .. ms .. "|" .. ARGV[4] .. "|" .. ARGV[5] .. "|" .. ARGV[6] .. "|" .. recipients .. "|" .. ARGV[7])
-redis.call("HSET", KEYS[3], ARGV[2], seq)
+redis.call("HSET", KEYS[3], ARGV[2], seq .. "|" .. ms .. "|" .. ARGV[3])
 redis.call("ZADD", KEYS[4], ms, ARGV[8] .. seq)
 redis.call("ZREMRANGEBYSCORE", KEYS[4], "-inf", "(" .. (ms - tonumber(ARGV[9])))
 return {0, seq, ms, recipients}

@@ -32,11 +32,19 @@ test("commitCmd: request-scoped commit, then a duplicate that writes nothing", a
   const entries = await client.zrange(k.hist, "0", "-1", "WITHSCORES");
   assert.deepEqual(entries, [`1|mid|${ms}|3||Y21ubw==|${rcpt.join("")}|cGF5`, "1"]);
   assert.deepEqual(await client.zrange(k.recent, "0", "-1", "WITHSCORES"), ["tt|1|c____cmd|1", String(ms)]);
-  assert.equal(await client.hget(k.idem, "m1"), "1");
+  // the idempotency value carries the commit time and the message id (retention keeps it by its own time)
+  assert.equal(await client.hget(k.idem, "m1"), `1|${ms}|mid`);
   const before = await dumpKeys(client, [k.seq, k.hist, k.idem, k.recent]);
   const dup = await callScript(client, "commitCmd", keys, argv("r", "m1", hexId()));
-  assert.deepEqual(dup, [1, 1, entries[0]]);
+  assert.deepEqual(dup, [1, 1, entries[0], `1|${ms}|mid`]);
   assert.equal(await dumpKeys(client, [k.seq, k.hist, k.idem, k.recent]), before);
+  // the history entry gone (every recipient acknowledged it) and the value kept: the duplicate says so
+  // with an empty entry; a value of the old form ("seq") is read the same way
+  await client.zremrangebyscore(k.hist, 1, 1);
+  assert.deepEqual(await callScript(client, "commitCmd", keys, argv("r", "m1", hexId())), [1, 1, "", `1|${ms}|mid`]);
+  await client.hset(k.idem, "m0", "1");
+  assert.deepEqual(await callScript(client, "commitCmd", keys, argv("r", "m0", hexId())), [1, 1, "", "1"]);
+  assert.equal(await client.get(k.seq), "1", "no duplicate allocated a seq");
 });
 
 test("commitCmd: group-sourced freezes the active members; no group and too many members write nothing", async () => {

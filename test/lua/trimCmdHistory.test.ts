@@ -61,3 +61,39 @@ test("trimCmdHistory: a dry run counts and writes nothing; a fenced call writes 
   assert.equal(await dumpKeys(c.client, [c.hist, c.idem, c.seq, c.trim]), before);
   assert.deepEqual(await run(c, { owner: "n1", token: 3, keep: 2 }), [0, 3, 3, 0, 2, 2]);
 });
+
+/** The same channel with idempotency values of today's form "seq|timestampMs|messageIdHex". */
+async function channelNow(n: number): Promise<Awaited<ReturnType<typeof channel>>> {
+  const c = await channel(n);
+  for (let i = 1; i <= n; i++) await c.client.hset(c.idem, `c-${i}`, `${i}|${T0 + i * 1000}|${"ab".repeat(16)}`);
+  return c;
+}
+const runAcked = (c: { client: RedisClient; keys: string[] }, acked: number, a: { now?: number; maxAgeMs?: number; keep?: number; budget?: number; dry?: boolean } = {}) =>
+  callScript(c.client, "trimCmdHistory", c.keys, ["", 0, "t|1|c____cmd", a.now ?? T0, a.maxAgeMs ?? 0, a.keep ?? 0, a.budget ?? 100, a.dry ? 1 : 0, acked]);
+
+test("trimCmdHistory: acked_through removes the acknowledged history without a rule; the idempotency index keeps its window (the rules, by each value's own time)", async () => {
+  const c = await channelNow(6);
+  // every recipient acknowledged through 4, no rule: seqs 1–4 go, every client_msg_no stays
+  assert.deepEqual(await runAcked(c, 4), [0, 4, 0, 0, 2, 6]);
+  assert.deepEqual(await seqs(c.client, c.hist), [5, 6]);
+  // an age rule later: now T0 + 10 s, max age 6.5 s → cutoff T0 + 3.5 s; the history's first entry
+  // (seq 5 at +5 s) is young: nothing more goes from it; c-1…c-3 (+1…+3 s) are past the age
+  assert.deepEqual(await runAcked(c, 4, { now: T0 + 10_000, maxAgeMs: 6_500 }), [0, 0, 3, 0, 2, 3]);
+  assert.deepEqual((await c.client.hkeys(c.idem)).sort(), ["c-4", "c-5", "c-6"]);
+  // keep 1: seq 5 goes from the history, c-4 and c-5 from the index (below 6 − 1 + 1 = 6)
+  assert.deepEqual(await runAcked(c, 4, { keep: 1 }), [0, 1, 2, 0, 1, 1]);
+  assert.deepEqual(await seqs(c.client, c.hist), [6]);
+  assert.equal(await c.client.get(c.seq), "6");
+});
+
+test("trimCmdHistory: acked_through with values of the old form ('seq'): they go with their history entry; past the counter it stops at the counter; the budget holds", async () => {
+  const old = await channel(6);
+  assert.deepEqual(await runAcked(old, 4), [0, 4, 4, 0, 2, 2]);
+  assert.deepEqual((await old.client.hkeys(old.idem)).sort(), ["c-5", "c-6"]);
+  const all = await channelNow(3);
+  assert.deepEqual(await runAcked(all, 100), [0, 3, 0, 0, 0, 3], "an acknowledgement past the last seq empties the history, not the index");
+  const big = await channelNow(6);
+  assert.deepEqual(await runAcked(big, 6, { budget: 4 }), [0, 4, 0, 1, 2, 6], "4 at most a call, more = 1");
+  assert.deepEqual(await runAcked(big, 6, { budget: 4, dry: true }), [0, 2, 0, 0, 2, 6], "a dry run counts the rest");
+  assert.deepEqual(await seqs(big.client, big.hist), [5, 6]);
+});

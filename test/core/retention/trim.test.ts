@@ -273,7 +273,44 @@ describe("retention trims history, its unread index and idempotency ids; readers
     assert.deepEqual((await cmdStored(tenant, "pings")).hist, [5]);
   });
 
-  it("CMD channels of a tenant without a policy are never trimmed", async () => {
+  it("CMD channels: what every recipient has acknowledged goes without any rule; the idempotency window stays (a retry of a trimmed message is its duplicate, same id and seq)", async () => {
+    const tenant = newUuid();
+    const [a, b] = [newUuid(), newUuid()];
+    // seq: 1 → a, b; 2 → a; 3 → a, b; 4 → b; 5 → a, b (sent through CMD sync: each recipient's pending entry)
+    const audiences = [[a, b], [a], [a, b], [b], [a, b]];
+    const sent = [];
+    for (let i = 0; i < audiences.length; i++) sent.push(await rt.cmd.send(cmdReq(tenant, "acks", { to: audiences[i]!, clientMsgNo: `k-${i + 1}` })));
+    assert.deepEqual(sent.map((r) => r.message.messageSeq), [1, 2, 3, 4, 5]);
+    const syncAck = async (user: Uuid, limit: number) => {
+      const got = await rt.cmd.syncLocal(tenant, user, limit);
+      await rt.cmd.ackLocal(tenant, user, 0);
+      return got.messages.map((m) => m.messageSeq);
+    };
+    // a reads 1, 2, 3 (its first three) and acknowledges; b nothing yet: seq 1 waits for b
+    assert.deepEqual(await syncAck(a, 3), [1, 2, 3]);
+    let r = await rt.retention.runRound({ tenant });
+    assert.equal(r.cmd.histRemoved, 0);
+    assert.deepEqual((await cmdStored(tenant, "acks")).hist, [1, 2, 3, 4, 5]);
+    // b reads 1, 3 (its first two): every recipient of 1, 2, 3 is past them; 4 waits for b (read 3)
+    assert.deepEqual(await syncAck(b, 2), [1, 3]);
+    r = await rt.retention.runRound({ tenant });
+    assert.equal(r.cmd.histRemoved, 3);
+    assert.deepEqual(r.cmd.trims.map((t) => [t.channelId, t.ackedThrough, t.histRemoved, t.idemRemoved]), [["acks____cmd", 3, 3, 0]]);
+    assert.deepEqual(await cmdStored(tenant, "acks"), { hist: [4, 5], idem: ["k-1", "k-2", "k-3", "k-4", "k-5"] });
+    // a retry of seq 1 after its entry went: the duplicate, with the first commit's id, seq and time
+    const retry = await rt.cmd.send(cmdReq(tenant, "acks", { to: [a, b], clientMsgNo: "k-1" }));
+    assert.deepEqual([retry.duplicate, retry.message.messageSeq, retry.message.messageId, retry.message.timestampMs], [true, 1, sent[0]!.message.messageId, sent[0]!.message.timestampMs]);
+    // the rest: a reads 5, b reads 4, 5: nothing is left
+    assert.deepEqual(await syncAck(a, 10), [5]);
+    assert.deepEqual(await syncAck(b, 10), [4, 5]);
+    r = await rt.retention.runRound({ tenant });
+    assert.equal(r.cmd.histRemoved, 2);
+    assert.deepEqual((await cmdStored(tenant, "acks")).hist, []);
+    // and a new message still gets the next seq
+    assert.equal((await rt.cmd.send(cmdReq(tenant, "acks", { to: [a], clientMsgNo: "k-6" }))).message.messageSeq, 6);
+  });
+
+  it("CMD channels of a tenant without a policy are never trimmed while their recipients have acknowledged nothing", async () => {
     const tenant = newUuid();
     const log = new CmdLog(store, keys);
     for (let i = 1; i <= 3; i++) await log.commit(cmdReq(tenant, "keep", { to: [newUuid()] }));

@@ -44,7 +44,7 @@ export const retentionRunResult = resultFrom<RunRetentionResponse & { tenant: st
   cmdChannels: "u64",
   cmdHistoryRemoved: "u64",
   cmdIdempotencyRemoved: "u64",
-  cmdTrims: (r) => r.cmdTrims.map((t) => ({ channelType: t.channelType, channelId: t.channelId, source: t.source, historyRemoved: Number(t.historyRemoved), idempotencyRemoved: Number(t.idempotencyRemoved), more: t.more })),
+  cmdTrims: (r) => r.cmdTrims.map((t) => ({ channelType: t.channelType, channelId: t.channelId, source: t.source, historyRemoved: Number(t.historyRemoved), idempotencyRemoved: Number(t.idempotencyRemoved), more: t.more, ackedThrough: Number(t.ackedThrough) })),
   /** More had something to trim than --limit lists. */
   truncated: "wire",
   answeredBy: (r) => nonEmpty(r.answeredBy),

@@ -32,7 +32,7 @@ export function runText(out: RetentionRunResult): string {
     ])));
   }
   if (out.cmdTrims.length > 0) {
-    lines.push(table(["CMD CHANNEL", "TYPE", "RULE FROM", "HISTORY", "IDS", "MORE"], out.cmdTrims.map((t) => [t.channelId, String(t.channelType), t.source, String(t.historyRemoved), String(t.idempotencyRemoved), t.more ? "yes" : ""])));
+    lines.push(table(["CMD CHANNEL", "TYPE", "RULE FROM", "ACKED TO", "HISTORY", "IDS", "MORE"], out.cmdTrims.map((t) => [t.channelId, String(t.channelType), t.source, t.ackedThrough > 0 ? String(t.ackedThrough) : "-", String(t.historyRemoved), String(t.idempotencyRemoved), t.more ? "yes" : ""])));
   }
   if (out.behind > 0) lines.push(`${out.behind} want more than one round did: the next rounds go on`);
   if (out.truncated) lines.push("more had something to trim than --limit lists");

@@ -73,6 +73,27 @@ describe("qimctl retention against the real server", { timeout: 180_000 }, () =>
     assert.deepEqual(shown.group, { group, retentionClass: null, rule: null, effectiveSource: "class:standard", effectiveRule: { maxAgeMs: 0, maxCount: 5 } });
   });
 
+  it("a CMD channel whose recipients acknowledged part of it: a dry run names how far (ACKED TO), the round removes that much, and its ids stay", async () => {
+    const u = randomUUID();
+    const channel = `acks-${randomUUID().slice(0, 8)}`;
+    for (let i = 1; i <= 4; i++) ok(await run(["cmd", "send", "--channel", channel, "--to", u, "--text", `c${i}`, "--client-msg-no", `a${i}`], { context: ctx.operator! }), `cmd send ${i}`);
+    // the app syncs 2 of the 4 and acknowledges them: 1 and 2 may go, 3 and 4 stay
+    const synced = ok(await run(["cmd", "sync", "--user", u, "--as-app", "--limit", "2"], { context: ctx.operator! }), "cmd sync");
+    assert.deepEqual(synced.messages.map((m: { messageSeq: number }) => m.messageSeq), [1, 2]);
+    ok(await run(["cmd", "ack", "--user", u], { context: ctx.operator! }), "cmd ack");
+    const trimOf = (r: { cmdTrims: { channelId: string; ackedThrough: number; historyRemoved: number }[] }) => r.cmdTrims.find((t) => t.channelId === `${channel}____cmd`);
+    const dry = ok(await run(["retention", "run", "--dry-run"], { context: ctx.operator! }), "dry run");
+    assert.deepEqual([trimOf(dry)?.ackedThrough, trimOf(dry)?.historyRemoved], [2, 2], JSON.stringify(dry.cmdTrims));
+    const text = await run(["retention", "run", "--dry-run"], { context: ctx.operator!, json: false });
+    assert.match(text.stdout, new RegExp(`${channel}____cmd\\s+\\d+\\s+\\S+\\s+2\\s+2\\s`), "the table's ACKED TO and HISTORY columns");
+    const round = ok(await run(["retention", "run"], { context: ctx.operator! }), "run");
+    assert.equal(trimOf(round)?.historyRemoved, 2);
+    // the rest is still there for the app, and a retry of an acknowledged one is its duplicate
+    assert.deepEqual(ok(await run(["cmd", "sync", "--user", u], { context: ctx.operator! }), "peek").messages.map((m: { messageSeq: number }) => m.messageSeq), [3, 4]);
+    const retry = ok(await run(["cmd", "send", "--channel", channel, "--to", u, "--text", "c1", "--client-msg-no", "a1"], { context: ctx.operator! }), "retry");
+    assert.deepEqual([retry.duplicate, retry.message.messageSeq], [true, 1]);
+  });
+
   it("a group's own rule wins; --clear goes back to the default class; the audit log has every change and run", async () => {
     const own = ok(await run(["retention", "set", "--group", group, "--max-count", "2", "--max-age", "30d"], { context: ctx.operator! }), "set --group");
     assert.deepEqual([own.group.effectiveSource, own.group.effectiveRule], ["group", { maxAgeMs: 30 * 86_400_000, maxCount: 2 }]);

@@ -25,7 +25,10 @@ export const samples = {
       tenant, dryRun: true, bucketsOwned: 256, conversations: 3, historyRemoved: 200, unreadIndexRemoved: 180, idempotencyRemoved: 0, behind: 1, skipped: 0,
       trims: [{ group, source: "class:standard", earliestBefore: 1, earliestAfter: 201, historyRemoved: 200, unreadIndexRemoved: 180, idempotencyRemoved: 0, more: true, skipped: null }],
       cmdChannels: 1, cmdHistoryRemoved: 7, cmdIdempotencyRemoved: 0,
-      cmdTrims: [{ channelType: 1, channelId: "orders____cmd", source: "class:standard", historyRemoved: 7, idempotencyRemoved: 0, more: false }],
+      cmdTrims: [
+        { channelType: 1, channelId: "orders____cmd", source: "class:standard", historyRemoved: 7, idempotencyRemoved: 0, more: false, ackedThrough: 0 },
+        { channelType: 1, channelId: "acks____cmd", source: "none", historyRemoved: 3, idempotencyRemoved: 0, more: false, ackedThrough: 3 },
+      ],
       truncated: false, answeredBy: "dev-1",
     },
     {

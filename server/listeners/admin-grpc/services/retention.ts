@@ -104,6 +104,7 @@ export const retentionService = defineService(catalogEntry("qim.admin.v1.Retenti
         cmdChannels: BigInt(r.cmd.channels), cmdHistoryRemoved: BigInt(r.cmd.histRemoved), cmdIdempotencyRemoved: BigInt(r.cmd.idemRemoved),
         cmdTrims: r.cmd.trims.slice(0, limit).map((t) => ({
           channelType: t.channelType, channelId: t.channelId, source: t.source, historyRemoved: BigInt(t.histRemoved), idempotencyRemoved: BigInt(t.idemRemoved), more: t.more,
+          ackedThrough: BigInt(t.ackedThrough),
         })),
         truncated: r.stoppedEarly || r.trims.length > limit || r.cmd.trims.length > limit,
         answeredBy: deps.runtime.cluster?.nodeId ?? "",

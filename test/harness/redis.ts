@@ -871,6 +871,18 @@ export async function startRedisCluster(masters = 3, opts: StartRedisOptions = {
       await node.restart();
       dead.delete(node);
       await clusterReady(live(), total, CLUSTER_READY_TIMEOUT_MS);
+      // a master that was failed over starts as a master from its nodes.conf and turns into a
+      // replica only once gossip tells it: until then it can look ready (the full suite caught
+      // it answering "master" here once). Done when its own role is the one the others see.
+      const deadline = Date.now() + CLUSTER_READY_TIMEOUT_MS;
+      const others = live().filter((n) => n !== node);
+      for (;;) {
+        const own = parseInfo(await node.command(["INFO", "replication"])).get("role") === "master" ? "master" : "replica";
+        const seen = others.length === 0 ? own : parseClusterNodes(await others[0]!.command(["CLUSTER", "NODES"])).find((v) => v.addr === node.addr)?.role;
+        if (seen === own && (own === "master" || parseInfo(await node.command(["INFO", "replication"])).get("master_link_status") === "up")) return;
+        if (Date.now() > deadline) throw new Error(`rejoin: ${node.addr} is a ${own} by its own word and a ${seen ?? "stranger"} by ${others[0]?.addr} after ${CLUSTER_READY_TIMEOUT_MS} ms`);
+        await sleep(50);
+      }
     },
     stop: () => stopAll(nodes),
   };

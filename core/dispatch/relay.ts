@@ -1,12 +1,12 @@
-import { bucketTag, COMMIT_BUCKET_COUNT, FANOUT_CHUNK_RECIPIENTS, hexToUuid, InternalError, type KeySpace, type Uuid } from "../base/index.js";
+import { bucketTag, COMMIT_BUCKET_COUNT, FANOUT_CHUNK_RECIPIENTS, hexToUuid, InternalError, type KeySpace } from "../base/index.js";
 import { leaseHolds, SOLO_GATE, unitLeaseKey, type Fence, type UnitGate } from "../cluster/index.js";
 import { conversationKeys, outboxKey } from "../conversation/index.js";
 import type { RedisStore } from "../store/index.js";
 import { failpoint, failpointStop, FAILPOINTS } from "../support/index.js";
-import { bucketConversationsKey, fanoutKeys, type FanoutKeys } from "./keys.js";
+import { bucketConversationsKey, fanoutKeys } from "./keys.js";
 import type { DispatchLog, DispatchRecord } from "./log.js";
 import { metrics } from "./metrics.js";
-import { expandAudienceScript, loadForDispatchScript, markCommittedScript, saveFanoutProgressScript, type FanoutStep } from "./scripts.js";
+import { expandAudienceScript, loadForDispatchScript, markCommittedScript, saveFanoutProgressScript } from "./scripts.js";
 
 /**
  * Fanout steps (each one Redis call within the member budget, one append and one progress save)
@@ -304,14 +304,6 @@ export class OutboxRelay {
    * Up to `chunksPerPass` steps of the bucket's head fanout jobs: expand the next chunk (one call
    * reading at most `chunkRecipients` members), append it, save the progress (fenced, a
    * compare-and-set on the step). Returns the steps done.
-   *
-   * Pipelined, so that a chunk costs about one round trip instead of four: the job is read once
-   * (it stays the head until its last save), the chunk after this one is read ahead (from this
-   * step's next cursor) while this one is appended, and this step's progress save is sent right
-   * after its append and awaited during the next step. Saves go in order on the bucket's connection
-   * and each compares the step it starts from, so a save is never ahead of its append
-   * (at-least-once as before); a fenced or moved save stops the turn, and what was appended past it
-   * is appended again by whoever holds the job (consumers are idempotent).
    */
   private async fanoutOwned(bucket: number, fence: Fence): Promise<number> {
     const client = this.store.clientFor(bucketTag(bucket));
@@ -321,81 +313,45 @@ export class OutboxRelay {
     // the lease is read once per turn, not per chunk: every step's progress save is fenced, so a
     // node whose lease moved mid-turn appends at most this turn's chunks again (at-least-once)
     let leaseChecked = false;
-    let job: string | null = null;
-    let step: FanoutStep | null = null;
-    let keys: ReturnType<typeof conversationKeys> & FanoutKeys = fanout as never;
-    let tenant!: Uuid;
-    let conversation!: Uuid;
-    let seq = 0;
-    let saving: Promise<"saved" | "done" | "moved" | "fenced"> | null = null;
-    /** The previous step's save: false when the turn must stop (fenced, moved). */
-    const settle = async (): Promise<"saved" | "done" | "stop"> => {
-      if (!saving) return "saved";
-      const saved = await saving;
-      saving = null;
+    while (steps < this.chunksPerPass) {
+      const job = await client.lindex(fanout.fanoutJobs, 0);
+      if (job === null) break;
+      const cut = job.lastIndexOf("|");
+      const [tenantHex, convHex] = job.slice(0, cut).split("|") as [string, string];
+      const seq = Number(job.slice(cut + 1));
+      const tenant = hexToUuid(tenantHex);
+      const conversation = hexToUuid(convHex);
+      const step = await expandAudienceScript.run(client, { ...conversationKeys(this.keys, tenant, conversation), ...fanout }, { job, count: this.chunkRecipients });
+      // markCommitted writes a job and its state in one step and saveFanoutProgress drops them in one
+      if (!step) throw new InternalError(`fanout job ${job} of relay bucket ${bucket} has no state`);
+      if (step.entry === "") throw new InternalError(`fanout job ${job} of relay bucket ${bucket}: history has no entry at seq ${seq}`);
+      // HSCAN's COUNT is a hint (it returns whole hash buckets): a record never carries more than the chunk size
+      const records: DispatchRecord[] = [];
+      for (let i = 0; i < step.recipients.length; i += this.chunkRecipients) {
+        records.push({ tenant, conversation, conversationSeq: seq, entry: step.entry, version: step.version,
+          recipients: step.recipients.slice(i, i + this.chunkRecipients), chunk: step.chunk + records.length });
+      }
+      if (records.length > 0) {
+        if (!leaseChecked && !(await this.leaseHolds(bucket, fence))) break;
+        leaseChecked = true;
+        await this.log.append(records);
+        if (this.opts.onAppended) this.handOff(this.opts.onAppended, records);
+        metrics.fanoutChunks.inc(records.length);
+        metrics.fanoutRecipients.inc(step.recipients.length);
+        failpoint(FAILPOINTS.relayFanoutBeforeProgress);
+      }
+      const saved = await saveFanoutProgressScript.run(client, { ...fanout, lease }, {
+        owner: fence.owner, token: fence.token, job, cursor: step.cursor, chunk: step.chunk, nextCursor: step.nextCursor, nextChunk: step.chunk + records.length,
+      });
       if (saved === "fenced") {
         this.gate.refused("relay", bucket, "fanout_progress", fence);
         this.markRefusedWithoutCluster(bucket);
-        return "stop";
+        break;
       }
       // under the bucket's lock and lease nobody else moves the job: never expected, and never looped on
-      if (saved === "moved") return "stop";
+      if (saved === "moved") break;
       steps++;
       if (saved === "done") metrics.fanoutJobsDone.inc();
-      return saved;
-    };
-    /** Steps begun this turn (a step counts in `steps` once its save answered). */
-    let begun = 0;
-    try {
-      while (begun < this.chunksPerPass) {
-        if (step === null) {
-          if ((await settle()) === "stop") break;
-          job = await client.lindex(fanout.fanoutJobs, 0);
-          if (job === null) break;
-          const cut = job.lastIndexOf("|");
-          const [tenantHex, convHex] = job.slice(0, cut).split("|") as [string, string];
-          seq = Number(job.slice(cut + 1));
-          tenant = hexToUuid(tenantHex);
-          conversation = hexToUuid(convHex);
-          keys = { ...conversationKeys(this.keys, tenant, conversation), ...fanout };
-          step = await expandAudienceScript.run(client, keys, { job, count: this.chunkRecipients });
-          // markCommitted writes a job and its state in one step and saveFanoutProgress drops them in one
-          if (!step) throw new InternalError(`fanout job ${job} of relay bucket ${bucket} has no state`);
-        }
-        if (step.entry === "") throw new InternalError(`fanout job ${job} of relay bucket ${bucket}: history has no entry at seq ${seq}`);
-        // HSCAN's COUNT is a hint (it returns whole hash buckets): a record never carries more than the chunk size
-        const records: DispatchRecord[] = [];
-        for (let i = 0; i < step.recipients.length; i += this.chunkRecipients) {
-          records.push({ tenant, conversation, conversationSeq: seq, entry: step.entry, version: step.version,
-            recipients: step.recipients.slice(i, i + this.chunkRecipients), chunk: step.chunk + records.length });
-        }
-        begun++;
-        const nextChunk: number = step.chunk + records.length;
-        const last: boolean = step.nextCursor === "0";
-        // the next chunk, read ahead beside this one's append (and the previous save)
-        const ahead: Promise<FanoutStep | null> | null = last || begun >= this.chunksPerPass ? null
-          : expandAudienceScript.run(client, keys, { job: job!, count: this.chunkRecipients, from: { cursor: step.nextCursor, chunk: nextChunk } });
-        ahead?.catch(() => {});
-        if (records.length > 0) {
-          if (!leaseChecked && !(await this.leaseHolds(bucket, fence))) break;
-          leaseChecked = true;
-          await this.log.append(records);
-          if (this.opts.onAppended) this.handOff(this.opts.onAppended, records);
-          metrics.fanoutChunks.inc(records.length);
-          metrics.fanoutRecipients.inc(step.recipients.length);
-          failpoint(FAILPOINTS.relayFanoutBeforeProgress);
-        }
-        if ((await settle()) === "stop") break;
-        saving = saveFanoutProgressScript.run(client, { ...fanout, lease }, {
-          owner: fence.owner, token: fence.token, job: job!, cursor: step.cursor, chunk: step.chunk, nextCursor: step.nextCursor, nextChunk,
-        });
-        saving.catch(() => {});
-        step = last || ahead === null ? null : await ahead;
-        if (step === null && !last && ahead !== null) throw new InternalError(`fanout job ${job} of relay bucket ${bucket} has no state`);
-      }
-    } finally {
-      // a save in flight is always awaited before the bucket's lock is let go: the next turn reads the saved progress
-      if (saving) await settle().catch(() => {});
     }
     return steps;
   }

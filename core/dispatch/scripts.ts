@@ -64,9 +64,7 @@ export interface FanoutStep {
 export const expandAudienceScript = defineScript({
   name: "expandAudience",
   keys: ["grpmembers", "hist", "fanoutState"] satisfies (keyof (ConversationKeys & FanoutKeys))[],
-  /** `from`: read from this cursor and chunk number instead of the job's saved progress (a read ahead). */
-  args: (a: { job: string; count: number; from?: { cursor: string; chunk: number } }) =>
-    a.from ? [a.job, a.count, a.from.cursor, a.from.chunk] : [a.job, a.count],
+  args: (a: { job: string; count: number }) => [a.job, a.count],
   /** null when the job is gone. */
   reply: (r): FanoutStep | null => r.length === 0 ? null : {
     nextCursor: String(r[0]), recipients: splitHexIds(String(r[1])), entry: String(r[2]), version: Number(r[3]), cursor: String(r[4]), chunk: Number(r[5]),

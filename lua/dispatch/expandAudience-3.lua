@@ -23,9 +23,6 @@
 
   ARGV[1] job "tenantHex|conversationHex|seq"
   ARGV[2] count: the most members (or audience users) this step reads
-  ARGV[3] (optional) the cursor to read from, and ARGV[4] its chunk number, instead of the saved
-          progress: the relay reads the next chunk ahead while it appends this one and saves the
-          progress before it (still read-only; the saves stay in order and compare-and-set)
 
   Returns {nextCursor, recipients, entry, version, cursor, chunk}: the cursor after this step ("0":
   the audience is done), the chunk's recipients (concatenated 32-hex ids, maybe none), S's history
@@ -39,7 +36,6 @@ local count = tonumber(ARGV[2])
 local state = redis.call("HGET", KEYS[3], job)
 if not state then return {} end
 local version, cursor, chunk = string.match(state, "^(%d+)|(%d+)|(%d+)$")
-if ARGV[3] then cursor, chunk = ARGV[3], ARGV[4] end
 local seq = tonumber(string.match(job, "|(%d+)$"))
 local entry = redis.call("ZRANGEBYSCORE", KEYS[2], seq, seq)[1] or ""
 

@@ -109,33 +109,3 @@ test("expandAudience: members added or leaving during the scan do not change the
   // a rehash during the scan may repeat members (at-least-once), never drop one present throughout
   assert.deepEqual([...new Set(seen)].sort(), members);
 });
-
-test("expandAudience with a cursor of its own (the relay's read ahead): the same chunks as the saved progress gives, and the saved progress is not touched", async () => {
-  const c = new Conv(fx);
-  const S = 5;
-  const job = `${c.keys.outboxRef}|${S}`;
-  const f = fanoutOf(c.keys);
-  const members = hexIds(700);
-  await c.client.hset(c.keys.grpmembers, Object.fromEntries(members.map((u) => [u, "0||A"])));
-  await c.client.zadd(c.keys.hist, S, `${S}|${normalRest(hexIds(1)[0]!, members[0]!)}`);
-  await c.client.hset(f.fanoutState, job, "2|0|0");
-  // walked by its own cursors only: the state keeps saying "from the start"
-  const chunks: string[][] = [];
-  let cursor = "0";
-  for (let chunk = 0; ; chunk++) {
-    assert.ok(chunk < 10_000, "the cursor comes back to 0");
-    const r = chunk === 0 ? await c.run("expandAudience", [job, 50]) : await c.run("expandAudience", [job, 50, cursor, chunk]);
-    assert.equal(r[4], cursor, "the cursor the step started from is the one given");
-    assert.equal(r[5], String(chunk), "and so is its chunk number");
-    const ids = String(r[1]);
-    chunks.push(Array.from({ length: ids.length / 32 }, (_, i) => ids.slice(i * 32, i * 32 + 32)));
-    cursor = String(r[0]);
-    if (cursor === "0") break;
-  }
-  assert.equal(await c.client.hget(f.fanoutState, job), "2|0|0", "reads only");
-  const all = chunks.flat();
-  assert.equal(all.length, new Set(all).size);
-  assert.deepEqual(all.sort(), [...members].sort(), "every member once, as hand-set: all 700 joined at 0");
-  const { chunks: saved } = await expandAll(c, job, 50);
-  assert.deepEqual(saved.flat().sort(), [...members].sort(), "the saved-progress walk gives the same members");
-});

@@ -5,6 +5,7 @@ import type { DispatchEntry, DispatchLog, LogPosition } from "../dispatch/index.
 import type { RedisStore } from "../store/index.js";
 import { deliveryCheckpointKey } from "./keys.js";
 import type { DeliveryBatch, DeliveryItem, LocalConnections } from "./local.js";
+import { MembersAudience } from "./members.js";
 import { metrics } from "./metrics.js";
 import { advanceDeliveryCheckpointScript } from "./scripts.js";
 import type { Located, OnlineRegistry } from "./registry.js";
@@ -61,6 +62,8 @@ export class DeliveryConsumer {
   private timer: NodeJS.Timeout | undefined;
   private stopped = true;
   private running = new Set<Promise<void>>();
+  /** A members record's audience among the connections here. */
+  private readonly members: MembersAudience;
 
   constructor(
     private readonly store: RedisStore,
@@ -72,6 +75,7 @@ export class DeliveryConsumer {
   ) {
     this.gate = opts.gate ?? SOLO_GATE;
     this.pollIntervalMs = opts.pollIntervalMs ?? DELIVERY_POLL_INTERVAL_MS;
+    this.members = new MembersAudience(store, keys, local);
   }
 
   setForwarder(f: DeliveryForwarder): void {
@@ -205,26 +209,35 @@ export class DeliveryConsumer {
   private async deliver(entries: readonly DispatchEntry[]): Promise<void> {
     const here = new Map<Uuid, DeliveryBatch>();
     const there = new Map<string, { to: Located; batches: Map<Uuid, DeliveryBatch> }>();
-    const add = (m: Map<Uuid, DeliveryBatch>, item: DeliveryItem, users: Uuid[]) => {
+    const add = (m: Map<Uuid, DeliveryBatch>, item: DeliveryItem, users: Uuid[], members = false) => {
       let b = m.get(item.tenant);
       if (!b) m.set(item.tenant, b = { tenant: item.tenant, items: [] });
-      b.items.push({ item, users });
+      b.items.push(members ? { item, users, members } : { item, users });
     };
     // nobody online here and no other node holding a device (one cached read): nothing to do per
     // recipient — a 100,000-member group's record costs no set of its members then
     const remote = (await this.registry.remoteNodes()).size > 0;
     if (!remote && this.local.size === 0) return;
     // every recipient of the step located once (per tenant), not once per record
-    const items: { item: DeliveryItem; audience: Uuid[] }[] = [];
+    const items: { item: DeliveryItem; audience: Uuid[]; members: boolean }[] = [];
     const byTenant = new Map<Uuid, Set<Uuid>>();
     for (const { record } of entries) {
+      // a chunk of a large group's fanout job: its members record carried the pushes
+      if (record.push === "none") continue;
       const { fields, body } = decodeHistoryParts(record.entry);
+      const createdAt = Number(fields.get(HIST_FIELD.createdAt));
+      if (record.push === "members") {
+        metrics.membersRecords.inc();
+        items.push({ item: { tenant: record.tenant, conversation: record.conversation, conversationSeq: record.conversationSeq, entry: record.entry, createdAt }, audience: [], members: true });
+        continue;
+      }
       const leaving = leavingUsers(fields, body);
       const audience = leaving ? record.recipients.filter((u) => !leaving.has(u)) : record.recipients;
       if (audience.length === 0) continue;
       items.push({
-        item: { tenant: record.tenant, conversation: record.conversation, conversationSeq: record.conversationSeq, entry: record.entry, createdAt: Number(fields.get(HIST_FIELD.createdAt)) },
+        item: { tenant: record.tenant, conversation: record.conversation, conversationSeq: record.conversationSeq, entry: record.entry, createdAt },
         audience,
+        members: false,
       });
       if (!remote) continue;
       let set = byTenant.get(record.tenant);
@@ -242,7 +255,35 @@ export class DeliveryConsumer {
         }
       }
     }
-    for (const { item, audience } of items) {
+    // a members record goes to every other node holding any connection, which finds its audience
+    // among its own (a large group is not looked up member by member in the registry)
+    const targets = remote && items.some((i) => i.members) ? await this.registry.remoteTargets() : [];
+    // the members records of the step found here, per group at once (one read of its entries)
+    const found = new Map<DeliveryItem, Uuid[]>();
+    if (this.local.size > 0) {
+      const byGroup = new Map<string, DeliveryItem[]>();
+      for (const { item, members } of items) {
+        if (!members) continue;
+        const k = item.tenant + item.conversation;
+        const list = byGroup.get(k);
+        if (list) list.push(item); else byGroup.set(k, [item]);
+      }
+      for (const list of byGroup.values()) {
+        const users = await this.members.resolve(list[0]!.tenant, list[0]!.conversation, list.map((i) => i.conversationSeq));
+        list.forEach((item, i) => found.set(item, users[i]!));
+      }
+    }
+    for (const { item, audience, members } of items) {
+      if (members) {
+        const local = found.get(item) ?? [];
+        if (local.length > 0) add(here, item, local);
+        for (const to of targets) {
+          let t = there.get(to.nodeId);
+          if (!t) there.set(to.nodeId, t = { to, batches: new Map() });
+          add(t.batches, item, [], true);
+        }
+        continue;
+      }
       const local = this.local.size === 0 ? [] : audience.filter((u) => this.local.has(item.tenant, u));
       if (local.length > 0) add(here, item, local);
       if (where.size === 0) continue;

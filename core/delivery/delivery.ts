@@ -3,7 +3,8 @@ import type { UnitGate } from "../cluster/index.js";
 import type { DispatchLog } from "../dispatch/index.js";
 import type { RedisStore } from "../store/index.js";
 import { DeliveryConsumer, type DeliveryForwarder } from "./consumer.js";
-import { LocalConnections, type DeviceConnection } from "./local.js";
+import { LocalConnections, type DeliveryBatch, type DeviceConnection } from "./local.js";
+import { MembersAudience } from "./members.js";
 import { metrics } from "./metrics.js";
 import { ConnectionsView, type ConnectionPeers } from "./operators.js";
 import { ReadSync, type UserEventForwarder } from "./read-sync.js";
@@ -31,11 +32,13 @@ export class Delivery {
   readonly sessions: SessionRelay<RelayedChange>;
   /** Operators' list and kick of device connections across the cluster. */
   readonly connections: ConnectionsView;
+  private readonly audience: MembersAudience;
   private refreshTimer: NodeJS.Timeout | undefined;
   private countTimer: NodeJS.Timeout | undefined;
 
   constructor(store: RedisStore, keys: KeySpace, log: DispatchLog, private readonly opts: DeliveryOptions = {}) {
     this.registry = new OnlineRegistry(store, keys, opts.cluster ?? null);
+    this.audience = new MembersAudience(store, keys, this.local);
     const warn = (what: string) => (err: unknown) => opts.log?.(`delivery: ${what}: ${err instanceof Error ? err.message : String(err)}`);
     this.local.setHooks({
       online: (t, u) => { this.registry.online(t, u).catch(warn("registering an online user")); },
@@ -57,6 +60,20 @@ export class Delivery {
     this.consumer.setForwarder(f);
     this.readSync.setForwarder(events);
     this.sessions.setForwarder(sessions);
+  }
+
+  /**
+   * A batch another node's delivery consumer sent (node RPC Deliver): a large group's message
+   * (`members`) goes to the connections here of the members visible at its seq, found here; the
+   * rest to the users named. Pushed in the batch's order; returns how many pushes were made.
+   */
+  async deliverForwarded(batch: DeliveryBatch): Promise<number> {
+    if (!batch.items.some((i) => i.members)) return this.local.deliver(batch);
+    const items: DeliveryBatch["items"] = [];
+    for (const it of batch.items) {
+      items.push(it.members ? { item: it.item, users: (await this.audience.resolve(batch.tenant, it.item.conversation, [it.item.conversationSeq]))[0]! } : it);
+    }
+    return this.local.deliver({ tenant: batch.tenant, items });
   }
 
   /** Whether this node drains: its connections were told to reconnect elsewhere, and new ones are too. */

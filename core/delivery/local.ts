@@ -1,6 +1,8 @@
 import type { Uuid } from "../base/index.js";
 import { metrics } from "./metrics.js";
 
+const EMPTY: ReadonlySet<Uuid> = new Set();
+
 /**
  * A committed message on its way to devices (issue 27): one per dispatch record, shared by every
  * connection that gets it. `encoded` is the door's frame, made by the first connection that
@@ -33,10 +35,14 @@ export interface UserEventBatch {
   events: { user: Uuid; event: UserEvent; exceptDevices: string[] }[];
 }
 
-/** What one node delivers: items in order, each with the recipients it holds connections of. */
+/**
+ * What one node delivers: items in order, each with the recipients it holds connections of — or,
+ * for a large group's message (`members`), none named: the receiver pushes it to its own
+ * connections of the members visible at the seq (MembersAudience).
+ */
 export interface DeliveryBatch {
   tenant: Uuid;
-  items: { item: DeliveryItem; users: Uuid[] }[];
+  items: { item: DeliveryItem; users: Uuid[]; members?: boolean }[];
 }
 
 /**
@@ -79,6 +85,8 @@ export interface PresenceHooks {
  */
 export class LocalConnections {
   private readonly byUser = new Map<string, Set<DeviceConnection>>();
+  /** The users with a connection here, per tenant (a members record's audience is found among them). */
+  private readonly byTenant = new Map<Uuid, Set<Uuid>>();
   private count = 0;
   private hooks: PresenceHooks | null = null;
 
@@ -93,6 +101,9 @@ export class LocalConnections {
     if (!set) {
       set = new Set();
       this.byUser.set(key, set);
+      let users = this.byTenant.get(c.tenant);
+      if (!users) this.byTenant.set(c.tenant, users = new Set());
+      users.add(c.user);
       this.hooks?.online(c.tenant, c.user);
     }
     if (set.has(c)) return;
@@ -108,6 +119,9 @@ export class LocalConnections {
     this.count--;
     if (set.size === 0) {
       this.byUser.delete(key);
+      const users = this.byTenant.get(c.tenant);
+      users?.delete(c.user);
+      if (users?.size === 0) this.byTenant.delete(c.tenant);
       this.hooks?.offline(c.tenant, c.user);
     }
     this.observe();
@@ -121,6 +135,11 @@ export class LocalConnections {
 
   has(tenant: Uuid, user: Uuid): boolean {
     return this.byUser.has(tenant + user);
+  }
+
+  /** The users of a tenant with a connection here (live view: do not keep it across an await). */
+  usersOf(tenant: Uuid): ReadonlySet<Uuid> {
+    return this.byTenant.get(tenant) ?? EMPTY;
   }
 
   /** Every connection of this node. */

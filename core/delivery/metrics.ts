@@ -13,6 +13,17 @@ export const metrics = {
     help: "Messages handed to an online connection of this node (one per connection and message)",
     registers: [registry],
   }),
+  memberReads: new Counter({
+    name: "qim_delivery_member_reads_total",
+    help: "Member entries read to find a large group message's audience among this node's connections (connected: their entries; members: a scan of the group)",
+    labelNames: ["how"] as const,
+    registers: [registry],
+  }),
+  membersRecords: new Counter({
+    name: "qim_delivery_members_records_total",
+    help: "Large group messages pushed from their one members record (found among the connections of each node that has any), not from the fanout job's chunks",
+    registers: [registry],
+  }),
   forwarded: new Counter({
     name: "qim_delivery_forwarded_total",
     help: "Delivery batches sent to another node that holds recipients' connections, by outcome (ok, failed)",

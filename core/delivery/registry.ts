@@ -170,6 +170,14 @@ export class OnlineRegistry {
     return nodes;
   }
 
+  /** The other live nodes that hold any connection now, with their addresses (no users named). */
+  async remoteTargets(): Promise<Located[]> {
+    const c = this.cluster;
+    if (!c) return [];
+    const live = c.liveNodes();
+    return [...(await this.remoteNodes()).keys()].map((nodeId) => ({ nodeId, address: live.get(nodeId)?.address ?? "", users: [] }));
+  }
+
   /**
    * The other nodes holding connections of these users, each with its users (a user on several
    * nodes is in each). Entries of dead nodes or of an older incarnation do not count. Looked up

@@ -22,7 +22,18 @@ export interface DispatchRecord {
    * in records written before chunks existed).
    */
   chunk: number;
+  /**
+   * What the delivery consumer pushes to devices (issue 27). Absent: the record to its recipients.
+   * "members": a large group's message announced once, before its fanout job (recipients empty,
+   * chunk MEMBERS_RECORD_CHUNK): pushed to every member visible at the seq whose device is online,
+   * wherever it is connected, so devices never wait for the job's chunks. "none": a chunk of such a
+   * job, for the projections only. Stream field `p` ("m" / "n"), written only when set.
+   */
+  push?: "members" | "none";
 }
+
+/** The chunk number of a members record: apart from the fanout job's chunks 0, 1, 2 … of the same seq. */
+export const MEMBERS_RECORD_CHUNK = -1;
 
 export interface DispatchIdentity {
   clusterId: string;
@@ -165,6 +176,7 @@ export class RedisStreamsDispatchLog implements DispatchLog {
       const f = ["t", uuidToHex(r.tenant), "c", uuidToHex(r.conversation), "s", String(r.conversationSeq),
         "v", String(r.version), "e", r.entry, "r", r.recipients.map(uuidToHex).join("")];
       if (r.chunk !== 0) f.push("k", String(r.chunk));
+      if (r.push) f.push("p", r.push === "members" ? "m" : "n");
       return f;
     };
     await Promise.all([...byKey].map(async ([key, list]) => {
@@ -254,7 +266,7 @@ function parseWatermarks(info: unknown): Watermarks {
 function parseRecord(fields: string[]): DispatchRecord {
   const f: Record<string, string> = {};
   for (let i = 0; i < fields.length; i += 2) f[fields[i]!] = fields[i + 1]!;
-  return {
+  const record: DispatchRecord = {
     tenant: hexToUuid(f.t!),
     conversation: hexToUuid(f.c!),
     conversationSeq: Number(f.s),
@@ -263,4 +275,7 @@ function parseRecord(fields: string[]): DispatchRecord {
     recipients: splitHexIds(f.r ?? ""),
     chunk: f.k === undefined ? 0 : Number(f.k),
   };
+  if (f.p === "m") record.push = "members";
+  else if (f.p === "n") record.push = "none";
+  return record;
 }

@@ -4,7 +4,7 @@ import { conversationKeys, outboxKey } from "../conversation/index.js";
 import type { RedisStore } from "../store/index.js";
 import { failpoint, failpointStop, FAILPOINTS } from "../support/index.js";
 import { bucketConversationsKey, fanoutKeys } from "./keys.js";
-import type { DispatchLog, DispatchRecord } from "./log.js";
+import { MEMBERS_RECORD_CHUNK, type DispatchLog, type DispatchRecord } from "./log.js";
 import { metrics } from "./metrics.js";
 import { expandAudienceScript, loadForDispatchScript, markCommittedScript, saveFanoutProgressScript } from "./scripts.js";
 
@@ -269,7 +269,14 @@ export class OutboxRelay {
       const toJobs: string[] = [];
       for (const c of loaded) {
         if (c.action === "fanout") {
-          toJobs.push(String(c.conversationSeq));
+          // a group message's job: its devices online get it now, from one members record appended
+          // before the mark (issue 27), not after the job's chunks (seconds for a large group)
+          if (c.members && c.entry !== "") {
+            records.push({ tenant, conversation, conversationSeq: c.conversationSeq, entry: c.entry, version: c.version, recipients: [], chunk: MEMBERS_RECORD_CHUNK, push: "members" });
+            toJobs.push(`${c.conversationSeq}|m`);
+          } else {
+            toJobs.push(String(c.conversationSeq));
+          }
           continue;
         }
         dispatched.push(String(c.conversationSeq));
@@ -328,8 +335,10 @@ export class OutboxRelay {
       // HSCAN's COUNT is a hint (it returns whole hash buckets): a record never carries more than the chunk size
       const records: DispatchRecord[] = [];
       for (let i = 0; i < step.recipients.length; i += this.chunkRecipients) {
-        records.push({ tenant, conversation, conversationSeq: seq, entry: step.entry, version: step.version,
-          recipients: step.recipients.slice(i, i + this.chunkRecipients), chunk: step.chunk + records.length });
+        const record: DispatchRecord = { tenant, conversation, conversationSeq: seq, entry: step.entry, version: step.version,
+          recipients: step.recipients.slice(i, i + this.chunkRecipients), chunk: step.chunk + records.length };
+        if (step.pushed) record.push = "none";
+        records.push(record);
       }
       if (records.length > 0) {
         if (!leaseChecked && !(await this.leaseHolds(bucket, fence))) break;

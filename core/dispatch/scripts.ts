@@ -16,12 +16,18 @@ export interface LoadedCommit {
    * longer RECORDED (an earlier pass committed it).
    */
   action: "dispatch" | "fanout" | "gone";
+  /**
+   * A group message handed to a fanout job ("fanout" only): its entry is here, and the relay
+   * appends one members record for it before the job starts (issue 27), so that devices online get
+   * it without waiting for the job's chunks. False for a control message (explicit audience).
+   */
+  members: boolean;
   entry: string;
   version: number;
   recipients: Uuid[];
 }
 
-const ACTIONS = { D: "dispatch", F: "fanout", "": "gone" } as const;
+const ACTIONS = { D: "dispatch", F: "fanout", M: "fanout", "": "gone" } as const;
 
 export const loadForDispatchScript = defineScript({
   name: "loadForDispatch",
@@ -33,7 +39,7 @@ export const loadForDispatchScript = defineScript({
     for (let i = 0; i < r.length; i += 5) {
       const action = ACTIONS[String(r[i + 1]) as keyof typeof ACTIONS];
       if (!action) throw new InternalError(`loadForDispatch: unknown state ${String(r[i + 1])}`);
-      out.push({ conversationSeq: Number(r[i]), action, entry: String(r[i + 2]), version: Number(r[i + 3]), recipients: splitHexIds(String(r[i + 4])) });
+      out.push({ conversationSeq: Number(r[i]), action, members: r[i + 1] === "M", entry: String(r[i + 2]), version: Number(r[i + 3]), recipients: splitHexIds(String(r[i + 4])) });
     }
     return out;
   },
@@ -42,6 +48,7 @@ export const loadForDispatchScript = defineScript({
 export const markCommittedScript = defineScript({
   name: "markCommitted",
   keys: ["commits", "outbox", "vpending", "grpdeltas", "lease", "fanoutJobs", "fanoutState", "fanoutPending"] satisfies (keyof (ConversationKeys & FanoutKeys) | "lease")[],
+  /** toJobs: "S", or "S|m" for a seq whose members record the relay appended (its job's chunks then push nothing). */
   args: (a: { owner: string; token: number; outboxRef: string; dispatched: readonly string[]; toJobs: readonly string[] }) =>
     [a.owner, a.token, a.outboxRef, a.dispatched.length, ...a.dispatched, ...a.toJobs],
   /** How many seqs were still RECORDED and how many fanout jobs were queued; null when the bucket's lease fenced the call out (nothing written). */
@@ -59,6 +66,8 @@ export interface FanoutStep {
   /** The cursor and chunk number this step started from. */
   cursor: string;
   chunk: number;
+  /** The seq's members record carried its pushes to devices: the job's chunks are for the projections only. */
+  pushed: boolean;
 }
 
 export const expandAudienceScript = defineScript({
@@ -68,6 +77,7 @@ export const expandAudienceScript = defineScript({
   /** null when the job is gone. */
   reply: (r): FanoutStep | null => r.length === 0 ? null : {
     nextCursor: String(r[0]), recipients: splitHexIds(String(r[1])), entry: String(r[2]), version: Number(r[3]), cursor: String(r[4]), chunk: Number(r[5]),
+    pushed: String(r[6]) === "1",
   },
 });
 

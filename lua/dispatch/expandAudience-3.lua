@@ -19,15 +19,17 @@
 
   KEYS[1] grpmembers   hash: user hex -> "joinedAt|leftAt|state"
   KEYS[2] hist         zset: the conversation history
-  KEYS[3] fanoutState  hash: job -> "version|cursor|chunk"; job.."|audience" -> explicit audience
+  KEYS[3] fanoutState  hash: job -> "version|cursor|chunk"; job.."|audience" -> explicit audience;
+                       job.."|pushed" -> "1" when the seq's members record carried its pushes
 
   ARGV[1] job "tenantHex|conversationHex|seq"
   ARGV[2] count: the most members (or audience users) this step reads
 
-  Returns {nextCursor, recipients, entry, version, cursor, chunk}: the cursor after this step ("0":
-  the audience is done), the chunk's recipients (concatenated 32-hex ids, maybe none), S's history
-  entry ("" if history lost it), the version the job was recorded at, and the cursor and chunk
-  number this step started from (saveFanoutProgress compares them). {} when the job is gone.
+  Returns {nextCursor, recipients, entry, version, cursor, chunk, pushed}: the cursor after this
+  step ("0": the audience is done), the chunk's recipients (concatenated 32-hex ids, maybe none),
+  S's history entry ("" if history lost it), the version the job was recorded at, the cursor and
+  chunk number this step started from (saveFanoutProgress compares them), and "1" when the seq's
+  members record already carried its pushes to devices ("0" otherwise). {} when the job is gone.
 ]]
 --- @include "includes/parseMember"
 
@@ -56,4 +58,5 @@ else
     if joinedAt ~= nil and joinedAt < seq and (leftAt == nil or seq < leftAt) then out[#out + 1] = fields[i] end
   end
 end
-return {next, table.concat(out), entry, version, cursor, chunk}
+local pushed = redis.call("HEXISTS", KEYS[3], job .. "|pushed") == 1 and "1" or "0"
+return {next, table.concat(out), entry, version, cursor, chunk, pushed}

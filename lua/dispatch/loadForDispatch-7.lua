@@ -27,9 +27,11 @@
   ARGV[3..] seqs
 
   Returns a flat list, 5 items per seq, in ARGV order: seq, state, entry, version, audience
-  (concatenated 32-hex ids). state "D": dispatch it now (entry, version, audience); "F": hand it
-  to a fanout job (version only; entry and audience ""); "": no longer RECORDED (COMMITTED by an
-  earlier relay pass; version "0", the rest "").
+  (concatenated 32-hex ids). state "D": dispatch it now (entry, version, audience); "F": hand a
+  control message to a fanout job (version only; entry and audience ""); "M": hand a group
+  message to a fanout job (entry and version; audience ""): the relay announces it to the devices
+  online first, in one record whose audience is the members visible at its seq (issue 27); "": no
+  longer RECORDED (COMMITTED by an earlier relay pass; version "0", the rest "").
   Error {-8, version}: a delta needed to expand an audience is missing (never expected); version
   is the highest missing one.
 
@@ -113,8 +115,10 @@ end
 for _, item in ipairs(items) do
   if not item.v then
     push(item.seq, "", "", "0", "")
-  elseif item.fanout then
+  elseif item.fanout and item.aud then
     push(item.seq, "F", "", item.v, "")
+  elseif item.fanout then
+    push(item.seq, "M", redis.call("ZRANGEBYSCORE", KEYS[2], item.seq, item.seq)[1] or "", item.v, "")
   else
     local aud = item.aud
     if item.frozen then aud = audienceAt[item.frozen] end

@@ -14,7 +14,9 @@
   KEYS[5] lease          hash: the bucket's relay lease (owner, token) — docs/cluster.md
   KEYS[6] fanoutJobs     list: the bucket's fanout jobs "tenantHex|conversationHex|seq", in order
   KEYS[7] fanoutState    hash: job -> "version|cursor|chunk" (the next expandAudience step);
-                         job.."|audience" -> a control message's explicit audience (concatenated ids)
+                         job.."|audience" -> a control message's explicit audience (concatenated ids);
+                         job.."|pushed" -> "1": the relay appended the seq's members record, so the
+                         job's chunks carry no pushes to devices (issue 27)
   KEYS[8] fanoutPending  hash: "tenantHex|conversationHex" -> jobs pending for the conversation
 
   ARGV[1] owner (nodeId; "" without a cluster)
@@ -22,7 +24,8 @@
   ARGV[3] outbox ref "tenantHex|conversationHex"
   ARGV[4] n: how many of the seqs that follow were appended to the log
   ARGV[5..4+n] seqs appended to the dispatch log
-  ARGV[5+n..] seqs handed to fanout jobs (loadForDispatch said "F"), in seq order
+  ARGV[5+n..] seqs handed to fanout jobs (loadForDispatch said "F" or "M"), in seq order; "S|m"
+              for a seq whose members record the relay appended
 
   Returns {marked, queued}: the number of seqs that were still RECORDED (in commits or vpending),
   and how many fanout jobs were queued; or {-10} when the bucket's lease names another owner or a
@@ -34,7 +37,10 @@ local ref = ARGV[3]
 local n = tonumber(ARGV[4])
 local marked, queued = 0, 0
 for i = 5, #ARGV do
-  local seq = ARGV[i]
+  local seq, pushed = ARGV[i], false
+  if i > 4 + n and string.sub(seq, -2) == "|m" then
+    seq, pushed = string.sub(seq, 1, -3), true
+  end
   if i > 4 + n then
     -- to a fanout job: the version (and a control message's audience) move into the job
     local job = ref .. "|" .. seq
@@ -49,6 +55,7 @@ for i = 5, #ARGV do
       redis.call("RPUSH", KEYS[6], job)
       redis.call("HSET", KEYS[7], job, version .. "|0|0")
       if audience then redis.call("HSET", KEYS[7], job .. "|audience", audience) end
+      if pushed then redis.call("HSET", KEYS[7], job .. "|pushed", "1") end
       redis.call("HINCRBY", KEYS[8], ref, 1)
       queued = queued + 1
     end

@@ -9,7 +9,7 @@
 
   KEYS[1] lease          hash: the bucket's relay lease (owner, token) — docs/cluster.md
   KEYS[2] fanoutJobs     list: the bucket's fanout jobs, in order (the job is its head)
-  KEYS[3] fanoutState    hash: job -> "version|cursor|chunk"; job.."|audience"
+  KEYS[3] fanoutState    hash: job -> "version|cursor|chunk"; job.."|audience"; job.."|pushed"
   KEYS[4] fanoutPending  hash: "tenantHex|conversationHex" -> jobs pending
 
   ARGV[1] owner (nodeId; "" without a cluster)
@@ -37,7 +37,7 @@ if ARGV[6] ~= "0" then
   return 1
 end
 redis.call("LPOP", KEYS[2])
-redis.call("HDEL", KEYS[3], job, job .. "|audience")
+redis.call("HDEL", KEYS[3], job, job .. "|audience", job .. "|pushed")
 local ref = string.match(job, "^(.*)|%d+$")
 if redis.call("HINCRBY", KEYS[4], ref, -1) <= 0 then redis.call("HDEL", KEYS[4], ref) end
 return 2

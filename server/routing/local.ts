@@ -77,11 +77,12 @@ export function localNode(runtime: EngineRuntime, ownership: OwnershipView, slot
         const items = req.items.map((i) => ({
           item: { tenant, conversation: parseUuid(i.conversation, "conversation"), conversationSeq: Number(i.conversationSeq), entry: i.entry, createdAt: Number(i.createdAtMs) } as DeliveryItem,
           users: i.users.map((u) => parseUuid(u, "users")),
+          ...(i.members ? { members: true } : {}),
         }));
         return { tenant, items };
       });
       if (!p.ok) return { status: NodeStatus.NODE_STATUS_REJECTED, pushed: 0, detail: p.detail };
-      return { status: NodeStatus.NODE_STATUS_OK, pushed: runtime.delivery.local.deliver(p.value), detail: "" };
+      return { status: NodeStatus.NODE_STATUS_OK, pushed: await runtime.delivery.deliverForwarded(p.value), detail: "" };
     },
     async pushUserEvents(req) {
       const p = parsed((): UserEventBatch => ({

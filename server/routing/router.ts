@@ -169,7 +169,7 @@ export class NodeRouter {
     if (!to.address) throw new UnavailableError(`node ${to.nodeId} holds connections but registered no node address`);
     const req = {
       tenant: batch.tenant, fromNodeId: this.opts.ownership.nodeId,
-      items: batch.items.map(({ item, users }) => ({ conversation: item.conversation, conversationSeq: BigInt(item.conversationSeq), entry: item.entry, createdAtMs: BigInt(item.createdAt), users })),
+      items: batch.items.map(({ item, users, members }) => ({ conversation: item.conversation, conversationSeq: BigInt(item.conversationSeq), entry: item.entry, createdAtMs: BigInt(item.createdAt), users, members: members === true })),
     };
     let res;
     try {

@@ -98,9 +98,16 @@ for (const kind of ["single", "cluster"] as const) {
 
       const entries = await partitionOf(fx.log, w.tenant, w.big);
       const pos = (pred: (r: DispatchRecord) => boolean) => entries.map((e, i) => (pred(e.record) ? i : -1)).filter((i) => i >= 0);
-      const bigSeq = (seq: number) => (r: DispatchRecord) => r.conversation === w.big && r.conversationSeq === seq;
+      const bigSeq = (seq: number) => (r: DispatchRecord) => r.conversation === w.big && r.conversationSeq === seq && r.push !== "members";
       const first = pos(bigSeq(m1.conversationSeq));
       const second = pos(bigSeq(m2.conversationSeq));
+      // issue 27: each big seq announced to the devices online once, by one members record (no
+      // recipients named) appended with the outbox batch, before any chunk; the chunks push nothing
+      const announced = pos((r) => r.conversation === w.big && r.push === "members");
+      assert.deepEqual(announced.map((i) => [entries[i]!.record.conversationSeq, entries[i]!.record.recipients.length, entries[i]!.record.chunk]),
+        [[m1.conversationSeq, 0, -1], [m2.conversationSeq, 0, -1]]);
+      assert.ok(announced[1]! < first[0]!, "both announced before the first job's chunks");
+      for (const i of [...first, ...second]) assert.equal(entries[i]!.record.push, "none", `the chunk at ${i} pushes nothing`);
       const [small1] = pos((r) => r.conversation === w.small && r.conversationSeq === s1.conversationSeq);
       const [small2] = pos((r) => r.conversation === w.small && r.conversationSeq === s2.conversationSeq);
 
@@ -162,7 +169,7 @@ for (const kind of ["single", "cluster"] as const) {
         fanoutChunkRecipients: 10,
         onAppended: (records) => {
           // the moment the big job's first chunk is out, the small group sends (and kicks)
-          if (!smallSent && records.some((r) => r.conversation === w.big)) {
+          if (!smallSent && records.some((r) => r.conversation === w.big && r.push === "none")) {
             smallSent = engine.send({ tenant: w.tenant, group: w.small, sender: w.owner, text: "small during the fanout" });
           }
         },
@@ -183,8 +190,8 @@ for (const kind of ["single", "cluster"] as const) {
 
         const entries = await partitionOf(fx.log, w.tenant, w.big);
         const at = (pred: (r: DispatchRecord) => boolean) => entries.map((e, i) => (pred(e.record) ? i : -1)).filter((i) => i >= 0);
-        const first = at((r) => r.conversation === w.big && r.conversationSeq === m1.conversationSeq);
-        const second = at((r) => r.conversation === w.big && r.conversationSeq === m2.conversationSeq);
+        const first = at((r) => r.conversation === w.big && r.conversationSeq === m1.conversationSeq && r.push !== "members");
+        const second = at((r) => r.conversation === w.big && r.conversationSeq === m2.conversationSeq && r.push !== "members");
         const small = at((r) => r.conversation === w.small);
         assert.equal(small.length, 1);
         assert.ok(small[0]! > first[0]! && small[0]! < first.at(-1)!, `the small send is relayed during the job (at ${small[0]}, its chunks at ${first[0]}..${first.at(-1)})`);

@@ -53,6 +53,7 @@ describe("delivery to online devices across two nodes", { timeout: 300_000 }, ()
     { id: "node-b", units: ["--cluster-units", "relay"] },
   ];
   let context: string;
+  let tenant: string;
   let ca: Buffer;
   let admin: AdminClient;
   const open: Device[] = [];
@@ -102,7 +103,8 @@ describe("delivery to online devices across two nodes", { timeout: 300_000 }, ()
       });
       n.url = /client gateway on (wss:\/\/\S+)/.exec(await n.proc.waitForLog(/client gateway on /))![1]!.replace("127.0.0.1", "localhost");
     }
-    writeFileSync(context, JSON.stringify({ endpoint: nodes[0]!.proc!.endpoint, ca: pki.ca.certPath, cert: pki.operator.certPath, key: pki.operator.keyPath, tenant: randomUUID() }));
+    tenant = randomUUID();
+    writeFileSync(context, JSON.stringify({ endpoint: nodes[0]!.proc!.endpoint, ca: pki.ca.certPath, cert: pki.operator.certPath, key: pki.operator.keyPath, tenant }));
     admin = connectAdmin({
       endpoint: nodes[0]!.proc!.endpoint, caPem: readFileSync(pki.ca.certPath, "utf8"), certPem: readFileSync(pki.admin.certPath, "utf8"),
       keyPem: readFileSync(pki.admin.keyPath, "utf8"), deadlineMs: 8000,
@@ -156,6 +158,47 @@ describe("delivery to online devices across two nodes", { timeout: 300_000 }, ()
     // node B's devices were served through node RPC Deliver
     assert.ok(await metric(0, "qim_delivery_forwarded_total", { outcome: "ok" }) > 0);
     assert.ok(await metric(1, "qim_delivery_pushes_total") >= 10);
+  });
+
+  it("a group above the member budget (a fanout job): each message is pushed once from its members record to exactly the members visible at its seq, on either node; one who left before, one who joined after and a non-member get nothing", async () => {
+    const [alice, bob, carol, dave, erin, frank] = [randomUUID(), randomUUID(), randomUUID(), randomUUID(), randomUUID(), randomUUID()];
+    // 1,205 member entries: above REDIS_CALL_MEMBER_BUDGET (1,000), so every send goes through a fanout job
+    const filler = Array.from({ length: 1200 }, () => randomUUID());
+    const { group } = await admin.createGroup({ tenant, group: "", owner: alice, members: [bob, carol, dave, ...filler] });
+    const records = async () => await metric(0, "qim_delivery_members_records_total");
+    const before = await records();
+    const alicePhone = await device(alice, "phone", 0);
+    const bobPhone = await device(bob, "phone", 1);
+    const carolPhone = await device(carol, "phone", 0);
+    const davePhone = await device(dave, "phone", 0);
+    const erinPhone = await device(erin, "phone", 1);
+    const frankPhone = await device(frank, "phone", 0);
+    // dave leaves first (seq 1), then five messages (2..6), then erin joins (seq 7), then one more (8)
+    const left = await davePhone.request({ $case: "leaveGroup", leaveGroup: { group } });
+    assert.equal(left.body?.$case, "memberListBatch", show(left.body));
+    assert.equal(left.body?.$case === "memberListBatch" ? Number(left.body.memberListBatch.eventSeq) : -1, 1);
+    const first = await sendMany(alicePhone, group, 5, "big");
+    assert.deepEqual([...first.keys()].sort((a, b) => a - b), range(2, 6));
+    const joined = await admin.addMembers({ tenant, group, users: [erin], dryRun: false });
+    assert.equal(Number(joined.eventConversationSeq), 7);
+    const last = await sendMany(alicePhone, group, 1, "big-last");
+    assert.deepEqual([...last.keys()], [8]);
+    const ids = new Map([...first, ...last]);
+    const normal = (d: Device) => messagesOf(d, group).filter((m) => m.kind === "normal");
+    for (const [name, d] of Object.entries({ alicePhone, bobPhone, carolPhone })) {
+      await until(`${name} has the 6 messages`, async () => deduped(normal(d)).length >= 6);
+      const got = normal(d);
+      assert.deepEqual(got.map((m) => Number(m.conversationSeq)), [2, 3, 4, 5, 6, 8], `${name}: ${got.map((m) => m.conversationSeq).join(",")}`);
+      assert.deepEqual(got.map((m) => m.messageId), [2, 3, 4, 5, 6, 8].map((s) => ids.get(s)));
+    }
+    await until("erin has seq 8", async () => deduped(normal(erinPhone)).includes(8));
+    // a round trip behind everything above on each of the others' sockets
+    for (const d of [davePhone, frankPhone, erinPhone]) assert.equal((await d.request({ $case: "ping", ping: {} })).body?.$case, "pong");
+    assert.deepEqual(deduped(normal(erinPhone)), [8], "erin joined at 7: only what came after");
+    assert.deepEqual(deduped(normal(davePhone)), [], "dave left at 1");
+    assert.deepEqual(frankPhone.pushes("message"), [], "frank is no member");
+    // the six messages went out from their members records (the jobs' chunks push nothing)
+    assert.ok(await records() - before >= 6, `members records ${await records() - before}`);
   });
 
   it("spec 000's leave boundary holds for pushes: zero deliveries at or after left_at while sends are in flight", async () => {

@@ -196,27 +196,28 @@ test("loadForDispatch: above the member budget (HLEN, left members included) a g
   const c = new Conv(fx);
   const [owner, a, b, d] = hexIds(4) as [string, string, string, string];
   await c.createGroup(owner, [owner, a, b]);
-  await c.send(owner, 1); // seq 1 at version 1: 3 entries in the member table
+  const m1 = await c.send(owner, 1); // seq 1 at version 1: 3 entries in the member table
   // control messages to the affected users only (broadcast threshold 0): audiences of 1
   const join = await c.membership(JOIN, 1, [d], { sender: owner, broadcastMax: 0 }); // seq 2, version 2
   await c.membership(LEAVE, 2, [b], { broadcastMax: 0 }); // seq 3, version 3: b stays in the table as LEFT
-  await c.send(a, 3); // seq 4 at version 3: 4 entries, 3 ACTIVE
+  const m4 = await c.send(a, 3); // seq 4 at version 3: 4 entries, 3 ACTIVE
   const before = await c.snapshot();
 
   // budget 4: the table holds 4 entries (b LEFT among them), not above it: everything expands
   assert.deepEqual(groups(await load(c, [1, 2], 4)).map((g) => g.slice(0, 2)), [["1", "D"], ["2", "D"]]);
   // budget 3: HLEN 4 is above it. Seq 1 (a group message) goes to a job, and so do the later seqs
   // 2 and 3 (control messages with small audiences) and 4, whatever their size: they must reach
-  // the log after seq 1's chunks. The version rides along; nothing else is read.
+  // the log after seq 1's chunks. The version rides along; a group message ("M") brings its entry
+  // too (the relay announces it to the devices online in one members record, issue 27).
   const reply = groups(await load(c, [1, 2, 3, 4], 3));
-  assert.deepEqual(reply, [["1", "F", "", "1", ""], ["2", "F", "", "2", ""], ["3", "F", "", "3", ""], ["4", "F", "", "3", ""]]);
+  assert.deepEqual(reply, [["1", "M", `1|${m1.rest}`, "1", ""], ["2", "F", "", "2", ""], ["3", "F", "", "3", ""], ["4", "M", `4|${m4.rest}`, "3", ""]]);
   // a seq before the first one handed to a job is dispatched: order is per conversation, from that seq on
   const cut = groups(await load(c, [2, 4], 3));
-  assert.deepEqual(cut.map((g) => g.slice(0, 2)), [["2", "D"], ["4", "F"]]);
+  assert.deepEqual(cut.map((g) => g.slice(0, 2)), [["2", "D"], ["4", "M"]]);
   assert.equal(cut[0]![2], `2|${join.rest}`);
   assert.deepEqual(cut[0]![4], d);
   // ARGV order is kept; the cut follows seq order, not ARGV order
-  assert.deepEqual(groups(await load(c, [4, 2], 3)).map((g) => g.slice(0, 2)), [["4", "F"], ["2", "D"]]);
+  assert.deepEqual(groups(await load(c, [4, 2], 3)).map((g) => g.slice(0, 2)), [["4", "M"], ["2", "D"]]);
   assert.deepEqual(await c.snapshot(), before, "reading changes nothing");
 });
 
@@ -226,13 +227,13 @@ test("loadForDispatch: a control message whose explicit audience exceeds the bud
   await c.createGroup(owner, [owner, a]);
   await c.membership(JOIN, 1, [b, d], { sender: owner }); // seq 1, version 2: audience {owner, a, b, d}
   const m2 = await c.send(a, 2); // seq 2 at version 2
-  assert.deepEqual(groups(await load(c, [1, 2], 3)).map((g) => g.slice(0, 2)), [["1", "F"], ["2", "F"]],
+  assert.deepEqual(groups(await load(c, [1, 2], 3)).map((g) => g.slice(0, 2)), [["1", "F"], ["2", "M"]],
     "an audience of 4 above a budget of 3 (the table's 4 entries too)");
   assert.deepEqual(groups(await load(c, [1, 2], 4)).map((g) => g.slice(0, 2)), [["1", "D"], ["2", "D"]]);
 
   // a job of this conversation pending in the bucket: every seq goes behind it, however small
   await c.client.hset(fanoutOf(c.keys).fanoutPending, c.keys.outboxRef, 1);
-  assert.deepEqual(groups(await load(c, [2], 1000)), [["2", "F", "", "2", ""]]);
+  assert.deepEqual(groups(await load(c, [2], 1000)), [["2", "M", `2|${m2.rest}`, "2", ""]]);
   // another conversation's pending job changes nothing here
   await c.client.hdel(fanoutOf(c.keys).fanoutPending, c.keys.outboxRef);
   await c.client.hset(fanoutOf(c.keys).fanoutPending, `${hexId()}|${hexId()}`, 1);

@@ -159,10 +159,11 @@ test("markCommitted: seqs handed to fanout jobs leave the outbox, commits and vp
   const audience2 = (await c.hgetall(c.keys.commits))["2"]!.slice("R|2|".length);
   assert.deepEqual(splitSorted(audience2), [owner, a, b].sort());
 
-  // seq 1 appended to the log; 2 and 3 handed to jobs
-  assert.deepEqual(await c.run("markCommitted", ["", 0, ref, 1, 1, 2, 3]), [3, 2]);
+  // seq 1 appended to the log; 2 and 3 handed to jobs, 3 with its members record appended ("3|m",
+  // issue 27): its job remembers that its chunks push nothing
+  assert.deepEqual(await c.run("markCommitted", ["", 0, ref, 1, 1, 2, "3|m"]), [3, 2]);
   assert.deepEqual(await c.lrange(f.fanoutJobs), [`${ref}|2`, `${ref}|3`]);
-  assert.deepEqual(await c.hgetall(f.fanoutState), { [`${ref}|2`]: "2|0|0", [`${ref}|2|audience`]: audience2, [`${ref}|3`]: "2|0|0" });
+  assert.deepEqual(await c.hgetall(f.fanoutState), { [`${ref}|2`]: "2|0|0", [`${ref}|2|audience`]: audience2, [`${ref}|3`]: "2|0|0", [`${ref}|3|pushed`]: "1" });
   assert.deepEqual(await c.hgetall(f.fanoutPending), { [ref]: "2" });
   assert.equal(await c.exists(c.keys.commits), 0);
   assert.deepEqual(await c.zrange(c.keys.vpending), [["4", 2]]);
@@ -180,6 +181,15 @@ test("markCommitted: seqs handed to fanout jobs leave the outbox, commits and vp
   assert.equal(await c.exists(c.keys.vpending), 0);
   assert.equal(await c.exists(c.keys.outbox), 0);
   assert.equal(await c.exists(c.keys.grpdeltas), 0);
+
+  // expandAudience says which job's chunks push nothing; the job's end drops the mark with it
+  const step = async (job: string) => await c.run("expandAudience", [job, 1000]) as string[];
+  assert.equal((await step(`${ref}|2`))[6], "0", "a control message's job: its chunks are pushed");
+  assert.equal((await step(`${ref}|3`))[6], "1", "the members record carried seq 3's pushes");
+  assert.equal((await step(`${ref}|4`))[6], "0", "seq 4 was queued without one");
+  assert.deepEqual(await c.run("saveFanoutProgress", ["", 0, `${ref}|2`, "0", 0, "0", 1]), [2], "job 2 done");
+  assert.deepEqual(await c.run("saveFanoutProgress", ["", 0, `${ref}|3`, "0", 0, "0", 1]), [2], "job 3 done");
+  assert.deepEqual(await c.hgetall(f.fanoutState), { [`${ref}|4`]: "2|0|0" });
 });
 
 test("markCommitted: a fenced call queues no job either", async () => {

@@ -266,13 +266,22 @@ function parseWatermarks(info: unknown): Watermarks {
 function parseRecord(fields: string[]): DispatchRecord {
   const f: Record<string, string> = {};
   for (let i = 0; i < fields.length; i += 2) f[fields[i]!] = fields[i + 1]!;
+  const raw = f.r ?? "";
+  let recipients: Uuid[] | undefined;
   const record: DispatchRecord = {
     tenant: hexToUuid(f.t!),
     conversation: hexToUuid(f.c!),
     conversationSeq: Number(f.s),
     version: Number(f.v),
     entry: f.e!,
-    recipients: splitHexIds(f.r ?? ""),
+    // made on first use: a consumer that passes a record by (delivery skips a job's chunks, 1,000
+    // recipients each) does not turn its ids into strings for nothing
+    get recipients(): Uuid[] {
+      return (recipients ??= splitHexIds(raw));
+    },
+    set recipients(v: Uuid[]) {
+      recipients = v;
+    },
     chunk: f.k === undefined ? 0 : Number(f.k),
   };
   if (f.p === "m") record.push = "members";

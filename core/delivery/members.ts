@@ -23,9 +23,10 @@ export function visibleAt(raw: string | null, seq: number): boolean {
  * here who are members visible at the seq — the rule of the fanout job's expandAudience, so the
  * devices get exactly what the job's chunks would have pushed them (a rejoin after the seq that
  * replaced a user's interval leaves them out, as there). Bounded either way, never a read that
- * grows with the group in one call: with fewer users of the tenant here than the group has member
- * entries, their entries are read (HMGET, REDIS_CALL_MEMBER_BUDGET a call); otherwise the member
- * table is scanned (HSCAN COUNT REDIS_CALL_MEMBER_BUDGET) and kept where connected.
+ * grows with the group in one call: with at most REDIS_CALL_MEMBER_BUDGET users of the tenant here,
+ * or fewer than the group has member entries, their entries are read (HMGET, that many a call);
+ * otherwise the member table is scanned (HSCAN COUNT REDIS_CALL_MEMBER_BUDGET) and kept where
+ * connected.
  */
 export class MembersAudience {
   constructor(
@@ -51,8 +52,9 @@ export class MembersAudience {
     const k = conversationKeys(this.keys, tenant, conversation);
     const client = this.store.clientFor(k.tag);
     const out: [Uuid, string][] = [];
-    const size = await client.hlen(k.grpmembers);
-    if (here.size <= size) {
+    // up to one call's worth of users here: their entries at once (the group's size does not
+    // matter then); beyond it, whichever of the two is smaller
+    if (here.size <= REDIS_CALL_MEMBER_BUDGET || here.size <= await client.hlen(k.grpmembers)) {
       const users = [...here];
       const chunks: Uuid[][] = [];
       for (let i = 0; i < users.length; i += REDIS_CALL_MEMBER_BUDGET) chunks.push(users.slice(i, i + REDIS_CALL_MEMBER_BUDGET));

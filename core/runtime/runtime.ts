@@ -141,7 +141,7 @@ export class EngineRuntime {
     const projects = !cluster || cluster.units.includes("partition");
     const onAppended = async (records: DispatchRecord[]): Promise<void> => {
       if (!projects) return;
-      this.delivery.consumer.kick();
+      this.delivery.consumer.kick(records);
       relayRef.list?.compactor.lowLatency(records);
       await this.projection.lowLatency(records);
     };

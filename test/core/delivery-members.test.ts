@@ -3,8 +3,9 @@
  * finds among its own connections (MembersAudience). Checked against a history the test makes and
  * works out by hand (ADR-0021's visible interval (joined_at, left_at)): five members removed by the
  * event at seq 1, a message at seq 2, five newcomers joined by the event at seq 3, a message at 4.
- * Both ways of reading are taken — the connected users' entries (fewer connected than entries) and
- * a scan of the group (more connected than entries) — and must give the same sets.
+ * Both ways of reading are taken — the connected users' entries (few connected) and a scan of the
+ * group (more connected than one call reads and than the group has entries) — and must give the
+ * same sets.
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
@@ -55,10 +56,10 @@ describe("a members record's audience among a node's connections", () => {
     assert.deepEqual(sortAll(await audience.resolve(tenant, group, [1, 2, 3, 4])), want, "18 connected, 41 entries: their entries");
     assert.equal(await reads("connected") - hm, connected.length, "one read per connected user of the tenant");
 
-    // more connected users than the group has entries: a scan of the group, the same answer
-    for (let i = 0; i < 60; i++) local.add(connection(tenant, newUuid()));
+    // more connected users than one call reads (1,000) and than the group has entries: a scan of the group, the same answer
+    for (let i = 0; i < 1000; i++) local.add(connection(tenant, newUuid()));
     const sc = await reads("members");
-    assert.deepEqual(sortAll(await audience.resolve(tenant, group, [1, 2, 3, 4])), want, "78 connected, 41 entries: a scan");
+    assert.deepEqual(sortAll(await audience.resolve(tenant, group, [1, 2, 3, 4])), want, "1,018 connected, 41 entries: a scan");
     assert.ok(await reads("members") - sc >= 41, "every entry scanned");
     // nobody of the tenant here: nothing read
     assert.deepEqual(await new MembersAudience(fx.store, fx.engine.keys, new LocalConnections()).resolve(tenant, group, [2]), [[]]);

@@ -79,14 +79,9 @@ export const cmdMetrics = {
     labelNames: ["event"] as const,
     registers: [registry],
   }),
-  cassandraLwtRetries: new Counter({
-    name: "qim_cmd_cassandra_lwt_retries_total",
-    help: "Conditional writes of the CMD state on Cassandra not applied because a row changed since it was read (re-read and retried)",
-    registers: [registry],
-  }),
   cassandraFenced: new Counter({
     name: "qim_cmd_cassandra_fenced_total",
-    help: "CMD state writes on Cassandra refused by a fence, by layer (lease: the slot's lease in Redis names another owner or token; row: a row was written with a newer token)",
+    help: "CMD state writes on Cassandra refused by a fence, by layer (lease: the slot's lease in Redis names another owner or token)",
     labelNames: ["layer"] as const,
     registers: [registry],
   }),

@@ -3,20 +3,25 @@
  * configured (the authority's settings; docs/cmd-sync-core.md, "The durable state on Cassandra").
  *
  *   cmd_conversation_state  PRIMARY KEY ((tenant_id, user_id), channel_type, channel_id):
- *                           read_seq, deleted_to_seq, active_at, updated_at, last_msg_seq, fence_token (bigint)
+ *                           read_seq, deleted_to_seq, active_at, updated_at, last_msg_seq (bigint);
+ *                           fence_token, no longer written (the conditional writes before issue 26)
  *   cmd_conversation_active PRIMARY KEY ((tenant_id, user_id), active_at, channel_type, channel_id)
  *                           CLUSTERING ORDER BY (active_at DESC, channel_type ASC, channel_id ASC):
  *                           spec 001's sync order, so listActive is one ordered read
  *
- * Cassandra has no max merge, so a write reads the user's rows (SERIAL), merges as the Lua does,
- * and writes with lightweight transactions conditioned on the values it read and on the row's
- * fence token: one conditional BATCH per user (one partition: atomic per user, not across users).
- * A lost race re-reads and retries (CMD_CASSANDRA_LWT_RETRIES). Fencing has two layers: the slot's
- * lease in Redis is checked before writing (as includes/fenceHolds), and a row written with a newer
- * token refuses an older one (`fence_token <= ours`).
+ * Every value of a row only grows (the Lua's max merge), so each cell is written with a write
+ * timestamp made from its value (cellTimestamp): Cassandra keeps, per cell, the write with the
+ * highest timestamp — the highest value, whoever wrote last. No lightweight transaction, no SERIAL
+ * read, no retry: a user's rows are one unlogged batch on the user's partition, read first only
+ * where this store does not remember them (to merge, to keep a replay a no-op, and so that a read
+ * advance never creates a row). Cells the conditional-write code left have ordinary timestamps,
+ * below every value timestamp: the first write after the upgrade replaces them with the maximum
+ * of what it read and what it brings. Fencing: the slot's lease in Redis is checked before
+ * writing (as includes/fenceHolds); past it, a paused old owner can only write values it really
+ * has — the maximum keeps the newest of them — not move any cell back.
  */
 import cassandra from "cassandra-driver";
-import { UnavailableError, type KeySpace, type Uuid } from "../base/index.js";
+import type { KeySpace, Uuid } from "../base/index.js";
 import { leaseHolds, type Fence } from "../cluster/index.js";
 import { CassandraConnection, type CassandraOptions } from "../cassandra/index.js";
 import type { RedisStore } from "../store/index.js";
@@ -26,28 +31,38 @@ import { checkRead, checkState, CMD_STATE_READ_CHUNK, isUnreadState, oneSlot } f
 import type { CommandChannelKey } from "../cmd-log/index.js";
 import type { CmdConversationState, CmdReadPatch, CmdStateStore } from "./types.js";
 
-/** Rounds of read–merge–conditional write per user before a write gives up (UNAVAILABLE, retryable: the pending batch stays). */
-export const CMD_CASSANDRA_LWT_RETRIES = 8;
-/** Users of one batch written at once (each its own partition and conditional batch). */
+/**
+ * The write timestamp of a cell of value v is this + v: above every ordinary timestamp (µs since
+ * 1970, ~1.8e15 now; 2^61 µs is the year 75,000), so a cell of the code before keeps no value that
+ * a max merge has passed, and below 2^63 for every value a state holds (< 2^53).
+ */
+export const CMD_CASSANDRA_CELL_TIMESTAMP_BASE = 2n ** 61n;
+/** Users of one batch written at once (each its own partition and batch). */
 export const CMD_CASSANDRA_USER_CONCURRENCY = 16;
 /**
  * Slot batches a flush writes at once (CmdStateStore.flushConcurrency). One after another, a
- * flush waited out every slot's Paxos rounds in turn (553 rows/s, issue 26); 8 slots of at most
- * CMD_CASSANDRA_USER_CONCURRENCY users each keep at most 128 conditional batches in flight.
+ * flush waited out every slot's round trips in turn (553 rows/s with conditional writes, issue
+ * 26); a slot's batch often holds a few users only, so 32 slots keep about as many batches in
+ * flight as the raw write bench/cmd compares with (with 8: 0.31× of it, with 32: 0.68×).
  */
-export const CMD_CASSANDRA_FLUSH_CONCURRENCY = 8;
+export const CMD_CASSANDRA_FLUSH_CONCURRENCY = 32;
+/** User batches this store has in flight at most, whatever the slots: the bound on Cassandra's queue. */
+export const CMD_CASSANDRA_WRITES_IN_FLIGHT = 128;
 /**
- * Rows this store remembers as last written or read (per tenant, user, channel), at most: a write
- * whose rows are all remembered — or not remembered, taken as new — skips the SERIAL read and goes
- * straight to its conditional batch, whose conditions check exactly what it assumed; a batch not
- * applied is retried the old way, from a SERIAL read (and forgets the user's rows). About 150 B
- * each: ~15 MB at the bound.
+ * Rows this store remembers as last written or read (per tenant, user, channel; a row read as
+ * absent too), at most: a write whose rows are all remembered skips the read. A remembered row
+ * behind the stored one (another node wrote since) costs nothing wrong: the merge writes the
+ * maximum of it and the write's values, and the cells keep the higher of that and what is stored.
+ * About 150 B each: ~15 MB at the bound.
  */
 export const CMD_CASSANDRA_ROW_CACHE = 100_000;
 /** Index rows read per page by listActive. */
 export const CMD_CASSANDRA_ACTIVE_PAGE = 500;
 export const CMD_CASSANDRA_STATE_TABLE = "cmd_conversation_state";
 export const CMD_CASSANDRA_ACTIVE_TABLE = "cmd_conversation_active";
+/** Settings of the tables: `cells` = "value" when every cell carries its value's timestamp (tables made by this code). */
+export const CMD_CASSANDRA_META_TABLE = "cmd_state_meta";
+const CMD_CASSANDRA_META_CELLS = "cells";
 
 export interface CassandraCmdStateStoreDeps {
   /** The slots' leases (fence check 1) live in Redis. */
@@ -62,15 +77,16 @@ interface StoredRow {
   deletedToSeq: number;
   activeAt: number;
   updatedAt: number;
-  /** null: a row written before the column existed (last seq unknown; the write's condition names null then). */
+  /** null: a row written before the column existed (last seq unknown until a sync settles it). */
   lastMsgSeq: number | null;
-  fenceToken: number;
 }
 
 type Merge = { channel: CommandChannelKey; next: StoredRow; old: StoredRow | null };
 
 const Long = cassandra.types.Long;
 const long = (n: number) => Long.fromNumber(n);
+/** A cell's write timestamp: CMD_CASSANDRA_CELL_TIMESTAMP_BASE + its value. */
+const cellTimestamp = (value: number): cassandra.types.Long => Long.fromString((CMD_CASSANDRA_CELL_TIMESTAMP_BASE + BigInt(value)).toString());
 const num = (v: unknown): number => (v == null ? 0 : typeof v === "number" ? v : Number((v as { toString(): string }).toString()));
 const rowKey = (c: CommandChannelKey) => `${c.channelType}|${c.channelId}`;
 
@@ -84,8 +100,25 @@ function stateOf(tenant: Uuid, user: Uuid, channel: CommandChannelKey, s: Stored
 function storedOf(r: cassandra.types.Row): StoredRow {
   return {
     readSeq: num(r.read_seq), deletedToSeq: num(r.deleted_to_seq), activeAt: num(r.active_at), updatedAt: num(r.updated_at),
-    lastMsgSeq: r.last_msg_seq == null ? null : num(r.last_msg_seq), fenceToken: num(r.fence_token),
+    lastMsgSeq: r.last_msg_seq == null ? null : num(r.last_msg_seq),
   };
+}
+
+/** At most `limit` calls of run() in flight; the others wait in order. */
+class Limiter {
+  private active = 0;
+  private readonly waiting: (() => void)[] = [];
+  constructor(private readonly limit: number) {}
+  async run<T>(work: () => Promise<T>): Promise<T> {
+    if (this.active >= this.limit) await new Promise<void>((resolve) => this.waiting.push(resolve));
+    else this.active++;
+    try {
+      return await work();
+    } finally {
+      const next = this.waiting.shift();
+      if (next) next(); else this.active--;
+    }
+  }
 }
 
 /** Runs `work` over `items`, at most `limit` at once; rejects with the first failure once all settled. */
@@ -121,16 +154,12 @@ export class CassandraCmdStateStore implements CmdStateStore {
   readonly flushConcurrency = CMD_CASSANDRA_FLUSH_CONCURRENCY;
   private readonly conn: CassandraConnection;
   private readonly keyspace: string;
-  private readonly serial: number;
   /** `tenant|user|type|id` → the row as this store last wrote or read it (CMD_CASSANDRA_ROW_CACHE, oldest dropped first). */
   private readonly known = new Map<string, StoredRow>();
 
   constructor(private readonly deps: CassandraCmdStateStoreDeps) {
     this.conn = new CassandraConnection(deps.cassandra);
     this.keyspace = this.conn.keyspace;
-    // the Paxos round of a lightweight transaction (and the reads before one) in the local DC when the writes are
-    const c = cassandra.types.consistencies;
-    this.serial = [c.localQuorum, c.localOne, c.localSerial].includes(this.conn.consistency) ? c.localSerial : c.serial;
   }
 
   private get client(): cassandra.Client {
@@ -149,12 +178,40 @@ export class CassandraCmdStateStore implements CmdStateStore {
     return `${this.keyspace}.${CMD_CASSANDRA_ACTIVE_TABLE}`;
   }
 
+  private get meta(): string {
+    return `${this.keyspace}.${CMD_CASSANDRA_META_TABLE}`;
+  }
+
+  /**
+   * Whether an upsert reads the rows it does not remember before writing: in tables the code
+   * before issue 26's rewrite made (no marker in cmd_state_meta), whose cells may carry ordinary
+   * timestamps and unknown last seqs; there the merge must start from what is stored. In tables
+   * made since, every cell carries its value's timestamp and an upsert writes blind: each cell
+   * keeps the higher of the stored and the written value by itself.
+   */
+  private readsFirst = true;
+
+  private readonly inFlight = new Limiter(CMD_CASSANDRA_WRITES_IN_FLIGHT);
+
+  /** Whether upserts read first (tables of the code before value timestamps), for docs and tests. */
+  get readsBeforeUpsert(): boolean {
+    return this.readsFirst;
+  }
+
   /**
    * Connects and creates the keyspace and both tables if missing. A failure is one UNAVAILABLE
    * line (CassandraConnection.open, as the authority's) and leaves a fresh client for a later init().
    */
   async init(): Promise<void> {
     await this.conn.open(async (client) => {
+      // tables this code makes hold value timestamps only; tables the conditional-write code made
+      // may hold ordinary ones, and are read before every write of a row not remembered
+      const existed = (await client.execute(
+        "SELECT table_name FROM system_schema.tables WHERE keyspace_name = ? AND table_name = ?", [this.keyspace, CMD_CASSANDRA_STATE_TABLE], { prepare: true })).rows.length > 0;
+      await client.execute(`CREATE TABLE IF NOT EXISTS ${this.meta} (name text PRIMARY KEY, value text)`, [], { prepare: false });
+      if (!existed) await client.execute(`INSERT INTO ${this.meta} (name, value) VALUES (?, ?)`, [CMD_CASSANDRA_META_CELLS, "value"], { prepare: true });
+      const marked = (await client.execute(`SELECT value FROM ${this.meta} WHERE name = ?`, [CMD_CASSANDRA_META_CELLS], { prepare: true })).first()?.value === "value";
+      this.readsFirst = !marked;
       await client.execute(
         `CREATE TABLE IF NOT EXISTS ${this.state} (
            tenant_id uuid, user_id uuid, channel_type int, channel_id text,
@@ -202,7 +259,7 @@ export class CassandraCmdStateStore implements CmdStateStore {
     const out: CmdConversationState[] = [];
     for (let i = 0; i < channels.length; i += CMD_STATE_READ_CHUNK) {
       const chunk = channels.slice(i, i + CMD_STATE_READ_CHUNK);
-      const rows = await this.readRows(tenant, user, chunk, false);
+      const rows = await this.readRows(tenant, user, chunk);
       for (const c of chunk) {
         const s = rows.get(rowKey(c));
         if (s) out.push(stateOf(tenant, user, c, s));
@@ -244,7 +301,7 @@ export class CassandraCmdStateStore implements CmdStateStore {
       pageState = page.pageState ?? undefined;
       if (page.rows.length === 0) break;
       const entries = page.rows.map((r) => ({ activeAt: num(r.active_at), channel: { channelType: Number(r.channel_type), channelId: String(r.channel_id) } }));
-      const rows = await this.readRows(tenant, user, entries.map((e) => e.channel), false);
+      const rows = await this.readRows(tenant, user, entries.map((e) => e.channel));
       const stale: typeof entries = [];
       for (const e of entries) {
         const s = rows.get(rowKey(e.channel));
@@ -270,7 +327,7 @@ export class CassandraCmdStateStore implements CmdStateStore {
       for (const p of mine) if (p.lastMsgSeq !== undefined) last = last === null ? p.lastMsgSeq : Math.max(last, p.lastMsgSeq);
       if (read === old.readSeq && last === old.lastMsgSeq) return null;
       return { ...old, readSeq: read, lastMsgSeq: last, updatedAt: Math.max(old.updatedAt, updatedAt) };
-    });
+    }, true);
   }
 
   async upsertStates(states: readonly CmdConversationState[], fence: Fence): Promise<void> {
@@ -281,13 +338,12 @@ export class CassandraCmdStateStore implements CmdStateStore {
       let acc: StoredRow | null = old;
       let changed = false;
       for (const s of mine) {
-        if (!acc) { acc = { readSeq: s.readSeq, deletedToSeq: s.deletedToSeq, activeAt: s.activeAt, updatedAt: s.updatedAt, lastMsgSeq: s.lastMsgSeq, fenceToken: 0 }; changed = true; continue; }
+        if (!acc) { acc = { readSeq: s.readSeq, deletedToSeq: s.deletedToSeq, activeAt: s.activeAt, updatedAt: s.updatedAt, lastMsgSeq: s.lastMsgSeq }; changed = true; continue; }
         const next = {
           readSeq: Math.max(acc.readSeq, s.readSeq), deletedToSeq: Math.max(acc.deletedToSeq, s.deletedToSeq),
           activeAt: Math.max(acc.activeAt, s.activeAt), updatedAt: Math.max(acc.updatedAt, s.updatedAt),
           // a row of the old code keeps its last seq unknown until a sync settles it (upsertCmdStates-4)
           lastMsgSeq: acc.lastMsgSeq === null ? null : Math.max(acc.lastMsgSeq, s.lastMsgSeq!),
-          fenceToken: acc.fenceToken,
         };
         // nothing of read, deleted-to, active at, last seq grows: the row stays as it is, its updated at included (a replay is a no-op)
         if (next.readSeq === acc.readSeq && next.deletedToSeq === acc.deletedToSeq && next.activeAt === acc.activeAt && next.lastMsgSeq === acc.lastMsgSeq) continue;
@@ -295,16 +351,17 @@ export class CassandraCmdStateStore implements CmdStateStore {
         changed = true;
       }
       return changed ? acc : null;
-    });
+    }, this.readsFirst);
   }
 
   /**
-   * A batch of one slot: fence check 1 once, then each user's rows (at most
+   * A batch of one slot: the lease check once, then each user's rows (at most
    * CMD_CASSANDRA_USER_CONCURRENCY users at once), `merge` given one channel's rows of the batch in
-   * order and the stored row (null: none), answering the row to write or null for nothing.
+   * order and the stored row (null: none, or not known when `readUnknown` is false), answering the
+   * row to write or null for nothing.
    */
   private async writeBatch<T extends { tenant: Uuid; user: Uuid; channel: CommandChannelKey }>(
-    rows: readonly T[], fence: Fence, merge: (mine: T[], old: StoredRow | null) => StoredRow | null,
+    rows: readonly T[], fence: Fence, merge: (mine: T[], old: StoredRow | null) => StoredRow | null, readUnknown: boolean,
   ): Promise<void> {
     const slot = oneSlot(rows);
     await this.checkLease(slot, fence);
@@ -315,25 +372,25 @@ export class CassandraCmdStateStore implements CmdStateStore {
         const same = byChannel.get(k);
         if (same) same.push(r); else byChannel.set(k, [r]);
       }
-      return this.writeUser(slot, list[0]!.tenant, list[0]!.user, list.map((r) => r.channel), fence, (channel, old) => merge(byChannel.get(rowKey(channel)) ?? [], old));
+      return this.writeUser(list[0]!.tenant, list[0]!.user, list.map((r) => r.channel), (channel, old) => merge(byChannel.get(rowKey(channel)) ?? [], old), readUnknown);
     });
   }
 
-  /** Fence check 1: the slot's lease in Redis names exactly (owner, token), as includes/fenceHolds. */
+  /** The fence: the slot's lease in Redis names exactly (owner, token), as includes/fenceHolds. */
   private async checkLease(slot: number, fence: Fence): Promise<void> {
     if (await leaseHolds(this.deps.store, this.deps.keys, "slot", slot, fence)) return;
     cmdMetrics.cassandraFenced.inc({ layer: "lease" });
     throw new CmdFencedError(slot);
   }
 
-  private async readRows(tenant: Uuid, user: Uuid, channels: readonly CommandChannelKey[], serial: boolean): Promise<Map<string, StoredRow>> {
+  private async readRows(tenant: Uuid, user: Uuid, channels: readonly CommandChannelKey[]): Promise<Map<string, StoredRow>> {
     const types = [...new Set(channels.map((c) => c.channelType))];
     const ids = [...new Set(channels.map((c) => c.channelId))];
     // IN on both clustering columns reads their cross product: filtered to the channels asked for
     const res = await this.client.execute(
-      `SELECT channel_type, channel_id, read_seq, deleted_to_seq, active_at, updated_at, last_msg_seq, fence_token FROM ${this.state}
+      `SELECT channel_type, channel_id, read_seq, deleted_to_seq, active_at, updated_at, last_msg_seq FROM ${this.state}
        WHERE tenant_id = ? AND user_id = ? AND channel_type IN ? AND channel_id IN ?`,
-      [tenant, user, types, ids], serial ? { consistency: this.serial } : {});
+      [tenant, user, types, ids]);
     const out = new Map<string, StoredRow>();
     for (const r of res.rows) out.set(`${r.channel_type}|${r.channel_id}`, storedOf(r));
     return out;
@@ -348,104 +405,78 @@ export class CassandraCmdStateStore implements CmdStateStore {
   }
 
   /**
-   * One user's rows: read (SERIAL), merge, write the new index entries, then one conditional batch
-   * on the state rows (INSERT … IF NOT EXISTS for new rows; UPDATE … IF the values read AND
-   * fence_token <= ours for existing ones), then delete the index entries the move left behind.
-   * The index entries come first so that a row is never without its entry: a crash between the
-   * steps leaves at most an entry listActive skips (newer than its row) or deletes (older).
-   * Not applied: a row carries a newer token → CmdFencedError; otherwise a lost race → again. At
-   * the end, the entries this call inserted that are older than their row's active_at now (a race
-   * it lost to a newer time) are deleted; entries newer than their row (a refused or abandoned
-   * write) stay for listActive to skip: another writer's entry of the same time may be in flight.
+   * One user's rows, without a lightweight transaction: the rows this store does not remember are
+   * read (at the store's consistency), each channel's merge computed, and everything written in
+   * ONE unlogged batch on the user's partition (state and index share the partition key, so the
+   * batch is one mutation, applied whole on each replica): the index entry of a row whose active
+   * time moved, the deletion of the entry it left behind, and the row's cells, each written with
+   * the timestamp of its value (cellTimestamp). A writer that raced this one with other values
+   * loses or wins cell by cell by value: what stays is the maximum of every write, the max merge
+   * the Lua does, whoever wrote last and whatever it had read.
    */
   private async writeUser(
-    slot: number, tenant: Uuid, user: Uuid, channels: readonly CommandChannelKey[], fence: Fence,
-    merge: (channel: CommandChannelKey, old: StoredRow | null) => StoredRow | null,
+    tenant: Uuid, user: Uuid, channels: readonly CommandChannelKey[],
+    merge: (channel: CommandChannelKey, old: StoredRow | null) => StoredRow | null, readUnknown: boolean,
   ): Promise<void> {
     const unique = [...new Map(channels.map((c) => [rowKey(c), c])).values()];
-    // index entries this call inserted, per channel: those a lost race made wrong are deleted at the end
-    const inserted = new Map<string, { channel: CommandChannelKey; activeAt: Set<number> }>();
-    const done = async (finalActive: Map<string, number>) => {
-      const stale: { activeAt: number; channel: CommandChannelKey }[] = [];
-      for (const [k, e] of inserted) for (const a of e.activeAt) if (a < (finalActive.get(k) ?? -1)) stale.push({ activeAt: a, channel: e.channel });
-      await this.deleteIndex(tenant, user, stale).catch(() => {});
-    };
     const userKey = `${tenant}|${user}|`;
-    for (let attempt = 0; ; attempt++) {
-      // the first attempt assumes what this store last saw (a row it never saw: none) and lets the
-      // batch's conditions check it; a retry reads (SERIAL)
-      const rows = attempt === 0 ? this.remembered(userKey, unique) : await this.readRows(tenant, user, unique, true);
-      if (attempt > 0) for (const c of unique) this.remember(userKey + rowKey(c), rows.get(rowKey(c)) ?? null);
-      const merges: Merge[] = [];
-      for (const channel of unique) {
-        const old = rows.get(rowKey(channel)) ?? null;
-        const next = merge(channel, old);
-        if (next) merges.push({ channel, old, next: { ...next, fenceToken: Math.max(old?.fenceToken ?? 0, fence.token) } });
+    const rows = this.remembered(userKey, unique);
+    const unknown = unique.filter((c) => !this.known.has(userKey + rowKey(c)));
+    if (unknown.length > 0 && readUnknown) {
+      const read = await this.readRows(tenant, user, unknown);
+      for (const c of unknown) {
+        const r = read.get(rowKey(c)) ?? null;
+        if (r) rows.set(rowKey(c), r);
+        this.remember(userKey + rowKey(c), r);
       }
-      // an assumption no condition would check: a row taken as absent that the merge leaves alone
-      // (a read advance of a row this store never saw) — only a read says whether it exists
-      if (attempt === 0 && unique.some((c) => !rows.has(rowKey(c)) && !merges.some((m) => m.channel === c))) continue;
-      const finalActive = new Map([...rows].map(([k, r]) => [k, r.activeAt]));
-      // nothing to write by what is remembered proves nothing (the row may have been written
-      // elsewhere, or by the code before an upgrade): only a read says so
-      if (merges.length === 0 && attempt > 0) return done(finalActive);
-      if (merges.length === 0) continue;
-      if (merges.some((m) => m.old && m.old.fenceToken > fence.token)) {
-        if (attempt === 0) continue;
-        cmdMetrics.cassandraFenced.inc({ layer: "row" });
-        throw new CmdFencedError(slot);
-      }
-      const moved = merges.filter((m) => !m.old || m.next.activeAt !== m.old.activeAt);
-      for (const m of moved) {
-        const k = rowKey(m.channel);
-        const e = inserted.get(k) ?? { channel: m.channel, activeAt: new Set<number>() };
-        e.activeAt.add(m.next.activeAt);
-        inserted.set(k, e);
-      }
-      if (moved.length > 0) {
-        await this.client.batch(moved.map((m) => ({
-          query: `INSERT INTO ${this.active} (tenant_id, user_id, active_at, channel_type, channel_id) VALUES (?, ?, ?, ?, ?)`,
-          params: [tenant, user, long(m.next.activeAt), m.channel.channelType, m.channel.channelId],
-        })), { prepare: true, logged: false });
-      }
-      const res = await this.client.batch(merges.map((m) => (m.old
-        ? {
-          // a row of a table that predates last_msg_seq reads null there (0 here): the condition names null then
-          query: `UPDATE ${this.state} SET read_seq = ?, deleted_to_seq = ?, active_at = ?, updated_at = ?, last_msg_seq = ?, fence_token = ?
-                  WHERE tenant_id = ? AND user_id = ? AND channel_type = ? AND channel_id = ?
-                  IF read_seq = ? AND deleted_to_seq = ? AND active_at = ? AND last_msg_seq = ? AND fence_token <= ?`,
-          params: [
-            long(m.next.readSeq), long(m.next.deletedToSeq), long(m.next.activeAt), long(m.next.updatedAt), m.next.lastMsgSeq === null ? null : long(m.next.lastMsgSeq), long(m.next.fenceToken),
-            tenant, user, m.channel.channelType, m.channel.channelId,
-            long(m.old.readSeq), long(m.old.deletedToSeq), long(m.old.activeAt), m.old.lastMsgSeq === null ? null : long(m.old.lastMsgSeq), long(fence.token),
-          ],
-        }
-        : {
-          query: `INSERT INTO ${this.state} (tenant_id, user_id, channel_type, channel_id, read_seq, deleted_to_seq, active_at, updated_at, last_msg_seq, fence_token)
-                  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS`,
-          params: [
-            tenant, user, m.channel.channelType, m.channel.channelId, long(m.next.readSeq), long(m.next.deletedToSeq), long(m.next.activeAt), long(m.next.updatedAt),
-            long(m.next.lastMsgSeq!), long(m.next.fenceToken),
-          ],
-        })), { prepare: true, serialConsistency: this.serial });
-      if (res.wasApplied()) {
-        // entries left behind by the moves: older than the row's active_at now, never right again
-        const leftOver = merges.filter((m) => m.old && m.old.activeAt < m.next.activeAt).map((m) => ({ activeAt: m.old!.activeAt, channel: m.channel }));
-        await this.deleteIndex(tenant, user, leftOver).catch(() => {});
-        for (const m of merges) {
-          finalActive.set(rowKey(m.channel), m.next.activeAt);
-          this.remember(userKey + rowKey(m.channel), m.next);
-        }
-        return done(finalActive);
-      }
-      for (const c of unique) this.known.delete(userKey + rowKey(c));
-      // a first attempt on remembered rows that was not applied is not a lost race: read and go again
-      if (attempt === 0) continue;
-      if (attempt + 1 >= CMD_CASSANDRA_LWT_RETRIES) {
-        throw new UnavailableError(`the CMD state write of slot ${slot} lost ${CMD_CASSANDRA_LWT_RETRIES} races on Cassandra in a row; retry`);
-      }
-      cmdMetrics.cassandraLwtRetries.inc();
     }
+    const merges: Merge[] = [];
+    for (const channel of unique) {
+      const old = rows.get(rowKey(channel)) ?? null;
+      const next = merge(channel, old);
+      if (next) merges.push({ channel, old, next });
+    }
+    if (merges.length === 0) return;
+    const statements: { query: string; params: unknown[] }[] = [];
+    for (const m of merges) {
+      const c = m.channel;
+      if (!m.old || m.next.activeAt !== m.old.activeAt) {
+        statements.push({
+          query: `INSERT INTO ${this.active} (tenant_id, user_id, active_at, channel_type, channel_id) VALUES (?, ?, ?, ?, ?)`,
+          params: [tenant, user, long(m.next.activeAt), c.channelType, c.channelId],
+        });
+      }
+      // the entry a move left behind: older than the row's active time now, never right again
+      if (m.old && m.old.activeAt < m.next.activeAt) {
+        statements.push({
+          query: `DELETE FROM ${this.active} WHERE tenant_id = ? AND user_id = ? AND active_at = ? AND channel_type = ? AND channel_id = ?`,
+          params: [tenant, user, long(m.old.activeAt), c.channelType, c.channelId],
+        });
+      }
+      // the cells that change (an unchanged one is stored already, at least as high), those of one
+      // value in one statement (one timestamp); a row of the old code keeps its last seq unknown
+      // (null) until a sync settles it: no cell then
+      const byValue = new Map<number, string[]>();
+      const cell = (column: string, value: number | null, was: number | null | undefined) => {
+        if (value === null || value === was) return;
+        const cols = byValue.get(value);
+        if (cols) cols.push(column); else byValue.set(value, [column]);
+      };
+      cell("read_seq", m.next.readSeq, m.old?.readSeq);
+      cell("deleted_to_seq", m.next.deletedToSeq, m.old?.deletedToSeq);
+      cell("active_at", m.next.activeAt, m.old?.activeAt);
+      cell("updated_at", m.next.updatedAt, m.old?.updatedAt);
+      cell("last_msg_seq", m.next.lastMsgSeq, m.old?.lastMsgSeq);
+      for (const [value, cols] of byValue) {
+        statements.push({
+          query: `UPDATE ${this.state} USING TIMESTAMP ? SET ${cols.map((col) => `${col} = ?`).join(", ")} WHERE tenant_id = ? AND user_id = ? AND channel_type = ? AND channel_id = ?`,
+          params: [cellTimestamp(value), ...cols.map(() => long(value)), tenant, user, c.channelType, c.channelId],
+        });
+      }
+    }
+    await this.inFlight.run(() => this.client.batch(statements, { prepare: true, logged: false }));
+    // remembered as written: what is stored is at least that (higher where another writer went further)
+    for (const m of merges) this.remember(userKey + rowKey(m.channel), m.next);
   }
 
   /** The remembered rows of a user's channels (a channel not remembered: absent, i.e. new). */

@@ -4,7 +4,7 @@
  * the whole history the children printed: every field of every row is at least the max of the
  * writes that surely landed (printed done) and at most the max of the writes that may have (printed
  * start) — a max merge, never a step back; every row has its index entry at its active_at (the
- * index is written before the state batch); listActive answers each row once, in spec 001's order,
+ * entry is in the same batch as the row's cells: one mutation on the user's partition); listActive answers each row once, in spec 001's order,
  * and removes the entries a killed move left behind.
  */
 import assert from "node:assert/strict";

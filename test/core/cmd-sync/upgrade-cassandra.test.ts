@@ -3,6 +3,7 @@
  * shared node) with the leases and the CMD log on a real redis-server: rows of the old code are
  * inserted without last_msg_seq (null), with their active index entries.
  */
+import assert from "node:assert/strict";
 import cassandra from "cassandra-driver";
 import { after, before } from "node:test";
 import { CassandraCmdStateStore, CMD_CASSANDRA_ACTIVE_TABLE, CMD_CASSANDRA_STATE_TABLE, CmdSync, KeySpace, newUuid } from "../../../core/index.js";
@@ -17,6 +18,13 @@ let raw: cassandra.Client;
 before(async () => {
   contactPoints = [(await sharedCassandra()).contactPoint];
   raw = new cassandra.Client({ contactPoints, localDataCenter: "datacenter1", protocolOptions: { maxVersion: 4 } });
+  // the tables as the code before the last seq made them (no last_msg_seq, no cmd_state_meta):
+  // the store finds them at its first init, as after an upgrade
+  await raw.execute(`CREATE KEYSPACE IF NOT EXISTS ${keyspace} WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}`);
+  await raw.execute(`CREATE TABLE ${keyspace}.${CMD_CASSANDRA_STATE_TABLE} (tenant_id uuid, user_id uuid, channel_type int, channel_id text,
+    read_seq bigint, deleted_to_seq bigint, active_at bigint, updated_at bigint, fence_token bigint, PRIMARY KEY ((tenant_id, user_id), channel_type, channel_id))`);
+  await raw.execute(`CREATE TABLE ${keyspace}.${CMD_CASSANDRA_ACTIVE_TABLE} (tenant_id uuid, user_id uuid, active_at bigint, channel_type int, channel_id text,
+    PRIMARY KEY ((tenant_id, user_id), active_at, channel_type, channel_id)) WITH CLUSTERING ORDER BY (active_at DESC, channel_type ASC, channel_id ASC)`);
 });
 after(async () => {
   await raw?.shutdown();
@@ -27,6 +35,8 @@ cmdUpgradeScenarios("CMD sync after the upgrade, Cassandra", async () => {
   const states = new CassandraCmdStateStore({ store: redis.store, keys, cassandra: { contactPoints, keyspace } });
   const cmd = new CmdSync({ store: redis.store, keys, cluster: null, log: () => {}, states }, { catchUpIntervalMs: 0, flushIntervalMs: 0 });
   await cmd.start();
+  // tables the code before made: rows not remembered are read before every write (cells with ordinary timestamps)
+  assert.equal(states.readsBeforeUpsert, true);
   return {
     cmd,
     async writeLegacy(tenant, user, rows) {

@@ -10,7 +10,7 @@
  *      to arrival, the same host's clock);
  *   c. memory per idle authenticated connection: K devices connect and authenticate, the first
  *      tenth warming up; the node's VmRSS before and after the other nine tenths, delta / their
- *      number (goal ≤ 10 KB);
+ *      number (goal ≤ 10 KB), against the bare ws server of d holding K connections (its VmRSS delta / K);
  *   d. fanout: F messages to one 10,000-member group with those K members online (the rest
  *      offline): deliveries/s from the first send to the last arrival, against a raw `ws` broadcast
  *      server (TLS, its own process, one send per connection) writing frames of the same size to K
@@ -119,7 +119,7 @@ async function quiet(s: RedisStore): Promise<number> {
 }
 
 /** The raw broadcast baseline's server: its own process, the node's certificate. */
-async function startBroadcaster(t: Target): Promise<{ port: number; go(count: number, bytes: number): void; stop(): void }> {
+async function startBroadcaster(t: Target): Promise<{ port: number; pid: number; go(count: number, bytes: number): void; stop(): void }> {
   const here = path.dirname(fileURLToPath(import.meta.url));
   const child = spawn(process.execPath, [path.join(here, "gateway", "broadcast-child.js"), t.pki.server.certPath, t.pki.server.keyPath], { stdio: ["pipe", "pipe", "inherit"] });
   const lines = createInterface({ input: child.stdout! });
@@ -127,7 +127,7 @@ async function startBroadcaster(t: Target): Promise<{ port: number; go(count: nu
     lines.once("line", (l) => resolve(Number(/listening (\d+)/.exec(l)?.[1] ?? NaN)));
     child.once("exit", (code) => reject(new Error(`the broadcast server exited (${code})`)));
   });
-  return { port, go: (count, bytes) => child.stdin!.write(`go ${count} ${bytes}\n`), stop: () => child.kill("SIGTERM") };
+  return { port, pid: child.pid!, go: (count, bytes) => child.stdin!.write(`go ${count} ${bytes}\n`), stop: () => child.kill("SIGTERM") };
 }
 
 assertOpenFiles(2 * IDLE + 2 * GROUP_SIZE);
@@ -207,6 +207,9 @@ try {
   const broadcaster = await startBroadcaster(t);
   const raw: { ws: WebSocket; count: number; last: number }[] = [];
   try {
+    // c's baseline: the bare ws server over TLS holds the same K connections (no token, no engine)
+    await sleep(SETTLE_MS);
+    const bare0 = rssBytes(broadcaster.pid);
     await openDevices(IDLE, CONNECT_CONCURRENCY, async () => {
       const ws = await new Promise<WebSocket>((resolve, reject) => {
         const w = new WebSocket(`wss://localhost:${broadcaster.port}/`, { ca: t.ca, perMessageDeflate: false });
@@ -220,6 +223,10 @@ try {
       });
       raw.push(c);
     });
+    await sleep(SETTLE_MS);
+    const bare = Math.round((rssBytes(broadcaster.pid) - bare0) / IDLE);
+    Object.assign(out.idle as object, { bareWsTlsBytesPerConnection: bare, vsBareWsTls: +((out.idle as { bytesPerConnection: number }).bytesPerConnection / bare).toFixed(2) });
+    say(`c. baseline: a bare ws server over TLS holding ${IDLE} connections: ${(bare / 1024).toFixed(2)} KiB each (VmRSS delta / K)`);
     // the MESSAGE frame a member gets for one of these sends: the baseline writes frames of its size
     const frameBytes = Frame.encode({
       requestId: 0n,
@@ -267,7 +274,7 @@ else {
   const rows = [
     ["a. sends, 20-member group, members offline", `${o.offline.gatewaySendsPerSec} sends/s, SEND_ACK p50 ${o.offline.sendAckP50Ms} ms p99 ${o.offline.sendAckP99Ms} ms`, `core ${o.offline.coreSendsPerSec} sends/s (p50 ${o.offline.coreP50Ms} p99 ${o.offline.coreP99Ms} ms)`, `${o.offline.ratio}× (goal ≥ 0.4)`],
     ["b. the same, 20 members online", `${o.online.deliveriesPerSec} deliveries/s (${o.online.sendsPerSec} sends/s), end to end p50 ${o.online.endToEndP50Ms} ms p99 ${o.online.endToEndP99Ms} ms`, "", ""],
-    [`c. idle authenticated connections (${o.idle.connections})`, `${(o.idle.bytesPerConnection / 1024).toFixed(2)} KiB each (node VmRSS delta / K)`, "", "goal ≤ 10 KB"],
+    [`c. idle authenticated connections (${o.idle.connections})`, `${(o.idle.bytesPerConnection / 1024).toFixed(2)} KiB each (node VmRSS delta / K)`, `a bare ws server over TLS: ${(o.idle.bareWsTlsBytesPerConnection / 1024).toFixed(2)} KiB each (${o.idle.vsBareWsTls}×)`, "goal ≤ 10 KB"],
     [`d. fanout, ${o.fanout.groupSize}-member group, K=${o.fanout.online} online, ${o.fanout.messages} messages`, `${o.fanout.gatewayDeliveriesPerSec} deliveries/s from the send (${o.fanout.gatewayDeliveriesPerSecFromCommit}/s from the commit), end to end p50 ${o.fanout.endToEndP50Ms} ms p99 ${o.fanout.endToEndP99Ms} ms`, `raw ws broadcast ${o.fanout.rawWsDeliveriesPerSec}/s (${o.fanout.frameBytes} B frames)`, `${o.fanout.ratio}× (goal ≥ 0.5)`],
   ];
   const w = [0, 1, 2].map((i) => Math.max(...rows.map((r) => r[i]!.length)));

@@ -1,11 +1,15 @@
 import { REDIS_CALL_MEMBER_BUDGET, uuidToHex, hexToUuid, type KeySpace, type Uuid } from "../base/index.js";
 import { conversationKeys } from "../conversation/index.js";
-import type { RedisStore } from "../store/index.js";
+import type { RedisClient, RedisStore } from "../store/index.js";
 import type { LocalConnections } from "./local.js";
 import { metrics } from "./metrics.js";
 
 /** Member reads (HMGET of REDIS_CALL_MEMBER_BUDGET users) one resolution keeps in flight at once. */
 export const MEMBER_READS_IN_FLIGHT = 4;
+/** Groups whose connected members' entries a node keeps between messages, at most (least recently used dropped). */
+export const MEMBERS_CACHE_GROUPS = 256;
+/** Entries those keep in all, at most (~100 B each: ~50 MB). */
+export const MEMBERS_CACHE_ENTRIES = 500_000;
 
 /** Whether a member-table value ("joinedAt|leftAt|state", ADR-0021) makes `seq` visible: joinedAt < seq and (no leftAt or seq < leftAt). */
 export function visibleAt(raw: string | null, seq: number): boolean {
@@ -29,6 +33,10 @@ export function visibleAt(raw: string | null, seq: number): boolean {
  * connected.
  */
 export class MembersAudience {
+  /** tenant + conversation → the member entries of users connected here, at a member version (least recently used first). */
+  private readonly known = new Map<string, { version: string; entries: Map<Uuid, string | null> }>();
+  private knownEntries = 0;
+
   constructor(
     private readonly store: RedisStore,
     private readonly keys: KeySpace,
@@ -38,50 +46,83 @@ export class MembersAudience {
   /**
    * The users connected here who are members visible at each of `seqs` (one list per seq, in
    * order): the member entries are read once for all of them, so a step holding several messages
-   * of one group costs the reads of one.
+   * of one group costs the reads of one; and they are kept while the group's member version stays
+   * (MEMBERS_CACHE_GROUPS, MEMBERS_CACHE_ENTRIES): a group's next message costs one read of its
+   * version, and of the entries of users who connected since. Every change of the member table
+   * moves the version, and the version is read before the entries: entries kept under a version
+   * are never older than it.
    */
   async resolve(tenant: Uuid, conversation: Uuid, seqs: readonly number[]): Promise<Uuid[][]> {
-    const entries = await this.entries(tenant, conversation);
-    return seqs.map((seq) => entries.filter(([, raw]) => visibleAt(raw, seq)).map(([user]) => user));
-  }
-
-  /** The member-table values of the users connected here who have one. */
-  private async entries(tenant: Uuid, conversation: Uuid): Promise<[Uuid, string][]> {
     const here = this.local.usersOf(tenant);
-    if (here.size === 0) return [];
+    if (here.size === 0) return seqs.map(() => []);
     const k = conversationKeys(this.keys, tenant, conversation);
     const client = this.store.clientFor(k.tag);
-    const out: [Uuid, string][] = [];
+    // the member version, and the group's creation time (a group made again under the same id starts over at version 1)
+    const [v, created] = await client.hmget(k.grpmeta, "version", "created_at");
+    const version = `${v ?? "0"}|${created ?? ""}`;
+    const id = tenant + conversation;
+    let known = this.known.get(id);
+    if (known && known.version === version) {
+      const missing = [...here].filter((u) => !known!.entries.has(u));
+      metrics.memberCache.inc({ outcome: missing.length === 0 ? "hit" : "partial" });
+      if (missing.length > 0) await this.read(client, k.grpmembers, missing, known.entries);
+    } else {
+      metrics.memberCache.inc({ outcome: known ? "changed" : "miss" });
+      known = { version, entries: await this.entries(client, k.grpmembers, here) };
+    }
+    this.keep(id, known);
+    const users = [...here];
+    return seqs.map((seq) => users.filter((u) => visibleAt(known!.entries.get(u) ?? null, seq)));
+  }
+
+  private keep(id: string, known: { version: string; entries: Map<Uuid, string | null> }): void {
+    const prior = this.known.get(id);
+    if (prior) {
+      this.knownEntries -= prior.entries.size;
+      this.known.delete(id);
+    }
+    this.known.set(id, known);
+    this.knownEntries += known.entries.size;
+    while (this.known.size > MEMBERS_CACHE_GROUPS || (this.knownEntries > MEMBERS_CACHE_ENTRIES && this.known.size > 1)) {
+      const [oldest, value] = this.known.entries().next().value!;
+      this.known.delete(oldest);
+      this.knownEntries -= value.entries.size;
+    }
+  }
+
+  /** The entries of `users` (HMGET, REDIS_CALL_MEMBER_BUDGET a call, MEMBER_READS_IN_FLIGHT at once) into `into`, null for none. */
+  private async read(client: RedisClient, key: string, users: readonly Uuid[], into: Map<Uuid, string | null>): Promise<void> {
+    const chunks: Uuid[][] = [];
+    for (let i = 0; i < users.length; i += REDIS_CALL_MEMBER_BUDGET) chunks.push(users.slice(i, i + REDIS_CALL_MEMBER_BUDGET));
+    for (let i = 0; i < chunks.length; i += MEMBER_READS_IN_FLIGHT) {
+      const batch = chunks.slice(i, i + MEMBER_READS_IN_FLIGHT);
+      const values = await Promise.all(batch.map((chunk) => client.hmget(key, ...chunk.map(uuidToHex))));
+      batch.forEach((chunk, c) => values[c]!.forEach((v, j) => into.set(chunk[j]!, v)));
+      metrics.memberReads.inc({ how: "connected" }, batch.reduce((n, c) => n + c.length, 0));
+    }
+  }
+
+  /** The member-table values of the users connected here (null: no entry). */
+  private async entries(client: RedisClient, key: string, here: ReadonlySet<Uuid>): Promise<Map<Uuid, string | null>> {
+    const out = new Map<Uuid, string | null>();
     // up to one call's worth of users here: their entries at once (the group's size does not
     // matter then); beyond it, whichever of the two is smaller
-    if (here.size <= REDIS_CALL_MEMBER_BUDGET || here.size <= await client.hlen(k.grpmembers)) {
-      const users = [...here];
-      const chunks: Uuid[][] = [];
-      for (let i = 0; i < users.length; i += REDIS_CALL_MEMBER_BUDGET) chunks.push(users.slice(i, i + REDIS_CALL_MEMBER_BUDGET));
-      // a few calls in flight at once, each within the budget
-      for (let i = 0; i < chunks.length; i += MEMBER_READS_IN_FLIGHT) {
-        const batch = chunks.slice(i, i + MEMBER_READS_IN_FLIGHT);
-        const values = await Promise.all(batch.map((chunk) => client.hmget(k.grpmembers, ...chunk.map(uuidToHex))));
-        batch.forEach((chunk, c) => values[c]!.forEach((v, j) => { if (v !== null) out.push([chunk[j]!, v]); }));
-        metrics.memberReads.inc({ how: "connected" }, batch.reduce((n, c) => n + c.length, 0));
-      }
+    if (here.size <= REDIS_CALL_MEMBER_BUDGET || here.size <= await client.hlen(key)) {
+      await this.read(client, key, [...here], out);
       return out;
     }
-    // HSCAN may return an entry twice (a rehash during the scan)
-    const seen = new Set<Uuid>();
+    // a scan of the group; HSCAN may return an entry twice (a rehash during the scan)
     let cursor = "0";
     do {
-      const [next, fields] = await client.hscan(k.grpmembers, cursor, "COUNT", REDIS_CALL_MEMBER_BUDGET);
+      const [next, fields] = await client.hscan(key, cursor, "COUNT", REDIS_CALL_MEMBER_BUDGET);
       for (let i = 0; i + 1 < fields.length; i += 2) {
         const user = hexToUuid(fields[i]!);
-        if (here.has(user) && !seen.has(user)) {
-          seen.add(user);
-          out.push([user, fields[i + 1]!]);
-        }
+        if (here.has(user)) out.set(user, fields[i + 1]!);
       }
       metrics.memberReads.inc({ how: "members" }, fields.length / 2);
       cursor = next;
     } while (cursor !== "0");
+    for (const u of here) if (!out.has(u)) out.set(u, null);
     return out;
   }
 }

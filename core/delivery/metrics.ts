@@ -19,6 +19,12 @@ export const metrics = {
     labelNames: ["how"] as const,
     registers: [registry],
   }),
+  memberCache: new Counter({
+    name: "qim_delivery_member_cache_total",
+    help: "Audiences of large group messages found from the kept member entries of this node's users, by outcome (hit; partial: users connected since were read; changed: the member version moved; miss)",
+    labelNames: ["outcome"] as const,
+    registers: [registry],
+  }),
   membersRecords: new Counter({
     name: "qim_delivery_members_records_total",
     help: "Large group messages pushed from their one members record (found among the connections of each node that has any), not from the fanout job's chunks",

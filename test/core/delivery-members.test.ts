@@ -59,9 +59,40 @@ describe("a members record's audience among a node's connections", () => {
     // more connected users than one call reads (1,000) and than the group has entries: a scan of the group, the same answer
     for (let i = 0; i < 1000; i++) local.add(connection(tenant, newUuid()));
     const sc = await reads("members");
-    assert.deepEqual(sortAll(await audience.resolve(tenant, group, [1, 2, 3, 4])), want, "1,018 connected, 41 entries: a scan");
+    // (a node of its own: this one keeps what it read above, and would read the newcomers only)
+    const scanning = new MembersAudience(fx.store, fx.engine.keys, local);
+    assert.deepEqual(sortAll(await scanning.resolve(tenant, group, [1, 2, 3, 4])), want, "1,018 connected, 41 entries: a scan");
     assert.ok(await reads("members") - sc >= 41, "every entry scanned");
     // nobody of the tenant here: nothing read
     assert.deepEqual(await new MembersAudience(fx.store, fx.engine.keys, new LocalConnections()).resolve(tenant, group, [2]), [[]]);
+  });
+
+  it("the entries are kept while the member version stays: the next message reads none, a user who connected since is read alone, a membership change reads them again", async () => {
+    const tenant = fx.tenant();
+    const owner = newUuid();
+    const members = Array.from({ length: 20 }, () => newUuid());
+    const { group } = await fx.engine.createGroup({ tenant, owner, members });
+    const local = new LocalConnections();
+    for (const u of [owner, ...members.slice(0, 10)]) local.add(connection(tenant, u));
+    const audience = new MembersAudience(fx.store, fx.engine.keys, local);
+    const sorted = (xs: Uuid[][]) => xs.map((x) => [...x].sort());
+
+    let before = await reads("connected");
+    assert.deepEqual(sorted(await audience.resolve(tenant, group, [1])), [[owner, ...members.slice(0, 10)].sort()]);
+    assert.equal(await reads("connected") - before, 11, "the first message reads the 11 connected users' entries");
+    before = await reads("connected");
+    assert.deepEqual(sorted(await audience.resolve(tenant, group, [2])), [[owner, ...members.slice(0, 10)].sort()]);
+    assert.equal(await reads("connected") - before, 0, "the next one, at the same member version, reads none");
+    // members[10] connects: read alone
+    local.add(connection(tenant, members[10]!));
+    before = await reads("connected");
+    assert.deepEqual(sorted(await audience.resolve(tenant, group, [3])), [[owner, ...members.slice(0, 11)].sort()]);
+    assert.equal(await reads("connected") - before, 1);
+    // a membership change (members[0] removed at seq 1 of the history: its first event) moves the version: read again
+    const removed = await fx.engine.removeMembers({ tenant, group, users: [members[0]!] });
+    before = await reads("connected");
+    const at = removed.eventConversationSeq! + 1;
+    assert.deepEqual(sorted(await audience.resolve(tenant, group, [at])), [[owner, ...members.slice(1, 11)].sort()], "the removed member is out after their left_at");
+    assert.equal(await reads("connected") - before, 12);
   });
 });

@@ -14,8 +14,6 @@ import type { Located, OnlineRegistry } from "./registry.js";
 export const DELIVERY_POLL_INTERVAL_MS = 50;
 /** Records read per step of a partition (one XRANGE; every recipient of them is located before the next). */
 export const DELIVERY_READ_BATCH = 256;
-/** Members records whose audience is found ahead of their step (kick), at most. */
-export const MEMBERS_PREFETCH_MAX = 256;
 /** Attempts of a batch to another node before its pushes are given up (the devices resync on their next pull). */
 export const DELIVERY_FORWARD_ATTEMPTS = 3;
 
@@ -102,28 +100,8 @@ export class DeliveryConsumer {
    */
   kick(records: readonly DispatchRecord[] = []): void {
     if (this.stopped) return;
-    if (this.local.size > 0) this.prefetch(records);
+    this.members.prefetch(records.filter((r) => r.push === "members" && this.gate.owns("partition", this.log.partitionOf(r.tenant, r.conversation))));
     this.schedule(0);
-  }
-
-  /** Audiences being found for members records in hand, by `tenant|conversation|seq`; taken by the step that reads the record. */
-  private readonly prefetched = new Map<string, Promise<Uuid[] | null>>();
-
-  private prefetch(records: readonly DispatchRecord[]): void {
-    const byGroup = new Map<string, DispatchRecord[]>();
-    for (const r of records) {
-      if (r.push !== "members" || !this.gate.owns("partition", this.log.partitionOf(r.tenant, r.conversation))) continue;
-      const k = r.tenant + r.conversation;
-      const list = byGroup.get(k);
-      if (list) list.push(r); else byGroup.set(k, [r]);
-    }
-    if (byGroup.size === 0) return;
-    // never more than a few steps' worth: what no step took (another consumer pushed it) goes
-    if (this.prefetched.size >= MEMBERS_PREFETCH_MAX) this.prefetched.clear();
-    for (const list of byGroup.values()) {
-      const found = this.members.resolve(list[0]!.tenant, list[0]!.conversation, list.map((r) => r.conversationSeq)).catch(() => null);
-      list.forEach((r, i) => this.prefetched.set(`${r.tenant}|${r.conversation}|${r.conversationSeq}`, found.then((f) => f?.[i] ?? null)));
-    }
   }
 
   private schedule(ms: number): void {
@@ -286,24 +264,9 @@ export class DeliveryConsumer {
     // among its own (a large group is not looked up member by member in the registry)
     const targets = remote && items.some((i) => i.members) ? await this.registry.remoteTargets() : [];
     // the members records of the step found here, per group at once (one read of its entries)
-    const found = new Map<DeliveryItem, Uuid[]>();
-    if (this.local.size > 0) {
-      const byGroup = new Map<string, DeliveryItem[]>();
-      for (const { item, members } of items) {
-        if (!members) continue;
-        const k = item.tenant + item.conversation;
-        const list = byGroup.get(k);
-        if (list) list.push(item); else byGroup.set(k, [item]);
-      }
-      for (const list of byGroup.values()) {
-        const keys = list.map((i) => `${i.tenant}|${i.conversation}|${i.conversationSeq}`);
-        const early = await Promise.all(keys.map((k) => this.prefetched.get(k) ?? null));
-        for (const k of keys) this.prefetched.delete(k);
-        const users = early.every((e) => e !== null) ? early as Uuid[][]
-          : await this.members.resolve(list[0]!.tenant, list[0]!.conversation, list.map((i) => i.conversationSeq));
-        list.forEach((item, i) => found.set(item, users[i]!));
-      }
-    }
+    const membersItems = this.local.size > 0 ? items.filter((i) => i.members).map((i) => i.item) : [];
+    const foundUsers = await this.members.resolveItems(membersItems);
+    const found = new Map(membersItems.map((item, i) => [item, foundUsers[i]!]));
     for (const { item, audience, members } of items) {
       if (members) {
         const local = found.get(item) ?? [];

@@ -68,12 +68,11 @@ export class Delivery {
    * rest to the users named. Pushed in the batch's order; returns how many pushes were made.
    */
   async deliverForwarded(batch: DeliveryBatch): Promise<number> {
-    if (!batch.items.some((i) => i.members)) return this.local.deliver(batch);
-    const items: DeliveryBatch["items"] = [];
-    for (const it of batch.items) {
-      items.push(it.members ? { item: it.item, users: (await this.audience.resolve(batch.tenant, it.item.conversation, [it.item.conversationSeq]))[0]! } : it);
-    }
-    return this.local.deliver({ tenant: batch.tenant, items });
+    const members = batch.items.filter((i) => i.members).map((i) => i.item);
+    if (members.length === 0) return this.local.deliver(batch);
+    const users = await this.audience.resolveItems(members);
+    const found = new Map(members.map((item, i) => [item, users[i]!]));
+    return this.local.deliver({ tenant: batch.tenant, items: batch.items.map((it) => (it.members ? { item: it.item, users: found.get(it.item)! } : it)) });
   }
 
   /** Whether this node drains: its connections were told to reconnect elsewhere, and new ones are too. */

@@ -11,6 +11,29 @@ export const MEMBERS_CACHE_GROUPS = 256;
 /** Entries those keep in all, at most (~100 B each: ~50 MB). */
 export const MEMBERS_CACHE_ENTRIES = 500_000;
 
+/** A large group's message whose audience is found among a node's connections. */
+export interface MembersMessage {
+  tenant: Uuid;
+  conversation: Uuid;
+  conversationSeq: number;
+}
+
+/** Members records whose audience is found ahead of their step (prefetch), at most. */
+export const MEMBERS_PREFETCH_MAX = 256;
+
+const messageKey = (m: MembersMessage) => `${m.tenant}|${m.conversation}|${m.conversationSeq}`;
+
+/** The messages by group, in their order. */
+function byGroup<T extends MembersMessage>(items: readonly T[]): T[][] {
+  const by = new Map<string, T[]>();
+  for (const m of items) {
+    const k = m.tenant + m.conversation;
+    const list = by.get(k);
+    if (list) list.push(m); else by.set(k, [m]);
+  }
+  return [...by.values()];
+}
+
 /** Whether a member-table value ("joinedAt|leftAt|state", ADR-0021) makes `seq` visible: joinedAt < seq and (no leftAt or seq < leftAt). */
 export function visibleAt(raw: string | null, seq: number): boolean {
   if (raw === null) return false;
@@ -42,6 +65,37 @@ export class MembersAudience {
     private readonly keys: KeySpace,
     private readonly local: LocalConnections,
   ) {}
+
+  /** Audiences being found for members records in hand (prefetch), by `tenant|conversation|seq`; taken by resolveItems. */
+  private readonly early = new Map<string, Promise<Uuid[] | null>>();
+
+  /**
+   * Starts finding the audiences of these messages now (the relay's hand-off, while the step that
+   * will push them still reads them from the log): resolveItems takes what this found.
+   */
+  prefetch(items: readonly MembersMessage[]): void {
+    if (items.length === 0 || this.local.size === 0) return;
+    // never more than a few steps' worth: what no step took (another node pushed it) goes
+    if (this.early.size >= MEMBERS_PREFETCH_MAX) this.early.clear();
+    for (const list of byGroup(items)) {
+      const found = this.resolve(list[0]!.tenant, list[0]!.conversation, list.map((m) => m.conversationSeq)).catch(() => null);
+      list.forEach((m, i) => this.early.set(messageKey(m), found.then((f) => f?.[i] ?? null)));
+    }
+  }
+
+  /** The audience here of each message (in order), each group's entries read once, what prefetch found taken. */
+  async resolveItems(items: readonly MembersMessage[]): Promise<Uuid[][]> {
+    const out = new Map<MembersMessage, Uuid[]>();
+    for (const list of byGroup(items)) {
+      const keys = list.map(messageKey);
+      const early = await Promise.all(keys.map((k) => this.early.get(k) ?? null));
+      for (const k of keys) this.early.delete(k);
+      const users = early.every((e) => e !== null) ? early as Uuid[][]
+        : await this.resolve(list[0]!.tenant, list[0]!.conversation, list.map((m) => m.conversationSeq));
+      list.forEach((m, i) => out.set(m, users[i]!));
+    }
+    return items.map((m) => out.get(m)!);
+  }
 
   /**
    * The users connected here who are members visible at each of `seqs` (one list per seq, in

@@ -11,7 +11,7 @@ export {
   normaliseCommandChannel, parseChannelType, parseCommandChannelId, stripCommandSuffix,
 } from "./channel.js";
 export {
-  CMD_CLIENT_MSG_NO_MAX_CHARS, CMD_LOAD_PAGE, CMD_RECENT_RETENTION_MS, CmdLog, decodeCmdEntry, type CmdLogOptions,
+  CMD_CLIENT_MSG_NO_MAX_CHARS, CMD_LOAD_PAGE, CMD_RECENT_RETENTION_MS, CmdLog, cmdEntryAudience, decodeCmdEntry, type CmdLogOptions,
 } from "./log.js";
 export { cmdChannelBucket, cmdChannelKeys, cmdRecentKey, sourceGroupOf, type CmdChannelKeys } from "./keys.js";
 export { logMetrics as cmdLogMetrics } from "./metrics.js";

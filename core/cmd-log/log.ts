@@ -64,6 +64,13 @@ function trimmedDuplicate(base: Omit<CmdMessage, "messageSeq" | "timestampMs" | 
   return { ...base, messageId: hexToUuid(m[3]!), messageSeq: seq, timestampMs: Number(m[2]), noPersist: false, recipients: [] };
 }
 
+/** A cmdhist member's seq and recipients only (fields 1 and 7), without decoding its payload. */
+export function cmdEntryAudience(entry: string): { seq: number; recipients: Uuid[] } {
+  let start = 0;
+  for (let i = 0; i < 6; i++) start = entry.indexOf("|", start) + 1;
+  return { seq: Number(entry.slice(0, entry.indexOf("|"))), recipients: splitRecipients(entry.slice(start, entry.indexOf("|", start))) };
+}
+
 /** Decodes one cmdhist member (lua/cmd-sync/commitCmd-6.lua's entry). */
 export function decodeCmdEntry(tenant: Uuid, channel: CommandChannelKey, entry: string): CmdMessage {
   const f = entry.split("|");

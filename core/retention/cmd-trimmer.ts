@@ -10,7 +10,7 @@ import {
   bucketTag, CMD_MAX_RECIPIENTS, hexToUuid, type KeySpace, type Uuid, type UuidHex,
 } from "../base/index.js";
 import { unitLeaseKey, type Fence, type UnitGate } from "../cluster/index.js";
-import { cmdChannelKeys, cmdRecentKey, decodeCmdEntry, sourceGroupOf, type CommandChannelKey } from "../cmd-log/index.js";
+import { cmdChannelKeys, cmdEntryAudience, cmdRecentKey, sourceGroupOf, type CommandChannelKey } from "../cmd-log/index.js";
 import type { RedisClient, RedisStore } from "../store/index.js";
 import { walkBucketDirectory } from "./directory.js";
 import { cmdChannelDirectoryKey, cmdTrimStateKey } from "./keys.js";
@@ -23,8 +23,14 @@ import { trimCmdHistoryScript } from "./scripts.js";
  * round at most: CMD_MAX_RECIPIENTS, so that one message's whole audience always fits.
  */
 export const CMD_ACK_TRIM_READS = CMD_MAX_RECIPIENTS;
-/** History entries read per page while the acknowledged prefix is looked for. */
+/**
+ * History entries read per page while the acknowledged prefix is looked for, at most; the first
+ * page is CMD_ACK_TRIM_FIRST_PAGE, the later ones sized by the entries seen so that a page is about
+ * CMD_ACK_TRIM_PAGE_BYTES (an entry holds up to 10,000 recipients and 64 KiB of payload: ~410 KB).
+ */
 export const CMD_ACK_TRIM_PAGE = 100;
+export const CMD_ACK_TRIM_FIRST_PAGE = 8;
+export const CMD_ACK_TRIM_PAGE_BYTES = 1024 * 1024;
 /** Users whose read seqs are asked for in one call of the reader. */
 export const CMD_ACK_TRIM_SLICE = 256;
 
@@ -194,8 +200,8 @@ export class CmdHistoryTrimmer {
 
   /**
    * The highest seq S such that every recipient of every history entry up to S has acknowledged it
-   * (durable read seq ≥ the entry's seq): the entries from the oldest on, in pages of
-   * CMD_ACK_TRIM_PAGE, each recipient's read seq asked once (in slices of CMD_ACK_TRIM_SLICE), at
+   * (durable read seq ≥ the entry's seq): the entries from the oldest on, in pages of about
+   * CMD_ACK_TRIM_PAGE_BYTES (at most CMD_ACK_TRIM_PAGE entries), each recipient's read seq asked once (in slices of CMD_ACK_TRIM_SLICE), at
    * most CMD_ACK_TRIM_READS asked per round; the first entry someone has not acknowledged, or the
    * budget, ends it. 0 without a reader (no CMD sync on this node).
    */
@@ -205,10 +211,15 @@ export class CmdHistoryTrimmer {
     const known = new Map<Uuid, number>();
     let asked = 0;
     let through = 0;
-    for (let offset = 0; ; offset += CMD_ACK_TRIM_PAGE) {
-      const page = await client.zrange(hist, String(offset), String(offset + CMD_ACK_TRIM_PAGE - 1));
+    let bytes = 0;
+    let entries = 0;
+    for (let offset = 0, size = CMD_ACK_TRIM_FIRST_PAGE; ; offset += size) {
+      if (entries > 0) size = Math.max(1, Math.min(CMD_ACK_TRIM_PAGE, Math.floor(CMD_ACK_TRIM_PAGE_BYTES / (bytes / entries))));
+      const page = await client.zrange(hist, String(offset), String(offset + size - 1));
       for (const entry of page) {
-        const m = decodeCmdEntry(tenant, channel, entry);
+        bytes += entry.length;
+        entries++;
+        const m = cmdEntryAudience(entry);
         const unknown = m.recipients.filter((u) => !known.has(u));
         if (asked + unknown.length > CMD_ACK_TRIM_READS) return through;
         asked += unknown.length;
@@ -217,12 +228,12 @@ export class CmdHistoryTrimmer {
           const seqs = await read(tenant, channel, slice);
           for (const u of slice) known.set(u, seqs.get(u) ?? 0);
           // the first recipient behind ends it: the rest of the audience need not be asked
-          if (slice.some((u) => known.get(u)! < m.messageSeq)) return through;
+          if (slice.some((u) => known.get(u)! < m.seq)) return through;
         }
-        if (m.recipients.some((u) => known.get(u)! < m.messageSeq)) return through;
-        through = m.messageSeq;
+        if (m.recipients.some((u) => known.get(u)! < m.seq)) return through;
+        through = m.seq;
       }
-      if (page.length < CMD_ACK_TRIM_PAGE) return through;
+      if (page.length < size) return through;
     }
   }
 }

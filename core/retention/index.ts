@@ -8,7 +8,7 @@
  */
 export { cmdChannelDirectoryKey, cmdTrimStateKey, groupRetentionKey, retentionPolicyKey } from "./keys.js";
 export {
-  CMD_ACK_TRIM_PAGE, CMD_ACK_TRIM_READS, CMD_ACK_TRIM_SLICE, CMD_DIRECTORY_FILL_PAGE, CMD_DIRECTORY_FILL_PAGES, type CmdChannelTrim, type CmdReadSeqs, type CmdRoundReport,
+  CMD_ACK_TRIM_FIRST_PAGE, CMD_ACK_TRIM_PAGE, CMD_ACK_TRIM_PAGE_BYTES, CMD_ACK_TRIM_READS, CMD_ACK_TRIM_SLICE, CMD_DIRECTORY_FILL_PAGE, CMD_DIRECTORY_FILL_PAGES, type CmdChannelTrim, type CmdReadSeqs, type CmdRoundReport,
 } from "./cmd-trimmer.js";
 export {
   checkRule, DEFAULT_RETENTION_CLASS, effectiveRule, KEEP_EVERYTHING, RetentionPolicies,

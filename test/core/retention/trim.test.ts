@@ -310,6 +310,20 @@ describe("retention trims history, its unread index and idempotency ids; readers
     assert.equal((await rt.cmd.send(cmdReq(tenant, "acks", { to: [a], clientMsgNo: "k-6" }))).message.messageSeq, 6);
   });
 
+  it("CMD channels: the acknowledged prefix is found across pages of history (the first page is 8 entries): 20 messages, acknowledged through 13", async () => {
+    const tenant = newUuid();
+    const [a, b] = [newUuid(), newUuid()];
+    for (let i = 1; i <= 20; i++) await rt.cmd.send(cmdReq(tenant, "pages", { to: [a, b], clientMsgNo: `p-${i}` }));
+    // a acknowledges all 20, b the first 13: every recipient is past 1..13
+    await rt.cmd.syncLocal(tenant, a, 20);
+    await rt.cmd.ackLocal(tenant, a, 0);
+    await rt.cmd.syncLocal(tenant, b, 13);
+    await rt.cmd.ackLocal(tenant, b, 0);
+    const r = await rt.retention.runRound({ tenant });
+    assert.deepEqual(r.cmd.trims.map((t) => [t.channelId, t.ackedThrough, t.histRemoved]), [["pages____cmd", 13, 13]]);
+    assert.deepEqual((await cmdStored(tenant, "pages")).hist, [14, 15, 16, 17, 18, 19, 20]);
+  });
+
   it("CMD channels of a tenant without a policy are never trimmed while their recipients have acknowledged nothing", async () => {
     const tenant = newUuid();
     const log = new CmdLog(store, keys);

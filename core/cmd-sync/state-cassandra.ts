@@ -398,10 +398,17 @@ export class CassandraCmdStateStore implements CmdStateStore {
 
   private async deleteIndex(tenant: Uuid, user: Uuid, entries: readonly { activeAt: number; channel: CommandChannelKey }[]): Promise<void> {
     if (entries.length === 0) return;
-    await this.client.batch(entries.map((e) => ({
-      query: `DELETE FROM ${this.active} WHERE tenant_id = ? AND user_id = ? AND active_at = ? AND channel_type = ? AND channel_id = ?`,
-      params: [tenant, user, long(e.activeAt), e.channel.channelType, e.channel.channelId],
-    })), { prepare: true, logged: false });
+    await this.client.batch(entries.map((e) => this.indexStatement("delete", tenant, user, e.activeAt, e.channel)), { prepare: true, logged: false });
+  }
+
+  /** The index entry of a row at an active time, written or deleted. */
+  private indexStatement(op: "insert" | "delete", tenant: Uuid, user: Uuid, activeAt: number, c: CommandChannelKey): { query: string; params: unknown[] } {
+    return {
+      query: op === "insert"
+        ? `INSERT INTO ${this.active} (tenant_id, user_id, active_at, channel_type, channel_id) VALUES (?, ?, ?, ?, ?)`
+        : `DELETE FROM ${this.active} WHERE tenant_id = ? AND user_id = ? AND active_at = ? AND channel_type = ? AND channel_id = ?`,
+      params: [tenant, user, long(activeAt), c.channelType, c.channelId],
+    };
   }
 
   /**
@@ -440,19 +447,9 @@ export class CassandraCmdStateStore implements CmdStateStore {
     const statements: { query: string; params: unknown[] }[] = [];
     for (const m of merges) {
       const c = m.channel;
-      if (!m.old || m.next.activeAt !== m.old.activeAt) {
-        statements.push({
-          query: `INSERT INTO ${this.active} (tenant_id, user_id, active_at, channel_type, channel_id) VALUES (?, ?, ?, ?, ?)`,
-          params: [tenant, user, long(m.next.activeAt), c.channelType, c.channelId],
-        });
-      }
+      if (!m.old || m.next.activeAt !== m.old.activeAt) statements.push(this.indexStatement("insert", tenant, user, m.next.activeAt, c));
       // the entry a move left behind: older than the row's active time now, never right again
-      if (m.old && m.old.activeAt < m.next.activeAt) {
-        statements.push({
-          query: `DELETE FROM ${this.active} WHERE tenant_id = ? AND user_id = ? AND active_at = ? AND channel_type = ? AND channel_id = ?`,
-          params: [tenant, user, long(m.old.activeAt), c.channelType, c.channelId],
-        });
-      }
+      if (m.old && m.old.activeAt < m.next.activeAt) statements.push(this.indexStatement("delete", tenant, user, m.old.activeAt, c));
       // the cells that change (an unchanged one is stored already, at least as high), those of one
       // value in one statement (one timestamp); a row of the old code keeps its last seq unknown
       // (null) until a sync settles it: no cell then

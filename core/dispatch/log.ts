@@ -35,6 +35,15 @@ export interface DispatchRecord {
 /** The chunk number of a members record: apart from the fanout job's chunks 0, 1, 2 … of the same seq. */
 export const MEMBERS_RECORD_CHUNK = -1;
 
+/**
+ * A record's identity among a partition's records: a fanout job's chunks share their seq and each
+ * names other recipients, so the chunk is part of it. In-process consumers use it to know that the
+ * relay's low-latency hand-off already brought them a record their log read reaches later.
+ */
+export function dispatchRecordKey(r: DispatchRecord): string {
+  return `${r.tenant}|${r.conversation}|${r.conversationSeq}|${r.chunk}`;
+}
+
 export interface DispatchIdentity {
   clusterId: string;
   topicId: string;

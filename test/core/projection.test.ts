@@ -97,6 +97,51 @@ describe("session projection details (single instance)", () => {
     await stack.stop();
   });
 
+  it("a batch with several records of one conversation: each user's entry scores the newest message, and registers once with the first", async () => {
+    const authority = new RedisHashAuthority(fx.store, fx.engine.keys);
+    const stack = newStack(fx, authority);
+    await stack.start();
+    const tenant = fx.tenant();
+    const owner = newUuid();
+    const [stay, leaver] = [newUuid(), newUuid()];
+    const { group } = await fx.engine.createGroup({ tenant, owner, members: [stay, leaver] });
+    // a first message puts the group into every member's set; the three sends and the leave come after it, in one batch
+    await fx.engine.send({ tenant, group, sender: owner, text: "first" });
+    const setup: DispatchRecord[] = [];
+    await new OutboxRelay(fx.store, fx.engine.keys, fx.log, { onAppended: (r) => { setup.push(...r); } }).drainAll();
+    assert.equal(setup.length, 1);
+    await stack.lowLatency(setup);
+    const queue = async () => (await Promise.all(Array.from({ length: 256 }, (_, b) => fx.store.clientForKey(ucsPendingKey(fx.engine.keys, b)).lrange(ucsPendingKey(fx.engine.keys, b), 0, -1)))).flat()
+      .map(decodeRegistration).filter((i) => i.conversation === group);
+    // a user whose set does not hold the group yet: the batch below must add it
+    const k = userKeys(fx.engine.keys, tenant, stay);
+    await fx.store.clientForKey(k.convs).zrem(k.convs, uuidToHex(group));
+    const before = new Set((await queue()).map((i) => JSON.stringify(i)));
+    for (let i = 0; i < 3; i++) {
+      await fx.engine.send({ tenant, group, sender: owner, text: `m${i}` });
+      await new Promise((r) => setTimeout(r, 5)); // distinct created_at for each message
+    }
+    await fx.engine.leaveGroup({ tenant, group, user: leaver });
+    const captured: DispatchRecord[] = [];
+    await new OutboxRelay(fx.store, fx.engine.keys, fx.log, { onAppended: (r) => { captured.push(...r); } }).drainAll();
+    assert.equal(captured.length, 4, "three sends and the leave, handed over together");
+    await stack.lowLatency(captured);
+    // expected from the history itself: the batch's seqs in order are the three sends, then the leave
+    const history = (await fx.engine.history({ tenant, group, user: owner })).records;
+    const seqs = captured.map((r) => r.conversationSeq);
+    assert.deepEqual(history.filter((r) => seqs.includes(r.conversationSeq)).map((r) => r.kind), ["normal", "normal", "normal", "control"]);
+    const at = (i: number) => history.find((r) => r.conversationSeq === seqs[i - 2])!.createdAt;
+    assert.ok(at(2) < at(3) && at(3) < at(4), "the sends' created_at differ");
+    for (const user of [owner, stay, leaver]) {
+      const uk = userKeys(fx.engine.keys, tenant, user);
+      // the leaver's own leave does not rank (score 0 under GT): the newest send still does
+      assert.equal(Number(await fx.store.clientForKey(uk.convs).zscore(uk.convs, uuidToHex(group))), user === leaver ? at(4) : Math.max(at(4), at(5)), `score of ${user === owner ? "owner" : user === stay ? "stay" : "leaver"}`);
+    }
+    const added = (await queue()).filter((i) => !before.has(JSON.stringify(i))); // the queues are per user bucket: not one order
+    assert.deepEqual(added.map((i) => [i.user, i.firstSeenAt]), [[stay, at(2)]], "only the user whose set lacked the group registers, once, with the first message of the batch");
+    await stack.stop();
+  });
+
   it("a stuck low-latency path holds at most LOW_LATENCY_MAX_INFLIGHT batches; the rest is counted and projected by the durable consumer", async () => {
     const authority = new RedisHashAuthority(fx.store, fx.engine.keys);
     const stack = newStack(fx, authority);

@@ -1,7 +1,7 @@
 import { REDIS_CALL_MEMBER_BUDGET, uuidToHex, type KeySpace, type Uuid } from "../base/index.js";
 import { decodeHistoryParts, decodeMembershipPayload, HIST_FIELD, MEMBERSHIP_CUSTOM_TYPE } from "../conversation/index.js";
 import { SOLO_GATE, type UnitGate } from "../cluster/index.js";
-import type { DispatchLog, DispatchRecord, LogPosition } from "../dispatch/index.js";
+import { dispatchRecordKey, type DispatchLog, type DispatchRecord, type LogPosition } from "../dispatch/index.js";
 import type { RedisStore } from "../store/index.js";
 import { listCheckpointKey } from "./keys.js";
 import { metrics } from "./metrics.js";
@@ -85,8 +85,8 @@ const USER_IDS_MAX = 200_000;
 interface UserPending {
   tenant: Uuid;
   user: Uuid;
-  /** Per conversation hex: the records held, and per seq whether the log read has reached it (false: only the low-latency hand-off). */
-  rows: Map<string, { entries: InHandEntry[]; seqs: Map<number, boolean> }>;
+  /** Per conversation hex: the records held, and their seqs (a record is held once per row). */
+  rows: Map<string, { entries: InHandEntry[]; seqs: Set<number> }>;
 }
 
 interface PartitionState {
@@ -113,9 +113,9 @@ interface PartitionState {
  * held like the log's (one per seq) and, for a user someone looks at, published at once as the
  * live rows and badge (ConversationListService.publishLive: stored row + held records, in memory).
  * Reads of the list are that live view. The stored rows still move only at the flush. A record the
- * flush wrote before the log read reached it is remembered (`ahead`, two windows) so that the log
- * read does not hold it again. Actions (read, clear, …) write at once together with the records
- * in hand for their row.
+ * hand-off brought is remembered by its key (`handed`, two windows): the log read, reaching it,
+ * passes it by without touching its recipients again, whether it is still held or already written.
+ * Actions (read, clear, …) write at once together with the records in hand for their row.
  */
 export class ListCompactor {
   readonly windowMs: number;
@@ -127,12 +127,14 @@ export class ListCompactor {
   /** Users the running flush took and has not written yet: still part of the live view. */
   private readonly inFlight = new Map<string, UserPending>();
   /**
-   * Seqs per (user, conversation) written before the log read reached them (low-latency
-   * records): the log read skips them once. Two generations, rotated at each flush: what the
-   * log read has not reached by then is read again and recomputed (correct, only dearer).
+   * Records the low-latency hand-off held for all their recipients (dispatchRecordKey): the log
+   * read passes them by once (each recipient's row holds them or has them written). Before, the
+   * log read held every recipient of every record a second time only to find it held: half of
+   * the list's work per message. Two generations, rotated at each flush: a record the log read
+   * has not reached by then is held again when it does (its rows recompute: correct, only dearer).
    */
-  private ahead = new Map<string, Set<number>>();
-  private aheadOld = new Map<string, Set<number>>();
+  private handed = new Set<string>();
+  private handedOld = new Set<string>();
   private pendingRows = 0;
   private windowStartedAt: number | null = null;
   private partitions: PartitionState[] = [];
@@ -159,10 +161,7 @@ export class ListCompactor {
     this.gate = opts.gate ?? SOLO_GATE;
     list.takePending = (tenant, user, hex) => this.take(tenant, user, hex);
     list.restorePending = (tenant, user, hex, entries) => {
-      for (const e of entries) {
-        this.ahead.get(tenant + user + hex)?.delete(e.seq);
-        this.hold(tenant, user, hex, e, true);
-      }
+      for (const e of entries) this.hold(tenant, user, hex, e);
     };
     list.heldOf = (tenant, user) => this.heldOf(tenant, user);
   }
@@ -220,7 +219,8 @@ export class ListCompactor {
     for (const r of records) {
       if (!this.gate.owns("partition", this.log.partitionOf(r.tenant, r.conversation))) continue;
       metrics.lowLatencyRecords.inc();
-      this.ingest(r, false, touched);
+      this.ingest(r, touched);
+      this.handed.add(dispatchRecordKey(r));
     }
     this.publish(touched);
   }
@@ -274,7 +274,8 @@ export class ListCompactor {
           }
           let sinceYield = 0;
           for (const e of entries) {
-            this.ingest(e.record, true, touched);
+            if (this.handedTook(e.record)) continue;
+            this.ingest(e.record, touched);
             sinceYield += e.record.recipients.length;
             if (sinceYield >= INGEST_RECIPIENTS_PER_TURN) {
               sinceYield = 0;
@@ -317,12 +318,19 @@ export class ListCompactor {
     else this.opts.log?.(`conversation list: partition ${partition} lost offsets [${from}, ${to}) to retention; nothing reconciles the rows they touched`);
   }
 
-  private ingest(record: DispatchRecord, fromLog: boolean, touched: Map<string, { tenant: Uuid; user: Uuid; hexes: Set<string> }>): void {
+  /** True when the low-latency hand-off held the record (it is forgotten then: the log read reaches a record once). */
+  private handedTook(record: DispatchRecord): boolean {
+    if (this.handed.size === 0 && this.handedOld.size === 0) return false;
+    const key = dispatchRecordKey(record);
+    return this.handed.delete(key) || this.handedOld.delete(key);
+  }
+
+  private ingest(record: DispatchRecord, touched: Map<string, { tenant: Uuid; user: Uuid; hexes: Set<string> }>): void {
     const e = inHandEntry(record);
     const hex = uuidToHex(record.conversation);
     for (const user of record.recipients) {
       const id = this.userId(record.tenant, user);
-      if (!this.hold(record.tenant, user, hex, e, fromLog, id)) continue;
+      if (!this.hold(record.tenant, user, hex, e, id)) continue;
       let t = touched.get(id);
       if (!t) touched.set(id, (t = { tenant: record.tenant, user, hexes: new Set() }));
       t.hexes.add(hex);
@@ -354,14 +362,8 @@ export class ListCompactor {
   private readonly userIds = new Map<Uuid, Map<Uuid, string>>();
   private userIdCount = 0;
 
-  /** Holds a record for a row; false when it was held (or written ahead) already. */
-  private hold(tenant: Uuid, user: Uuid, hex: string, e: InHandEntry, fromLog: boolean, id = tenant + user): boolean {
-    // both generations are nearly always empty (the log read is a poll behind a flush at most):
-    // no key is built for them then (this runs once per recipient of every record, twice)
-    if (fromLog && (this.ahead.size > 0 || this.aheadOld.size > 0)) {
-      const rowId = id + hex;
-      if (this.aheadTook(this.ahead, rowId, e.seq) || this.aheadTook(this.aheadOld, rowId, e.seq)) return false;
-    }
+  /** Holds a record for a row; false when it was held already. */
+  private hold(tenant: Uuid, user: Uuid, hex: string, e: InHandEntry, id = tenant + user): boolean {
     let u = this.pending.get(id);
     if (!u) {
       u = { tenant, user, rows: new Map() };
@@ -369,39 +371,17 @@ export class ListCompactor {
     }
     let r = u.rows.get(hex);
     if (!r) {
-      r = { entries: [], seqs: new Map() };
+      r = { entries: [], seqs: new Set() };
       u.rows.set(hex, r);
       this.pendingRows++;
     }
-    // one delivery of a record per window: the durable log repeats what a replay re-reads, and
-    // the low-latency hand-off and the log read both bring each record
-    const seen = r.seqs.get(e.seq);
-    if (seen !== undefined) {
-      if (fromLog && !seen) r.seqs.set(e.seq, true);
-      return false;
-    }
-    r.seqs.set(e.seq, fromLog);
+    // one delivery of a record per window: the durable log repeats what a replay re-reads, and a
+    // record the log read reached before the hand-off did comes twice
+    if (r.seqs.has(e.seq)) return false;
+    r.seqs.add(e.seq);
     r.entries.push(e);
     this.windowStartedAt ??= this.now();
     return true;
-  }
-
-  /** True when a generation of `ahead` held the row's seq (it is dropped from it then). */
-  private aheadTook(gen: Map<string, Set<number>>, rowId: string, seq: number): boolean {
-    const seqs = gen.get(rowId);
-    if (!seqs?.delete(seq)) return false;
-    if (seqs.size === 0) gen.delete(rowId);
-    return true;
-  }
-
-  /** Remembers the seqs of a row written before the log read reached them. */
-  private wroteAhead(id: string, hex: string, seqs: Map<number, boolean>): void {
-    for (const [seq, fromLog] of seqs) {
-      if (fromLog) continue;
-      let set = this.ahead.get(id + hex);
-      if (!set) this.ahead.set(id + hex, (set = new Set()));
-      set.add(seq);
-    }
   }
 
   private take(tenant: Uuid, user: Uuid, hex: string): InHandEntry[] {
@@ -411,7 +391,6 @@ export class ListCompactor {
     u.rows.delete(hex);
     this.pendingRows--;
     if (u.rows.size === 0) this.pending.delete(tenant + user);
-    this.wroteAhead(tenant + user, hex, r.seqs);
     return r.entries;
   }
 
@@ -444,8 +423,8 @@ export class ListCompactor {
       this.pending.clear();
       this.pendingRows = 0;
       this.windowStartedAt = null;
-      this.aheadOld = this.ahead;
-      this.ahead = new Map();
+      this.handedOld = this.handed;
+      this.handed = new Set();
       const targets = this.partitions.map((p) => positionText(p.next));
       let failed: unknown;
       let next = 0;
@@ -455,10 +434,9 @@ export class ListCompactor {
           const rows: PendingRow[] = [...u.rows.entries()].map(([conversationHex, r]) => ({ conversationHex, entries: r.entries }));
           try {
             await this.list.flushUser(u.tenant, u.user, rows);
-            for (const [hex, r] of u.rows) this.wroteAhead(id, hex, r.seqs);
           } catch (err) {
             failed ??= err;
-            for (const [hex, r] of u.rows) for (const e of r.entries) this.hold(u.tenant, u.user, hex, e, r.seqs.get(e.seq) ?? true);
+            for (const [hex, r] of u.rows) for (const e of r.entries) this.hold(u.tenant, u.user, hex, e);
           } finally {
             this.inFlight.delete(id);
           }

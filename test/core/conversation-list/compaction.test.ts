@@ -130,5 +130,32 @@ for (const kind of LIST_TOPOLOGIES) {
       assert.equal(row?.unread, 4);
       assert.equal((await list.badge(tenant, u)).totalUnread, 4);
     });
+
+    test("the log read passes by the records the relay's hand-off held: rows written at the flush are not held or written again", async () => {
+      const tenant = fx.tenant();
+      const owner = newUuid();
+      const [u1, u2] = [newUuid(), newUuid()];
+      const c = fx.engine.conversations;
+      const { group } = await c.createGroup({ tenant, owner, members: [u1, u2] });
+      const compactor = fx.engine.conversationList.compactor;
+      const list = fx.engine.conversationList.service;
+      // nothing else held: earlier tests' records are read and written first
+      await fx.settle();
+      for (let i = 1; i <= 3; i++) await c.send({ tenant, group, sender: owner, text: String(i) });
+      await fx.engine.relay.drainAll();
+      await new Promise((r) => setImmediate(r)); // the hand-off runs right after the append
+      assert.equal(compactor.held().rows, 3, "the hand-off held the group's row of each of the 3 members");
+      fx.clock.now += 60_000;
+      assert.equal(await compactor.flushIfDue(), true);
+      const written = await list.row(tenant, u1, group);
+      assert.deepEqual({ head: written?.lastActivitySeq, unread: written?.unread }, { head: 3, unread: 3 }, "by hand: seqs 1–3 from the owner");
+      // the log read now reaches the same 3 records
+      assert.ok(await compactor.poll() >= 3);
+      assert.equal(compactor.held().rows, 0, "nothing held again");
+      fx.clock.now += 60_000;
+      await compactor.flushIfDue();
+      const after = await list.row(tenant, u1, group);
+      assert.deepEqual({ version: after?.version, unread: after?.unread }, { version: written?.version, unread: 3 }, "the row is not written again");
+    });
   });
 }

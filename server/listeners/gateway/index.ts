@@ -107,7 +107,7 @@ export function gatewayListenerWith(verifierOf: VerifierOf): Listener<GatewayHan
                 ctx.runtime.delivery.local.remove(c);
                 gatewayMetrics.connections.set(all.size);
               },
-            });
+            }, socket);
             all.add(conn);
             gatewayMetrics.connections.set(all.size);
           });

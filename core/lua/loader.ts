@@ -102,11 +102,21 @@ export interface ScriptTarget {
   defineCommand(name: string, definition: { lua: string; numberOfKeys?: number }): void;
 }
 
-/** Registers every script of lua/ on a client (RedisStore does this for each client it makes). */
+/**
+ * Registers every script of lua/ on a client (RedisStore does this for each client it makes).
+ *
+ * Then the client's `scriptsSet` is emptied: ioredis (6) copies every entry of it onto each
+ * Pipeline and MULTI it makes, in the constructor — about 70 scripts, 140 property writes, for
+ * every `multi()` (4 % of a node's CPU in bench/loadgen, where the conversation list reads each
+ * touched user's live view in a MULTI). Nothing else reads it; a pipeline finds a script's command
+ * on its client instead (invokeScript), the same function the copy would have been.
+ */
 export function defineScripts(client: ScriptTarget): void {
   for (const s of loadScripts().values()) {
     client.defineCommand(s.command, s.numberOfKeys === null ? { lua: s.lua } : { numberOfKeys: s.numberOfKeys, lua: s.lua });
   }
+  const target = client as { scriptsSet?: Record<string, unknown> };
+  if (target.scriptsSet !== undefined) target.scriptsSet = {};
 }
 
 export function scriptFile(name: string): LoadedScript {
@@ -124,7 +134,9 @@ export function invokeScript<R>(target: object, what: string, name: string, keys
   if (s.numberOfKeys !== null && keys.length !== s.numberOfKeys) {
     throw new InternalError(`script ${name} takes ${s.numberOfKeys} keys, called with ${keys.length}`);
   }
-  const fn = (target as Record<string, (...a: (string | number)[]) => R>)[s.command];
+  // on a pipeline or MULTI: its client's command (defineScripts), called on the pipeline
+  const fn = (target as Record<string, (...a: (string | number)[]) => R>)[s.command]
+    ?? (target as { redis?: Record<string, (...a: (string | number)[]) => R> }).redis?.[s.command];
   if (typeof fn !== "function") throw new InternalError(`script ${name} is not defined on this ${what}`);
   const head: (string | number)[] = s.numberOfKeys === null ? [keys.length] : [];
   return fn.apply(target, head.concat(keys, args));

@@ -1,5 +1,5 @@
 import { REDIS_CALL_MEMBER_BUDGET, uuidToHex, type KeySpace, type Uuid } from "../base/index.js";
-import { decodeHistoryParts, decodeMembershipPayload, HIST_FIELD, MEMBERSHIP_CUSTOM_TYPE } from "../conversation/index.js";
+import { decodeMembershipPayload, HIST_FIELD, MEMBERSHIP_CUSTOM_TYPE, recordHistoryParts } from "../conversation/index.js";
 import { SOLO_GATE, type UnitGate } from "../cluster/index.js";
 import { dispatchRecordKey, type DispatchLog, type DispatchRecord, type LogPosition } from "../dispatch/index.js";
 import type { RedisStore } from "../store/index.js";
@@ -59,7 +59,7 @@ export interface CompactorOptions {
 
 /** The fields a row needs from a dispatch record's history entry (read through conversation/history.ts). */
 export function inHandEntry(record: DispatchRecord): InHandEntry {
-  const { fields: f, body } = decodeHistoryParts(record.entry);
+  const { fields: f, body } = recordHistoryParts(record);
   const control = f.get(HIST_FIELD.kind) === "C";
   let membershipHex = "";
   if (control && f.get(HIST_FIELD.contentType) === MEMBERSHIP_CUSTOM_TYPE) {

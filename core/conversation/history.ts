@@ -62,6 +62,22 @@ function malformed(entry: string): Error {
   return new Error(`malformed history entry: ${entry.slice(0, 80)}`);
 }
 
+const partsByRecord = new WeakMap<object, HistoryEntryParts>();
+
+/**
+ * decodeHistoryParts of a dispatch record's entry, made once per record object: the relay hands
+ * the same records to the conversation list, the session projection and delivery, which each read
+ * a few fields of it. The parts are shared: a caller must not change them.
+ */
+export function recordHistoryParts(record: { readonly entry: string }): HistoryEntryParts {
+  let parts = partsByRecord.get(record);
+  if (!parts) {
+    parts = decodeHistoryParts(record.entry);
+    partsByRecord.set(record, parts);
+  }
+  return parts;
+}
+
 /** Splits an entry or a rest of either version; reads the header and slices the body. */
 export function decodeHistoryParts(entry: string): HistoryEntryParts {
   const fields = new Map<string, string>();

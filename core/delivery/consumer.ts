@@ -1,6 +1,6 @@
 import { NODE_RPC_MAX_RECEIVE_BYTES, type KeySpace, type Uuid } from "../base/index.js";
 import { SOLO_GATE, unitLeaseKey, type UnitGate } from "../cluster/index.js";
-import { decodeHistoryParts, decodeMembershipPayload, HIST_FIELD, MEMBERSHIP_CUSTOM_TYPE, MembershipOp } from "../conversation/index.js";
+import { decodeMembershipPayload, HIST_FIELD, MEMBERSHIP_CUSTOM_TYPE, MembershipOp, recordHistoryParts } from "../conversation/index.js";
 import type { DispatchEntry, DispatchLog, DispatchRecord, LogPosition } from "../dispatch/index.js";
 import type { RedisStore } from "../store/index.js";
 import { deliveryCheckpointKey } from "./keys.js";
@@ -229,7 +229,7 @@ export class DeliveryConsumer {
     for (const { record } of entries) {
       // a chunk of a large group's fanout job: its members record carried the pushes
       if (record.push === "none") continue;
-      const { fields, body } = decodeHistoryParts(record.entry);
+      const { fields, body } = recordHistoryParts(record);
       const createdAt = Number(fields.get(HIST_FIELD.createdAt));
       if (record.push === "members") {
         metrics.membersRecords.inc();
@@ -278,7 +278,8 @@ export class DeliveryConsumer {
         }
         continue;
       }
-      const local = this.local.size === 0 ? [] : audience.filter((u) => this.local.has(item.tenant, u));
+      const online = this.local.usersOf(item.tenant);
+      const local = online.size === 0 ? [] : audience.filter((u) => online.has(u));
       if (local.length > 0) add(here, item, local);
       if (where.size === 0) continue;
       const perNode = new Map<string, { to: Located; users: Uuid[] }>();

@@ -10,7 +10,7 @@ import { advanceCheckpointScript, projectEntriesScript, type ProjectedEntry } fr
 import { metrics } from "./metrics.js";
 import type { RedisStore } from "../store/index.js";
 import { SOLO_GATE, unitLeaseKey, type Fence, type UnitGate } from "../cluster/index.js";
-import { decodeHistoryParts, decodeMembershipPayload, HIST_FIELD, MEMBERSHIP_CUSTOM_TYPE, MembershipOp } from "../conversation/index.js";
+import { decodeMembershipPayload, HIST_FIELD, MEMBERSHIP_CUSTOM_TYPE, MembershipOp, recordHistoryParts } from "../conversation/index.js";
 
 /** The users a leave/remove CONTROL record takes out of the group (null for every other record). */
 function leavingUsers(kind: string | undefined, contentType: string | undefined, body: string): Set<Uuid> | null {
@@ -62,7 +62,7 @@ export class ProjectionWriter {
     // per conversation: the user's cached keys (one object per user) → their entry
     const merged = new Map<string, Map<UserKeys, ProjectedEntry>>();
     for (const record of records) {
-      const { fields, body } = decodeHistoryParts(record.entry);
+      const { fields, body } = recordHistoryParts(record);
       const createdAt = Number(fields.get(HIST_FIELD.createdAt));
       const conversationHex = uuidToHex(record.conversation);
       const tenantHex = uuidToHex(record.tenant);

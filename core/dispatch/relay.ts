@@ -298,7 +298,8 @@ export class OutboxRelay {
         this.markRefusedWithoutCluster(bucket);
         return;
       }
-      metrics.relayDispatched.inc(records.length);
+      // commits dispatched: a members record announces a commit its fanout job dispatches
+      metrics.relayDispatched.inc(records.filter((r) => r.push !== "members").length);
       if (marked.queued > 0) {
         metrics.fanoutJobsQueued.inc(marked.queued);
         this.fanoutQueued.add(bucket);

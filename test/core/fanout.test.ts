@@ -12,7 +12,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import {
-  commitBucket, ConversationService, fanoutKeys, newUuid, OutboxRelay, ProjectionStack, RedisHashAuthority, RedisStreamsDispatchLog, userKeys, uuidToHex,
+  commitBucket, ConversationService, fanoutKeys, newUuid, OutboxRelay, ProjectionStack, RedisHashAuthority, RedisStreamsDispatchLog, registry, userKeys, uuidToHex,
   type DispatchEntry, type DispatchRecord, type Uuid,
 } from "../../core/index.js";
 import { useEngine } from "./fixture.js";
@@ -21,6 +21,11 @@ const MEMBERS = 5000;
 const CHUNK = 100;
 
 const sorted = (xs: Iterable<Uuid>) => [...xs].sort();
+
+async function counter(name: string): Promise<number> {
+  const m = (await registry.getMetricsAsJSON()).find((x) => x.name === name);
+  return (m?.values ?? []).reduce((a, x) => a + Number(x.value), 0);
+}
 
 /** A group id of `tenant` whose conversation lands in `bucket` (so that it shares the big group's outbox and partition). */
 function groupInBucket(tenant: Uuid, bucket: number): Uuid {
@@ -84,7 +89,9 @@ for (const kind of ["single", "cluster"] as const) {
       const m2 = await fx.engine.send({ tenant: w.tenant, group: w.big, sender: w.members[1]!, text: "to 5,001 again" });
 
       // one outbox batch: the small group's send is appended; both big seqs become jobs
+      const dispatchedBefore = await counter("qim_relay_dispatched_total");
       assert.equal(await relay.drainBucket(w.bucket), 3);
+      assert.equal(await counter("qim_relay_dispatched_total") - dispatchedBefore, 1, "one commit dispatched: the big seqs' members records are not commits dispatched (their jobs are)");
       const f = fanoutKeys(fx.engine.keys, w.bucket);
       const client = fx.store.clientFor(fx.engine.conversationKeys(w.tenant, w.big).tag);
       const bigRef = fx.engine.conversationKeys(w.tenant, w.big).outboxRef;

@@ -415,6 +415,7 @@ export class GatewayConnection implements DeviceConnection {
     ]);
     this.authed = true;
     clearTimeout(this.authTimer);
+    this.authTimer = undefined; // a cleared timer held by the field is 120 bytes a connection for nothing
     this.deps.onAuthed(this);
     return {
       $case: "authOk",

@@ -8,13 +8,16 @@
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
 import type { Duplex } from "node:stream";
-import { WebSocketServer } from "ws";
+import { WebSocketServer, type WebSocket } from "ws";
 import { GATEWAY_AUTH_FAILURE_BURST, GATEWAY_AUTH_FAILURE_RATE, GATEWAY_MAX_FRAME_BYTES, PER_USER_MSG_BURST_SECONDS, PER_USER_MSG_RATE, QimError, type BadgeState, type Uuid } from "../../../core/index.js";
 import { KeyedRateLimiter } from "../../../core/support/index.js";
 import { listenAddr, type Listener } from "../../listener.js";
-import { deviceVerifierOf, FRAMES_SUBPROTOCOL, tokenOf, type DeviceVerifier } from "./auth.js";
-import { CLOSE, GatewayConnection } from "./connection.js";
+import { deviceVerifierOf, FRAMES_SUBPROTOCOL, tokenOf, type DeviceIdentity, type DeviceVerifier } from "./auth.js";
+import { CLOSE, GatewayConnection, type ConnectionDeps } from "./connection.js";
 import { gatewayMetrics } from "./metrics.js";
+
+/** A device socket's error listener: the close that follows is what the gateway handles. */
+function ignoreError(): void {}
 
 /** What the listener gives the node: its address and its connections (operators' `connections list`). */
 export interface GatewayHandle {
@@ -75,8 +78,28 @@ export function gatewayListenerWith(verifierOf: VerifierOf): Listener<GatewayHan
         res.end(body);
       };
       const server: Server = insecure ? createHttpServer(plain) : createHttpsServer({ cert: opts.tls!.certPem, key: opts.tls!.keyPem }, plain);
+      // one set of hooks for every connection, made here and not in the upgrade's scope: a closure
+      // made there kept that scope, with the upgrade request, its headers and the device token
+      // (about 2 KiB), for as long as the connection lived
+      const deps: ConnectionDeps = {
+        runtime: ctx.runtime, pipeline: ctx.pipeline, log, userSends, badge,
+        // pushes start once AUTH succeeded (core/delivery's connections of this node)
+        onAuthed: (c) => {
+          ctx.runtime.delivery.local.add(c);
+          if (ctx.runtime.delivery.draining) ctx.runtime.delivery.drainOne(c);
+        },
+        onClose: (c) => {
+          all.delete(c);
+          ctx.runtime.delivery.local.remove(c);
+          gatewayMetrics.connections.set(all.size);
+        },
+      };
+      const accept = (ws: WebSocket, identity: DeviceIdentity, remote: string, socket: Duplex): void => {
+        all.add(new GatewayConnection(ws, identity, remote, deps, socket));
+        gatewayMetrics.connections.set(all.size);
+      };
       server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-        socket.on("error", () => undefined);
+        socket.on("error", ignoreError); // not a closure of this scope: it lives as long as the socket
         const address = req.socket.remoteAddress ?? "";
         const blocked = authFailures.wait(address);
         if (blocked > 0) {
@@ -94,23 +117,7 @@ export function gatewayListenerWith(verifierOf: VerifierOf): Listener<GatewayHan
         }
         verifier.verify(token).then((identity) => {
           if (socket.destroyed) return;
-          wss.handleUpgrade(req, socket, head, (ws) => {
-            const conn = new GatewayConnection(ws, identity, req.socket.remoteAddress ?? "", {
-              runtime: ctx.runtime, pipeline: ctx.pipeline, log, userSends, badge,
-              // pushes start once AUTH succeeded (core/delivery's connections of this node)
-              onAuthed: (c) => {
-                ctx.runtime.delivery.local.add(c);
-                if (ctx.runtime.delivery.draining) ctx.runtime.delivery.drainOne(c);
-              },
-              onClose: (c) => {
-                all.delete(c);
-                ctx.runtime.delivery.local.remove(c);
-                gatewayMetrics.connections.set(all.size);
-              },
-            }, socket);
-            all.add(conn);
-            gatewayMetrics.connections.set(all.size);
-          });
+          wss.handleUpgrade(req, socket, head, (ws) => accept(ws, identity, address, socket));
         }, (err: unknown) => {
           // TOKEN_INVALID, TOKEN_EXPIRED, TOKEN_REVOKED (core/tokens), or a failure to verify at all
           const reason = err instanceof QimError ? err.code.toLowerCase() : "error";

@@ -81,3 +81,26 @@ export const advanceListCheckpointScript = defineScript({
   args: (a: { expected: string; to: string }) => [a.expected, a.to],
   reply: (r) => Number(r[0]) === 1,
 });
+
+/** The stored half of a user's live view (lua/conversation-list/readLiveView-4.lua): one call, not a MULTI. */
+export interface LiveViewRead {
+  /** The badge hash (empty: none stored). */
+  badge: Record<string, string>;
+  version: number;
+  /** The stored rows asked for, in order (null: none). */
+  rows: (string | null)[];
+  /** The prefs asked for, in order (null: none). */
+  prefs: (string | null)[];
+}
+
+export const readLiveViewScript = defineScript({
+  name: "readLiveView",
+  keys: ["badge", "version", "rows", "prefs"] satisfies (keyof ListKeys)[],
+  args: (a: { draw: boolean; rows: readonly string[]; prefs: readonly string[] }) => [a.draw ? 1 : 0, a.rows.length, ...a.rows, ...a.prefs],
+  reply: (r): LiveViewRead => {
+    const flat = (r[0] ?? []) as string[];
+    const badge: Record<string, string> = {};
+    for (let i = 0; i + 1 < flat.length; i += 2) badge[flat[i]!] = flat[i + 1]!;
+    return { badge, version: Number(r[1]), rows: (r[2] ?? []) as (string | null)[], prefs: (r[3] ?? []) as (string | null)[] };
+  },
+});

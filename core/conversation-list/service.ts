@@ -11,7 +11,7 @@ import {
   applyEntry, baseOf, contribution, decodePrefs, decodeRow, encodePrefs, encodeRowCore, isDeleted, liveRow, moveBase, prefsOf, rowFromRecompute, toConversationRow,
   type BadgeState, type ConversationRow, type InHandEntry, type RowPrefs, type RowState,
 } from "./row.js";
-import { applyRowsScript, recomputeUnreadScript, type RowWrite } from "./scripts.js";
+import { applyRowsScript, readLiveViewScript, recomputeUnreadScript, type RowWrite } from "./scripts.js";
 
 /** unread_audit_sample_rate (spec 002 §3.4, a TODO of §10): the share of idle rows with unread the audit compares. Decided: 1%. */
 export const UNREAD_AUDIT_SAMPLE_RATE = 0.01;
@@ -254,23 +254,31 @@ export class ConversationListService {
     const held = this.heldOf(tenant, user);
     const wanted = hexes === null ? null : [...new Set([...hexes, ...held.keys()])];
     const heldHexes = [...held.keys()];
-    const m = this.store.clientFor(k.tag).multi().hgetall(k.badge);
-    if (draw) m.incr(k.version);
-    else m.get(k.version);
-    if (wanted === null) m.hgetall(k.rows);
-    else if (wanted.length > 0) m.hmget(k.rows, ...wanted);
-    if (heldHexes.length > 0) m.hmget(k.prefs, ...heldHexes);
-    const res = await m.exec();
-    const b = (res?.[0]?.[1] ?? {}) as Record<string, string>;
-    const version = Number((res?.[1]?.[1] as string | number | null) ?? 0);
+    const client = this.store.clientFor(k.tag);
     const stored = new Map<string, RowState | null>();
+    let b: Record<string, string>;
+    let version: number;
+    let prefsRaw: (string | null)[];
     if (wanted === null) {
+      // every stored row (a whole-list read): HGETALL in a MULTI
+      const m = client.multi().hgetall(k.badge);
+      if (draw) m.incr(k.version);
+      else m.get(k.version);
+      m.hgetall(k.rows);
+      if (heldHexes.length > 0) m.hmget(k.prefs, ...heldHexes);
+      const res = await m.exec();
+      b = (res?.[0]?.[1] ?? {}) as Record<string, string>;
+      version = Number((res?.[1]?.[1] as string | number | null) ?? 0);
       for (const [c, raw] of Object.entries((res?.[2]?.[1] ?? {}) as Record<string, string>)) stored.set(c, decodeRow(raw));
-    } else if (wanted.length > 0) {
-      const raws = (res?.[2]?.[1] ?? []) as (string | null)[];
-      wanted.forEach((c, i) => stored.set(c, raws[i] ? decodeRow(raws[i]!) : null));
+      prefsRaw = heldHexes.length > 0 ? ((res?.at(-1)?.[1] ?? []) as (string | null)[]) : [];
+    } else {
+      // the rows named (a live frame, a row, a badge): one script call, not a MULTI of four
+      const r = await readLiveViewScript.run(client, k, { draw, rows: wanted, prefs: heldHexes });
+      b = r.badge;
+      version = r.version;
+      wanted.forEach((c, i) => stored.set(c, r.rows[i] ? decodeRow(r.rows[i]!) : null));
+      prefsRaw = r.prefs;
     }
-    const prefsRaw = heldHexes.length > 0 ? ((res?.at(-1)?.[1] ?? []) as (string | null)[]) : [];
     const rows = new Map<string, RowState>();
     for (const [c, r] of stored) if (r) rows.set(c, r);
     const includeMuted = this.includeMuted(tenant);

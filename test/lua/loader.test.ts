@@ -41,6 +41,7 @@ const EXPECTED_KEYS: Record<string, number | "n"> = {
   releaseUnit: 1,
   recomputeUnread: 5,
   applyRows: 4,
+  readLiveView: 4,
   advanceListCheckpoint: 1,
   upsertCmdStates: 4, advanceCmdStateReads: 3, indexLegacyCmdStates: 5,
   // CMD log (core/cmd-log/scripts.ts) and its catch-up scan (core/cmd-sync/scripts.ts)
@@ -63,7 +64,7 @@ const MODULE_OF: Record<string, string> = {
   conversationSummary: "conversation", markRead: "conversation", loadForDispatch: "dispatch", markCommitted: "dispatch", expandAudience: "dispatch", saveFanoutProgress: "dispatch", projectEntries: "projection",
   popRegistered: "projection", deadLetterRegistration: "projection", advanceCheckpoint: "projection", bumpEpoch: "projection", raiseEpochMark: "projection",
   releaseLock: "projection", heartbeat: "cluster", acquireUnit: "cluster", releaseUnit: "cluster",
-  recomputeUnread: "conversation-list", applyRows: "conversation-list", advanceListCheckpoint: "conversation-list",
+  recomputeUnread: "conversation-list", applyRows: "conversation-list", readLiveView: "conversation-list", advanceListCheckpoint: "conversation-list",
   upsertCmdStates: "cmd-sync", advanceCmdStateReads: "cmd-sync", indexLegacyCmdStates: "cmd-sync",
   commitCmd: "cmd-sync", scanCmdRecent: "cmd-sync", scanCmdRecents: "cmd-sync", raiseCmdFlushPoint: "cmd-sync",
   recordToken: "tokens", revokeToken: "tokens", revokeDevice: "tokens",

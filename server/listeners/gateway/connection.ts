@@ -80,8 +80,15 @@ let uncorkScheduled = false;
 
 function uncorkAll(): void {
   uncorkScheduled = false;
-  for (const s of corked) s.uncork();
+  const sockets = [...corked];
   corked.clear();
+  for (const s of sockets) {
+    try {
+      s.uncork();
+    } catch {
+      // a socket torn down meanwhile: its close is handled where it closes; the others still go out
+    }
+  }
 }
 
 /**

@@ -231,11 +231,16 @@ export class ListCompactor {
     }
   }
 
-  /** The records held for a user and not yet written (pending or in the running flush): the live view's input. */
+  /** The records held for a user and not yet written (pending or in the running flush): the live view's input (read only). */
   heldOf(tenant: Uuid, user: Uuid): Map<string, InHandEntry[]> {
     const out = new Map<string, InHandEntry[]>();
     for (const u of [this.inFlight.get(tenant + user), this.pending.get(tenant + user)]) {
-      for (const [hex, r] of u?.rows ?? []) out.set(hex, [...(out.get(hex) ?? []), ...r.entries]);
+      // the held array itself when one generation holds the row (nearly always): read only, never
+      // copied (a busy row holds thousands of records and the live view asks at every hand-off)
+      for (const [hex, r] of u?.rows ?? []) {
+        const had = out.get(hex);
+        out.set(hex, had ? [...had, ...r.entries] : r.entries);
+      }
     }
     return out;
   }

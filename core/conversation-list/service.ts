@@ -8,7 +8,7 @@ import { KeyedSerial } from "../support/index.js";
 import { listKeys, listRowsPattern, type ListKeys } from "./keys.js";
 import { metrics } from "./metrics.js";
 import {
-  applyEntry, baseOf, contribution, decodePrefs, decodeRow, encodePrefs, encodeRowCore, isDeleted, liveRow, moveBase, prefsOf, rowFromRecompute, toConversationRow,
+  applyEntry, baseOf, contribution, decodePrefs, decodeRow, encodePrefs, encodeRowCore, isDeleted, liveRow, LiveRowCache, moveBase, prefsOf, rowFromRecompute, toConversationRow,
   type BadgeState, type ConversationRow, type InHandEntry, type RowPrefs, type RowState,
 } from "./row.js";
 import { applyRowsScript, readLiveViewScript, recomputeUnreadScript, type RowWrite } from "./scripts.js";
@@ -125,6 +125,8 @@ export class ConversationListService {
   private readonly reconcileMinIntervalMs: number;
   private readonly listeners = new Set<(change: ListChange) => void>();
   private readonly perUser = new KeyedSerial();
+  /** The live rows of watched users, moved record by record between stored writes (row.ts). */
+  private readonly liveRows = new LiveRowCache();
   /** Takes the entries in hand of one row from the compaction window (set by the consumer). */
   takePending: (tenant: Uuid, user: Uuid, conversationHex: string) => InHandEntry[] = () => [];
   /** Gives taken entries back when the write that took them failed (else the checkpoint could pass them unwritten). */
@@ -287,7 +289,7 @@ export class ConversationListService {
     const userHex = uuidToHex(user);
     for (const [i, c] of heldHexes.entries()) {
       const before = stored.get(c) ?? null;
-      const live = (before ? liveRow(before, held.get(c)!, userHex, this.cap) : null)
+      const live = (before ? this.liveRows.of(tenant + user + c, before, held.get(c)!, userHex, this.cap) : null)
         ?? (await this.recompute(tenant, user, c, before ? prefsOf(before) : decodePrefs(prefsRaw[i]), before, "live"));
       if (!live) continue;
       if (before) live.headSeq = Math.max(live.headSeq, before.headSeq);

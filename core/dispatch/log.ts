@@ -16,6 +16,12 @@ export interface DispatchRecord {
   entry: string;
   recipients: Uuid[];
   /**
+   * The recipients as the log stores them (concatenated 32-hex ids), when the record was made from
+   * that form (the relay's load): the append writes it as it is instead of converting every id back.
+   * Absent: made from `recipients`. Never set apart from `recipients` (they name the same users).
+   */
+  recipientsHex?: string;
+  /**
    * Which part of the seq's audience this record carries (issue 22): 0 for a seq dispatched in one
    * record; a fanout job appends chunks 0, 1, 2 … of at most FANOUT_CHUNK_RECIPIENTS recipients
    * each, whose union is the audience. Stream field `k`, written only when not 0 (absent = 0, as
@@ -183,7 +189,7 @@ export class RedisStreamsDispatchLog implements DispatchLog {
     }
     const fields = (r: DispatchRecord) => {
       const f = ["t", uuidToHex(r.tenant), "c", uuidToHex(r.conversation), "s", String(r.conversationSeq),
-        "v", String(r.version), "e", r.entry, "r", r.recipients.map(uuidToHex).join("")];
+        "v", String(r.version), "e", r.entry, "r", r.recipientsHex ?? r.recipients.map(uuidToHex).join("")];
       if (r.chunk !== 0) f.push("k", String(r.chunk));
       if (r.push) f.push("p", r.push === "members" ? "m" : "n");
       return f;

@@ -280,7 +280,7 @@ export class OutboxRelay {
           continue;
         }
         dispatched.push(String(c.conversationSeq));
-        if (c.action === "dispatch") records.push({ tenant, conversation, conversationSeq: c.conversationSeq, entry: c.entry, version: c.version, recipients: c.recipients, chunk: 0 });
+        if (c.action === "dispatch") records.push({ tenant, conversation, conversationSeq: c.conversationSeq, entry: c.entry, version: c.version, recipients: c.recipients, recipientsHex: c.recipientsHex, chunk: 0 });
       }
       if (records.length > 0) {
         if (fencedOut || !(await this.leaseHolds(bucket, fence))) {

@@ -25,6 +25,8 @@ export interface LoadedCommit {
   entry: string;
   version: number;
   recipients: Uuid[];
+  /** The same recipients as the script answered them (concatenated 32-hex ids). */
+  recipientsHex: string;
 }
 
 const ACTIONS = { D: "dispatch", F: "fanout", M: "fanout", "": "gone" } as const;
@@ -39,7 +41,8 @@ export const loadForDispatchScript = defineScript({
     for (let i = 0; i < r.length; i += 5) {
       const action = ACTIONS[String(r[i + 1]) as keyof typeof ACTIONS];
       if (!action) throw new InternalError(`loadForDispatch: unknown state ${String(r[i + 1])}`);
-      out.push({ conversationSeq: Number(r[i]), action, members: r[i + 1] === "M", entry: String(r[i + 2]), version: Number(r[i + 3]), recipients: splitHexIds(String(r[i + 4])) });
+      const recipientsHex = String(r[i + 4]);
+      out.push({ conversationSeq: Number(r[i]), action, members: r[i + 1] === "M", entry: String(r[i + 2]), version: Number(r[i + 3]), recipients: splitHexIds(recipientsHex), recipientsHex });
     }
     return out;
   },

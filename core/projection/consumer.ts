@@ -35,15 +35,23 @@ export class ProjectionWriter {
 
   // a user's key names need a blake3 of (tenant, user); a 500-member group's message would hash
   // 500 times per record without this (the user's hex form is kept beside them for the same reason)
-  private readonly userKeyCache = new Map<string, { keys: UserKeys; hex: UuidHex }>();
+  // per tenant, then per user: no key string is concatenated (and hashed) per recipient of every record
+  private readonly userKeyCache = new Map<Uuid, Map<Uuid, { keys: UserKeys; hex: UuidHex }>>();
+  private userKeyCount = 0;
 
   private userKeys(tenant: Uuid, user: Uuid): { keys: UserKeys; hex: UuidHex } {
-    const id = tenant + user;
-    let k = this.userKeyCache.get(id);
+    let users = this.userKeyCache.get(tenant);
+    if (!users) this.userKeyCache.set(tenant, (users = new Map()));
+    let k = users.get(user);
     if (!k) {
-      if (this.userKeyCache.size >= 200_000) this.userKeyCache.clear();
+      if (this.userKeyCount >= 200_000) {
+        this.userKeyCache.clear();
+        this.userKeyCount = 0;
+        this.userKeyCache.set(tenant, (users = new Map()));
+      }
       k = { keys: userKeys(this.keys, tenant, user), hex: uuidToHex(user) };
-      this.userKeyCache.set(id, k);
+      users.set(user, k);
+      this.userKeyCount++;
     }
     return k;
   }

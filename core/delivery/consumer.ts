@@ -58,6 +58,15 @@ export class DeliveryConsumer {
   private readonly pollIntervalMs: number;
   private readonly positions = new Map<number, LogPosition>();
   private readonly busy = new Set<number>();
+  /**
+   * The partitions the next pass reads: the ones a hand-off named, or all (a poll, a kick without
+   * records). A pass over every partition read each of them (a MULTI of XINFO STREAM, which carries
+   * the first and last records whole, and XRANGE) at every hand-off, when one had new records.
+   */
+  private wanted: Set<number> | "all" = "all";
+  /** Partitions a hand-off named while their drain ran: read again once it ends. */
+  private readonly again = new Set<number>();
+  private lastFullPass = 0;
   private forwarder: DeliveryForwarder | null = null;
   private timer: NodeJS.Timeout | undefined;
   private stopped = true;
@@ -101,7 +110,14 @@ export class DeliveryConsumer {
   kick(records: readonly DispatchRecord[] = []): void {
     if (this.stopped) return;
     this.members.prefetch(records.filter((r) => r.push === "members" && this.gate.owns("partition", this.log.partitionOf(r.tenant, r.conversation))));
+    if (records.length === 0) this.wanted = "all";
+    for (const r of records) this.want(this.log.partitionOf(r.tenant, r.conversation));
     this.schedule(0);
+  }
+
+  private want(partition: number): void {
+    if (this.busy.has(partition)) this.again.add(partition);
+    else if (this.wanted !== "all") this.wanted.add(partition);
   }
 
   private schedule(ms: number): void {
@@ -112,16 +128,36 @@ export class DeliveryConsumer {
 
   private pass(): void {
     if (this.stopped) return;
+    // every partition at least once per poll interval, however many hand-offs come meanwhile
+    const now = Date.now();
+    const which = now - this.lastFullPass >= this.pollIntervalMs ? "all" : this.wanted;
+    if (which === "all") this.lastFullPass = now;
+    this.wanted = new Set();
     const work: Promise<void>[] = [];
     for (let p = 0; p < this.log.identity.partitionCount; p++) {
-      if (this.busy.has(p)) continue;
+      if (which !== "all" && !which.has(p)) continue;
+      if (this.busy.has(p)) {
+        // named by a hand-off and draining: read again when that drain ends
+        if (which !== "all") this.again.add(p);
+        continue;
+      }
       if (!this.gate.owns("partition", p)) {
         this.positions.delete(p);
         continue;
       }
       work.push(this.track(this.drain(p).then(() => undefined)));
     }
-    void Promise.allSettled(work).then(() => { if (!this.stopped) this.schedule(this.pollIntervalMs); });
+    // the poll after a pass reads every partition (records another node appended arrive that way)
+    void Promise.allSettled(work).then(() => {
+      if (this.stopped) return;
+      // hand-offs while it ran: at once; else the poll, which reads every partition
+      if (this.wanted === "all" || this.wanted.size > 0) {
+        this.schedule(0);
+        return;
+      }
+      this.wanted = "all";
+      this.schedule(this.pollIntervalMs);
+    });
   }
 
   private track(p: Promise<void>): Promise<void> {
@@ -163,6 +199,11 @@ export class DeliveryConsumer {
       this.opts.log?.(`delivery: partition ${partition}: ${err instanceof Error ? err.message : String(err)}`);
     } finally {
       this.busy.delete(partition);
+      // a hand-off named this partition while it drained: its records may be past the last read
+      if (this.again.delete(partition) && !this.stopped) {
+        this.want(partition);
+        this.schedule(0);
+      }
     }
     return delivered;
   }

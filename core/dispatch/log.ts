@@ -3,6 +3,7 @@ import { FailedPreconditionError } from "../base/index.js";
 import { hexToUuid, splitHexIds, uuidToHex, type Uuid } from "../base/index.js";
 import type { KeySpace } from "../base/index.js";
 import { dispatchIdentityKey, dispatchPartitionKey } from "./keys.js";
+import { readLogScript, type LogRead } from "./scripts.js";
 import type { RedisStore } from "../store/index.js";
 
 /** One committed message handed to dispatch: what it is and exactly whom it goes to. */
@@ -230,24 +231,20 @@ export class RedisStreamsDispatchLog implements DispatchLog {
   }
 
   async watermarks(partition: number): Promise<Watermarks> {
-    const key = this.key(partition);
-    const info = await this.store.clientForKey(key).xinfo("STREAM", key).catch((err: Error) => {
-      if (/no such key/i.test(err.message)) return null;
-      throw err;
-    });
-    return parseWatermarks(info);
+    return (await this.readFrom(partition, LOG_START, 0)).watermarks;
   }
 
+  /**
+   * The watermarks and the records in one script call (readLog-1.lua): it was a MULTI of XINFO
+   * STREAM and XRANGE, and XINFO STREAM answers the partition's first and last records whole —
+   * decoded at every read of every consumer, mostly reads that find nothing new.
+   */
   async readFrom(partition: number, from: LogPosition, count: number): Promise<ReadResult> {
     const key = this.key(partition);
     const start = from.id === "0-0" ? "-" : `(${from.id}`;
-    const res = await this.store.clientForKey(key).multi().xinfo("STREAM", key).xrange(key, start, "+", "COUNT", count).exec();
-    const [infoErr, info] = res![0]!;
-    if (infoErr && !/no such key/i.test(infoErr.message)) throw infoErr;
-    const [rangeErr, rows] = res![1]!;
-    if (rangeErr) throw rangeErr;
-    const watermarks = parseWatermarks(infoErr ? null : info);
-    const entries = (rows as [string, string[]][]).map(([id, fields], i) => ({ offset: from.offset + i, id, record: parseRecord(fields) }));
+    const read = await readLogScript.run(this.store.clientForKey(key), { stream: key }, { start, count });
+    const watermarks = watermarksOf(read);
+    const entries = read.records.map(([id, fields], i) => ({ offset: from.offset + i, id, record: parseRecord(fields) }));
     return { watermarks, entries };
   }
 
@@ -260,20 +257,16 @@ export class RedisStreamsDispatchLog implements DispatchLog {
   }
 }
 
-function parseWatermarks(info: unknown): Watermarks {
-  if (!Array.isArray(info)) return { low: 0, high: 0, lastId: "0-0", lowPosition: LOG_START, newestMs: null };
-  const f = new Map<string, unknown>();
-  for (let i = 0; i + 1 < info.length; i += 2) f.set(String(info[i]), info[i + 1]);
-  const length = Number(f.get("length"));
-  const high = Number(f.get("entries-added"));
-  const first = f.get("first-entry") as [string, string[]] | null;
-  const lastId = String(f.get("last-generated-id"));
+function watermarksOf(read: LogRead): Watermarks {
+  if (!read.exists) return { low: 0, high: 0, lastId: "0-0", lowPosition: LOG_START, newestMs: null };
+  const high = read.entriesAdded;
+  const lastId = read.lastId;
   return {
-    low: high - length,
+    low: high - read.length,
     high,
     lastId,
-    // XINFO STREAM carries the first entry: no second read for it
-    lowPosition: { offset: high - length, id: first ? previousStreamId(first[0]) : lastId },
+    // the first record's id comes with the same read: no second read for it
+    lowPosition: { offset: high - read.length, id: read.firstId !== "" ? previousStreamId(read.firstId) : lastId },
     newestMs: lastId === "0-0" ? null : streamIdMs(lastId),
   };
 }

@@ -95,3 +95,28 @@ export const saveFanoutProgressScript = defineScript({
     return n === 2 ? "done" : n === 1 ? "saved" : "moved";
   },
 });
+
+/** A partition's watermark numbers and records after a position (lua/dispatch/readLog-1.lua). */
+export interface LogRead {
+  exists: boolean;
+  length: number;
+  entriesAdded: number;
+  lastId: string;
+  /** The oldest retained record's id ("" none). */
+  firstId: string;
+  records: [string, string[]][];
+}
+
+export const readLogScript = defineScript({
+  name: "readLog",
+  keys: ["stream"],
+  args: (a: { start: string; count: number }) => [a.start, a.count],
+  reply: (r): LogRead => ({
+    exists: Number(r[0]) === 1,
+    length: Number(r[1]),
+    entriesAdded: Number(r[2]),
+    lastId: String(r[3]),
+    firstId: String(r[4] ?? ""),
+    records: (r[5] ?? []) as [string, string[]][],
+  }),
+});

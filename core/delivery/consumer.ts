@@ -34,6 +34,12 @@ export interface DeliveryConsumerOptions {
   pollIntervalMs?: number;
   gate?: UnitGate;
   log?: (line: string) => void;
+  /**
+   * Where a members record's audience among this node's connections is found: the node's one
+   * MembersAudience, which a forwarded Deliver uses too (one cache of member entries per node).
+   * Default: one of its own.
+   */
+  audience?: MembersAudience;
 }
 
 /** The users a leave/remove CONTROL record takes out: they get no push of it (spec 000: zero deliveries at or after left_at). */
@@ -84,7 +90,7 @@ export class DeliveryConsumer {
   ) {
     this.gate = opts.gate ?? SOLO_GATE;
     this.pollIntervalMs = opts.pollIntervalMs ?? DELIVERY_POLL_INTERVAL_MS;
-    this.members = new MembersAudience(store, keys, local);
+    this.members = opts.audience ?? new MembersAudience(store, keys, local);
   }
 
   setForwarder(f: DeliveryForwarder): void {

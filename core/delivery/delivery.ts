@@ -51,6 +51,8 @@ export class Delivery {
       ...(opts.pollIntervalMs !== undefined ? { pollIntervalMs: opts.pollIntervalMs } : {}),
       ...(opts.gate ? { gate: opts.gate } : {}),
       ...(opts.log ? { log: opts.log } : {}),
+      // the same cache of member entries for the node's own records and forwarded ones
+      audience: this.audience,
     });
   }
 

@@ -133,10 +133,6 @@ export class LocalConnections {
     return set ? [...set] : [];
   }
 
-  has(tenant: Uuid, user: Uuid): boolean {
-    return this.byUser.has(tenant + user);
-  }
-
   /** The users of a tenant with a connection here (live view: do not keep it across an await). */
   usersOf(tenant: Uuid): ReadonlySet<Uuid> {
     return this.byTenant.get(tenant) ?? EMPTY;

@@ -232,8 +232,8 @@ export class ListCompactor {
   }
 
   /** The records held for a user and not yet written (pending or in the running flush): the live view's input (read only). */
-  heldOf(tenant: Uuid, user: Uuid): Map<string, InHandEntry[]> {
-    const out = new Map<string, InHandEntry[]>();
+  heldOf(tenant: Uuid, user: Uuid): ReadonlyMap<string, readonly InHandEntry[]> {
+    const out = new Map<string, readonly InHandEntry[]>();
     for (const u of [this.inFlight.get(tenant + user), this.pending.get(tenant + user)]) {
       // the held array itself when one generation holds the row (nearly always): read only, never
       // copied (a busy row holds thousands of records and the live view asks at every hand-off)

@@ -492,7 +492,8 @@ export class ConversationListService {
     const hex = uuidToHex(conversation);
     const userHex = uuidToHex(user);
     return this.withUser(tenant, user, async () => {
-      const inHand = this.takePending(tenant, user, hex).sort((a, b) => a.seq - b.seq);
+      // sorted as a copy: the taken array is the one heldOf answered, which a live view may still read
+      const inHand = [...this.takePending(tenant, user, hex)].sort((a, b) => a.seq - b.seq);
       let notVisible = false;
       const out = await this.write(tenant, user, [{
         conversationHex: hex,

@@ -1,7 +1,7 @@
 import { InvalidArgumentError } from "../base/index.js";
 import { hexToUuid, splitHexIds, uuidToHex, type Uuid } from "../base/index.js";
 import { decodeGroupEventPayload, GROUP_EVENT_CUSTOM_TYPE, type GroupEventBody } from "./group-event.js";
-import { decodeMembershipPayload, MEMBERSHIP_CUSTOM_TYPE, type MembershipEventBody } from "./membership-event.js";
+import { decodeMembershipPayload, MEMBERSHIP_CUSTOM_TYPE, MembershipOp, type MembershipEventBody } from "./membership-event.js";
 
 /**
  * THE layout of a history entry (a member of the conversation's `hist` zset, score =
@@ -76,6 +76,17 @@ export function recordHistoryParts(record: { readonly entry: string }): HistoryE
     partsByRecord.set(record, parts);
   }
   return parts;
+}
+
+/**
+ * The users a leave or removal CONTROL entry takes out of the group, from the entry's parts (null
+ * for every other entry, a join included): they get the event but may not see it (seq = left_at),
+ * so it neither ranks their conversation nor is pushed to them.
+ */
+export function leavingUsersOf(parts: Pick<HistoryEntryParts, "fields" | "body">): Set<Uuid> | null {
+  if (parts.fields.get(HIST_FIELD.kind) !== "C" || parts.fields.get(HIST_FIELD.contentType) !== MEMBERSHIP_CUSTOM_TYPE) return null;
+  const m = decodeMembershipPayload(new Uint8Array(Buffer.from(parts.body, "base64")));
+  return m.op === MembershipOp.JOIN ? null : new Set(m.users);
 }
 
 /** Splits an entry or a rest of either version; reads the header and slices the body. */

@@ -1,6 +1,6 @@
 import { NODE_RPC_MAX_RECEIVE_BYTES, type KeySpace, type Uuid } from "../base/index.js";
 import { SOLO_GATE, unitLeaseKey, type UnitGate } from "../cluster/index.js";
-import { decodeMembershipPayload, HIST_FIELD, MEMBERSHIP_CUSTOM_TYPE, MembershipOp, recordHistoryParts } from "../conversation/index.js";
+import { HIST_FIELD, leavingUsersOf, recordHistoryParts } from "../conversation/index.js";
 import type { DispatchEntry, DispatchLog, DispatchRecord, LogPosition } from "../dispatch/index.js";
 import type { RedisStore } from "../store/index.js";
 import { deliveryCheckpointKey } from "./keys.js";
@@ -40,13 +40,6 @@ export interface DeliveryConsumerOptions {
    * Default: one of its own.
    */
   audience?: MembersAudience;
-}
-
-/** The users a leave/remove CONTROL record takes out: they get no push of it (spec 000: zero deliveries at or after left_at). */
-function leavingUsers(fields: Map<string, string>, body: string): Set<Uuid> | null {
-  if (fields.get(HIST_FIELD.kind) !== "C" || fields.get(HIST_FIELD.contentType) !== MEMBERSHIP_CUSTOM_TYPE) return null;
-  const m = decodeMembershipPayload(new Uint8Array(Buffer.from(body, "base64")));
-  return m.op === MembershipOp.JOIN ? null : new Set(m.users);
 }
 
 /**
@@ -276,14 +269,15 @@ export class DeliveryConsumer {
     for (const { record } of entries) {
       // a chunk of a large group's fanout job: its members record carried the pushes
       if (record.push === "none") continue;
-      const { fields, body } = recordHistoryParts(record);
-      const createdAt = Number(fields.get(HIST_FIELD.createdAt));
+      const parts = recordHistoryParts(record);
+      const createdAt = Number(parts.fields.get(HIST_FIELD.createdAt));
       if (record.push === "members") {
         metrics.membersRecords.inc();
         items.push({ item: { tenant: record.tenant, conversation: record.conversation, conversationSeq: record.conversationSeq, entry: record.entry, createdAt }, audience: [], members: true });
         continue;
       }
-      const leaving = leavingUsers(fields, body);
+      // spec 000: zero deliveries at or after left_at — a leaver gets no push of the leave itself
+      const leaving = leavingUsersOf(parts);
       const audience = leaving ? record.recipients.filter((u) => !leaving.has(u)) : record.recipients;
       if (audience.length === 0) continue;
       items.push({

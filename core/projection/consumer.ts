@@ -10,14 +10,7 @@ import { advanceCheckpointScript, projectEntriesScript, type ProjectedEntry } fr
 import { metrics } from "./metrics.js";
 import type { RedisStore } from "../store/index.js";
 import { SOLO_GATE, unitLeaseKey, type Fence, type UnitGate } from "../cluster/index.js";
-import { decodeMembershipPayload, HIST_FIELD, MEMBERSHIP_CUSTOM_TYPE, MembershipOp, recordHistoryParts } from "../conversation/index.js";
-
-/** The users a leave/remove CONTROL record takes out of the group (null for every other record). */
-function leavingUsers(kind: string | undefined, contentType: string | undefined, body: string): Set<Uuid> | null {
-  if (kind !== "C" || contentType !== MEMBERSHIP_CUSTOM_TYPE) return null;
-  const membership = decodeMembershipPayload(new Uint8Array(Buffer.from(body, "base64")));
-  return membership.op === MembershipOp.JOIN ? null : new Set(membership.users);
-}
+import { HIST_FIELD, leavingUsersOf, recordHistoryParts } from "../conversation/index.js";
 
 /** Entries per registration script call: bounds how long one call holds Redis. */
 const MAX_ENTRIES_PER_CALL = 512;
@@ -70,11 +63,11 @@ export class ProjectionWriter {
     // per conversation: the user's cached keys (one object per user) → their entry
     const merged = new Map<string, Map<UserKeys, ProjectedEntry>>();
     for (const record of records) {
-      const { fields, body } = recordHistoryParts(record);
-      const createdAt = Number(fields.get(HIST_FIELD.createdAt));
+      const parts = recordHistoryParts(record);
+      const createdAt = Number(parts.fields.get(HIST_FIELD.createdAt));
       const conversationHex = uuidToHex(record.conversation);
       const tenantHex = uuidToHex(record.tenant);
-      const leaving = leavingUsers(fields.get(HIST_FIELD.kind), fields.get(HIST_FIELD.contentType), body);
+      const leaving = leavingUsersOf(parts);
       let byUser = merged.get(conversationHex);
       if (!byUser) merged.set(conversationHex, (byUser = new Map()));
       for (const user of record.recipients) {

@@ -219,6 +219,8 @@ export class ListCompactor {
     for (const r of records) {
       if (!this.gate.owns("partition", this.log.partitionOf(r.tenant, r.conversation))) continue;
       metrics.lowLatencyRecords.inc();
+      // a record naming nobody (a members record) holds nothing: nothing for the log read to pass by
+      if (r.recipients.length === 0) continue;
       this.ingest(r, touched);
       this.handed.add(dispatchRecordKey(r));
     }

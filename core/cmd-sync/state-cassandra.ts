@@ -25,6 +25,7 @@ import type { KeySpace, Uuid } from "../base/index.js";
 import { leaseHolds, type Fence } from "../cluster/index.js";
 import { CassandraConnection, type CassandraOptions } from "../cassandra/index.js";
 import type { RedisStore } from "../store/index.js";
+import { eachLimited, Limiter } from "../support/index.js";
 import { CmdFencedError } from "./errors.js";
 import { cmdMetrics } from "./metrics.js";
 import { checkRead, checkState, CMD_STATE_READ_CHUNK, isUnreadState, oneSlot } from "./state.js";
@@ -102,41 +103,6 @@ function storedOf(r: cassandra.types.Row): StoredRow {
     readSeq: num(r.read_seq), deletedToSeq: num(r.deleted_to_seq), activeAt: num(r.active_at), updatedAt: num(r.updated_at),
     lastMsgSeq: r.last_msg_seq == null ? null : num(r.last_msg_seq),
   };
-}
-
-/** At most `limit` calls of run() in flight; the others wait in order. */
-class Limiter {
-  private active = 0;
-  private readonly waiting: (() => void)[] = [];
-  constructor(private readonly limit: number) {}
-  async run<T>(work: () => Promise<T>): Promise<T> {
-    if (this.active >= this.limit) await new Promise<void>((resolve) => this.waiting.push(resolve));
-    else this.active++;
-    try {
-      return await work();
-    } finally {
-      const next = this.waiting.shift();
-      if (next) next(); else this.active--;
-    }
-  }
-}
-
-/** Runs `work` over `items`, at most `limit` at once; rejects with the first failure once all settled. */
-async function eachLimited<T>(items: readonly T[], limit: number, work: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  let failure: { err: unknown } | null = null;
-  const worker = async () => {
-    while (next < items.length) {
-      const item = items[next++]!;
-      try {
-        await work(item);
-      } catch (err) {
-        failure ??= { err };
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  if (failure) throw (failure as { err: unknown }).err;
 }
 
 function groupByUser<T extends { tenant: Uuid; user: Uuid }>(rows: readonly T[]): T[][] {

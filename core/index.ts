@@ -19,5 +19,6 @@ export * from "./cmd-log/index.js";
 export * from "./cmd-sync/index.js";
 export * from "./operations/index.js";
 export * from "./tokens/index.js";
+export * from "./registry/index.js";
 export * from "./retention/index.js";
 export * from "./delivery/index.js";

@@ -86,6 +86,20 @@ export const MESSAGE_MAX_PAYLOAD_BYTES = 64 * 1024;
 export const MAX_MENTIONS = 100;
 /** CreateGroupRequest.members: the most members a group is created with (the conversation service's maxInitialMembers default). */
 export const MAX_INITIAL_MEMBERS = 10_000;
+/** max_custom_payload_bytes (spec 003 §3): a custom message type's max_payload_bytes is at most this. */
+export const MAX_CUSTOM_PAYLOAD_BYTES = 32 * 1024;
+/** The most message types one tenant declares (core/registry): the whole registry is one bounded read. */
+export const REGISTRY_MAX_TYPES = 256;
+/** A message type's preview_template, at most (characters). */
+export const PREVIEW_TEMPLATE_MAX_CHARS = 200;
+/**
+ * registry_reload_interval (issue 29): a node re-reads a tenant's registry version at most this long
+ * after it last did, before a send uses it; a send that starts this long after a change committed
+ * uses the new version (docs/operator-guide.md "Message types").
+ */
+export const REGISTRY_RELOAD_INTERVAL_MS = 1000;
+/** The tenants whose registry one node keeps in memory (the oldest leaves first). */
+export const REGISTRY_CACHE_TENANTS_MAX = 10_000;
 /** A CMD message's payload, at most (spec 001 CMD send; stored in the CMD log's history entry). */
 export const CMD_MAX_PAYLOAD_BYTES = 64 * 1024;
 /**

@@ -36,6 +36,12 @@ export const HIST_FIELD = {
   contentType: "ct",
   /** The mentioned users, concatenated 32-hex ids (spec 002 §3.2); absent when none. */
   mentions: "men",
+  /** A custom type's message (issue 29): the tenant registry's version its send applied; absent for an ordinary message. */
+  registryVersion: "rv",
+  /** A custom type's message: the type's schema_version at the send. */
+  schemaVersion: "sv",
+  /** timeline_visible of the message's type: 0 when clients keep it out of the timeline; absent: visible. */
+  timelineVisible: "tl",
 } as const;
 
 /** Version 1's fields before the body, in their positions after the seq. */
@@ -156,6 +162,15 @@ export interface HistoryRecord {
   mentions?: Uuid[];
   /** Header fields this code does not know (written by a newer one), kept for a rewrite; absent when none. */
   otherFields?: Map<string, string>;
+  /** A custom type's message (issue 29): the registry version, the type's schema_version and timeline_visible its send applied. */
+  custom?: CustomTypeStamp;
+}
+
+/** What the send of a custom type's message stamps on it from the tenant's registry (issue 29). */
+export interface CustomTypeStamp {
+  registryVersion: number;
+  schemaVersion: number;
+  timelineVisible: boolean;
 }
 
 const CONTENT_TYPE_RE = /^[A-Za-z0-9._/+-]{1,64}$/;
@@ -187,6 +202,11 @@ function recordParts(r: Omit<HistoryRecord, "conversationSeq" | "membership" | "
     [HIST_FIELD.contentType, r.contentType],
   ]);
   if (r.mentions && r.mentions.length > 0) fields.set(HIST_FIELD.mentions, r.mentions.map(uuidToHex).join(""));
+  if (r.custom) {
+    fields.set(HIST_FIELD.registryVersion, String(r.custom.registryVersion));
+    fields.set(HIST_FIELD.schemaVersion, String(r.custom.schemaVersion));
+    if (!r.custom.timelineVisible) fields.set(HIST_FIELD.timelineVisible, "0");
+  }
   for (const [name, v] of r.otherFields ?? []) if (!KNOWN_FIELDS.has(name)) fields.set(name, v);
   return { fields, body: Buffer.from(r.payload).toString("base64") };
 }
@@ -211,6 +231,8 @@ export function decodeHistoryEntry(entry: string): HistoryRecord {
   };
   const mentions = f.get(HIST_FIELD.mentions);
   if (mentions) rec.mentions = splitHexIds(mentions);
+  const rv = f.get(HIST_FIELD.registryVersion);
+  if (rv !== undefined) rec.custom = { registryVersion: Number(rv), schemaVersion: Number(f.get(HIST_FIELD.schemaVersion) ?? "1"), timelineVisible: f.get(HIST_FIELD.timelineVisible) !== "0" };
   if (rec.kind === "control" && rec.contentType === MEMBERSHIP_CUSTOM_TYPE) rec.membership = decodeMembershipPayload(payload);
   if (rec.kind === "control" && rec.contentType === GROUP_EVENT_CUSTOM_TYPE) rec.groupEvent = decodeGroupEventPayload(payload);
   const other = [...f].filter(([name]) => !KNOWN_FIELDS.has(name));

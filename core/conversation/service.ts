@@ -27,7 +27,8 @@ import {
   type Uuid,
 } from "../base/index.js";
 import type { RedisStore } from "../store/index.js";
-import { decodeHistoryEntry, encodeHistoryRest, validateContentType, type HistoryRecord } from "./history.js";
+import { isCustomType, RESERVED_PREFIX, registryMetrics, type RegistrySnapshot } from "../registry/index.js";
+import { decodeHistoryEntry, encodeHistoryRest, validateContentType, type CustomTypeStamp, type HistoryRecord } from "./history.js";
 import { conversationKeys, type ConversationKeys } from "./keys.js";
 import {
   applyMembershipScript, conversationSummaryScript, createGroupScript, dissolveGroupScript, markReadScript, readHistoryScript, readPlanScript, transferOwnerScript,
@@ -76,6 +77,12 @@ export interface ConversationOptions {
    * and count unread from them. Absent: 0 for every group.
    */
   watermarks?: (tenant: Uuid, user: Uuid, groups: readonly Uuid[]) => Promise<readonly ContentWatermarks[]>;
+  /**
+   * The tenant's message-type registry as a send applies it (core/registry, issue 29): a custom
+   * type's message is sent only when declared, under its declaration. Absent: no custom type is
+   * declared for any tenant (only ordinary messages and MIME types are sent).
+   */
+  messageTypes?: (tenant: Uuid) => Promise<RegistrySnapshot> | RegistrySnapshot;
   now?: () => number;
 }
 
@@ -88,7 +95,7 @@ export interface ContentWatermarks {
 /** No clear and no delete. */
 export const NO_CONTENT_WATERMARKS: ContentWatermarks = { hiddenBefore: 0, deletedBefore: 0 };
 
-type Hooks = "now" | "onCommit" | "onRead" | "watermarks";
+type Hooks = "now" | "onCommit" | "onRead" | "watermarks" | "messageTypes";
 
 export const CONVERSATION_DEFAULTS: Required<Omit<ConversationOptions, Hooks>> = {
   keyPrefix: "qim",
@@ -338,7 +345,7 @@ function positiveInt(v: unknown, field: string, min = 0): number {
 export class ConversationService {
   readonly keys: KeySpace;
   readonly opts: Required<Omit<ConversationOptions, Hooks>> & {
-    now: () => number; onCommit?: (bucket: number) => void; onRead?: ConversationOptions["onRead"]; watermarks?: ConversationOptions["watermarks"];
+    now: () => number; onCommit?: (bucket: number) => void; onRead?: ConversationOptions["onRead"]; watermarks?: ConversationOptions["watermarks"]; messageTypes?: ConversationOptions["messageTypes"];
   };
 
   constructor(readonly store: RedisStore, options: ConversationOptions = {}) {
@@ -741,15 +748,51 @@ export class ConversationService {
       throw new InvalidArgumentError("text", "a message needs text or a payload");
     }
     if (payload.length > this.opts.maxPayloadBytes) throw new InvalidArgumentError("payload", `a message payload is at most ${this.opts.maxPayloadBytes} bytes`);
+    // a custom type's message is sent under its declaration in the tenant's registry (spec 003 §3):
+    // the engine decides by the type, never by the payload or by flags the sender picks
+    let countsUnread = true;
+    let custom: CustomTypeStamp | undefined;
+    if (isCustomType(contentType)) {
+      const d = await this.declarationOf(tenant, contentType, payload.length);
+      countsUnread = d.countsUnread;
+      custom = { registryVersion: d.registryVersion, schemaVersion: d.schemaVersion, timelineVisible: d.timelineVisible };
+    }
 
     const mentions = req.mentions === undefined || req.mentions.length === 0 ? undefined : this.parseMentions(req.mentions);
     const k = this.conversationKeys(tenant, group);
     const rest = encodeHistoryRest({
-      messageId: newMessageId(), senderId: sender, kind: "normal", countsUnread: true, createdAt: this.opts.now(), contentType, payload,
-      ...(mentions ? { mentions } : {}),
+      messageId: newMessageId(), senderId: sender, kind: "normal", countsUnread, createdAt: this.opts.now(), contentType, payload,
+      ...(mentions ? { mentions } : {}), ...(custom ? { custom } : {}),
     });
     const outcome = await this.writer.submit(k, { clientMessageId: uuidToHex(clientMessageId), sender: uuidToHex(sender), rest });
     return { tenant, group, ...outcome };
+  }
+
+  /**
+   * The declaration a custom type's send applies, from one registry snapshot (one version whole),
+   * with that version; refuses what the declaration refuses (INVALID_ARGUMENT naming it).
+   */
+  private async declarationOf(tenant: Uuid, contentType: string, payloadBytes: number) {
+    const refuse = (reason: string, err: Error): never => {
+      registryMetrics.refused.inc({ reason });
+      throw err;
+    };
+    if (contentType.startsWith(RESERVED_PREFIX)) refuse("reserved", new InvalidArgumentError("contentType", `${contentType}: the ${RESERVED_PREFIX}* types are the engine's own events, not sent by users`));
+    const snapshot = this.opts.messageTypes ? await this.opts.messageTypes(tenant) : null;
+    const d = snapshot?.types.get(contentType);
+    if (!snapshot || !d) {
+      return refuse("unknown_type", new InvalidArgumentError("contentType", `${contentType} is not a message type of this tenant: declare it first (qimctl registry apply), or send a MIME type (with a "/")`));
+    }
+    if (d.deliveryClass !== "persistent") {
+      refuse("class_unavailable", new FailedPreconditionError(`${contentType} is declared ${d.deliveryClass}: this engine delivers only persistent custom types so far (docs/operator-guide.md "Message types")`, { customType: contentType, deliveryClass: d.deliveryClass }));
+    }
+    if (!d.affectsSessionOrder) {
+      refuse("class_unavailable", new FailedPreconditionError(`${contentType} is declared affects_session_order false: this engine does not keep such messages out of the conversation order yet (docs/operator-guide.md "Message types")`, { customType: contentType }));
+    }
+    if (payloadBytes > d.maxPayloadBytes) {
+      refuse("payload_too_large", new InvalidArgumentError("payload", `a ${contentType} payload is at most ${d.maxPayloadBytes} bytes (its max_payload_bytes in the tenant's registry, version ${snapshot.version}); this one is ${payloadBytes}`));
+    }
+    return { ...d, registryVersion: snapshot.version };
   }
 
   private parseMentions(mentions: unknown): Uuid[] {

@@ -22,6 +22,8 @@ export const ERROR_CODES = {
    * of state will ever make the request succeed; the client must pick a new id.
    */
   IDEMPOTENCY_CONFLICT: { grpc: "ALREADY_EXISTS", exit: "CONFLICT" },
+  /** A registry change made against a version of the tenant's message-type registry that another change replaced (core/registry, issue 29). */
+  REGISTRY_VERSION_CONFLICT: { grpc: "ABORTED", exit: "CONFLICT" },
   UNAVAILABLE: { grpc: "UNAVAILABLE", exit: "CONNECTION" },
   /** The unit a request names (a relay bucket, a partition, a user's slot) is another node's, or moving: retry at the owner (core/cluster StaleOwnerError). */
   STALE_OWNER: { grpc: "UNAVAILABLE", exit: "CONNECTION" },

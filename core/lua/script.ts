@@ -41,6 +41,10 @@ export const LUA_STATUS = {
   GROUP_FULL: -16,
   /** An issue that would give a user more than TOKENS_PER_USER_MAX live device tokens (lua/tokens/recordToken). */
   TOKENS_FULL: -17,
+  /** A registry change whose expected version is not the tenant registry's (lua/registry/applyTypes). */
+  REGISTRY_VERSION_MOVED: -18,
+  /** A registry change that would give a tenant more than REGISTRY_MAX_TYPES types (lua/registry/applyTypes). */
+  REGISTRY_FULL: -19,
 } as const;
 export type LuaStatusName = keyof typeof LUA_STATUS;
 

@@ -12,6 +12,7 @@ import { ConversationList, UnreadAuditSampler, type ConversationListStackOptions
 import { SessionView, type SessionViewOptions } from "../session-view/index.js";
 import { CassandraCmdStateStore, CmdSync, type CmdSyncOptions } from "../cmd-sync/index.js";
 import { DeviceTokens, type DeviceTokensOptions } from "../tokens/index.js";
+import { MessageTypeRegistry, type MessageTypeRegistryOptions } from "../registry/index.js";
 import { RetentionPolicies, RetentionTrimmer, type RetentionOptions } from "../retention/index.js";
 import { Delivery, type DeliveryOptions } from "../delivery/index.js";
 import { engineModules, type RuntimeModule } from "./modules.js";
@@ -61,6 +62,8 @@ export interface RuntimeOptions {
   cluster?: ClusterOptions;
   /** CMD conversation sync (spec 001): the pending file's folder, flush and catch-up intervals (docs/cmd-sync-log.md). */
   cmd?: CmdSyncOptions;
+  /** The message-type registry (core/registry, issue 29): its reload interval. */
+  messageTypes?: MessageTypeRegistryOptions;
   /** Device tokens (core/tokens, issue 27): their key source (the node's `tokens.keys` file); without it the runtime issues and verifies none. */
   tokens?: DeviceTokensOptions;
   /** Retention (issue 26, core/retention): the trimming task's round every intervalMs (0: no background task; default DEFAULT_RETENTION_INTERVAL_MS). */
@@ -104,6 +107,8 @@ export class EngineRuntime {
   readonly cluster: ClusterMembership | null;
   /** Device tokens (issue 27): the admin API's issuer and the gateway's verifier; null without `tokens` options. */
   readonly tokens: DeviceTokens | null;
+  /** The custom message type registry (issue 29, core/registry): what a send of a custom type applies, hot-reloaded. */
+  readonly messageTypes: MessageTypeRegistry;
   private started: RuntimeModule[] = [];
   private stopped = new Set<RuntimeModule>();
   private startReport: ProjectionStartReport | null = null;
@@ -121,8 +126,11 @@ export class EngineRuntime {
     const onCommit = cluster
       ? (bucket: number) => { if (cluster.owns("relay", bucket)) relayRef.relay?.kick(bucket); else cluster.forwardKick(bucket); }
       : (bucket: number) => relayRef.relay?.kick(bucket);
+    this.messageTypes = new MessageTypeRegistry(this.store, this.keys, opts.messageTypes);
+    const messageTypes = this.messageTypes;
     this.conversations = new ConversationService(this.store, {
       ...opts.conversation, keyPrefix: this.keys.prefix, onCommit,
+      messageTypes: (tenant) => messageTypes.current(tenant),
       // the list's row learns a read position the moment it moves (spec 002 §3.2)
       onRead: async (r) => { await relayRef.list?.service.readMoved(r.tenant, r.group, r.user, r.readConversationSeq); },
       // history and summaries hide what the user cleared or deleted (spec 002 §7)

@@ -38,10 +38,16 @@ local HIST = {
   CREATED_AT = "at",     -- created_at, ms
   CONTENT_TYPE = "ct",   -- content_type
   MENTIONS = "men",      -- the mentioned users, concatenated 32-hex ids (spec 002 §3.2); absent: none
+  REGISTRY_VERSION = "rv", -- a custom type's message (issue 29): the registry version its send applied
+  SCHEMA_VERSION = "sv", -- a custom type's message: the type's schema_version
+  TIMELINE_VISIBLE = "tl", -- timeline_visible: 0 when clients keep it out of the timeline; absent: visible
 }
 local HIST_VERSION = 2
 -- the order encode writes the known fields in (the fields it does not know follow)
-local HIST_ORDER = { HIST.MESSAGE_ID, HIST.SENDER_ID, HIST.KIND, HIST.COUNTS_UNREAD, HIST.CREATED_AT, HIST.CONTENT_TYPE, HIST.MENTIONS }
+local HIST_ORDER = {
+  HIST.MESSAGE_ID, HIST.SENDER_ID, HIST.KIND, HIST.COUNTS_UNREAD, HIST.CREATED_AT, HIST.CONTENT_TYPE, HIST.MENTIONS,
+  HIST.REGISTRY_VERSION, HIST.SCHEMA_VERSION, HIST.TIMELINE_VISIBLE,
+}
 -- Both encoders write the six fields every record has first, in HIST_ORDER: one match reads them
 -- (the commit path's cost), any other header field is read one by one. (An include's top level
 -- runs on every call of its script: one concatenation, no loop.)
@@ -191,6 +197,9 @@ end
 -- the text the code before issue 25 hashed ("sender|kind|countsUnread|contentType|body[|mentions]");
 -- version 2 builds the same text from the named fields, then appends every other field by name,
 -- so a retry across the upgrade still matches and a field added later is part of the content.
+-- What the tenant's registry decides (issue 29: counts_unread of a custom type's message, and the
+-- registry and schema versions, which are known fields and so never part of it) is not the sender's
+-- content: a retry that crosses a registry change is the same message (its first commit stands).
 -- head: the rest's header when the caller has it (else it is read here).
 local function histContent(rest, head)
   head = head or histHeader(rest)
@@ -198,7 +207,8 @@ local function histContent(rest, head)
     return (string.gsub(rest, "^[^|]*|([^|]*|[^|]*|[^|]*|)[^|]*|", "%1", 1))
   end
   local f = head.fields
-  local text = (f[HIST.SENDER_ID] or "") .. "|" .. (f[HIST.KIND] or "") .. "|" .. (f[HIST.COUNTS_UNREAD] or "") .. "|"
+  local cu = f[HIST.REGISTRY_VERSION] and "" or (f[HIST.COUNTS_UNREAD] or "")
+  local text = (f[HIST.SENDER_ID] or "") .. "|" .. (f[HIST.KIND] or "") .. "|" .. cu .. "|"
     .. (f[HIST.CONTENT_TYPE] or "") .. "|" .. string.sub(rest, head.bodyAt)
   local mentions = f[HIST.MENTIONS]
   if mentions and mentions ~= "" then text = text .. "|" .. mentions end

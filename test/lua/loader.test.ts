@@ -56,6 +56,8 @@ const EXPECTED_KEYS: Record<string, number | "n"> = {
   trimConversation: 9, trimCmdHistory: 5,
   // delivery (core/delivery/scripts.ts)
   advanceDeliveryCheckpoint: 2,
+  // the message-type registry (core/registry/scripts.ts)
+  applyTypes: 1,
 };
 const SCRIPT_NAMES = Object.keys(EXPECTED_KEYS);
 
@@ -71,6 +73,7 @@ const MODULE_OF: Record<string, string> = {
   recordToken: "tokens", revokeToken: "tokens", revokeDevice: "tokens",
   trimConversation: "retention", trimCmdHistory: "retention",
   advanceDeliveryCheckpoint: "delivery",
+  applyTypes: "registry",
 };
 
 const tempDirs: string[] = [];

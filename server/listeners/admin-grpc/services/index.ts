@@ -11,6 +11,7 @@ import { groupService } from "./groups.js";
 import { messageService } from "./messages.js";
 import { observeService } from "./observe.js";
 import { projectionService } from "./projection.js";
+import { registryService } from "./registry.js";
 import { retentionService } from "./retention.js";
 import { tokenService } from "./tokens.js";
 
@@ -33,6 +34,7 @@ export const SERVICES: readonly AdminService[] = [
   tokenService,
   connectionService,
   retentionService,
+  registryService,
 ] as unknown as readonly AdminService[];
 
 /** Which roles may call which RPC, by full method path, from each RPC's declaration (for tests and tools; the server reads each declaration). */

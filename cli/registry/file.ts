@@ -8,7 +8,7 @@
  */
 import { createReadStream } from "node:fs";
 import { parseDocument } from "yaml";
-import { parseDeclaration, type MessageTypeDeclaration } from "../../core/registry/declaration.js";
+import { parseDeclaration, type MessageTypeDeclaration } from "../../core/registry/index.js";
 import { REGISTRY_MAX_TYPES } from "../../core/base/index.js";
 import { UsageError } from "../exit-codes.js";
 import { InputTooLargeError, readBounded } from "../membership/user-file.js";

@@ -10,11 +10,17 @@
  *   4. redis.ack_replicas (issue 26): group sends/s and membership changes/s on a master with one
  *      replica (a second redis-server, replicaof), acknowledged after WAIT 1 (ack_replicas 1)
  *      against the same workload on the same master without WAIT (ack_replicas 0), in the same run.
+ *   5. the message-type registry (issue 29): sends of a declared custom type (the tenant's registry
+ *      snapshot looked up and applied on each send, the entry stamped with its version) against
+ *      sends of an ordinary text/plain message of the same payload, same groups, in the same run;
+ *      each round runs plain, custom, custom, plain, so the two plain runs give the noise (spread).
  * Rounds alternate baseline and core so that machine noise hits both alike; medians are printed.
- * Usage: node dist/bench/commit.js [--json] [--ops N] [--rounds R] [--ack-only] (--ack-only: part 4 alone)
+ * Usage: node dist/bench/commit.js [--json] [--ops N] [--rounds R] [--ack-only] [--registry-only] (--ack-only: part 4 alone; --registry-only: part 5 alone)
  */
 import { Redis } from "ioredis";
-import { ConversationService, encodeHistoryRest, OutboxRelay, RedisStore, RedisStreamsDispatchLog, registry, uuidToHex, type Uuid } from "../core/index.js";
+import {
+  ConversationService, encodeHistoryRest, MessageTypeRegistry, OutboxRelay, parseDeclaration, RedisStore, RedisStreamsDispatchLog, registry, uuidToHex, type Uuid,
+} from "../core/index.js";
 import { startRedis } from "../test/harness/redis.js";
 import { newUuid } from "../core/index.js";
 import { flag } from "./args.js";
@@ -25,6 +31,7 @@ const OPS = flag("--ops", 20000);
 const ROUNDS = flag("--rounds", 3);
 const CONCURRENCY = 64;
 const ACK_ONLY = args.includes("--ack-only");
+const REGISTRY_ONLY = args.includes("--registry-only");
 /** Part 4's wait for the replica (redis.ack_timeout's default). */
 const ACK_TIMEOUT_MS = 1000;
 
@@ -184,6 +191,7 @@ async function main() {
     out.memoryRelayKeepsUp = await memory(true);
     out.memoryRelayStalled = await memory(false);
     out.ack = await ackCost(server.addr, text);
+    out.registry = await registryCost(server.addr, text);
   } finally {
     raw.disconnect();
     await store.close();
@@ -201,6 +209,66 @@ async function main() {
   console.log(`10k-member group, 100 changes, relay keeping up: ${m1.groupBytes} B vs member set ${m1.memberSetBytes} B = ${m1.ratio}× (target ≤ 2), deltas retained ${m1.deltasRetained}`);
   console.log(`10k-member group, 100 changes, relay stalled:    ${m2.groupBytes} B vs member set ${m2.memberSetBytes} B = ${m2.ratio}×, deltas retained ${m2.deltasRetained}; after the relay drains ${m2.groupBytesAfterRelayDrained} B = ${m2.ratioAfterRelayDrained}×`);
   console.log(ackLine(out.ack as Record<string, number>));
+  console.log(registryLine(out.registry as Record<string, number>));
+}
+
+function registryLine(r: Record<string, number>): string {
+  return `registry applied (a declared custom type) vs text/plain, same payload and groups: ${r.customSendsPerSec} vs ${r.plainSendsPerSec} msg/s = ratio ${r.ratio}; `
+    + `spread of two plain runs in a round: ${r.spreadPct}% (${CONCURRENCY} in flight over ${r.groups} groups, ${OPS} ops × ${ROUNDS} rounds, medians)`;
+}
+
+/** --registry-only: part 5 alone, on a private redis-server. */
+async function registryMain(): Promise<void> {
+  const server = await startRedis();
+  try {
+    const r = await registryCost(server.addr, "benchmark message of a typical size, about sixty bytes long..");
+    console.log(JSON_OUT ? JSON.stringify({ ops: OPS, rounds: ROUNDS, concurrency: CONCURRENCY, registry: r }, null, 2) : registryLine(r));
+  } finally {
+    await server.stop();
+  }
+}
+
+/** Part 5: the send path with the registry applied, against the same sends of an ordinary message. */
+async function registryCost(addr: string, text: string): Promise<Record<string, number>> {
+  const store = new RedisStore({ kind: "instances", addrs: [addr] });
+  try {
+    let types: MessageTypeRegistry | null = null;
+    const engine = new ConversationService(store, { keyPrefix: "benchreg", messageTypes: (t) => types!.current(t) });
+    types = new MessageTypeRegistry(store, engine.keys);
+    const tenant = newUuid();
+    await types.apply({ tenant, put: [parseDeclaration({ custom_type: "bench.note.v1", preview_template: "[note]" }, "bench")], delete: [] });
+    const groups = 16;
+    const gs: { group: Uuid; owner: Uuid }[] = [];
+    for (let g = 0; g < groups; g++) {
+      const owner = newUuid();
+      gs.push({ group: (await engine.createGroup({ tenant, owner, members: Array.from({ length: 20 }, () => newUuid()) })).group, owner });
+    }
+    const payload = Buffer.from(text);
+    const sender = (contentType: string) => (i: number) => { const g = gs[i % groups]!; return engine.send({ tenant, group: g.group, sender: g.owner, payload, contentType }); };
+    const plain = sender("text/plain");
+    const custom = sender(process.env.QIM_BENCH_SAME ? "text/plain" : "bench.note.v1");
+    await runConcurrent(2000, CONCURRENCY, plain);
+    await runConcurrent(2000, CONCURRENCY, custom);
+    const plainRates: number[] = [];
+    const customRates: number[] = [];
+    const spreads: number[] = [];
+    // plain, custom, custom, plain: a trend over the round (the zsets grow) weighs on both alike
+    for (let r = 0; r < ROUNDS; r++) {
+      const a = await runConcurrent(OPS, CONCURRENCY, plain);
+      const c1 = await runConcurrent(OPS, CONCURRENCY, custom);
+      const c2 = await runConcurrent(OPS, CONCURRENCY, custom);
+      const b = await runConcurrent(OPS, CONCURRENCY, plain);
+      plainRates.push((a + b) / 2);
+      customRates.push((c1 + c2) / 2);
+      spreads.push(Math.abs(a - b) / ((a + b) / 2));
+    }
+    return {
+      groups, plainSendsPerSec: Math.round(median(plainRates)), customSendsPerSec: Math.round(median(customRates)),
+      ratio: +(median(customRates) / median(plainRates)).toFixed(3), spreadPct: +(100 * median(spreads)).toFixed(1),
+    };
+  } finally {
+    await store.close();
+  }
 }
 
 function ackLine(a: Record<string, number>): string {
@@ -286,4 +354,4 @@ async function ackCost(master: string, text: string): Promise<Record<string, num
   }
 }
 
-(ACK_ONLY ? ackMain() : main()).catch((err) => { console.error(err); process.exit(1); });
+(ACK_ONLY ? ackMain() : REGISTRY_ONLY ? registryMain() : main()).catch((err) => { console.error(err); process.exit(1); });

@@ -753,9 +753,12 @@ export class ConversationService {
     let countsUnread = true;
     let custom: CustomTypeStamp | undefined;
     if (isCustomType(contentType)) {
-      const d = await this.declarationOf(tenant, contentType, payload.length);
+      // the snapshot is held (no await, no round trip) but when it is older than the reload interval
+      let snapshot = this.opts.messageTypes?.(tenant) ?? null;
+      if (snapshot instanceof Promise) snapshot = await snapshot;
+      const d = this.declarationOf(snapshot, contentType, payload.length);
       countsUnread = d.countsUnread;
-      custom = { registryVersion: d.registryVersion, schemaVersion: d.schemaVersion, timelineVisible: d.timelineVisible };
+      custom = { registryVersion: snapshot!.version, schemaVersion: d.schemaVersion, timelineVisible: d.timelineVisible };
     }
 
     const mentions = req.mentions === undefined || req.mentions.length === 0 ? undefined : this.parseMentions(req.mentions);
@@ -772,13 +775,12 @@ export class ConversationService {
    * The declaration a custom type's send applies, from one registry snapshot (one version whole),
    * with that version; refuses what the declaration refuses (INVALID_ARGUMENT naming it).
    */
-  private async declarationOf(tenant: Uuid, contentType: string, payloadBytes: number) {
+  private declarationOf(snapshot: RegistrySnapshot | null, contentType: string, payloadBytes: number) {
     const refuse = (reason: string, err: Error): never => {
       registryMetrics.refused.inc({ reason });
       throw err;
     };
     if (contentType.startsWith(RESERVED_PREFIX)) refuse("reserved", new InvalidArgumentError("contentType", `${contentType}: the ${RESERVED_PREFIX}* types are the engine's own events, not sent by users`));
-    const snapshot = this.opts.messageTypes ? await this.opts.messageTypes(tenant) : null;
     const d = snapshot?.types.get(contentType);
     if (!snapshot || !d) {
       return refuse("unknown_type", new InvalidArgumentError("contentType", `${contentType} is not a message type of this tenant: declare it first (qimctl registry apply), or send a MIME type (with a "/")`));
@@ -792,7 +794,7 @@ export class ConversationService {
     if (payloadBytes > d.maxPayloadBytes) {
       refuse("payload_too_large", new InvalidArgumentError("payload", `a ${contentType} payload is at most ${d.maxPayloadBytes} bytes (its max_payload_bytes in the tenant's registry, version ${snapshot.version}); this one is ${payloadBytes}`));
     }
-    return { ...d, registryVersion: snapshot.version };
+    return d;
   }
 
   private parseMentions(mentions: unknown): Uuid[] {

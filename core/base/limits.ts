@@ -86,6 +86,12 @@ export const MESSAGE_MAX_PAYLOAD_BYTES = 64 * 1024;
 export const MAX_MENTIONS = 100;
 /** CreateGroupRequest.members: the most members a group is created with (the conversation service's maxInitialMembers default). */
 export const MAX_INITIAL_MEMBERS = 10_000;
+/** recall_self_window (spec 003 §2.4): how long after sending its author may recall a message. Moderation has no window. */
+export const RECALL_SELF_WINDOW_MS = 2 * 60 * 1000;
+/** edit_self_window (spec 003 §2.4): how long after sending its author may edit a message. */
+export const EDIT_SELF_WINDOW_MS = 15 * 60 * 1000;
+/** A moderation recall's or edit's reason (audited), at most (characters). */
+export const MODERATION_REASON_MAX_CHARS = 500;
 /** max_custom_payload_bytes (spec 003 §3): a custom message type's max_payload_bytes is at most this. */
 export const MAX_CUSTOM_PAYLOAD_BYTES = 32 * 1024;
 /** The most message types one tenant declares (core/registry): the whole registry is one bounded read. */

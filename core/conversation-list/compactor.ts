@@ -1,5 +1,5 @@
 import { REDIS_CALL_MEMBER_BUDGET, uuidToHex, type KeySpace, type Uuid } from "../base/index.js";
-import { decodeMembershipPayload, HIST_FIELD, MEMBERSHIP_CUSTOM_TYPE, recordHistoryParts } from "../conversation/index.js";
+import { decodeMembershipPayload, HIST_FIELD, MEMBERSHIP_CUSTOM_TYPE, RECALL_CUSTOM_TYPE, recordHistoryParts } from "../conversation/index.js";
 import { SOLO_GATE, type UnitGate } from "../cluster/index.js";
 import { dispatchRecordKey, type DispatchLog, type DispatchRecord, type LogPosition } from "../dispatch/index.js";
 import type { RedisStore } from "../store/index.js";
@@ -76,6 +76,11 @@ export function inHandEntry(record: DispatchRecord): InHandEntry {
     mentionsHex: f.get(HIST_FIELD.mentions) ?? "",
     membershipHex,
     eventId: messageId,
+    neutral: f.get(HIST_FIELD.order) === "0",
+    recallOf: control && f.get(HIST_FIELD.contentType) === RECALL_CUSTOM_TYPE ? {
+      seq: Number(f.get(HIST_FIELD.targetSeq)), senderHex: f.get(HIST_FIELD.targetSenderId) ?? "",
+      countsUnread: f.get(HIST_FIELD.targetCountsUnread) === "1", mentionsHex: f.get(HIST_FIELD.targetMentions) ?? "",
+    } : null,
   };
 }
 

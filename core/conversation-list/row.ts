@@ -115,7 +115,7 @@ export function rowFromRecompute(rc: RecomputeReply, prefs: RowPrefs, prev: RowS
     state: rc.state,
     read: rc.readSeq,
     lastActivityId: rc.headMessageId,
-    lastActivitySeq: rc.headMessageId === "" ? 0 : rc.headSeq,
+    lastActivitySeq: rc.headMessageId === "" ? 0 : rc.activitySeq,
     lastActivityAt: rc.headCreatedAt,
     headSeq: Math.max(rc.headSeq, prev?.headSeq ?? 0),
     unread: rc.unread,
@@ -142,6 +142,18 @@ export interface InHandEntry {
   /** Concatenated 32-hex ids of the users a membership CONTROL message changes ("" none). */
   membershipHex: string;
   eventId: string;
+  /** The record does not move the conversation (ord=0: a recall or edit event renders at its target). */
+  neutral?: boolean;
+  /** A recall event's target, as the event carries it (spec 002 §3.5's target_* fields). */
+  recallOf?: RecallTarget | null;
+}
+
+/** What a recall event says of its target: enough to decide §3.5's decrement without reading it. */
+export interface RecallTarget {
+  seq: number;
+  senderHex: string;
+  countsUnread: boolean;
+  mentionsHex: string;
 }
 
 export function namesUser(concat: string, userHex: string): boolean {
@@ -175,10 +187,13 @@ export function applyEntry(r: RowState, e: InHandEntry, userHex: string, cap: nu
   // recompute counts them: a counted mention that falls out of that window needs the history.
   // mentionFirst is the oldest counted one, so none leaves while it is above the window.
   if (beyond && r.mentionFirst !== null && r.mentionFirst <= e.seq - cap) return false;
+  if (e.recallOf && !recallDecrement(r, e.recallOf, userHex, base, beyond)) return false;
   r.headSeq = e.seq;
-  r.lastActivityId = e.messageId;
-  r.lastActivitySeq = e.seq;
-  r.lastActivityAt = e.createdAt;
+  if (!e.neutral) {
+    r.lastActivityId = e.messageId;
+    r.lastActivitySeq = e.seq;
+    r.lastActivityAt = e.createdAt;
+  }
   if (beyond) {
     // §3.3's rule is on the span, not on the count: latest - base > unread_precise_limit gives
     // unread = limit, unread_exact = false, whoever sent the records in the span (the bounded
@@ -197,6 +212,25 @@ export function applyEntry(r: RowState, e: InHandEntry, userHex: string, cap: nu
 }
 
 /**
+ * §3.5: a recall of a message the row counted lowers unread by 1 (and mentions when it named the
+ * user) — only when its sender is someone else, it counted (counts_unread), it lies above base and
+ * is one the row has taken in (seq ≤ headSeq, inside the user's interval). Never below 0. Returns
+ * false when only a recompute can tell: unread is capped (beyond unread_precise_limit), or the
+ * recalled message is the first counted mention (the next one is in the history).
+ */
+function recallDecrement(r: RowState, t: RecallTarget, userHex: string, base: number, beyond: boolean): boolean {
+  const visible = t.seq > r.joinedAt && (r.leftAt === null || t.seq < r.leftAt);
+  if (!visible || !t.countsUnread || t.senderHex === userHex || t.seq <= base || t.seq > r.headSeq) return true;
+  if (beyond || !r.unreadExact) return false;
+  if (namesUser(t.mentionsHex, userHex)) {
+    if (r.mentionFirst === t.seq) return false;
+    r.mentions = Math.max(0, r.mentions - 1);
+  }
+  r.unread = Math.max(0, r.unread - 1);
+  return true;
+}
+
+/**
  * The three-state update of §3.2 when base(u,c) moved to `nb` (read, clear, delete). `inHand`
  * are the records this process holds for the row, all of those after `windowStart` (the row's
  * headSeq when the window began). Returns false for (c): a bounded recompute is needed.
@@ -209,8 +243,11 @@ export function moveBase(r: RowState, nb: number, inHand: readonly InHandEntry[]
     let du = 0;
     let dm = 0;
     let first: number | null = null;
+    // a recalled record no longer counts (its recall already took it off, §3.5)
+    let recalled: Set<number> | null = null;
+    for (const e of inHand) if (e.recallOf && e.seq <= r.headSeq) (recalled ??= new Set()).add(e.recallOf.seq);
     for (const e of inHand) {
-      if (!counts(e, userHex) || e.seq <= ob || e.seq > r.headSeq) continue;
+      if (!counts(e, userHex) || e.seq <= ob || e.seq > r.headSeq || recalled?.has(e.seq)) continue;
       const mentioned = namesUser(e.mentionsHex, userHex);
       if (e.seq <= nb) {
         du++;

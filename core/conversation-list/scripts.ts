@@ -17,6 +17,8 @@ export interface RecomputeReply {
   exact: boolean;
   mentions: number;
   mentionFirst: number | null;
+  /** The seq of the head record (headMessageId): the newest that moves the conversation; 0 when none. headSeq may be newer (a recall event). */
+  activitySeq: number;
 }
 
 /** The definitional row from the conversation's own keys (its {bNNN} tag). */
@@ -26,7 +28,7 @@ export const recomputeUnreadScript = defineScript({
   args: (a: { user: string; hidden: number; deleted: number; cap: number }) => [a.user, a.hidden, a.deleted, a.cap],
   reply: (r): RecomputeReply => {
     if (luaStatus(r) !== "OK") {
-      return { status: "NOT_VISIBLE", joinedAt: 0, leftAt: null, state: "R", readSeq: 0, headSeq: 0, headMessageId: "", headCreatedAt: 0, unread: 0, exact: true, mentions: 0, mentionFirst: null };
+      return { status: "NOT_VISIBLE", joinedAt: 0, leftAt: null, state: "R", readSeq: 0, headSeq: 0, headMessageId: "", headCreatedAt: 0, unread: 0, exact: true, mentions: 0, mentionFirst: null, activitySeq: 0 };
     }
     return {
       status: "OK",
@@ -41,6 +43,8 @@ export const recomputeUnreadScript = defineScript({
       exact: Number(r[9]) === 1,
       mentions: Number(r[10]),
       mentionFirst: Number(r[11]) < 0 ? null : Number(r[11]),
+      // absent from a node of the code before issue 29: the head was the newest record
+      activitySeq: r[12] === undefined ? Number(r[5]) : Number(r[12]),
     };
   },
 });

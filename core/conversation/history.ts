@@ -42,6 +42,24 @@ export const HIST_FIELD = {
   schemaVersion: "sv",
   /** timeline_visible of the message's type: 0 when clients keep it out of the timeline; absent: visible. */
   timelineVisible: "tl",
+  /** affects_session_order: 0 when the record does not move its conversation in the list (an anchor_target event); absent: it does. */
+  order: "ord",
+  /** A message's state (spec 003 §2.3): R recalled, E edited; absent: as sent. */
+  state: "st",
+  /** recall_event_conversation_seq: the seq of the recall event in the log; set only after the event is (a non-empty field == "the event is in the log"). */
+  recallEventSeq: "rcs",
+  /** The seq of the last edit event applied to the message. */
+  editEventSeq: "ecs",
+  /** An anchor_target event's target_conversation_seq. */
+  targetSeq: "tgt",
+  /** target_sender_id (32 hex), copied from the target when the event is written (spec 002 §3.5). */
+  targetSenderId: "tfrom",
+  /** target_flags.counts_unread of the target, 1 or 0. */
+  targetCountsUnread: "tcu",
+  /** The target's mentioned users (concatenated 32 hex); absent when none. */
+  targetMentions: "tmen",
+  /** The target's message_id (32 hex). */
+  targetMessageId: "tid",
 } as const;
 
 /** Version 1's fields before the body, in their positions after the seq. */
@@ -93,6 +111,20 @@ export function leavingUsersOf(parts: Pick<HistoryEntryParts, "fields" | "body">
   if (parts.fields.get(HIST_FIELD.kind) !== "C" || parts.fields.get(HIST_FIELD.contentType) !== MEMBERSHIP_CUSTOM_TYPE) return null;
   const m = decodeMembershipPayload(new Uint8Array(Buffer.from(parts.body, "base64")));
   return m.op === MembershipOp.JOIN ? null : new Set(m.users);
+}
+
+const ANCHOR_TYPES_RE = /\|ct=qim\.(recall|edit)\.v1[|\n]/;
+
+/**
+ * The target seq of a recall or edit event's entry; null for every other entry. One search of the
+ * entry's text first: the relay asks this of every record it dispatches.
+ */
+export function anchorEventSeqOf(entry: string): number | null {
+  const nl = entry.indexOf("\n");
+  const header = nl < 0 ? entry : entry.slice(0, nl + 1);
+  if (!ANCHOR_TYPES_RE.test(header)) return null;
+  const t = decodeHistoryParts(entry).fields.get(HIST_FIELD.targetSeq);
+  return t === undefined ? null : Number(t);
 }
 
 /** Splits an entry or a rest of either version; reads the header and slices the body. */
@@ -164,6 +196,25 @@ export interface HistoryRecord {
   otherFields?: Map<string, string>;
   /** A custom type's message (issue 29): the registry version, the type's schema_version and timeline_visible its send applied. */
   custom?: CustomTypeStamp;
+  /** The record does not move its conversation in the list (affects_session_order false: an anchor_target event). */
+  orderNeutral?: boolean;
+  /** Recalled (payload gone) or edited (payload replaced) since it was sent (spec 003 §2.3); absent: as sent. */
+  state?: "recalled" | "edited";
+  /** recall_event_conversation_seq: the recall event's seq (set once the event is in the log). */
+  recallEventSeq?: number;
+  /** The seq of the last edit event applied. */
+  editEventSeq?: number;
+  /** A recall or edit event's target (spec 002 §3.5's target_* fields, copied from the target when the event was written). */
+  target?: AnchorTarget;
+}
+
+/** What an anchor_target event (a recall, an edit) carries of its target. */
+export interface AnchorTarget {
+  conversationSeq: number;
+  messageId: Uuid;
+  senderId: Uuid;
+  countsUnread: boolean;
+  mentions: Uuid[];
 }
 
 /** What the send of a custom type's message stamps on it from the tenant's registry (issue 29). */
@@ -202,6 +253,17 @@ function recordParts(r: Omit<HistoryRecord, "conversationSeq" | "membership" | "
     [HIST_FIELD.contentType, r.contentType],
   ]);
   if (r.mentions && r.mentions.length > 0) fields.set(HIST_FIELD.mentions, r.mentions.map(uuidToHex).join(""));
+  if (r.orderNeutral) fields.set(HIST_FIELD.order, "0");
+  if (r.state) fields.set(HIST_FIELD.state, r.state === "recalled" ? "R" : "E");
+  if (r.recallEventSeq !== undefined) fields.set(HIST_FIELD.recallEventSeq, String(r.recallEventSeq));
+  if (r.editEventSeq !== undefined) fields.set(HIST_FIELD.editEventSeq, String(r.editEventSeq));
+  if (r.target) {
+    fields.set(HIST_FIELD.targetSeq, String(r.target.conversationSeq));
+    fields.set(HIST_FIELD.targetSenderId, uuidToHex(r.target.senderId));
+    fields.set(HIST_FIELD.targetCountsUnread, r.target.countsUnread ? "1" : "0");
+    if (r.target.mentions.length > 0) fields.set(HIST_FIELD.targetMentions, r.target.mentions.map(uuidToHex).join(""));
+    fields.set(HIST_FIELD.targetMessageId, uuidToHex(r.target.messageId));
+  }
   if (r.custom) {
     fields.set(HIST_FIELD.registryVersion, String(r.custom.registryVersion));
     fields.set(HIST_FIELD.schemaVersion, String(r.custom.schemaVersion));
@@ -231,6 +293,22 @@ export function decodeHistoryEntry(entry: string): HistoryRecord {
   };
   const mentions = f.get(HIST_FIELD.mentions);
   if (mentions) rec.mentions = splitHexIds(mentions);
+  if (f.get(HIST_FIELD.order) === "0") rec.orderNeutral = true;
+  const st = f.get(HIST_FIELD.state);
+  if (st === "R") rec.state = "recalled";
+  else if (st === "E") rec.state = "edited";
+  const rcs = f.get(HIST_FIELD.recallEventSeq);
+  if (rcs) rec.recallEventSeq = Number(rcs);
+  const ecs = f.get(HIST_FIELD.editEventSeq);
+  if (ecs) rec.editEventSeq = Number(ecs);
+  const tgt = f.get(HIST_FIELD.targetSeq);
+  if (tgt) {
+    const tmen = f.get(HIST_FIELD.targetMentions);
+    rec.target = {
+      conversationSeq: Number(tgt), messageId: hexToUuid(f.get(HIST_FIELD.targetMessageId) ?? "0".repeat(32)), senderId: hexToUuid(f.get(HIST_FIELD.targetSenderId) ?? "0".repeat(32)),
+      countsUnread: f.get(HIST_FIELD.targetCountsUnread) === "1", mentions: tmen ? splitHexIds(tmen) : [],
+    };
+  }
   const rv = f.get(HIST_FIELD.registryVersion);
   if (rv !== undefined) rec.custom = { registryVersion: Number(rv), schemaVersion: Number(f.get(HIST_FIELD.schemaVersion) ?? "1"), timelineVisible: f.get(HIST_FIELD.timelineVisible) !== "0" };
   if (rec.kind === "control" && rec.contentType === MEMBERSHIP_CUSTOM_TYPE) rec.membership = decodeMembershipPayload(payload);

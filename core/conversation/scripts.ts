@@ -219,3 +219,44 @@ export const markReadScript = defineScript({
   reply: (r) => (luaStatus(r) === "NOT_VISIBLE" ? { status: "NOT_VISIBLE" as const } : { status: "OK" as const, readConversationSeq: Number(r[1]) }),
 });
 
+
+export type AnchorEventReply =
+  | { status: "OK" | "DUPLICATE"; eventSeq: number; eventMessageId: string }
+  | { status: "GROUP_NOT_FOUND" | "SENDER_NOT_MEMBER" | "NO_SUCH_MESSAGE" | "NOT_AUTHOR" | "MESSAGE_RECALLED" }
+  | { status: "GROUP_DISSOLVED"; dissolvedAt: number }
+  | { status: "WINDOW_PASSED"; sentAt: number }
+  | { status: "IDEMPOTENCY_CONFLICT"; conversationSeq: number };
+
+/** Step 1 of a recall or an edit: the event into the log (lua/conversation/commitAnchorEvent-7.lua). */
+export const commitAnchorEventScript = defineScript({
+  name: "commitAnchorEvent",
+  keys: ["idem", "grpmeta", "grpmembers", "cseq", "hist", "outbox", "vpending"] satisfies (keyof ConversationKeys)[],
+  args: (a: { mode: "R" | "E"; clientMessageId: string; actor: string; own: boolean; nowMs: number; windowMs: number; targetSeq: number; rest: string; outboxRef: string }) => [
+    a.mode, a.clientMessageId, a.actor, a.own ? "1" : "0", a.nowMs, a.windowMs, a.targetSeq, a.rest, a.outboxRef,
+  ],
+  reply: (r): AnchorEventReply => {
+    const status = luaStatus(r);
+    switch (status) {
+      case "OK": case "DUPLICATE": return { status, eventSeq: Number(r[1]), eventMessageId: String(r[2] ?? "") };
+      case "GROUP_NOT_FOUND": case "SENDER_NOT_MEMBER": case "NO_SUCH_MESSAGE": case "NOT_AUTHOR": case "MESSAGE_RECALLED": return { status };
+      case "GROUP_DISSOLVED": return { status, dissolvedAt: Number(r[1]) };
+      case "WINDOW_PASSED": return { status, sentAt: Number(r[1]) };
+      case "IDEMPOTENCY_CONFLICT": return { status, conversationSeq: Number(r[1]) };
+      default: throw new InternalError(`commitAnchorEvent: unexpected status ${status}`);
+    }
+  },
+});
+
+/** Step 2 of a recall or an edit: the target's state (lua/conversation/applyAnchorEvent-2.lua). */
+export const applyAnchorEventScript = defineScript({
+  name: "applyAnchorEvent",
+  keys: ["hist", "unreadidx"] satisfies (keyof ConversationKeys)[],
+  args: (a: { eventSeq: number }) => [a.eventSeq],
+  reply: (r): "applied" | "already" | "recalled" => {
+    const code = Number(r[0]);
+    if (code === 0) return "applied";
+    if (code === 1) return "already";
+    if (code === 2) return "recalled";
+    throw new InternalError(`applyAnchorEvent: unexpected reply ${String(r[0])}`);
+  },
+});

@@ -30,6 +30,7 @@ import type { RedisStore } from "../store/index.js";
 import { isCustomType, RESERVED_PREFIX, registryMetrics, type RegistrySnapshot } from "../registry/index.js";
 import { decodeHistoryEntry, encodeHistoryRest, validateContentType, type CustomTypeStamp, type HistoryRecord } from "./history.js";
 import { conversationKeys, type ConversationKeys } from "./keys.js";
+import { parseModerationReason, writeAnchorEvent, type AnchorResult } from "./anchor.js";
 import {
   applyMembershipScript, conversationSummaryScript, createGroupScript, dissolveGroupScript, markReadScript, readHistoryScript, readPlanScript, transferOwnerScript,
   type SummaryReply,
@@ -795,6 +796,53 @@ export class ConversationService {
       refuse("payload_too_large", new InvalidArgumentError("payload", `a ${contentType} payload is at most ${d.maxPayloadBytes} bytes (its max_payload_bytes in the tenant's registry, version ${snapshot.version}); this one is ${payloadBytes}`));
     }
     return d;
+  }
+
+  /**
+   * Recalls a message (spec 003 §2.3): its author within recall_self_window (`user`), or a
+   * moderator without window (no `user`, a `reason` for the audit). The event first, then the
+   * target's state (core/conversation/anchor.ts). A second recall answers the first's event.
+   */
+  async recall(req: { tenant: string; group: string; seq: number; user?: string; reason?: string }): Promise<AnchorResult> {
+    const tenant = parseUuid(req.tenant, "tenant");
+    const group = parseUuid(req.group, "group");
+    const seq = positiveInt(req.seq, "seq", 1);
+    const user = req.user === undefined ? null : parseUuid(req.user, "user");
+    if (user === null) parseModerationReason(req.reason);
+    return writeAnchorEvent(this.store, this.conversationKeys(tenant, group), {
+      mode: "recall", tenant, group, targetSeq: seq, actor: user, payload: new Uint8Array(0), clientMessageId: null, nowMs: this.opts.now(), ...this.commitHook(),
+    });
+  }
+
+  /**
+   * Edits a message (spec 003 §2.3): its author within edit_self_window, or a moderator with a
+   * reason. The new payload travels in the edit event (devices offline get it from the log) and
+   * replaces the target's. Idempotent by clientMessageId like a send.
+   */
+  async edit(req: { tenant: string; group: string; seq: number; user?: string; reason?: string; text?: string; payload?: Uint8Array; clientMessageId?: string }): Promise<AnchorResult> {
+    const tenant = parseUuid(req.tenant, "tenant");
+    const group = parseUuid(req.group, "group");
+    const seq = positiveInt(req.seq, "seq", 1);
+    const user = req.user === undefined ? null : parseUuid(req.user, "user");
+    if (user === null) parseModerationReason(req.reason);
+    let payload: Uint8Array;
+    if (req.text !== undefined) {
+      if (typeof req.text !== "string" || req.text.length === 0) throw new InvalidArgumentError("text", "text must not be empty");
+      payload = Buffer.from(req.text, "utf8");
+    } else if (req.payload !== undefined) {
+      payload = req.payload;
+    } else {
+      throw new InvalidArgumentError("text", "an edit needs the new text or payload");
+    }
+    if (payload.length > this.opts.maxPayloadBytes) throw new InvalidArgumentError("payload", `a message payload is at most ${this.opts.maxPayloadBytes} bytes`);
+    const clientMessageId = uuidToHex(req.clientMessageId === undefined ? newUuid() : parseUuid(req.clientMessageId, "clientMessageId"));
+    return writeAnchorEvent(this.store, this.conversationKeys(tenant, group), {
+      mode: "edit", tenant, group, targetSeq: seq, actor: user, payload, clientMessageId, nowMs: this.opts.now(), ...this.commitHook(),
+    });
+  }
+
+  private commitHook(): { onCommit?: (bucket: number) => void } {
+    return this.opts.onCommit ? { onCommit: this.opts.onCommit } : {};
   }
 
   private parseMentions(mentions: unknown): Uuid[] {

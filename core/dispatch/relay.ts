@@ -1,6 +1,6 @@
 import { bucketTag, COMMIT_BUCKET_COUNT, FANOUT_CHUNK_RECIPIENTS, hexToUuid, InternalError, type KeySpace } from "../base/index.js";
 import { leaseHolds, SOLO_GATE, unitLeaseKey, type Fence, type UnitGate } from "../cluster/index.js";
-import { conversationKeys, outboxKey } from "../conversation/index.js";
+import { anchorEventSeqOf, applyAnchorEventScript, conversationKeys, outboxKey } from "../conversation/index.js";
 import type { RedisStore } from "../store/index.js";
 import { failpoint, failpointStop, FAILPOINTS } from "../support/index.js";
 import { bucketConversationsKey, fanoutKeys } from "./keys.js";
@@ -267,6 +267,11 @@ export class OutboxRelay {
       const records: DispatchRecord[] = [];
       const dispatched: string[] = [];
       const toJobs: string[] = [];
+      // a recall's or an edit's event: its target's state before the event leaves (spec 003 §2.3,
+      // C-5): the call that wrote the event may have died between its two steps; step 2 is idempotent
+      for (const c of loaded) {
+        if (c.entry !== "" && anchorEventSeqOf(c.entry) !== null) await applyAnchorEventScript.run(client, k, { eventSeq: c.conversationSeq });
+      }
       for (const c of loaded) {
         if (c.action === "fanout") {
           // a group message's job: its devices online get it now, from one members record appended

@@ -45,6 +45,14 @@ export const LUA_STATUS = {
   REGISTRY_VERSION_MOVED: -18,
   /** A registry change that would give a tenant more than REGISTRY_MAX_TYPES types (lua/registry/applyTypes). */
   REGISTRY_FULL: -19,
+  /** A recall or edit of a message that is not there (absent, trimmed, or an event) (lua/conversation/commitAnchorEvent). */
+  NO_SUCH_MESSAGE: -20,
+  /** A user's own recall or edit of someone else's message. */
+  NOT_AUTHOR: -21,
+  /** A user's own recall or edit past recall_self_window / edit_self_window (the reply carries the message's created_at). */
+  WINDOW_PASSED: -22,
+  /** An edit of a recalled message. */
+  MESSAGE_RECALLED: -23,
 } as const;
 export type LuaStatusName = keyof typeof LUA_STATUS;
 

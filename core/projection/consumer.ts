@@ -68,13 +68,15 @@ export class ProjectionWriter {
       const conversationHex = uuidToHex(record.conversation);
       const tenantHex = uuidToHex(record.tenant);
       const leaving = leavingUsersOf(parts);
+      // a recall or edit event (ord=0) renders at its target: it ranks nobody's conversation (spec 003 §2.3)
+      const neutral = parts.fields.get(HIST_FIELD.order) === "0";
       let byUser = merged.get(conversationHex);
       if (!byUser) merged.set(conversationHex, (byUser = new Map()));
       for (const user of record.recipients) {
         const u = this.userKeys(record.tenant, user);
         // a user who leaves or is removed gets the event but may not see it (seq = left_at): it
         // must not rank their conversation (issue 12); score 0 under ZADD GT changes nothing
-        const score = leaving?.has(user) ? 0 : createdAt;
+        const score = neutral || leaving?.has(user) ? 0 : createdAt;
         const had = byUser.get(u.keys);
         if (had) {
           if (score > had.createdAt) had.createdAt = score;

@@ -23,6 +23,8 @@ export const FAILPOINTS = {
   relayBeforeMark: "relay.before-mark",
   /** The outbox relay: a fanout job's chunk appended to the dispatch log, its progress not saved yet (issue 22). */
   relayFanoutBeforeProgress: "relay.fanout-before-progress",
+  /** A recall or an edit: its event is in the log, the target's state not changed yet (spec 003 C-5). */
+  anchorAfterEvent: "conversation.anchor.after-event",
 } as const;
 
 export type FailpointName = (typeof FAILPOINTS)[keyof typeof FAILPOINTS];

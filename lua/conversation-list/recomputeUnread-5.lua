@@ -26,28 +26,32 @@
   ARGV[4] cap (unread_precise_limit, 200)
 
   Returns {0, joinedAt, leftAt (-1), state, readSeq, headSeq, headMessageId ("" none),
-           headCreatedAt (0 none), unread, exact, mentions, mentionFirst (-1 none)}
+           headCreatedAt (0 none), unread, exact, mentions, mentionFirst (-1 none), activitySeq (0 none)}
+  headSeq is the newest visible record (what unread counts up to); headMessageId, headCreatedAt and
+  activitySeq are the newest one that moves the conversation (includes/activityHead: a recall or
+  edit event does not).
           {-5}  not visible: never a member, or no such group
 ]]
 --- @include "includes/parseMember"
 --- @include "includes/histRecord"
 --- @include "includes/visibleBounds"
 --- @include "includes/unreadRange"
+--- @include "includes/activityHead"
 
 local user = ARGV[1]
 local cap = tonumber(ARGV[4])
 local joinedAt, upper, leftAt, state = visibleBounds(KEYS[1], KEYS[4], user)
 if not joinedAt then return {-5} end
 local readSeq = tonumber(redis.call("HGET", KEYS[3], user) or "0")
-local head = redis.call("ZREVRANGEBYSCORE", KEYS[2], upper, "(" .. joinedAt, "WITHSCORES", "LIMIT", 0, 1)
-local headSeq, headId, headAt = joinedAt, "", 0
-if #head > 0 then
-  local f = histHeader(head[1]).fields
-  headSeq = tonumber(head[2]); headId = f[HIST.MESSAGE_ID]; headAt = tonumber(f[HIST.CREATED_AT])
+local latest, headEntry, activitySeq = activityHead(KEYS[2], upper, joinedAt)
+local headSeq, headId, headAt = latest or joinedAt, "", 0
+if headEntry ~= "" then
+  local f = histHeader(headEntry).fields
+  headId = f[HIST.MESSAGE_ID]; headAt = tonumber(f[HIST.CREATED_AT])
 end
 local base = math.max(readSeq, joinedAt, tonumber(ARGV[2]), tonumber(ARGV[3]))
 local exact, from = 1, base
 if headSeq - base > cap then exact, from = 0, headSeq - cap end
 local unread, mcount, mfirst = unreadRange(KEYS[4], KEYS[2], KEYS[5], user, from, headSeq)
 if exact == 0 then unread = cap end
-return {0, joinedAt, leftAt or -1, state, readSeq, headSeq, headId, headAt, unread, exact, mcount, mfirst}
+return {0, joinedAt, leftAt or -1, state, readSeq, headSeq, headId, headAt, unread, exact, mcount, mfirst, activitySeq or 0}

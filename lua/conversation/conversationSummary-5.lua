@@ -5,7 +5,8 @@
     base   = max(read_seq, joined_at, hidden_before, deleted_before); for a user who left, the
              upper bound is left_at - 1.
   The head is the newest record above the visible floor max(joined_at, hidden_before,
-  deleted_before): after a clear or a delete (spec 002 §7) nothing at or below the watermark is
+  deleted_before) that moves the conversation (includes/activityHead: not a recall or edit event);
+  unread counts up to the newest record of all: after a clear or a delete (spec 002 §7) nothing at or below the watermark is
   shown, and the unread counts from it. Control messages never count (counts_unread = 0).
   Bounded recompute (spec 002 §3.3): when the newest visible seq - base exceeds the cap,
   unread = cap and exact = 0 (the rule on the span every path of the list applies). The counting
@@ -29,6 +30,7 @@
 --- @include "includes/parseMember"
 --- @include "includes/visibleBounds"
 --- @include "includes/unreadRange"
+--- @include "includes/activityHead"
 
 local user = ARGV[1]
 local joinedAt, upper, leftAt, state = visibleBounds(KEYS[1], KEYS[4], user)
@@ -36,9 +38,8 @@ if not joinedAt then return {-5} end
 local readSeq = tonumber(redis.call("HGET", KEYS[3], user) or "0")
 local base = math.max(readSeq, joinedAt, tonumber(ARGV[3] or "0"), tonumber(ARGV[4] or "0"))
 local visibleFloor = math.max(joinedAt, tonumber(ARGV[3] or "0"), tonumber(ARGV[4] or "0"))
-local head = redis.call("ZREVRANGEBYSCORE", KEYS[2], upper, "(" .. visibleFloor, "WITHSCORES", "LIMIT", 0, 1)
-local headEntry, headSeq = "", visibleFloor
-if #head > 0 then headEntry = head[1]; headSeq = tonumber(head[2]) end
+local latest, headEntry = activityHead(KEYS[2], upper, visibleFloor)
+local headSeq = latest or visibleFloor
 local unread, exact = 0, 1
 if headSeq - base > tonumber(ARGV[2]) then
   unread, exact = tonumber(ARGV[2]), 0

@@ -41,12 +41,22 @@ local HIST = {
   REGISTRY_VERSION = "rv", -- a custom type's message (issue 29): the registry version its send applied
   SCHEMA_VERSION = "sv", -- a custom type's message: the type's schema_version
   TIMELINE_VISIBLE = "tl", -- timeline_visible: 0 when clients keep it out of the timeline; absent: visible
+  ORDER = "ord",         -- affects_session_order: 0 when the record does not move its conversation; absent: it does
+  STATE = "st",          -- the message's state (spec 003 §2.3): R recalled, E edited; absent: as sent
+  RECALL_EVENT_SEQ = "rcs", -- recall_event_conversation_seq: set only once the recall event is in the log
+  EDIT_EVENT_SEQ = "ecs", -- the seq of the last edit event applied
+  TARGET_SEQ = "tgt",    -- an anchor_target event's target_conversation_seq
+  TARGET_SENDER_ID = "tfrom", -- target_sender_id (spec 002 §3.5)
+  TARGET_COUNTS_UNREAD = "tcu", -- target_flags.counts_unread, 1 or 0
+  TARGET_MENTIONS = "tmen", -- the target's mentioned users; absent: none
+  TARGET_MESSAGE_ID = "tid", -- the target's message_id
 }
 local HIST_VERSION = 2
 -- the order encode writes the known fields in (the fields it does not know follow)
 local HIST_ORDER = {
   HIST.MESSAGE_ID, HIST.SENDER_ID, HIST.KIND, HIST.COUNTS_UNREAD, HIST.CREATED_AT, HIST.CONTENT_TYPE, HIST.MENTIONS,
-  HIST.REGISTRY_VERSION, HIST.SCHEMA_VERSION, HIST.TIMELINE_VISIBLE,
+  HIST.REGISTRY_VERSION, HIST.SCHEMA_VERSION, HIST.TIMELINE_VISIBLE, HIST.ORDER, HIST.STATE, HIST.RECALL_EVENT_SEQ, HIST.EDIT_EVENT_SEQ,
+  HIST.TARGET_SEQ, HIST.TARGET_SENDER_ID, HIST.TARGET_COUNTS_UNREAD, HIST.TARGET_MENTIONS, HIST.TARGET_MESSAGE_ID,
 }
 -- Both encoders write the six fields every record has first, in HIST_ORDER: one match reads them
 -- (the commit path's cost), any other header field is read one by one. (An include's top level

@@ -58,6 +58,8 @@ const EXPECTED_KEYS: Record<string, number | "n"> = {
   advanceDeliveryCheckpoint: 2,
   // the message-type registry (core/registry/scripts.ts)
   applyTypes: 1,
+  // recall and edit (core/conversation/scripts.ts)
+  commitAnchorEvent: 7, applyAnchorEvent: 2,
 };
 const SCRIPT_NAMES = Object.keys(EXPECTED_KEYS);
 
@@ -74,6 +76,7 @@ const MODULE_OF: Record<string, string> = {
   trimConversation: "retention", trimCmdHistory: "retention",
   advanceDeliveryCheckpoint: "delivery",
   applyTypes: "registry",
+  commitAnchorEvent: "conversation", applyAnchorEvent: "conversation",
 };
 
 const tempDirs: string[] = [];

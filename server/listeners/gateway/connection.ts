@@ -538,6 +538,8 @@ function messageOf(group: string, r: HistoryRecord): Message {
   return {
     group, conversationSeq: BigInt(r.conversationSeq), messageId: r.messageId, sender: r.senderId, createdAtMs: BigInt(r.createdAt),
     contentType: r.contentType, payload: Buffer.from(r.payload.buffer, r.payload.byteOffset, r.payload.byteLength), kind: r.kind, mentions: r.mentions ?? [],
+    state: r.state ?? "", targetSeq: BigInt(r.target?.conversationSeq ?? 0), targetMessageId: r.target?.messageId ?? "",
+    schemaVersion: r.custom?.schemaVersion ?? 0, hiddenFromTimeline: r.custom?.timelineVisible === false,
   };
 }
 

@@ -85,6 +85,9 @@ export function recordOut(r: CoreRecord): HistoryRecord {
     text: r.contentType === "text/plain" ? Buffer.from(r.payload).toString("utf8") : "",
     ...(r.membership ? { membership: { op: opName(r.membership.op), actor: r.membership.actor, users: r.membership.users } } : {}),
     ...(r.groupEvent ? { groupEvent: { op: groupEventOpName(r.groupEvent.op), actor: r.groupEvent.actor } } : {}),
+    state: r.state ?? "",
+    recallEventSeq: u64(r.recallEventSeq ?? 0),
+    targetSeq: u64(r.target?.conversationSeq ?? 0),
   };
 }
 

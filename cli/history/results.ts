@@ -18,6 +18,12 @@ export const recordResult = resultFrom<HistoryRecord>()({
   membership: (r): { op: string; actor: string; users: string[] } | null => (r.membership ? { op: r.membership.op, actor: r.membership.actor, users: [...r.membership.users] } : null),
   /** The decoded qim.group.v1 body of a control message (op "dissolve": the group's last record), else null. */
   groupEvent: (r): { op: string; actor: string } | null => (r.groupEvent ? { op: r.groupEvent.op, actor: r.groupEvent.actor } : null),
+  /** "recalled" (payload gone) or "edited" since it was sent (spec 003 §2.3), else null. */
+  state: (r) => (r.state === "" ? null : (r.state as "recalled" | "edited")),
+  /** recall_event_conversation_seq: the recall event's seq, else null. */
+  recallEventSeq: (r) => (r.recallEventSeq === 0n ? null : Number(r.recallEventSeq)),
+  /** A recall or edit event: the seq of the message it applies to, else null. */
+  targetSeq: (r) => (r.targetSeq === 0n ? null : Number(r.targetSeq)),
 });
 export type RecordResult = ReturnType<typeof recordResult>;
 

@@ -1,5 +1,5 @@
 /** The JSON result of `message send` (docs/operator-guide.md); cli/result.ts says how it is declared. */
-import type { SendMessageResponse } from "../../admin-api/client.js";
+import type { AnchorEventResponse, SendMessageResponse } from "../../admin-api/client.js";
 import { resultFrom } from "../result.js";
 
 export const sendResult = resultFrom<SendMessageResponse & { group: string; sender: string }>()({
@@ -13,3 +13,17 @@ export const sendResult = resultFrom<SendMessageResponse & { group: string; send
   attempts: "wire",
 });
 export type SendResult = ReturnType<typeof sendResult>;
+
+/** `message recall` and `message edit` (issue 29). */
+export const anchorResult = resultFrom<AnchorEventResponse & { group: string }>()({
+  group: "wire",
+  /** The message recalled or edited. */
+  targetSeq: "u64",
+  /** The event's own conversation_seq (what devices receive). */
+  eventSeq: "u64",
+  /** null when the answer found the recall done before. */
+  eventMessageId: "text or null",
+  /** The event was written before (a retry, or a second recall): nothing new was written. */
+  duplicate: "wire",
+});
+export type AnchorCommandResult = ReturnType<typeof anchorResult>;

@@ -92,6 +92,8 @@ const INVALID_INPUT: Record<string, { request: object; field: string } | "no fie
   "/qim.admin.v1.RetentionService/SetRetentionClass": { request: { tenant, name: "Not A Name" }, field: "name" },
   "/qim.admin.v1.RetentionService/SetGroupRetention": { request: { tenant, group: "g" }, field: "group" },
   "/qim.admin.v1.RetentionService/RunRetention": { request: { tenant: "t" }, field: "tenant" },
+  "/qim.admin.v1.MessageService/RecallMessage": { request: { tenant, group: newUuid(), conversationSeq: 1n, reason: "" }, field: "reason" },
+  "/qim.admin.v1.MessageService/EditMessage": { request: { tenant, group: newUuid(), conversationSeq: 0n, text: "x", reason: "typo" }, field: "conversation_seq" },
   "/qim.admin.v1.RegistryService/ApplyTypes": { request: { tenant, put: [{ customType: "acme.poll.v1", countsUnred: true, maxPayloadBytes: 40000 }] }, field: "put[0].max_payload_bytes" },
   "/qim.admin.v1.RegistryService/GetType": { request: { tenant, customType: "Not/A/Type" }, field: "custom_type" },
   "/qim.admin.v1.RegistryService/ListTypes": { request: { tenant: "t" }, field: "tenant" },

@@ -15,6 +15,9 @@ export const controlRecord: RecordResult = {
   payloadBase64: "AQAA",
   membership: { op: "join", actor: "00000000-0000-0000-0000-000000000000", users: ["9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d"] },
   groupEvent: null,
+  state: null,
+  recallEventSeq: null,
+  targetSeq: null,
 };
 
 export const textRecord: RecordResult = {
@@ -29,6 +32,17 @@ export const textRecord: RecordResult = {
   payloadBase64: "aGVsbG8=",
   membership: null,
   groupEvent: null,
+  state: null,
+  recallEventSeq: null,
+  targetSeq: null,
+};
+
+/** A recalled message (payload gone) and its recall event (issue 29). */
+export const recalledRecord: RecordResult = {
+  ...textRecord, conversationSeq: 5, text: "", payloadBase64: "", state: "recalled", recallEventSeq: 6,
+};
+export const recallEventRecord: RecordResult = {
+  ...textRecord, conversationSeq: 6, kind: "control", countsUnread: false, contentType: "qim.recall.v1", text: null, payloadBase64: "", targetSeq: 5,
 };
 
 /** The last record of a dissolved group (group dissolve). */
@@ -44,6 +58,9 @@ export const dissolveRecord: RecordResult = {
   payloadBase64: "AQAAAAAAAAAAAAAAAAAAAAA=",
   membership: null,
   groupEvent: { op: "dissolve", actor: "00000000-0000-0000-0000-000000000000" },
+  state: null,
+  recallEventSeq: null,
+  targetSeq: null,
 };
 
 export const samples = {
@@ -55,7 +72,7 @@ export const samples = {
       leftAt: null,
       state: "ACTIVE",
       earliestAvailableConversationSeq: 2,
-      records: [controlRecord, textRecord, dissolveRecord],
+      records: [controlRecord, textRecord, recalledRecord, recallEventRecord, dissolveRecord],
     },
     {
       group: "5b0c1f9e-3d4a-4c2b-9f1e-8a7d6c5b4a39",

@@ -1,8 +1,8 @@
-import { asOperator, InvalidArgumentError, SESSION_PAGE_DEFAULT, SUMMARY_GROUPS_MAX } from "../../../../core/index.js";
+import { asOperator, InvalidArgumentError, parseModerationReason, SESSION_PAGE_DEFAULT, SUMMARY_GROUPS_MAX, type AnchorResult } from "../../../../core/index.js";
 import { catalogEntry } from "../../../../admin-api/catalog.js";
 import { historyOut, sendOut, summaryOut } from "../../../convert.js";
 import type { ListConversationSummariesResponse } from "../../../../admin-api/gen/qim/admin/v1/messages.js";
-import { ALL_ROLES, defineService, unary } from "../../../pipeline/rpc.js";
+import { ALL_ROLES, defineService, MUTATE, unary } from "../../../pipeline/rpc.js";
 
 /** MessageService: send as a user (drills, demos), history as a user sees it, conversation summaries. */
 export const messageService = defineService(catalogEntry("qim.admin.v1.MessageService"), {
@@ -25,6 +25,25 @@ export const messageService = defineService(catalogEntry("qim.admin.v1.MessageSe
       return { response: historyOut(page) };
     },
   }),
+  // moderation (spec 003 §2.4: no window, through the moderation path): operators and admins, audited with the reason
+  recallMessage: unary({
+    roles: MUTATE, mutates: true,
+    async handle(req, { deps }) {
+      const reason = parseModerationReason(req.reason);
+      const r = await deps.runtime.conversations.recall({ tenant: req.tenant, group: req.group, seq: safeSeq(req.conversationSeq), reason });
+      return { response: anchorOut(r), detail: `${r.duplicate ? "already recalled" : "recalled"} seq ${r.targetSeq} (event seq ${r.eventSeq}); reason: ${reason}` };
+    },
+  }),
+  editMessage: unary({
+    roles: MUTATE, mutates: true,
+    async handle(req, { deps }) {
+      const reason = parseModerationReason(req.reason);
+      const r = await deps.runtime.conversations.edit({
+        tenant: req.tenant, group: req.group, seq: safeSeq(req.conversationSeq), reason, text: req.text, ...(req.clientMessageId ? { clientMessageId: req.clientMessageId } : {}),
+      });
+      return { response: anchorOut(r), detail: `${r.duplicate ? "duplicate edit of" : "edited"} seq ${r.targetSeq} (event seq ${r.eventSeq}); reason: ${reason}` };
+    },
+  }),
   listConversationSummaries: unary({
     roles: ALL_ROLES, mutates: false,
     async handle(req, { deps }) {
@@ -43,6 +62,16 @@ export const messageService = defineService(catalogEntry("qim.admin.v1.MessageSe
     },
   }),
 });
+
+function anchorOut(r: AnchorResult) {
+  return { targetSeq: BigInt(r.targetSeq), eventSeq: BigInt(r.eventSeq), eventMessageId: r.eventMessageId ?? "", duplicate: r.duplicate };
+}
+
+/** A target seq of the wire (uint64): past 2^53−1 no message has it (NOT_FOUND), 0 is no seq (INVALID_ARGUMENT). */
+function safeSeq(seq: bigint): number {
+  if (seq === 0n) throw new InvalidArgumentError("conversation_seq", "conversation_seq must be ≥ 1");
+  return seq > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(seq);
+}
 
 /**
  * ReadHistoryRequest.after takes the whole uint64 range; no conversation_seq goes past 2^53−1, so

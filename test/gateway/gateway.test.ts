@@ -150,6 +150,43 @@ describe("the client gateway on a real node", { timeout: 240_000 }, () => {
     for (const x of [c, d]) x.ws.close();
   });
 
+  it("RECALL and EDIT (spec 003 §2.3): the author's own, acked once the event is in the log; the other member's device gets the events as MESSAGEs naming their target; history shows the states; another's message is refused", async () => {
+    const [dan, eve] = [randomUUID(), randomUUID()];
+    const g = ok(await run(["group", "create", "--owner", dan, "--member", eve], { context }), "group create").group as string;
+    const danPhone = await device(dan, "d-anchor");
+    const evePhone = await device(eve, "e-anchor");
+    const send = async (no: string, text: string) => {
+      const r = await danPhone.request({ $case: "send", send: { clientMsgNo: no, group: g, payload: Buffer.from(text), contentType: "text", mentions: [] } });
+      assert.equal(r.body?.$case, "sendAck", show(r.body));
+      return r.body?.$case === "sendAck" ? Number(r.body.sendAck.conversationSeq) : -1;
+    };
+    const [s1, s2] = [await send("r-1", "oops"), await send("r-2", "typo")];
+    assert.deepEqual([s1, s2], [1, 2]);
+    const recalled = await danPhone.request({ $case: "recall", recall: { group: g, conversationSeq: 1n } });
+    assert.equal(recalled.body?.$case, "anchorAck", show(recalled.body));
+    const ack = recalled.body?.$case === "anchorAck" ? recalled.body.anchorAck : null;
+    assert.deepEqual([ack?.targetSeq, ack?.eventSeq, ack?.duplicate], [1n, 3n, false]);
+    // eve's device gets the event: a CONTROL MESSAGE naming seq 1
+    const pushed = await evePhone.next((f) => f.body?.$case === "message" && f.body.message.conversationSeq === 3n);
+    const m = pushed.body?.$case === "message" ? pushed.body.message : null;
+    assert.deepEqual([m?.kind, m?.contentType, m?.targetSeq, m?.targetMessageId !== ""], ["control", "qim.recall.v1", 1n, true]);
+    const edited = await danPhone.request({ $case: "edit", edit: { clientMsgNo: "e-1", group: g, conversationSeq: 2n, payload: Buffer.from("typo fixed") } });
+    assert.equal(edited.body?.$case, "anchorAck", show(edited.body));
+    const again = await danPhone.request({ $case: "edit", edit: { clientMsgNo: "e-1", group: g, conversationSeq: 2n, payload: Buffer.from("typo fixed") } });
+    assert.deepEqual(again.body?.$case === "anchorAck" ? [again.body.anchorAck.eventSeq, again.body.anchorAck.duplicate] : again.body, [4n, true], "a retried EDIT answers the first event");
+    const editPush = await evePhone.next((f) => f.body?.$case === "message" && f.body.message.conversationSeq === 4n);
+    assert.equal(editPush.body?.$case === "message" ? Buffer.from(editPush.body.message.payload).toString() : "", "typo fixed");
+    // eve may not recall dan's message; nothing is written
+    const refused = await evePhone.request({ $case: "recall", recall: { group: g, conversationSeq: 2n } });
+    assert.equal(refused.body?.$case === "error" ? refused.body.error.code : show(refused.body), "PERMISSION_DENIED");
+    const page = await evePhone.request({ $case: "pullHistory", pullHistory: { group: g, afterSeq: 0n, limit: 10 } });
+    const msgs = page.body?.$case === "historyBatch" ? page.body.historyBatch.messages : [];
+    assert.deepEqual(msgs.map((x) => [Number(x.conversationSeq), x.state, Number(x.targetSeq), Buffer.from(x.payload).toString()]), [
+      [1, "recalled", 0, ""], [2, "edited", 0, "typo fixed"], [3, "", 1, ""], [4, "", 2, "typo fixed"],
+    ]);
+    for (const x of [danPhone, evePhone]) x.ws.close();
+  });
+
   it("LEAVE_GROUP: the user's own leave is the next seq, a CONTROL event; the leaver's history stops before it", async () => {
     const alicePhone = await device(alice, "a-leave");
     const sent = await alicePhone.request({ $case: "send", send: { clientMsgNo: "before-leave", group, payload: Buffer.from("bye bob?"), contentType: "text", mentions: [] } });

@@ -12,7 +12,7 @@ import {
   GATEWAY_AUTH_TIMEOUT_MS, GATEWAY_IDLE_TIMEOUT_MS, GATEWAY_MARK_READ_BURST, GATEWAY_MARK_READ_RATE, GATEWAY_MAX_IN_FLIGHT, GATEWAY_REFUSAL_BURST, GATEWAY_REFUSAL_RATE,
   GATEWAY_REQUEST_BURST, GATEWAY_REQUEST_RATE, HISTORY_PAGE_DEFAULT, HISTORY_PAGE_LIMIT, InvalidArgumentError, listConversations, pageLimit,
   parseUuid, SESSION_PAGE_DEFAULT, SESSION_PAGE_LIMIT, type BadgeState, type ConversationListEntry, type EngineRuntime, type HistoryRecord, type SessionFrame,
-  type UserEvent, type Uuid,
+  type AnchorResult, type UserEvent, type Uuid,
 } from "../../../core/index.js";
 import { Frame, type Badge, type Message, type SessionEntry, type SessionList } from "../../../admin-api/gen/qim/client/v1/frames.js";
 import { TokenBucket, type KeyedRateLimiter } from "../../../core/support/index.js";
@@ -49,7 +49,7 @@ export const CLOSE = {
 } as const;
 
 /** Frames a device may send, each with what it is answered with. */
-const REQUESTS = new Set<Case>(["auth", "ping", "send", "pullHistory", "markRead", "pullSessionList", "leaveGroup"]);
+const REQUESTS = new Set<Case>(["auth", "ping", "send", "pullHistory", "markRead", "pullSessionList", "leaveGroup", "recall", "edit"]);
 
 /** A client_msg_no: the device's idempotency key for a SEND, 1–64 printable ASCII characters. */
 const CLIENT_MSG_NO = /^[\x21-\x7e]{1,64}$/;
@@ -396,6 +396,8 @@ export class GatewayConnection implements DeviceConnection {
       case "pullSessionList": return this.pullSessionList(body);
       case "markRead": return this.markRead(body);
       case "leaveGroup": return this.leaveGroup(body);
+      case "recall": return this.recall(body);
+      case "edit": return this.edit(body);
       default: throw new InvalidArgumentError("frame", `${body.$case} is not a request`);
     }
   }
@@ -508,6 +510,25 @@ export class GatewayConnection implements DeviceConnection {
     return { $case: "markReadAck", markReadAck: { readSeq: BigInt(r.readConversationSeq), badge: badgeOf(badge) } };
   }
 
+  /** The user's own recall (spec 003 §2.3): within recall_self_window, of the user's own message. */
+  private async recall({ recall: req }: BodyOf<"recall">): Promise<Body> {
+    const { tenant, user } = this.identity;
+    const group = parseUuid(req.group, "group");
+    const r = await this.runtime.conversations.recall({ tenant, group, seq: seqOf(req.conversationSeq), user });
+    return { $case: "anchorAck", anchorAck: anchorAckOf(r) };
+  }
+
+  /** The user's own edit: within edit_self_window; idempotent by client_msg_no like a SEND. */
+  private async edit({ edit: req }: BodyOf<"edit">): Promise<Body> {
+    const { tenant, user } = this.identity;
+    if (!CLIENT_MSG_NO.test(req.clientMsgNo)) throw new InvalidArgumentError("client_msg_no", "client_msg_no is 1 to 64 printable ASCII characters (the EDIT's idempotency key)");
+    const group = parseUuid(req.group, "group");
+    const r = await this.runtime.conversations.edit({
+      tenant, group, seq: seqOf(req.conversationSeq), user, payload: req.payload, clientMessageId: clientMessageIdOf(tenant, user, group, `edit:${req.clientMsgNo}`),
+    });
+    return { $case: "anchorAck", anchorAck: anchorAckOf(r) };
+  }
+
   private async leaveGroup({ leaveGroup: req }: BodyOf<"leaveGroup">): Promise<Body> {
     const { tenant, user } = this.identity;
     const group = parseUuid(req.group, "group");
@@ -528,6 +549,16 @@ export function clientMessageIdOf(tenant: Uuid, user: Uuid, group: Uuid, clientM
   h[8] = (h[8]! & 0x3f) | 0x80;
   const x = h.subarray(0, 16).toString("hex");
   return `${x.slice(0, 8)}-${x.slice(8, 12)}-${x.slice(12, 16)}-${x.slice(16, 20)}-${x.slice(20, 32)}`;
+}
+
+/** A target conversation_seq of a frame: ≥ 1; past 2^53−1 no message has it. */
+function seqOf(seq: bigint): number {
+  if (seq === 0n) throw new InvalidArgumentError("conversation_seq", "conversation_seq must be ≥ 1");
+  return seq > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(seq);
+}
+
+function anchorAckOf(r: AnchorResult) {
+  return { targetSeq: BigInt(r.targetSeq), eventSeq: BigInt(r.eventSeq), eventMessageId: r.eventMessageId ?? "", duplicate: r.duplicate };
 }
 
 function badgeOf(b: BadgeState): Badge {

@@ -230,7 +230,7 @@ try {
     // the MESSAGE frame a member gets for one of these sends: the baseline writes frames of its size
     const frameBytes = Frame.encode({
       requestId: 0n,
-      body: { $case: "message", message: { group: randomUUID(), conversationSeq: 1n, messageId: randomUUID(), sender: fanOwner, createdAtMs: BigInt(Date.now()), contentType: "application/octet-stream", payload, kind: "normal", mentions: [], state: "", targetSeq: 0n, targetMessageId: "", schemaVersion: 0, hiddenFromTimeline: false } },
+      body: { $case: "message", message: { group: randomUUID(), conversationSeq: 1n, messageId: randomUUID(), sender: fanOwner, createdAtMs: BigInt(Date.now()), contentType: "application/octet-stream", payload, kind: "normal", mentions: [], state: "", targetSeq: 0n, targetMessageId: "", schemaVersion: 0, hiddenFromTimeline: false, preview: "" } },
     }).finish().length;
     out.fanout = { groupSize: FANOUT_GROUP_SIZE, online: IDLE, messages: FANOUT_MESSAGES, frameBytes };
     for (let r = 0; r < ROUNDS; r++) {

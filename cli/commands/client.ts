@@ -37,10 +37,44 @@ function plain(v: unknown): unknown {
   return v;
 }
 
+/** The placeholder of spec 003 C-6 (core/registry UNKNOWN_TYPE_PREVIEW): what this client shows for a type it does not render and the node gave no preview for. */
+const UNSUPPORTED = "[unsupported message]";
+
+/**
+ * What this reference client shows of a message (`shown`, added to every MESSAGE it prints, pushed
+ * or in a HISTORY_BATCH or a SESSION_LIST head): the text of a text message, "[recalled]" for a
+ * recalled one, and for any other content type — a custom type it does not render — the node's
+ * `preview` (the type's preview_template) or the generic placeholder. A type it does not know
+ * never fails a frame, a batch or the connection (spec 003 C-6).
+ */
+function withShown(m: Record<string, unknown>): Record<string, unknown> {
+  const ct = String(m.contentType ?? "");
+  const shown = m.state === "recalled" ? "[recalled]"
+    : ct === "text" || ct.startsWith("text/") ? (typeof m.payload === "string" ? m.payload : UNSUPPORTED)
+    : (typeof m.preview === "string" && m.preview !== "" ? m.preview : UNSUPPORTED);
+  return { ...m, shown };
+}
+
+/** The frame's body as printed: plain JSON, each message with what the client shows of it. */
+function printable(f: Frame): Record<string, unknown> {
+  const type = f.body!.$case;
+  const body = plain((f.body as Record<string, unknown>)[type]) as Record<string, unknown>;
+  if (type === "message") return withShown(body);
+  if (type === "historyBatch" && Array.isArray(body.messages)) return { ...body, messages: (body.messages as Record<string, unknown>[]).map(withShown) };
+  if ((type === "sessionList" || type === "authOk") && body) {
+    const list = (type === "authOk" ? body.firstPage : body) as Record<string, unknown> | undefined;
+    if (list && Array.isArray(list.entries)) {
+      const entries = (list.entries as Record<string, unknown>[]).map((e) => (e.head ? { ...e, head: withShown(e.head as Record<string, unknown>) } : e));
+      return type === "authOk" ? { ...body, firstPage: { ...list, entries } } : { ...body, entries };
+    }
+  }
+  return body;
+}
+
 /** One frame as a line of text: time, type, request id, then the body's fields. */
 function frameLine(at: Date, f: Frame): string {
   const type = f.body?.$case ?? "unknown";
-  const body = f.body ? (plain((f.body as Record<string, unknown>)[type]) as Record<string, unknown>) : {};
+  const body = f.body ? printable(f) : {};
   const fields = Object.entries(body).map(([k, v]) => `${k}=${typeof v === "string" ? JSON.stringify(v) : JSON.stringify(v)}`).join(" ");
   return `${at.toISOString().slice(11, 23)}  ${type}${f.requestId !== 0n ? ` #${f.requestId}` : ""}  ${fields}`;
 }
@@ -49,7 +83,7 @@ export default class Client extends ConnectedCommand<typeof Client> {
   static override summary = "Connect to the client gateway as a user's device and print every frame as it arrives: see as a user, live.";
   static override description = `The reference device client (docs/gateway.md). It gets a device token for --as/--device through the admin API of the current context (audited like token issue; or --token-file), connects to the node's gateway (--url wss://HOST:PORT, TLS with the context's CA; ws:// only to a loopback address), sends AUTH and prints AUTH_OK, then every frame as it arrives: one line each (time, type, #request id, fields; payloads as text when printable), or one JSON object per line with --output json.
 
-Commands on stdin, one per line: send GROUP TEXT…  |  read GROUP SEQ  |  leave GROUP  |  history GROUP [AFTER] [LIMIT]  |  list [CURSOR]  |  ping  |  quit. A line it cannot read prints an error on stderr and the client goes on. --send GROUP:TEXT (repeatable), --duration S and --exit-after N are for scripts without stdin.
+Commands on stdin, one per line: send GROUP TEXT…  |  read GROUP SEQ  |  recall GROUP SEQ  |  edit GROUP SEQ TEXT…  |  leave GROUP  |  history GROUP [AFTER] [LIMIT]  |  list [CURSOR]  |  ping  |  quit. A line it cannot read prints an error on stderr and the client goes on. Every message it prints carries "shown": the text of a text message, [recalled], or for a content type it does not render the node's preview (the type's preview_template) or [unsupported message] — such a message never fails a frame, a batch or the connection. --send GROUP:TEXT (repeatable), --duration S and --exit-after N are for scripts without stdin.
 
 Exit codes: 0 quit, end of stdin, --duration or --exit-after reached, or closed by the node with 1000/1001 (a drain's RECONNECT, a restart); 1 closed by the node with another code (printed); 2 bad flags; 5 the gateway or the admin API unreachable; 6 the token refused at the upgrade (HTTP 401) or a token could not be issued.`;
   static override examples = [
@@ -96,7 +130,7 @@ Exit codes: 0 quit, end of stdin, --duration or --exit-after reached, or closed 
     const json = this.jsonEnabled();
     const print = (f: Frame) => {
       const at = new Date();
-      const line: ClientLine = { at: at.toISOString(), frame: f.body?.$case ?? "unknown", requestId: Number(f.requestId), ...(f.body ? { body: plain((f.body as Record<string, unknown>)[f.body.$case]) } : {}) };
+      const line: ClientLine = { at: at.toISOString(), frame: f.body?.$case ?? "unknown", requestId: Number(f.requestId), ...(f.body ? { body: printable(f) } : {}) };
       if (json) process.stdout.write(`${JSON.stringify(line)}\n`);
       // the node relays what other users wrote: no control or bidi character reaches the terminal as one
       else process.stdout.write(`${visible(frameLine(at, f))}\n`);
@@ -162,6 +196,17 @@ Exit codes: 0 quit, end of stdin, --duration or --exit-after reached, or closed 
             request({ $case: "markRead", markRead: { group: uuid("GROUP", rest[0]!), readSeq: BigInt(rest[1]!) } });
             return;
           }
+          case "recall": {
+            if (rest.length !== 2 || !/^\d{1,15}$/.test(rest[1]!)) throw new Error("recall GROUP SEQ");
+            request({ $case: "recall", recall: { group: uuid("GROUP", rest[0]!), conversationSeq: BigInt(rest[1]!) } });
+            return;
+          }
+          case "edit": {
+            const m = /^\s*edit\s+(\S+)\s+(\d{1,15})\s+(.*)$/.exec(line);
+            if (!m) throw new Error("edit GROUP SEQ TEXT");
+            request({ $case: "edit", edit: { clientMsgNo: msgNo(), group: uuid("GROUP", m[1]!), conversationSeq: BigInt(m[2]!), payload: Buffer.from(m[3]!, "utf8") } });
+            return;
+          }
           case "leave": {
             if (rest.length !== 1) throw new Error("leave GROUP");
             request({ $case: "leaveGroup", leaveGroup: { group: uuid("GROUP", rest[0]!) } });
@@ -178,7 +223,7 @@ Exit codes: 0 quit, end of stdin, --duration or --exit-after reached, or closed 
           }
           case "ping": request({ $case: "ping", ping: {} }); return;
           case "quit": ws.close(1000); return;
-          default: throw new Error(`unknown command ${JSON.stringify(verb.slice(0, 20))}: send, read, leave, history, list, ping, quit`);
+          default: throw new Error(`unknown command ${JSON.stringify(verb.slice(0, 20))}: send, read, recall, edit, leave, history, list, ping, quit`);
         }
       } catch (err) {
         say(`error: ${err instanceof Error ? err.message : String(err)}`);

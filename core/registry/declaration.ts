@@ -94,6 +94,21 @@ export const BUILT_IN_TYPES: readonly MessageTypeDeclaration[] = Object.freeze([
   { customType: "call_record", ...DECLARATION_DEFAULTS, countsUnread: true, previewTemplate: "[call]", maxPayloadBytes: 4096 },
 ].map((d) => Object.freeze(d as MessageTypeDeclaration)));
 
+const BUILT_IN_BY_NAME: ReadonlyMap<string, MessageTypeDeclaration> = new Map(BUILT_IN_TYPES.map((d) => [d.customType, d]));
+
+/** What a device shows for a custom type it does not render and the registry does not declare (spec 003 C-6: the generic placeholder). */
+export const UNKNOWN_TYPE_PREVIEW = "[unsupported message]";
+
+/**
+ * The preview of a message's content type (spec 003 §3 preview_template, C-6): "" for an ordinary
+ * message (a MIME type, "text"), the declaration's template for a declared or built-in type, the
+ * generic placeholder for a type the snapshot does not hold (deleted since, or no snapshot yet).
+ */
+export function previewOf(contentType: string, types: ReadonlyMap<string, MessageTypeDeclaration> | null): string {
+  if (!isCustomType(contentType)) return "";
+  return (types ?? BUILT_IN_BY_NAME).get(contentType)?.previewTemplate ?? UNKNOWN_TYPE_PREVIEW;
+}
+
 /** A built-in a tenant may redeclare (its own declaration replaces the default). */
 export function isReplaceableBuiltIn(customType: string): boolean {
   return !customType.startsWith(RESERVED_PREFIX) && BUILT_IN_TYPES.some((d) => d.customType === customType);

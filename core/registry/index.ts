@@ -7,7 +7,7 @@
  */
 export {
   ANCHOR_MODES, BUILT_IN_TYPES, changedFields, CUSTOM_TYPE_MAX_CHARS, DECLARATION_DEFAULTS, declarationToSpec, DELIVERY_CLASSES, isCustomType, isReplaceableBuiltIn,
-  parseCustomTypeName, parseDeclaration, RESERVED_PREFIX, SPEC_NAMES, type AnchorMode, type DeliveryClass, type MessageTypeDeclaration,
+  parseCustomTypeName, parseDeclaration, previewOf, RESERVED_PREFIX, SPEC_NAMES, UNKNOWN_TYPE_PREVIEW, type AnchorMode, type DeliveryClass, type MessageTypeDeclaration,
 } from "./declaration.js";
 export { registryKeys, type RegistryKeys } from "./keys.js";
 export { registryMetrics } from "./metrics.js";

@@ -128,6 +128,20 @@ export class MessageTypeRegistry {
     return p;
   }
 
+  /**
+   * The snapshot held for the tenant, whatever its age, without waiting (null when none is held):
+   * for a frame's encoding, which cannot wait for a read. A held snapshot older than the reload
+   * interval, or none, starts a read in the background for the next caller.
+   */
+  peek(tenant: Uuid): RegistrySnapshot | null {
+    const e = this.cache.get(uuidToHex(tenant));
+    if (!e || this.now() - e.checkedAt >= this.reloadIntervalMs) {
+      const p = this.current(tenant);
+      if (p instanceof Promise) p.catch(() => undefined);
+    }
+    return e?.snapshot ?? null;
+  }
+
   /** The registry as stored now (the admin API's reads). */
   read(tenant: Uuid): Promise<RegistrySnapshot> {
     return this.readWhole(tenant);

@@ -45,6 +45,33 @@ describe("the client gateway on a real node", { timeout: 240_000 }, () => {
   };
   const historyOf = async (user: string) => ok(await run(["history", "--group", group, "--as", user], { context }), "history").records as { conversationSeq: number; kind: string }[];
 
+  /** A `qimctl client` process: its JSON lines as they come, its stderr, stdin to type into. */
+  const client = (user: string, device: string) => {
+    const child: ChildProcess = spawn(process.execPath, [QIMCTL, "client", "--as", user, "--device", device, "--url", url, "--output", "json"], {
+      cwd: ROOT, env: { ...baseEnv, QIMCTL_CONTEXT: context }, stdio: ["pipe", "pipe", "pipe"],
+    });
+    const lines: { frame: string; requestId: number; body: Record<string, unknown> }[] = [];
+    let err = "";
+    let buf = "";
+    child.stdout!.on("data", (c: Buffer) => {
+      buf += c.toString();
+      for (let i = buf.indexOf("\n"); i >= 0; i = buf.indexOf("\n")) {
+        lines.push(JSON.parse(buf.slice(0, i)));
+        buf = buf.slice(i + 1);
+      }
+    });
+    child.stderr!.on("data", (c: Buffer) => (err += c.toString()));
+    const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
+    const wait = async (what: string, f: (l: (typeof lines)[number]) => boolean) => {
+      for (let i = 0; i < 300; i++) {
+        const hit = lines.find(f);
+        if (hit) return hit;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      throw new Error(`${what}: not printed; stdout ${JSON.stringify(lines)}; stderr ${err}`);
+    };
+    return { type: (line: string) => child.stdin!.write(`${line}\n`), lines, stderr: () => err, exited, wait, end: () => child.stdin!.end() };
+  };
   before(async () => {
     node = await startGatewayNode("qim-gateway-");
     ({ dir, pki, context, url, ca } = node);
@@ -208,33 +235,6 @@ describe("the client gateway on a real node", { timeout: 240_000 }, () => {
   it("qimctl client: two users' reference clients; a send arrives, a read and a leave are answered, a bad command is survived, a refused token exits 6", async () => {
     const [dan, eve] = [randomUUID(), randomUUID()];
     const g = ok(await run(["group", "create", "--owner", dan, "--member", eve], { context }), "group create").group as string;
-    /** A `qimctl client` process: its JSON lines as they come, its stderr, stdin to type into. */
-    const client = (user: string, device: string) => {
-      const child: ChildProcess = spawn(process.execPath, [QIMCTL, "client", "--as", user, "--device", device, "--url", url, "--output", "json"], {
-        cwd: ROOT, env: { ...baseEnv, QIMCTL_CONTEXT: context }, stdio: ["pipe", "pipe", "pipe"],
-      });
-      const lines: { frame: string; requestId: number; body: Record<string, unknown> }[] = [];
-      let err = "";
-      let buf = "";
-      child.stdout!.on("data", (c: Buffer) => {
-        buf += c.toString();
-        for (let i = buf.indexOf("\n"); i >= 0; i = buf.indexOf("\n")) {
-          lines.push(JSON.parse(buf.slice(0, i)));
-          buf = buf.slice(i + 1);
-        }
-      });
-      child.stderr!.on("data", (c: Buffer) => (err += c.toString()));
-      const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
-      const wait = async (what: string, f: (l: (typeof lines)[number]) => boolean) => {
-        for (let i = 0; i < 300; i++) {
-          const hit = lines.find(f);
-          if (hit) return hit;
-          await new Promise((r) => setTimeout(r, 50));
-        }
-        throw new Error(`${what}: not printed; stdout ${JSON.stringify(lines)}; stderr ${err}`);
-      };
-      return { type: (line: string) => child.stdin!.write(`${line}\n`), lines, stderr: () => err, exited, wait, end: () => child.stdin!.end() };
-    };
     const d = client(dan, "cli-1");
     const e = client(eve, "cli-1");
     await d.wait("dan's AUTH_OK", (l) => l.frame === "authOk");
@@ -276,5 +276,35 @@ describe("the client gateway on a real node", { timeout: 240_000 }, () => {
       c.once("exit", resolve);
     });
     assert.equal(refused, 6);
+  });
+
+  it("C-6: a custom type the reference client does not render shows its preview, and after the registry drops the type the generic placeholder; the batch is whole, the cursor advances, no disconnect", async () => {
+    const [dan, eve] = [randomUUID(), randomUUID()];
+    const g = ok(await run(["group", "create", "--owner", dan, "--member", eve], { context }), "group create").group as string;
+    const types = path.join(dir, "c6-types.yaml");
+    writeFileSync(types, "- custom_type: acme.poll.v1\n  preview_template: \"[poll]\"\n");
+    ok(await run(["registry", "apply", "-f", types], { context }), "registry apply");
+    const e = client(eve, "c6");
+    await e.wait("eve's AUTH_OK", (l) => l.frame === "authOk");
+    const danPhone = await device(dan, "c6-dan");
+    const poll = await danPhone.request({ $case: "send", send: { clientMsgNo: "p-1", group: g, payload: Buffer.from([0, 1, 2, 250]), contentType: "acme.poll.v1", mentions: [] } });
+    assert.equal(poll.body?.$case, "sendAck", show(poll.body));
+    await danPhone.request({ $case: "send", send: { clientMsgNo: "t-1", group: g, payload: Buffer.from("after the poll"), contentType: "text", mentions: [] } });
+    const pushed = await e.wait("the poll pushed", (l) => l.frame === "message" && l.body.conversationSeq === 1);
+    assert.deepEqual([pushed.body.contentType, pushed.body.preview, pushed.body.shown], ["acme.poll.v1", "[poll]", "[poll]"]);
+    // the type leaves the registry: the node that applied it uses the change at once
+    ok(await run(["registry", "delete", "--type", "acme.poll.v1", "--yes"], { context }), "registry delete");
+    e.type(`history ${g}`);
+    const batch = await e.wait("eve's HISTORY_BATCH", (l) => l.frame === "historyBatch");
+    const msgs = batch.body.messages as { conversationSeq: number; contentType: string; preview: string; shown: string }[];
+    assert.deepEqual(msgs.map((m) => [m.conversationSeq, m.contentType, m.preview, m.shown]), [
+      [1, "acme.poll.v1", "[unsupported message]", "[unsupported message]"], [2, "text", "", "after the poll"],
+    ], "the whole batch, the unknown type as its placeholder");
+    e.type(`read ${g} 2`);
+    assert.equal((await e.wait("eve's MARK_READ_ACK", (l) => l.frame === "markReadAck")).body.readSeq, 2, "the cursor moves past it");
+    e.type("quit");
+    assert.equal(await e.exited, 0, `no disconnect: ${e.stderr()}`);
+    assert.doesNotMatch(e.stderr(), /closed by the node|error/);
+    danPhone.ws.close();
   });
 });

@@ -12,7 +12,7 @@ import {
   GATEWAY_AUTH_TIMEOUT_MS, GATEWAY_IDLE_TIMEOUT_MS, GATEWAY_MARK_READ_BURST, GATEWAY_MARK_READ_RATE, GATEWAY_MAX_IN_FLIGHT, GATEWAY_REFUSAL_BURST, GATEWAY_REFUSAL_RATE,
   GATEWAY_REQUEST_BURST, GATEWAY_REQUEST_RATE, HISTORY_PAGE_DEFAULT, HISTORY_PAGE_LIMIT, InvalidArgumentError, listConversations, pageLimit,
   parseUuid, SESSION_PAGE_DEFAULT, SESSION_PAGE_LIMIT, type BadgeState, type ConversationListEntry, type EngineRuntime, type HistoryRecord, type SessionFrame,
-  type AnchorResult, type UserEvent, type Uuid,
+  type AnchorResult, type MessageTypeDeclaration, previewOf, type UserEvent, type Uuid,
 } from "../../../core/index.js";
 import { Frame, type Badge, type Message, type SessionEntry, type SessionList } from "../../../admin-api/gen/qim/client/v1/frames.js";
 import { TokenBucket, type KeyedRateLimiter } from "../../../core/support/index.js";
@@ -165,7 +165,10 @@ export class GatewayConnection implements DeviceConnection {
    */
   push(item: DeliveryItem): boolean {
     if (!this.admit()) return false;
-    item.encoded ??= Frame.encode({ requestId: 0n, body: { $case: "message", message: messageOf(item.conversation, { ...decodeHistoryEntry(item.entry), conversationSeq: item.conversationSeq }) } }).finish();
+    item.encoded ??= Frame.encode({
+      requestId: 0n,
+      body: { $case: "message", message: messageOf(item.conversation, { ...decodeHistoryEntry(item.entry), conversationSeq: item.conversationSeq }, this.typesOf()) },
+    }).finish();
     this.framesOut++;
     gatewayMetrics.frames.inc({ direction: "out", type: "message" });
     this.out(item.encoded);
@@ -466,6 +469,7 @@ export class GatewayConnection implements DeviceConnection {
     if (req.afterSeq > BigInt(Number.MAX_SAFE_INTEGER)) throw new InvalidArgumentError("after_seq", "after_seq is at most 2^53-1");
     // one more than asked: whether more follow, without a second read
     const page = await this.runtime.conversations.history({ tenant, group, user, after: Number(req.afterSeq), limit: Number(limit) + 1 });
+    const types = (await this.runtime.messageTypes.current(tenant)).types;
     let n = Math.min(page.records.length, Number(limit));
     // bounded in bytes too: the first record always, then while the payloads stay within the answer's budget
     let bytes = 0;
@@ -480,8 +484,13 @@ export class GatewayConnection implements DeviceConnection {
     const records = page.records.slice(0, n);
     return {
       $case: "historyBatch",
-      historyBatch: { group, messages: records.map((r) => messageOf(group, r)), earliestAvailableSeq: BigInt(page.earliestAvailableConversationSeq), more },
+      historyBatch: { group, messages: records.map((r) => messageOf(group, r, types)), earliestAvailableSeq: BigInt(page.earliestAvailableConversationSeq), more },
     };
+  }
+
+  /** The tenant's message types as held now (a push cannot wait for a read; null until the first is done). */
+  private typesOf(): Types {
+    return this.runtime.messageTypes.peek(this.identity.tenant)?.types ?? null;
   }
 
   private async sessionPage(cursor: string | null, requested: number): Promise<SessionList> {
@@ -490,7 +499,8 @@ export class GatewayConnection implements DeviceConnection {
     // the version first: a change between the two reads shows as a newer version next time, never as an older one
     const version = await this.runtime.conversationList.service.storedVersion(tenant, user);
     const page = await listConversations(this.runtime, tenant, user, { limit, cursor });
-    return { entries: page.entries.filter((e) => !e.row.deleted).map(sessionEntryOf), nextCursor: page.nextCursor ?? "", listVersion: BigInt(version) };
+    const types = (await this.runtime.messageTypes.current(tenant)).types;
+    return { entries: page.entries.filter((e) => !e.row.deleted).map((e) => sessionEntryOf(e, types)), nextCursor: page.nextCursor ?? "", listVersion: BigInt(version) };
   }
 
   private async pullSessionList({ pullSessionList: req }: BodyOf<"pullSessionList">): Promise<Body> {
@@ -565,21 +575,24 @@ function badgeOf(b: BadgeState): Badge {
   return { totalUnread: BigInt(b.totalUnread), totalMention: BigInt(b.totalMention), mutedUnread: BigInt(b.mutedUnread) };
 }
 
-function messageOf(group: string, r: HistoryRecord): Message {
+/** The message types a frame's `preview` comes from (the tenant's registry snapshot; null: the built-ins only). */
+type Types = ReadonlyMap<string, MessageTypeDeclaration> | null;
+
+function messageOf(group: string, r: HistoryRecord, types: Types): Message {
   return {
     group, conversationSeq: BigInt(r.conversationSeq), messageId: r.messageId, sender: r.senderId, createdAtMs: BigInt(r.createdAt),
     contentType: r.contentType, payload: Buffer.from(r.payload.buffer, r.payload.byteOffset, r.payload.byteLength), kind: r.kind, mentions: r.mentions ?? [],
     state: r.state ?? "", targetSeq: BigInt(r.target?.conversationSeq ?? 0), targetMessageId: r.target?.messageId ?? "",
-    schemaVersion: r.custom?.schemaVersion ?? 0, hiddenFromTimeline: r.custom?.timelineVisible === false,
+    schemaVersion: r.custom?.schemaVersion ?? 0, hiddenFromTimeline: r.custom?.timelineVisible === false, preview: previewOf(r.contentType, types),
   };
 }
 
-function sessionEntryOf(e: ConversationListEntry): SessionEntry {
+function sessionEntryOf(e: ConversationListEntry, types: Types): SessionEntry {
   const s = e.summary;
   const group = e.row.conversation;
   return {
     group, unread: BigInt(s?.unread ?? 0), mentions: BigInt(e.row.mentions), pinned: e.row.pinRank !== null && e.row.pinRank !== undefined, muted: e.row.muted,
-    ...(s?.head ? { head: messageOf(group, s.head) } : {}), readSeq: BigInt(s?.readConversationSeq ?? 0),
+    ...(s?.head ? { head: messageOf(group, s.head, types) } : {}), readSeq: BigInt(s?.readConversationSeq ?? 0),
     headSeq: BigInt(s?.head?.conversationSeq ?? e.row.headSeq),
   };
 }

@@ -47,6 +47,7 @@ export const DEMO_STEPS = [
   "cluster-nodes",
   "cmd-sync",
   "devices",
+  "message-types",
   "bulk-add",
 ] as const;
 
@@ -447,6 +448,58 @@ export async function runScenario(opts: ScenarioOptions): Promise<{ steps: DemoS
           `alice's phone and laptop and bob's phone connected to the client gateway (${url}) with device tokens (qimctl token issue).`,
           `bob sent "standup in 5" from his phone: SEND_ACK seq ${seq} after the durable commit; both of alice's devices received it (MESSAGE).`,
           `alice read it on her phone (MARK_READ seq ${seq}); her laptop received READ_SYNC seq ${seq} and a new badge (total unread ${ackUnread}); the phone received no echo.`,
+        ],
+      };
+    } finally {
+      for (const d of open) d.close();
+    }
+  });
+
+  await step("message-types", "A custom message type, a recall and a moderator's edit", async () => {
+    if (!opts.gateway) throw new CheckFailed("this stack has no client gateway (it was started before it existed): stop it with qimctl dev down and run the demo again");
+    const { url, ca } = opts.gateway;
+    const wait = opts.deviceWaitMs ?? 15_000;
+    const team = world.groups.team;
+    // qimctl registry apply -f types.yaml: a poll that shows as "[poll]" on devices that do not render it, and never counts as unread
+    const applied = await client.applyTypes({
+      tenant, put: [{ customType: "demo.poll.v1", previewTemplate: "[poll]", countsUnread: false }], delete: [], prune: false, ignoreMissing: false, dryRun: false,
+    });
+    const token = async (who: Person, device: string) => (await client.issueToken({ tenant, user: users[who], device, ttlMs: 10n * 60_000n, dryRun: false })).token;
+    const open: DemoDevice[] = [];
+    try {
+      const alicePhone = await DemoDevice.connect(url, ca, await token("alice", "phone"), "phone", wait);
+      open.push(alicePhone.device);
+      const bobPhone = await DemoDevice.connect(url, ca, await token("bob", "phone"), "phone", wait);
+      open.push(bobPhone.device);
+      const send = async (payload: Buffer, contentType: string) => {
+        const r = await bobPhone.device.request({ $case: "send", send: { clientMsgNo: randomUUID(), group: team, payload, contentType, mentions: [] } }, wait);
+        check(r.body?.$case === "sendAck", `bob's ${contentType} SEND should be acknowledged, was answered ${describe(r)}`);
+        return r.body.sendAck.conversationSeq;
+      };
+      const pollSeq = await send(Buffer.from(JSON.stringify({ q: "pizza or sushi?" })), "demo.poll.v1");
+      const poll = await alicePhone.device.waitFor((f) => f.body?.$case === "message" && f.body.message.conversationSeq === pollSeq, wait, `bob's poll (seq ${pollSeq}) on alice's phone`);
+      const preview = poll.body?.$case === "message" ? poll.body.message.preview : "";
+      check(preview === "[poll]", `the poll's MESSAGE should carry the preview "[poll]", carried ${JSON.stringify(preview)}`);
+      // bob sends to the wrong chat and takes it back from his phone (RECALL, within 2 minutes)
+      const oopsSeq = await send(Buffer.from("my password is hunter2"), "text");
+      const recalled = await bobPhone.device.request({ $case: "recall", recall: { group: team, conversationSeq: oopsSeq } }, wait);
+      check(recalled.body?.$case === "anchorAck", `bob's RECALL should be acknowledged, was answered ${describe(recalled)}`);
+      const recallSeq = recalled.body.anchorAck.eventSeq;
+      const event = await alicePhone.device.waitFor((f) => f.body?.$case === "message" && f.body.message.conversationSeq === recallSeq, wait, `the recall event (seq ${recallSeq}) on alice's phone`);
+      check(event.body?.$case === "message" && event.body.message.targetSeq === oopsSeq, `the recall event should name seq ${oopsSeq}`);
+      // a moderator edits bob's seq 2 (qimctl message edit --reason: audited)
+      const edit = await client.editMessage({ tenant, group: team, conversationSeq: 2n, text: "Hi all (edited by a moderator)", reason: "demo", clientMessageId: "" });
+      const h = await history("alice");
+      const at = (seq: bigint | number) => h.records.find((r) => r.conversationSeq === Number(seq));
+      check(at(pollSeq)?.countsUnread === false, "the poll should not count as unread (its declaration says so)");
+      check(at(oopsSeq)?.state === "recalled" && at(oopsSeq)?.payloadBase64 === "", `seq ${oopsSeq} should read as recalled with its content gone`);
+      check(at(2)?.state === "edited" && at(2)?.text === "Hi all (edited by a moderator)", "seq 2 should read as edited");
+      return {
+        details: { registryVersion: Number(applied.version), pollSeq: Number(pollSeq), recalledSeq: Number(oopsSeq), recallEventSeq: Number(recallSeq), editEventSeq: Number(edit.eventSeq) },
+        lines: [
+          `The tenant's registry declares demo.poll.v1 (registry version ${applied.version}): bob's poll took seq ${pollSeq} and reached alice's phone with its preview "[poll]"; it counts toward nobody's unread.`,
+          `bob recalled seq ${oopsSeq} from his phone: the recall event took seq ${recallSeq} and reached alice's phone naming seq ${oopsSeq}; history shows it recalled, its content gone.`,
+          `A moderator edited seq 2 (event seq ${edit.eventSeq}, reason audited). The events render at their targets: the list's order and preview do not move.`,
         ],
       };
     } finally {

@@ -752,6 +752,7 @@ export class ConversationService {
     // a custom type's message is sent under its declaration in the tenant's registry (spec 003 §3):
     // the engine decides by the type, never by the payload or by flags the sender picks
     let countsUnread = true;
+    let orderNeutral = false;
     let custom: CustomTypeStamp | undefined;
     if (isCustomType(contentType)) {
       // the snapshot is held (no await, no round trip) but when it is older than the reload interval
@@ -759,6 +760,8 @@ export class ConversationService {
       if (snapshot instanceof Promise) snapshot = await snapshot;
       const d = this.declarationOf(snapshot, contentType, payload.length);
       countsUnread = d.countsUnread;
+      // affects_session_order false: the record does not move the conversation (ord=0, as a recall event)
+      orderNeutral = !d.affectsSessionOrder;
       custom = { registryVersion: snapshot!.version, schemaVersion: d.schemaVersion, timelineVisible: d.timelineVisible };
     }
 
@@ -766,7 +769,7 @@ export class ConversationService {
     const k = this.conversationKeys(tenant, group);
     const rest = encodeHistoryRest({
       messageId: newMessageId(), senderId: sender, kind: "normal", countsUnread, createdAt: this.opts.now(), contentType, payload,
-      ...(mentions ? { mentions } : {}), ...(custom ? { custom } : {}),
+      ...(mentions ? { mentions } : {}), ...(custom ? { custom } : {}), ...(orderNeutral ? { orderNeutral } : {}),
     });
     const outcome = await this.writer.submit(k, { clientMessageId: uuidToHex(clientMessageId), sender: uuidToHex(sender), rest });
     return { tenant, group, ...outcome };
@@ -788,9 +791,6 @@ export class ConversationService {
     }
     if (d.deliveryClass !== "persistent") {
       refuse("class_unavailable", new FailedPreconditionError(`${contentType} is declared ${d.deliveryClass}: this engine delivers only persistent custom types so far (docs/operator-guide.md "Message types")`, { customType: contentType, deliveryClass: d.deliveryClass }));
-    }
-    if (!d.affectsSessionOrder) {
-      refuse("class_unavailable", new FailedPreconditionError(`${contentType} is declared affects_session_order false: this engine does not keep such messages out of the conversation order yet (docs/operator-guide.md "Message types")`, { customType: contentType }));
     }
     if (payloadBytes > d.maxPayloadBytes) {
       refuse("payload_too_large", new InvalidArgumentError("payload", `a ${contentType} payload is at most ${d.maxPayloadBytes} bytes (its max_payload_bytes in the tenant's registry, version ${snapshot.version}); this one is ${payloadBytes}`));

@@ -13,7 +13,7 @@
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { FailedPreconditionError, newUuid, NotFoundError, PermissionDeniedError, type Uuid } from "../../../core/index.js";
+import { FailedPreconditionError, newUuid, NotFoundError, parseDeclaration, PermissionDeniedError, type Uuid } from "../../../core/index.js";
 import { useList } from "./fixture.js";
 
 describe("recall and edit in the conversation list", () => {
@@ -102,5 +102,29 @@ describe("recall and edit in the conversation list", () => {
     assert.equal((await conv.recall({ tenant, group, seq: 1, reason: "reported" })).eventSeq, 3);
     await assert.rejects(conv.edit({ tenant, group, seq: 1, user: a, text: "again" }), (e: unknown) => e instanceof FailedPreconditionError && /recalled/.test(e.message));
     assert.equal(await cseq(), "3");
+  });
+
+  test("affects_session_order false: a declared type's message counts toward unread but moves no conversation (activity, summary head, projection order), by hand", async () => {
+    const tenant = fx.tenant();
+    const [a, b] = [newUuid(), newUuid()];
+    const conv = fx.engine.conversations;
+    const list = fx.engine.conversationList.service;
+    await fx.engine.messageTypes.apply({ tenant, put: [parseDeclaration({ custom_type: "acme.bot.v1", affects_session_order: false }, "t")], delete: [] });
+    const { group: g1 } = await conv.createGroup({ tenant, owner: a, members: [b] });
+    const { group: g2 } = await conv.createGroup({ tenant, owner: a, members: [b] });
+    // g1 seq 1 text; g2 seq 1 text (newer); g1 seq 2, 3 bot messages (newest, but order-neutral)
+    await conv.send({ tenant, group: g1, sender: a, text: "g1" });
+    await conv.send({ tenant, group: g2, sender: a, text: "g2" });
+    for (const i of [1, 2]) await conv.send({ tenant, group: g1, sender: a, payload: new Uint8Array([i]), contentType: "acme.bot.v1" });
+    await fx.settle();
+    const r1 = await list.row(tenant, b, g1);
+    assert.deepEqual([r1?.unread, r1?.lastActivitySeq, r1?.headSeq], [3, 1, 3], "b's g1: three unread, activity still seq 1");
+    const s1 = await conv.conversationSummary({ tenant, group: g1, user: b });
+    assert.deepEqual([s1.unread, s1.head?.conversationSeq], [3, 1]);
+    // the session projection's order: g2 (its text is newer than g1's) first, though g1 holds the newest record
+    const sessions = await fx.engine.projection.sessions.listSessions({ tenant, user: b, limit: 10 });
+    assert.deepEqual(sessions.sessions.map((x) => x.group), [g2, g1]);
+    await list.reconcile(tenant, b);
+    assert.deepEqual([(await list.row(tenant, b, g1))?.unread, (await list.row(tenant, b, g1))?.lastActivitySeq], [3, 1], "the definition agrees");
   });
 });

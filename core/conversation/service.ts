@@ -28,7 +28,7 @@ import {
 } from "../base/index.js";
 import type { RedisStore } from "../store/index.js";
 import { isCustomType, RESERVED_PREFIX, registryMetrics, type RegistrySnapshot } from "../registry/index.js";
-import { decodeHistoryEntry, encodeHistoryRest, validateContentType, type CustomTypeStamp, type HistoryRecord } from "./history.js";
+import { decodeHistoryEntry, decodeHistoryParts, encodeHistoryRest, HIST_FIELD, validateContentType, type CustomTypeStamp, type HistoryRecord } from "./history.js";
 import { conversationKeys, type ConversationKeys } from "./keys.js";
 import { parseModerationReason, writeAnchorEvent, type AnchorResult } from "./anchor.js";
 import {
@@ -836,7 +836,18 @@ export class ConversationService {
     }
     if (payload.length > this.opts.maxPayloadBytes) throw new InvalidArgumentError("payload", `a message payload is at most ${this.opts.maxPayloadBytes} bytes`);
     const clientMessageId = uuidToHex(req.clientMessageId === undefined ? newUuid() : parseUuid(req.clientMessageId, "clientMessageId"));
-    return writeAnchorEvent(this.store, this.conversationKeys(tenant, group), {
+    const k = this.conversationKeys(tenant, group);
+    // a custom type's message keeps its declaration's payload limit through an edit (an edit is rare: one read of the target)
+    const target = (await this.clientOf(k).zrangebyscore(k.hist, seq, seq))[0];
+    const ct = target === undefined ? undefined : decodeHistoryParts(target).fields.get(HIST_FIELD.contentType);
+    if (ct !== undefined && isCustomType(ct) && this.opts.messageTypes) {
+      const max = (await this.opts.messageTypes(tenant)).types.get(ct)?.maxPayloadBytes;
+      if (max !== undefined && payload.length > max) {
+        registryMetrics.refused.inc({ reason: "payload_too_large" });
+        throw new InvalidArgumentError("payload", `a ${ct} payload is at most ${max} bytes (its max_payload_bytes in the tenant's registry); this one is ${payload.length}`);
+      }
+    }
+    return writeAnchorEvent(this.store, k, {
       mode: "edit", tenant, group, targetSeq: seq, actor: user, payload, clientMessageId, nowMs: this.opts.now(), ...this.commitHook(),
     });
   }

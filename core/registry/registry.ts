@@ -4,7 +4,7 @@ import {
 } from "../base/index.js";
 import type { RedisStore } from "../store/index.js";
 import {
-  BUILT_IN_TYPES, changedFields, decodeDeclaration, encodeDeclaration, isReplaceableBuiltIn, parseCustomTypeName, RESERVED_PREFIX, type MessageTypeDeclaration,
+  BUILT_IN_TYPES, changedFields, decodeDeclaration, encodeDeclaration, isReplaceableBuiltIn, parseCustomTypeName, previewOf, RESERVED_PREFIX, type MessageTypeDeclaration,
 } from "./declaration.js";
 import { REGISTRY_TYPE_FIELD_PREFIX, REGISTRY_VERSION_FIELD, registryKeys } from "./keys.js";
 import { registryMetrics as metrics } from "./metrics.js";
@@ -22,6 +22,12 @@ export interface RegistrySnapshot {
   types: ReadonlyMap<string, MessageTypeDeclaration>;
   /** The types the tenant declared (a subset of `types`' names). */
   declared: ReadonlySet<string>;
+  /** What a device that does not render a content type shows (previewOf over `types`): "" for an ordinary message. */
+  preview(contentType: string): string;
+}
+
+function snapshotOf(tenant: Uuid, version: number, types: ReadonlyMap<string, MessageTypeDeclaration>, declared: ReadonlySet<string>): RegistrySnapshot {
+  return { tenant, version, types, declared, preview: (contentType) => previewOf(contentType, types) };
 }
 
 /** A registry change's effect on one type. */
@@ -84,6 +90,7 @@ interface Cached {
 }
 
 const BUILT_IN_MAP: ReadonlyMap<string, MessageTypeDeclaration> = new Map(BUILT_IN_TYPES.map((d) => [d.customType, d]));
+const NONE_DECLARED: ReadonlySet<string> = new Set();
 
 /**
  * The per-tenant custom message type registry (issue 29, spec 003 §3) and its hot reload: each node
@@ -129,17 +136,17 @@ export class MessageTypeRegistry {
   }
 
   /**
-   * The snapshot held for the tenant, whatever its age, without waiting (null when none is held):
-   * for a frame's encoding, which cannot wait for a read. A held snapshot older than the reload
-   * interval, or none, starts a read in the background for the next caller.
+   * The snapshot held for the tenant, whatever its age, without waiting (the built-ins alone when
+   * none is held yet): for a frame's encoding, which cannot wait for a read. A held snapshot older
+   * than the reload interval, or none, starts a read in the background for the next caller.
    */
-  peek(tenant: Uuid): RegistrySnapshot | null {
+  peek(tenant: Uuid): RegistrySnapshot {
     const e = this.cache.get(uuidToHex(tenant));
     if (!e || this.now() - e.checkedAt >= this.reloadIntervalMs) {
       const p = this.current(tenant);
       if (p instanceof Promise) p.catch(() => undefined);
     }
-    return e?.snapshot ?? null;
+    return e?.snapshot ?? snapshotOf(tenant, 0, BUILT_IN_MAP, NONE_DECLARED);
   }
 
   /** The registry as stored now (the admin API's reads). */
@@ -263,7 +270,7 @@ export class MessageTypeRegistry {
       declared.add(name);
     }
     metrics.reloads.inc({ result: "loaded" });
-    return { tenant, version, types, declared };
+    return snapshotOf(tenant, version, types, declared);
   }
 
   private remember(hex: string, snapshot: RegistrySnapshot, checkedAt: number): void {

@@ -12,7 +12,7 @@ import {
   GATEWAY_AUTH_TIMEOUT_MS, GATEWAY_IDLE_TIMEOUT_MS, GATEWAY_MARK_READ_BURST, GATEWAY_MARK_READ_RATE, GATEWAY_MAX_IN_FLIGHT, GATEWAY_REFUSAL_BURST, GATEWAY_REFUSAL_RATE,
   GATEWAY_REQUEST_BURST, GATEWAY_REQUEST_RATE, HISTORY_PAGE_DEFAULT, HISTORY_PAGE_LIMIT, InvalidArgumentError, listConversations, pageLimit,
   parseUuid, SESSION_PAGE_DEFAULT, SESSION_PAGE_LIMIT, type BadgeState, type ConversationListEntry, type EngineRuntime, type HistoryRecord, type SessionFrame,
-  type AnchorResult, type MessageTypeDeclaration, previewOf, type UserEvent, type Uuid,
+  type AnchorResult, type RegistrySnapshot, type UserEvent, type Uuid,
 } from "../../../core/index.js";
 import { Frame, type Badge, type Message, type SessionEntry, type SessionList } from "../../../admin-api/gen/qim/client/v1/frames.js";
 import { TokenBucket, type KeyedRateLimiter } from "../../../core/support/index.js";
@@ -469,7 +469,7 @@ export class GatewayConnection implements DeviceConnection {
     if (req.afterSeq > BigInt(Number.MAX_SAFE_INTEGER)) throw new InvalidArgumentError("after_seq", "after_seq is at most 2^53-1");
     // one more than asked: whether more follow, without a second read
     const page = await this.runtime.conversations.history({ tenant, group, user, after: Number(req.afterSeq), limit: Number(limit) + 1 });
-    const types = (await this.runtime.messageTypes.current(tenant)).types;
+    const types = await this.runtime.messageTypes.current(tenant);
     let n = Math.min(page.records.length, Number(limit));
     // bounded in bytes too: the first record always, then while the payloads stay within the answer's budget
     let bytes = 0;
@@ -488,9 +488,9 @@ export class GatewayConnection implements DeviceConnection {
     };
   }
 
-  /** The tenant's message types as held now (a push cannot wait for a read; null until the first is done). */
+  /** The tenant's message types as held now (a push cannot wait for a read: the built-ins alone until the first read is done). */
   private typesOf(): Types {
-    return this.runtime.messageTypes.peek(this.identity.tenant)?.types ?? null;
+    return this.runtime.messageTypes.peek(this.identity.tenant);
   }
 
   private async sessionPage(cursor: string | null, requested: number): Promise<SessionList> {
@@ -499,7 +499,7 @@ export class GatewayConnection implements DeviceConnection {
     // the version first: a change between the two reads shows as a newer version next time, never as an older one
     const version = await this.runtime.conversationList.service.storedVersion(tenant, user);
     const page = await listConversations(this.runtime, tenant, user, { limit, cursor });
-    const types = (await this.runtime.messageTypes.current(tenant)).types;
+    const types = await this.runtime.messageTypes.current(tenant);
     return { entries: page.entries.filter((e) => !e.row.deleted).map((e) => sessionEntryOf(e, types)), nextCursor: page.nextCursor ?? "", listVersion: BigInt(version) };
   }
 
@@ -575,15 +575,15 @@ function badgeOf(b: BadgeState): Badge {
   return { totalUnread: BigInt(b.totalUnread), totalMention: BigInt(b.totalMention), mutedUnread: BigInt(b.mutedUnread) };
 }
 
-/** The message types a frame's `preview` comes from (the tenant's registry snapshot; null: the built-ins only). */
-type Types = ReadonlyMap<string, MessageTypeDeclaration> | null;
+/** The message types a frame's `preview` comes from: the tenant's registry snapshot. */
+type Types = Pick<RegistrySnapshot, "preview">;
 
 function messageOf(group: string, r: HistoryRecord, types: Types): Message {
   return {
     group, conversationSeq: BigInt(r.conversationSeq), messageId: r.messageId, sender: r.senderId, createdAtMs: BigInt(r.createdAt),
     contentType: r.contentType, payload: Buffer.from(r.payload.buffer, r.payload.byteOffset, r.payload.byteLength), kind: r.kind, mentions: r.mentions ?? [],
     state: r.state ?? "", targetSeq: BigInt(r.target?.conversationSeq ?? 0), targetMessageId: r.target?.messageId ?? "",
-    schemaVersion: r.custom?.schemaVersion ?? 0, hiddenFromTimeline: r.custom?.timelineVisible === false, preview: previewOf(r.contentType, types),
+    schemaVersion: r.custom?.schemaVersion ?? 0, hiddenFromTimeline: r.custom?.timelineVisible === false, preview: types.preview(r.contentType),
   };
 }
 

@@ -129,6 +129,9 @@ describe("the send path under a declaration", () => {
     const g2 = await fx.engine.createGroup({ tenant: other, owner: a, members: [b] });
     await assert.rejects(fx.engine.send({ tenant: other, group: g2.group, sender: a, payload: new Uint8Array(1), contentType: "acme.small" }), InvalidArgumentError);
     assert.equal((await send("acme.small", 4)).conversationSeq, 1, "at the limit: sent");
+    // an edit keeps the type's limit
+    await assert.rejects(fx.engine.edit({ tenant, group, seq: 1, user: a, payload: new Uint8Array(5) }), (e: unknown) => e instanceof InvalidArgumentError && /at most 4 bytes/.test(e.message));
+    assert.equal((await fx.engine.edit({ tenant, group, seq: 1, user: a, payload: new Uint8Array(4) })).eventSeq, 2);
   });
 
   it("counts_unread false never counts: b's unread is what b's history says by hand", async () => {

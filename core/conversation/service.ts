@@ -84,6 +84,8 @@ export interface ConversationOptions {
    * declared for any tenant (only ordinary messages and MIME types are sent).
    */
   messageTypes?: (tenant: Uuid) => Promise<RegistrySnapshot> | RegistrySnapshot;
+  /** Pushes a message that is never stored (an ephemeral type's) to the group's members online now (core/delivery pushTransient). */
+  onTransient?: (item: { tenant: Uuid; conversation: Uuid; conversationSeq: 0; entry: string; createdAt: number }) => Promise<unknown>;
   now?: () => number;
 }
 
@@ -96,7 +98,7 @@ export interface ContentWatermarks {
 /** No clear and no delete. */
 export const NO_CONTENT_WATERMARKS: ContentWatermarks = { hiddenBefore: 0, deletedBefore: 0 };
 
-type Hooks = "now" | "onCommit" | "onRead" | "watermarks" | "messageTypes";
+type Hooks = "now" | "onCommit" | "onRead" | "watermarks" | "messageTypes" | "onTransient";
 
 export const CONVERSATION_DEFAULTS: Required<Omit<ConversationOptions, Hooks>> = {
   keyPrefix: "qim",
@@ -266,6 +268,9 @@ export interface MemberPage {
   nextCursor: string;
 }
 
+/** The seq a transient message's entry carries (none: it is in no log; core/delivery TRANSIENT_SEQ). */
+const TRANSIENT_SEQ_PREFIX = "0|";
+
 /** A member-list cursor: Redis's HSCAN cursor, an unsigned 64-bit integer in decimal. */
 const MEMBER_CURSOR = /^\d{1,20}$/;
 
@@ -292,6 +297,8 @@ export interface SendResult {
   conversationSeq: number;
   /** Null only for a duplicate whose history entry retention has dropped. */
   messageId: Uuid | null;
+  /** An ephemeral type's message: pushed to the members online, stored nowhere (conversationSeq 0). */
+  ephemeral?: boolean;
   /** The member version the audience was frozen at; a duplicate answers its original's (null only for an idempotency entry written before issue 24). */
   version: number | null;
   duplicate: boolean;
@@ -347,6 +354,7 @@ export class ConversationService {
   readonly keys: KeySpace;
   readonly opts: Required<Omit<ConversationOptions, Hooks>> & {
     now: () => number; onCommit?: (bucket: number) => void; onRead?: ConversationOptions["onRead"]; watermarks?: ConversationOptions["watermarks"]; messageTypes?: ConversationOptions["messageTypes"];
+    onTransient?: ConversationOptions["onTransient"];
   };
 
   constructor(readonly store: RedisStore, options: ConversationOptions = {}) {
@@ -754,6 +762,7 @@ export class ConversationService {
     let countsUnread = true;
     let orderNeutral = false;
     let custom: CustomTypeStamp | undefined;
+    let ephemeral = false;
     if (isCustomType(contentType)) {
       // the snapshot is held (no await, no round trip) but when it is older than the reload interval
       let snapshot = this.opts.messageTypes?.(tenant) ?? null;
@@ -763,6 +772,7 @@ export class ConversationService {
       // affects_session_order false: the record does not move the conversation (ord=0, as a recall event)
       orderNeutral = !d.affectsSessionOrder;
       custom = { registryVersion: snapshot!.version, schemaVersion: d.schemaVersion, timelineVisible: d.timelineVisible };
+      ephemeral = d.deliveryClass === "ephemeral";
     }
 
     const mentions = req.mentions === undefined || req.mentions.length === 0 ? undefined : this.parseMentions(req.mentions);
@@ -771,8 +781,28 @@ export class ConversationService {
       messageId: newMessageId(), senderId: sender, kind: "normal", countsUnread, createdAt: this.opts.now(), contentType, payload,
       ...(mentions ? { mentions } : {}), ...(custom ? { custom } : {}), ...(orderNeutral ? { orderNeutral } : {}),
     });
+    if (ephemeral) return this.sendTransient(k, tenant, group, sender, rest);
     const outcome = await this.writer.submit(k, { clientMessageId: uuidToHex(clientMessageId), sender: uuidToHex(sender), rest });
     return { tenant, group, ...outcome };
+  }
+
+  /**
+   * An ephemeral type's message (spec 003 §2.1): never stored, no seq, no mailbox entry, no list
+   * change: the sender must be an ACTIVE member of a group that is not dissolved (one read), then
+   * it goes to the devices of the members online now (onTransient: core/delivery). At most once;
+   * its SEND answers conversation_seq 0.
+   */
+  private async sendTransient(k: ConversationKeys, tenant: Uuid, group: Uuid, sender: Uuid, rest: string): Promise<SendResult> {
+    const res = await this.clientOf(k).pipeline().hget(k.grpmembers, uuidToHex(sender)).hget(k.grpmeta, "dissolved_at").exec();
+    const member = res?.[0]?.[1];
+    const dissolved = res?.[1]?.[1];
+    if (typeof dissolved === "string") throw groupDissolvedError(group, Number(dissolved));
+    if (typeof member !== "string" || parseMemberValue(uuidToHex(sender), member).state !== "ACTIVE") throw new PermissionDeniedError();
+    if (!this.opts.onTransient) throw new FailedPreconditionError("this engine delivers no ephemeral messages (no delivery module)");
+    const entry = `${TRANSIENT_SEQ_PREFIX}${rest}`;
+    const messageId = decodeHistoryEntry(entry).messageId;
+    await this.opts.onTransient({ tenant, conversation: group, conversationSeq: 0, entry, createdAt: this.opts.now() });
+    return { tenant, group, conversationSeq: 0, messageId, version: null, duplicate: false, attempts: 1, ephemeral: true };
   }
 
   /**
@@ -789,8 +819,8 @@ export class ConversationService {
     if (!snapshot || !d) {
       return refuse("unknown_type", new InvalidArgumentError("contentType", `${contentType} is not a message type of this tenant: declare it first (qimctl registry apply), or send a MIME type (with a "/")`));
     }
-    if (d.deliveryClass !== "persistent") {
-      refuse("class_unavailable", new FailedPreconditionError(`${contentType} is declared ${d.deliveryClass}: this engine delivers only persistent custom types so far (docs/operator-guide.md "Message types")`, { customType: contentType, deliveryClass: d.deliveryClass }));
+    if (d.deliveryClass === "ephemeral_aggregate") {
+      refuse("class_unavailable", new FailedPreconditionError(`${contentType} is declared ephemeral_aggregate: its messages are aggregates (reactions, spec 003 §4), not sends (docs/operator-guide.md "Message types")`, { customType: contentType, deliveryClass: d.deliveryClass }));
     }
     if (payloadBytes > d.maxPayloadBytes) {
       refuse("payload_too_large", new InvalidArgumentError("payload", `a ${contentType} payload is at most ${d.maxPayloadBytes} bytes (its max_payload_bytes in the tenant's registry, version ${snapshot.version}); this one is ${payloadBytes}`));

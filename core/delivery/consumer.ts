@@ -342,7 +342,8 @@ export class DeliveryConsumer {
     })));
   }
 
-  private async forward(to: Located, batch: DeliveryBatch): Promise<void> {
+  /** One batch to another node (node RPC Deliver), retried a few times, then given up (devices resync). */
+  async forward(to: Located, batch: DeliveryBatch): Promise<void> {
     const f = this.forwarder;
     if (!f) {
       metrics.forwarded.inc({ outcome: "failed" });

@@ -3,8 +3,8 @@ import type { UnitGate } from "../cluster/index.js";
 import type { DispatchLog } from "../dispatch/index.js";
 import type { RedisStore } from "../store/index.js";
 import { DeliveryConsumer, type DeliveryForwarder } from "./consumer.js";
-import { LocalConnections, type DeliveryBatch, type DeviceConnection } from "./local.js";
-import { MembersAudience } from "./members.js";
+import { LocalConnections, type DeliveryBatch, type DeliveryItem, type DeviceConnection } from "./local.js";
+import { MembersAudience, TRANSIENT_SEQ } from "./members.js";
 import { metrics } from "./metrics.js";
 import { ConnectionsView, type ConnectionPeers } from "./operators.js";
 import { ReadSync, type UserEventForwarder } from "./read-sync.js";
@@ -75,6 +75,21 @@ export class Delivery {
     const users = await this.audience.resolveItems(members);
     const found = new Map(members.map((item, i) => [item, users[i]!]));
     return this.local.deliver({ tenant: batch.tenant, items: batch.items.map((it) => (it.members ? { item: it.item, users: found.get(it.item)! } : it)) });
+  }
+
+  /**
+   * A message that is never stored (spec 003 §2.1: an ephemeral type's): to the connections here of
+   * the group's ACTIVE members now, and to every other node holding connections, which finds its
+   * own (a members item at TRANSIENT_SEQ). Online only, nothing kept: a device offline never gets it.
+   * Returns the pushes made here.
+   */
+  async pushTransient(item: DeliveryItem): Promise<number> {
+    const [users] = await this.audience.resolve(item.tenant, item.conversation, [TRANSIENT_SEQ]);
+    const pushed = users!.length > 0 ? this.local.deliver({ tenant: item.tenant, items: [{ item, users: users! }] }) : 0;
+    const targets = await this.registry.remoteTargets();
+    await Promise.all(targets.map((to) => this.consumer.forward(to, { tenant: item.tenant, items: [{ item, users: [], members: true }] })));
+    metrics.transient.inc();
+    return pushed;
   }
 
   /** Whether this node drains: its connections were told to reconnect elsewhere, and new ones are too. */

@@ -6,6 +6,13 @@ import { metrics } from "./metrics.js";
 
 /** Member reads (HMGET of REDIS_CALL_MEMBER_BUDGET users) one resolution keeps in flight at once. */
 export const MEMBER_READS_IN_FLIGHT = 4;
+
+/**
+ * The conversation_seq of a message that is not in the log (spec 003 §2.1: an ephemeral type's,
+ * pushed to online devices only): its audience is the group's ACTIVE members at the moment it is
+ * pushed, not the members visible at a seq.
+ */
+export const TRANSIENT_SEQ = 0;
 /** Groups whose connected members' entries a node keeps between messages, at most (least recently used dropped). */
 export const MEMBERS_CACHE_GROUPS = 256;
 /** Entries those keep in all, at most (~100 B each: ~50 MB). */
@@ -126,7 +133,11 @@ export class MembersAudience {
     }
     this.keep(id, known);
     const users = [...here];
-    return seqs.map((seq) => users.filter((u) => visibleAt(known!.entries.get(u) ?? null, seq)));
+    return seqs.map((seq) => {
+      // a message not in the log (TRANSIENT_SEQ): the members now
+      const at = seq === TRANSIENT_SEQ ? Number.MAX_SAFE_INTEGER : seq;
+      return users.filter((u) => visibleAt(known!.entries.get(u) ?? null, at));
+    });
   }
 
   private keep(id: string, known: { version: string; entries: Map<Uuid, string | null> }): void {

@@ -111,4 +111,9 @@ export const metrics = {
     labelNames: ["partition"] as const,
     registers: [registry],
   }),
+  transient: new Counter({
+    name: "qim_delivery_transient_total",
+    help: "Messages never stored (an ephemeral type's) pushed to the online members of their group from this node",
+    registers: [registry],
+  }),
 };

@@ -131,6 +131,8 @@ export class EngineRuntime {
     this.conversations = new ConversationService(this.store, {
       ...opts.conversation, keyPrefix: this.keys.prefix, onCommit,
       messageTypes: (tenant) => messageTypes.current(tenant),
+      // an ephemeral type's message: to the members online now, through this node's delivery (built below)
+      onTransient: (item) => this.delivery.pushTransient(item),
       // the list's row learns a read position the moment it moves (spec 002 §3.2)
       onRead: async (r) => { await relayRef.list?.service.readMoved(r.tenant, r.group, r.user, r.readConversationSeq); },
       // history and summaries hide what the user cleared or deleted (spec 002 §7)

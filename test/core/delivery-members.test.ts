@@ -9,7 +9,7 @@
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { LocalConnections, MembersAudience, newUuid, type DeviceConnection, type Uuid } from "../../core/index.js";
+import { LocalConnections, MembersAudience, newUuid, TRANSIENT_SEQ, type DeviceConnection, type Uuid } from "../../core/index.js";
 import { registry } from "../../core/metrics/index.js";
 import { useEngine } from "./fixture.js";
 
@@ -54,6 +54,8 @@ describe("a members record's audience among a node's connections", () => {
     const sortAll = (xs: Uuid[][]) => xs.map((x) => [...x].sort());
     const hm = await reads("connected");
     assert.deepEqual(sortAll(await audience.resolve(tenant, group, [1, 2, 3, 4])), want, "18 connected, 41 entries: their entries");
+    // a message in no log (an ephemeral type's, TRANSIENT_SEQ): the members now — as at seq 4, the removed ones out, the newcomers in
+    assert.deepEqual(sortAll(await audience.resolve(tenant, group, [TRANSIENT_SEQ])), [after], "the ACTIVE members now");
     assert.equal(await reads("connected") - hm, connected.length, "one read per connected user of the tenant");
 
     // more connected users than one call reads (1,000) and than the group has entries: a scan of the group, the same answer

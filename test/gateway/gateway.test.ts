@@ -307,4 +307,29 @@ describe("the client gateway on a real node", { timeout: 240_000 }, () => {
     assert.doesNotMatch(e.stderr(), /closed by the node|error/);
     danPhone.ws.close();
   });
+
+  it("an ephemeral type (spec 003 §2.1): pushed to the members online now, acked with seq 0, stored nowhere; a non-member is refused", async () => {
+    const [dan, eve, fay] = [randomUUID(), randomUUID(), randomUUID()];
+    const g = ok(await run(["group", "create", "--owner", dan, "--member", eve], { context }), "group create").group as string;
+    const types = path.join(dir, "eph-types.json");
+    writeFileSync(types, JSON.stringify([{ custom_type: "acme.typing.v1", delivery_class: "ephemeral", counts_unread: false, affects_session_order: false, anchor_mode: "none", preview_template: "[typing]" }]));
+    ok(await run(["registry", "apply", "-f", types], { context }), "registry apply");
+    const danPhone = await device(dan, "eph-dan");
+    const evePhone = await device(eve, "eph-eve");
+    const typing = await danPhone.request({ $case: "send", send: { clientMsgNo: "ty-1", group: g, payload: Buffer.from("typing"), contentType: "acme.typing.v1", mentions: [] } });
+    assert.deepEqual(typing.body?.$case === "sendAck" ? [typing.body.sendAck.conversationSeq, typing.body.sendAck.duplicate] : show(typing.body), [0n, false]);
+    const got = await evePhone.next((f) => f.body?.$case === "message" && f.body.message.contentType === "acme.typing.v1");
+    const m = got.body?.$case === "message" ? got.body.message : null;
+    assert.deepEqual([m?.conversationSeq, m?.sender, m?.preview, Buffer.from(m?.payload ?? []).toString()], [0n, dan, "[typing]", "typing"]);
+    // nothing stored: the next message takes seq 1, history holds it alone
+    const text = await danPhone.request({ $case: "send", send: { clientMsgNo: "tx-1", group: g, payload: Buffer.from("hi"), contentType: "text", mentions: [] } });
+    assert.equal(text.body?.$case === "sendAck" ? text.body.sendAck.conversationSeq : -1n, 1n);
+    const h = ok(await run(["history", "--group", g, "--as", eve], { context }), "history").records as { conversationSeq: number; contentType: string }[];
+    assert.deepEqual(h.map((r) => [r.conversationSeq, r.contentType]), [[1, "text"]]);
+    // a non-member may not send one
+    const fayPhone = await device(fay, "eph-fay");
+    const refused = await fayPhone.request({ $case: "send", send: { clientMsgNo: "ty-2", group: g, payload: Buffer.from("x"), contentType: "acme.typing.v1", mentions: [] } });
+    assert.equal(refused.body?.$case === "error" ? refused.body.error.code : show(refused.body), "PERMISSION_DENIED");
+    for (const x of [danPhone, evePhone, fayPhone]) x.ws.close();
+  });
 });

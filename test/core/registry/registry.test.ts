@@ -109,20 +109,22 @@ describe("registry changes", () => {
 });
 
 describe("the send path under a declaration", () => {
-  it("refuses undeclared and reserved types, ephemeral classes (not delivered yet) and oversized payloads, writing nothing", async () => {
+  it("refuses undeclared and reserved types, aggregates, ephemeral messages without a delivery module, and oversized payloads, writing nothing", async () => {
     const tenant = fx.tenant();
     const [a, b] = [newUuid(), newUuid()];
     const { group } = await fx.engine.createGroup({ tenant, owner: a, members: [b] });
     await reg().apply({ tenant, put: [
       decl({ custom_type: "acme.small", max_payload_bytes: 4 }),
       decl({ custom_type: "acme.typing", delivery_class: "ephemeral", counts_unread: false, affects_session_order: false, anchor_mode: "none" }),
+      decl({ custom_type: "acme.react", delivery_class: "ephemeral_aggregate", counts_unread: false, affects_session_order: false, anchor_mode: "none" }),
     ], delete: [] });
     const before = await fx.digest(tenant, group);
     const send = (contentType: string, bytes: number) => fx.engine.send({ tenant, group, sender: a, payload: new Uint8Array(bytes), contentType });
     await assert.rejects(send("acme.unknown", 1), (e: unknown) => e instanceof InvalidArgumentError && /not a message type of this tenant/.test(e.message));
     await assert.rejects(send("qim.recall.v1", 1), (e: unknown) => e instanceof InvalidArgumentError && /engine's own/.test(e.message));
     await assert.rejects(send("acme.small", 5), (e: unknown) => e instanceof InvalidArgumentError && e.field === "payload" && /at most 4 bytes/.test(e.message));
-    await assert.rejects(send("acme.typing", 1), FailedPreconditionError);
+    await assert.rejects(send("acme.typing", 1), (e: unknown) => e instanceof FailedPreconditionError && /no delivery module/.test(e.message));
+    await assert.rejects(send("acme.react", 1), (e: unknown) => e instanceof FailedPreconditionError && /aggregates/.test(e.message));
     assert.equal(await fx.digest(tenant, group), before, "no refusal wrote anything or took a seq");
     // another tenant's declaration is not this tenant's
     const other = fx.tenant();

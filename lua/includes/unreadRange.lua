@@ -1,6 +1,6 @@
 -- unreadRange(grpmetaKey, histKey, idxKey, user, lo, hi) -> unread, mentions, mentionFirst (-1 none)
 -- The records of (lo, hi] that count toward user's unread (spec 002 §3.1: counts_unread, sent by
--- someone else), and how many of them mention the user (the mentions field's 32-hex ids) with
+-- someone else, not recalled), and how many of them mention the user (the mentions field's 32-hex ids) with
 -- the first one's seq. Seqs from grpmeta's unread_index_from on are read from the unread index
 -- (zset unreadidx, member "seq|sender|mentions", written with the history entry of every counting
 -- record): a few dozen bytes a record, whatever the history holds. Below it (history written
@@ -27,7 +27,8 @@ local function unreadRange(metaKey, histKey, idxKey, user, lo, hi)
     for _, e in ipairs(redis.call("ZRANGEBYSCORE", histKey, "(" .. lo, split)) do
       local h = histHeader(e)
       local f = h.fields
-      if f[HIST.SENDER_ID] ~= user and f[HIST.COUNTS_UNREAD] == "1" then
+      -- a recalled record never counts (spec 002 §3.1; applyAnchorEvent took it out of the index)
+      if f[HIST.SENDER_ID] ~= user and f[HIST.COUNTS_UNREAD] == "1" and f[HIST.STATE] ~= "R" then
         unread = unread + 1
         if namesUser(f[HIST.MENTIONS], user) then
           mcount = mcount + 1

@@ -81,6 +81,11 @@ test("recall and edit at the Lua level: event first with its target's fields, th
   const summary = await c.run("conversationSummary", [b, 200, 0, 0]);
   assert.equal(decodeHistoryEntry(String(summary[5])).conversationSeq, 2);
   assert.deepEqual([summary[6], summary[7]], [0, 1]);
+  // history older than the unread index is read entry by entry: a recalled entry does not count there either
+  const from = await c.client.hget(k.grpmeta, "unread_index_from");
+  await c.client.hset(k.grpmeta, "unread_index_from", 100);
+  assert.deepEqual((await c.run("conversationSummary", [b, 200, 0, 0])).slice(6, 8), [0, 1], "seq 1 recalled, seq 2 b's own: 0 from the entries too");
+  await c.client.hset(k.grpmeta, "unread_index_from", from!);
   // a's view: seq 2 counts (b's), seq 1 was a's own
   const forA = await c.run("conversationSummary", [a, 200, 0, 0]);
   assert.deepEqual([decodeHistoryEntry(String(forA[5])).conversationSeq, forA[6]], [2, 1]);

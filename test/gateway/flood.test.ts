@@ -85,6 +85,21 @@ describe("the client gateway's flood limits on a real node (per_user_msg_rate 5/
     for (const d of [phone, laptop, bobPhone]) d.ws.close();
   });
 
+  it("RECALLs and EDITs take the user's SEND tokens: past the burst they are refused RATE_LIMITED (send_rate) before the engine is asked", async () => {
+    const d = await connect(alice, "recaller");
+    // a seq that names no message: each answer that is not RATE_LIMITED is the engine's NOT_FOUND (a token was taken)
+    const answers = await Promise.all(Array.from({ length: 3 * BURST }, (_, i) => d.request(i % 2 === 0
+      ? { $case: "recall", recall: { group, conversationSeq: 999_999n } }
+      : { $case: "edit", edit: { clientMsgNo: `e${i}`, group, conversationSeq: 999_999n, payload: Buffer.from("x") } })));
+    const codes = answers.map((f) => (f.body?.$case === "error" ? f.body.error.code : f.body?.$case));
+    const limited = codes.filter((c) => c === "RATE_LIMITED").length;
+    assert.equal(codes.filter((c) => c !== "RATE_LIMITED" && c !== "NOT_FOUND").length, 0, codes.join(","));
+    assert.ok(limited >= BURST - 2, `past the burst of ${BURST}: ${limited} of ${3 * BURST} refused`);
+    const one = answers.find((f) => f.body?.$case === "error" && f.body.error.code === "RATE_LIMITED")!;
+    assert.match((one.body as Extract<Frame["body"], { $case: "error" }>).error.message, /per_user_msg_rate/);
+    d.ws.close();
+  });
+
   it(`MARK_READs past the connection's burst (${GATEWAY_MARK_READ_BURST}) are refused RATE_LIMITED; the read seq only grows`, async () => {
     const d = await connect(bob, "tablet");
     const marks = await Promise.all(Array.from({ length: GATEWAY_MARK_READ_BURST + 15 }, (_, i) => d.request({ $case: "markRead", markRead: { group, readSeq: BigInt(i + 1) } })));

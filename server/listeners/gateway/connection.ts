@@ -323,7 +323,8 @@ export class GatewayConnection implements DeviceConnection {
     }
     const wait = this.costOf(body.$case);
     if (wait > 0) {
-      const [reason, what] = body.$case === "send" ? ["send_rate", `at most ${this.deps.userSends.limitText} SENDs of a user (per_user_msg_rate)`]
+      const [reason, what] = body.$case === "send" || body.$case === "recall" || body.$case === "edit"
+        ? ["send_rate", `at most ${this.deps.userSends.limitText} SENDs, RECALLs and EDITs of a user together (per_user_msg_rate)`]
         : body.$case === "markRead" ? ["mark_read_rate", `at most ${GATEWAY_MARK_READ_RATE} MARK_READs per second (burst ${GATEWAY_MARK_READ_BURST})`]
           : ["request_rate", `at most ${GATEWAY_REQUEST_RATE} requests per second (burst ${GATEWAY_REQUEST_BURST})`];
       this.refuse(id, reason, `${what}: nothing was done; retry after retry_after_ms`, wait);
@@ -341,9 +342,10 @@ export class GatewayConnection implements DeviceConnection {
     });
   }
 
-  /** A request's token (0: taken), else the ms until its bucket has one: SENDs the user's, MARK_READs and the rest the connection's. */
+  /** A request's token (0: taken), else the ms until its bucket has one: SENDs, RECALLs and EDITs the user's, MARK_READs and the rest the connection's. */
   private costOf(type: Case): number {
-    if (type === "send") return this.deps.userSends.take(`${this.identity.tenant}/${this.identity.user}`);
+    // a RECALL or an EDIT writes an event to the log like a SEND: the same per-user budget
+    if (type === "send" || type === "recall" || type === "edit") return this.deps.userSends.take(`${this.identity.tenant}/${this.identity.user}`);
     if (type === "markRead") return this.markReads.take();
     return this.requests.take();
   }

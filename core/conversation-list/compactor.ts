@@ -3,6 +3,7 @@ import { decodeMembershipPayload, HIST_FIELD, MEMBERSHIP_CUSTOM_TYPE, RECALL_CUS
 import { SOLO_GATE, type UnitGate } from "../cluster/index.js";
 import { dispatchRecordKey, type DispatchLog, type DispatchRecord, type LogPosition } from "../dispatch/index.js";
 import type { RedisStore } from "../store/index.js";
+import { eachLimited } from "../support/index.js";
 import { listCheckpointKey } from "./keys.js";
 import { metrics } from "./metrics.js";
 import type { InHandEntry } from "./row.js";
@@ -438,26 +439,21 @@ export class ListCompactor {
       this.handedOld = this.handed;
       this.handed = new Set();
       const targets = this.partitions.map((p) => positionText(p.next));
-      let failed: unknown;
-      let next = 0;
-      const writer = async () => {
-        while (next < users.length) {
-          const [id, u] = users[next++]!;
-          const rows: PendingRow[] = [...u.rows.entries()].map(([conversationHex, r]) => ({ conversationHex, entries: r.entries }));
-          try {
-            await this.list.flushUser(u.tenant, u.user, rows);
-          } catch (err) {
-            failed ??= err;
-            for (const [hex, r] of u.rows) for (const e of r.entries) this.hold(u.tenant, u.user, hex, e);
-          } finally {
-            this.inFlight.delete(id);
-          }
+      // a failed user keeps their records (held again) and the checkpoints stay: eachLimited throws the first failure after all settled
+      await eachLimited(users, FLUSH_USERS_IN_FLIGHT, async ([id, u]) => {
+        const rows: PendingRow[] = [...u.rows.entries()].map(([conversationHex, r]) => ({ conversationHex, entries: r.entries }));
+        try {
+          await this.list.flushUser(u.tenant, u.user, rows);
+        } catch (err) {
+          for (const [hex, r] of u.rows) for (const e of r.entries) this.hold(u.tenant, u.user, hex, e);
+          throw err;
+        } finally {
+          this.inFlight.delete(id);
         }
-      };
-      await Promise.all(Array.from({ length: Math.min(FLUSH_USERS_IN_FLIGHT, users.length) }, writer));
-      this.flushes++;
-      metrics.flushes.inc({ reason });
-      if (failed !== undefined) throw failed;
+      }).finally(() => {
+        this.flushes++;
+        metrics.flushes.inc({ reason });
+      });
       for (const [p, st] of this.partitions.entries()) {
         const to = targets[p]!;
         if (to === st.stored) continue;

@@ -18,6 +18,13 @@ import { decodeMembershipPayload, MEMBERSHIP_CUSTOM_TYPE, MembershipOp, type Mem
 export const HISTORY_RECORD_VERSION = 2;
 
 /**
+ * The conversation_seq of a message that is in no log (spec 003 §2.1: an ephemeral type's, pushed to
+ * online devices only): its entry carries it, and its audience is the group's ACTIVE members at the
+ * moment it is pushed (core/delivery), not the members visible at a seq.
+ */
+export const TRANSIENT_SEQ = 0;
+
+/**
  * The header fields' names as stored (short: they are repeated in every entry), by the spec's
  * name of each. lua/includes/histRecord.lua HIST holds the same names (test/lua/histRecord.test.ts).
  */

@@ -28,7 +28,7 @@ import {
 } from "../base/index.js";
 import type { RedisStore } from "../store/index.js";
 import { isCustomType, RESERVED_PREFIX, registryMetrics, type RegistrySnapshot } from "../registry/index.js";
-import { decodeHistoryEntry, decodeHistoryParts, encodeHistoryRest, HIST_FIELD, validateContentType, type CustomTypeStamp, type HistoryRecord } from "./history.js";
+import { decodeHistoryEntry, decodeHistoryParts, encodeHistoryRest, HIST_FIELD, TRANSIENT_SEQ, validateContentType, type CustomTypeStamp, type HistoryRecord } from "./history.js";
 import { conversationKeys, type ConversationKeys } from "./keys.js";
 import { parseModerationReason, writeAnchorEvent, type AnchorResult } from "./anchor.js";
 import {
@@ -267,9 +267,6 @@ export interface MemberPage {
   /** "" after the last page. */
   nextCursor: string;
 }
-
-/** The seq a transient message's entry carries (none: it is in no log; core/delivery TRANSIENT_SEQ). */
-const TRANSIENT_SEQ_PREFIX = "0|";
 
 /** A member-list cursor: Redis's HSCAN cursor, an unsigned 64-bit integer in decimal. */
 const MEMBER_CURSOR = /^\d{1,20}$/;
@@ -777,11 +774,12 @@ export class ConversationService {
 
     const mentions = req.mentions === undefined || req.mentions.length === 0 ? undefined : this.parseMentions(req.mentions);
     const k = this.conversationKeys(tenant, group);
+    const messageId = newMessageId();
     const rest = encodeHistoryRest({
-      messageId: newMessageId(), senderId: sender, kind: "normal", countsUnread, createdAt: this.opts.now(), contentType, payload,
+      messageId, senderId: sender, kind: "normal", countsUnread, createdAt: this.opts.now(), contentType, payload,
       ...(mentions ? { mentions } : {}), ...(custom ? { custom } : {}), ...(orderNeutral ? { orderNeutral } : {}),
     });
-    if (ephemeral) return this.sendTransient(k, tenant, group, sender, rest);
+    if (ephemeral) return this.sendTransient(k, tenant, group, sender, messageId, rest);
     const outcome = await this.writer.submit(k, { clientMessageId: uuidToHex(clientMessageId), sender: uuidToHex(sender), rest });
     return { tenant, group, ...outcome };
   }
@@ -792,17 +790,16 @@ export class ConversationService {
    * it goes to the devices of the members online now (onTransient: core/delivery). At most once;
    * its SEND answers conversation_seq 0.
    */
-  private async sendTransient(k: ConversationKeys, tenant: Uuid, group: Uuid, sender: Uuid, rest: string): Promise<SendResult> {
+  private async sendTransient(k: ConversationKeys, tenant: Uuid, group: Uuid, sender: Uuid, messageId: Uuid, rest: string): Promise<SendResult> {
     const res = await this.clientOf(k).pipeline().hget(k.grpmembers, uuidToHex(sender)).hget(k.grpmeta, "dissolved_at").exec();
     const member = res?.[0]?.[1];
     const dissolved = res?.[1]?.[1];
     if (typeof dissolved === "string") throw groupDissolvedError(group, Number(dissolved));
     if (typeof member !== "string" || parseMemberValue(uuidToHex(sender), member).state !== "ACTIVE") throw new PermissionDeniedError();
     if (!this.opts.onTransient) throw new FailedPreconditionError("this engine delivers no ephemeral messages (no delivery module)");
-    const entry = `${TRANSIENT_SEQ_PREFIX}${rest}`;
-    const messageId = decodeHistoryEntry(entry).messageId;
-    await this.opts.onTransient({ tenant, conversation: group, conversationSeq: 0, entry, createdAt: this.opts.now() });
-    return { tenant, group, conversationSeq: 0, messageId, version: null, duplicate: false, attempts: 1, ephemeral: true };
+    // the entry a log would hold at its seq: a transient message's is TRANSIENT_SEQ
+    await this.opts.onTransient({ tenant, conversation: group, conversationSeq: TRANSIENT_SEQ, entry: `${TRANSIENT_SEQ}|${rest}`, createdAt: this.opts.now() });
+    return { tenant, group, conversationSeq: TRANSIENT_SEQ, messageId, version: null, duplicate: false, attempts: 1, ephemeral: true };
   }
 
   /**
@@ -867,11 +864,14 @@ export class ConversationService {
     if (payload.length > this.opts.maxPayloadBytes) throw new InvalidArgumentError("payload", `a message payload is at most ${this.opts.maxPayloadBytes} bytes`);
     const clientMessageId = uuidToHex(req.clientMessageId === undefined ? newUuid() : parseUuid(req.clientMessageId, "clientMessageId"));
     const k = this.conversationKeys(tenant, group);
-    // a custom type's message keeps its declaration's payload limit through an edit (an edit is rare: one read of the target)
-    const target = (await this.clientOf(k).zrangebyscore(k.hist, seq, seq))[0];
+    // a custom type's message keeps its declaration's payload limit through an edit: the target is
+    // read (its content type) only when some type of the tenant has a limit this payload passes
+    const types = this.opts.messageTypes ? (await this.opts.messageTypes(tenant)).types : null;
+    const tight = types !== null && [...types.values()].some((d) => d.maxPayloadBytes < payload.length);
+    const target = tight ? (await this.clientOf(k).zrangebyscore(k.hist, seq, seq))[0] : undefined;
     const ct = target === undefined ? undefined : decodeHistoryParts(target).fields.get(HIST_FIELD.contentType);
-    if (ct !== undefined && isCustomType(ct) && this.opts.messageTypes) {
-      const max = (await this.opts.messageTypes(tenant)).types.get(ct)?.maxPayloadBytes;
+    if (ct !== undefined && isCustomType(ct)) {
+      const max = types!.get(ct)?.maxPayloadBytes;
       if (max !== undefined && payload.length > max) {
         registryMetrics.refused.inc({ reason: "payload_too_large" });
         throw new InvalidArgumentError("payload", `a ${ct} payload is at most ${max} bytes (its max_payload_bytes in the tenant's registry); this one is ${payload.length}`);

@@ -18,4 +18,4 @@ export {
   DELIVERY_FORWARD_ATTEMPTS, DELIVERY_FORWARD_MAX_BYTES, DELIVERY_FORWARD_MAX_USERS, DELIVERY_POLL_INTERVAL_MS, DELIVERY_READ_BATCH, DeliveryConsumer, type DeliveryConsumerOptions, type DeliveryForwarder,
 } from "./consumer.js";
 export { Delivery, type DeliveryOptions } from "./delivery.js";
-export { MEMBER_READS_IN_FLIGHT, MEMBERS_CACHE_ENTRIES, MEMBERS_CACHE_GROUPS, MEMBERS_PREFETCH_MAX, MembersAudience, TRANSIENT_SEQ, visibleAt, type MembersMessage } from "./members.js";
+export { MEMBER_READS_IN_FLIGHT, MEMBERS_CACHE_ENTRIES, MEMBERS_CACHE_GROUPS, MEMBERS_PREFETCH_MAX, MembersAudience, visibleAt, type MembersMessage } from "./members.js";

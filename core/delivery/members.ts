@@ -1,5 +1,5 @@
 import { REDIS_CALL_MEMBER_BUDGET, uuidToHex, hexToUuid, type KeySpace, type Uuid } from "../base/index.js";
-import { conversationKeys } from "../conversation/index.js";
+import { conversationKeys, TRANSIENT_SEQ } from "../conversation/index.js";
 import type { RedisClient, RedisStore } from "../store/index.js";
 import type { LocalConnections } from "./local.js";
 import { metrics } from "./metrics.js";
@@ -7,12 +7,6 @@ import { metrics } from "./metrics.js";
 /** Member reads (HMGET of REDIS_CALL_MEMBER_BUDGET users) one resolution keeps in flight at once. */
 export const MEMBER_READS_IN_FLIGHT = 4;
 
-/**
- * The conversation_seq of a message that is not in the log (spec 003 §2.1: an ephemeral type's,
- * pushed to online devices only): its audience is the group's ACTIVE members at the moment it is
- * pushed, not the members visible at a seq.
- */
-export const TRANSIENT_SEQ = 0;
 /** Groups whose connected members' entries a node keeps between messages, at most (least recently used dropped). */
 export const MEMBERS_CACHE_GROUPS = 256;
 /** Entries those keep in all, at most (~100 B each: ~50 MB). */

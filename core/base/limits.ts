@@ -251,3 +251,13 @@ export const RETENTION_TRIM_STEP_RECORDS = 200;
 export const RETENTION_DIRECTORY_PAGE = 100;
 /** Retention: trim steps one conversation gets per round before the round moves on (the rest waits for the next round, counted as behind). */
 export const RETENTION_STEPS_PER_CONVERSATION = 50;
+
+/**
+ * A target conversation_seq from the wire (a uint64 of the admin API or a gateway frame): at least
+ * 1; past 2^53−1 no message has one, so such a seq is read as 2^53−1, which names none either (a
+ * NOT_FOUND, never a rounded seq that could name another message).
+ */
+export function wireTargetSeq(seq: bigint, field = "conversation_seq"): number {
+  if (seq < 1n) throw new InvalidArgumentError(field, `${field} must be ≥ 1`);
+  return seq > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(seq);
+}

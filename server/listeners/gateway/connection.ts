@@ -12,7 +12,7 @@ import {
   GATEWAY_AUTH_TIMEOUT_MS, GATEWAY_IDLE_TIMEOUT_MS, GATEWAY_MARK_READ_BURST, GATEWAY_MARK_READ_RATE, GATEWAY_MAX_IN_FLIGHT, GATEWAY_REFUSAL_BURST, GATEWAY_REFUSAL_RATE,
   GATEWAY_REQUEST_BURST, GATEWAY_REQUEST_RATE, HISTORY_PAGE_DEFAULT, HISTORY_PAGE_LIMIT, InvalidArgumentError, listConversations, pageLimit,
   parseUuid, SESSION_PAGE_DEFAULT, SESSION_PAGE_LIMIT, type BadgeState, type ConversationListEntry, type EngineRuntime, type HistoryRecord, type SessionFrame,
-  type AnchorResult, type RegistrySnapshot, type UserEvent, type Uuid,
+  type AnchorResult, type RegistrySnapshot, type UserEvent, type Uuid, wireTargetSeq,
 } from "../../../core/index.js";
 import { Frame, type Badge, type Message, type SessionEntry, type SessionList } from "../../../admin-api/gen/qim/client/v1/frames.js";
 import { TokenBucket, type KeyedRateLimiter } from "../../../core/support/index.js";
@@ -526,7 +526,7 @@ export class GatewayConnection implements DeviceConnection {
   private async recall({ recall: req }: BodyOf<"recall">): Promise<Body> {
     const { tenant, user } = this.identity;
     const group = parseUuid(req.group, "group");
-    const r = await this.runtime.conversations.recall({ tenant, group, seq: seqOf(req.conversationSeq), user });
+    const r = await this.runtime.conversations.recall({ tenant, group, seq: wireTargetSeq(req.conversationSeq), user });
     return { $case: "anchorAck", anchorAck: anchorAckOf(r) };
   }
 
@@ -536,7 +536,7 @@ export class GatewayConnection implements DeviceConnection {
     if (!CLIENT_MSG_NO.test(req.clientMsgNo)) throw new InvalidArgumentError("client_msg_no", "client_msg_no is 1 to 64 printable ASCII characters (the EDIT's idempotency key)");
     const group = parseUuid(req.group, "group");
     const r = await this.runtime.conversations.edit({
-      tenant, group, seq: seqOf(req.conversationSeq), user, payload: req.payload, clientMessageId: clientMessageIdOf(tenant, user, group, `edit:${req.clientMsgNo}`),
+      tenant, group, seq: wireTargetSeq(req.conversationSeq), user, payload: req.payload, clientMessageId: clientMessageIdOf(tenant, user, group, `edit:${req.clientMsgNo}`),
     });
     return { $case: "anchorAck", anchorAck: anchorAckOf(r) };
   }
@@ -561,12 +561,6 @@ export function clientMessageIdOf(tenant: Uuid, user: Uuid, group: Uuid, clientM
   h[8] = (h[8]! & 0x3f) | 0x80;
   const x = h.subarray(0, 16).toString("hex");
   return `${x.slice(0, 8)}-${x.slice(8, 12)}-${x.slice(12, 16)}-${x.slice(16, 20)}-${x.slice(20, 32)}`;
-}
-
-/** A target conversation_seq of a frame: ≥ 1; past 2^53−1 no message has it. */
-function seqOf(seq: bigint): number {
-  if (seq === 0n) throw new InvalidArgumentError("conversation_seq", "conversation_seq must be ≥ 1");
-  return seq > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(seq);
 }
 
 function anchorAckOf(r: AnchorResult) {

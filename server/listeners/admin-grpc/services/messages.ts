@@ -1,4 +1,4 @@
-import { asOperator, InvalidArgumentError, parseModerationReason, SESSION_PAGE_DEFAULT, SUMMARY_GROUPS_MAX, type AnchorResult } from "../../../../core/index.js";
+import { asOperator, InvalidArgumentError, parseModerationReason, SESSION_PAGE_DEFAULT, SUMMARY_GROUPS_MAX, wireTargetSeq, type AnchorResult } from "../../../../core/index.js";
 import { catalogEntry } from "../../../../admin-api/catalog.js";
 import { historyOut, sendOut, summaryOut } from "../../../convert.js";
 import type { ListConversationSummariesResponse } from "../../../../admin-api/gen/qim/admin/v1/messages.js";
@@ -30,7 +30,7 @@ export const messageService = defineService(catalogEntry("qim.admin.v1.MessageSe
     roles: MUTATE, mutates: true,
     async handle(req, { deps }) {
       const reason = parseModerationReason(req.reason);
-      const r = await deps.runtime.conversations.recall({ tenant: req.tenant, group: req.group, seq: safeSeq(req.conversationSeq), reason });
+      const r = await deps.runtime.conversations.recall({ tenant: req.tenant, group: req.group, seq: wireTargetSeq(req.conversationSeq), reason });
       return { response: anchorOut(r), detail: `${r.duplicate ? "already recalled" : "recalled"} seq ${r.targetSeq} (event seq ${r.eventSeq}); reason: ${reason}` };
     },
   }),
@@ -39,7 +39,7 @@ export const messageService = defineService(catalogEntry("qim.admin.v1.MessageSe
     async handle(req, { deps }) {
       const reason = parseModerationReason(req.reason);
       const r = await deps.runtime.conversations.edit({
-        tenant: req.tenant, group: req.group, seq: safeSeq(req.conversationSeq), reason, text: req.text, ...(req.clientMessageId ? { clientMessageId: req.clientMessageId } : {}),
+        tenant: req.tenant, group: req.group, seq: wireTargetSeq(req.conversationSeq), reason, text: req.text, ...(req.clientMessageId ? { clientMessageId: req.clientMessageId } : {}),
       });
       return { response: anchorOut(r), detail: `${r.duplicate ? "duplicate edit of" : "edited"} seq ${r.targetSeq} (event seq ${r.eventSeq}); reason: ${reason}` };
     },
@@ -65,12 +65,6 @@ export const messageService = defineService(catalogEntry("qim.admin.v1.MessageSe
 
 function anchorOut(r: AnchorResult) {
   return { targetSeq: BigInt(r.targetSeq), eventSeq: BigInt(r.eventSeq), eventMessageId: r.eventMessageId ?? "", duplicate: r.duplicate };
-}
-
-/** A target seq of the wire (uint64): past 2^53−1 no message has it (NOT_FOUND), 0 is no seq (INVALID_ARGUMENT). */
-function safeSeq(seq: bigint): number {
-  if (seq === 0n) throw new InvalidArgumentError("conversation_seq", "conversation_seq must be ≥ 1");
-  return seq > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(seq);
 }
 
 /**

@@ -55,8 +55,3 @@ export async function readRegistryFile(file: string, flag: string): Promise<Mess
   }
   return parseRegistryFile(text, flag);
 }
-
-/** A declaration as the admin API's MessageTypeSpec (every field set: the file's defaults were applied here). */
-export function specOf(d: MessageTypeDeclaration) {
-  return { ...d };
-}

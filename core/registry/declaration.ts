@@ -94,7 +94,8 @@ export const BUILT_IN_TYPES: readonly MessageTypeDeclaration[] = Object.freeze([
   { customType: "call_record", ...DECLARATION_DEFAULTS, countsUnread: true, previewTemplate: "[call]", maxPayloadBytes: 4096 },
 ].map((d) => Object.freeze(d as MessageTypeDeclaration)));
 
-const BUILT_IN_BY_NAME: ReadonlyMap<string, MessageTypeDeclaration> = new Map(BUILT_IN_TYPES.map((d) => [d.customType, d]));
+/** The built-in types by name. */
+export const BUILT_IN_BY_NAME: ReadonlyMap<string, MessageTypeDeclaration> = new Map(BUILT_IN_TYPES.map((d) => [d.customType, d]));
 
 /** What a device shows for a custom type it does not render and the registry does not declare (spec 003 C-6: the generic placeholder). */
 export const UNKNOWN_TYPE_PREVIEW = "[unsupported message]";
@@ -111,7 +112,7 @@ export function previewOf(contentType: string, types: ReadonlyMap<string, Messag
 
 /** A built-in a tenant may redeclare (its own declaration replaces the default). */
 export function isReplaceableBuiltIn(customType: string): boolean {
-  return !customType.startsWith(RESERVED_PREFIX) && BUILT_IN_TYPES.some((d) => d.customType === customType);
+  return !customType.startsWith(RESERVED_PREFIX) && BUILT_IN_BY_NAME.has(customType);
 }
 
 export function parseCustomTypeName(value: unknown, field = "custom_type"): string {

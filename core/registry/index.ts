@@ -6,11 +6,11 @@
  * on the tenant's `{bNNN}` tag and lua/registry/. docs/operator-guide.md "Message types".
  */
 export {
-  ANCHOR_MODES, BUILT_IN_TYPES, changedFields, CUSTOM_TYPE_MAX_CHARS, DECLARATION_DEFAULTS, declarationToSpec, DELIVERY_CLASSES, isCustomType, isReplaceableBuiltIn,
+  ANCHOR_MODES, BUILT_IN_BY_NAME, BUILT_IN_TYPES, changedFields, CUSTOM_TYPE_MAX_CHARS, DECLARATION_DEFAULTS, declarationToSpec, DELIVERY_CLASSES, isCustomType, isReplaceableBuiltIn,
   parseCustomTypeName, parseDeclaration, previewOf, RESERVED_PREFIX, SPEC_NAMES, UNKNOWN_TYPE_PREVIEW, type AnchorMode, type DeliveryClass, type MessageTypeDeclaration,
 } from "./declaration.js";
 export { registryKeys, type RegistryKeys } from "./keys.js";
 export { registryMetrics } from "./metrics.js";
 export {
-  MessageTypeRegistry, RegistryVersionConflictError, type MessageTypeRegistryOptions, type RegistryChangeRequest, type RegistryChangeResult, type RegistrySnapshot, type TypeChange,
+  checkChangeSize, MessageTypeRegistry, RegistryVersionConflictError, type MessageTypeRegistryOptions, type RegistryChangeRequest, type RegistryChangeResult, type RegistrySnapshot, type TypeChange,
 } from "./registry.js";

@@ -4,7 +4,7 @@ import {
 } from "../base/index.js";
 import type { RedisStore } from "../store/index.js";
 import {
-  BUILT_IN_TYPES, changedFields, decodeDeclaration, encodeDeclaration, isReplaceableBuiltIn, parseCustomTypeName, previewOf, RESERVED_PREFIX, type MessageTypeDeclaration,
+  BUILT_IN_BY_NAME, changedFields, decodeDeclaration, encodeDeclaration, isReplaceableBuiltIn, parseCustomTypeName, previewOf, RESERVED_PREFIX, type MessageTypeDeclaration,
 } from "./declaration.js";
 import { REGISTRY_TYPE_FIELD_PREFIX, REGISTRY_VERSION_FIELD, registryKeys } from "./keys.js";
 import { registryMetrics as metrics } from "./metrics.js";
@@ -74,6 +74,12 @@ export class RegistryVersionConflictError extends QimError {
   }
 }
 
+/** One change names at most REGISTRY_MAX_TYPES declarations and as many deletes (a tenant holds no more). */
+export function checkChangeSize(puts: number, deletes: number): void {
+  if (puts > REGISTRY_MAX_TYPES) throw new InvalidArgumentError("put", `one change declares at most ${REGISTRY_MAX_TYPES} types (a tenant holds no more); this one ${puts}`);
+  if (deletes > REGISTRY_MAX_TYPES) throw new InvalidArgumentError("delete", `one change deletes at most ${REGISTRY_MAX_TYPES} types; this one ${deletes}`);
+}
+
 export interface MessageTypeRegistryOptions {
   /** registry_reload_interval: how old a snapshot a send may use (REGISTRY_RELOAD_INTERVAL_MS). */
   reloadIntervalMs?: number;
@@ -89,7 +95,6 @@ interface Cached {
   refreshing: Promise<RegistrySnapshot> | null;
 }
 
-const BUILT_IN_MAP: ReadonlyMap<string, MessageTypeDeclaration> = new Map(BUILT_IN_TYPES.map((d) => [d.customType, d]));
 const NONE_DECLARED: ReadonlySet<string> = new Set();
 
 /**
@@ -146,7 +151,7 @@ export class MessageTypeRegistry {
       const p = this.current(tenant);
       if (p instanceof Promise) p.catch(() => undefined);
     }
-    return e?.snapshot ?? snapshotOf(tenant, 0, BUILT_IN_MAP, NONE_DECLARED);
+    return e?.snapshot ?? snapshotOf(tenant, 0, BUILT_IN_BY_NAME, NONE_DECLARED);
   }
 
   /** The registry as stored now (the admin API's reads). */
@@ -160,7 +165,7 @@ export class MessageTypeRegistry {
     const s = await this.readWhole(tenant);
     const d = s.types.get(name);
     if (!d) throw new NotFoundError("message type", name);
-    return { declaration: d, builtIn: BUILT_IN_MAP.has(name), declared: s.declared.has(name), version: s.version };
+    return { declaration: d, builtIn: BUILT_IN_BY_NAME.has(name), declared: s.declared.has(name), version: s.version };
   }
 
   /**
@@ -169,6 +174,7 @@ export class MessageTypeRegistry {
    * RegistryVersionConflictError, nothing written). A change that changes nothing keeps the version.
    */
   async apply(req: RegistryChangeRequest): Promise<RegistryChangeResult> {
+    checkChangeSize(req.put.length, req.delete.length);
     const names = new Set<string>();
     for (const d of req.put) {
       if (names.has(d.customType)) throw new InvalidArgumentError("custom_type", `${d.customType} is declared twice in one change`);
@@ -255,7 +261,7 @@ export class MessageTypeRegistry {
   private async readWhole(tenant: Uuid): Promise<RegistrySnapshot> {
     const k = registryKeys(this.space, tenant);
     const raw = await this.store.clientFor(k.tag).hgetall(k.typereg);
-    const types = new Map(BUILT_IN_MAP);
+    const types = new Map(BUILT_IN_BY_NAME);
     const declared = new Set<string>();
     let version = 0;
     for (const [field, value] of Object.entries(raw)) {
@@ -265,7 +271,7 @@ export class MessageTypeRegistry {
       }
       if (!field.startsWith(REGISTRY_TYPE_FIELD_PREFIX)) continue;
       const name = field.slice(REGISTRY_TYPE_FIELD_PREFIX.length);
-      if (BUILT_IN_MAP.has(name) && !isReplaceableBuiltIn(name)) continue;
+      if (BUILT_IN_BY_NAME.has(name) && !isReplaceableBuiltIn(name)) continue;
       types.set(name, decodeDeclaration(value, name));
       declared.add(name);
     }

@@ -1,7 +1,7 @@
 import * as Flags from "@oclif/core/flags";
 import { ConnectedCommand } from "../../base.js";
 import { EXIT } from "../../exit-codes.js";
-import { readRegistryFile, specOf } from "../../registry/file.js";
+import { readRegistryFile } from "../../registry/file.js";
 import { registryApplyResult, type RegistryApplyResult } from "../../registry/results.js";
 import { applyText } from "../../registry/text.js";
 
@@ -31,7 +31,7 @@ Needs the operator or admin role; audited. Exit codes: 0 applied, or nothing to 
     const tenant = this.tenant();
     const { client } = await this.connect();
     const out = registryApplyResult(await client.applyTypes({
-      tenant, put: put.map(specOf), delete: [], prune: this.flags.prune === true, ignoreMissing: false,
+      tenant, put, delete: [], prune: this.flags.prune === true, ignoreMissing: false,
       ...(this.flags["expect-version"] === undefined ? {} : { expectVersion: BigInt(this.flags["expect-version"]) }), dryRun: this.flags["dry-run"] === true,
     }));
     this.log(applyText(out, "apply"));

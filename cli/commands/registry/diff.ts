@@ -1,7 +1,7 @@
 import * as Flags from "@oclif/core/flags";
 import { ConnectedCommand } from "../../base.js";
 import { EXIT } from "../../exit-codes.js";
-import { readRegistryFile, specOf } from "../../registry/file.js";
+import { readRegistryFile } from "../../registry/file.js";
 import { registryApplyResult, type RegistryApplyResult } from "../../registry/results.js";
 import { applyText } from "../../registry/text.js";
 
@@ -23,7 +23,7 @@ Any role. Exit codes: 0 the registry already matches the file; 4 it differs (REG
     const put = await readRegistryFile(this.flags.file, "--file");
     const tenant = this.tenant();
     const { client } = await this.connect();
-    const out = registryApplyResult(await client.applyTypes({ tenant, put: put.map(specOf), delete: [], prune: this.flags.prune === true, ignoreMissing: false, dryRun: true }));
+    const out = registryApplyResult(await client.applyTypes({ tenant, put, delete: [], prune: this.flags.prune === true, ignoreMissing: false, dryRun: true }));
     this.log(applyText(out, "diff"));
     const differ = out.changes.filter((c) => c.action !== "unchanged").length;
     if (differ > 0) this.failWithResult(out, { exitCode: EXIT.CONFLICT, code: "REGISTRY_DIFFERS", message: `${differ} type(s) of ${this.flags.file} differ from the registry (version ${out.fromVersion})` });

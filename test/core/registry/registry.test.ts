@@ -84,6 +84,7 @@ describe("registry changes", () => {
     assert.equal((await r.apply({ tenant, put: [], delete: ["acme.note.v1"], ignoreMissing: true })).changed, false);
     await assert.rejects(r.apply({ tenant, put: [], delete: ["qim.membership.v1"] }), InvalidArgumentError);
     await assert.rejects(r.apply({ tenant, put: [poll, poll], delete: [] }), InvalidArgumentError, "one type twice in a change");
+    await assert.rejects(r.apply({ tenant, put: [], delete: Array.from({ length: 257 }, (_, i) => `acme.x${i}`) }), (e: unknown) => e instanceof InvalidArgumentError && e.field === "delete", "more deletes than a tenant holds types");
     await assert.rejects(r.get(tenant, "acme.none"), NotFoundError);
     // deleting call_record brings the built-in default back
     await r.apply({ tenant, put: [], delete: ["call_record"] });

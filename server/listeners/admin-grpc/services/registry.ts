@@ -1,8 +1,8 @@
 import {
-  BUILT_IN_TYPES, parseDeclaration, parseUuid, SPEC_NAMES, type MessageTypeDeclaration, type TypeChange,
+  BUILT_IN_BY_NAME, checkChangeSize, parseDeclaration, parseUuid, SPEC_NAMES, type TypeChange,
 } from "../../../../core/index.js";
 import { catalogEntry } from "../../../../admin-api/catalog.js";
-import type { MessageType, MessageTypeSpec } from "../../../../admin-api/gen/qim/admin/v1/registry.js";
+import type { MessageTypeSpec } from "../../../../admin-api/gen/qim/admin/v1/registry.js";
 import { ALL_ROLES, defineService, MUTATE, unary } from "../../../pipeline/rpc.js";
 
 /**
@@ -21,12 +21,8 @@ function specObject(s: MessageTypeSpec): Record<string, unknown> {
   return o;
 }
 
-function typeOut(d: MessageTypeDeclaration): MessageType {
-  return { ...d };
-}
-
 function changeOut(c: TypeChange) {
-  return { customType: c.customType, action: c.action, fields: c.fields, before: c.before ? typeOut(c.before) : undefined, after: c.after ? typeOut(c.after) : undefined };
+  return { customType: c.customType, action: c.action, fields: c.fields, before: c.before ?? undefined, after: c.after ?? undefined };
 }
 
 export const registryService = defineService(catalogEntry("qim.admin.v1.RegistryService"), {
@@ -34,6 +30,8 @@ export const registryService = defineService(catalogEntry("qim.admin.v1.Registry
     roles: MUTATE, mutates: true,
     async handle(req, { deps }) {
       const tenant = parseUuid(req.tenant, "tenant");
+      // the sizes before any declaration is parsed: a 4 MB request of declarations is refused at once
+      checkChangeSize(req.put.length, req.delete.length);
       const put = req.put.map((s, i) => parseDeclaration(specObject(s), `put[${i}]`));
       const r = await deps.runtime.messageTypes.apply({
         tenant, put, delete: req.delete, prune: req.prune, ignoreMissing: req.ignoreMissing,
@@ -53,7 +51,7 @@ export const registryService = defineService(catalogEntry("qim.admin.v1.Registry
     async handle(req, { deps }) {
       const tenant = parseUuid(req.tenant, "tenant");
       const r = await deps.runtime.messageTypes.get(tenant, req.customType);
-      return { response: { type: typeOut(r.declaration), builtIn: r.builtIn, declared: r.declared, version: BigInt(r.version) } };
+      return { response: { type: r.declaration, builtIn: r.builtIn, declared: r.declared, version: BigInt(r.version) } };
     },
   }),
   listTypes: unary({
@@ -61,9 +59,8 @@ export const registryService = defineService(catalogEntry("qim.admin.v1.Registry
     async handle(req, { deps }) {
       const tenant = parseUuid(req.tenant, "tenant");
       const s = await deps.runtime.messageTypes.read(tenant);
-      const builtIns = new Set(BUILT_IN_TYPES.map((d) => d.customType));
       const types = [...s.types.values()].sort((a, b) => (a.customType < b.customType ? -1 : 1))
-        .map((d) => ({ type: typeOut(d), builtIn: builtIns.has(d.customType), declared: s.declared.has(d.customType) }));
+        .map((d) => ({ type: d, builtIn: BUILT_IN_BY_NAME.has(d.customType), declared: s.declared.has(d.customType) }));
       return { response: { tenant, version: BigInt(s.version), types } };
     },
   }),

@@ -8,6 +8,7 @@
  * Pure: the command reads the file (or stdin) and turns the bad lines into a usage error.
  */
 import { DEFAULT_MAX_GROUP_MEMBERS } from "../../core/base/index.js";
+import { readInput } from "../bounded-input.js";
 import { canonicalUuid } from "../validate.js";
 
 /**
@@ -39,38 +40,19 @@ export const FROM_FILE_MAX_BYTES = FROM_FILE_MAX_USERS * FROM_FILE_BYTES_PER_USE
  */
 export const FROM_FILE_MAX_LINE_BYTES = 64 * 1024;
 
-/** Why a --from-file input was not read to its end: one of the two limits above. */
-export class InputTooLargeError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "InputTooLargeError";
-  }
-}
+export { InputTooLargeError } from "../bounded-input.js";
 
 /**
  * Reads a --from-file input as it streams, refusing it as soon as it passes FROM_FILE_MAX_BYTES
- * in all or FROM_FILE_MAX_LINE_BYTES in one line (the caller destroys the source on the throw).
- * Bytes are counted, not characters: the limits bound memory.
+ * in all or FROM_FILE_MAX_LINE_BYTES in one line (cli/bounded-input.ts, with what a user list's
+ * refusal says).
  */
-export async function readBounded(source: AsyncIterable<Buffer | string>, limits: { maxBytes: number; maxLineBytes: number } = { maxBytes: FROM_FILE_MAX_BYTES, maxLineBytes: FROM_FILE_MAX_LINE_BYTES }): Promise<string> {
-  const chunks: Buffer[] = [];
-  let total = 0;
-  let line = 0;
-  for await (const piece of source) {
-    const chunk = typeof piece === "string" ? Buffer.from(piece) : piece;
-    total += chunk.length;
-    if (total > limits.maxBytes) throw new InputTooLargeError(`larger than ${limits.maxBytes} bytes (FROM_FILE_MAX_BYTES: ${FROM_FILE_MAX_USERS} users of ${FROM_FILE_BYTES_PER_USER} bytes); split it, or cut it to the user column`);
-    for (let at = 0; ;) {
-      const nl = chunk.indexOf(0x0a, at);
-      line += (nl < 0 ? chunk.length : nl) - at;
-      if (line > limits.maxLineBytes) throw new InputTooLargeError(`a line is longer than ${limits.maxLineBytes} bytes (FROM_FILE_MAX_LINE_BYTES): not a list of users`);
-      if (nl < 0) break;
-      line = 0;
-      at = nl + 1;
-    }
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks).toString("utf8");
+export function readBounded(source: AsyncIterable<Buffer | string>, limits: { maxBytes: number; maxLineBytes: number } = { maxBytes: FROM_FILE_MAX_BYTES, maxLineBytes: FROM_FILE_MAX_LINE_BYTES }): Promise<string> {
+  return readInput(source, {
+    ...limits,
+    tooLarge: (max) => `larger than ${max} bytes (FROM_FILE_MAX_BYTES: ${FROM_FILE_MAX_USERS} users of ${FROM_FILE_BYTES_PER_USER} bytes); split it, or cut it to the user column`,
+    lineTooLong: (max) => `a line is longer than ${max} bytes (FROM_FILE_MAX_LINE_BYTES): not a list of users`,
+  });
 }
 
 /** The bad lines a report names one by one; the rest are counted. */

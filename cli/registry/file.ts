@@ -11,7 +11,7 @@ import { parseDocument } from "yaml";
 import { parseDeclaration, type MessageTypeDeclaration } from "../../core/registry/index.js";
 import { REGISTRY_MAX_TYPES } from "../../core/base/index.js";
 import { UsageError } from "../exit-codes.js";
-import { InputTooLargeError, readBounded } from "../membership/user-file.js";
+import { InputTooLargeError, readInput } from "../bounded-input.js";
 
 /** The largest registry file read: REGISTRY_MAX_TYPES declarations of a few hundred bytes, with room for comments. */
 export const REGISTRY_FILE_MAX_BYTES = 1024 * 1024;
@@ -47,7 +47,7 @@ export async function readRegistryFile(file: string, flag: string): Promise<Mess
   const source = file === "-" ? process.stdin : createReadStream(file);
   let text: string;
   try {
-    text = await readBounded(source, { maxBytes: REGISTRY_FILE_MAX_BYTES, maxLineBytes: REGISTRY_FILE_MAX_BYTES });
+    text = await readInput(source, { maxBytes: REGISTRY_FILE_MAX_BYTES, maxLineBytes: REGISTRY_FILE_MAX_BYTES });
   } catch (err) {
     if (file !== "-") (source as ReturnType<typeof createReadStream>).destroy();
     if (err instanceof InputTooLargeError) throw new UsageError(flag, `larger than ${REGISTRY_FILE_MAX_BYTES} bytes: not a registry file`);

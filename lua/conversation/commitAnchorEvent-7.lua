@@ -44,7 +44,9 @@ local existing = redis.call("HGET", KEYS[1], cmid)
 if existing then
   local seq, _, stored = string.match(existing, "^(%d+)|(%d+)|(%x+)$")
   if not seq then seq = existing end
-  if stored and stored ~= digest then return { -14, tonumber(seq) } end
+  -- a recall's id names "the recall of this message", whoever asks (the author, then a moderator):
+  -- any retry answers the one event; an edit's id is its author's, compared with its content
+  if stored and stored ~= digest and mode ~= "R" then return { -14, tonumber(seq) } end
   local entry = redis.call("ZRANGEBYSCORE", KEYS[5], seq, seq)[1]
   return { 1, tonumber(seq), entry and histGet(entry, HIST.MESSAGE_ID) or "" }
 end

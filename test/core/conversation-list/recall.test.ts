@@ -74,6 +74,8 @@ describe("recall and edit in the conversation list", () => {
 
     // a second recall of seq 4 answers the first event; history shows the states
     assert.deepEqual(await conv.recall({ tenant, group, seq: 4, user: a }).then((r) => [r.eventSeq, r.duplicate]), [5, true]);
+    // a moderator's recall of the message its author recalled: the same event, not a conflict
+    assert.deepEqual(await conv.recall({ tenant, group, seq: 4, reason: "reported too" }).then((r) => [r.eventSeq, r.duplicate]), [5, true]);
     const page = await conv.history({ tenant, group, user: c });
     assert.deepEqual(page.records.map((r) => [r.conversationSeq, r.state ?? null, r.target?.conversationSeq ?? null, Buffer.from(r.payload).toString()]), [
       [1, "edited", null, "1, edited"], [2, "recalled", null, ""], [3, "recalled", null, ""], [4, "recalled", null, ""],

@@ -3,6 +3,7 @@ import { createInterface } from "node:readline";
 import * as Flags from "@oclif/core/flags";
 import WebSocket from "ws";
 import { Frame } from "../../admin-api/gen/qim/client/v1/frames.js";
+import { UNKNOWN_TYPE_PREVIEW } from "../../core/registry/index.js";
 import { ConnectedCommand } from "../base.js";
 import { EXIT, UsageError } from "../exit-codes.js";
 import { visible, visibleLines } from "../format.js";
@@ -37,9 +38,6 @@ function plain(v: unknown): unknown {
   return v;
 }
 
-/** The placeholder of spec 003 C-6 (core/registry UNKNOWN_TYPE_PREVIEW): what this client shows for a type it does not render and the node gave no preview for. */
-const UNSUPPORTED = "[unsupported message]";
-
 /**
  * What this reference client shows of a message (`shown`, added to every MESSAGE it prints, pushed
  * or in a HISTORY_BATCH or a SESSION_LIST head): the text of a text message, "[recalled]" for a
@@ -50,8 +48,8 @@ const UNSUPPORTED = "[unsupported message]";
 function withShown(m: Record<string, unknown>): Record<string, unknown> {
   const ct = String(m.contentType ?? "");
   const shown = m.state === "recalled" ? "[recalled]"
-    : ct === "text" || ct.startsWith("text/") ? (typeof m.payload === "string" ? m.payload : UNSUPPORTED)
-    : (typeof m.preview === "string" && m.preview !== "" ? m.preview : UNSUPPORTED);
+    : ct === "text" || ct.startsWith("text/") ? (typeof m.payload === "string" ? m.payload : UNKNOWN_TYPE_PREVIEW)
+    : (typeof m.preview === "string" && m.preview !== "" ? m.preview : UNKNOWN_TYPE_PREVIEW);
   return { ...m, shown };
 }
 

@@ -4,7 +4,7 @@
  * keys (`{bNNN}`), the scripts of lua/conversation/ and the writer's metrics.
  */
 export * from "./history.js";
-export { EDIT_CUSTOM_TYPE, parseModerationReason, RECALL_CUSTOM_TYPE, recallClientMessageId, type AnchorAction, type AnchorResult } from "./anchor.js";
+export { EDIT_CUSTOM_TYPE, parseModerationReason, RECALL_CUSTOM_TYPE, type AnchorAction, type AnchorResult } from "./anchor.js";
 export { applyAnchorEventScript } from "./scripts.js";
 export { conversationKeys, outboxKey, type ConversationKeys } from "./keys.js";
 export * from "./group-event.js";

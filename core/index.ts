@@ -22,3 +22,4 @@ export * from "./tokens/index.js";
 export * from "./registry/index.js";
 export * from "./retention/index.js";
 export * from "./delivery/index.js";
+export * from "./reactions/index.js";

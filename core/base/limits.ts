@@ -94,6 +94,33 @@ export const EDIT_SELF_WINDOW_MS = 15 * 60 * 1000;
 export const MODERATION_REASON_MAX_CHARS = 500;
 /** max_custom_payload_bytes (spec 003 §3): a custom message type's max_payload_bytes is at most this. */
 export const MAX_CUSTOM_PAYLOAD_BYTES = 32 * 1024;
+/**
+ * per_user_reaction_rate (spec 003 §4.1): REACTs per second one user may make through one node's
+ * gateway, all of the user's devices there together, counted apart from per_user_msg_rate. Past it
+ * RATE_LIMITED with retry_after_ms, nothing written.
+ */
+export const PER_USER_REACTION_RATE = 5;
+/** A user's REACT bucket holds this many seconds of per_user_reaction_rate. */
+export const PER_USER_REACTION_BURST_SECONDS = 2;
+/** reaction_detail_max_members (spec 003 §4.1): detail rows (who, when) are kept only while the conversation has at most this many members. */
+export const REACTION_DETAIL_MAX_MEMBERS = 1000;
+/** reaction_detail_max_per_message (spec 003 §4.1): and only while the message has fewer detail rows than this; past either, only the summary counts. */
+export const REACTION_DETAIL_MAX_PER_MESSAGE = 10_000;
+/**
+ * reaction_push_merge_window (spec 003 §4.2): a connection gets at most one REACTION_UPDATE per
+ * message in this window; the updates inside it are merged (absolute counts: the last one wins).
+ */
+export const REACTION_PUSH_MERGE_WINDOW_MS = 2000;
+/** A reaction_key (a short enum string, spec 003 §4.3), at most, in UTF-8 bytes: printable, no spaces or control characters. */
+export const REACTION_KEY_MAX_BYTES = 64;
+/** The most distinct reaction keys one message may carry: the summary is one bounded entry, read with its message. */
+export const REACTION_MAX_KEYS_PER_MESSAGE = 64;
+/**
+ * The most messages whose REACTION_UPDATE one node holds in a merge window at once (~200 B each);
+ * past it an update of a message not held is not pushed (qim_reaction_updates_total{outcome="dropped"}):
+ * devices get its counts with their next history read, the node's memory stays bounded.
+ */
+export const REACTION_MERGE_MAX_PENDING = 100_000;
 /** The most message types one tenant declares (core/registry): the whole registry is one bounded read. */
 export const REGISTRY_MAX_TYPES = 256;
 /** A message type's preview_template, at most (characters). */

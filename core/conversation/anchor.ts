@@ -43,6 +43,8 @@ export interface AnchorResult {
  */
 export async function writeAnchorEvent(store: RedisStore, k: ConversationKeys, req: {
   mode: AnchorAction; tenant: Uuid; group: Uuid; targetSeq: number; actor: Uuid | null; payload: Uint8Array; clientMessageId: string | null; nowMs: number;
+  /** The target's reactions by user (reactionWhoKey): a recall deletes them in step 2. */
+  rxwho: string;
   onCommit?: (bucket: number) => void;
 }): Promise<AnchorResult> {
   const own = req.actor !== null;
@@ -62,7 +64,7 @@ export async function writeAnchorEvent(store: RedisStore, k: ConversationKeys, r
     case "OK":
     case "DUPLICATE": {
       if (r.status === "OK") failpoint(FAILPOINTS.anchorAfterEvent);
-      if (r.eventSeq > 0) await applyAnchorEventScript.run(client, k, { eventSeq: r.eventSeq });
+      if (r.eventSeq > 0) await applyAnchorEventScript.run(client, { ...k, rxwho: req.rxwho }, { eventSeq: r.eventSeq, targetSeq: req.targetSeq });
       if (r.status === "OK") req.onCommit?.(k.bucket);
       return {
         tenant: req.tenant, group: req.group, targetSeq: req.targetSeq, eventSeq: r.eventSeq,

@@ -6,7 +6,7 @@
 export * from "./history.js";
 export { EDIT_CUSTOM_TYPE, parseModerationReason, RECALL_CUSTOM_TYPE, type AnchorAction, type AnchorResult } from "./anchor.js";
 export { applyAnchorEventScript } from "./scripts.js";
-export { conversationKeys, outboxKey, type ConversationKeys } from "./keys.js";
+export { conversationKeys, outboxKey, reactionWhoKey, type ConversationKeys } from "./keys.js";
 export * from "./group-event.js";
 export * from "./membership-event.js";
 export * from "./service.js";

@@ -29,6 +29,12 @@ export interface ConversationKeys {
    * and goes with `hist`: history is never trimmed today, and a trim must drop the same seqs here.
    */
   unreadidx: string;
+  /**
+   * Reaction summaries (spec 003 §4, issue 28, core/reactions): zset, score seq, member
+   * "seq\tsummary_version\tdetailRows\tmarkerOnly{\tkey\tcount}" — one per message with reactions,
+   * read for a history page in one range (the same read as the messages), trimmed with `hist`.
+   */
+  rxsum: string;
   outbox: string;
 }
 
@@ -51,8 +57,20 @@ export function conversationKeys(space: KeySpace, tenant: Uuid, conversation: Uu
     vpending: k("vpending"),
     readseq: k("readseq"),
     unreadidx: k("unreadidx"),
+    rxsum: k("rxsum"),
     outbox: outboxKey(space, bucket),
   };
+}
+
+/**
+ * One message's reactions by user (spec 003 §4.1, core/reactions): hash, field "userHex\tkey" ->
+ * reacted_at ms (a detail row) or "" (the idempotency mark alone, past reaction_detail_max_members
+ * or reaction_detail_max_per_message). On the conversation's tag; gone with the message's recall
+ * (applyAnchorEvent) or its trim (retention).
+ */
+export function reactionWhoKey(space: KeySpace, tenant: Uuid, conversation: Uuid, seq: number): string {
+  const tag = bucketTag(commitBucket(tenant, conversation));
+  return space.key(tag, "rxwho", `${uuidToHex(tenant)}:${uuidToHex(conversation)}:${seq}`);
 }
 
 /** The bucket's outbox: commits RECORDED but not yet in the dispatch log. */

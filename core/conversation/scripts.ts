@@ -247,11 +247,14 @@ export const commitAnchorEventScript = defineScript({
   },
 });
 
-/** Step 2 of a recall or an edit: the target's state (lua/conversation/applyAnchorEvent-2.lua). */
+/**
+ * Step 2 of a recall or an edit: the target's state, and a recall's deletion of the target's
+ * reactions (lua/conversation/applyAnchorEvent-4.lua). `rxwho` is the target's reactionWhoKey.
+ */
 export const applyAnchorEventScript = defineScript({
   name: "applyAnchorEvent",
-  keys: ["hist", "unreadidx"] satisfies (keyof ConversationKeys)[],
-  args: (a: { eventSeq: number }) => [a.eventSeq],
+  keys: ["hist", "unreadidx", "rxsum", "rxwho"] satisfies (keyof ConversationKeys | "rxwho")[],
+  args: (a: { eventSeq: number; targetSeq: number }) => [a.eventSeq, a.targetSeq],
   reply: (r): "applied" | "already" | "recalled" => {
     const code = Number(r[0]);
     if (code === 0) return "applied";

@@ -29,7 +29,7 @@ import {
 import type { RedisStore } from "../store/index.js";
 import { isCustomType, RESERVED_PREFIX, registryMetrics, type RegistrySnapshot } from "../registry/index.js";
 import { decodeHistoryEntry, decodeHistoryParts, encodeHistoryRest, HIST_FIELD, TRANSIENT_SEQ, validateContentType, type CustomTypeStamp, type HistoryRecord } from "./history.js";
-import { conversationKeys, type ConversationKeys } from "./keys.js";
+import { conversationKeys, reactionWhoKey, type ConversationKeys } from "./keys.js";
 import { parseModerationReason, writeAnchorEvent, type AnchorResult } from "./anchor.js";
 import {
   applyMembershipScript, conversationSummaryScript, createGroupScript, dissolveGroupScript, markReadScript, readHistoryScript, readPlanScript, transferOwnerScript,
@@ -838,6 +838,7 @@ export class ConversationService {
     if (user === null) parseModerationReason(req.reason);
     return writeAnchorEvent(this.store, this.conversationKeys(tenant, group), {
       mode: "recall", tenant, group, targetSeq: seq, actor: user, payload: new Uint8Array(0), clientMessageId: null, nowMs: this.opts.now(), ...this.commitHook(),
+      rxwho: reactionWhoKey(this.keys, tenant, group, seq),
     });
   }
 
@@ -879,6 +880,7 @@ export class ConversationService {
     }
     return writeAnchorEvent(this.store, k, {
       mode: "edit", tenant, group, targetSeq: seq, actor: user, payload, clientMessageId, nowMs: this.opts.now(), ...this.commitHook(),
+      rxwho: reactionWhoKey(this.keys, tenant, group, seq),
     });
   }
 

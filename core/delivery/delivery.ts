@@ -1,9 +1,10 @@
-import { GATEWAY_DRAIN_SPREAD_MS, type KeySpace } from "../base/index.js";
+import { GATEWAY_DRAIN_SPREAD_MS, type KeySpace, type Uuid } from "../base/index.js";
 import type { UnitGate } from "../cluster/index.js";
 import type { DispatchLog } from "../dispatch/index.js";
 import type { RedisStore } from "../store/index.js";
 import { DeliveryConsumer, type DeliveryForwarder } from "./consumer.js";
-import { LocalConnections, type DeliveryBatch, type DeliveryItem, type DeviceConnection } from "./local.js";
+import { LocalConnections, type ConversationEvent, type DeliveryBatch, type DeliveryItem, type DeviceConnection, type UserEventBatch } from "./local.js";
+import { ConversationEvents } from "./conversation-events.js";
 import { TRANSIENT_SEQ } from "../conversation/index.js";
 import { MembersAudience } from "./members.js";
 import { metrics } from "./metrics.js";
@@ -20,6 +21,8 @@ export interface DeliveryOptions {
   cluster?: RegistryCluster;
   /** read_sync_merge_window (READ_SYNC_MERGE_WINDOW_MS). */
   readSyncMergeWindowMs?: number;
+  /** reaction_push_merge_window (REACTION_PUSH_MERGE_WINDOW_MS). */
+  reactionMergeWindowMs?: number;
   log?: (line: string) => void;
 }
 
@@ -29,6 +32,8 @@ export class Delivery {
   readonly registry: OnlineRegistry;
   readonly consumer: DeliveryConsumer;
   readonly readSync: ReadSync;
+  /** Reaction summaries (and what else happens in a conversation, never stored) to its members online now, merged per message (spec 003 §4.2). */
+  readonly conversationEvents: ConversationEvents;
   /** List changes made here for users whose devices are on other nodes (the runtime offers every change of the list engine). */
   readonly sessions: SessionRelay<RelayedChange>;
   /** Operators' list and kick of device connections across the cluster. */
@@ -48,6 +53,10 @@ export class Delivery {
     this.sessions = new SessionRelay(this.registry, opts.log);
     this.connections = new ConnectionsView(this.local, this.registry, opts.cluster ?? null);
     this.readSync = new ReadSync(this.local, this.registry, opts.readSyncMergeWindowMs, opts.log);
+    this.conversationEvents = new ConversationEvents(this.local, this.audience, this.registry, {
+      ...(opts.reactionMergeWindowMs !== undefined ? { mergeWindowMs: opts.reactionMergeWindowMs } : {}),
+      ...(opts.log ? { log: opts.log } : {}),
+    });
     this.consumer = new DeliveryConsumer(store, keys, log, this.local, this.registry, {
       ...(opts.pollIntervalMs !== undefined ? { pollIntervalMs: opts.pollIntervalMs } : {}),
       ...(opts.gate ? { gate: opts.gate } : {}),
@@ -62,7 +71,23 @@ export class Delivery {
     this.connections.setPeers(peers);
     this.consumer.setForwarder(f);
     this.readSync.setForwarder(events);
+    this.conversationEvents.setForwarder(events);
     this.sessions.setForwarder(sessions);
+  }
+
+  /**
+   * Events another node sent (node RPC PushUserEvents): the user events to their users'
+   * connections here, the conversation events through this node's merge window. Returns the
+   * pushes of user events made (conversation events go when their window lets them).
+   */
+  takeEvents(batch: UserEventBatch): number {
+    for (const e of batch.conversationEvents ?? []) this.conversationEvents.take(batch.tenant, e);
+    return batch.events.length > 0 ? this.local.pushEvents(batch) : 0;
+  }
+
+  /** A conversation event made here (a reaction's new summary): to the members online now, here and on every node holding connections. */
+  publish(tenant: Uuid, event: ConversationEvent): void {
+    this.conversationEvents.publish(tenant, event);
   }
 
   /**
@@ -154,7 +179,7 @@ export class Delivery {
   async stop(): Promise<void> {
     clearInterval(this.refreshTimer);
     clearInterval(this.countTimer);
-    await Promise.all([this.consumer.stop(), this.readSync.stop(), this.sessions.stop()]);
+    await Promise.all([this.consumer.stop(), this.readSync.stop(), this.sessions.stop(), this.conversationEvents.stop()]);
     await this.registry.withdraw().catch(() => undefined);
   }
 }

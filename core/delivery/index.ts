@@ -8,8 +8,9 @@
  */
 export { deliveryCheckpointKey, onlineKey } from "./keys.js";
 export {
-  LocalConnections, type DeliveryBatch, type DeliveryItem, type DeviceConnection, type PresenceHooks, type ReadSyncEvent, type UserEvent, type UserEventBatch,
+  LocalConnections, type ConversationEvent, type DeliveryBatch, type DeliveryItem, type DeviceConnection, type PresenceHooks, type ReactionEvent, type ReadSyncEvent, type UserEvent, type UserEventBatch,
 } from "./local.js";
+export { ConversationEvents, type ConversationEventsOptions } from "./conversation-events.js";
 export { SESSION_RELAY_MAX_PENDING, SESSION_RELAY_WINDOW_MS, SessionRelay, type RelayedChange, type SessionChangeForwarder } from "./session-relay.js";
 export { CONNECTIONS_LIST_LIMIT, ConnectionsView, type ConnectionPeers, type ConnectionQuery, type ConnectionRow, type ConnectionsAnswer, type PeerNode } from "./operators.js";
 export { READ_SYNC_MERGE_WINDOW_MS, ReadSync, type UserEventForwarder } from "./read-sync.js";

@@ -29,10 +29,32 @@ export interface ReadSyncEvent {
 /** Something that happened to a user, pushed to their devices and never stored as a message. */
 export type UserEvent = ReadSyncEvent;
 
-/** User events for one node: each to every connection of its user there except `exceptDevices`. */
+/**
+ * A message's reaction summary changed (spec 003 §4.2): the absolute counts at summary_version,
+ * pushed to the conversation's members online now, at most one per message per connection in
+ * reaction_push_merge_window. `encoded` is the door's frame, made once per node like a message's.
+ */
+export interface ReactionEvent {
+  kind: "reaction";
+  conversation: Uuid;
+  conversationSeq: number;
+  version: number;
+  counts: readonly { key: string; count: number }[];
+  encoded?: Uint8Array;
+}
+
+/** Something that happened in a conversation, pushed to its members online now and never stored as a message. */
+export type ConversationEvent = ReactionEvent;
+
+/**
+ * Events for one node: each user event to every connection of its user there except
+ * `exceptDevices`; each conversation event to the connections there of the conversation's ACTIVE
+ * members (found there), through that node's merge window.
+ */
 export interface UserEventBatch {
   tenant: Uuid;
   events: { user: Uuid; event: UserEvent; exceptDevices: string[] }[];
+  conversationEvents?: ConversationEvent[];
 }
 
 /**
@@ -65,6 +87,8 @@ export interface DeviceConnection {
   push(item: DeliveryItem): boolean;
   /** Pushes a user event (read sync); false when the connection did not take it. */
   pushEvent(event: UserEvent): boolean;
+  /** Pushes a conversation event (a reaction summary); false when the connection did not take it. */
+  pushConversationEvent(event: ConversationEvent): boolean;
   close(code: number, reason: string): void;
   /** Closes it for an operator (qimctl connections kick) with the door's code for that. */
   kick(): void;
@@ -191,6 +215,16 @@ export class LocalConnections {
         }
       }
     }
+    return n;
+  }
+
+  /** Pushes a conversation event to the connections here of `users`; returns how many took it. */
+  pushConversationEvent(tenant: Uuid, users: readonly Uuid[], event: ConversationEvent): number {
+    let n = 0;
+    for (const user of users) {
+      for (const c of this.byUser.get(tenant + user) ?? []) if (c.pushConversationEvent(event)) n++;
+    }
+    metrics.events.inc({ kind: event.kind }, n);
     return n;
   }
 

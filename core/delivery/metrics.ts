@@ -75,8 +75,14 @@ export const metrics = {
   }),
   events: new Counter({
     name: "qim_delivery_user_event_pushes_total",
-    help: "User events (read sync) handed to a connection of this node",
+    help: "User events (read sync) and conversation events (reaction summaries) handed to a connection of this node, by kind",
     labelNames: ["kind"] as const,
+    registers: [registry],
+  }),
+  conversationEvents: new Counter({
+    name: "qim_delivery_conversation_events_total",
+    help: "Conversation events (reaction summaries) at this node's merge window, by kind and outcome (sent: pushed now; held: waits out the window, replacing one held; stale: older than one sent or held; dropped: past REACTION_MERGE_MAX_PENDING)",
+    labelNames: ["kind", "outcome"] as const,
     registers: [registry],
   }),
   sessionRelayed: new Counter({

@@ -1,6 +1,6 @@
 import { bucketTag, COMMIT_BUCKET_COUNT, FANOUT_CHUNK_RECIPIENTS, hexToUuid, InternalError, type KeySpace } from "../base/index.js";
 import { leaseHolds, SOLO_GATE, unitLeaseKey, type Fence, type UnitGate } from "../cluster/index.js";
-import { anchorEventSeqOf, applyAnchorEventScript, conversationKeys, outboxKey } from "../conversation/index.js";
+import { anchorEventSeqOf, applyAnchorEventScript, conversationKeys, outboxKey, reactionWhoKey } from "../conversation/index.js";
 import type { RedisStore } from "../store/index.js";
 import { failpoint, failpointStop, FAILPOINTS } from "../support/index.js";
 import { bucketConversationsKey, fanoutKeys } from "./keys.js";
@@ -270,7 +270,10 @@ export class OutboxRelay {
       // a recall's or an edit's event: its target's state before the event leaves (spec 003 §2.3,
       // C-5): the call that wrote the event may have died between its two steps; step 2 is idempotent
       for (const c of loaded) {
-        if (c.entry !== "" && anchorEventSeqOf(c.entry) !== null) await applyAnchorEventScript.run(client, k, { eventSeq: c.conversationSeq });
+        const target = c.entry === "" ? null : anchorEventSeqOf(c.entry);
+        if (target !== null) {
+          await applyAnchorEventScript.run(client, { ...k, rxwho: reactionWhoKey(this.keys, tenant, conversation, target) }, { eventSeq: c.conversationSeq, targetSeq: target });
+        }
       }
       for (const c of loaded) {
         if (c.action === "fanout") {

@@ -53,6 +53,8 @@ export const LUA_STATUS = {
   WINDOW_PASSED: -22,
   /** An edit of a recalled message. */
   MESSAGE_RECALLED: -23,
+  /** A reaction with a new key on a message that has REACTION_MAX_KEYS_PER_MESSAGE distinct keys already (lua/reactions/react). */
+  REACTION_KEYS_FULL: -24,
 } as const;
 export type LuaStatusName = keyof typeof LUA_STATUS;
 

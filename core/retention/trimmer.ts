@@ -27,6 +27,8 @@ export interface RetentionOptions {
    * conversation list's rows) are brought back to the definition. Awaited before the next conversation.
    */
   onTrimmed?: (tenant: Uuid, conversation: Uuid, floor: number) => Promise<void>;
+  /** History entries of a conversation were trimmed below `floor` (what hangs on the messages goes too: their reactions). Awaited. */
+  onHistoryTrimmed?: (tenant: Uuid, conversation: Uuid, floor: number) => Promise<void>;
   /**
    * The durable CMD read seqs of users on a channel (core/cmd-sync's state store): with it a CMD
    * channel's history also goes once every recipient has acknowledged it (issue 26), whatever the
@@ -213,6 +215,7 @@ export class RetentionTrimmer {
       out.more = r.more;
       if (!r.more) break;
     }
+    if (!dryRun && out.histRemoved > 0) await this.opts.onHistoryTrimmed?.(tenant, conversation, out.earliestAfter);
     if (!dryRun && out.idxRemoved > 0) await this.opts.onTrimmed?.(tenant, conversation, out.earliestAfter);
     if (!dryRun) {
       metrics.trimmed.inc({ kind: "history" }, out.histRemoved);

@@ -15,6 +15,7 @@ import { DeviceTokens, type DeviceTokensOptions } from "../tokens/index.js";
 import { MessageTypeRegistry, type MessageTypeRegistryOptions } from "../registry/index.js";
 import { RetentionPolicies, RetentionTrimmer, type RetentionOptions } from "../retention/index.js";
 import { Delivery, type DeliveryOptions } from "../delivery/index.js";
+import { REACTION_TRIM_BATCH, Reactions, type ReactionsOptions } from "../reactions/index.js";
 import { engineModules, type RuntimeModule } from "./modules.js";
 
 /** The dispatch log's identity when none is configured. */
@@ -68,8 +69,10 @@ export interface RuntimeOptions {
   tokens?: DeviceTokensOptions;
   /** Retention (issue 26, core/retention): the trimming task's round every intervalMs (0: no background task; default DEFAULT_RETENTION_INTERVAL_MS). */
   retention?: Omit<RetentionOptions, "gate"> & { intervalMs?: number };
-  /** Delivery to online devices (issue 27, core/delivery): the partitions' poll interval. */
-  delivery?: Pick<DeliveryOptions, "pollIntervalMs">;
+  /** Delivery to online devices (issue 27, core/delivery): the partitions' poll interval, the reaction merge window. */
+  delivery?: Pick<DeliveryOptions, "pollIntervalMs" | "reactionMergeWindowMs">;
+  /** Reactions (issue 28, core/reactions): the detail limits. */
+  reactions?: Omit<ReactionsOptions, "onChange">;
   log?: (line: string) => void;
 }
 
@@ -109,6 +112,8 @@ export class EngineRuntime {
   readonly tokens: DeviceTokens | null;
   /** The custom message type registry (issue 29, core/registry): what a send of a custom type applies, hot-reloaded. */
   readonly messageTypes: MessageTypeRegistry;
+  /** Reactions (issue 28, core/reactions): REACT's executor; each change's summary goes to the members online now through delivery. */
+  readonly reactions: Reactions;
   private started: RuntimeModule[] = [];
   private stopped = new Set<RuntimeModule>();
   private startReport: ProjectionStartReport | null = null;
@@ -159,6 +164,11 @@ export class EngineRuntime {
       ...opts.delivery, ...(opts.log ? { log: opts.log } : {}),
       ...(cluster ? { gate: cluster, cluster: { nodeId: cluster.nodeId, incarnation: cluster.incarnation, liveNodes: () => cluster.liveNodes() } } : {}),
     });
+    this.reactions = new Reactions(this.store, this.keys, {
+      ...(opts.conversation?.now ? { now: opts.conversation.now } : {}),
+      ...opts.reactions,
+      onChange: (tenant, change) => this.delivery.publish(tenant, change),
+    });
     // a drained node's devices are told to reconnect elsewhere, spread over a window (no storm)
     cluster?.onDraining((draining) => {
       if (draining) this.delivery.drainConnections();
@@ -195,6 +205,10 @@ export class EngineRuntime {
       ...(opts.conversation?.now ? { now: opts.conversation.now } : {}),
       ...(opts.log ? { onError: (err: unknown) => opts.log?.(`retention: a trimming round failed: ${String(err)}`) } : {}),
       // the list's cached unread of the members who may have counted what went (bounded pages of the member table)
+      // the trimmed messages' reactions go with them (bounded steps)
+      onHistoryTrimmed: async (tenant, group, floor) => {
+        while (await this.reactions.trimBelow(tenant, group, floor) === REACTION_TRIM_BATCH);
+      },
       onTrimmed: async (tenant, group, floor) => {
         let cursor = "";
         do {

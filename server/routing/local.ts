@@ -94,9 +94,17 @@ export function localNode(runtime: EngineRuntime, ownership: OwnershipView, slot
             event: { kind: "read" as const, conversation: parseUuid(e.event.read.conversation, "events.read.conversation"), readSeq: Number(e.event.read.readSeq) },
           };
         }),
+        conversationEvents: req.conversationEvents.map((e) => {
+          if (e.event?.$case !== "reaction") throw new Error("conversation_events: an event of a kind this node does not know");
+          const r = e.event.reaction;
+          return {
+            kind: "reaction" as const, conversation: parseUuid(e.conversation, "conversation_events.conversation"), conversationSeq: Number(r.conversationSeq), version: Number(r.summaryVersion),
+            counts: r.counts.map((c) => ({ key: c.key, count: Number(c.count) })),
+          };
+        }),
       }));
       if (!p.ok) return { status: NodeStatus.NODE_STATUS_REJECTED, pushed: 0, detail: p.detail };
-      return { status: NodeStatus.NODE_STATUS_OK, pushed: runtime.delivery.local.pushEvents(p.value), detail: "" };
+      return { status: NodeStatus.NODE_STATUS_OK, pushed: runtime.delivery.takeEvents(p.value), detail: "" };
     },
     async pushSessionChanges(req) {
       const p = parsed(() => {

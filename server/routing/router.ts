@@ -182,13 +182,17 @@ export class NodeRouter {
     if (res.status !== NodeStatus.NODE_STATUS_OK) throw new UnavailableError(`Deliver to ${to.nodeId}: ${res.detail}`);
   };
 
-  /** The read sync's forwarder (core/delivery): user events for devices connected to another node. Rejects on failure. */
+  /** The read sync's and the conversation events' forwarder (core/delivery): events for devices connected to another node. Rejects on failure. */
   readonly forwardUserEvents = async (to: Located, batch: UserEventBatch): Promise<void> => {
     if (!to.address) throw new UnavailableError(`node ${to.nodeId} holds connections but registered no node address`);
     const req = {
       tenant: batch.tenant, fromNodeId: this.opts.ownership.nodeId,
       events: batch.events.map(({ user, event, exceptDevices }) => ({
         user, exceptDevices, event: { $case: "read" as const, read: { conversation: event.conversation, readSeq: BigInt(event.readSeq) } },
+      })),
+      conversationEvents: (batch.conversationEvents ?? []).map((e) => ({
+        conversation: e.conversation,
+        event: { $case: "reaction" as const, reaction: { conversationSeq: BigInt(e.conversationSeq), summaryVersion: BigInt(e.version), counts: e.counts.map((c) => ({ key: c.key, count: BigInt(c.count) })) } },
       })),
     };
     let res;

@@ -15,7 +15,7 @@ import { useEngine } from "./fixture.js";
 
 const connection = (tenant: Uuid, user: Uuid): DeviceConnection => ({
   tenant, user, device: "d", since: 0, remote: "test", framesIn: 0, framesOut: 0, buffered: 0,
-  push: () => true, pushEvent: () => true, close: () => undefined, kick: () => undefined, reconnect: () => undefined,
+  push: () => true, pushEvent: () => true, pushConversationEvent: () => true, close: () => undefined, kick: () => undefined, reconnect: () => undefined,
 });
 
 const reads = async (how: string): Promise<number> => {

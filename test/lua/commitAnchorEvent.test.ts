@@ -8,7 +8,7 @@
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { callScript, decodeHistoryEntry, encodeHistoryRest, hexToUuid, uuidToHex } from "../../core/index.js";
+import { callScript, decodeHistoryEntry, encodeHistoryRest, hexToUuid, reactionWhoKey, uuidToHex } from "../../core/index.js";
 import { Conv, hexId, hexIds, SCRIPT_KEYS, useRedis } from "./helpers.js";
 
 const fx = useRedis();
@@ -34,7 +34,11 @@ test("recall and edit at the Lua level: event first with its target's fields, th
   const anchorKeys = [k.idem, k.grpmeta, k.grpmembers, k.cseq, k.hist, k.outbox, k.vpending];
   const anchor = (mode: string, cmid: string, actor: string, own: boolean, now: number, target: number, r: string) =>
     callScript(c.client, "commitAnchorEvent", anchorKeys, [mode, cmid, actor, own ? "1" : "0", now, 120_000, target, r, k.outboxRef]);
-  const apply = (seq: number) => callScript(c.client, "applyAnchorEvent", [k.hist, k.unreadidx], [seq]);
+  // step 2 names its target's who hash (reactionWhoKey) by the target seq the event carries
+  const apply = async (seq: number) => {
+    const target = decodeHistoryEntry((await c.client.zrangebyscore(k.hist, seq, seq))[0]!).target!.conversationSeq;
+    return callScript(c.client, "applyAnchorEvent", [k.hist, k.unreadidx, k.rxsum, reactionWhoKey(c.space, c.tenant, c.group, target)], [seq, target]);
+  };
   const dump = async () => JSON.stringify(await Promise.all([c.client.zrange(k.hist, "0", "-1"), c.client.lrange(k.outbox, 0, -1), c.client.zrange(k.vpending, "0", "-1"), c.client.get(k.cseq), c.client.hgetall(k.idem)]));
 
   const before = await dump();

@@ -107,9 +107,11 @@ export class Conv {
   readonly group = newUuid();
   readonly keys: ConversationKeys;
   readonly client: RedisClient;
+  /** The key space of this conversation's keys (a prefix of its own). */
+  readonly space = new KeySpace(`l${newUuid().slice(0, 8)}`);
 
   constructor(fx: LuaFixture) {
-    this.keys = conversationKeys(new KeySpace(`l${newUuid().slice(0, 8)}`), this.tenant, this.group);
+    this.keys = conversationKeys(this.space, this.tenant, this.group);
     this.client = fx.store.clientFor(this.keys.tag);
   }
 

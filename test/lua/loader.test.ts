@@ -59,7 +59,9 @@ const EXPECTED_KEYS: Record<string, number | "n"> = {
   // the message-type registry (core/registry/scripts.ts)
   applyTypes: 1,
   // recall and edit (core/conversation/scripts.ts)
-  commitAnchorEvent: 7, applyAnchorEvent: 2,
+  commitAnchorEvent: 7, applyAnchorEvent: 4,
+  // reactions (core/reactions/scripts.ts)
+  react: 5,
 };
 const SCRIPT_NAMES = Object.keys(EXPECTED_KEYS);
 
@@ -77,6 +79,7 @@ const MODULE_OF: Record<string, string> = {
   advanceDeliveryCheckpoint: "delivery",
   applyTypes: "registry",
   commitAnchorEvent: "conversation", applyAnchorEvent: "conversation",
+  react: "reactions",
 };
 
 const tempDirs: string[] = [];

@@ -12,9 +12,9 @@ import {
   GATEWAY_AUTH_TIMEOUT_MS, GATEWAY_IDLE_TIMEOUT_MS, GATEWAY_MARK_READ_BURST, GATEWAY_MARK_READ_RATE, GATEWAY_MAX_IN_FLIGHT, GATEWAY_REFUSAL_BURST, GATEWAY_REFUSAL_RATE,
   GATEWAY_REQUEST_BURST, GATEWAY_REQUEST_RATE, HISTORY_PAGE_DEFAULT, HISTORY_PAGE_LIMIT, InvalidArgumentError, listConversations, pageLimit,
   parseUuid, SESSION_PAGE_DEFAULT, SESSION_PAGE_LIMIT, type BadgeState, type ConversationListEntry, type EngineRuntime, type HistoryRecord, type SessionFrame,
-  type AnchorResult, type RegistrySnapshot, type UserEvent, type Uuid, wireTargetSeq,
+  type AnchorResult, type ConversationEvent, type RegistrySnapshot, type UserEvent, type Uuid, wireTargetSeq,
 } from "../../../core/index.js";
-import { Frame, type Badge, type Message, type SessionEntry, type SessionList } from "../../../admin-api/gen/qim/client/v1/frames.js";
+import { Frame, type Badge, type Message, type Reactions, type SessionEntry, type SessionList } from "../../../admin-api/gen/qim/client/v1/frames.js";
 import { TokenBucket, type KeyedRateLimiter } from "../../../core/support/index.js";
 import { DEVICE_ROLE, type Principal } from "../../pipeline/auth.js";
 import { mapError } from "../../pipeline/errors.js";
@@ -49,7 +49,7 @@ export const CLOSE = {
 } as const;
 
 /** Frames a device may send, each with what it is answered with. */
-const REQUESTS = new Set<Case>(["auth", "ping", "send", "pullHistory", "markRead", "pullSessionList", "leaveGroup", "recall", "edit"]);
+const REQUESTS = new Set<Case>(["auth", "ping", "send", "pullHistory", "markRead", "pullSessionList", "leaveGroup", "recall", "edit", "react"]);
 
 /** A client_msg_no: the device's idempotency key for a SEND, 1–64 printable ASCII characters. */
 const CLIENT_MSG_NO = /^[\x21-\x7e]{1,64}$/;
@@ -64,6 +64,8 @@ export interface ConnectionDeps {
   onClose(conn: GatewayConnection): void;
   /** per_user_msg_rate: the node's SEND buckets, one per user (all of the user's devices on this node). */
   userSends: KeyedRateLimiter;
+  /** per_user_reaction_rate: the node's REACT buckets, one per user, counted apart from userSends. */
+  userReactions: KeyedRateLimiter;
   /** The user's badge, one read shared by the connections that ask at the same time (a read sync reaches each of a user's devices here). */
   badge(tenant: Uuid, user: Uuid): Promise<BadgeState>;
 }
@@ -187,6 +189,22 @@ export class GatewayConnection implements DeviceConnection {
     this.deps.badge(tenant, user).then((b) => {
       if (this.admit()) this.write(0n, { $case: "badgeUpdate", badgeUpdate: { badge: badgeOf(b), listVersion: BigInt(b.version) } });
     }, (err: unknown) => this.deps.log(`gateway: badge after a read sync: ${err instanceof Error ? err.message : String(err)}`));
+    return true;
+  }
+
+  /**
+   * A conversation event (core/delivery, after this node's merge window): REACTION_UPDATE with a
+   * message's absolute counts, encoded once per node (the event keeps the frame).
+   */
+  pushConversationEvent(event: ConversationEvent): boolean {
+    if (!this.admit()) return false;
+    event.encoded ??= Frame.encode({
+      requestId: 0n,
+      body: { $case: "reactionUpdate", reactionUpdate: { group: event.conversation, conversationSeq: BigInt(event.conversationSeq), reactions: reactionsOf(event) } },
+    }).finish();
+    this.framesOut++;
+    gatewayMetrics.frames.inc({ direction: "out", type: "reactionUpdate" });
+    this.out(event.encoded);
     return true;
   }
 
@@ -326,7 +344,8 @@ export class GatewayConnection implements DeviceConnection {
       const [reason, what] = body.$case === "send" || body.$case === "recall" || body.$case === "edit"
         ? ["send_rate", `at most ${this.deps.userSends.limitText} SENDs, RECALLs and EDITs of a user together (per_user_msg_rate)`]
         : body.$case === "markRead" ? ["mark_read_rate", `at most ${GATEWAY_MARK_READ_RATE} MARK_READs per second (burst ${GATEWAY_MARK_READ_BURST})`]
-          : ["request_rate", `at most ${GATEWAY_REQUEST_RATE} requests per second (burst ${GATEWAY_REQUEST_BURST})`];
+          : body.$case === "react" ? ["reaction_rate", `at most ${this.deps.userReactions.limitText} REACTs of a user (per_user_reaction_rate)`]
+            : ["request_rate", `at most ${GATEWAY_REQUEST_RATE} requests per second (burst ${GATEWAY_REQUEST_BURST})`];
       this.refuse(id, reason, `${what}: nothing was done; retry after retry_after_ms`, wait);
       return;
     }
@@ -346,6 +365,7 @@ export class GatewayConnection implements DeviceConnection {
   private costOf(type: Case): number {
     // a RECALL or an EDIT writes an event to the log like a SEND: the same per-user budget
     if (type === "send" || type === "recall" || type === "edit") return this.deps.userSends.take(`${this.identity.tenant}/${this.identity.user}`);
+    if (type === "react") return this.deps.userReactions.take(`${this.identity.tenant}/${this.identity.user}`);
     if (type === "markRead") return this.markReads.take();
     return this.requests.take();
   }
@@ -403,6 +423,7 @@ export class GatewayConnection implements DeviceConnection {
       case "leaveGroup": return this.leaveGroup(body);
       case "recall": return this.recall(body);
       case "edit": return this.edit(body);
+      case "react": return this.react(body);
       default: throw new InvalidArgumentError("frame", `${body.$case} is not a request`);
     }
   }
@@ -484,9 +505,18 @@ export class GatewayConnection implements DeviceConnection {
     }
     const more = page.records.length > n;
     const records = page.records.slice(0, n);
+    // the reactions with the messages (spec 003 §4.2: a device offline while they changed reads them here)
+    const reactions = await this.runtime.reactions.summaries(tenant, group, records.filter((r) => r.state !== "recalled").map((r) => r.conversationSeq));
     return {
       $case: "historyBatch",
-      historyBatch: { group, messages: records.map((r) => messageOf(group, r, types)), earliestAvailableSeq: BigInt(page.earliestAvailableConversationSeq), more },
+      historyBatch: {
+        group, earliestAvailableSeq: BigInt(page.earliestAvailableConversationSeq), more,
+        messages: records.map((r) => {
+          const m = messageOf(group, r, types);
+          const s = reactions.get(r.conversationSeq);
+          return s ? { ...m, reactions: reactionsOf(s) } : m;
+        }),
+      },
     };
   }
 
@@ -541,6 +571,14 @@ export class GatewayConnection implements DeviceConnection {
     return { $case: "anchorAck", anchorAck: anchorAckOf(r) };
   }
 
+  /** The user's reaction (spec 003 §4.1): per_user_reaction_rate, idempotent; the answer carries the message's counts. */
+  private async react({ react: req }: BodyOf<"react">): Promise<Body> {
+    const { tenant, user } = this.identity;
+    const group = parseUuid(req.group, "group");
+    const r = await this.runtime.reactions.react({ tenant, group, seq: wireTargetSeq(req.conversationSeq), user, key: req.reactionKey, remove: req.remove });
+    return { $case: "reactAck", reactAck: { group, conversationSeq: req.conversationSeq, reactions: reactionsOf(r.summary), changed: r.changed } };
+  }
+
   private async leaveGroup({ leaveGroup: req }: BodyOf<"leaveGroup">): Promise<Body> {
     const { tenant, user } = this.identity;
     const group = parseUuid(req.group, "group");
@@ -565,6 +603,11 @@ export function clientMessageIdOf(tenant: Uuid, user: Uuid, group: Uuid, clientM
 
 function anchorAckOf(r: AnchorResult) {
   return { targetSeq: BigInt(r.targetSeq), eventSeq: BigInt(r.eventSeq), eventMessageId: r.eventMessageId ?? "", duplicate: r.duplicate };
+}
+
+/** A summary (or a pushed event's) as the frames carry it: absolute counts at summary_version. */
+function reactionsOf(s: { version: number; counts: readonly { key: string; count: number }[] }): Reactions {
+  return { summaryVersion: BigInt(s.version), counts: s.counts.map((c) => ({ key: c.key, count: BigInt(c.count) })) };
 }
 
 function badgeOf(b: BadgeState): Badge {

@@ -9,7 +9,10 @@ import { createServer as createHttpServer, type IncomingMessage, type Server, ty
 import { createServer as createHttpsServer } from "node:https";
 import type { Duplex } from "node:stream";
 import { WebSocketServer, type WebSocket } from "ws";
-import { GATEWAY_AUTH_FAILURE_BURST, GATEWAY_AUTH_FAILURE_RATE, GATEWAY_MAX_FRAME_BYTES, PER_USER_MSG_BURST_SECONDS, PER_USER_MSG_RATE, QimError, type BadgeState, type Uuid } from "../../../core/index.js";
+import {
+  GATEWAY_AUTH_FAILURE_BURST, GATEWAY_AUTH_FAILURE_RATE, GATEWAY_MAX_FRAME_BYTES, PER_USER_MSG_BURST_SECONDS, PER_USER_MSG_RATE, PER_USER_REACTION_BURST_SECONDS, PER_USER_REACTION_RATE, QimError,
+  type BadgeState, type Uuid,
+} from "../../../core/index.js";
 import { KeyedRateLimiter } from "../../../core/support/index.js";
 import { listenAddr, type Listener } from "../../listener.js";
 import { deviceVerifierOf, FRAMES_SUBPROTOCOL, tokenOf, type DeviceIdentity, type DeviceVerifier } from "./auth.js";
@@ -67,6 +70,9 @@ export function gatewayListenerWith(verifierOf: VerifierOf): Listener<GatewayHan
         return p;
       };
       const userSends = new KeyedRateLimiter({ rate: userMsgRate, burst: Math.max(1, Math.ceil(userMsgRate * PER_USER_MSG_BURST_SECONDS)) });
+      // per_user_reaction_rate: counted apart from the SENDs (spec 003 §4.1)
+      const userReactionRate = opts.gateway!.userReactionRate ?? PER_USER_REACTION_RATE;
+      const userReactions = new KeyedRateLimiter({ rate: userReactionRate, burst: Math.max(1, Math.ceil(userReactionRate * PER_USER_REACTION_BURST_SECONDS)) });
       const wss = new WebSocketServer({
         noServer: true, perMessageDeflate: false, maxPayload: GATEWAY_MAX_FRAME_BYTES, clientTracking: false,
         // a browser offers the frames' subprotocol beside its token's: the answer names the frames'
@@ -82,7 +88,7 @@ export function gatewayListenerWith(verifierOf: VerifierOf): Listener<GatewayHan
       // made there kept that scope, with the upgrade request, its headers and the device token
       // (about 2 KiB), for as long as the connection lived
       const deps: ConnectionDeps = {
-        runtime: ctx.runtime, pipeline: ctx.pipeline, log, userSends, badge,
+        runtime: ctx.runtime, pipeline: ctx.pipeline, log, userSends, userReactions, badge,
         // pushes start once AUTH succeeded (core/delivery's connections of this node)
         onAuthed: (c) => {
           ctx.runtime.delivery.local.add(c);

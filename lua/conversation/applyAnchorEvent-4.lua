@@ -6,12 +6,18 @@
   payload. Idempotent: a recall finds recall_event_conversation_seq set, an edit finds its seq
   applied (or a later one), and nothing changes. Run by the call that wrote the event and by the
   outbox relay before it dispatches the event: a process that died between the two steps leaves
-  the event in the outbox, and whoever relays it finishes the change (C-5).
+  the event in the outbox, and whoever relays it finishes the change (C-5). A recall also deletes
+  the target's reactions, summary and who (spec 003 §4.3), in the same step: a reaction that
+  landed between the two steps goes with them, and none lands after (react refuses state R).
+  The who hash goes with UNLINK: its memory is freed off the main thread, whatever its size.
 
   KEYS[1] hist       zset: the history (the event and its target)
   KEYS[2] unreadidx  zset: the unread index
+  KEYS[3] rxsum      zset: the conversation's reaction summaries
+  KEYS[4] rxwho      hash: the target's reactions by user (core/conversation keys.ts reactionWhoKey)
 
   ARGV[1] the event's conversation_seq
+  ARGV[2] its target's conversation_seq (as the caller read it from the event: KEYS[4] is named by it)
 
   Returns {0} applied   {1} already applied, or nothing to apply to (the event or its target trimmed)
           {2} an edit of a recalled message: nothing changes
@@ -24,6 +30,7 @@ if not event then return { 1 } end
 local eh = histHeader(event)
 local target = eh.fields[HIST.TARGET_SEQ]
 if not target then return redis.error_reply("ERR applyAnchorEvent: seq " .. eseq .. " is no anchor event") end
+if target ~= ARGV[2] then return redis.error_reply("ERR applyAnchorEvent: seq " .. eseq .. " targets " .. target .. ", not " .. ARGV[2]) end
 local t = redis.call("ZRANGEBYSCORE", KEYS[1], target, target)[1]
 if not t then return { 1 } end
 local rec = histDecode(t)
@@ -43,5 +50,9 @@ else
 end
 redis.call("ZREMRANGEBYSCORE", KEYS[1], target, target)
 redis.call("ZADD", KEYS[1], target, histEncode(rec))
-if recall then redis.call("ZREMRANGEBYSCORE", KEYS[2], target, target) end
+if recall then
+  redis.call("ZREMRANGEBYSCORE", KEYS[2], target, target)
+  redis.call("ZREMRANGEBYSCORE", KEYS[3], target, target)
+  redis.call("UNLINK", KEYS[4])
+end
 return { 0 }

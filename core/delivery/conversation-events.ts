@@ -1,0 +1,184 @@
+import { REACTION_MERGE_MAX_PENDING, REACTION_PUSH_MERGE_WINDOW_MS, type Uuid } from "../base/index.js";
+import { TRANSIENT_SEQ } from "../conversation/index.js";
+import type { ConversationEvent, LocalConnections } from "./local.js";
+import type { MembersAudience } from "./members.js";
+import { metrics } from "./metrics.js";
+import type { UserEventForwarder } from "./read-sync.js";
+import type { Located, OnlineRegistry } from "./registry.js";
+
+export interface ConversationEventsOptions {
+  /** reaction_push_merge_window (REACTION_PUSH_MERGE_WINDOW_MS). */
+  mergeWindowMs?: number;
+  /** REACTION_MERGE_MAX_PENDING. */
+  maxPending?: number;
+  log?: (line: string) => void;
+}
+
+/** One message's pushes at this node: when the last went out, its version, and the newest update held for the window's end. */
+interface Slot {
+  tenant: Uuid;
+  sentAt: number;
+  sentVersion: number;
+  held: ConversationEvent | null;
+  timer: NodeJS.Timeout;
+}
+
+const slotKey = (tenant: Uuid, e: ConversationEvent) => `${tenant}|${e.conversation}|${e.conversationSeq}`;
+
+/**
+ * Conversation events (spec 003 §4.2: REACTION_UPDATE) to the members of a conversation online now
+ * (issue 28). Every node that holds connections merges for its own: per message, the first update
+ * goes at once, and then at most one per merge window — the newest held at the window's end
+ * (absolute counts: dropping the earlier ones loses nothing). Since each connection is on one node,
+ * a connection gets at most one frame per message per window, whichever node took the reactions.
+ * An update older than one sent or held (summary_version) is dropped: updates may cross on the
+ * way. The node that took a reaction hands it to every other node holding connections
+ * (OnlineRegistry.remoteTargets) over PushUserEvents; while a call to a node is in flight the
+ * updates for it wait and a newer one of the same message replaces the older (a reaction storm
+ * costs a node one call at a time, not one per reaction). Online only, never stored: a device
+ * offline reads the counts with the messages (core/reactions).
+ */
+export class ConversationEvents {
+  private readonly slots = new Map<string, Slot>();
+  private readonly windowMs: number;
+  private readonly maxPending: number;
+  private forwarder: UserEventForwarder | null = null;
+  /** Per other node: the updates waiting for its call in flight, newest per message. */
+  private readonly outgoing = new Map<string, { to: Located; waiting: Map<string, { tenant: Uuid; event: ConversationEvent }>; busy: boolean }>();
+  private readonly inFlight = new Set<Promise<void>>();
+
+  constructor(
+    private readonly local: LocalConnections,
+    private readonly audience: MembersAudience,
+    private readonly registry: OnlineRegistry,
+    private readonly opts: ConversationEventsOptions = {},
+  ) {
+    this.windowMs = opts.mergeWindowMs ?? REACTION_PUSH_MERGE_WINDOW_MS;
+    this.maxPending = opts.maxPending ?? REACTION_MERGE_MAX_PENDING;
+  }
+
+  setForwarder(f: UserEventForwarder): void {
+    this.forwarder = f;
+  }
+
+  /** An event made on this node: to the connections here (merged) and to every other node holding connections. */
+  publish(tenant: Uuid, event: ConversationEvent): void {
+    this.take(tenant, event);
+    if (!this.registry.clustered) return;
+    const p = this.registry.remoteTargets().then((targets) => {
+      for (const to of targets) this.forward(to, tenant, event);
+    }, (err: unknown) => this.opts.log?.(`delivery: conversation event: finding the nodes with connections: ${String(err)}`));
+    this.track(p);
+  }
+
+  /** An event for this node's connections (made here, or forwarded by the node that made it): merged, then pushed. */
+  take(tenant: Uuid, event: ConversationEvent): void {
+    const key = slotKey(tenant, event);
+    const slot = this.slots.get(key);
+    const now = Date.now();
+    if (!slot) {
+      if (this.slots.size >= this.maxPending) {
+        metrics.conversationEvents.inc({ kind: event.kind, outcome: "dropped" });
+        return;
+      }
+      const s: Slot = { tenant, sentAt: now, sentVersion: event.version, held: null, timer: this.arm(key) };
+      this.slots.set(key, s);
+      metrics.conversationEvents.inc({ kind: event.kind, outcome: "sent" });
+      this.send(tenant, event);
+      return;
+    }
+    if (event.version <= slot.sentVersion || (slot.held !== null && event.version <= slot.held.version)) {
+      metrics.conversationEvents.inc({ kind: event.kind, outcome: "stale" });
+      return;
+    }
+    metrics.conversationEvents.inc({ kind: event.kind, outcome: "held" });
+    slot.held = event;
+  }
+
+  /** Messages with a window open here now. */
+  get pending(): number {
+    return this.slots.size;
+  }
+
+  async stop(): Promise<void> {
+    for (const s of this.slots.values()) clearTimeout(s.timer);
+    this.slots.clear();
+    await Promise.allSettled([...this.inFlight]);
+  }
+
+  /** At the window's end: the held update goes and a new window opens; none held: the message's slot goes. */
+  private arm(key: string): NodeJS.Timeout {
+    const t = setTimeout(() => {
+      const s = this.slots.get(key);
+      if (!s) return;
+      if (s.held === null) {
+        this.slots.delete(key);
+        return;
+      }
+      const e = s.held;
+      s.held = null;
+      s.sentAt = Date.now();
+      s.sentVersion = e.version;
+      s.timer = this.arm(key);
+      this.send(s.tenant, e);
+    }, this.windowMs);
+    t.unref();
+    return t;
+  }
+
+  /** To the connections here of the conversation's ACTIVE members (TRANSIENT_SEQ: the members now). */
+  private send(tenant: Uuid, event: ConversationEvent): void {
+    if (this.local.usersOf(tenant).size === 0) return;
+    const p = this.audience.resolve(tenant, event.conversation, [TRANSIENT_SEQ]).then(([users]) => {
+      this.local.pushConversationEvent(tenant, users!, event);
+    }, (err: unknown) => this.opts.log?.(`delivery: conversation event of ${event.conversation}: ${err instanceof Error ? err.message : String(err)}`));
+    this.track(p);
+  }
+
+  private forward(to: Located, tenant: Uuid, event: ConversationEvent): void {
+    let q = this.outgoing.get(to.nodeId);
+    if (!q) this.outgoing.set(to.nodeId, q = { to, waiting: new Map(), busy: false });
+    q.to = to;
+    const key = slotKey(tenant, event);
+    const prior = q.waiting.get(key);
+    if (prior && prior.event.version >= event.version) return;
+    q.waiting.set(key, { tenant, event });
+    if (!q.busy) this.track(this.drain(q));
+  }
+
+  /** One call at a time per node, each with what waited for it, by tenant. */
+  private async drain(q: { to: Located; waiting: Map<string, { tenant: Uuid; event: ConversationEvent }>; busy: boolean }): Promise<void> {
+    q.busy = true;
+    try {
+      while (q.waiting.size > 0) {
+        const byTenant = new Map<Uuid, ConversationEvent[]>();
+        for (const { tenant, event } of q.waiting.values()) {
+          const list = byTenant.get(tenant);
+          if (list) list.push(event); else byTenant.set(tenant, [event]);
+        }
+        q.waiting.clear();
+        for (const [tenant, events] of byTenant) {
+          if (!this.forwarder) {
+            metrics.forwarded.inc({ outcome: "failed" });
+            continue;
+          }
+          try {
+            await this.forwarder(q.to, { tenant, events: [], conversationEvents: events.map(({ encoded: _, ...e }) => e) });
+            metrics.forwarded.inc({ outcome: "ok" });
+          } catch (err) {
+            // once: the counts are read with the messages; the next update carries them whole
+            metrics.forwarded.inc({ outcome: "failed" });
+            this.opts.log?.(`delivery: conversation events to ${q.to.nodeId}: ${err instanceof Error ? err.message : String(err)}`);
+          }
+        }
+      }
+    } finally {
+      q.busy = false;
+    }
+  }
+
+  private track(p: Promise<void>): void {
+    this.inFlight.add(p);
+    void p.finally(() => this.inFlight.delete(p));
+  }
+}

@@ -17,7 +17,10 @@ import type {
   ChangeMembersRequest, CreateGroupRequest, GetGroupRequest, Group, ListMembersRequest, ListMembersResponse, ListUserGroupsRequest, ListUserGroupsResponse, MembershipChange, OwnerTransfer, TransferOwnerRequest, UserGroup, ListGroupsRequest, ListGroupsResponse,
   DissolveGroupRequest, GroupDissolution,
 } from "./gen/qim/admin/v1/groups.js";
-import type { AnchorEventResponse, ConversationSummary, HistoryPage, ListConversationSummariesRequest, ListConversationSummariesResponse, ReadHistoryRequest, SendMessageRequest, SendMessageResponse } from "./gen/qim/admin/v1/messages.js";
+import type {
+  AnchorEventResponse, ConversationSummary, GetReactionsResponse, HistoryPage, ListConversationSummariesRequest, ListConversationSummariesResponse, ReactResponse, ReadHistoryRequest,
+  ReactionSummary as AdminReactionSummary, SendMessageRequest, SendMessageResponse,
+} from "./gen/qim/admin/v1/messages.js";
 import type { DispatchAuditRequest, DispatchAuditResponse } from "./gen/qim/admin/v1/dispatch.js";
 import type { DrillDifference, DrillEvent, DrillProgress, DrillReport, DrillUser, RunRebuildDrillRequest } from "./gen/qim/admin/v1/drill.js";
 import type { AuditLine, Counters, Snapshot, WatchRequest } from "./gen/qim/admin/v1/observe.js";
@@ -46,7 +49,7 @@ export type {
   ListMembersRequest, ListMembersResponse, ListUserGroupsRequest, ListUserGroupsResponse, Member, MembershipChange, MembershipEvent, OffsetRange, PartitionState, PendingQueue,
   ProjectionStatus, ReadHistoryRequest, RebuildUserRequest, RebuildUserResponse, RunRebuildDrillRequest, SendMessageRequest,
   SendMessageResponse, Snapshot, TailAuditRequest, TailAuditResponse, UserGroup, WatchRequest, OwnerTransfer, TransferOwnerRequest, ListGroupsRequest, ListGroupsResponse,
-  DissolveGroupRequest, GroupDissolution, AnchorEventResponse,
+  DissolveGroupRequest, GroupDissolution, AnchorEventResponse, GetReactionsResponse, ReactResponse, AdminReactionSummary,
 };
 
 type Catalog = typeof SERVICE_CATALOG;

@@ -1,5 +1,5 @@
 /** Table-mode text of `message send`. */
-import type { AnchorCommandResult, SendResult } from "./results.js";
+import type { AnchorCommandResult, ReactCommandResult, ReactionsCommandResult, SendResult } from "./results.js";
 
 export function sentText(r: SendResult, clientMessageId: string): string {
   return r.duplicate
@@ -12,4 +12,25 @@ export function anchorText(r: AnchorCommandResult, verb: "recalled" | "edited"):
   return r.duplicate
     ? `Nothing changed: message ${r.targetSeq} of group ${r.group} already was ${verb} (event seq ${r.eventSeq})`
     : `${verb === "recalled" ? "Recalled" : "Edited"} message ${r.targetSeq} of group ${r.group}: event seq ${r.eventSeq} goes to every member; devices online get it now, the others when they sync`;
+}
+
+function countsText(s: ReactionsCommandResult["summary"]): string {
+  return s.counts.length === 0 ? "no reactions" : s.counts.map((c) => `${c.key} ${c.count}`).join("  ");
+}
+
+/** `message react`. */
+export function reactText(r: ReactCommandResult): string {
+  const head = r.changed
+    ? `${r.action === "add" ? "Added" : "Removed"} ${r.key} as ${r.user} on message ${r.summary.conversationSeq} of group ${r.group}`
+    : `Nothing changed: ${r.user} ${r.action === "add" ? "already had" : "had no"} ${r.key} on message ${r.summary.conversationSeq} of group ${r.group}`;
+  return `${head}\nReactions (version ${r.summary.summaryVersion}): ${countsText(r.summary)}`;
+}
+
+/** `message reactions`. */
+export function reactionsText(r: ReactionsCommandResult): string {
+  const s = r.summary;
+  const lines = [`Message ${s.conversationSeq} of group ${r.group}: ${countsText(s)} (version ${s.summaryVersion}; ${s.detailRows} with who, ${s.withoutDetail} counted only)`];
+  for (const x of r.reactions) lines.push(`  ${x.user}  ${x.key}  ${x.reactedAtMs === null ? "(counted only)" : new Date(x.reactedAtMs).toISOString()}`);
+  if (r.nextCursor !== null) lines.push(`More: --cursor ${r.nextCursor}`);
+  return lines.join("\n");
 }

@@ -94,6 +94,8 @@ const INVALID_INPUT: Record<string, { request: object; field: string } | "no fie
   "/qim.admin.v1.RetentionService/RunRetention": { request: { tenant: "t" }, field: "tenant" },
   "/qim.admin.v1.MessageService/RecallMessage": { request: { tenant, group: newUuid(), conversationSeq: 1n, reason: "" }, field: "reason" },
   "/qim.admin.v1.MessageService/EditMessage": { request: { tenant, group: newUuid(), conversationSeq: 0n, text: "x", reason: "typo" }, field: "conversation_seq" },
+  "/qim.admin.v1.MessageService/React": { request: { tenant, group: newUuid(), conversationSeq: 1n, user: newUuid(), reactionKey: "two words", reason: "support ticket 7" }, field: "reaction_key" },
+  "/qim.admin.v1.MessageService/GetReactions": { request: { tenant, group: newUuid(), conversationSeq: 1n, withUsers: true, cursor: "not-a-cursor" }, field: "cursor" },
   "/qim.admin.v1.RegistryService/ApplyTypes": { request: { tenant, put: [{ customType: "acme.poll.v1", countsUnred: true, maxPayloadBytes: 40000 }] }, field: "put[0].max_payload_bytes" },
   "/qim.admin.v1.RegistryService/GetType": { request: { tenant, customType: "Not/A/Type" }, field: "custom_type" },
   "/qim.admin.v1.RegistryService/ListTypes": { request: { tenant: "t" }, field: "tenant" },

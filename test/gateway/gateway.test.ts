@@ -332,4 +332,69 @@ describe("the client gateway on a real node", { timeout: 240_000 }, () => {
     assert.equal(refused.body?.$case === "error" ? refused.body.error.code : show(refused.body), "PERMISSION_DENIED");
     for (const x of [danPhone, evePhone, fayPhone]) x.ws.close();
   });
+
+  it("REACT (spec 003 §4): idempotent, acked with the absolute counts; online members get REACTION_UPDATE at once and then at most one per 2 s with the latest counts; an offline member reads them with history; a recall deletes them; per_user_reaction_rate; a bad key", async () => {
+    const [dan, eve, fay] = [randomUUID(), randomUUID(), randomUUID()];
+    const g = ok(await run(["group", "create", "--owner", dan, "--member", eve, "--member", fay], { context }), "group create").group as string;
+    const danPhone = await device(dan, "rx-dan");
+    const evePhone = await device(eve, "rx-eve");
+    const sent = await danPhone.request({ $case: "send", send: { clientMsgNo: "rx-1", group: g, payload: Buffer.from("vote"), contentType: "text", mentions: [] } });
+    assert.equal(sent.body?.$case === "sendAck" ? sent.body.sendAck.conversationSeq : -1n, 1n);
+    const react = (d: Device, key: string, remove = false) => d.request({ $case: "react", react: { group: g, conversationSeq: 1n, reactionKey: key, remove } });
+    const countsOf = (r: { summaryVersion: bigint; counts: { key: string; count: bigint }[] } | undefined) => r ? [Number(r.summaryVersion), r.counts.map((c) => `${c.key}=${c.count}`)] : null;
+    const ackOf = (f: Frame) => (f.body?.$case === "reactAck" ? [f.body.reactAck.changed, countsOf(f.body.reactAck.reactions)] : show(f.body));
+
+    // eve's first reaction: version 1; dan's device gets it at once
+    assert.deepEqual(ackOf(await react(evePhone, "👍")), [true, [1, ["👍=1"]]]);
+    assert.deepEqual(ackOf(await react(evePhone, "👍")), [false, [1, ["👍=1"]]], "a repeated add changes nothing");
+    assert.deepEqual(ackOf(await react(evePhone, "nope", true)), [false, [1, ["👍=1"]]], "a remove of nothing changes nothing");
+    // two more within the window: held, then merged into one frame with the latest counts (version 3)
+    assert.deepEqual(ackOf(await react(danPhone, "👍")), [true, [2, ["👍=2"]]]);
+    assert.deepEqual(ackOf(await react(evePhone, "party")), [true, [3, ["👍=2", "party=1"]]]);
+    // a support action as fay (offline), through qimctl: version 4, pushed after the window too
+    const cli = ok(await run(["message", "react", "--group", g, "--seq", "1", "--user", fay, "--reaction", "party", "--reason", "ticket 7"], { context }), "message react");
+    assert.deepEqual([cli.changed, cli.summary.summaryVersion, cli.summary.counts], [true, 4, [{ key: "👍", count: 2 }, { key: "party", count: 2 }]]);
+    await new Promise((r) => setTimeout(r, 2600));
+    const updates = (d: Device) => d.pushes("reactionUpdate").map((b) => countsOf(b.reactionUpdate.reactions));
+    // each device: the first at once, the three inside the window as one (the last), nothing more
+    assert.deepEqual(updates(danPhone), [[1, ["👍=1"]], [4, ["👍=2", "party=2"]]]);
+    assert.deepEqual(updates(evePhone), [[1, ["👍=1"]], [4, ["👍=2", "party=2"]]]);
+    // no message for a reaction (C-1 below counts every key written)
+    assert.equal(evePhone.pushes("message").length, 1, "eve got the one message only: a reaction is no message");
+
+    // fay was offline: her device reads the counts with the message
+    const fayPhone = await device(fay, "rx-fay");
+    const page = await fayPhone.request({ $case: "pullHistory", pullHistory: { group: g, afterSeq: 0n, limit: 10 } });
+    const msgs = page.body?.$case === "historyBatch" ? page.body.historyBatch.messages : [];
+    assert.deepEqual(msgs.map((m) => [Number(m.conversationSeq), countsOf(m.reactions)]), [[1, [4, ["👍=2", "party=2"]]]]);
+    // who reacted, through qimctl: three detail rows (a 3-member group keeps them), times included
+    const who = ok(await run(["message", "reactions", "--group", g, "--seq", "1", "--users"], { context }), "message reactions");
+    assert.deepEqual(
+      who.reactions.map((r: { user: string; key: string; reactedAtMs: number | null }) => `${r.user === dan ? "dan" : r.user === eve ? "eve" : "fay"} ${r.key} ${r.reactedAtMs !== null}`).sort(),
+      ["dan 👍 true", "eve party true", "eve 👍 true", "fay party true"],
+    );
+    assert.deepEqual([who.summary.detailRows, who.summary.withoutDetail], [4, 0]);
+
+    // a bad key and a stranger: refused, nothing changes
+    const bad = await react(evePhone, "two words");
+    assert.deepEqual(bad.body?.$case === "error" ? [bad.body.error.code, bad.body.error.field] : show(bad.body), ["INVALID_ARGUMENT", "reaction_key"]);
+    const stranger = await device(randomUUID(), "rx-stranger");
+    const denied = await react(stranger, "👍");
+    assert.equal(denied.body?.$case === "error" ? denied.body.error.code : show(denied.body), "PERMISSION_DENIED");
+    // per_user_reaction_rate (5/s, a burst of 10): of 12 at once, at least one is refused RATE_LIMITED; SENDs still go
+    const burst = await Promise.all(Array.from({ length: 12 }, (_, i) => react(fayPhone, `k${i}`)));
+    const limited = burst.filter((f) => f.body?.$case === "error" && f.body.error.code === "RATE_LIMITED");
+    assert.ok(limited.length >= 1 && limited.length <= 2, `refused: ${limited.length}`);
+    const stillSends = await fayPhone.request({ $case: "send", send: { clientMsgNo: "rx-f1", group: g, payload: Buffer.from("hi"), contentType: "text", mentions: [] } });
+    assert.equal(stillSends.body?.$case, "sendAck", "the message rate is counted apart");
+
+    // dan recalls seq 1: its reactions go with it
+    const recalled = await danPhone.request({ $case: "recall", recall: { group: g, conversationSeq: 1n } });
+    assert.equal(recalled.body?.$case, "anchorAck", show(recalled.body));
+    const gone = ok(await run(["message", "reactions", "--group", g, "--seq", "1", "--users"], { context }), "message reactions");
+    assert.deepEqual([gone.summary.summaryVersion, gone.summary.counts, gone.reactions], [0, [], []]);
+    const after = await react(evePhone, "🎉");
+    assert.equal(after.body?.$case === "error" ? after.body.error.code : show(after.body), "FAILED_PRECONDITION");
+    for (const x of [danPhone, evePhone, fayPhone, stranger]) x.ws.close();
+  });
 });

@@ -1,4 +1,6 @@
-import { asOperator, InvalidArgumentError, parseModerationReason, SESSION_PAGE_DEFAULT, SUMMARY_GROUPS_MAX, wireTargetSeq, type AnchorResult } from "../../../../core/index.js";
+import {
+  asOperator, InvalidArgumentError, parseModerationReason, parseUuid, REACTION_WHO_PAGE_LIMIT, SESSION_PAGE_DEFAULT, SUMMARY_GROUPS_MAX, wireTargetSeq, type AnchorResult, type ReactionSummary,
+} from "../../../../core/index.js";
 import { catalogEntry } from "../../../../admin-api/catalog.js";
 import { historyOut, sendOut, summaryOut } from "../../../convert.js";
 import type { ListConversationSummariesResponse } from "../../../../admin-api/gen/qim/admin/v1/messages.js";
@@ -44,6 +46,36 @@ export const messageService = defineService(catalogEntry("qim.admin.v1.MessageSe
       return { response: anchorOut(r), detail: `${r.duplicate ? "duplicate edit of" : "edited"} seq ${r.targetSeq} (event seq ${r.eventSeq}); reason: ${reason}` };
     },
   }),
+  // a support action as a user (spec 003 §4): operators and admins, audited with the reason
+  react: unary({
+    roles: MUTATE, mutates: true,
+    async handle(req, { deps }) {
+      const reason = parseModerationReason(req.reason);
+      const group = parseUuid(req.group, "group");
+      const r = await deps.runtime.reactions.react({
+        tenant: parseUuid(req.tenant, "tenant"), group, seq: wireTargetSeq(req.conversationSeq), user: parseUuid(req.user, "user"), key: req.reactionKey, remove: req.remove,
+      });
+      const what = `${req.remove ? "removed" : "added"} ${JSON.stringify(req.reactionKey)} as ${req.user} on seq ${req.conversationSeq}`;
+      return { response: { summary: reactionSummaryOut(r.summary), changed: r.changed }, detail: `${r.changed ? what : `unchanged (${what})`}; reason: ${reason}` };
+    },
+  }),
+  getReactions: unary({
+    roles: ALL_ROLES, mutates: false,
+    async handle(req, { deps }) {
+      const tenant = parseUuid(req.tenant, "tenant");
+      const group = parseUuid(req.group, "group");
+      const seq = wireTargetSeq(req.conversationSeq);
+      if (req.limit > REACTION_WHO_PAGE_LIMIT) throw new InvalidArgumentError("limit", `at most ${REACTION_WHO_PAGE_LIMIT} reactions a page`);
+      const summary = await deps.runtime.reactions.summary(tenant, group, seq);
+      const page = req.withUsers ? await deps.runtime.reactions.who(tenant, group, seq, { cursor: req.cursor, ...(req.limit > 0 ? { limit: req.limit } : {}) }) : { rows: [], nextCursor: "" };
+      return {
+        response: {
+          summary: reactionSummaryOut(summary ?? { conversationSeq: seq, version: 0, counts: [], detailRows: 0, withoutDetail: 0 }),
+          reactions: page.rows.map((r) => ({ user: r.user, key: r.key, reactedAtMs: BigInt(r.reactedAt ?? 0) })), nextCursor: page.nextCursor,
+        },
+      };
+    },
+  }),
   listConversationSummaries: unary({
     roles: ALL_ROLES, mutates: false,
     async handle(req, { deps }) {
@@ -62,6 +94,13 @@ export const messageService = defineService(catalogEntry("qim.admin.v1.MessageSe
     },
   }),
 });
+
+function reactionSummaryOut(s: ReactionSummary) {
+  return {
+    conversationSeq: BigInt(s.conversationSeq), summaryVersion: BigInt(s.version), counts: s.counts.map((c) => ({ key: c.key, count: BigInt(c.count) })),
+    detailRows: BigInt(s.detailRows), withoutDetail: BigInt(s.withoutDetail),
+  };
+}
 
 function anchorOut(r: AnchorResult) {
   return { targetSeq: BigInt(r.targetSeq), eventSeq: BigInt(r.eventSeq), eventMessageId: r.eventMessageId ?? "", duplicate: r.duplicate };

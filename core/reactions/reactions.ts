@@ -169,7 +169,10 @@ export class Reactions {
    * detail row. nextCursor "" at the end.
    */
   async who(tenant: Uuid, group: Uuid, seq: number, page: { cursor?: string; limit?: number } = {}): Promise<{ rows: ReactionRow[]; nextCursor: string }> {
-    const limit = Math.min(Math.max(1, page.limit ?? 100), REACTION_WHO_PAGE_LIMIT);
+    if (page.limit !== undefined && (!Number.isInteger(page.limit) || page.limit < 1 || page.limit > REACTION_WHO_PAGE_LIMIT)) {
+      throw new InvalidArgumentError("limit", `1 to ${REACTION_WHO_PAGE_LIMIT} reactions a page`);
+    }
+    const limit = page.limit ?? 100;
     const cursor = page.cursor === undefined || page.cursor === "" ? "0" : page.cursor;
     if (!/^\d{1,20}$/.test(cursor)) throw new InvalidArgumentError("cursor", "cursor is the nextCursor of the previous page");
     const k = conversationKeys(this.keys, tenant, group);

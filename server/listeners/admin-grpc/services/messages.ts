@@ -1,5 +1,5 @@
 import {
-  asOperator, InvalidArgumentError, parseModerationReason, parseUuid, REACTION_WHO_PAGE_LIMIT, SESSION_PAGE_DEFAULT, SUMMARY_GROUPS_MAX, wireTargetSeq, type AnchorResult, type ReactionSummary,
+  asOperator, InvalidArgumentError, parseModerationReason, parseUuid, SESSION_PAGE_DEFAULT, SUMMARY_GROUPS_MAX, wireTargetSeq, type AnchorResult, type ReactionSummary,
 } from "../../../../core/index.js";
 import { catalogEntry } from "../../../../admin-api/catalog.js";
 import { historyOut, sendOut, summaryOut } from "../../../convert.js";
@@ -65,7 +65,6 @@ export const messageService = defineService(catalogEntry("qim.admin.v1.MessageSe
       const tenant = parseUuid(req.tenant, "tenant");
       const group = parseUuid(req.group, "group");
       const seq = wireTargetSeq(req.conversationSeq);
-      if (req.limit > REACTION_WHO_PAGE_LIMIT) throw new InvalidArgumentError("limit", `at most ${REACTION_WHO_PAGE_LIMIT} reactions a page`);
       const summary = await deps.runtime.reactions.summary(tenant, group, seq);
       const page = req.withUsers ? await deps.runtime.reactions.who(tenant, group, seq, { cursor: req.cursor, ...(req.limit > 0 ? { limit: req.limit } : {}) }) : { rows: [], nextCursor: "" };
       return {

@@ -48,6 +48,7 @@ export const DEMO_STEPS = [
   "cmd-sync",
   "devices",
   "message-types",
+  "reactions",
   "bulk-add",
 ] as const;
 
@@ -500,6 +501,52 @@ export async function runScenario(opts: ScenarioOptions): Promise<{ steps: DemoS
           `The tenant's registry declares demo.poll.v1 (registry version ${applied.version}): bob's poll took seq ${pollSeq} and reached alice's phone with its preview "[poll]"; it counts toward nobody's unread.`,
           `bob recalled seq ${oopsSeq} from his phone: the recall event took seq ${recallSeq} and reached alice's phone naming seq ${oopsSeq}; history shows it recalled, its content gone.`,
           `A moderator edited seq 2 (event seq ${edit.eventSeq}, reason audited). The events render at their targets: the list's order and preview do not move.`,
+        ],
+      };
+    } finally {
+      for (const d of open) d.close();
+    }
+  });
+
+  await step("reactions", "Reactions: counts pushed to the members online, never a message or an unread", async () => {
+    if (!opts.gateway) throw new CheckFailed("this stack has no client gateway (it was started before it existed): stop it with qimctl dev down and run the demo again");
+    const { url, ca } = opts.gateway;
+    const wait = opts.deviceWaitMs ?? 15_000;
+    const team = world.groups.team;
+    const token = async (who: Person, device: string) => (await client.issueToken({ tenant, user: users[who], device, ttlMs: 10n * 60_000n, dryRun: false })).token;
+    const open: DemoDevice[] = [];
+    try {
+      const alicePhone = await DemoDevice.connect(url, ca, await token("alice", "phone"), "phone", wait);
+      open.push(alicePhone.device);
+      const bobPhone = await DemoDevice.connect(url, ca, await token("bob", "phone"), "phone", wait);
+      open.push(bobPhone.device);
+      const badgeBefore = (await client.getBadge({ tenant, user: users.bob })).totalUnread;
+      const react = async (d: { device: DemoDevice }, key: string) => {
+        const r = await d.device.request({ $case: "react", react: { group: team, conversationSeq: 1n, reactionKey: key, remove: false } }, wait);
+        check(r.body?.$case === "reactAck", `the REACT should be acknowledged, was answered ${describe(r)}`);
+        return r.body.reactAck;
+      };
+      // bob likes alice's first message; alice's phone gets the counts at once (REACTION_UPDATE)
+      const liked = await react(bobPhone, "👍");
+      const countsOf = (r: { counts: { key: string; count: bigint }[] } | undefined) => (r?.counts ?? []).map((c) => `${c.key} ${c.count}`).join(", ");
+      const first = await alicePhone.device.waitFor((f) => f.body?.$case === "reactionUpdate" && f.body.reactionUpdate.conversationSeq === 1n, wait, "REACTION_UPDATE on alice's phone");
+      check(first.body?.$case === "reactionUpdate" && countsOf(first.body.reactionUpdate.reactions) === "👍 1", "alice's phone should show 👍 1");
+      // alice adds two within the same 2 s: bob's phone gets the first at once, then one frame with the latest counts
+      await react(alicePhone, "👍");
+      const last = await react(alicePhone, "🎉");
+      await bobPhone.device.waitFor((f) => f.body?.$case === "reactionUpdate" && f.body.reactionUpdate.reactions?.summaryVersion === last.reactions?.summaryVersion, wait, "the merged REACTION_UPDATE on bob's phone");
+      const bobFrames = bobPhone.device.pushes("reactionUpdate").length;
+      const summary = await client.getReactions({ tenant, group: team, conversationSeq: 1n, withUsers: false, cursor: "", limit: 0 });
+      check(countsOf(summary.summary) === "👍 2, 🎉 1", `the summary should be 👍 2, 🎉 1, is ${countsOf(summary.summary)}`);
+      const badgeAfter = (await client.getBadge({ tenant, user: users.bob })).totalUnread;
+      check(badgeAfter === badgeBefore, `a reaction should change no badge: bob's went ${badgeBefore} → ${badgeAfter}`);
+      check(bobPhone.device.pushes("message").length === 0, "a reaction should push no MESSAGE");
+      return {
+        details: { group: team, seq: 1, counts: countsOf(summary.summary), summaryVersion: Number(summary.summary?.summaryVersion ?? 0), likedVersion: Number(liked.reactions?.summaryVersion ?? 0), bobFrames, bobBadge: Number(badgeAfter) },
+        lines: [
+          `bob reacted 👍 to alice's first message from his phone: REACT_ACK with the absolute counts; alice's phone received REACTION_UPDATE "👍 1" at once.`,
+          `alice added 👍 and 🎉 within 2 s: bob's phone received ${bobFrames} REACTION_UPDATE frames in all (the first at once, the rest merged into one with the latest counts: ${countsOf(summary.summary)}, version ${summary.summary?.summaryVersion}).`,
+          `No message, no unread, no list change: bob's badge stayed at ${badgeAfter}. See who with: qimctl message reactions --group ${team} --seq 1 --users`,
         ],
       };
     } finally {

@@ -36,6 +36,8 @@ function summaryOf(s: DemoStep): string {
       return `3 devices: seq ${d.seq} delivered to alice's 2, read sync to the laptop, no echo`;
     case "message-types":
       return `poll seq ${d.pollSeq} with its preview, seq ${d.recalledSeq} recalled (event ${d.recallEventSeq}), seq 2 edited (event ${d.editEventSeq})`;
+    case "reactions":
+      return `team seq 1: ${d.counts} (version ${d.summaryVersion}); ${d.bobFrames} REACTION_UPDATE frames on bob's phone, his badge unchanged`;
     case "bulk-add":
       return `${d.users} users from a file in ${d.summary?.of} batches: event seq ${d.summary?.events?.map((e: { eventConversationSeq: number }) => e.eventConversationSeq).join(", ")}; the re-run changed ${d.rerun?.changed}`;
     case "dev-down":

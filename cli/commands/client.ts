@@ -81,7 +81,7 @@ export default class Client extends ConnectedCommand<typeof Client> {
   static override summary = "Connect to the client gateway as a user's device and print every frame as it arrives: see as a user, live.";
   static override description = `The reference device client (docs/gateway.md). It gets a device token for --as/--device through the admin API of the current context (audited like token issue; or --token-file), connects to the node's gateway (--url wss://HOST:PORT, TLS with the context's CA; ws:// only to a loopback address), sends AUTH and prints AUTH_OK, then every frame as it arrives: one line each (time, type, #request id, fields; payloads as text when printable), or one JSON object per line with --output json.
 
-Commands on stdin, one per line: send GROUP TEXT…  |  read GROUP SEQ  |  recall GROUP SEQ  |  edit GROUP SEQ TEXT…  |  leave GROUP  |  history GROUP [AFTER] [LIMIT]  |  list [CURSOR]  |  ping  |  quit. A line it cannot read prints an error on stderr and the client goes on. Every message it prints carries "shown": the text of a text message, [recalled], or for a content type it does not render the node's preview (the type's preview_template) or [unsupported message] — such a message never fails a frame, a batch or the connection. --send GROUP:TEXT (repeatable), --duration S and --exit-after N are for scripts without stdin.
+Commands on stdin, one per line: send GROUP TEXT…  |  read GROUP SEQ  |  recall GROUP SEQ  |  edit GROUP SEQ TEXT…  |  react GROUP SEQ KEY  |  unreact GROUP SEQ KEY  |  leave GROUP  |  history GROUP [AFTER] [LIMIT]  |  list [CURSOR]  |  ping  |  quit. A line it cannot read prints an error on stderr and the client goes on. Every message it prints carries "shown": the text of a text message, [recalled], or for a content type it does not render the node's preview (the type's preview_template) or [unsupported message] — such a message never fails a frame, a batch or the connection. --send GROUP:TEXT (repeatable), --duration S and --exit-after N are for scripts without stdin.
 
 Exit codes: 0 quit, end of stdin, --duration or --exit-after reached, or closed by the node with 1000/1001 (a drain's RECONNECT, a restart); 1 closed by the node with another code (printed); 2 bad flags; 5 the gateway or the admin API unreachable; 6 the token refused at the upgrade (HTTP 401) or a token could not be issued.`;
   static override examples = [
@@ -205,6 +205,11 @@ Exit codes: 0 quit, end of stdin, --duration or --exit-after reached, or closed 
             request({ $case: "edit", edit: { clientMsgNo: msgNo(), group: uuid("GROUP", m[1]!), conversationSeq: BigInt(m[2]!), payload: Buffer.from(m[3]!, "utf8") } });
             return;
           }
+          case "react": case "unreact": {
+            if (rest.length !== 3 || !/^\d{1,15}$/.test(rest[1]!)) throw new Error(`${verb} GROUP SEQ KEY`);
+            request({ $case: "react", react: { group: uuid("GROUP", rest[0]!), conversationSeq: BigInt(rest[1]!), reactionKey: rest[2]!, remove: verb === "unreact" } });
+            return;
+          }
           case "leave": {
             if (rest.length !== 1) throw new Error("leave GROUP");
             request({ $case: "leaveGroup", leaveGroup: { group: uuid("GROUP", rest[0]!) } });
@@ -221,7 +226,7 @@ Exit codes: 0 quit, end of stdin, --duration or --exit-after reached, or closed 
           }
           case "ping": request({ $case: "ping", ping: {} }); return;
           case "quit": ws.close(1000); return;
-          default: throw new Error(`unknown command ${JSON.stringify(verb.slice(0, 20))}: send, read, recall, edit, leave, history, list, ping, quit`);
+          default: throw new Error(`unknown command ${JSON.stringify(verb.slice(0, 20))}: send, read, recall, edit, react, unreact, leave, history, list, ping, quit`);
         }
       } catch (err) {
         say(`error: ${err instanceof Error ? err.message : String(err)}`);

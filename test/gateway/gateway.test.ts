@@ -232,7 +232,7 @@ describe("the client gateway on a real node", { timeout: 240_000 }, () => {
     for (const x of [alicePhone, b]) x.ws.close();
   });
 
-  it("qimctl client: two users' reference clients; a send arrives, a read and a leave are answered, a bad command is survived, a refused token exits 6", async () => {
+  it("qimctl client: two users' reference clients; a send arrives, a read, a reaction and a leave are answered, a bad command is survived, a refused token exits 6", async () => {
     const [dan, eve] = [randomUUID(), randomUUID()];
     const g = ok(await run(["group", "create", "--owner", dan, "--member", eve], { context }), "group create").group as string;
     const d = client(dan, "cli-1");
@@ -247,6 +247,12 @@ describe("the client gateway on a real node", { timeout: 240_000 }, () => {
     assert.deepEqual([pushed.requestId, pushed.body.messageId, pushed.body.payload, pushed.body.sender], [0, ack.body.messageId, "hello from the reference client", dan]);
     e.type(`read ${g} 1`);
     assert.equal((await e.wait("eve's MARK_READ_ACK", (l) => l.frame === "markReadAck")).body.readSeq, 1);
+    // eve reacts to seq 1; dan's client prints the REACTION_UPDATE with the counts
+    e.type(`react ${g} 1 👍`);
+    const reacted = await e.wait("eve's REACT_ACK", (l) => l.frame === "reactAck");
+    assert.deepEqual([reacted.body.changed, reacted.body.reactions], [true, { summaryVersion: 1, counts: [{ key: "👍", count: 1 }] }]);
+    const update = await d.wait("dan's REACTION_UPDATE", (l) => l.frame === "reactionUpdate");
+    assert.deepEqual([update.body.conversationSeq, update.body.reactions], [1, { summaryVersion: 1, counts: [{ key: "👍", count: 1 }] }]);
     e.type("frobnicate now");
     e.type("ping");
     await e.wait("eve's PONG after a bad command", (l) => l.frame === "pong");

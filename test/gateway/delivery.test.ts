@@ -273,6 +273,37 @@ describe("delivery to online devices across two nodes", { timeout: 300_000 }, ()
     assert.equal(daveLaptop.pushes("readSync").length, 1);
   });
 
+  it("reactions across the nodes: a REACT taken on either node reaches the members' devices on both as REACTION_UPDATE, at most one per message per window, ending at the counts made; a non-member's device gets none", async () => {
+    const [fred, gina, hal] = [randomUUID(), randomUUID(), randomUUID()];
+    const group = await createGroup(fred, [gina]);
+    const fredA = await device(fred, "rx-a", 0);
+    const fredB = await device(fred, "rx-b", 1);
+    const ginaB = await device(gina, "rx-b", 1);
+    const halA = await device(hal, "rx-a", 0);
+    const seqs = await sendMany(fredA, group, 1, "rx");
+    assert.deepEqual([...seqs.keys()], [1]);
+    const react = async (d: Device, key: string) => {
+      const r = await d.request({ $case: "react", react: { group, conversationSeq: 1n, reactionKey: key, remove: false } });
+      assert.equal(r.body?.$case, "reactAck", show(r.body));
+    };
+    // taken on node B (gina), then on node A (fred), then on B again, back to back: versions 1, 2, 3
+    await react(ginaB, "👍");
+    await react(fredA, "👍");
+    await react(ginaB, "🎉");
+    const final = "3:👍=2,🎉=1";
+    const seen = (d: Device) => d.pushes("reactionUpdate").map((b) => `${b.reactionUpdate.reactions!.summaryVersion}:${b.reactionUpdate.reactions!.counts.map((c) => `${c.key}=${c.count}`).join(",")}`);
+    for (const d of [fredA, fredB, ginaB]) await until("the device holds the final counts", async () => seen(d).at(-1) === final);
+    // one window more: nothing else comes; each device got the first at once and the last, never more than 3 updates
+    await sleep(2000 + 500);
+    for (const d of [fredA, fredB, ginaB]) {
+      const got = seen(d);
+      assert.equal(got.at(-1), final);
+      assert.ok(got.length >= 1 && got.length <= 2, `${got.length} frames: ${got.join(" | ")}`);
+      assert.deepEqual([...got].sort(), got.slice().sort(), "versions only grow");
+    }
+    assert.deepEqual(halA.pushes("reactionUpdate"), [], "a non-member's device gets none");
+  });
+
   it("back-pressure: a device that stops reading gets one RESYNC and no more pushes until it pulls its list; it catches up with no gap; the fast device got everything", async () => {
     const [alice, bob] = [randomUUID(), randomUUID()];
     const group = await createGroup(alice, [bob]);

@@ -111,6 +111,17 @@ export const REACTION_DETAIL_MAX_PER_MESSAGE = 10_000;
  * message in this window; the updates inside it are merged (absolute counts: the last one wins).
  */
 export const REACTION_PUSH_MERGE_WINDOW_MS = 2000;
+/**
+ * TYPING (spec 003 §2.1: transient, online only, never stored): a user's TYPING in one conversation
+ * that says the same as their last one within this interval is acked and not passed on (the
+ * members already know); a change (typing → stopped) always goes. Per user and conversation, on
+ * the node that takes it.
+ */
+export const TYPING_MIN_INTERVAL_MS = 2000;
+/** How long a device shows a member as typing after the last TYPING_UPDATE that said so (clients drop the indicator then). */
+export const TYPING_INDICATOR_TTL_MS = 6000;
+/** The merge window of TYPING_UPDATE per (conversation, user) per connection: at most one frame in it, the last (the same frame budget as reactions). */
+export const TYPING_PUSH_MERGE_WINDOW_MS = 2000;
 /** A reaction_key (a short enum string, spec 003 §4.3), at most, in UTF-8 bytes: printable, no spaces or control characters. */
 export const REACTION_KEY_MAX_BYTES = 64;
 /** The most distinct reaction keys one message may carry: the summary is one bounded entry, read with its message. */

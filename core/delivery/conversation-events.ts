@@ -1,4 +1,4 @@
-import { REACTION_MERGE_MAX_PENDING, REACTION_PUSH_MERGE_WINDOW_MS, type Uuid } from "../base/index.js";
+import { REACTION_MERGE_MAX_PENDING, REACTION_PUSH_MERGE_WINDOW_MS, TYPING_PUSH_MERGE_WINDOW_MS, type Uuid } from "../base/index.js";
 import { TRANSIENT_SEQ } from "../conversation/index.js";
 import type { ConversationEvent, LocalConnections } from "./local.js";
 import type { MembersAudience } from "./members.js";
@@ -9,6 +9,8 @@ import type { Located, OnlineRegistry } from "./registry.js";
 export interface ConversationEventsOptions {
   /** reaction_push_merge_window (REACTION_PUSH_MERGE_WINDOW_MS). */
   mergeWindowMs?: number;
+  /** The merge window of TYPING_UPDATE per (conversation, user) (TYPING_PUSH_MERGE_WINDOW_MS). */
+  typingMergeWindowMs?: number;
   /** REACTION_MERGE_MAX_PENDING. */
   maxPending?: number;
   log?: (line: string) => void;
@@ -18,16 +20,20 @@ export interface ConversationEventsOptions {
 interface Slot {
   tenant: Uuid;
   sentAt: number;
-  sentVersion: number;
+  sentOrder: number;
   held: ConversationEvent | null;
   timer: NodeJS.Timeout;
 }
 
-const slotKey = (tenant: Uuid, e: ConversationEvent) => `${tenant}|${e.conversation}|${e.conversationSeq}`;
+/** What one window merges: a message's reactions; one user's typing in a conversation. */
+const slotKey = (tenant: Uuid, e: ConversationEvent) => (e.kind === "reaction" ? `${tenant}|${e.conversation}|r${e.conversationSeq}` : `${tenant}|${e.conversation}|t${e.user}`);
+/** The order of one slot's events: a reaction summary's version; a typing event's time. */
+const orderOf = (e: ConversationEvent) => (e.kind === "reaction" ? e.version : e.at);
 
 /**
- * Conversation events (spec 003 §4.2: REACTION_UPDATE) to the members of a conversation online now
- * (issue 28). Every node that holds connections merges for its own: per message, the first update
+ * Conversation events (spec 003 §4.2: REACTION_UPDATE; §2.1: TYPING_UPDATE) to the members of a
+ * conversation online now (issue 28). Every node that holds connections merges for its own: per
+ * message's reactions (per user's typing in a conversation), the first update
  * goes at once, and then at most one per merge window — the newest held at the window's end
  * (absolute counts: dropping the earlier ones loses nothing). Since each connection is on one node,
  * a connection gets at most one frame per message per window, whichever node took the reactions.
@@ -41,6 +47,7 @@ const slotKey = (tenant: Uuid, e: ConversationEvent) => `${tenant}|${e.conversat
 export class ConversationEvents {
   private readonly slots = new Map<string, Slot>();
   private readonly windowMs: number;
+  private readonly typingWindowMs: number;
   private readonly maxPending: number;
   private forwarder: UserEventForwarder | null = null;
   /** Per other node: the updates waiting for its call in flight, newest per message. */
@@ -54,6 +61,7 @@ export class ConversationEvents {
     private readonly opts: ConversationEventsOptions = {},
   ) {
     this.windowMs = opts.mergeWindowMs ?? REACTION_PUSH_MERGE_WINDOW_MS;
+    this.typingWindowMs = opts.typingMergeWindowMs ?? TYPING_PUSH_MERGE_WINDOW_MS;
     this.maxPending = opts.maxPending ?? REACTION_MERGE_MAX_PENDING;
   }
 
@@ -81,13 +89,13 @@ export class ConversationEvents {
         metrics.conversationEvents.inc({ kind: event.kind, outcome: "dropped" });
         return;
       }
-      const s: Slot = { tenant, sentAt: now, sentVersion: event.version, held: null, timer: this.arm(key) };
+      const s: Slot = { tenant, sentAt: now, sentOrder: orderOf(event), held: null, timer: this.arm(key, this.windowOf(event)) };
       this.slots.set(key, s);
       metrics.conversationEvents.inc({ kind: event.kind, outcome: "sent" });
       this.send(tenant, event);
       return;
     }
-    if (event.version <= slot.sentVersion || (slot.held !== null && event.version <= slot.held.version)) {
+    if (orderOf(event) <= slot.sentOrder || (slot.held !== null && orderOf(event) <= orderOf(slot.held))) {
       metrics.conversationEvents.inc({ kind: event.kind, outcome: "stale" });
       return;
     }
@@ -107,7 +115,11 @@ export class ConversationEvents {
   }
 
   /** At the window's end: the held update goes and a new window opens; none held: the message's slot goes. */
-  private arm(key: string): NodeJS.Timeout {
+  private windowOf(e: ConversationEvent): number {
+    return e.kind === "reaction" ? this.windowMs : this.typingWindowMs;
+  }
+
+  private arm(key: string, windowMs: number): NodeJS.Timeout {
     const t = setTimeout(() => {
       const s = this.slots.get(key);
       if (!s) return;
@@ -118,10 +130,10 @@ export class ConversationEvents {
       const e = s.held;
       s.held = null;
       s.sentAt = Date.now();
-      s.sentVersion = e.version;
-      s.timer = this.arm(key);
+      s.sentOrder = orderOf(e);
+      s.timer = this.arm(key, windowMs);
       this.send(s.tenant, e);
-    }, this.windowMs);
+    }, windowMs);
     t.unref();
     return t;
   }
@@ -141,7 +153,7 @@ export class ConversationEvents {
     q.to = to;
     const key = slotKey(tenant, event);
     const prior = q.waiting.get(key);
-    if (prior && prior.event.version >= event.version) return;
+    if (prior && orderOf(prior.event) >= orderOf(event)) return;
     q.waiting.set(key, { tenant, event });
     if (!q.busy) this.track(this.drain(q));
   }

@@ -1,4 +1,7 @@
-import { GATEWAY_DRAIN_SPREAD_MS, type KeySpace, type Uuid } from "../base/index.js";
+import { GATEWAY_DRAIN_SPREAD_MS, TYPING_MIN_INTERVAL_MS, type KeySpace, type Uuid } from "../base/index.js";
+
+/** The (conversation, user) pairs whose last TYPING one node remembers at most (older ones are forgotten first). */
+export const TYPING_SEEN_MAX = 100_000;
 import type { UnitGate } from "../cluster/index.js";
 import type { DispatchLog } from "../dispatch/index.js";
 import type { RedisStore } from "../store/index.js";
@@ -83,6 +86,31 @@ export class Delivery {
   takeEvents(batch: UserEventBatch): number {
     for (const e of batch.conversationEvents ?? []) this.conversationEvents.take(batch.tenant, e);
     return batch.events.length > 0 ? this.local.pushEvents(batch) : 0;
+  }
+
+  /** Per (tenant, conversation, user): the last TYPING passed on (what it said, when), for TYPING_MIN_INTERVAL_MS. */
+  private readonly typingSeen = new Map<string, { typing: boolean; at: number }>();
+
+  /**
+   * A member's TYPING (spec 003 §2.1; the caller checked that the user is an ACTIVE member): passed
+   * on to the conversation's other members online now, unless it says what the user's last one
+   * said within TYPING_MIN_INTERVAL_MS (then false: the members know). Never stored.
+   */
+  typing(tenant: Uuid, conversation: Uuid, user: Uuid, typing: boolean): boolean {
+    const key = `${tenant}|${conversation}|${user}`;
+    const now = Date.now();
+    const last = this.typingSeen.get(key);
+    if (last && last.typing === typing && now - last.at < TYPING_MIN_INTERVAL_MS) {
+      metrics.typingMerged.inc();
+      return false;
+    }
+    if (this.typingSeen.size >= TYPING_SEEN_MAX) {
+      for (const [k, v] of this.typingSeen) if (now - v.at >= TYPING_MIN_INTERVAL_MS) this.typingSeen.delete(k);
+      if (this.typingSeen.size >= TYPING_SEEN_MAX) this.typingSeen.clear();
+    }
+    this.typingSeen.set(key, { typing, at: now });
+    this.conversationEvents.publish(tenant, { kind: "typing", conversation, user, typing, at: now });
+    return true;
   }
 
   /** A conversation event made here (a reaction's new summary): to the members online now, here and on every node holding connections. */

@@ -8,7 +8,7 @@
  */
 export { deliveryCheckpointKey, onlineKey } from "./keys.js";
 export {
-  LocalConnections, type ConversationEvent, type DeliveryBatch, type DeliveryItem, type DeviceConnection, type PresenceHooks, type ReactionEvent, type ReadSyncEvent, type UserEvent, type UserEventBatch,
+  LocalConnections, type ConversationEvent, type DeliveryBatch, type DeliveryItem, type DeviceConnection, type PresenceHooks, type ReactionEvent, type ReadSyncEvent, type TypingEvent, type UserEvent, type UserEventBatch,
 } from "./local.js";
 export { ConversationEvents, type ConversationEventsOptions } from "./conversation-events.js";
 export { SESSION_RELAY_MAX_PENDING, SESSION_RELAY_WINDOW_MS, SessionRelay, type RelayedChange, type SessionChangeForwarder } from "./session-relay.js";
@@ -18,5 +18,5 @@ export { LOCATE_CHUNK, ONLINE_ENTRY_TTL_MS, ONLINE_NODES_CACHE_MS, ONLINE_REFRES
 export {
   DELIVERY_FORWARD_ATTEMPTS, DELIVERY_FORWARD_MAX_BYTES, DELIVERY_FORWARD_MAX_USERS, DELIVERY_POLL_INTERVAL_MS, DELIVERY_READ_BATCH, DeliveryConsumer, type DeliveryConsumerOptions, type DeliveryForwarder,
 } from "./consumer.js";
-export { Delivery, type DeliveryOptions } from "./delivery.js";
+export { Delivery, TYPING_SEEN_MAX, type DeliveryOptions } from "./delivery.js";
 export { MEMBER_READS_IN_FLIGHT, MEMBERS_CACHE_ENTRIES, MEMBERS_CACHE_GROUPS, MEMBERS_PREFETCH_MAX, MembersAudience, visibleAt, type MembersMessage } from "./members.js";

@@ -43,8 +43,21 @@ export interface ReactionEvent {
   encoded?: Uint8Array;
 }
 
+/**
+ * A member is typing in a conversation, or stopped (spec 003 §2.1): pushed to the conversation's
+ * other members online now, never stored; `at` (ms at the node that took it) orders one user's events.
+ */
+export interface TypingEvent {
+  kind: "typing";
+  conversation: Uuid;
+  user: Uuid;
+  typing: boolean;
+  at: number;
+  encoded?: Uint8Array;
+}
+
 /** Something that happened in a conversation, pushed to its members online now and never stored as a message. */
-export type ConversationEvent = ReactionEvent;
+export type ConversationEvent = ReactionEvent | TypingEvent;
 
 /**
  * Events for one node: each user event to every connection of its user there except
@@ -218,10 +231,11 @@ export class LocalConnections {
     return n;
   }
 
-  /** Pushes a conversation event to the connections here of `users`; returns how many took it. */
+  /** Pushes a conversation event to the connections here of `users` (a typing event: not to the typing user's); returns how many took it. */
   pushConversationEvent(tenant: Uuid, users: readonly Uuid[], event: ConversationEvent): number {
     let n = 0;
     for (const user of users) {
+      if (event.kind === "typing" && user === event.user) continue;
       for (const c of this.byUser.get(tenant + user) ?? []) if (c.pushConversationEvent(event)) n++;
     }
     metrics.events.inc({ kind: event.kind }, n);

@@ -79,6 +79,11 @@ export const metrics = {
     labelNames: ["kind"] as const,
     registers: [registry],
   }),
+  typingMerged: new Counter({
+    name: "qim_delivery_typing_unchanged_total",
+    help: "TYPINGs not passed on: the same as the user's last one in the conversation within TYPING_MIN_INTERVAL_MS",
+    registers: [registry],
+  }),
   conversationEvents: new Counter({
     name: "qim_delivery_conversation_events_total",
     help: "Conversation events (reaction summaries) at this node's merge window, by kind and outcome (sent: pushed now; held: waits out the window, replacing one held; stale: older than one sent or held; dropped: past REACTION_MERGE_MAX_PENDING)",

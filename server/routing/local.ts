@@ -7,7 +7,7 @@
  * names applies nothing and answers STALE_OWNER with its view of the owner; a malformed request is
  * REJECTED (final).
  */
-import { CONNECTIONS_LIST_LIMIT, parseUuid, QimError, RELAY_BUCKET_COUNT, type DeliveryItem, type EngineRuntime, type SessionChange, type SessionRow, type UserEventBatch, type Uuid } from "../../core/index.js";
+import { CONNECTIONS_LIST_LIMIT, parseUuid, QimError, RELAY_BUCKET_COUNT, type ConversationEvent, type DeliveryItem, type EngineRuntime, type SessionChange, type SessionRow, type UserEventBatch, type Uuid } from "../../core/index.js";
 import {
   NodeStatus,
   type DescribeUserRequest,
@@ -94,13 +94,15 @@ export function localNode(runtime: EngineRuntime, ownership: OwnershipView, slot
             event: { kind: "read" as const, conversation: parseUuid(e.event.read.conversation, "events.read.conversation"), readSeq: Number(e.event.read.readSeq) },
           };
         }),
-        conversationEvents: req.conversationEvents.map((e) => {
+        conversationEvents: req.conversationEvents.map((e): ConversationEvent => {
+          const conversation = parseUuid(e.conversation, "conversation_events.conversation");
+          if (e.event?.$case === "typing") {
+            const t = e.event.typing;
+            return { kind: "typing", conversation, user: parseUuid(t.user, "conversation_events.typing.user"), typing: t.typing, at: Number(t.atMs) };
+          }
           if (e.event?.$case !== "reaction") throw new Error("conversation_events: an event of a kind this node does not know");
           const r = e.event.reaction;
-          return {
-            kind: "reaction" as const, conversation: parseUuid(e.conversation, "conversation_events.conversation"), conversationSeq: Number(r.conversationSeq), version: Number(r.summaryVersion),
-            counts: r.counts.map((c) => ({ key: c.key, count: Number(c.count) })),
-          };
+          return { kind: "reaction", conversation, conversationSeq: Number(r.conversationSeq), version: Number(r.summaryVersion), counts: r.counts.map((c) => ({ key: c.key, count: Number(c.count) })) };
         }),
       }));
       if (!p.ok) return { status: NodeStatus.NODE_STATUS_REJECTED, pushed: 0, detail: p.detail };

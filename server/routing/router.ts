@@ -192,7 +192,9 @@ export class NodeRouter {
       })),
       conversationEvents: (batch.conversationEvents ?? []).map((e) => ({
         conversation: e.conversation,
-        event: { $case: "reaction" as const, reaction: { conversationSeq: BigInt(e.conversationSeq), summaryVersion: BigInt(e.version), counts: e.counts.map((c) => ({ key: c.key, count: BigInt(c.count) })) } },
+        event: e.kind === "reaction"
+          ? { $case: "reaction" as const, reaction: { conversationSeq: BigInt(e.conversationSeq), summaryVersion: BigInt(e.version), counts: e.counts.map((c) => ({ key: c.key, count: BigInt(c.count) })) } }
+          : { $case: "typing" as const, typing: { user: e.user, typing: e.typing, atMs: BigInt(e.at) } },
       })),
     };
     let res;

@@ -403,4 +403,32 @@ describe("the client gateway on a real node", { timeout: 240_000 }, () => {
     assert.equal(after.body?.$case === "error" ? after.body.error.code : show(after.body), "FAILED_PRECONDITION");
     for (const x of [danPhone, evePhone, fayPhone, stranger]) x.ws.close();
   });
+
+  it("TYPING (spec 003 §2.1): to the group's other members online, not to the typer's own devices, never stored; a repeat within the interval is not passed on; a stop follows within the merge window; a stranger is refused", async () => {
+    const [dan, eve] = [randomUUID(), randomUUID()];
+    const g = ok(await run(["group", "create", "--owner", dan, "--member", eve], { context }), "group create").group as string;
+    const danPhone = await device(dan, "ty-phone");
+    const danLaptop = await device(dan, "ty-laptop");
+    const evePhone = await device(eve, "ty-eve");
+    const typing = async (d: Device, on: boolean, group = g) => d.request({ $case: "typing", typing: { group, typing: on } });
+    const forwarded = (f: Frame) => (f.body?.$case === "typingAck" ? f.body.typingAck.forwarded : show(f.body));
+    assert.equal(forwarded(await typing(danPhone, true)), true);
+    const first = await evePhone.next((f) => f.body?.$case === "typingUpdate");
+    assert.deepEqual(first.body?.$case === "typingUpdate" ? [first.body.typingUpdate.group, first.body.typingUpdate.user, first.body.typingUpdate.typing] : show(first.body), [g, dan, true]);
+    // the same again at once: acked, not passed on
+    assert.equal(forwarded(await typing(danPhone, true)), false);
+    // stopped: passed on, and it reaches eve when the window that sent "typing" ends
+    assert.equal(forwarded(await typing(danPhone, false)), true);
+    const stop = await evePhone.next((f) => f.body?.$case === "typingUpdate");
+    assert.deepEqual(stop.body?.$case === "typingUpdate" ? [stop.body.typingUpdate.user, stop.body.typingUpdate.typing] : show(stop.body), [dan, false]);
+    await new Promise((r) => setTimeout(r, 2500));
+    assert.deepEqual([evePhone.pushes("typingUpdate").length, danLaptop.pushes("typingUpdate").length, danPhone.pushes("typingUpdate").length], [0, 0, 0], "nothing more to eve; nothing to dan's own devices");
+    // a stranger may not; nothing was stored: the first message takes seq 1
+    const stranger = await device(randomUUID(), "ty-stranger");
+    const denied = await typing(stranger, true);
+    assert.equal(denied.body?.$case === "error" ? denied.body.error.code : show(denied.body), "PERMISSION_DENIED");
+    const sent = await danPhone.request({ $case: "send", send: { clientMsgNo: "ty-after", group: g, payload: Buffer.from("hi"), contentType: "text", mentions: [] } });
+    assert.equal(sent.body?.$case === "sendAck" ? sent.body.sendAck.conversationSeq : -1n, 1n);
+    for (const x of [danPhone, danLaptop, evePhone, stranger]) x.ws.close();
+  });
 });

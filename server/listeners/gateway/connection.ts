@@ -11,7 +11,7 @@ import {
   decodeHistoryEntry, GATEWAY_MAX_ANSWER_PAYLOAD_BYTES, GATEWAY_RECONNECT_GRACE_MS, GATEWAY_PUSH_HARD_MARK_BYTES, GATEWAY_PUSH_SOFT_MARK_BYTES, type DeliveryItem, type DeviceConnection,
   GATEWAY_AUTH_TIMEOUT_MS, GATEWAY_IDLE_TIMEOUT_MS, GATEWAY_MARK_READ_BURST, GATEWAY_MARK_READ_RATE, GATEWAY_MAX_IN_FLIGHT, GATEWAY_REFUSAL_BURST, GATEWAY_REFUSAL_RATE,
   GATEWAY_REQUEST_BURST, GATEWAY_REQUEST_RATE, HISTORY_PAGE_DEFAULT, HISTORY_PAGE_LIMIT, InvalidArgumentError, listConversations, pageLimit,
-  parseUuid, SESSION_PAGE_DEFAULT, SESSION_PAGE_LIMIT, type BadgeState, type ConversationListEntry, type EngineRuntime, type HistoryRecord, type SessionFrame,
+  parseUuid, PermissionDeniedError, SESSION_PAGE_DEFAULT, SESSION_PAGE_LIMIT, type BadgeState, type ConversationListEntry, type EngineRuntime, type HistoryRecord, type SessionFrame,
   type AnchorResult, type ConversationEvent, type RegistrySnapshot, type UserEvent, type Uuid, wireTargetSeq,
 } from "../../../core/index.js";
 import { Frame, type Badge, type Message, type Reactions, type SessionEntry, type SessionList } from "../../../admin-api/gen/qim/client/v1/frames.js";
@@ -49,7 +49,7 @@ export const CLOSE = {
 } as const;
 
 /** Frames a device may send, each with what it is answered with. */
-const REQUESTS = new Set<Case>(["auth", "ping", "send", "pullHistory", "markRead", "pullSessionList", "leaveGroup", "recall", "edit", "react"]);
+const REQUESTS = new Set<Case>(["auth", "ping", "send", "pullHistory", "markRead", "pullSessionList", "leaveGroup", "recall", "edit", "react", "typing"]);
 
 /** A client_msg_no: the device's idempotency key for a SEND, 1–64 printable ASCII characters. */
 const CLIENT_MSG_NO = /^[\x21-\x7e]{1,64}$/;
@@ -194,16 +194,16 @@ export class GatewayConnection implements DeviceConnection {
 
   /**
    * A conversation event (core/delivery, after this node's merge window): REACTION_UPDATE with a
-   * message's absolute counts, encoded once per node (the event keeps the frame).
+   * message's absolute counts, or TYPING_UPDATE; encoded once per node (the event keeps the frame).
    */
   pushConversationEvent(event: ConversationEvent): boolean {
     if (!this.admit()) return false;
-    event.encoded ??= Frame.encode({
-      requestId: 0n,
-      body: { $case: "reactionUpdate", reactionUpdate: { group: event.conversation, conversationSeq: BigInt(event.conversationSeq), reactions: reactionsOf(event) } },
-    }).finish();
+    const body: Body = event.kind === "reaction"
+      ? { $case: "reactionUpdate", reactionUpdate: { group: event.conversation, conversationSeq: BigInt(event.conversationSeq), reactions: reactionsOf(event) } }
+      : { $case: "typingUpdate", typingUpdate: { group: event.conversation, user: event.user, typing: event.typing } };
+    event.encoded ??= Frame.encode({ requestId: 0n, body }).finish();
     this.framesOut++;
-    gatewayMetrics.frames.inc({ direction: "out", type: "reactionUpdate" });
+    gatewayMetrics.frames.inc({ direction: "out", type: body.$case });
     this.out(event.encoded);
     return true;
   }
@@ -424,6 +424,7 @@ export class GatewayConnection implements DeviceConnection {
       case "recall": return this.recall(body);
       case "edit": return this.edit(body);
       case "react": return this.react(body);
+      case "typing": return this.typing(body);
       default: throw new InvalidArgumentError("frame", `${body.$case} is not a request`);
     }
   }
@@ -577,6 +578,20 @@ export class GatewayConnection implements DeviceConnection {
     const group = parseUuid(req.group, "group");
     const r = await this.runtime.reactions.react({ tenant, group, seq: wireTargetSeq(req.conversationSeq), user, key: req.reactionKey, remove: req.remove });
     return { $case: "reactAck", reactAck: { group, conversationSeq: req.conversationSeq, reactions: reactionsOf(r.summary), changed: r.changed } };
+  }
+
+  /**
+   * The user is typing (spec 003 §2.1): an ACTIVE member's goes to the group's other members online
+   * now, never stored; one saying the same as the user's last within TYPING_MIN_INTERVAL_MS is acked
+   * and not passed on. Counted in the connection's request budget.
+   */
+  private async typing({ typing: req }: BodyOf<"typing">): Promise<Body> {
+    const { tenant, user } = this.identity;
+    const group = parseUuid(req.group, "group");
+    const [member] = await this.runtime.conversations.memberEntries(tenant, user, [group]);
+    // ADR-0021 §3: a user cannot tell a missing group from one they are not in
+    if (member?.state !== "ACTIVE") throw new PermissionDeniedError();
+    return { $case: "typingAck", typingAck: { forwarded: this.runtime.delivery.typing(tenant, group, user, req.typing) } };
   }
 
   private async leaveGroup({ leaveGroup: req }: BodyOf<"leaveGroup">): Promise<Body> {

@@ -23,3 +23,4 @@ export * from "./registry/index.js";
 export * from "./retention/index.js";
 export * from "./delivery/index.js";
 export * from "./reactions/index.js";
+export * from "./rtc/index.js";

@@ -111,6 +111,17 @@ export const REACTION_DETAIL_MAX_PER_MESSAGE = 10_000;
  * message in this window; the updates inside it are merged (absolute counts: the last one wins).
  */
 export const REACTION_PUSH_MERGE_WINDOW_MS = 2000;
+/** rtc_ring_timeout (spec 003 §5): an INVITE rings this long; then both sides get RTC_TIMEOUT and the call is over. */
+export const RTC_RING_TIMEOUT_MS = 60_000;
+/** rtc_voip_push_daily_quota (spec 003 §5): VoIP pushes one device may get per day (UTC); past it the device is not pushed. */
+export const RTC_VOIP_PUSH_DAILY_QUOTA = 200;
+/** An accepted call's busy mark lasts at most this long without an END (a crashed client's call is over then). */
+export const RTC_CALL_MAX_MS = 4 * 60 * 60 * 1000;
+/** A signal's payload (SDP, ICE, SFU/TURN credentials: passed through), at most. */
+export const RTC_SIGNAL_MAX_PAYLOAD_BYTES = 16 * 1024;
+/** The devices of one user an offline callee's INVITE is pushed to, at most (their live tokens, newest first). */
+export const RTC_PUSH_DEVICES_MAX = 20;
+
 /**
  * TYPING (spec 003 §2.1: transient, online only, never stored): a user's TYPING in one conversation
  * that says the same as their last one within this interval is acked and not passed on (the

@@ -6,7 +6,7 @@ import type { UnitGate } from "../cluster/index.js";
 import type { DispatchLog } from "../dispatch/index.js";
 import type { RedisStore } from "../store/index.js";
 import { DeliveryConsumer, type DeliveryForwarder } from "./consumer.js";
-import { LocalConnections, type ConversationEvent, type DeliveryBatch, type DeliveryItem, type DeviceConnection, type UserEventBatch } from "./local.js";
+import { LocalConnections, type ConversationEvent, type DeliveryBatch, type DeliveryItem, type DeviceConnection, type UserEvent, type UserEventBatch } from "./local.js";
 import { ConversationEvents } from "./conversation-events.js";
 import { TRANSIENT_SEQ } from "../conversation/index.js";
 import { MembersAudience } from "./members.js";
@@ -111,6 +111,27 @@ export class Delivery {
     this.typingSeen.set(key, { typing, at: now });
     this.conversationEvents.publish(tenant, { kind: "typing", conversation, user, typing, at: now });
     return true;
+  }
+
+  /**
+   * A user event for one user's devices wherever they are (an RTC signal): the connections here
+   * and, on a cluster, every other node the online registry names. Resolves with how many
+   * connections here took it and how many other nodes were sent it (0 and 0: the user is offline).
+   */
+  async pushToUser(tenant: Uuid, user: Uuid, event: UserEvent): Promise<{ here: number; nodes: number }> {
+    const batch: UserEventBatch = { tenant, events: [{ user, event, exceptDevices: [] }] };
+    const here = this.local.pushEvents(batch);
+    if (!this.registry.clustered) return { here, nodes: 0 };
+    const located = await this.registry.locate(tenant, [user]);
+    const sent = await Promise.all(located.map(async (to) => {
+      try {
+        await this.readSync.forwardOnce(to, batch);
+        return 1;
+      } catch {
+        return 0;
+      }
+    }));
+    return { here, nodes: sent.reduce<number>((a, b) => a + b, 0) };
   }
 
   /** A conversation event made here (a reaction's new summary): to the members online now, here and on every node holding connections. */

@@ -8,7 +8,7 @@
  */
 export { deliveryCheckpointKey, onlineKey } from "./keys.js";
 export {
-  LocalConnections, type ConversationEvent, type DeliveryBatch, type DeliveryItem, type DeviceConnection, type PresenceHooks, type ReactionEvent, type ReadSyncEvent, type TypingEvent, type UserEvent, type UserEventBatch,
+  LocalConnections, type ConversationEvent, type DeliveryBatch, type DeliveryItem, type DeviceConnection, type PresenceHooks, type ReactionEvent, type ReadSyncEvent, type RtcEvent, type TypingEvent, type UserEvent, type UserEventBatch,
 } from "./local.js";
 export { ConversationEvents, type ConversationEventsOptions } from "./conversation-events.js";
 export { SESSION_RELAY_MAX_PENDING, SESSION_RELAY_WINDOW_MS, SessionRelay, type RelayedChange, type SessionChangeForwarder } from "./session-relay.js";

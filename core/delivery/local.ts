@@ -26,8 +26,22 @@ export interface ReadSyncEvent {
   readSeq: number;
 }
 
+/**
+ * A call's signal to a user (spec 003 §5): passed through to their devices online, never stored.
+ * `signal` is the client frames' RtcKind number (INVITE 1 … TIMEOUT 8).
+ */
+export interface RtcEvent {
+  kind: "rtc";
+  conversation: Uuid;
+  fromUser: Uuid;
+  fromDevice: string;
+  callId: string;
+  signal: number;
+  payload: Uint8Array;
+}
+
 /** Something that happened to a user, pushed to their devices and never stored as a message. */
-export type UserEvent = ReadSyncEvent;
+export type UserEvent = ReadSyncEvent | RtcEvent;
 
 /**
  * A message's reaction summary changed (spec 003 §4.2): the absolute counts at summary_version,

@@ -55,6 +55,10 @@ export const LUA_STATUS = {
   MESSAGE_RECALLED: -23,
   /** A reaction with a new key on a message that has REACTION_MAX_KEYS_PER_MESSAGE distinct keys already (lua/reactions/react). */
   REACTION_KEYS_FULL: -24,
+  /** An INVITE to a user who is in another call (lua/rtc/callState). */
+  RTC_BUSY: -25,
+  /** An answer to a call the user is not in (lua/rtc/callState). */
+  RTC_NO_CALL: -26,
 } as const;
 export type LuaStatusName = keyof typeof LUA_STATUS;
 

@@ -16,6 +16,7 @@ import { MessageTypeRegistry, type MessageTypeRegistryOptions } from "../registr
 import { RetentionPolicies, RetentionTrimmer, type RetentionOptions } from "../retention/index.js";
 import { Delivery, type DeliveryOptions } from "../delivery/index.js";
 import { REACTION_TRIM_BATCH, Reactions, type ReactionsOptions } from "../reactions/index.js";
+import { logPushSink, RtcSignalling, type RtcOptions } from "../rtc/index.js";
 import { engineModules, type RuntimeModule } from "./modules.js";
 
 /** The dispatch log's identity when none is configured. */
@@ -73,6 +74,8 @@ export interface RuntimeOptions {
   delivery?: Pick<DeliveryOptions, "pollIntervalMs" | "reactionMergeWindowMs">;
   /** Reactions (issue 28, core/reactions): the detail limits. */
   reactions?: Omit<ReactionsOptions, "onChange">;
+  /** RTC signalling (issue 28, core/rtc): the push sink (default: a line in the log), the ring timeout, the VoIP quota. */
+  rtc?: Partial<Pick<RtcOptions, "pushSink" | "ringTimeoutMs" | "voipDailyQuota">>;
   log?: (line: string) => void;
 }
 
@@ -114,6 +117,8 @@ export class EngineRuntime {
   readonly messageTypes: MessageTypeRegistry;
   /** Reactions (issue 28, core/reactions): REACT's executor; each change's summary goes to the members online now through delivery. */
   readonly reactions: Reactions;
+  /** RTC signalling (issue 28, core/rtc): a call's signals between online connections, busy and the ring timeout, VoIP pushes. */
+  readonly rtc: RtcSignalling;
   private started: RuntimeModule[] = [];
   private stopped = new Set<RuntimeModule>();
   private startReport: ProjectionStartReport | null = null;
@@ -231,6 +236,22 @@ export class EngineRuntime {
       else if (kind === "partition") this.projection.projector.kick();
     });
     this.tokens = opts.tokens ? new DeviceTokens(this.store, this.keys, opts.tokens) : null;
+    const conversations = this.conversations;
+    const tokens = this.tokens;
+    this.rtc = new RtcSignalling(this.store, this.keys, {
+      deliver: (tenant, user, event) => this.delivery.pushToUser(tenant, user, event),
+      activeMembers: (tenant, group, users) => Promise.all(users.map(async (u) => (await conversations.memberEntries(tenant, u, [group]))[0]?.state === "ACTIVE")),
+      // the devices with a live token, newest first (the list is by expiry)
+      devicesOf: async (tenant, user) => {
+        if (!tokens) return [];
+        const page = await tokens.issuer.list({ tenant, user, limit: 100, pageToken: "" });
+        return [...new Set(page.tokens.map((t) => t.device).reverse())];
+      },
+      pushSink: opts.rtc?.pushSink ?? logPushSink((line) => opts.log?.(line)),
+      ...(opts.log ? { log: opts.log } : {}),
+      ...(opts.rtc?.ringTimeoutMs !== undefined ? { ringTimeoutMs: opts.rtc.ringTimeoutMs } : {}),
+      ...(opts.rtc?.voipDailyQuota !== undefined ? { voipDailyQuota: opts.rtc.voipDailyQuota } : {}),
+    });
     this.modules = engineModules(this, {
       relayIntervalMs: opts.relayIntervalMs ?? DEFAULT_RELAY_INTERVAL_MS,
       retentionIntervalMs: opts.retention?.intervalMs ?? DEFAULT_RETENTION_INTERVAL_MS,

@@ -88,9 +88,17 @@ export function localNode(runtime: EngineRuntime, ownership: OwnershipView, slot
       const p = parsed((): UserEventBatch => ({
         tenant: parseUuid(req.tenant, "tenant"),
         events: req.events.map((e) => {
+          const user = parseUuid(e.user, "events.user");
+          if (e.event?.$case === "rtc") {
+            const r = e.event.rtc;
+            return {
+              user, exceptDevices: e.exceptDevices,
+              event: { kind: "rtc" as const, conversation: parseUuid(r.conversation, "events.rtc.conversation"), fromUser: parseUuid(r.fromUser, "events.rtc.from_user"), fromDevice: r.fromDevice, callId: r.callId, signal: r.kind, payload: r.payload },
+            };
+          }
           if (e.event?.$case !== "read") throw new Error("events: an event of a kind this node does not know");
           return {
-            user: parseUuid(e.user, "events.user"), exceptDevices: e.exceptDevices,
+            user, exceptDevices: e.exceptDevices,
             event: { kind: "read" as const, conversation: parseUuid(e.event.read.conversation, "events.read.conversation"), readSeq: Number(e.event.read.readSeq) },
           };
         }),

@@ -188,7 +188,10 @@ export class NodeRouter {
     const req = {
       tenant: batch.tenant, fromNodeId: this.opts.ownership.nodeId,
       events: batch.events.map(({ user, event, exceptDevices }) => ({
-        user, exceptDevices, event: { $case: "read" as const, read: { conversation: event.conversation, readSeq: BigInt(event.readSeq) } },
+        user, exceptDevices,
+        event: event.kind === "read"
+          ? { $case: "read" as const, read: { conversation: event.conversation, readSeq: BigInt(event.readSeq) } }
+          : { $case: "rtc" as const, rtc: { conversation: event.conversation, fromUser: event.fromUser, fromDevice: event.fromDevice, callId: event.callId, kind: event.signal, payload: Buffer.from(event.payload.buffer, event.payload.byteOffset, event.payload.byteLength) } },
       })),
       conversationEvents: (batch.conversationEvents ?? []).map((e) => ({
         conversation: e.conversation,

@@ -431,4 +431,44 @@ describe("the client gateway on a real node", { timeout: 240_000 }, () => {
     assert.equal(sent.body?.$case === "sendAck" ? sent.body.sendAck.conversationSeq : -1n, 1n);
     for (const x of [danPhone, danLaptop, evePhone, stranger]) x.ws.close();
   });
+
+  it("RTC_SIGNAL (spec 003 §5): INVITE rings the callee's device, a third caller gets busy, ACCEPT, SDP and END pass through with their payloads; nothing is stored; an offline callee's device is pushed through the sink (the node's log)", async () => {
+    const [dan, eve, fay, gus] = [randomUUID(), randomUUID(), randomUUID(), randomUUID()];
+    const g = ok(await run(["group", "create", "--owner", dan, "--member", eve, "--member", fay, "--member", gus], { context }), "group create").group as string;
+    const danPhone = await device(dan, "rtc-dan");
+    const evePhone = await device(eve, "rtc-eve");
+    const fayPhone = await device(fay, "rtc-fay");
+    const call = randomUUID();
+    const sig = (d: Device, target: string, kind: number, callId: string, payload = "") =>
+      d.request({ $case: "rtcSignal", rtcSignal: { group: g, targetUser: target, callId, kind, signalPayload: Buffer.from(payload) } });
+    const outcome = (f: Frame) => (f.body?.$case === "rtcSignalAck" ? f.body.rtcSignalAck.outcome : show(f.body));
+    const pushed = async (d: Device, kind: number) => {
+      const f = await d.next((x) => x.body?.$case === "rtcSignalPush" && x.body.rtcSignalPush.kind === kind);
+      return f.body?.$case === "rtcSignalPush" ? f.body.rtcSignalPush : null;
+    };
+    // RtcKind: INVITE 1, ACCEPT 2, END 5, SDP 6
+    assert.equal(outcome(await sig(danPhone, eve, 1, call, "turn:relay.example:3478")), "ringing");
+    const invite = await pushed(evePhone, 1);
+    assert.deepEqual([invite?.fromUser, invite?.fromDevice, invite?.callId, Buffer.from(invite?.signalPayload ?? []).toString()], [dan, "rtc-dan", call, "turn:relay.example:3478"]);
+    assert.equal(outcome(await sig(fayPhone, eve, 1, randomUUID())), "busy", "eve's phone is ringing");
+    assert.equal(outcome(await sig(evePhone, dan, 2, call)), "delivered");
+    assert.equal((await pushed(danPhone, 2))?.callId, call);
+    assert.equal(outcome(await sig(danPhone, eve, 6, call, "v=0 o=- 1 1 IN IP4 127.0.0.1")), "delivered");
+    assert.equal(Buffer.from((await pushed(evePhone, 6))?.signalPayload ?? []).toString(), "v=0 o=- 1 1 IN IP4 127.0.0.1");
+    assert.equal(outcome(await sig(evePhone, dan, 5, call)), "delivered");
+    await pushed(danPhone, 5);
+    // gus has a device token but no connection: his INVITE is a VoIP push (the dev stack's sink: a log line), no badge
+    await issue(gus, "gus-phone");
+    const call2 = randomUUID();
+    assert.equal(outcome(await sig(danPhone, gus, 1, call2)), "pushed");
+    await node.server.waitForLog(new RegExp(`rtc: VoIP push to ${gus}/gus-phone: call ${call2}`));
+    assert.equal(outcome(await sig(danPhone, gus, 4, call2)), "offline", "a CANCEL to a callee offline is not pushed");
+    // a stranger may not call; nothing stored: the group's first message is seq 1
+    const stranger = await device(randomUUID(), "rtc-stranger");
+    const denied = await sig(stranger, eve, 1, randomUUID());
+    assert.equal(denied.body?.$case === "error" ? denied.body.error.code : show(denied.body), "PERMISSION_DENIED");
+    const sent = await danPhone.request({ $case: "send", send: { clientMsgNo: "rtc-after", group: g, payload: Buffer.from("call ended"), contentType: "text", mentions: [] } });
+    assert.equal(sent.body?.$case === "sendAck" ? sent.body.sendAck.conversationSeq : -1n, 1n);
+    for (const x of [danPhone, evePhone, fayPhone, stranger]) x.ws.close();
+  });
 });

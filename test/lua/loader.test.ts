@@ -62,6 +62,8 @@ const EXPECTED_KEYS: Record<string, number | "n"> = {
   commitAnchorEvent: 7, applyAnchorEvent: 4,
   // reactions (core/reactions/scripts.ts)
   react: 5,
+  // RTC signalling (core/rtc/scripts.ts)
+  callState: 1,
 };
 const SCRIPT_NAMES = Object.keys(EXPECTED_KEYS);
 
@@ -80,6 +82,7 @@ const MODULE_OF: Record<string, string> = {
   applyTypes: "registry",
   commitAnchorEvent: "conversation", applyAnchorEvent: "conversation",
   react: "reactions",
+  callState: "rtc",
 };
 
 const tempDirs: string[] = [];

@@ -49,7 +49,7 @@ export const CLOSE = {
 } as const;
 
 /** Frames a device may send, each with what it is answered with. */
-const REQUESTS = new Set<Case>(["auth", "ping", "send", "pullHistory", "markRead", "pullSessionList", "leaveGroup", "recall", "edit", "react", "typing"]);
+const REQUESTS = new Set<Case>(["auth", "ping", "send", "pullHistory", "markRead", "pullSessionList", "leaveGroup", "recall", "edit", "react", "typing", "rtcSignal"]);
 
 /** A client_msg_no: the device's idempotency key for a SEND, 1–64 printable ASCII characters. */
 const CLIENT_MSG_NO = /^[\x21-\x7e]{1,64}$/;
@@ -178,12 +178,23 @@ export class GatewayConnection implements DeviceConnection {
   }
 
   /**
-   * A user event (core/delivery): READ_SYNC when another device of the user read a conversation,
+   * A user event (core/delivery): RTC_SIGNAL_PUSH, a call's signal; or READ_SYNC when another device of the user read a conversation,
    * then BADGE_UPDATE with the badge read again (spec 003 §2.2: the other devices' unread goes down
    * by a recompute, not by a negative delta), whichever node the read was marked on.
    */
   pushEvent(event: UserEvent): boolean {
     if (!this.admit()) return false;
+    if (event.kind === "rtc") {
+      // a call's signal (spec 003 §5): passed through as it came
+      this.write(0n, {
+        $case: "rtcSignalPush",
+        rtcSignalPush: {
+          group: event.conversation, fromUser: event.fromUser, fromDevice: event.fromDevice, callId: event.callId, kind: event.signal,
+          signalPayload: Buffer.from(event.payload.buffer, event.payload.byteOffset, event.payload.byteLength),
+        },
+      });
+      return true;
+    }
     this.write(0n, { $case: "readSync", readSync: { group: event.conversation, readSeq: BigInt(event.readSeq) } });
     const { tenant, user } = this.identity;
     this.deps.badge(tenant, user).then((b) => {
@@ -341,8 +352,8 @@ export class GatewayConnection implements DeviceConnection {
     }
     const wait = this.costOf(body.$case);
     if (wait > 0) {
-      const [reason, what] = body.$case === "send" || body.$case === "recall" || body.$case === "edit"
-        ? ["send_rate", `at most ${this.deps.userSends.limitText} SENDs, RECALLs and EDITs of a user together (per_user_msg_rate)`]
+      const [reason, what] = body.$case === "send" || body.$case === "recall" || body.$case === "edit" || body.$case === "rtcSignal"
+        ? ["send_rate", `at most ${this.deps.userSends.limitText} SENDs, RECALLs, EDITs and RTC_SIGNALs of a user together (per_user_msg_rate)`]
         : body.$case === "markRead" ? ["mark_read_rate", `at most ${GATEWAY_MARK_READ_RATE} MARK_READs per second (burst ${GATEWAY_MARK_READ_BURST})`]
           : body.$case === "react" ? ["reaction_rate", `at most ${this.deps.userReactions.limitText} REACTs of a user (per_user_reaction_rate)`]
             : ["request_rate", `at most ${GATEWAY_REQUEST_RATE} requests per second (burst ${GATEWAY_REQUEST_BURST})`];
@@ -364,7 +375,8 @@ export class GatewayConnection implements DeviceConnection {
   /** A request's token (0: taken), else the ms until its bucket has one: SENDs, RECALLs and EDITs the user's, MARK_READs and the rest the connection's. */
   private costOf(type: Case): number {
     // a RECALL or an EDIT writes an event to the log like a SEND: the same per-user budget
-    if (type === "send" || type === "recall" || type === "edit") return this.deps.userSends.take(`${this.identity.tenant}/${this.identity.user}`);
+    // an RTC signal too (spec 003 §5: rtc_voip_push_daily_quota and per_user_msg_rate both count)
+    if (type === "send" || type === "recall" || type === "edit" || type === "rtcSignal") return this.deps.userSends.take(`${this.identity.tenant}/${this.identity.user}`);
     if (type === "react") return this.deps.userReactions.take(`${this.identity.tenant}/${this.identity.user}`);
     if (type === "markRead") return this.markReads.take();
     return this.requests.take();
@@ -425,6 +437,7 @@ export class GatewayConnection implements DeviceConnection {
       case "edit": return this.edit(body);
       case "react": return this.react(body);
       case "typing": return this.typing(body);
+      case "rtcSignal": return this.rtcSignal(body);
       default: throw new InvalidArgumentError("frame", `${body.$case} is not a request`);
     }
   }
@@ -592,6 +605,16 @@ export class GatewayConnection implements DeviceConnection {
     // ADR-0021 §3: a user cannot tell a missing group from one they are not in
     if (member?.state !== "ACTIVE") throw new PermissionDeniedError();
     return { $case: "typingAck", typingAck: { forwarded: this.runtime.delivery.typing(tenant, group, user, req.typing) } };
+  }
+
+  /** A call's signal to another member (spec 003 §5): passed through to their devices online; an INVITE to a callee offline goes to the push sink. */
+  private async rtcSignal({ rtcSignal: req }: BodyOf<"rtcSignal">): Promise<Body> {
+    const { tenant, user, device } = this.identity;
+    const group = parseUuid(req.group, "group");
+    const r = await this.runtime.rtc.signal({
+      tenant, group, from: user, fromDevice: device, target: req.targetUser as Uuid, callId: req.callId, kind: req.kind, payload: req.signalPayload,
+    });
+    return { $case: "rtcSignalAck", rtcSignalAck: { callId: r.callId, outcome: r.outcome, devices: r.devices } };
   }
 
   private async leaveGroup({ leaveGroup: req }: BodyOf<"leaveGroup">): Promise<Body> {

@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 import * as Flags from "@oclif/core/flags";
@@ -81,7 +82,7 @@ export default class Client extends ConnectedCommand<typeof Client> {
   static override summary = "Connect to the client gateway as a user's device and print every frame as it arrives: see as a user, live.";
   static override description = `The reference device client (docs/gateway.md). It gets a device token for --as/--device through the admin API of the current context (audited like token issue; or --token-file), connects to the node's gateway (--url wss://HOST:PORT, TLS with the context's CA; ws:// only to a loopback address), sends AUTH and prints AUTH_OK, then every frame as it arrives: one line each (time, type, #request id, fields; payloads as text when printable), or one JSON object per line with --output json.
 
-Commands on stdin, one per line: send GROUP TEXT…  |  read GROUP SEQ  |  recall GROUP SEQ  |  edit GROUP SEQ TEXT…  |  react GROUP SEQ KEY  |  unreact GROUP SEQ KEY  |  leave GROUP  |  history GROUP [AFTER] [LIMIT]  |  list [CURSOR]  |  ping  |  quit. A line it cannot read prints an error on stderr and the client goes on. Every message it prints carries "shown": the text of a text message, [recalled], or for a content type it does not render the node's preview (the type's preview_template) or [unsupported message] — such a message never fails a frame, a batch or the connection. --send GROUP:TEXT (repeatable), --duration S and --exit-after N are for scripts without stdin.
+Commands on stdin, one per line: send GROUP TEXT…  |  read GROUP SEQ  |  recall GROUP SEQ  |  edit GROUP SEQ TEXT…  |  react GROUP SEQ KEY  |  unreact GROUP SEQ KEY  |  typing GROUP on|off  |  call GROUP USER [PAYLOAD…]  |  answer|decline|cancel|hangup GROUP USER CALL_ID  |  leave GROUP  |  history GROUP [AFTER] [LIMIT]  |  list [CURSOR]  |  ping  |  quit. A line it cannot read prints an error on stderr and the client goes on. Every message it prints carries "shown": the text of a text message, [recalled], or for a content type it does not render the node's preview (the type's preview_template) or [unsupported message] — such a message never fails a frame, a batch or the connection. --send GROUP:TEXT (repeatable), --duration S and --exit-after N are for scripts without stdin.
 
 Exit codes: 0 quit, end of stdin, --duration or --exit-after reached, or closed by the node with 1000/1001 (a drain's RECONNECT, a restart); 1 closed by the node with another code (printed); 2 bad flags; 5 the gateway or the admin API unreachable; 6 the token refused at the upgrade (HTTP 401) or a token could not be issued.`;
   static override examples = [
@@ -210,6 +211,22 @@ Exit codes: 0 quit, end of stdin, --duration or --exit-after reached, or closed 
             request({ $case: "react", react: { group: uuid("GROUP", rest[0]!), conversationSeq: BigInt(rest[1]!), reactionKey: rest[2]!, remove: verb === "unreact" } });
             return;
           }
+          case "typing": {
+            if (rest.length !== 2 || !["on", "off"].includes(rest[1]!)) throw new Error("typing GROUP on|off");
+            request({ $case: "typing", typing: { group: uuid("GROUP", rest[0]!), typing: rest[1] === "on" } });
+            return;
+          }
+          case "call": case "answer": case "decline": case "cancel": case "hangup": {
+            // call GROUP USER [PAYLOAD…] starts a call (its id is printed in the ack); the others name it: answer GROUP USER CALL_ID
+            const kinds = { call: 1, answer: 2, decline: 3, cancel: 4, hangup: 5 } as const;
+            const m = verb === "call" ? /^\s*call\s+(\S+)\s+(\S+)\s*(.*)$/.exec(line) : new RegExp(`^\\s*${verb}\\s+(\\S+)\\s+(\\S+)\\s+(\\S+)\\s*$`).exec(line);
+            if (!m) throw new Error(verb === "call" ? "call GROUP USER [PAYLOAD…]" : `${verb} GROUP USER CALL_ID`);
+            request({
+              $case: "rtcSignal",
+              rtcSignal: { group: uuid("GROUP", m[1]!), targetUser: uuid("USER", m[2]!), callId: verb === "call" ? randomUUID() : m[3]!, kind: kinds[verb], signalPayload: Buffer.from(verb === "call" ? m[3] ?? "" : "", "utf8") },
+            });
+            return;
+          }
           case "leave": {
             if (rest.length !== 1) throw new Error("leave GROUP");
             request({ $case: "leaveGroup", leaveGroup: { group: uuid("GROUP", rest[0]!) } });
@@ -226,7 +243,7 @@ Exit codes: 0 quit, end of stdin, --duration or --exit-after reached, or closed 
           }
           case "ping": request({ $case: "ping", ping: {} }); return;
           case "quit": ws.close(1000); return;
-          default: throw new Error(`unknown command ${JSON.stringify(verb.slice(0, 20))}: send, read, recall, edit, react, unreact, leave, history, list, ping, quit`);
+          default: throw new Error(`unknown command ${JSON.stringify(verb.slice(0, 20))}: send, read, recall, edit, react, unreact, typing, call, answer, decline, cancel, hangup, leave, history, list, ping, quit`);
         }
       } catch (err) {
         say(`error: ${err instanceof Error ? err.message : String(err)}`);

@@ -253,6 +253,21 @@ describe("the client gateway on a real node", { timeout: 240_000 }, () => {
     assert.deepEqual([reacted.body.changed, reacted.body.reactions], [true, { summaryVersion: 1, counts: [{ key: "👍", count: 1 }] }]);
     const update = await d.wait("dan's REACTION_UPDATE", (l) => l.frame === "reactionUpdate");
     assert.deepEqual([update.body.conversationSeq, update.body.reactions], [1, { summaryVersion: 1, counts: [{ key: "👍", count: 1 }] }]);
+    // dan types; eve's client prints it
+    d.type(`typing ${g} on`);
+    const typingUpdate = await e.wait("eve's TYPING_UPDATE", (l) => l.frame === "typingUpdate");
+    assert.deepEqual([typingUpdate.body.user, typingUpdate.body.typing], [dan, true]);
+    // dan calls eve: her client prints the INVITE (RtcKind 1) with its call id; she answers; dan's prints the ACCEPT (2)
+    d.type(`call ${g} ${eve} sfu=relay-1`);
+    const rang = await d.wait("dan's RTC_SIGNAL_ACK", (l) => l.frame === "rtcSignalAck");
+    assert.equal(rang.body.outcome, "ringing");
+    const invite = await e.wait("eve's INVITE", (l) => l.frame === "rtcSignalPush");
+    assert.deepEqual([invite.body.kind, invite.body.callId, invite.body.fromUser, invite.body.signalPayload], [1, rang.body.callId, dan, "sfu=relay-1"]);
+    e.type(`answer ${g} ${dan} ${rang.body.callId}`);
+    const accepted = await d.wait("dan's ACCEPT", (l) => l.frame === "rtcSignalPush");
+    assert.deepEqual([accepted.body.kind, accepted.body.callId], [2, rang.body.callId]);
+    e.type(`hangup ${g} ${dan} ${rang.body.callId}`);
+    await d.wait("dan's END", (l) => l.frame === "rtcSignalPush" && l.body.kind === 5);
     e.type("frobnicate now");
     e.type("ping");
     await e.wait("eve's PONG after a bad command", (l) => l.frame === "pong");

@@ -38,6 +38,8 @@ function summaryOf(s: DemoStep): string {
       return `poll seq ${d.pollSeq} with its preview, seq ${d.recalledSeq} recalled (event ${d.recallEventSeq}), seq 2 edited (event ${d.editEventSeq})`;
     case "reactions":
       return `team seq 1: ${d.counts} (version ${d.summaryVersion}); ${d.bobFrames} REACTION_UPDATE frames on bob's phone, his badge unchanged`;
+    case "call":
+      return `alice's call rang bob's phone, answered and ended; call record seq ${d.recordSeq}`;
     case "bulk-add":
       return `${d.users} users from a file in ${d.summary?.of} batches: event seq ${d.summary?.events?.map((e: { eventConversationSeq: number }) => e.eventConversationSeq).join(", ")}; the re-run changed ${d.rerun?.changed}`;
     case "dev-down":

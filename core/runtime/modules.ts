@@ -66,11 +66,9 @@ export function engineModules(rt: EngineRuntime, ctx: ModuleContext): RuntimeMod
     // the pending buffer's last flush (and its file) needs the slots' fences: it stops in the release pass, before the cluster hands them over;
     // its metrics include the CMD log's (qim_cmd_log_*): the module runs the log (runtime.cmd.log)
     { name: "cmd-sync", folder: "cmd-sync", start: () => rt.cmd.start(), release: () => rt.cmd.stop(), metrics: ["qim_cmd_"] },
-    // reactions have no lifecycle; RTC's ring timers end with the node (the users' call marks expire by themselves)
-    { name: "reactions", folder: "reactions", metrics: ["qim_reactions_"] },
-    { name: "rtc", folder: "rtc", stop: () => rt.rtc.stop(), metrics: ["qim_rtc_"] },
     // pushes to online devices: reads the partitions this node owns, like the projection
-    { name: "delivery", folder: "delivery", start: () => rt.delivery.start(), stop: () => rt.delivery.stop(), metrics: ["qim_delivery_"] },
+    // RTC's ring timers (core/rtc pushes through delivery) end with it; the users' call marks expire by themselves
+    { name: "delivery", folder: "delivery", start: () => rt.delivery.start(), stop: () => { rt.rtc.stop(); return rt.delivery.stop(); }, metrics: ["qim_delivery_"] },
     // its trims are fenced by the relay buckets' leases: it stops in the release pass, before the cluster hands them over
     {
       name: "retention", folder: "retention",

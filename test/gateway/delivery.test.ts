@@ -273,7 +273,7 @@ describe("delivery to online devices across two nodes", { timeout: 300_000 }, ()
     assert.equal(daveLaptop.pushes("readSync").length, 1);
   });
 
-  it("reactions across the nodes: a REACT taken on either node reaches the members' devices on both as REACTION_UPDATE, at most one per message per window, ending at the counts made; a non-member's device gets none", async () => {
+  it("reactions, typing and calls across the nodes: a REACT taken on either node reaches the members' devices on both as REACTION_UPDATE, at most one per message per window, ending at the counts made; a non-member's device gets none", async () => {
     const [fred, gina, hal] = [randomUUID(), randomUUID(), randomUUID()];
     const group = await createGroup(fred, [gina]);
     const fredA = await device(fred, "rx-a", 0);
@@ -302,6 +302,24 @@ describe("delivery to online devices across two nodes", { timeout: 300_000 }, ()
       assert.deepEqual([...got].sort(), got.slice().sort(), "versions only grow");
     }
     assert.deepEqual(halA.pushes("reactionUpdate"), [], "a non-member's device gets none");
+    // TYPING taken on node B reaches fred's device on node A (and his on B), not gina's own; RTC signals cross both ways
+    const typed = await ginaB.request({ $case: "typing", typing: { group, typing: true } });
+    assert.equal(typed.body?.$case === "typingAck" ? typed.body.typingAck.forwarded : show(typed.body), true);
+    for (const d of [fredA, fredB]) {
+      const t = await d.next((f) => f.body?.$case === "typingUpdate");
+      assert.deepEqual(t.body?.$case === "typingUpdate" ? [t.body.typingUpdate.user, t.body.typingUpdate.typing] : show(t.body), [gina, true]);
+    }
+    assert.deepEqual([ginaB.pushes("typingUpdate").length, halA.pushes("typingUpdate").length], [0, 0]);
+    const call = randomUUID();
+    const invite = await fredA.request({ $case: "rtcSignal", rtcSignal: { group, targetUser: gina, callId: call, kind: 1, signalPayload: Buffer.from("sfu=a") } });
+    assert.deepEqual(invite.body?.$case === "rtcSignalAck" ? [invite.body.rtcSignalAck.outcome, invite.body.rtcSignalAck.devices] : show(invite.body), ["ringing", 1], "gina's one device, on node B");
+    const rang = await ginaB.next((f) => f.body?.$case === "rtcSignalPush");
+    assert.deepEqual(rang.body?.$case === "rtcSignalPush" ? [rang.body.rtcSignalPush.fromUser, rang.body.rtcSignalPush.callId, Buffer.from(rang.body.rtcSignalPush.signalPayload).toString()] : show(rang.body), [fred, call, "sfu=a"]);
+    const accept = await ginaB.request({ $case: "rtcSignal", rtcSignal: { group, targetUser: fred, callId: call, kind: 2, signalPayload: Buffer.alloc(0) } });
+    assert.equal(accept.body?.$case === "rtcSignalAck" ? accept.body.rtcSignalAck.outcome : show(accept.body), "delivered");
+    // both of fred's devices get the ACCEPT: the one on node A from node B over node RPC
+    for (const d of [fredA, fredB]) assert.equal((await d.next((f) => f.body?.$case === "rtcSignalPush" && f.body.rtcSignalPush.kind === 2)).body?.$case, "rtcSignalPush");
+    await ginaB.request({ $case: "rtcSignal", rtcSignal: { group, targetUser: fred, callId: call, kind: 5, signalPayload: Buffer.alloc(0) } });
   });
 
   it("back-pressure: a device that stops reading gets one RESYNC and no more pushes until it pulls its list; it catches up with no gap; the fast device got everything", async () => {

@@ -1043,6 +1043,25 @@ export class ConversationService {
     return out;
   }
 
+  /**
+   * Whether each user is an ACTIVE member of a group that is not dissolved, now (one pipeline: the
+   * users' member entries and the group's dissolved_at): who may take part in what is never stored
+   * (typing, a call's signals).
+   */
+  async activeMembers(tenant: Uuid, group: Uuid, users: readonly Uuid[]): Promise<boolean[]> {
+    const k = this.conversationKeys(tenant, group);
+    const p = this.clientOf(k).pipeline();
+    p.hget(k.grpmeta, "dissolved_at");
+    for (const u of users) p.hget(k.grpmembers, uuidToHex(u));
+    const res = (await p.exec()) ?? [];
+    for (const [err] of res) if (err) throw err;
+    if (res[0]?.[1] !== null && res[0]?.[1] !== undefined) return users.map(() => false);
+    return users.map((u, i) => {
+      const raw = res[i + 1]?.[1];
+      return typeof raw === "string" && parseMemberValue(uuidToHex(u), raw).state === "ACTIVE";
+    });
+  }
+
   private async watermarksOf(tenant: Uuid, user: Uuid, groups: readonly Uuid[]): Promise<readonly ContentWatermarks[]> {
     if (!this.opts.watermarks || groups.length === 0) return groups.map(() => NO_CONTENT_WATERMARKS);
     return this.opts.watermarks(tenant, user, groups);

@@ -240,7 +240,7 @@ export class EngineRuntime {
     const tokens = this.tokens;
     this.rtc = new RtcSignalling(this.store, this.keys, {
       deliver: (tenant, user, event) => this.delivery.pushToUser(tenant, user, event),
-      activeMembers: (tenant, group, users) => Promise.all(users.map(async (u) => (await conversations.memberEntries(tenant, u, [group]))[0]?.state === "ACTIVE")),
+      activeMembers: (tenant, group, users) => conversations.activeMembers(tenant, group, users),
       // the devices with a live token, newest first (the list is by expiry)
       devicesOf: async (tenant, user) => {
         if (!tokens) return [];

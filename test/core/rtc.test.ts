@@ -26,7 +26,7 @@ describe("core/rtc", { timeout: 60_000 }, () => {
         got.push({ to, e });
         return { here: 1, nodes: 0 };
       },
-      activeMembers: async (t, g, users) => Promise.all(users.map(async (u) => (await fx.engine.memberEntries(t, u, [g]))[0]?.state === "ACTIVE")),
+      activeMembers: (t, g, users) => fx.engine.activeMembers(t, g, users),
       devicesOf: async () => ["phone", "tablet"],
       pushSink: { name: "test", push: async (p) => void pushes.push(p) },
       ...(opts.quota !== undefined ? { voipDailyQuota: opts.quota } : {}),
@@ -80,8 +80,8 @@ describe("core/rtc", { timeout: 60_000 }, () => {
     rtc.stop();
   });
 
-  it("bad signals are refused with nothing set", async () => {
-    const { a, b, tenant, rtc, sig } = await setUp();
+  it("bad signals are refused with nothing set; a dissolved group takes no calls", async () => {
+    const { a, b, tenant, group, rtc, sig } = await setUp();
     const call = randomUUID();
     await assert.rejects(sig(a, b, RTC_KIND.busy, call), InvalidArgumentError, "BUSY is the node's");
     await assert.rejects(sig(a, b, 99, call), InvalidArgumentError);
@@ -93,7 +93,10 @@ describe("core/rtc", { timeout: 60_000 }, () => {
     await assert.rejects(sig(b, a, RTC_KIND.accept, call), FailedPreconditionError, "nothing rings");
     // nothing was set: a's INVITE rings
     assert.equal((await sig(a, b, RTC_KIND.invite, call)).outcome, "ringing");
-    void tenant;
+    await sig(a, b, RTC_KIND.cancel, call);
+    // a dissolved group takes no calls (nor typing: the same check)
+    await fx.engine.dissolveGroup({ tenant, group });
+    await assert.rejects(sig(a, b, RTC_KIND.invite, randomUUID()), PermissionDeniedError, "the group is dissolved");
     rtc.stop();
   });
 });

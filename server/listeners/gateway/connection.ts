@@ -601,9 +601,9 @@ export class GatewayConnection implements DeviceConnection {
   private async typing({ typing: req }: BodyOf<"typing">): Promise<Body> {
     const { tenant, user } = this.identity;
     const group = parseUuid(req.group, "group");
-    const [member] = await this.runtime.conversations.memberEntries(tenant, user, [group]);
-    // ADR-0021 §3: a user cannot tell a missing group from one they are not in
-    if (member?.state !== "ACTIVE") throw new PermissionDeniedError();
+    const [active] = await this.runtime.conversations.activeMembers(tenant, group, [user]);
+    // ADR-0021 §3: a user cannot tell a missing group (or a dissolved one) from one they are not in
+    if (!active) throw new PermissionDeniedError();
     return { $case: "typingAck", typingAck: { forwarded: this.runtime.delivery.typing(tenant, group, user, req.typing) } };
   }
 

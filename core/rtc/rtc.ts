@@ -154,11 +154,11 @@ export class RtcSignalling {
     switch (name) {
       case "invite": {
         const markMs = ringMs + RTC_RING_MARK_GRACE_MS;
-        const mine = await this.callState(tenant, from, { op: "ring", callId, mark: mark(target, "O"), ttlMs: markMs });
+        const mine = await this.callState(tenant, from, target, { op: "ring", callId, mark: mark(target, "O"), ttlMs: markMs });
         if (mine.status === "RTC_BUSY") throw new FailedPreconditionError(`you are in another call (${mine.callId}): end it first`);
-        const theirs = await this.callState(tenant, target, { op: "ring", callId, mark: mark(from, "R"), ttlMs: markMs });
+        const theirs = await this.callState(tenant, target, from, { op: "ring", callId, mark: mark(from, "R"), ttlMs: markMs });
         if (theirs.status === "RTC_BUSY") {
-          await this.callState(tenant, from, { op: "end", callId });
+          await this.callState(tenant, from, target, { op: "end", callId });
           return { callId, outcome: "busy", devices: 0 };
         }
         this.armRing(tenant, req.group, from, target, callId, ringMs);
@@ -167,19 +167,23 @@ export class RtcSignalling {
         return { callId, outcome: await this.pushOffline(tenant, target, { callId, from, group: req.group }) ? "pushed" : "unreachable", devices: 0 };
       }
       case "accept": {
-        const mine = await this.callState(tenant, from, { op: "answer", callId, ttlMs: RTC_CALL_MAX_MS });
-        if (mine.status === "RTC_NO_CALL") throw new FailedPreconditionError(`call ${callId} is not ringing for you (it ended, timed out, or was never made)`);
-        await this.callState(tenant, target, { op: "answer", callId, ttlMs: RTC_CALL_MAX_MS });
+        const mine = await this.callState(tenant, from, target, { op: "answer", callId, ttlMs: RTC_CALL_MAX_MS });
+        if (mine.status === "RTC_NO_CALL") throw new FailedPreconditionError(`call ${callId} with that user is not ringing for you (it ended, timed out, or was never made)`);
+        await this.callState(tenant, target, from, { op: "answer", callId, ttlMs: RTC_CALL_MAX_MS });
         this.disarm(callId);
         break;
       }
-      case "reject": case "cancel": case "end":
-        await Promise.all([this.callState(tenant, from, { op: "end", callId }), this.callState(tenant, target, { op: "end", callId })]);
+      case "reject": case "cancel": case "end": {
+        // only a party ends a call: the sender's own mark must name it with this peer
+        const mine = await this.callState(tenant, from, target, { op: "end", callId });
+        if (mine.status !== "OK") throw new FailedPreconditionError(`you are not in call ${callId} with that user (it ended, timed out, or was never made)`);
+        await this.callState(tenant, target, from, { op: "end", callId });
         this.disarm(callId);
         break;
+      }
       case "sdp": {
-        const cur = await this.store.clientFor(rtcCallKey(this.keys, tenant, from)).get(rtcCallKey(this.keys, tenant, from));
-        if (cur?.split("|")[0] !== callId) throw new FailedPreconditionError(`you are not in call ${callId}`);
+        const key = rtcCallKey(this.keys, tenant, from);
+        if (!(await this.store.clientFor(key).get(key))?.startsWith(`${callId}|${uuidToHex(target)}|`)) throw new FailedPreconditionError(`you are not in call ${callId} with that user`);
         break;
       }
       default:
@@ -189,9 +193,10 @@ export class RtcSignalling {
     return { callId, outcome: devices > 0 ? "delivered" : "offline", devices };
   }
 
-  private callState(tenant: Uuid, user: Uuid, a: Parameters<typeof callStateScript.run>[2]) {
+  /** `user`'s mark of the call with `peer` (lua/rtc/callState names a call by its id and the peer). */
+  private callState(tenant: Uuid, user: Uuid, peer: Uuid, a: { op: "ring" | "answer" | "end"; callId: string; mark?: string; ttlMs?: number }) {
     const key = rtcCallKey(this.keys, tenant, user);
-    return callStateScript.run(this.store.clientFor(key), { rtccall: key }, a);
+    return callStateScript.run(this.store.clientFor(key), { rtccall: key }, { ...a, callId: `${a.callId}|${uuidToHex(peer)}` });
   }
 
   /** After the ring timeout, a call still ringing ends: both sides get RTC_TIMEOUT. */
@@ -202,8 +207,8 @@ export class RtcSignalling {
       void (async () => {
         const key = rtcCallKey(this.keys, tenant, callee);
         const cur = await this.store.clientFor(key).get(key);
-        if (cur === null || cur.split("|")[0] !== callId || !cur.endsWith("|R")) return;
-        await Promise.all([this.callState(tenant, caller, { op: "end", callId }), this.callState(tenant, callee, { op: "end", callId })]);
+        if (cur === null || !cur.startsWith(`${callId}|${uuidToHex(caller)}|`) || !cur.endsWith("|R")) return;
+        await Promise.all([this.callState(tenant, caller, callee, { op: "end", callId }), this.callState(tenant, callee, caller, { op: "end", callId })]);
         metrics.timeouts.inc();
         const e = (fromUser: Uuid): RtcDelivery => ({ kind: "rtc", conversation: group, fromUser, fromDevice: "", callId, signal: RTC_KIND.timeout, payload: new Uint8Array(0) });
         await Promise.all([this.opts.deliver(tenant, caller, e(callee)), this.opts.deliver(tenant, callee, e(caller))]);

@@ -5,20 +5,25 @@
   answered call after RTC_CALL_MAX_MS (a client that died mid-call does not hold its user busy).
   One key, so one call on any Redis topology; a call's two users are two calls of this script.
 
+  A call is named by its id AND the peer ("callId|peerHex"): the id is the caller's choice, so a
+  third member who learned it (or picked it) matches no mark of either user and can neither ring
+  into the call nor end it.
+
   KEYS[1] rtccall  string: the user's mark
   ARGV[1] op: "ring" (set when none; the same call again is fine), "answer" (the same call: state A,
           the longer expiry), "end" (the same call: delete)
-  ARGV[2] call id   ARGV[3] the mark to set (ring)   ARGV[4] its expiry, ms
+  ARGV[2] the call as this user's mark names it: "callId|peerHex"   ARGV[3] the mark to set (ring)
+  ARGV[4] its expiry, ms
 
   Returns {0} done   {1} nothing to do (ring: the same call was set already; end: not this call)
           {-25, callId} ring: the user is in another call   {-26} answer: the user is not in this call
 ]]
 local op, call = ARGV[1], ARGV[2]
 local cur = redis.call("GET", KEYS[1])
-local curCall = cur and string.match(cur, "^([^|]+)|") or nil
+local curCall = cur and string.match(cur, "^([^|]+|[^|]+)|") or nil
 if op == "ring" then
   if curCall == call then return { 1 } end
-  if cur then return { -25, curCall } end
+  if cur then return { -25, string.match(curCall, "^[^|]+") } end
   redis.call("SET", KEYS[1], ARGV[3], "PX", ARGV[4])
   return { 0 }
 elseif op == "answer" then

@@ -44,6 +44,10 @@ describe("core/rtc", { timeout: 60_000 }, () => {
     await assert.rejects(sig(a, c, RTC_KIND.invite, call2), FailedPreconditionError, "a is calling b");
     assert.equal((await sig(b, a, RTC_KIND.accept, call1)).outcome, "delivered");
     assert.equal((await sig(c, b, RTC_KIND.invite, call2)).outcome, "busy", "b is in the call");
+    // c, a third member, learned call1's id: c can neither ring into it nor end it, for either party
+    assert.equal((await sig(c, b, RTC_KIND.invite, call1)).outcome, "busy");
+    await assert.rejects(sig(c, b, RTC_KIND.end, call1), FailedPreconditionError);
+    await assert.rejects(sig(c, a, RTC_KIND.sdp, call1), FailedPreconditionError);
     assert.equal((await sig(a, b, RTC_KIND.sdp, call1, Buffer.from("v=0"))).outcome, "delivered");
     assert.equal((await sig(b, a, RTC_KIND.end, call1)).outcome, "delivered");
     assert.equal((await sig(c, b, RTC_KIND.invite, call2)).outcome, "ringing", "free after END");
@@ -91,6 +95,7 @@ describe("core/rtc", { timeout: 60_000 }, () => {
     await assert.rejects(sig(a, newUuid(), RTC_KIND.invite, call), PermissionDeniedError, "a stranger");
     await assert.rejects(sig(a, b, RTC_KIND.sdp, call), FailedPreconditionError, "no such call");
     await assert.rejects(sig(b, a, RTC_KIND.accept, call), FailedPreconditionError, "nothing rings");
+    await assert.rejects(sig(a, b, RTC_KIND.end, call), FailedPreconditionError, "no call to end");
     // nothing was set: a's INVITE rings
     assert.equal((await sig(a, b, RTC_KIND.invite, call)).outcome, "ringing");
     await sig(a, b, RTC_KIND.cancel, call);

@@ -1,4 +1,5 @@
 /** Table-mode text of `message send`. */
+import { visible } from "../format.js";
 import type { AnchorCommandResult, ReactCommandResult, ReactionsCommandResult, SendResult } from "./results.js";
 
 export function sentText(r: SendResult, clientMessageId: string): string {
@@ -15,14 +16,14 @@ export function anchorText(r: AnchorCommandResult, verb: "recalled" | "edited"):
 }
 
 function countsText(s: ReactionsCommandResult["summary"]): string {
-  return s.counts.length === 0 ? "no reactions" : s.counts.map((c) => `${c.key} ${c.count}`).join("  ");
+  return s.counts.length === 0 ? "no reactions" : s.counts.map((c) => `${visible(c.key)} ${c.count}`).join("  ");
 }
 
 /** `message react`. */
 export function reactText(r: ReactCommandResult): string {
   const head = r.changed
-    ? `${r.action === "add" ? "Added" : "Removed"} ${r.key} as ${r.user} on message ${r.summary.conversationSeq} of group ${r.group}`
-    : `Nothing changed: ${r.user} ${r.action === "add" ? "already had" : "had no"} ${r.key} on message ${r.summary.conversationSeq} of group ${r.group}`;
+    ? `${r.action === "add" ? "Added" : "Removed"} ${visible(r.key)} as ${r.user} on message ${r.summary.conversationSeq} of group ${r.group}`
+    : `Nothing changed: ${r.user} ${r.action === "add" ? "already had" : "had no"} ${visible(r.key)} on message ${r.summary.conversationSeq} of group ${r.group}`;
   return `${head}\nReactions (version ${r.summary.summaryVersion}): ${countsText(r.summary)}`;
 }
 
@@ -30,7 +31,7 @@ export function reactText(r: ReactCommandResult): string {
 export function reactionsText(r: ReactionsCommandResult): string {
   const s = r.summary;
   const lines = [`Message ${s.conversationSeq} of group ${r.group}: ${countsText(s)} (version ${s.summaryVersion}; ${s.detailRows} with who, ${s.withoutDetail} counted only)`];
-  for (const x of r.reactions) lines.push(`  ${x.user}  ${x.key}  ${x.reactedAtMs === null ? "(counted only)" : new Date(x.reactedAtMs).toISOString()}`);
+  for (const x of r.reactions) lines.push(`  ${x.user}  ${visible(x.key)}  ${x.reactedAtMs === null ? "(counted only)" : new Date(x.reactedAtMs).toISOString()}`);
   if (r.nextCursor !== null) lines.push(`More: --cursor ${r.nextCursor}`);
   return lines.join("\n");
 }

@@ -16,10 +16,9 @@ export interface ConversationEventsOptions {
   log?: (line: string) => void;
 }
 
-/** One message's pushes at this node: when the last went out, its version, and the newest update held for the window's end. */
+/** One slot's pushes at this node: the order of the last that went out, and the newest update held for the window's end. */
 interface Slot {
   tenant: Uuid;
-  sentAt: number;
   sentOrder: number;
   held: ConversationEvent | null;
   timer: NodeJS.Timeout;
@@ -83,13 +82,12 @@ export class ConversationEvents {
   take(tenant: Uuid, event: ConversationEvent): void {
     const key = slotKey(tenant, event);
     const slot = this.slots.get(key);
-    const now = Date.now();
     if (!slot) {
       if (this.slots.size >= this.maxPending) {
         metrics.conversationEvents.inc({ kind: event.kind, outcome: "dropped" });
         return;
       }
-      const s: Slot = { tenant, sentAt: now, sentOrder: orderOf(event), held: null, timer: this.arm(key, this.windowOf(event)) };
+      const s: Slot = { tenant, sentOrder: orderOf(event), held: null, timer: this.arm(key, this.windowOf(event)) };
       this.slots.set(key, s);
       metrics.conversationEvents.inc({ kind: event.kind, outcome: "sent" });
       this.send(tenant, event);
@@ -114,11 +112,11 @@ export class ConversationEvents {
     await Promise.allSettled([...this.inFlight]);
   }
 
-  /** At the window's end: the held update goes and a new window opens; none held: the message's slot goes. */
   private windowOf(e: ConversationEvent): number {
     return e.kind === "reaction" ? this.windowMs : this.typingWindowMs;
   }
 
+  /** At the window's end: the held update goes and a new window opens; none held: the slot goes. */
   private arm(key: string, windowMs: number): NodeJS.Timeout {
     const t = setTimeout(() => {
       const s = this.slots.get(key);
@@ -129,7 +127,6 @@ export class ConversationEvents {
       }
       const e = s.held;
       s.held = null;
-      s.sentAt = Date.now();
       s.sentOrder = orderOf(e);
       s.timer = this.arm(key, windowMs);
       this.send(s.tenant, e);
@@ -138,11 +135,11 @@ export class ConversationEvents {
     return t;
   }
 
-  /** To the connections here of the conversation's ACTIVE members (TRANSIENT_SEQ: the members now). */
+  /** To the connections here of the conversation's ACTIVE members (TRANSIENT_SEQ: the members now); a typing event not to the typer's. */
   private send(tenant: Uuid, event: ConversationEvent): void {
     if (this.local.usersOf(tenant).size === 0) return;
     const p = this.audience.resolve(tenant, event.conversation, [TRANSIENT_SEQ]).then(([users]) => {
-      this.local.pushConversationEvent(tenant, users!, event);
+      this.local.pushConversationEvent(tenant, event.kind === "typing" ? users!.filter((u) => u !== event.user) : users!, event);
     }, (err: unknown) => this.opts.log?.(`delivery: conversation event of ${event.conversation}: ${err instanceof Error ? err.message : String(err)}`));
     this.track(p);
   }

@@ -1,12 +1,9 @@
 import { GATEWAY_DRAIN_SPREAD_MS, TYPING_MIN_INTERVAL_MS, type KeySpace, type Uuid } from "../base/index.js";
-
-/** The (conversation, user) pairs whose last TYPING one node remembers at most (older ones are forgotten first). */
-export const TYPING_SEEN_MAX = 100_000;
 import type { UnitGate } from "../cluster/index.js";
 import type { DispatchLog } from "../dispatch/index.js";
 import type { RedisStore } from "../store/index.js";
 import { DeliveryConsumer, type DeliveryForwarder } from "./consumer.js";
-import { LocalConnections, type ConversationEvent, type DeliveryBatch, type DeliveryItem, type DeviceConnection, type UserEvent, type UserEventBatch } from "./local.js";
+import { LocalConnections, type DeliveryBatch, type DeliveryItem, type DeviceConnection, type UserEvent, type UserEventBatch } from "./local.js";
 import { ConversationEvents } from "./conversation-events.js";
 import { TRANSIENT_SEQ } from "../conversation/index.js";
 import { MembersAudience } from "./members.js";
@@ -15,6 +12,9 @@ import { ConnectionsView, type ConnectionPeers } from "./operators.js";
 import { ReadSync, type UserEventForwarder } from "./read-sync.js";
 import { SessionRelay, type RelayedChange, type SessionChangeForwarder } from "./session-relay.js";
 import { ONLINE_COUNT_PUBLISH_MS, ONLINE_COUNT_REWRITE_MS, ONLINE_REFRESH_MS, OnlineRegistry, type RegistryCluster } from "./registry.js";
+
+/** The (conversation, user) pairs whose last TYPING one node remembers at most (the oldest are forgotten first). */
+export const TYPING_SEEN_MAX = 100_000;
 
 export interface DeliveryOptions {
   /** The partitions' poll interval when nothing kicked (DELIVERY_POLL_INTERVAL_MS). */
@@ -42,6 +42,8 @@ export class Delivery {
   /** Operators' list and kick of device connections across the cluster. */
   readonly connections: ConnectionsView;
   private readonly audience: MembersAudience;
+  /** How user events reach another node (node RPC PushUserEvents); set by the node's RPC listener. */
+  private eventForwarder: UserEventForwarder | null = null;
   private refreshTimer: NodeJS.Timeout | undefined;
   private countTimer: NodeJS.Timeout | undefined;
 
@@ -71,6 +73,7 @@ export class Delivery {
 
   /** The node's RPC listener installs how a batch, a user event and a list change reach another node. */
   setForwarder(f: DeliveryForwarder, events: UserEventForwarder, sessions: SessionChangeForwarder<RelayedChange>, peers: ConnectionPeers): void {
+    this.eventForwarder = events;
     this.connections.setPeers(peers);
     this.consumer.setForwarder(f);
     this.readSync.setForwarder(events);
@@ -88,29 +91,32 @@ export class Delivery {
     return batch.events.length > 0 ? this.local.pushEvents(batch) : 0;
   }
 
-  /** Per (tenant, conversation, user): the last TYPING passed on (what it said, when), for TYPING_MIN_INTERVAL_MS. */
+  /** Per (tenant, conversation, user): the last TYPING passed on (what it said, when), oldest first, for TYPING_MIN_INTERVAL_MS. */
   private readonly typingSeen = new Map<string, { typing: boolean; at: number }>();
 
   /**
-   * A member's TYPING (spec 003 §2.1; the caller checked that the user is an ACTIVE member): passed
-   * on to the conversation's other members online now, unless it says what the user's last one
-   * said within TYPING_MIN_INTERVAL_MS (then false: the members know). Never stored.
+   * Whether a TYPING says what the user's last one in the conversation said within
+   * TYPING_MIN_INTERVAL_MS: then it goes nowhere (the members know), and nothing needs reading.
    */
-  typing(tenant: Uuid, conversation: Uuid, user: Uuid, typing: boolean): boolean {
+  typingUnchanged(tenant: Uuid, conversation: Uuid, user: Uuid, typing: boolean): boolean {
+    const last = this.typingSeen.get(`${tenant}|${conversation}|${user}`);
+    const same = last !== undefined && last.typing === typing && Date.now() - last.at < TYPING_MIN_INTERVAL_MS;
+    if (same) metrics.typingMerged.inc();
+    return same;
+  }
+
+  /**
+   * A member's TYPING (spec 003 §2.1; the caller checked that it is not unchanged and that the user
+   * is an ACTIVE member): to the conversation's other members online now. Never stored.
+   */
+  typing(tenant: Uuid, conversation: Uuid, user: Uuid, typing: boolean): void {
     const key = `${tenant}|${conversation}|${user}`;
     const now = Date.now();
-    const last = this.typingSeen.get(key);
-    if (last && last.typing === typing && now - last.at < TYPING_MIN_INTERVAL_MS) {
-      metrics.typingMerged.inc();
-      return false;
-    }
-    if (this.typingSeen.size >= TYPING_SEEN_MAX) {
-      for (const [k, v] of this.typingSeen) if (now - v.at >= TYPING_MIN_INTERVAL_MS) this.typingSeen.delete(k);
-      if (this.typingSeen.size >= TYPING_SEEN_MAX) this.typingSeen.clear();
-    }
+    // re-set at the end: the map stays in the order of the last TYPING, the oldest first out
+    this.typingSeen.delete(key);
+    while (this.typingSeen.size >= TYPING_SEEN_MAX) this.typingSeen.delete(this.typingSeen.keys().next().value!);
     this.typingSeen.set(key, { typing, at: now });
     this.conversationEvents.publish(tenant, { kind: "typing", conversation, user, typing, at: now });
-    return true;
   }
 
   /**
@@ -123,20 +129,20 @@ export class Delivery {
     const here = this.local.pushEvents(batch);
     if (!this.registry.clustered) return { here, nodes: 0 };
     const located = await this.registry.locate(tenant, [user]);
+    const forward = this.eventForwarder;
     const sent = await Promise.all(located.map(async (to) => {
+      if (!forward) return 0;
       try {
-        await this.readSync.forwardOnce(to, batch);
+        await forward(to, batch);
+        metrics.forwarded.inc({ outcome: "ok" });
         return 1;
-      } catch {
+      } catch (err) {
+        metrics.forwarded.inc({ outcome: "failed" });
+        this.opts.log?.(`delivery: an event for ${user} to ${to.nodeId}: ${err instanceof Error ? err.message : String(err)}`);
         return 0;
       }
     }));
     return { here, nodes: sent.reduce<number>((a, b) => a + b, 0) };
-  }
-
-  /** A conversation event made here (a reaction's new summary): to the members online now, here and on every node holding connections. */
-  publish(tenant: Uuid, event: ConversationEvent): void {
-    this.conversationEvents.publish(tenant, event);
   }
 
   /**

@@ -245,11 +245,10 @@ export class LocalConnections {
     return n;
   }
 
-  /** Pushes a conversation event to the connections here of `users` (a typing event: not to the typing user's); returns how many took it. */
+  /** Pushes a conversation event to the connections here of `users`; returns how many took it. */
   pushConversationEvent(tenant: Uuid, users: readonly Uuid[], event: ConversationEvent): number {
     let n = 0;
     for (const user of users) {
-      if (event.kind === "typing" && user === event.user) continue;
       for (const c of this.byUser.get(tenant + user) ?? []) if (c.pushConversationEvent(event)) n++;
     }
     metrics.events.inc({ kind: event.kind }, n);

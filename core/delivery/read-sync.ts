@@ -92,13 +92,6 @@ export class ReadSync {
     void p.finally(() => this.inFlight.delete(p));
   }
 
-  /** Sends a batch of user events to another node once; rejects when it did not go (the caller decides). */
-  async forwardOnce(to: Located, batch: UserEventBatch): Promise<void> {
-    if (!this.forwarder) throw new Error("no node RPC forwarder");
-    await this.forwarder(to, batch);
-    metrics.forwarded.inc({ outcome: "ok" });
-  }
-
   private async forward(to: Located, batch: UserEventBatch): Promise<void> {
     if (!this.forwarder) {
       metrics.forwarded.inc({ outcome: "failed" });

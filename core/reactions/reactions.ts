@@ -3,6 +3,7 @@ import {
   REACTION_KEY_MAX_BYTES, REACTION_MAX_KEYS_PER_MESSAGE, uuidToHex, type KeySpace, type Uuid,
 } from "../base/index.js";
 import { conversationKeys, groupDissolvedError, reactionWhoKey } from "../conversation/index.js";
+import type { ReactionEvent } from "../delivery/index.js";
 import type { RedisStore } from "../store/index.js";
 import { reactionMetrics as metrics } from "./metrics.js";
 import { reactScript } from "./scripts.js";
@@ -44,14 +45,8 @@ export interface ReactResult {
   changed: boolean;
 }
 
-/** A changed summary as delivery pushes it (core/delivery ReactionEvent). */
-export interface ReactionChange {
-  kind: "reaction";
-  conversation: Uuid;
-  conversationSeq: number;
-  version: number;
-  counts: { key: string; count: number }[];
-}
+/** A changed summary as delivery pushes it. */
+export type ReactionChange = Omit<ReactionEvent, "encoded">;
 
 export interface ReactionsOptions {
   now?: () => number;
@@ -68,15 +63,17 @@ export const REACTION_WHO_PAGE_LIMIT = 1000;
 /** Messages whose reactions one trim step removes at most. */
 export const REACTION_TRIM_BATCH = 256;
 
-// printable, no spaces or controls: a tab or newline could never split a summary entry
-const BAD_KEY_BYTES = /[\x00-\x20\x7f]/;
+// printable, no spaces or controls (a tab or newline could never split a summary entry), no C1
+// controls, no bidi overrides or isolates (a key shown beside a name must not reorder it); the
+// joiners and variation selectors of emoji sequences stay allowed
+const BAD_KEY_CHARS = /[\x00-\x20\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/;
 
 /** A reaction_key (spec 003 §4.3: a short enum string, not encrypted): 1–REACTION_KEY_MAX_BYTES bytes of UTF-8, no spaces or control characters. */
 export function parseReactionKey(key: unknown, field = "reaction_key"): string {
   if (typeof key !== "string" || key === "") throw new InvalidArgumentError(field, `${field} is required: an emoji or a short name`);
   const bytes = Buffer.byteLength(key, "utf8");
   if (bytes > REACTION_KEY_MAX_BYTES) throw new InvalidArgumentError(field, `${field} is at most ${REACTION_KEY_MAX_BYTES} bytes of UTF-8 (got ${bytes})`);
-  if (BAD_KEY_BYTES.test(key)) throw new InvalidArgumentError(field, `${field} holds no spaces or control characters`);
+  if (BAD_KEY_CHARS.test(key)) throw new InvalidArgumentError(field, `${field} holds no spaces, control characters or direction marks`);
   // a lone surrogate does not survive UTF-8: the key stored would not be the key sent
   if (Buffer.from(key, "utf8").toString("utf8") !== key) throw new InvalidArgumentError(field, `${field} is not valid UTF-8`);
   return key;

@@ -2,6 +2,7 @@ import {
   FailedPreconditionError, InvalidArgumentError, parseUuid, PermissionDeniedError, RTC_CALL_MAX_MS, RTC_PUSH_DEVICES_MAX, RTC_RING_TIMEOUT_MS, RTC_SIGNAL_MAX_PAYLOAD_BYTES,
   RTC_VOIP_PUSH_DAILY_QUOTA, uuidToHex, type KeySpace, type Uuid,
 } from "../base/index.js";
+import type { RtcEvent } from "../delivery/index.js";
 import type { RedisStore } from "../store/index.js";
 import { rtcCallKey, rtcVoipKey } from "./keys.js";
 import { rtcMetrics as metrics } from "./metrics.js";
@@ -12,16 +13,8 @@ export const RTC_KIND = { invite: 1, accept: 2, reject: 3, cancel: 4, end: 5, sd
 export type RtcKindName = keyof typeof RTC_KIND;
 const KIND_NAME = new Map<number, RtcKindName>(Object.entries(RTC_KIND).map(([k, v]) => [v, k as RtcKindName]));
 
-/** A signal as it reaches a user's devices (core/delivery RtcEvent). */
-export interface RtcDelivery {
-  kind: "rtc";
-  conversation: Uuid;
-  fromUser: Uuid;
-  fromDevice: string;
-  callId: string;
-  signal: number;
-  payload: Uint8Array;
-}
+/** A signal as it reaches a user's devices. */
+export type RtcDelivery = RtcEvent;
 
 /** What an offline callee's devices are pushed (iOS VoIP, Android high priority in production; a log line in the dev stack). Never a badge. */
 export interface RtcPush {

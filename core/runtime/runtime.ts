@@ -1,4 +1,4 @@
-import { KeySpace } from "../base/index.js";
+import { KeySpace, TOKENS_PER_USER_MAX } from "../base/index.js";
 import { registry } from "../metrics/index.js";
 import { ClusterMembership, type ClusterOptions } from "../cluster/index.js";
 import { ConversationService, NO_CONTENT_WATERMARKS, type ConversationOptions } from "../conversation/index.js";
@@ -172,7 +172,7 @@ export class EngineRuntime {
     this.reactions = new Reactions(this.store, this.keys, {
       ...(opts.conversation?.now ? { now: opts.conversation.now } : {}),
       ...opts.reactions,
-      onChange: (tenant, change) => this.delivery.publish(tenant, change),
+      onChange: (tenant, change) => this.delivery.conversationEvents.publish(tenant, change),
     });
     // a drained node's devices are told to reconnect elsewhere, spread over a window (no storm)
     cluster?.onDraining((draining) => {
@@ -244,7 +244,8 @@ export class EngineRuntime {
       // the devices with a live token, newest first (the list is by expiry)
       devicesOf: async (tenant, user) => {
         if (!tokens) return [];
-        const page = await tokens.issuer.list({ tenant, user, limit: 100, pageToken: "" });
+        // every live token (at most TOKENS_PER_USER_MAX: one bounded page)
+        const page = await tokens.issuer.list({ tenant, user, limit: TOKENS_PER_USER_MAX, pageToken: "" });
         return [...new Set(page.tokens.map((t) => t.device).reverse())];
       },
       pushSink: opts.rtc?.pushSink ?? logPushSink((line) => opts.log?.(line)),

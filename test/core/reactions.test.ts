@@ -55,7 +55,7 @@ describe("core/reactions on a Redis Cluster", { timeout: 120_000 }, () => {
   it("hostile keys are refused with nothing written; a 64-byte key and an emoji sequence are fine", async () => {
     const { tenant, group, users, reactions } = await setUp(3);
     const user = users[0]!;
-    for (const key of ["", "two words", "tab\there", "new\nline", "x".repeat(65), "\ud800", "\u0000", "del\u007f"]) {
+    for (const key of ["", "two words", "tab\there", "new\nline", "x".repeat(65), "\ud800", "\u0000", "del\u007f", "c1\u0085", "rtl\u202etxet", "iso\u2067x"]) {
       await assert.rejects(reactions.react({ tenant, group, seq: 1, user, key }), (err: unknown) => err instanceof InvalidArgumentError && (err as InvalidArgumentError).field === "reaction_key", JSON.stringify(key));
     }
     assert.equal(await reactions.summary(tenant, group, 1), null, "nothing written");

@@ -601,10 +601,13 @@ export class GatewayConnection implements DeviceConnection {
   private async typing({ typing: req }: BodyOf<"typing">): Promise<Body> {
     const { tenant, user } = this.identity;
     const group = parseUuid(req.group, "group");
+    // a repeat goes nowhere and reads nothing (it says no more than the user's own last TYPING did)
+    if (this.runtime.delivery.typingUnchanged(tenant, group, user, req.typing)) return { $case: "typingAck", typingAck: { forwarded: false } };
     const [active] = await this.runtime.conversations.activeMembers(tenant, group, [user]);
     // ADR-0021 §3: a user cannot tell a missing group (or a dissolved one) from one they are not in
     if (!active) throw new PermissionDeniedError();
-    return { $case: "typingAck", typingAck: { forwarded: this.runtime.delivery.typing(tenant, group, user, req.typing) } };
+    this.runtime.delivery.typing(tenant, group, user, req.typing);
+    return { $case: "typingAck", typingAck: { forwarded: true } };
   }
 
   /** A call's signal to another member (spec 003 §5): passed through to their devices online; an INVITE to a callee offline goes to the push sink. */

@@ -30,6 +30,9 @@ import { progressBar, type ProgressLine } from "../progress.js";
 import { groupsResult, pageResult, projectionListResult, type ProjectionListResult as SessionsResult } from "../sessions/results.js";
 import type { Frame } from "../../admin-api/gen/qim/client/v1/frames.js";
 import { DemoDevice, describe } from "./devices.js";
+
+/** A demo device connected and authenticated (DemoDevice.connect's answer). */
+type Phone = Awaited<ReturnType<typeof DemoDevice.connect>>;
 import type { DemoStep } from "./results.js";
 
 /** The steps, in order (`dev-up` and, with --down, `dev-down` are the command's own). */
@@ -457,22 +460,36 @@ export async function runScenario(opts: ScenarioOptions): Promise<{ steps: DemoS
     }
   });
 
-  await step("message-types", "A custom message type, a recall and a moderator's edit", async () => {
+  /**
+   * The gateway steps' set-up: alice's and bob's phones connected and authenticated with tokens
+   * issued as an application server does (qimctl token issue), closed after `body` however it ends.
+   */
+  const withPhones = async <R>(body: (d: { alicePhone: Phone; bobPhone: Phone; wait: number; team: string }) => Promise<R>): Promise<R> => {
     if (!opts.gateway) throw new CheckFailed("this stack has no client gateway (it was started before it existed): stop it with qimctl dev down and run the demo again");
     const { url, ca } = opts.gateway;
     const wait = opts.deviceWaitMs ?? 15_000;
-    const team = world.groups.team;
+    const token = async (who: Person, device: string) => (await client.issueToken({ tenant, user: users[who], device, ttlMs: 10n * 60_000n, dryRun: false })).token;
+    const open: DemoDevice[] = [];
+    try {
+      const phone = async (who: Person) => {
+        const c = await DemoDevice.connect(url, ca, await token(who, "phone"), "phone", wait);
+        open.push(c.device);
+        return c;
+      };
+      const alicePhone = await phone("alice");
+      const bobPhone = await phone("bob");
+      return await body({ alicePhone, bobPhone, wait, team: world.groups.team });
+    } finally {
+      for (const d of open) d.close();
+    }
+  };
+
+  await step("message-types", "A custom message type, a recall and a moderator's edit", async () => {
     // qimctl registry apply -f types.yaml: a poll that shows as "[poll]" on devices that do not render it, and never counts as unread
     const applied = await client.applyTypes({
       tenant, put: [{ customType: "demo.poll.v1", previewTemplate: "[poll]", countsUnread: false }], delete: [], prune: false, ignoreMissing: false, dryRun: false,
     });
-    const token = async (who: Person, device: string) => (await client.issueToken({ tenant, user: users[who], device, ttlMs: 10n * 60_000n, dryRun: false })).token;
-    const open: DemoDevice[] = [];
-    try {
-      const alicePhone = await DemoDevice.connect(url, ca, await token("alice", "phone"), "phone", wait);
-      open.push(alicePhone.device);
-      const bobPhone = await DemoDevice.connect(url, ca, await token("bob", "phone"), "phone", wait);
-      open.push(bobPhone.device);
+    return withPhones(async ({ alicePhone, bobPhone, wait, team }) => {
       const send = async (payload: Buffer, contentType: string) => {
         const r = await bobPhone.device.request({ $case: "send", send: { clientMsgNo: randomUUID(), group: team, payload, contentType, mentions: [] } }, wait);
         check(r.body?.$case === "sendAck", `bob's ${contentType} SEND should be acknowledged, was answered ${describe(r)}`);
@@ -504,23 +521,11 @@ export async function runScenario(opts: ScenarioOptions): Promise<{ steps: DemoS
           `A moderator edited seq 2 (event seq ${edit.eventSeq}, reason audited). The events render at their targets: the list's order and preview do not move.`,
         ],
       };
-    } finally {
-      for (const d of open) d.close();
-    }
+    });
   });
 
   await step("reactions", "Reactions: counts pushed to the members online, never a message or an unread", async () => {
-    if (!opts.gateway) throw new CheckFailed("this stack has no client gateway (it was started before it existed): stop it with qimctl dev down and run the demo again");
-    const { url, ca } = opts.gateway;
-    const wait = opts.deviceWaitMs ?? 15_000;
-    const team = world.groups.team;
-    const token = async (who: Person, device: string) => (await client.issueToken({ tenant, user: users[who], device, ttlMs: 10n * 60_000n, dryRun: false })).token;
-    const open: DemoDevice[] = [];
-    try {
-      const alicePhone = await DemoDevice.connect(url, ca, await token("alice", "phone"), "phone", wait);
-      open.push(alicePhone.device);
-      const bobPhone = await DemoDevice.connect(url, ca, await token("bob", "phone"), "phone", wait);
-      open.push(bobPhone.device);
+    return withPhones(async ({ alicePhone, bobPhone, wait, team }) => {
       const badgeBefore = (await client.getBadge({ tenant, user: users.bob })).totalUnread;
       const react = async (d: { device: DemoDevice }, key: string) => {
         const r = await d.device.request({ $case: "react", react: { group: team, conversationSeq: 1n, reactionKey: key, remove: false } }, wait);
@@ -550,23 +555,11 @@ export async function runScenario(opts: ScenarioOptions): Promise<{ steps: DemoS
           `No message, no unread, no list change: bob's badge stayed at ${badgeAfter}. See who with: qimctl message reactions --group ${team} --seq 1 --users`,
         ],
       };
-    } finally {
-      for (const d of open) d.close();
-    }
+    });
   });
 
   await step("call", "A call rings between two devices; the call record is an ordinary message", async () => {
-    if (!opts.gateway) throw new CheckFailed("this stack has no client gateway (it was started before it existed): stop it with qimctl dev down and run the demo again");
-    const { url, ca } = opts.gateway;
-    const wait = opts.deviceWaitMs ?? 15_000;
-    const team = world.groups.team;
-    const token = async (who: Person, device: string) => (await client.issueToken({ tenant, user: users[who], device, ttlMs: 10n * 60_000n, dryRun: false })).token;
-    const open: DemoDevice[] = [];
-    try {
-      const alicePhone = await DemoDevice.connect(url, ca, await token("alice", "phone"), "phone", wait);
-      open.push(alicePhone.device);
-      const bobPhone = await DemoDevice.connect(url, ca, await token("bob", "phone"), "phone", wait);
-      open.push(bobPhone.device);
+    return withPhones(async ({ alicePhone, bobPhone, wait, team }) => {
       const callId = randomUUID();
       // RtcKind: INVITE 1, ACCEPT 2, END 5 (proto/qim/client/v1); the payload would carry the SFU's address and credentials
       const signal = async (from: { device: DemoDevice }, to: Person, kind: number, payload = "") => {
@@ -593,9 +586,7 @@ export async function runScenario(opts: ScenarioOptions): Promise<{ steps: DemoS
           `The call record is an ordinary message (call_record, seq ${recordSeq}): in history, synced to offline devices, counted as its declaration says.`,
         ],
       };
-    } finally {
-      for (const d of open) d.close();
-    }
+    });
   });
 
   await step("bulk-add", "Add a crowd from a file, in batches", async () => {

@@ -19,7 +19,7 @@ import os from "node:os";
 import path from "node:path";
 import { connectAdmin, type AdminClient } from "../admin-api/client.js";
 import {
-  COMMIT_BUCKET_COUNT, decodeHistoryEntry, fanoutKeys, KeySpace, newUuid, outboxKey, RedisStore, RedisStreamsDispatchLog, unitLeaseKey,
+  ROOM_UNIT_COUNT, COMMIT_BUCKET_COUNT, decodeHistoryEntry, fanoutKeys, KeySpace, newUuid, outboxKey, RedisStore, RedisStreamsDispatchLog, unitLeaseKey,
   type DispatchIdentity, type UnitKind, type Uuid,
 } from "../core/index.js";
 import { issueNodeCert } from "../certs/pki.js";
@@ -38,7 +38,7 @@ const NODE_RPC = !args.includes("--no-node-rpc");
 const LEASE_TTL_MS = 3000;
 const HEARTBEAT_MS = 1000;
 const IDENTITY: DispatchIdentity = { clusterId: "qim", topicId: "dispatch", partitionCount: 8 };
-const UNITS: Record<UnitKind, number> = { relay: COMMIT_BUCKET_COUNT, partition: IDENTITY.partitionCount, slot: COMMIT_BUCKET_COUNT };
+const UNITS: Record<UnitKind, number> = { relay: COMMIT_BUCKET_COUNT, partition: IDENTITY.partitionCount, slot: COMMIT_BUCKET_COUNT, room: ROOM_UNIT_COUNT };
 const say = (line: string) => { if (!JSON_ONLY) process.stderr.write(`${line}\n`); };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;

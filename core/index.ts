@@ -24,3 +24,4 @@ export * from "./retention/index.js";
 export * from "./delivery/index.js";
 export * from "./reactions/index.js";
 export * from "./rtc/index.js";
+export * from "./rooms/index.js";

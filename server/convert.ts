@@ -211,7 +211,7 @@ export function clusterNodeOut(n: NodeRecord, cmdBadFile = "", connections?: num
     cmdBadFile,
     ...(connections !== undefined ? { connections: BigInt(connections) } : {}),
     nodeId: n.nodeId, address: n.address, version: n.version, startedAtMs: BigInt(n.startedAt), heartbeatAgeMs: BigInt(Math.round(n.heartbeatAgeMs)),
-    alive: n.alive, draining: n.draining, owned: { relayBuckets: n.owned.relayBuckets, partitions: n.owned.partitions, slots: n.owned.slots },
+    alive: n.alive, draining: n.draining, owned: { relayBuckets: n.owned.relayBuckets, partitions: n.owned.partitions, slots: n.owned.slots, rooms: n.owned.rooms },
     units: [...n.units],
   };
 }

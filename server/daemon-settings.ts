@@ -82,7 +82,7 @@ export interface BaseDaemonSettings {
   /** The most current members a group may have (groups.max_members). */
   groupsMaxMembers: number;
   /** The kinds of units this node takes (cluster.units): relay, partition, slot. */
-  clusterUnits: ("relay" | "partition" | "slot")[];
+  clusterUnits: ("relay" | "partition" | "slot" | "room")[];
 }
 
 function tlsOf(r: ResolvedSettings, store: "redis" | "cassandra"): StoreTlsSettings | undefined {
@@ -124,7 +124,7 @@ export function toDaemonSettings(r: ResolvedSettings): DaemonSettings {
     dataDir: v<string>("data_dir") ?? dirname(v<string>("audit.log")!),
     clusterLeaseTtlMs: v<number>("cluster.lease_ttl")!,
     clusterHeartbeatIntervalMs: v<number>("cluster.heartbeat_interval")!,
-    clusterUnits: v<("relay" | "partition" | "slot")[]>("cluster.units")!,
+    clusterUnits: v<("relay" | "partition" | "slot" | "room")[]>("cluster.units")!,
     ...opt("nodeId", "node.id"),
     ...opt("tlsCa", "tls.ca"),
     ...opt("tlsCert", "tls.cert"),

@@ -6,12 +6,14 @@ export interface OwnedResult {
   relayBuckets: number;
   partitions: number;
   slots: number;
+  /** Room units (core/rooms): the writers of the rooms hashed to them. */
+  rooms: number;
 }
 
-const ownedResult = (o: ClusterNode["owned"]): OwnedResult => ({ relayBuckets: o?.relayBuckets ?? 0, partitions: o?.partitions ?? 0, slots: o?.slots ?? 0 });
+const ownedResult = (o: ClusterNode["owned"]): OwnedResult => ({ relayBuckets: o?.relayBuckets ?? 0, partitions: o?.partitions ?? 0, slots: o?.slots ?? 0, rooms: o?.rooms ?? 0 });
 
 /** core/cluster's UNIT_KINDS (the CLI does not load the engine; test/admin-api/settings.test.ts holds them equal). */
-export const UNIT_KINDS = ["relay", "partition", "slot"] as const;
+export const UNIT_KINDS = ["relay", "partition", "slot", "room"] as const;
 
 export const nodeResult = resultFrom<ClusterNode>()({
   nodeId: "wire",
@@ -23,7 +25,7 @@ export const nodeResult = resultFrom<ClusterNode>()({
   heartbeatAgeMs: "u64",
   alive: "wire",
   draining: "wire",
-  /** The kinds of units it takes (cluster.units): relay, partition, slot. A server from before node roles sends none: it takes every kind. */
+  /** The kinds of units it takes (cluster.units): relay, partition, slot, room. A server from before node roles sends none: it takes every kind. */
   units: (n): (typeof UNIT_KINDS)[number][] => (n.units.length === 0 ? [...UNIT_KINDS] : UNIT_KINDS.filter((k) => n.units.includes(k))),
   owned: (n) => ownedResult(n.owned),
   /** Its CMD pending file that did not decode at start-up, renamed .bad; null when none. */

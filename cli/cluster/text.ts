@@ -5,10 +5,10 @@ import { UNIT_KINDS, type DrainResult, type NodesResult, type OwnerResult, type 
 export function nodesText(out: NodesResult): string {
   if (out.nodes.length === 0) return "No nodes registered.";
   return table(
-    ["NODE", "ADDRESS", "VERSION", "STARTED", "HEARTBEAT", "STATE", "UNITS", "RELAY BUCKETS", "PARTITIONS", "SLOTS", "DEVICES"],
+    ["NODE", "ADDRESS", "VERSION", "STARTED", "HEARTBEAT", "STATE", "UNITS", "RELAY BUCKETS", "PARTITIONS", "SLOTS", "ROOMS", "DEVICES"],
     out.nodes.map((n) => [
       n.nodeId + (n.nodeId === out.answeredBy ? " *" : ""), n.address, n.version, new Date(n.startedAtMs).toISOString(), `${formatDuration(n.heartbeatAgeMs)} ago`,
-      !n.alive ? "DEAD" : n.draining ? "draining" : "alive", n.units.length === UNIT_KINDS.length ? "all" : n.units.join(","), n.owned.relayBuckets, n.owned.partitions, n.owned.slots,
+      !n.alive ? "DEAD" : n.draining ? "draining" : "alive", n.units.length === UNIT_KINDS.length ? "all" : n.units.join(","), n.owned.relayBuckets, n.owned.partitions, n.owned.slots, n.owned.rooms,
       n.connections ?? "-",
     ]),
   ) + "\n(* the node that answered)"
@@ -17,7 +17,7 @@ export function nodesText(out: NodesResult): string {
     + out.nodes.filter((n) => n.cmdBadFile).map((n) => `\nwarning: node ${n.nodeId}: its CMD pending file did not decode at start-up and was renamed ${n.cmdBadFile} (see docs/cmd-sync.md ".bad")`).join("");
 }
 
-const unitName = (o: OwnerResult) => (o.kind === "relay" ? `relay bucket ${o.unit}` : o.kind === "partition" ? `partition ${o.unit}` : `slot ${o.unit}`);
+const unitName = (o: OwnerResult) => (o.kind === "relay" ? `relay bucket ${o.unit}` : o.kind === "partition" ? `partition ${o.unit}` : o.kind === "slot" ? `slot ${o.unit}` : `room unit ${o.unit}`);
 
 export function ownerText(out: OwnerResult): string {
   const what = out.user ? `user ${out.user.user} (${unitName(out)})` : unitName(out);
@@ -28,7 +28,7 @@ export function ownerText(out: OwnerResult): string {
 export function drainText(out: DrainResult): string {
   const h = out.handedOver;
   return out.changed
-    ? `Node ${out.nodeId} drained: ${h.relayBuckets} relay bucket(s), ${h.partitions} partition(s), ${h.slots} slot(s) handed over; it takes no new units until it restarts`
+    ? `Node ${out.nodeId} drained: ${h.relayBuckets} relay bucket(s), ${h.partitions} partition(s), ${h.slots} slot(s), ${h.rooms} room unit(s) handed over; it takes no new units until it restarts`
     : `Node ${out.nodeId} is draining already; nothing changed`;
 }
 

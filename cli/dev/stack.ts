@@ -243,7 +243,7 @@ export interface DevNodeState {
 }
 
 /** The kinds of cluster units a node may take (the server's cluster.units, docs/cluster.md "Node roles"). */
-export const UNIT_KINDS = ["relay", "partition", "slot"] as const;
+export const UNIT_KINDS = ["relay", "partition", "slot", "room"] as const;
 export type UnitKind = (typeof UNIT_KINDS)[number];
 
 /**

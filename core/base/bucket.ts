@@ -52,6 +52,11 @@ export function userTag(bucket: number): string {
   return `{u${String(bucket).padStart(3, "0")}}`;
 }
 
+/** The `{rNNN}` hash tag of a room unit (core/rooms): its lease, and nothing else (a room's log is in memory). */
+export function roomTag(unit: number): string {
+  return `{r${String(unit).padStart(3, "0")}}`;
+}
+
 /** The `{g000}` hash tag of the few engine-wide keys (the projection epoch and its log). */
 export const GLOBAL_TAG = "{g000}";
 

@@ -133,6 +133,32 @@ export const TYPING_MIN_INTERVAL_MS = 2000;
 export const TYPING_INDICATOR_TTL_MS = 6000;
 /** The merge window of TYPING_UPDATE per (conversation, user) per connection: at most one frame in it, the last (the same frame budget as reactions). */
 export const TYPING_PUSH_MERGE_WINDOW_MS = 2000;
+/** room_msg_rate (spec 003 §1.5): messages per second one room's writer takes; past it ROOM_SEND is refused RATE_LIMITED with retry_after_ms. */
+export const ROOM_MSG_RATE = 20;
+/** A room's write bucket holds this many messages (one second of room_msg_rate): a burst past it is refused. */
+export const ROOM_MSG_BURST = 20;
+/**
+ * room_outbound_frame_rate (spec 003 §1.5): room frames per second one connection gets, at most;
+ * the messages of its rooms inside one 1/rate interval go out merged in one ROOM_BATCH's windows.
+ */
+export const ROOM_OUTBOUND_FRAME_RATE = 10;
+/** max_rooms_per_connection (spec 003 §1.5): rooms one connection may be in at a time; a ROOM_JOIN past it is refused. */
+export const MAX_ROOMS_PER_CONNECTION = 20;
+/** room_log_retention_minutes (spec 003 §1.3, ADR-0007): a room's ring buffer keeps messages at most this long. */
+export const ROOM_LOG_RETENTION_MINUTES = 30;
+/** The ring buffer's count cap (spec 003 §1.3 "max_items"; the spec names no number): whichever of the two comes first evicts. 50 s at room_msg_rate. */
+export const ROOM_RING_MAX_ITEMS = 1000;
+/** A room message's payload, at most (bytes): the ring's memory is ROOM_RING_MAX_ITEMS of these per room at worst. */
+export const ROOM_MAX_PAYLOAD_BYTES = 8 * 1024;
+/** Events one ROOM_BATCH answer to a ROOM_REPLAY (or a ROOM_JOIN with a cursor) carries, at most; `more` says a next REPLAY continues. */
+export const ROOM_REPLAY_PAGE_LIMIT = 100;
+/** How often a node tells each room's writer how many of its connections are in the room (a moved writer learns where to send within this). */
+export const ROOM_INTEREST_REFRESH_MS = 1000;
+/** A node's count at a writer lapses this long after its last refresh (a dead node's connections stop counting, and get nothing). */
+export const ROOM_INTEREST_TTL_MS = 3500;
+/** room_seq = (room_epoch << ROOM_COUNTER_BITS) | counter (spec 003 §1.2, PLAN §6.6): 16 bits of epoch above 48 of counter. */
+export const ROOM_COUNTER_BITS = 48;
+
 /** A reaction_key (a short enum string, spec 003 §4.3), at most, in UTF-8 bytes: printable, no spaces or control characters. */
 export const REACTION_KEY_MAX_BYTES = 64;
 /** The most distinct reaction keys one message may carry: the summary is one bounded entry, read with its message. */

@@ -1,8 +1,11 @@
 import { metrics } from "./metrics.js";
 
-/** The kinds of units of work: relay buckets `{bNNN}`, dispatch partitions `{dNNN}`, user slots `{uNNN}`. */
-export type UnitKind = "relay" | "partition" | "slot";
-export const UNIT_KINDS: readonly UnitKind[] = ["relay", "partition", "slot"];
+/**
+ * The kinds of units of work: relay buckets `{bNNN}`, dispatch partitions `{dNNN}`, user slots
+ * `{uNNN}`, room units `{rNNN}` (issue 28: the writer of every room hashed to the unit, core/rooms).
+ */
+export type UnitKind = "relay" | "partition" | "slot" | "room";
+export const UNIT_KINDS: readonly UnitKind[] = ["relay", "partition", "slot", "room"];
 
 /** What a write only the owner may make carries, checked inside its Lua against the unit's lease. */
 export interface Fence {

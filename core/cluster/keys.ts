@@ -1,4 +1,4 @@
-import { bucketTag, GLOBAL_TAG, partitionTag, userTag, type KeySpace } from "../base/index.js";
+import { bucketTag, GLOBAL_TAG, partitionTag, roomTag, userTag, type KeySpace } from "../base/index.js";
 import type { UnitKind } from "./gate.js";
 
 /** The node registry: nodeId → "address|version|startedAt|beatAt" (beatAt by Redis TIME). On `{g000}`. */
@@ -18,7 +18,7 @@ export function unitsKey(space: KeySpace): string {
 
 /** The hash tag of a unit: its data's own tag, so a script can check the lease beside the data it guards. */
 export function unitTag(kind: UnitKind, unit: number): string {
-  return kind === "relay" ? bucketTag(unit) : kind === "partition" ? partitionTag(unit) : userTag(unit);
+  return kind === "relay" ? bucketTag(unit) : kind === "partition" ? partitionTag(unit) : kind === "slot" ? userTag(unit) : roomTag(unit);
 }
 
 /** A unit's lease (hash: owner, token, since), on the unit's own tag. */

@@ -15,6 +15,8 @@ export const DEFAULT_HEARTBEAT_INTERVAL_MS = 1000;
 export const SLOT_COUNT = COMMIT_BUCKET_COUNT;
 /** Relay buckets: the commit buckets `{bNNN}`. */
 export const RELAY_BUCKET_COUNT = COMMIT_BUCKET_COUNT;
+/** Room units `{rNNN}` (core/rooms): a room's writer is the owner of its unit. */
+export const ROOM_UNIT_COUNT = 256;
 /** Every this many reconciliations a node reads back the leases it keeps (a lost lease write shows there). */
 export const KEPT_CHECK_EVERY = 5;
 /** A node silent this many lease TTLs (at least a minute) is forgotten by the registry. */
@@ -53,7 +55,17 @@ export interface NodeRecord {
   draining: boolean;
   /** The kinds of units it takes. */
   units: readonly UnitKind[];
-  owned: { relayBuckets: number; partitions: number; slots: number };
+  owned: OwnedCounts;
+}
+
+/** How many units of each kind a node's leases name. */
+export interface OwnedCounts { relayBuckets: number; partitions: number; slots: number; rooms: number }
+
+const OWNED_FIELD: Record<UnitKind, keyof OwnedCounts> = { relay: "relayBuckets", partition: "partitions", slot: "slots", room: "rooms" };
+const noneOwned = (): OwnedCounts => ({ relayBuckets: 0, partitions: 0, slots: 0, rooms: 0 });
+/** One empty value per unit kind. */
+function perKind<T>(make: () => T): Record<UnitKind, T> {
+  return Object.fromEntries(UNIT_KINDS.map((k) => [k, make()])) as Record<UnitKind, T>;
 }
 
 export interface UnitOwner {
@@ -97,7 +109,7 @@ export class ClusterMembership implements UnitGate {
   private readonly startedAt = Date.now();
   /** The live nodes (id → address, incarnation) as the last accepted heartbeat saw them. */
   private live: ReadonlyMap<string, { address: string; startedAt: number }> = new Map();
-  private readonly held: Record<UnitKind, Map<number, number>> = { relay: new Map(), partition: new Map(), slot: new Map() };
+  private readonly held: Record<UnitKind, Map<number, number>> = perKind(() => new Map<number, number>());
   private readonly inflight = new Map<string, InFlight>();
   private readonly listeners = new Set<(kind: UnitKind, unit: number, owned: boolean) => void>();
   private readonly unitCount: Record<UnitKind, number>;
@@ -121,7 +133,7 @@ export class ClusterMembership implements UnitGate {
     this.leaseTtlMs = opts.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS;
     this.heartbeatIntervalMs = opts.heartbeatIntervalMs ?? DEFAULT_HEARTBEAT_INTERVAL_MS;
     if (this.heartbeatIntervalMs * 2 > this.leaseTtlMs) throw new Error(`cluster: the heartbeat interval (${this.heartbeatIntervalMs} ms) must be at most half the lease TTL (${this.leaseTtlMs} ms)`);
-    this.unitCount = { relay: RELAY_BUCKET_COUNT, partition: partitionCount, slot: SLOT_COUNT };
+    this.unitCount = { relay: RELAY_BUCKET_COUNT, partition: partitionCount, slot: SLOT_COUNT, room: ROOM_UNIT_COUNT };
     const units = opts.units ?? UNIT_KINDS;
     const unknown = units.filter((k) => !UNIT_KINDS.includes(k));
     if (unknown.length > 0 || units.length === 0) throw new Error(`cluster: units ${JSON.stringify(units)}: one or more of ${UNIT_KINDS.join(", ")}`);
@@ -290,7 +302,7 @@ export class ClusterMembership implements UnitGate {
   /** The live nodes, and per kind the live non-draining nodes that take it (the assignment's input). */
   private registry(view: RegistryView): { live: Set<string>; eligible: Record<UnitKind, string[]>; selfDraining: boolean } {
     const live = new Set<string>();
-    const eligible: Record<UnitKind, string[]> = { relay: [], partition: [], slot: [] };
+    const eligible: Record<UnitKind, string[]> = perKind((): string[] => []);
     let selfDraining = false;
     for (const n of view.nodes) {
       if (view.now - n.beatAt > this.leaseTtlMs) continue;
@@ -503,15 +515,15 @@ export class ClusterMembership implements UnitGate {
       const units = Array.from({ length: this.unitCount[kind] }, (_, u) => u);
       for (const l of await this.readLeases(kind, units)) {
         if (l.owner === "") continue;
-        const o = owned.get(l.owner) ?? { relayBuckets: 0, partitions: 0, slots: 0 };
-        if (kind === "relay") o.relayBuckets++; else if (kind === "partition") o.partitions++; else o.slots++;
+        const o = owned.get(l.owner) ?? noneOwned();
+        o[OWNED_FIELD[kind]]++;
         owned.set(l.owner, o);
       }
     }));
     return view.nodes.map((n) => ({
       nodeId: n.nodeId, address: n.address, version: n.version, startedAt: n.startedAt,
       heartbeatAgeMs: Math.max(0, view.now - n.beatAt), alive: view.now - n.beatAt <= this.leaseTtlMs, draining: n.drainedAt !== null, units: n.units,
-      owned: owned.get(n.nodeId) ?? { relayBuckets: 0, partitions: 0, slots: 0 },
+      owned: owned.get(n.nodeId) ?? noneOwned(),
     })).sort((a, b) => (a.nodeId < b.nodeId ? -1 : 1));
   }
 

@@ -24,6 +24,8 @@ export const ERROR_CODES = {
   IDEMPOTENCY_CONFLICT: { grpc: "ALREADY_EXISTS", exit: "CONFLICT" },
   /** A registry change made against a version of the tenant's message-type registry that another change replaced (core/registry, issue 29). */
   REGISTRY_VERSION_CONFLICT: { grpc: "ABORTED", exit: "CONFLICT" },
+  /** A rate the engine holds (a room's room_msg_rate, spec 003 §1.5) refused the call: nothing was done; retry after `retryAfterMs` (details). */
+  RATE_LIMITED: { grpc: "RESOURCE_EXHAUSTED", exit: "CONFLICT" },
   UNAVAILABLE: { grpc: "UNAVAILABLE", exit: "CONNECTION" },
   /** The unit a request names (a relay bucket, a partition, a user's slot) is another node's, or moving: retry at the owner (core/cluster StaleOwnerError). */
   STALE_OWNER: { grpc: "UNAVAILABLE", exit: "CONNECTION" },

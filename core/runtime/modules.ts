@@ -69,6 +69,8 @@ export function engineModules(rt: EngineRuntime, ctx: ModuleContext): RuntimeMod
     // pushes to online devices: reads the partitions this node owns, like the projection
     // RTC's ring timers (core/rtc pushes through delivery) end with it; the users' call marks expire by themselves
     { name: "delivery", folder: "delivery", start: () => rt.delivery.start(), stop: () => { rt.rtc.stop(); return rt.delivery.stop(); }, metrics: ["qim_delivery_"] },
+    // rooms (spec 003 §1): the counts to the writers every second; the rings are memory and go with the process
+    { name: "rooms", folder: "rooms", start: () => rt.rooms.start(), stop: () => rt.rooms.stop(), metrics: ["qim_rooms_"] },
     // its trims are fenced by the relay buckets' leases: it stops in the release pass, before the cluster hands them over
     {
       name: "retention", folder: "retention",

@@ -17,6 +17,7 @@ import { RetentionPolicies, RetentionTrimmer, type RetentionOptions } from "../r
 import { Delivery, type DeliveryOptions } from "../delivery/index.js";
 import { REACTION_TRIM_BATCH, Reactions, type ReactionsOptions } from "../reactions/index.js";
 import { logPushSink, RtcSignalling, type RtcOptions } from "../rtc/index.js";
+import { Rooms, type RoomsOptions } from "../rooms/index.js";
 import { engineModules, type RuntimeModule } from "./modules.js";
 
 /** The dispatch log's identity when none is configured. */
@@ -76,6 +77,8 @@ export interface RuntimeOptions {
   reactions?: Omit<ReactionsOptions, "onChange">;
   /** RTC signalling (issue 28, core/rtc): the push sink (default: a line in the log), the ring timeout, the VoIP quota. */
   rtc?: Partial<Pick<RtcOptions, "pushSink" | "ringTimeoutMs" | "voipDailyQuota">>;
+  /** Chat rooms (issue 28, core/rooms): the ring's caps, the rates (tests). */
+  rooms?: Omit<RoomsOptions, "log">;
   log?: (line: string) => void;
 }
 
@@ -119,6 +122,8 @@ export class EngineRuntime {
   readonly reactions: Reactions;
   /** RTC signalling (issue 28, core/rtc): a call's signals between online connections, busy and the ring timeout, VoIP pushes. */
   readonly rtc: RtcSignalling;
+  /** Chat rooms (issue 28, core/rooms): the writers of the rooms of the room units this node owns, and this node's connections' rooms. */
+  readonly rooms: Rooms;
   private started: RuntimeModule[] = [];
   private stopped = new Set<RuntimeModule>();
   private startReport: ProjectionStartReport | null = null;
@@ -253,6 +258,7 @@ export class EngineRuntime {
       ...(opts.rtc?.ringTimeoutMs !== undefined ? { ringTimeoutMs: opts.rtc.ringTimeoutMs } : {}),
       ...(opts.rtc?.voipDailyQuota !== undefined ? { voipDailyQuota: opts.rtc.voipDailyQuota } : {}),
     });
+    this.rooms = new Rooms(this.store, this.keys, cluster, { ...opts.rooms, ...(opts.log ? { log: opts.log } : {}) });
     this.modules = engineModules(this, {
       relayIntervalMs: opts.relayIntervalMs ?? DEFAULT_RELAY_INTERVAL_MS,
       retentionIntervalMs: opts.retention?.intervalMs ?? DEFAULT_RETENTION_INTERVAL_MS,

@@ -22,6 +22,8 @@ import {
   type PushSessionChangesRequest,
   type PushSessionChangesResponse,
   type PushUserEventsRequest,
+  type RoomsRequest,
+  type RoomsResponse,
   type PushUserEventsResponse,
   type CmdPendingRequest,
   type CmdPendingResponse,
@@ -75,7 +77,7 @@ export class NodePeers {
     return c;
   }
 
-  private unary<Req, Res>(address: string, method: "kick" | "describeUser" | "pushIntents" | "cmdSync" | "cmdAck" | "cmdPending" | "cmdFlush" | "deliver" | "pushUserEvents" | "pushSessionChanges" | "listConnections" | "kickConnections", req: Req): Promise<Res> {
+  private unary<Req, Res>(address: string, method: "kick" | "describeUser" | "pushIntents" | "cmdSync" | "cmdAck" | "cmdPending" | "cmdFlush" | "deliver" | "pushUserEvents" | "pushSessionChanges" | "listConnections" | "kickConnections" | "rooms", req: Req): Promise<Res> {
     const client = this.client(address) as unknown as Record<string, (r: Req, md: grpc.Metadata, o: grpc.CallOptions, cb: (e: grpc.ServiceError | null, r?: Res) => void) => void>;
     return new Promise<Res>((resolve, reject) => {
       client[method]!.call(this.client(address), req, new grpc.Metadata(), { deadline: Date.now() + this.deadlineMs }, (err, res) => {
@@ -100,6 +102,7 @@ export class NodePeers {
       pushSessionChanges: (req: PushSessionChangesRequest) => this.unary<PushSessionChangesRequest, PushSessionChangesResponse>(address, "pushSessionChanges", req),
       listConnections: (req: ListConnectionsRequest) => this.unary<ListConnectionsRequest, ListConnectionsResponse>(address, "listConnections", req),
       kickConnections: (req: KickConnectionsRequest) => this.unary<KickConnectionsRequest, KickConnectionsResponse>(address, "kickConnections", req),
+      rooms: (req: RoomsRequest) => this.unary<RoomsRequest, RoomsResponse>(address, "rooms", req),
     };
   }
 

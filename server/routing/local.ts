@@ -7,7 +7,7 @@
  * names applies nothing and answers STALE_OWNER with its view of the owner; a malformed request is
  * REJECTED (final).
  */
-import { CONNECTIONS_LIST_LIMIT, parseUuid, QimError, RELAY_BUCKET_COUNT, type ConversationEvent, type DeliveryItem, type EngineRuntime, type SessionChange, type SessionRow, type UserEventBatch, type Uuid } from "../../core/index.js";
+import { CONNECTIONS_LIST_LIMIT, parseUuid, QimError, StaleOwnerError, RELAY_BUCKET_COUNT, type ConversationEvent, type DeliveryItem, type EngineRuntime, type SessionChange, type SessionRow, type UserEventBatch, type Uuid } from "../../core/index.js";
 import {
   NodeStatus,
   type DescribeUserRequest,
@@ -23,10 +23,13 @@ import {
   type PushSessionChangesRequest,
   type PushSessionChangesResponse,
   type PushUserEventsRequest,
+  type RoomsRequest,
+  type RoomsResponse,
   type PushUserEventsResponse,
   type UnitOwner,
 } from "../../admin-api/gen/qim/node/v1/node.js";
 import { cmdOf, localCmdNode, type CmdNodeHandlers } from "./cmd-local.js";
+import { answerOut, callIn } from "./rooms-wire.js";
 import type { OwnershipView, UnitKind, UnitOwnerView } from "./ownership.js";
 
 /** A peer's request parsed, or why not (a REJECTED answer's detail): a peer's bytes are input. */
@@ -49,6 +52,7 @@ export interface NodeHandlers extends CmdNodeHandlers {
   pushSessionChanges(req: PushSessionChangesRequest): Promise<PushSessionChangesResponse>;
   listConnections(req: ListConnectionsRequest): Promise<ListConnectionsResponse>;
   kickConnections(req: KickConnectionsRequest): Promise<KickConnectionsResponse>;
+  rooms(req: RoomsRequest): Promise<RoomsResponse>;
 }
 
 /** A unit's owner on the wire (empty strings for "none"). */
@@ -139,6 +143,20 @@ export function localNode(runtime: EngineRuntime, ownership: OwnershipView, slot
           user: r.user, device: r.device, sinceMs: BigInt(r.sinceMs), remoteAddress: r.remote, framesIn: BigInt(r.framesIn), framesOut: BigInt(r.framesOut), bufferedBytes: BigInt(r.bufferedBytes),
         })),
       };
+    },
+    async rooms(req): Promise<RoomsResponse> {
+      const p = parsed(() => callIn(req.call));
+      if (!p.ok) return { status: NodeStatus.NODE_STATUS_REJECTED, detail: p.detail, errorCode: "", errorDetails: "" };
+      try {
+        return { status: NodeStatus.NODE_STATUS_OK, detail: "", errorCode: "", errorDetails: "", answer: answerOut(await runtime.rooms.serve(p.value, req.fromNodeId)) };
+      } catch (err) {
+        if (err instanceof StaleOwnerError && "unit" in p.value) {
+          return { status: NodeStatus.NODE_STATUS_STALE_OWNER, detail: err.message, errorCode: "", errorDetails: "", owner: ownerOut(await ownership.ownerOf("room", p.value.unit)) };
+        }
+        // the engine's refusal (room_msg_rate, a promoted room, a room not open): OK on the wire, the domain code for the caller
+        if (err instanceof QimError) return { status: NodeStatus.NODE_STATUS_OK, detail: err.message, errorCode: err.code, errorDetails: JSON.stringify(err.details) };
+        throw err;
+      }
     },
     async kickConnections(req) {
       const p = parsed(() => ({ tenant: parseUuid(req.tenant, "tenant"), user: parseUuid(req.user, "user") }));

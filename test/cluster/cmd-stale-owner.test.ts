@@ -90,7 +90,7 @@ describe("CMD PushIntents after a slot move (issue 23)", { timeout: 300_000 }, (
     };
     const peers = new NodePeers({ tls: { caPem: pem(pki.ca.certPath), certPem: pem(pki.nodeB.certPath), keyPem: pem(pki.nodeB.keyPath) } });
     const notANode = () => Promise.reject(new Error("not a node"));
-    const unused = { kick: notANode, describeUser: notANode, pushIntents: notANode, cmdSync: notANode, cmdAck: notANode, cmdPending: notANode, cmdFlush: notANode, deliver: notANode, pushUserEvents: notANode, pushSessionChanges: notANode, listConnections: notANode, kickConnections: notANode };
+    const unused = { kick: notANode, describeUser: notANode, pushIntents: notANode, cmdSync: notANode, cmdAck: notANode, cmdPending: notANode, cmdFlush: notANode, deliver: notANode, pushUserEvents: notANode, pushSessionChanges: notANode, listConnections: notANode, kickConnections: notANode, rooms: notANode };
     // a resolved owner is kept a minute, so that the call after the move still goes to A
     const router = new NodeRouter({ ownership: view, local: unused, peers, ownerCacheMs: 60_000 });
     // the caller owns no slot: its own buffer must never be asked

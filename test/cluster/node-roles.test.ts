@@ -21,7 +21,7 @@ import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { connectAdmin, type AdminClient } from "../../admin-api/client.js";
 import {
-  ClusterMembership, KeySpace, RedisStore, RELAY_BUCKET_COUNT, SLOT_COUNT, UNIT_KINDS, unitLeaseKey, type UnitKind,
+  ROOM_UNIT_COUNT, ClusterMembership, KeySpace, RedisStore, RELAY_BUCKET_COUNT, SLOT_COUNT, UNIT_KINDS, unitLeaseKey, type UnitKind,
 } from "../../core/index.js";
 import { writeTestPki, type TestPkiFiles } from "../certs/fixture.js";
 import { startRedis, startTopology, type RedisServer, type TestTopology } from "../harness/redis.js";
@@ -29,7 +29,7 @@ import { scrape } from "../monitoring/exposition.js";
 import { startServerProcess, type ServerProcess } from "../reliability/server-process.js";
 
 const PARTITIONS = 8;
-const COUNT: Record<UnitKind, number> = { relay: RELAY_BUCKET_COUNT, partition: PARTITIONS, slot: SLOT_COUNT };
+const COUNT: Record<UnitKind, number> = { relay: RELAY_BUCKET_COUNT, partition: PARTITIONS, slot: SLOT_COUNT, room: ROOM_UNIT_COUNT };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Owner of every unit of each kind, read from the lease hashes in Redis ("" : nobody). */

@@ -149,7 +149,7 @@ describe("node-to-node RPC between server processes", () => {
     };
     const peers = new NodePeers({ tls: { caPem: pem(pki.ca.certPath), certPem: pem(pki.nodeB.certPath), keyPem: pem(pki.nodeB.keyPath) } });
     const notANode = () => Promise.reject(new Error("not a node"));
-    const unused = { kick: notANode, describeUser: notANode, pushIntents: notANode, cmdSync: notANode, cmdAck: notANode, cmdPending: notANode, cmdFlush: notANode, deliver: notANode, pushUserEvents: notANode, pushSessionChanges: notANode, listConnections: notANode, kickConnections: notANode };
+    const unused = { kick: notANode, describeUser: notANode, pushIntents: notANode, cmdSync: notANode, cmdAck: notANode, cmdPending: notANode, cmdFlush: notANode, deliver: notANode, pushUserEvents: notANode, pushSessionChanges: notANode, listConnections: notANode, kickConnections: notANode, rooms: notANode };
     const router = new NodeRouter({ ownership: view, local: unused, peers, ownerCacheMs: 60_000 });
     try {
       const first = await router.describeUser(tenant, user, before.unit);

@@ -53,9 +53,9 @@ function snapshot(over: { timeMs?: number; startedAtMs?: number; epoch?: number;
       { time: "2026-11-29T23:00:00.500Z", principal: "nobody", rpc: "/qim.admin.v1.ProjectionService/BumpEpoch", result: "PERMISSION_DENIED" },
     ],
     nodes: [
-      { nodeId: "node-1", address: "localhost:7601", version: "0.1.0", startedAtMs: 1000, heartbeatAgeMs: 260, alive: true, draining: false, units: ["relay", "partition", "slot"], owned: { relayBuckets: 192, partitions: 6, slots: 192 }, cmdBadFile: null, connections: 1200 },
-      { nodeId: "node-2", address: "localhost:7602", version: "0.1.0", startedAtMs: 1000, heartbeatAgeMs: 1200, alive: true, draining: true, units: ["relay", "partition", "slot"], owned: { relayBuckets: 64, partitions: 2, slots: 64 }, cmdBadFile: null, connections: 0 },
-      { nodeId: "node-3", address: "localhost:7603", version: "0.1.0", startedAtMs: 1000, heartbeatAgeMs: 95_000, alive: false, draining: false, units: ["relay", "partition", "slot"], owned: { relayBuckets: 0, partitions: 0, slots: 0 }, cmdBadFile: null, connections: null },
+      { nodeId: "node-1", address: "localhost:7601", version: "0.1.0", startedAtMs: 1000, heartbeatAgeMs: 260, alive: true, draining: false, units: ["relay", "partition", "slot"], owned: { relayBuckets: 192, partitions: 6, slots: 192, rooms: 0 }, cmdBadFile: null, connections: 1200 },
+      { nodeId: "node-2", address: "localhost:7602", version: "0.1.0", startedAtMs: 1000, heartbeatAgeMs: 1200, alive: true, draining: true, units: ["relay", "partition", "slot"], owned: { relayBuckets: 64, partitions: 2, slots: 64, rooms: 0 }, cmdBadFile: null, connections: 0 },
+      { nodeId: "node-3", address: "localhost:7603", version: "0.1.0", startedAtMs: 1000, heartbeatAgeMs: 95_000, alive: false, draining: false, units: ["relay", "partition", "slot"], owned: { relayBuckets: 0, partitions: 0, slots: 0, rooms: 0 }, cmdBadFile: null, connections: null },
     ],
     cmdBadFiles: [],
     devices: over.devices ?? {

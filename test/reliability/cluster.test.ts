@@ -22,7 +22,7 @@ import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { connectAdmin, errorCode, type AdminClient } from "../../admin-api/client.js";
 import {
-  checkpointKey, COMMIT_BUCKET_COUNT, conversationKeys, drainingKey, fanoutKeys, KeySpace, newUuid, nodesKey, outboxKey, RedisStore, RedisStreamsDispatchLog, unitLeaseKey,
+  ROOM_UNIT_COUNT, checkpointKey, COMMIT_BUCKET_COUNT, conversationKeys, drainingKey, fanoutKeys, KeySpace, newUuid, nodesKey, outboxKey, RedisStore, RedisStreamsDispatchLog, unitLeaseKey,
   type DispatchIdentity, type DispatchRecord, type UnitKind, type Uuid,
 } from "../../core/index.js";
 import { checkConversation } from "../core/checker.js";
@@ -36,7 +36,7 @@ const LEASE_TTL_MS = 3000;
 const HEARTBEAT_MS = 1000;
 const PARTITIONS = 8;
 const IDENTITY: DispatchIdentity = { clusterId: "qim", topicId: "dispatch", partitionCount: PARTITIONS };
-const UNITS: Record<UnitKind, number> = { relay: COMMIT_BUCKET_COUNT, partition: PARTITIONS, slot: COMMIT_BUCKET_COUNT };
+const UNITS: Record<UnitKind, number> = { relay: COMMIT_BUCKET_COUNT, partition: PARTITIONS, slot: COMMIT_BUCKET_COUNT, room: ROOM_UNIT_COUNT };
 const KINDS: UnitKind[] = ["relay", "partition", "slot"];
 const GROUPS = 60;
 const MEMBERS = 3;

@@ -25,7 +25,7 @@ import { after, before, describe, it } from "node:test";
 import { Redis } from "ioredis";
 import { connectAdmin, type AdminClient } from "../../admin-api/client.js";
 import {
-  checkpointKey, COMMIT_BUCKET_COUNT, conversationKeys, decodeHistoryEntry, KeySpace, listCheckpointKey, loadScripts, newUuid, outboxKey, parseUuid, RedisStore, RedisStreamsDispatchLog,
+  ROOM_UNIT_COUNT, checkpointKey, COMMIT_BUCKET_COUNT, conversationKeys, decodeHistoryEntry, KeySpace, listCheckpointKey, loadScripts, newUuid, outboxKey, parseUuid, RedisStore, RedisStreamsDispatchLog,
   ucsPendingKey, unitLeaseKey, userKeys, uuidToHex, type DispatchIdentity, type DispatchRecord, type UnitKind, type Uuid,
 } from "../../core/index.js";
 import { writeTestPki, type TestPkiFiles, type TestPkiName } from "../certs/fixture.js";
@@ -91,7 +91,7 @@ const LIST_SAMPLE = 100;
 /** The server's dispatch-log identity (its default) and key prefix. */
 const IDENTITY: DispatchIdentity = { clusterId: "qim", topicId: "dispatch", partitionCount: 8 };
 const KINDS: UnitKind[] = ["relay", "partition", "slot"];
-const UNIT_COUNT: Record<UnitKind, number> = { relay: COMMIT_BUCKET_COUNT, partition: IDENTITY.partitionCount, slot: COMMIT_BUCKET_COUNT };
+const UNIT_COUNT: Record<UnitKind, number> = { relay: COMMIT_BUCKET_COUNT, partition: IDENTITY.partitionCount, slot: COMMIT_BUCKET_COUNT, room: ROOM_UNIT_COUNT };
 
 /** Records of a partition after a checkpoint "offset|streamId" (the offset of the next record to read). */
 const lagOf = (high: number, pos: string | null) => (pos === null ? high : high - Number(pos.slice(0, pos.indexOf("|"))));

@@ -13,8 +13,9 @@ import {
   GATEWAY_REQUEST_BURST, GATEWAY_REQUEST_RATE, HISTORY_PAGE_DEFAULT, HISTORY_PAGE_LIMIT, InvalidArgumentError, listConversations, pageLimit,
   parseUuid, PermissionDeniedError, SESSION_PAGE_DEFAULT, SESSION_PAGE_LIMIT, type BadgeState, type ConversationListEntry, type EngineRuntime, type HistoryRecord, type SessionFrame,
   type AnchorResult, type ConversationEvent, type RegistrySnapshot, type UserEvent, type Uuid, wireTargetSeq,
+  FailedPreconditionError, ROOM_REPLAY_PAGE_LIMIT, RoomRateLimitedError, type RoomConnection, type RoomPush, type RoomRecord, type RoomWindow,
 } from "../../../core/index.js";
-import { Frame, type Badge, type Message, type Reactions, type SessionEntry, type SessionList } from "../../../admin-api/gen/qim/client/v1/frames.js";
+import { Frame, RoomWindow as RoomWindowFrame, type Badge, type Message, type Reactions, type SessionEntry, type SessionList } from "../../../admin-api/gen/qim/client/v1/frames.js";
 import { TokenBucket, type KeyedRateLimiter } from "../../../core/support/index.js";
 import { DEVICE_ROLE, type Principal } from "../../pipeline/auth.js";
 import { mapError } from "../../pipeline/errors.js";
@@ -49,7 +50,9 @@ export const CLOSE = {
 } as const;
 
 /** Frames a device may send, each with what it is answered with. */
-const REQUESTS = new Set<Case>(["auth", "ping", "send", "pullHistory", "markRead", "pullSessionList", "leaveGroup", "recall", "edit", "react", "typing", "rtcSignal"]);
+const REQUESTS = new Set<Case>([
+  "auth", "ping", "send", "pullHistory", "markRead", "pullSessionList", "leaveGroup", "recall", "edit", "react", "typing", "rtcSignal", "roomJoin", "roomReplay", "roomSend", "roomLeave",
+]);
 
 /** A client_msg_no: the device's idempotency key for a SEND, 1–64 printable ASCII characters. */
 const CLIENT_MSG_NO = /^[\x21-\x7e]{1,64}$/;
@@ -110,7 +113,7 @@ function corkForTurn(socket: CorkableSocket): void {
   }
 }
 
-export class GatewayConnection implements DeviceConnection {
+export class GatewayConnection implements DeviceConnection, RoomConnection {
   readonly since = Date.now();
   authed = false;
   /** Pushes stopped (past the soft mark) until the device's next PULL_SESSION_LIST. */
@@ -143,6 +146,8 @@ export class GatewayConnection implements DeviceConnection {
       this.gone.abort();
       this.unwatch?.();
       this.unwatch = null;
+      // out of its rooms (their writers hear the new counts with the next refresh)
+      deps.runtime.rooms.closed(this);
       deps.onClose(this);
     });
     ws.on("error", () => undefined);
@@ -216,6 +221,18 @@ export class GatewayConnection implements DeviceConnection {
     this.framesOut++;
     gatewayMetrics.frames.inc({ direction: "out", type: body.$case });
     this.out(event.encoded);
+    return true;
+  }
+
+  /**
+   * A ROOM_BATCH (core/rooms, at most room_outbound_frame_rate a second): each window's bytes are
+   * made once for every connection that gets it; the frame is its header and the windows as they are.
+   */
+  pushRooms(windows: readonly RoomPush[]): boolean {
+    if (!this.admit()) return false;
+    this.framesOut++;
+    gatewayMetrics.frames.inc({ direction: "out", type: "roomBatch" });
+    this.out(roomBatchFrame(windows));
     return true;
   }
 
@@ -352,8 +369,8 @@ export class GatewayConnection implements DeviceConnection {
     }
     const wait = this.costOf(body.$case);
     if (wait > 0) {
-      const [reason, what] = body.$case === "send" || body.$case === "recall" || body.$case === "edit" || body.$case === "rtcSignal"
-        ? ["send_rate", `at most ${this.deps.userSends.limitText} SENDs, RECALLs, EDITs and RTC_SIGNALs of a user together (per_user_msg_rate)`]
+      const [reason, what] = USER_MESSAGE_FRAMES.has(body.$case)
+        ? ["send_rate", `at most ${this.deps.userSends.limitText} SENDs, ROOM_SENDs, RECALLs, EDITs and RTC_SIGNALs of a user together (per_user_msg_rate)`]
         : body.$case === "markRead" ? ["mark_read_rate", `at most ${GATEWAY_MARK_READ_RATE} MARK_READs per second (burst ${GATEWAY_MARK_READ_BURST})`]
           : body.$case === "react" ? ["reaction_rate", `at most ${this.deps.userReactions.limitText} REACTs of a user (per_user_reaction_rate)`]
             : ["request_rate", `at most ${GATEWAY_REQUEST_RATE} requests per second (burst ${GATEWAY_REQUEST_BURST})`];
@@ -376,7 +393,7 @@ export class GatewayConnection implements DeviceConnection {
   private costOf(type: Case): number {
     // a RECALL or an EDIT writes an event to the log like a SEND: the same per-user budget
     // an RTC signal too (spec 003 §5: rtc_voip_push_daily_quota and per_user_msg_rate both count)
-    if (type === "send" || type === "recall" || type === "edit" || type === "rtcSignal") return this.deps.userSends.take(`${this.identity.tenant}/${this.identity.user}`);
+    if (USER_MESSAGE_FRAMES.has(type)) return this.deps.userSends.take(`${this.identity.tenant}/${this.identity.user}`);
     if (type === "react") return this.deps.userReactions.take(`${this.identity.tenant}/${this.identity.user}`);
     if (type === "markRead") return this.markReads.take();
     return this.requests.take();
@@ -438,6 +455,10 @@ export class GatewayConnection implements DeviceConnection {
       case "react": return this.react(body);
       case "typing": return this.typing(body);
       case "rtcSignal": return this.rtcSignal(body);
+      case "roomJoin": return this.roomJoin(body);
+      case "roomReplay": return this.roomReplay(body);
+      case "roomSend": return this.roomSend(body);
+      case "roomLeave": return Promise.resolve({ $case: "roomLeaveAck", roomLeaveAck: { left: this.runtime.rooms.leave(this, parseUuid(body.roomLeave.room, "room")) } });
       default: throw new InvalidArgumentError("frame", `${body.$case} is not a request`);
     }
   }
@@ -620,6 +641,40 @@ export class GatewayConnection implements DeviceConnection {
     return { $case: "rtcSignalAck", rtcSignalAck: { callId: r.callId, outcome: r.outcome, devices: r.devices } };
   }
 
+  /** ROOM_JOIN (spec 003 §1): into the room on this node (max_rooms_per_connection); the answer is the writer's window, replayed after a cursor when one is given. */
+  private async roomJoin({ roomJoin: req }: BodyOf<"roomJoin">): Promise<Body> {
+    const room = parseUuid(req.room, "room");
+    const w = await this.runtime.rooms.join(this, room, req.afterRoomSeq);
+    return { $case: "roomBatch", roomBatch: { windows: [roomWindowOf(w)] } };
+  }
+
+  /** ROOM_REPLAY (spec 003 §1.4): after a cursor, or replay_truncated with no events (jump to latest) — never an ERROR. */
+  private async roomReplay({ roomReplay: req }: BodyOf<"roomReplay">): Promise<Body> {
+    const room = parseUuid(req.room, "room");
+    if (req.limit > ROOM_REPLAY_PAGE_LIMIT) throw new InvalidArgumentError("limit", `at most ${ROOM_REPLAY_PAGE_LIMIT} events a replay`);
+    const w = await this.runtime.rooms.replay(this.identity.tenant, room, req.afterRoomSeq, req.limit === 0 ? ROOM_REPLAY_PAGE_LIMIT : req.limit);
+    return { $case: "roomBatch", roomBatch: { windows: [roomWindowOf(w)] } };
+  }
+
+  /** ROOM_SEND: to a room this connection joined; the writer's room_msg_rate may refuse it (RATE_LIMITED with retry_after_ms). */
+  private async roomSend({ roomSend: req }: BodyOf<"roomSend">): Promise<Body> {
+    const { tenant, user, device } = this.identity;
+    const room = parseUuid(req.room, "room");
+    if (!CLIENT_MSG_NO.test(req.clientMsgNo)) throw new InvalidArgumentError("client_msg_no", "client_msg_no is 1 to 64 printable ASCII characters (names the message's id)");
+    if (!this.runtime.rooms.local.has(this, room)) throw new FailedPreconditionError("join the room first (ROOM_JOIN): a connection sends only to rooms it is in");
+    try {
+      const r = await this.runtime.rooms.publish({
+        tenant, room, sender: user, senderDevice: device, messageId: clientMessageIdOf(tenant, user, room, `room:${req.clientMsgNo}`),
+        contentType: req.contentType === "" ? "text/plain" : req.contentType, payload: req.payload,
+      });
+      return { $case: "roomSendAck", roomSendAck: { roomSeq: r.roomSeq, messageId: r.messageId } };
+    } catch (err) {
+      if (!(err instanceof RoomRateLimitedError)) throw err;
+      gatewayMetrics.refused.inc({ reason: "room_msg_rate" });
+      return { $case: "error", error: { code: "RATE_LIMITED", message: err.message, field: "", retryAfterMs: err.retryAfterMs } };
+    }
+  }
+
   private async leaveGroup({ leaveGroup: req }: BodyOf<"leaveGroup">): Promise<Body> {
     const { tenant, user } = this.identity;
     const group = parseUuid(req.group, "group");
@@ -640,6 +695,56 @@ export function clientMessageIdOf(tenant: Uuid, user: Uuid, group: Uuid, clientM
   h[8] = (h[8]! & 0x3f) | 0x80;
   const x = h.subarray(0, 16).toString("hex");
   return `${x.slice(0, 8)}-${x.slice(8, 12)}-${x.slice(12, 16)}-${x.slice(16, 20)}-${x.slice(20, 32)}`;
+}
+
+/** The frames that count as a user's messages in per_user_msg_rate (the user's SEND bucket on this node). */
+const USER_MESSAGE_FRAMES = new Set<Case>(["send", "roomSend", "recall", "edit", "rtcSignal"]);
+
+function roomEventOf(e: RoomRecord) {
+  return {
+    roomSeq: e.roomSeq, messageId: e.messageId, sender: e.sender, senderDevice: e.senderDevice, createdAtMs: BigInt(e.createdAt), contentType: e.contentType,
+    payload: Buffer.from(e.payload.buffer, e.payload.byteOffset, e.payload.byteLength),
+  };
+}
+
+function roomWindowOf(w: RoomWindow): RoomWindowFrame {
+  return {
+    room: w.room, roomEpoch: w.epoch, earliestReplayRoomSeq: w.earliest, latestRoomSeq: w.latest, replayTruncated: w.truncated, more: w.more,
+    events: w.events.map(roomEventOf), online: w.online, promotedToGroup: w.promotedTo,
+  };
+}
+
+/** A protobuf varint's bytes. */
+function varint(n: number): number[] {
+  const out: number[] = [];
+  while (n > 0x7f) {
+    out.push((n & 0x7f) | 0x80);
+    n = Math.floor(n / 128);
+  }
+  out.push(n);
+  return out;
+}
+
+/** Frame.room_batch (field 1026, length-delimited) and RoomBatch.windows (field 1), as protobuf writes them. */
+const ROOM_BATCH_TAG = varint((1026 << 3) | 2);
+const WINDOWS_TAG = (1 << 3) | 2;
+
+/**
+ * A ROOM_BATCH push from windows encoded once each (a window's bytes are kept on it for the room's
+ * other connections): a Frame with request_id 0 is its room_batch field alone, and a RoomBatch is
+ * its windows one after another, so the frame is a few header bytes around bytes made already.
+ */
+export function roomBatchFrame(windows: readonly RoomPush[]): Uint8Array {
+  const parts: Uint8Array[] = [];
+  let body = 0;
+  for (const w of windows) {
+    w.encoded ??= RoomWindowFrame.encode(roomWindowOf(w)).finish();
+    const head = Uint8Array.from([WINDOWS_TAG, ...varint(w.encoded.byteLength)]);
+    parts.push(head, w.encoded);
+    body += head.byteLength + w.encoded.byteLength;
+  }
+  const head = Uint8Array.from([...ROOM_BATCH_TAG, ...varint(body)]);
+  return Buffer.concat([head, ...parts], head.byteLength + body);
 }
 
 function anchorAckOf(r: AnchorResult) {

@@ -96,6 +96,7 @@ export async function startNodeServer(opts: NodeServerOptions): Promise<NodeServ
     pushSessionChanges: handler("PushSessionChanges", (req) => opts.handlers.pushSessionChanges(req)),
     listConnections: handler("ListConnections", (req) => opts.handlers.listConnections(req)),
     kickConnections: handler("KickConnections", (req) => opts.handlers.kickConnections(req)),
+    rooms: handler("Rooms", (req) => opts.handlers.rooms(req)),
   });
   const credentials = insecure
     ? grpc.ServerCredentials.createInsecure()

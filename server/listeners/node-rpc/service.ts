@@ -14,6 +14,7 @@ import { maybeCmdOf } from "../../routing/cmd-local.js";
 import { CmdRouter } from "../../routing/cmd-router.js";
 import { localNode, type NodeHandlers } from "../../routing/local.js";
 import { NodeRouter } from "../../routing/router.js";
+import { roomTransport } from "../../routing/rooms-transport.js";
 import { startNodeServer } from "./server.js";
 
 export interface NodeServiceOptions {
@@ -69,6 +70,7 @@ export async function openNodeService(opts: NodeServiceOptions): Promise<NodeSer
       pushSessionChanges: (req) => handlers ? handlers.pushSessionChanges(req) : Promise.resolve({ status: NodeStatus.NODE_STATUS_OK, taken: 0, detail: notYet }),
       listConnections: (req) => handlers ? handlers.listConnections(req) : Promise.resolve({ status: NodeStatus.NODE_STATUS_OK, nodeId: "", connections: [], detail: notYet }),
       kickConnections: (req) => handlers ? handlers.kickConnections(req) : Promise.resolve({ status: NodeStatus.NODE_STATUS_OK, closed: 0, detail: notYet }),
+      rooms: (req) => handlers ? handlers.rooms(req) : Promise.resolve({ status: NodeStatus.NODE_STATUS_REJECTED, detail: notYet, errorCode: "", errorDetails: "" }),
     },
   });
   const address = advertisedAddress(opts.listen, server.port, opts.advertise);
@@ -88,6 +90,8 @@ export async function openNodeService(opts: NodeServiceOptions): Promise<NodeSer
       // the delivery consumer's batches, the read-sync events and the list changes for devices connected to other nodes
       runtime.delivery.setForwarder(router.forwardDelivery, router.forwardUserEvents, router.forwardSessionChanges, router.connectionPeers);
       svc.router = router;
+      // rooms' writer calls to the owners of their units, their broadcasts and counts to nodes
+      runtime.rooms.setTransport(roomTransport({ router, self: cluster.nodeId, local, peers, addressOf: (id) => cluster.liveNodes().get(id)?.address || null }));
       // CMD intents of users owned elsewhere go to their owners' PushIntents from now on
       const api = maybeCmdOf(runtime);
       if (api) {

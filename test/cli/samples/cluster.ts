@@ -7,12 +7,12 @@ import { samplesOf, type ResultOf } from "../result-samples.js";
 
 const node: ResultOf<typeof ClusterNodes>["nodes"][number] = {
   nodeId: "node-1", address: "localhost:7601", version: "0.1.0", startedAtMs: 1795990116099, heartbeatAgeMs: 180,
-  alive: true, draining: false, units: ["relay", "partition", "slot"], owned: { relayBuckets: 128, partitions: 4, slots: 128 }, cmdBadFile: null, connections: 1204,
+  alive: true, draining: false, units: ["relay", "partition", "slot"], owned: { relayBuckets: 128, partitions: 4, slots: 128, rooms: 0 }, cmdBadFile: null, connections: 1204,
 };
 
 export const samples = {
   "cluster nodes": samplesOf<ResultOf<typeof ClusterNodes>>(
-    { nodes: [node, { ...node, nodeId: "node-2", address: "localhost:7602", heartbeatAgeMs: 9000, alive: false, draining: true, owned: { relayBuckets: 0, partitions: 0, slots: 0 }, connections: null, cmdBadFile: "/var/lib/qim/conversationv2/cmd_conversation_updates.json.bad" }], answeredBy: "node-1" },
+    { nodes: [node, { ...node, nodeId: "node-2", address: "localhost:7602", heartbeatAgeMs: 9000, alive: false, draining: true, owned: { relayBuckets: 0, partitions: 0, slots: 0, rooms: 0 }, connections: null, cmdBadFile: "/var/lib/qim/conversationv2/cmd_conversation_updates.json.bad" }], answeredBy: "node-1" },
     { nodes: [], answeredBy: "node-1" },
   ),
   "cluster owner": samplesOf<ResultOf<typeof ClusterOwner>>(
@@ -20,8 +20,8 @@ export const samples = {
     { kind: "relay", unit: 200, user: null, nodeId: null, address: null, token: 7, alive: false },
   ),
   "cluster drain": samplesOf<ResultOf<typeof ClusterDrain>>(
-    { nodeId: "node-2", changed: true, handedOver: { relayBuckets: 128, partitions: 4, slots: 128 } },
-    { nodeId: "node-2", changed: false, handedOver: { relayBuckets: 0, partitions: 0, slots: 0 } },
+    { nodeId: "node-2", changed: true, handedOver: { relayBuckets: 128, partitions: 4, slots: 128, rooms: 0 } },
+    { nodeId: "node-2", changed: false, handedOver: { relayBuckets: 0, partitions: 0, slots: 0, rooms: 0 } },
   ),
   "cluster undrain": samplesOf<ResultOf<typeof ClusterUndrain>>(
     { nodeId: "node-2", changed: true },

@@ -22,10 +22,10 @@ const line: DashboardLine = {
   audit: [{ time: "2026-11-29T22:59:58.120Z", principal: "oscar", rpc: "/qim.admin.v1.GroupService/AddMembers", result: "OK" }],
   nodes: [{
     nodeId: "node-1", address: "localhost:7601", version: "0.1.0", startedAtMs: 1795990000000, heartbeatAgeMs: 240,
-    alive: true, draining: false, units: ["relay", "partition", "slot"], owned: { relayBuckets: 256, partitions: 8, slots: 256 }, cmdBadFile: null, connections: 3,
+    alive: true, draining: false, units: ["relay", "partition", "slot"], owned: { relayBuckets: 256, partitions: 8, slots: 256, rooms: 0 }, cmdBadFile: null, connections: 3,
   }, {
     nodeId: "node-2", address: "localhost:7602", version: "0.1.0", startedAtMs: 1795990000000, heartbeatAgeMs: 300,
-    alive: true, draining: false, units: ["relay", "partition", "slot"], owned: { relayBuckets: 0, partitions: 0, slots: 0 }, cmdBadFile: null, connections: null,
+    alive: true, draining: false, units: ["relay", "partition", "slot"], owned: { relayBuckets: 0, partitions: 0, slots: 0, rooms: 0 }, cmdBadFile: null, connections: null,
   }],
   cmdBadFiles: [],
   devices: {

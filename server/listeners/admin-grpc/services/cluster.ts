@@ -5,7 +5,7 @@ import type { GetOwnerResponse, OwnedUnits } from "../../../../admin-api/gen/qim
 import { cmdBadFiles } from "../../../routing/cmd-bad.js";
 import { ALL_ROLES, defineService, MUTATE, unary, type ServerDeps } from "../../../pipeline/rpc.js";
 
-const ownedOut = (o: NodeRecord["owned"]): OwnedUnits => ({ relayBuckets: o.relayBuckets, partitions: o.partitions, slots: o.slots });
+const ownedOut = (o: NodeRecord["owned"]): OwnedUnits => ({ relayBuckets: o.relayBuckets, partitions: o.partitions, slots: o.slots, rooms: o.rooms });
 
 function ownerOut(o: UnitOwner): GetOwnerResponse {
   return { kind: o.kind, unit: o.unit, nodeId: o.nodeId ?? "", address: o.address ?? "", token: BigInt(o.token), alive: o.alive };
@@ -64,7 +64,7 @@ export const clusterService = defineService(catalogEntry("qim.admin.v1.ClusterSe
       const o = node.owned;
       return {
         response: { nodeId, changed: true, handedOver: ownedOut(o) },
-        detail: `node ${nodeId} drained: ${o.relayBuckets} relay bucket(s), ${o.partitions} partition(s), ${o.slots} slot(s) handed over; it takes no new units`,
+        detail: `node ${nodeId} drained: ${o.relayBuckets} relay bucket(s), ${o.partitions} partition(s), ${o.slots} slot(s), ${o.rooms} room unit(s) handed over; it takes no new units`,
       };
     },
   }),

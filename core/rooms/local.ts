@@ -1,0 +1,220 @@
+import { MAX_ROOMS_PER_CONNECTION, ROOM_OUTBOUND_FRAME_RATE, type Uuid } from "../base/index.js";
+import { roomMetrics } from "./metrics.js";
+import type { RoomWindow } from "./writer.js";
+
+/**
+ * A window as a connection gets it: shared by every connection of the room on this node that gets
+ * the same one, so the door encodes it once (`encoded`) and each socket gets only its frame header
+ * (spec 003 §1.2 step 5).
+ */
+export interface RoomPush extends RoomWindow {
+  encoded?: Uint8Array;
+}
+
+/** One device connection as the rooms see it (the gateway's connection implements it). */
+export interface RoomConnection {
+  readonly tenant: Uuid;
+  readonly user: Uuid;
+  readonly device: string;
+  /** One ROOM_BATCH frame with these windows (one per room); false when the connection did not take it (slow, closing). */
+  pushRooms(windows: readonly RoomPush[]): boolean;
+}
+
+class LocalRoom {
+  /** Its connections here, each with the epoch it last got (a window of another epoch is `truncated` for it). */
+  readonly conns = new Map<RoomConnection, number>();
+  /** Windows the writer sent since the last frame interval. */
+  pending: RoomWindow[] = [];
+  /** The newest room_seq sent to this room's connections here: an older one arriving late is not sent again. */
+  last = 0n;
+  constructor(readonly tenant: Uuid, readonly room: Uuid) {}
+}
+
+const keyOf = (tenant: Uuid, room: Uuid) => `${tenant}/${room}`;
+
+/**
+ * This node's half of the rooms (spec 003 §1.2 "ConnectionNode"): the in-memory room → connections
+ * index (never persisted: it lives and dies with the connections), and the outbound side. What the
+ * writers send waits for the node's next frame interval (1 / room_outbound_frame_rate); then each
+ * connection gets one ROOM_BATCH with a window per room of its that had messages — so a connection
+ * gets at most room_outbound_frame_rate room frames a second however many messages its rooms take,
+ * and a window's bytes are made once for all of its connections.
+ */
+export class LocalRooms {
+  private readonly rooms = new Map<string, LocalRoom>();
+  private readonly byConn = new Map<RoomConnection, Set<LocalRoom>>();
+  private readonly dirty = new Set<LocalRoom>();
+  private readonly intervalMs: number;
+  private lastFlush = -Infinity;
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = false;
+
+  constructor(private readonly opts: { frameRate?: number; maxRoomsPerConnection?: number; onEmpty?: (tenant: Uuid, room: Uuid) => void } = {}) {
+    this.intervalMs = 1000 / (opts.frameRate ?? ROOM_OUTBOUND_FRAME_RATE);
+  }
+
+  /** Rooms with connections here. */
+  get size(): number {
+    return this.rooms.size;
+  }
+
+  /** Adds a connection to a room: "full" when it is in max_rooms_per_connection rooms already (nothing changed). */
+  add(conn: RoomConnection, room: Uuid): "added" | "already" | "full" {
+    const key = keyOf(conn.tenant, room);
+    let r = this.rooms.get(key);
+    if (r?.conns.has(conn)) return "already";
+    let mine = this.byConn.get(conn);
+    if ((mine?.size ?? 0) >= (this.opts.maxRoomsPerConnection ?? MAX_ROOMS_PER_CONNECTION)) return "full";
+    if (!r) this.rooms.set(key, r = new LocalRoom(conn.tenant, room));
+    r.conns.set(conn, 0);
+    if (!mine) this.byConn.set(conn, mine = new Set());
+    mine.add(r);
+    this.observe();
+    return "added";
+  }
+
+  /** The epoch a connection was told by its JOIN's answer: windows of it continue what it has. */
+  setEpoch(conn: RoomConnection, room: Uuid, epoch: number): void {
+    const r = this.rooms.get(keyOf(conn.tenant, room));
+    if (r?.conns.has(conn)) r.conns.set(conn, epoch);
+  }
+
+  has(conn: RoomConnection, room: Uuid): boolean {
+    return this.rooms.get(keyOf(conn.tenant, room))?.conns.has(conn) ?? false;
+  }
+
+  /** Removes a connection from a room; false when it was not in it. */
+  remove(conn: RoomConnection, room: Uuid): boolean {
+    const r = this.rooms.get(keyOf(conn.tenant, room));
+    if (!r?.conns.delete(conn)) return false;
+    const mine = this.byConn.get(conn);
+    mine?.delete(r);
+    if (mine?.size === 0) this.byConn.delete(conn);
+    this.forgetIfEmpty(r);
+    this.observe();
+    return true;
+  }
+
+  /** A connection closed: out of every room. Returns the rooms it was in. */
+  removeAll(conn: RoomConnection): Uuid[] {
+    const mine = this.byConn.get(conn);
+    if (!mine) return [];
+    this.byConn.delete(conn);
+    for (const r of mine) {
+      r.conns.delete(conn);
+      this.forgetIfEmpty(r);
+    }
+    this.observe();
+    return [...mine].map((r) => r.room);
+  }
+
+  private forgetIfEmpty(r: LocalRoom): void {
+    if (r.conns.size > 0) return;
+    this.rooms.delete(keyOf(r.tenant, r.room));
+    this.dirty.delete(r);
+    this.opts.onEmpty?.(r.tenant, r.room);
+  }
+
+  /** How many connections here are in each room (the interest refresh to the writers). */
+  counts(): { tenant: Uuid; room: Uuid; count: number }[] {
+    return [...this.rooms.values()].map((r) => ({ tenant: r.tenant, room: r.room, count: r.conns.size }));
+  }
+
+  /** The connection count of one room here. */
+  countOf(tenant: Uuid, room: Uuid): number {
+    return this.rooms.get(keyOf(tenant, room))?.conns.size ?? 0;
+  }
+
+  /** The users with a connection in the room here (a promotion's members). */
+  usersOf(tenant: Uuid, room: Uuid): Uuid[] {
+    const r = this.rooms.get(keyOf(tenant, room));
+    return r ? [...new Set([...r.conns.keys()].map((c) => c.user))] : [];
+  }
+
+  /** Windows from a writer: they go out at the next frame interval. Windows of rooms with no connection here are dropped. */
+  receive(windows: readonly RoomWindow[]): void {
+    for (const w of windows) {
+      const r = this.rooms.get(keyOf(w.tenant, w.room));
+      if (!r) {
+        roomMetrics.windowsDropped.inc();
+        continue;
+      }
+      r.pending.push(w);
+      this.dirty.add(r);
+    }
+    this.schedule();
+  }
+
+  private schedule(): void {
+    if (this.timer || this.stopped || this.dirty.size === 0) return;
+    const wait = Math.max(0, this.lastFlush + this.intervalMs - performance.now());
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      // a timer may fire a little early: a frame interval is never shorter than 1 / rate
+      if (performance.now() < this.lastFlush + this.intervalMs) {
+        this.schedule();
+        return;
+      }
+      this.flush();
+    }, wait);
+  }
+
+  /** One frame interval: each connection of a room with windows gets one ROOM_BATCH with all of its rooms' windows. */
+  private flush(): void {
+    this.lastFlush = performance.now();
+    const perConn = new Map<RoomConnection, RoomPush[]>();
+    for (const r of this.dirty) {
+      const got = r.pending;
+      r.pending = [];
+      const merged = mergeWindows(got, r.last);
+      if (!merged) continue;
+      if (got.length > 1) roomMetrics.merged.inc(got.length - 1);
+      r.last = merged.latest;
+      let cut: RoomPush | undefined;
+      for (const [conn, epoch] of r.conns) {
+        let w: RoomPush = merged;
+        if (epoch !== merged.epoch && !merged.truncated) {
+          // the writer restarted or moved since this connection's last window: what it has does not continue (spec 003 §1.3)
+          cut ??= { ...merged, truncated: true };
+          w = cut;
+        }
+        r.conns.set(conn, merged.epoch);
+        let list = perConn.get(conn);
+        if (!list) perConn.set(conn, list = []);
+        list.push(w);
+      }
+    }
+    this.dirty.clear();
+    let frames = 0;
+    for (const [conn, windows] of perConn) if (conn.pushRooms(windows)) frames++;
+    roomMetrics.frames.inc(frames);
+  }
+
+  stop(): void {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  private observe(): void {
+    roomMetrics.localRooms.set(this.rooms.size);
+  }
+}
+
+/**
+ * The windows one room got in a frame interval, as one: the events in room_seq order, none at or
+ * below `sent` (what this node sent the room already, of the same epoch), none of an older epoch
+ * than the newest window's (the writer moved: the result is `truncated`); the newest window's
+ * positions. Null when nothing is left to send.
+ */
+export function mergeWindows(windows: readonly RoomWindow[], sent = 0n): RoomWindow | null {
+  if (windows.length === 0) return null;
+  let newest = windows[0]!;
+  for (const w of windows) if (w.epoch > newest.epoch || (w.epoch === newest.epoch && w.latest >= newest.latest)) newest = w;
+  const same = windows.filter((w) => w.epoch === newest.epoch);
+  const events = same.flatMap((w) => w.events).filter((e) => e.roomSeq > sent).sort((a, b) => (a.roomSeq < b.roomSeq ? -1 : a.roomSeq > b.roomSeq ? 1 : 0));
+  const unique = events.filter((e, i) => i === 0 || e.roomSeq !== events[i - 1]!.roomSeq);
+  const truncated = same.length < windows.length || same.some((w) => w.truncated);
+  if (unique.length === 0 && !truncated && newest.promotedTo === "" && same.every((w) => w.events.length > 0)) return null;
+  return { ...newest, events: unique, truncated, more: false };
+}

@@ -14,7 +14,7 @@ export const ROOM_LIST_LIMIT = 500;
 
 /** A call to the writer of a room's unit (routed to the unit's owner). */
 export type WriterCall =
-  | { kind: "publish"; unit: number; req: PublishRequest }
+  | { kind: "publish"; unit: number; req: PublishRequest; count: number }
   | { kind: "join"; unit: number; tenant: Uuid; room: Uuid; count: number; after: bigint }
   | { kind: "replay"; unit: number; tenant: Uuid; room: Uuid; after: bigint; limit: number }
   | { kind: "describe"; unit: number; tenant: Uuid; room: Uuid }
@@ -159,7 +159,7 @@ export class Rooms {
   /** Serves a call from a node (this one included): writer calls need this node to write the room's unit (StaleOwnerError otherwise). */
   async serve(call: RoomCall, fromNode: string): Promise<RoomAnswer> {
     switch (call.kind) {
-      case "publish": return { kind: "record", record: await this.writers.publish(call.req, call.unit) };
+      case "publish": return { kind: "record", record: await this.writers.publish(call.req, call.unit, fromNode, call.count) };
       case "join": return { kind: "window", window: await this.writers.join(call.tenant, call.room, call.unit, fromNode, call.count, call.after) };
       case "replay": return { kind: "window", window: await this.writers.replay(call.tenant, call.room, call.unit, call.after, call.limit) };
       case "describe": return { kind: "info", info: await this.writers.describe(call.tenant, call.room, call.unit) };
@@ -271,7 +271,7 @@ export class Rooms {
     if (req.payload.byteLength > ROOM_MAX_PAYLOAD_BYTES) throw new InvalidArgumentError("payload", `a room message is at most ${ROOM_MAX_PAYLOAD_BYTES} bytes, not ${req.payload.byteLength}`);
     if (!/^[\x21-\x7e]{1,128}$/.test(req.contentType)) throw new InvalidArgumentError("content_type", "content_type is 1 to 128 printable ASCII characters");
     const unit = roomUnitOf(req.tenant, req.room);
-    return answerOf(await this.toWriter(unit, { kind: "publish", unit, req }), "record").record;
+    return answerOf(await this.toWriter(unit, { kind: "publish", unit, req, count: this.local.countOf(req.tenant, req.room) }), "record").record;
   }
 
   /** A room as its writer sees it (online count, epoch, window); NOT_FOUND when it is not open. */

@@ -168,8 +168,10 @@ export class RoomWriters {
   }
 
   /** Takes a message (room_msg_rate), gives it the next room_seq, keeps it in the ring and broadcasts it. */
-  async publish(req: PublishRequest, unit: number): Promise<RoomRecord> {
+  async publish(req: PublishRequest, unit: number, fromNode: string, count: number): Promise<RoomRecord> {
     const s = await this.state(req.tenant, req.room, unit);
+    // the sender's node is in the room: a writer that just took the room over sends there at once
+    if (count > 0) s.interest.set(fromNode, { count, at: this.now() });
     if (s.promotedTo !== "") throw new RoomPromotedError(s.promotedTo as Uuid);
     const wait = s.bucket.take();
     if (wait > 0) {

@@ -56,7 +56,7 @@ export function callOut(c: RoomCall): Call {
   switch (c.kind) {
     case "publish": {
       const r = c.req;
-      return { $case: "publish", publish: { unit: c.unit, tenant: r.tenant, room: r.room, sender: r.sender, senderDevice: r.senderDevice, messageId: r.messageId, contentType: r.contentType, payload: bytes(r.payload) } };
+      return { $case: "publish", publish: { unit: c.unit, tenant: r.tenant, room: r.room, sender: r.sender, senderDevice: r.senderDevice, messageId: r.messageId, contentType: r.contentType, payload: bytes(r.payload), count: c.count } };
     }
     case "join": return { $case: "join", join: { unit: c.unit, tenant: c.tenant, room: c.room, count: c.count, after: c.after, group: "" } };
     case "replay": return { $case: "replay", replay: { unit: c.unit, tenant: c.tenant, room: c.room, count: c.limit, after: c.after, group: "" } };
@@ -77,7 +77,7 @@ export function callIn(c: Call | undefined): RoomCall {
     case "publish": {
       const p = c.publish;
       const { unit, tenant, room } = at(p);
-      return { kind: "publish", unit, req: { tenant, room, sender: parseUuid(p.sender, "sender"), senderDevice: p.senderDevice, messageId: p.messageId, contentType: p.contentType, payload: p.payload } };
+      return { kind: "publish", unit, count: p.count, req: { tenant, room, sender: parseUuid(p.sender, "sender"), senderDevice: p.senderDevice, messageId: p.messageId, contentType: p.contentType, payload: p.payload } };
     }
     case "join": return { kind: "join", ...at(c.join), count: c.join.count, after: c.join.after };
     case "replay": {

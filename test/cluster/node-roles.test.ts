@@ -70,8 +70,8 @@ for (const kind of ["single", "cluster"] as const) {
       const node = (id: string, units?: UnitKind[]) => new ClusterMembership(store, keys, PARTITIONS, {
         nodeId: id, address: "", version: "test", leaseTtlMs: 60_000, heartbeatIntervalMs: 30_000, ...(units ? { units } : {}), log: (l) => logs[id]!.push(l),
       });
-      assert.throws(() => node("bad", []), /cluster: units \[\]: one or more of relay, partition, slot/);
-      assert.throws(() => node("bad", ["relay", "shard" as UnitKind]), /one or more of relay, partition, slot/);
+      assert.throws(() => node("bad", []), /cluster: units \[\]: one or more of relay, partition, slot, room/);
+      assert.throws(() => node("bad", ["relay", "shard" as UnitKind]), /one or more of relay, partition, slot, room/);
 
       const api = node("api", ["relay"]);
       const full = node("full");
@@ -81,8 +81,8 @@ for (const kind of ["single", "cluster"] as const) {
       assert.deepEqual(tally(owners.relay), { api: 256 }, "alone, the API node relays every bucket");
       assert.deepEqual(tally(owners.partition), { "": 8 }, "and takes no partition");
       assert.deepEqual(tally(owners.slot), { "": 256 }, "and no slot");
-      assert.ok(logs.api!.some((l) => /joined taking relay units only: 256 relay, 0 partition, 0 slot/.test(l)), logs.api!.join("\n"));
-      for (const k of ["partition", "slot"]) {
+      assert.ok(logs.api!.some((l) => /joined taking relay units only: 256 relay, 0 partition, 0 slot, 0 room/.test(l)), logs.api!.join("\n"));
+      for (const k of ["partition", "slot", "room"]) {
         assert.equal(logs.api!.filter((l) => l.includes(`WARNING: no live node takes ${k} units`)).length, 1, `said once: no node takes ${k}`);
       }
 
@@ -99,8 +99,8 @@ for (const kind of ["single", "cluster"] as const) {
       assert.equal(logs.api!.filter((l) => /partition units are taken again \(by 1 live node/.test(l)).length, 1, logs.api!.join("\n"));
       const listed = await api.nodes();
       assert.deepEqual(listed.map((n) => [n.nodeId, n.units, n.owned]), [
-        ["api", ["relay"], { relayBuckets: 128, partitions: 0, slots: 0 }],
-        ["full", ["relay", "partition", "slot"], { relayBuckets: 128, partitions: 8, slots: 256 }],
+        ["api", ["relay"], { relayBuckets: 128, partitions: 0, slots: 0, rooms: 0 }],
+        ["full", ["relay", "partition", "slot", "room"], { relayBuckets: 128, partitions: 8, slots: 256, rooms: ROOM_UNIT_COUNT }],
       ]);
 
       await full.stop(); // hands everything over
@@ -174,8 +174,8 @@ describe("node roles with real server processes: an API node and a worker node",
       await sleep(200);
     }
     assert.deepEqual(nodes.map((n) => [n.nodeId, n.units, n.owned]), [
-      ["api", ["relay"], { relayBuckets: 256, partitions: 0, slots: 0 }],
-      ["worker", ["partition", "slot"], { relayBuckets: 0, partitions: PARTITIONS, slots: SLOT_COUNT }],
+      ["api", ["relay"], { relayBuckets: 256, partitions: 0, slots: 0, rooms: 0 }],
+      ["worker", ["partition", "slot"], { relayBuckets: 0, partitions: PARTITIONS, slots: SLOT_COUNT, rooms: 0 }],
     ]);
 
     const tenant = randomUUID();

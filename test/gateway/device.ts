@@ -21,10 +21,14 @@ export class Device {
   private readonly inbox: Frame[] = [];
   private waiters: (() => void)[] = [];
   closed: { code: number; reason: string } | null = null;
+  /** Every frame received with when (performance.now()), never taken: what a test counts per second. */
+  readonly received: { at: number; frame: Frame }[] = [];
   private nextId = 0n;
   private constructor(readonly ws: WebSocket) {
     ws.on("message", (data: Buffer) => {
-      this.inbox.push(Frame.decode(data));
+      const f = Frame.decode(data);
+      this.inbox.push(f);
+      this.received.push({ at: performance.now(), frame: f });
       for (const w of this.waiters.splice(0)) w();
     });
     ws.on("close", (code, reason) => {

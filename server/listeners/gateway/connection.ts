@@ -13,7 +13,7 @@ import {
   GATEWAY_REQUEST_BURST, GATEWAY_REQUEST_RATE, HISTORY_PAGE_DEFAULT, HISTORY_PAGE_LIMIT, InvalidArgumentError, listConversations, pageLimit,
   parseUuid, PermissionDeniedError, SESSION_PAGE_DEFAULT, SESSION_PAGE_LIMIT, type BadgeState, type ConversationListEntry, type EngineRuntime, type HistoryRecord, type SessionFrame,
   type AnchorResult, type ConversationEvent, type RegistrySnapshot, type UserEvent, type Uuid, wireTargetSeq,
-  FailedPreconditionError, ROOM_REPLAY_PAGE_LIMIT, RoomRateLimitedError, type RoomConnection, type RoomPush, type RoomRecord, type RoomWindow,
+  FailedPreconditionError, QimError, ROOM_REPLAY_PAGE_LIMIT, type RoomConnection, type RoomPush, type RoomRecord, type RoomWindow,
 } from "../../../core/index.js";
 import { Frame, RoomWindow as RoomWindowFrame, type Badge, type Message, type Reactions, type SessionEntry, type SessionList } from "../../../admin-api/gen/qim/client/v1/frames.js";
 import { TokenBucket, type KeyedRateLimiter } from "../../../core/support/index.js";
@@ -669,9 +669,10 @@ export class GatewayConnection implements DeviceConnection, RoomConnection {
       });
       return { $case: "roomSendAck", roomSendAck: { roomSeq: r.roomSeq, messageId: r.messageId } };
     } catch (err) {
-      if (!(err instanceof RoomRateLimitedError)) throw err;
+      // room_msg_rate (the writer's, maybe on another node): RATE_LIMITED with when to retry, like the node's own limits
+      if (!(err instanceof QimError) || err.code !== "RATE_LIMITED") throw err;
       gatewayMetrics.refused.inc({ reason: "room_msg_rate" });
-      return { $case: "error", error: { code: "RATE_LIMITED", message: err.message, field: "", retryAfterMs: err.retryAfterMs } };
+      return { $case: "error", error: { code: "RATE_LIMITED", message: err.message, field: "", retryAfterMs: Number(err.details.retryAfterMs ?? 1000) } };
     }
   }
 

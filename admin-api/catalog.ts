@@ -4,6 +4,7 @@ import { ClusterServiceClient, ClusterServiceService } from "./gen/qim/admin/v1/
 import { CmdServiceClient, CmdServiceService } from "./gen/qim/admin/v1/cmd.js";
 import { ConnectionServiceClient, ConnectionServiceService } from "./gen/qim/admin/v1/connections.js";
 import { RetentionServiceClient, RetentionServiceService } from "./gen/qim/admin/v1/retention.js";
+import { RoomServiceClient, RoomServiceService } from "./gen/qim/admin/v1/rooms.js";
 import { RegistryServiceClient, RegistryServiceService } from "./gen/qim/admin/v1/registry.js";
 import { ConversationListServiceClient, ConversationListServiceService } from "./gen/qim/admin/v1/conversation_list.js";
 import { DispatchServiceClient, DispatchServiceService } from "./gen/qim/admin/v1/dispatch.js";
@@ -36,6 +37,7 @@ export const SERVICE_CATALOG = [
   { name: "qim.admin.v1.ConnectionService", definition: ConnectionServiceService, client: ConnectionServiceClient, rename: {} },
   { name: "qim.admin.v1.RetentionService", definition: RetentionServiceService, client: RetentionServiceClient, rename: {} },
   { name: "qim.admin.v1.RegistryService", definition: RegistryServiceService, client: RegistryServiceClient, rename: {} },
+  { name: "qim.admin.v1.RoomService", definition: RoomServiceService, client: RoomServiceClient, rename: {} },
 ] as const satisfies readonly CatalogEntry[];
 
 export interface CatalogEntry {

@@ -35,6 +35,7 @@ export type { DeviceToken, IssueTokenResponse, ListTokensResponse, RevokeTokensR
 export type { DeviceConnection as AdminDeviceConnection, KickConnectionsResponse, ListConnectionsResponse } from "./gen/qim/admin/v1/connections.js";
 export type { GetRetentionResponse, RetentionRule as AdminRetentionRule, RunRetentionResponse } from "./gen/qim/admin/v1/retention.js";
 export type { ApplyTypesResponse, GetTypeResponse, ListTypesResponse, MessageType as AdminMessageType, MessageTypeSpec, TypeChange as AdminTypeChange } from "./gen/qim/admin/v1/registry.js";
+export type { ListRoomsResponse, PromoteRoomResponse, ReplayRoomResponse, Room as AdminRoom, RoomMessage as AdminRoomMessage } from "./gen/qim/admin/v1/rooms.js";
 export type {
   CmdBadFile, CmdFlushResponse, CmdMessage, CmdOwnerResponse, CmdPendingResponse, CmdSendResponse, CmdStateResponse, CmdStatusResponse, CmdUserAckResponse, CmdUserSyncResponse,
 } from "./gen/qim/admin/v1/cmd.js";

@@ -12,3 +12,4 @@ export {
   type ConversationListAction, type ConversationListEngines, type ConversationListEntry, type ConversationListPage,
 } from "./conversation-list.js";
 export { runRebuildDrill } from "./drill.js";
+export { promoteRoom, type RoomPromotion } from "./room-promote.js";

@@ -16,7 +16,7 @@ import { after, before, describe, it } from "node:test";
 import { Redis } from "ioredis";
 import { writeTestPki, type TestPkiFiles } from "../certs/fixture.js";
 import { sleep, until } from "../cluster/processes.js";
-import { ok, run } from "../e2e/qimctl.js";
+import { failed, ok, run } from "../e2e/qimctl.js";
 import { startRedis, type RedisServer } from "../harness/redis.js";
 import { startServerProcess, type ServerProcess } from "../reliability/server-process.js";
 import { Device, show, type Body } from "./device.js";
@@ -202,6 +202,50 @@ describe("chat rooms across two nodes", { timeout: 300_000 }, () => {
     // nothing of it is a message of the engine: the device's conversation list is empty
     const list = (await d1.request({ $case: "pullSessionList", pullSessionList: { cursor: "", limit: 10 } })).body as Extract<Body, { $case: "sessionList" }>;
     assert.equal(list.sessionList.entries.length, 0, "no mailbox entry, no list row");
+  });
+
+  it("operators: qimctl room list|show|replay (the online count per room) and promote — the group gets the room's id, its online users at joined_at 0, seq from 1, no room message in its history", async () => {
+    const room = randomUUID();
+    const [ua, ub, owner] = [randomUUID(), randomUUID(), randomUUID()];
+    const a = await device(0, ua);
+    const b = await device(1, ub);
+    const b2 = await device(0, ub); // the same user on the other node: one member
+    for (const d of [a, b, b2]) await join(d, room);
+    const seqs = [ackSeq(await say(a, room, "one")), ackSeq(await say(b, room, "two"))];
+    const shown = await until("room show counts three connections on two nodes", async () => {
+      const r = ok(await run(["room", "show", "--room", room], { context }), "room show") as { online: number; nodes: { nodeId: string; connections: number }[]; latestRoomSeq: string; epoch: number; messagesThisEpoch: number; writer: string };
+      return r.online === 3 ? r : undefined;
+    });
+    assert.deepEqual(shown.nodes, [{ nodeId: "node-a", connections: 2 }, { nodeId: "node-b", connections: 1 }]);
+    assert.equal(shown.latestRoomSeq, seqs[1]!.toString());
+    assert.equal(shown.messagesThisEpoch, 2);
+    assert.equal(shown.epoch, epochOf(seqs[0]!));
+    assert.equal((await writerOf(room)).owner, shown.writer);
+    const listed = ok(await run(["room", "list", "--limit", "500"], { context }), "room list") as { rooms: { room: string; online: number }[] };
+    assert.deepEqual(listed.rooms.filter((r) => r.room === room).map((r) => r.online), [3]);
+    const replay = ok(await run(["room", "replay", "--room", room], { context }), "room replay") as { messages: { roomSeq: string; text: string }[]; replayTruncated: boolean };
+    assert.deepEqual(replay.messages.map((m) => [m.roomSeq, m.text]), [[seqs[0]!.toString(), "one"], [seqs[1]!.toString(), "two"]]);
+    const epochColon = `${epochOf(seqs[0]!)}:${counterOf(seqs[0]!)}`;
+    const after1 = ok(await run(["room", "replay", "--room", room, "--after", epochColon], { context }), "room replay --after E:C") as { messages: { text: string }[] };
+    assert.deepEqual(after1.messages.map((m) => m.text), ["two"]);
+    failed(await run(["room", "show", "--room", randomUUID()], { context }), 3, "a room not open");
+    failed(await run(["room", "replay", "--room", room, "--after", "1:x"], { context }), 2, "a bad cursor");
+
+    const p = ok(await run(["room", "promote", "--room", room, "--owner", owner], { context }), "room promote") as { group: string; members: string[]; lastRoomSeq: string };
+    assert.equal(p.group, room);
+    assert.deepEqual([...p.members].sort(), [owner, ua, ub].sort(), "the owner and each online user once");
+    assert.equal(p.lastRoomSeq, seqs[1]!.toString());
+    for (const d of [a, b, b2]) {
+      await until("each connection is told", async () => pushedWindows(d, room).some((w) => w.promotedToGroup === room));
+    }
+    const refused = await say(a, room, "three");
+    assert.equal(refused.$case === "error" && refused.error.code, "FAILED_PRECONDITION", show(refused));
+    failed(await run(["room", "promote", "--room", room, "--owner", owner], { context }), 4, "promoted already");
+    // an ordinary group now: its first message is seq 1, and its history has none of the room's
+    const sent = (await a.request({ $case: "send", send: { clientMsgNo: "g1", group: room, payload: Buffer.from("in the group"), contentType: "text/plain", mentions: [] } })).body;
+    assert.equal(sent?.$case === "sendAck" && sent.sendAck.conversationSeq, 1n, show(sent));
+    const hist = (await b.request({ $case: "pullHistory", pullHistory: { group: room, afterSeq: 0n, limit: 50 } })).body as Extract<Body, { $case: "historyBatch" }>;
+    assert.deepEqual(hist.historyBatch.messages.map((m) => Buffer.from(m.payload).toString()), ["in the group"], "joined_at 0: the member reads from seq 1; no room message");
   });
 
   it("refuses what it must with a code and changes nothing: a send to a room not joined, a bad room id, an oversized payload, a 21st room", async () => {

@@ -13,6 +13,7 @@ import { observeService } from "./observe.js";
 import { projectionService } from "./projection.js";
 import { registryService } from "./registry.js";
 import { retentionService } from "./retention.js";
+import { roomService } from "./rooms.js";
 import { tokenService } from "./tokens.js";
 
 /**
@@ -35,6 +36,7 @@ export const SERVICES: readonly AdminService[] = [
   connectionService,
   retentionService,
   registryService,
+  roomService,
 ] as unknown as readonly AdminService[];
 
 /** Which roles may call which RPC, by full method path, from each RPC's declaration (for tests and tools; the server reads each declaration). */

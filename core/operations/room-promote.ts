@@ -1,0 +1,38 @@
+import { FailedPreconditionError, type Uuid } from "../base/index.js";
+import type { ConversationService } from "../conversation/index.js";
+import type { Rooms } from "../rooms/index.js";
+
+export interface RoomPromotion {
+  group: Uuid;
+  owner: Uuid;
+  /** The members it was created with (joined_at = 0): the owner and the users online in the room. */
+  members: Uuid[];
+  memberVersion: number;
+  /** The room's last room_seq: its messages stay out of the group's history (spec 003 §1.6). */
+  lastRoomSeq: bigint;
+}
+
+/**
+ * A room becomes a persistent group (spec 003 §1.6): the group is created with the room's id,
+ * its members the owner and every user online in the room now, all with joined_at = 0 (the group's
+ * conversation_seq starts at 1 from here; no room message enters its history); then the room takes
+ * no more messages and its connections get a last window naming the group. A join of the rooms and
+ * the conversations, so it lives here. A retry after the group was made finishes the room's part.
+ */
+export async function promoteRoom(deps: { rooms: Rooms; conversations: ConversationService }, tenant: Uuid, room: Uuid, owner: Uuid): Promise<RoomPromotion> {
+  const info = await deps.rooms.describe(tenant, room);
+  if (info.promotedTo !== "") throw new FailedPreconditionError(`room ${room} was promoted to group ${info.promotedTo} already`, { group: info.promotedTo });
+  const online = await deps.rooms.onlineUsers(tenant, room);
+  const members = [...new Set([owner, ...online])];
+  let version: number;
+  try {
+    const g = await deps.conversations.createGroup({ tenant, group: room, owner, members });
+    version = g.version;
+  } catch (err) {
+    // a retry: the group exists from the first attempt (the room's id is the group's): finish the room's part
+    if (!(err instanceof Error && "code" in err && err.code === "ALREADY_EXISTS")) throw err;
+    version = (await deps.conversations.getGroup(tenant, room)).version;
+  }
+  await deps.rooms.markPromoted(tenant, room, room);
+  return { group: room, owner, members, memberVersion: version, lastRoomSeq: info.latest };
+}

@@ -231,7 +231,7 @@ describe("chat rooms across two nodes", { timeout: 300_000 }, () => {
     failed(await run(["room", "show", "--room", randomUUID()], { context }), 3, "a room not open");
     failed(await run(["room", "replay", "--room", room, "--after", "1:x"], { context }), 2, "a bad cursor");
 
-    const p = ok(await run(["room", "promote", "--room", room, "--owner", owner], { context }), "room promote") as { group: string; members: string[]; lastRoomSeq: string };
+    const p = ok(await run(["room", "promote", "--room", room, "--owner", owner, "--yes"], { context }), "room promote") as { group: string; members: string[]; lastRoomSeq: string };
     assert.equal(p.group, room);
     assert.deepEqual([...p.members].sort(), [owner, ua, ub].sort(), "the owner and each online user once");
     assert.equal(p.lastRoomSeq, seqs[1]!.toString());
@@ -240,7 +240,8 @@ describe("chat rooms across two nodes", { timeout: 300_000 }, () => {
     }
     const refused = await say(a, room, "three");
     assert.equal(refused.$case === "error" && refused.error.code, "FAILED_PRECONDITION", show(refused));
-    failed(await run(["room", "promote", "--room", room, "--owner", owner], { context }), 4, "promoted already");
+    failed(await run(["room", "promote", "--room", room, "--owner", owner], { context }), 2, "no --yes without a terminal");
+    failed(await run(["room", "promote", "--room", room, "--owner", owner, "--yes"], { context }), 4, "promoted already");
     // an ordinary group now: its first message is seq 1, and its history has none of the room's
     const sent = (await a.request({ $case: "send", send: { clientMsgNo: "g1", group: room, payload: Buffer.from("in the group"), contentType: "text/plain", mentions: [] } })).body;
     assert.equal(sent?.$case === "sendAck" && sent.sendAck.conversationSeq, 1n, show(sent));

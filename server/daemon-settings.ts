@@ -79,6 +79,7 @@ export interface BaseDaemonSettings {
   unreadAuditIntervalMs: number;
   /** The retention task's round interval in ms (retention.interval; 0: off). */
   retentionIntervalMs: number;
+  roomMsgRate: number;
   /** The most current members a group may have (groups.max_members). */
   groupsMaxMembers: number;
   /** The kinds of units this node takes (cluster.units): relay, partition, slot. */
@@ -118,6 +119,7 @@ export function toDaemonSettings(r: ResolvedSettings): DaemonSettings {
     dispatchRetentionMs: v<number>("dispatch.retention")!,
     unreadAuditIntervalMs: v<number>("conversation_list.unread_audit_interval")!,
     retentionIntervalMs: v<number>("retention.interval")!,
+    roomMsgRate: v<number>("rooms.msg_rate")!,
     groupsMaxMembers: v<number>("groups.max_members")!,
     redisAckReplicas: v<number>("redis.ack_replicas")!,
     redisAckTimeoutMs: v<number>("redis.ack_timeout")!,

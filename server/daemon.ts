@@ -115,6 +115,7 @@ export async function runDaemon(s: DaemonSettings): Promise<AdminServer> {
     retentionMs: s.dispatchRetentionMs,
     unreadAuditIntervalMs: s.unreadAuditIntervalMs,
     retentionIntervalMs: s.retentionIntervalMs,
+    roomMsgRate: s.roomMsgRate,
     engine: { maxGroupMembers: s.groupsMaxMembers },
     // every engine server is a node of the cluster; the node RPC address comes with node.listen
     cluster: { nodeId: await nodeIdOf(s), address: "", version: packageVersion(), leaseTtlMs: s.clusterLeaseTtlMs, heartbeatIntervalMs: s.clusterHeartbeatIntervalMs, units: s.clusterUnits },

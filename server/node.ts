@@ -104,6 +104,8 @@ export interface NodeOptions {
   unreadAuditIntervalMs?: number;
   /** The retention task's round interval in ms (default DEFAULT_RETENTION_INTERVAL_MS); 0: off (issue 26). */
   retentionIntervalMs?: number;
+  /** room_msg_rate of this node's room writers (default ROOM_MSG_RATE, 20/s; burst one second's worth). */
+  roomMsgRate?: number;
   /** How often the projection consumer polls every partition when idle (default 250 ms; appends kick it sooner). */
   projectionPollMs?: number;
   /**
@@ -255,6 +257,7 @@ export async function startNode(opts: AdminServerOptions): Promise<AdminServer> 
         onError: (err) => throttled(`retention: ${err instanceof Error ? err.message : String(err)}`),
       },
       ...(opts.relayIntervalMs !== undefined ? { relayIntervalMs: opts.relayIntervalMs } : {}),
+      ...(opts.roomMsgRate !== undefined ? { rooms: { rate: opts.roomMsgRate, burst: opts.roomMsgRate } } : {}),
       ...(opts.cluster ? { cluster: { ...opts.cluster, address: advertise ?? opts.cluster.address } } : {}),
       ...(opts.cmd ? { cmd: opts.cmd } : {}),
       ...(tokenKeys ? { tokens: { source: tokenKeys } } : {}),

@@ -13,6 +13,8 @@ export class LoadDevice {
   inFlight = 0;
   /** Bytes of every frame received (bench/gateway's fanout sizes its baseline's frames from it). */
   bytesIn = 0;
+  /** ROOM_BATCH pushes received (bench/rooms): frames, the events in them, the last one's arrival (ms), and each frame's arrival when `times` is set. */
+  readonly rooms: { frames: number; events: number; lastAt: number; times: number[] | null } = { frames: 0, events: 0, lastAt: 0, times: null };
   private nextId = 0n;
   private readonly pending = new Map<bigint, { resolve: (f: Frame) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }>();
   closed: string | null = null;
@@ -25,6 +27,13 @@ export class LoadDevice {
       if (f.body?.$case === "message") {
         const m = f.body.message;
         this.arrivals.push({ group: m.group, seq: Number(m.conversationSeq), messageId: m.messageId, kind: m.kind, createdAtMs: Number(m.createdAtMs), arrivedAtMs: at });
+        return;
+      }
+      if (f.requestId === 0n && f.body?.$case === "roomBatch") {
+        this.rooms.frames++;
+        for (const w of f.body.roomBatch.windows) this.rooms.events += w.events.length;
+        this.rooms.lastAt = at;
+        this.rooms.times?.push(performance.now());
         return;
       }
       const p = f.requestId === 0n ? undefined : this.pending.get(f.requestId);

@@ -9,6 +9,8 @@ import type { RoomWindow } from "./writer.js";
  */
 export interface RoomPush extends RoomWindow {
   encoded?: Uint8Array;
+  /** The door's whole frame when this window goes alone (a connection in one room with messages): made once too. */
+  frame?: Uint8Array;
 }
 
 /** One device connection as the rooms see it (the gateway's connection implements it). */
@@ -32,6 +34,9 @@ class LocalRoom {
 
 const keyOf = (tenant: Uuid, room: Uuid) => `${tenant}/${room}`;
 
+/** Connections written to in one turn of the event loop when a frame interval's ROOM_BATCHes go out. */
+export const ROOM_FLUSH_SLICE = 128;
+
 /**
  * This node's half of the rooms (spec 003 §1.2 "ConnectionNode"): the in-memory room → connections
  * index (never persisted: it lives and dies with the connections), and the outbound side. What the
@@ -47,6 +52,12 @@ export class LocalRooms {
   private readonly intervalMs: number;
   private lastFlush = -Infinity;
   private timer: NodeJS.Timeout | undefined;
+  /** Windows of connections whose last frame was less than an interval ago: they go in the next. */
+  private readonly held = new Map<RoomConnection, RoomPush[]>();
+  /** When each connection got its last room frame (performance.now()). */
+  private readonly lastSent = new WeakMap<RoomConnection, number>();
+  /** A frame interval's writes are going out (a slice per turn): the next interval waits for them. */
+  private flushing = false;
   private stopped = false;
 
   constructor(private readonly opts: { frameRate?: number; maxRoomsPerConnection?: number; onEmpty?: (tenant: Uuid, room: Uuid) => void } = {}) {
@@ -97,6 +108,7 @@ export class LocalRooms {
 
   /** A connection closed: out of every room. Returns the rooms it was in. */
   removeAll(conn: RoomConnection): Uuid[] {
+    this.held.delete(conn);
     const mine = this.byConn.get(conn);
     if (!mine) return [];
     this.byConn.delete(conn);
@@ -146,7 +158,7 @@ export class LocalRooms {
   }
 
   private schedule(): void {
-    if (this.timer || this.stopped || this.dirty.size === 0) return;
+    if (this.timer || this.flushing || this.stopped || (this.dirty.size === 0 && this.held.size === 0)) return;
     const wait = Math.max(0, this.lastFlush + this.intervalMs - performance.now());
     this.timer = setTimeout(() => {
       this.timer = undefined;
@@ -162,7 +174,9 @@ export class LocalRooms {
   /** One frame interval: each connection of a room with windows gets one ROOM_BATCH with all of its rooms' windows. */
   private flush(): void {
     this.lastFlush = performance.now();
-    const perConn = new Map<RoomConnection, RoomPush[]>();
+    // what a connection could not get last interval (its previous frame was too recent) goes first
+    const perConn = new Map<RoomConnection, RoomPush[]>(this.held);
+    this.held.clear();
     for (const r of this.dirty) {
       const got = r.pending;
       r.pending = [];
@@ -185,9 +199,34 @@ export class LocalRooms {
       }
     }
     this.dirty.clear();
-    let frames = 0;
-    for (const [conn, windows] of perConn) if (conn.pushRooms(windows)) frames++;
-    roomMetrics.frames.inc(frames);
+    // the writes go a slice at a time, each in its own turn of the event loop: a room of 5,000
+    // connections does not hold the node's other work (a 1:1 message's push, spec 003 C-3) for the
+    // whole interval's writes; the next interval starts once the last slice is out
+    const conns = [...perConn];
+    this.flushing = true;
+    const slice = (from: number) => {
+      let frames = 0;
+      const to = Math.min(conns.length, from + ROOM_FLUSH_SLICE);
+      const now = performance.now();
+      for (let i = from; i < to; i++) {
+        const [conn, windows] = conns[i]!;
+        // a connection written late in the last interval and early in this one waits: never two frames within 1 / rate
+        if (now - (this.lastSent.get(conn) ?? -Infinity) < this.intervalMs) {
+          this.held.set(conn, windows);
+          continue;
+        }
+        this.lastSent.set(conn, now);
+        if (conn.pushRooms(windows)) frames++;
+      }
+      roomMetrics.frames.inc(frames);
+      if (to < conns.length && !this.stopped) {
+        setImmediate(() => slice(to));
+        return;
+      }
+      this.flushing = false;
+      this.schedule();
+    };
+    slice(0);
   }
 
   stop(): void {

@@ -3,6 +3,7 @@
 // redaction of --print-config and docs/config-reference.md all come from this list, with each
 // listener's entries from its folder (server/listeners.ts). Kept free of
 // engine and gRPC imports: the CLI reads it for `server start --help` without loading the server.
+import { ROOM_MSG_RATE } from "../../core/base/limits.js";
 import { LISTENER_DEFAULTS, LISTENERS } from "../listeners.js";
 
 /** What a setting holds; each kind has one parser (resolve.ts) and one way it is shown. */
@@ -23,7 +24,7 @@ export type SettingKind =
   | "enum-list" // one or more of values, comma-separated or a YAML list
   | "uuid"; // canonical UUID text
 
-export type SettingSection = "server" | "audit" | "redis" | "dispatch" | "conversation_list" | "groups" | "retention" | "cluster" | "sync" | "gateway" | "cassandra";
+export type SettingSection = "server" | "audit" | "redis" | "dispatch" | "conversation_list" | "groups" | "retention" | "rooms" | "cluster" | "sync" | "gateway" | "cassandra";
 
 export interface SettingSpec {
   /** Dotted path in the config file, e.g. redis.tls.ca. */
@@ -103,7 +104,7 @@ function storeTls(store: "redis" | "cassandra", text: { enabled: string; servers
 }
 
 /** The sections in the order --help, --print-config and the reference show them. */
-const SECTION_ORDER: readonly SettingSection[] = ["server", "audit", "redis", "dispatch", "conversation_list", "groups", "retention", "cluster", "sync", "gateway", "cassandra"];
+const SECTION_ORDER: readonly SettingSection[] = ["server", "audit", "redis", "dispatch", "conversation_list", "groups", "retention", "rooms", "cluster", "sync", "gateway", "cassandra"];
 
 /** The settings of the node itself with each listener's entries placed where it says (first in its section, or after a key). */
 function withListeners(base: readonly SettingSpec[]): SettingSpec[] {
@@ -156,6 +157,9 @@ export const SETTINGS: readonly SettingSpec[] = withListeners([
   ]),
   ...section("conversation_list", [
     { key: "conversation_list.unread_audit_interval", kind: "duration", default: DAEMON_DEFAULTS.unreadAuditInterval, description: "how often the background unread audit (spec 002 §3.4) takes a step: a few SCAN calls over the list's row hashes, at most 5,000 rows examined, 1% of the rows with unread idle for 24 h compared with the definition and their users reconciled; sets unread_drift_ratio after each full pass (off: no background audit)" },
+  ]),
+  ...section("rooms", [
+    { key: "rooms.msg_rate", kind: "integer", min: 1, max: 100_000, default: ROOM_MSG_RATE, description: "room_msg_rate (spec 003 §1.5): messages per second one chat room's writer takes on this node, all senders together, with a burst of one second's worth; past it ROOM_SEND is answered RATE_LIMITED with retry_after_ms and nothing is kept (docs/rooms.md). The spec's 20 is the product's limit; benches raise it to measure what a node carries" },
   ]),
   ...section("retention", [
     { key: "retention.interval", kind: "duration", default: DAEMON_DEFAULTS.retentionInterval, description: "how often this node's retention task walks the relay buckets it owns and trims each conversation by its tenant's or group's rule (`qimctl retention`, docs/retention.md): bounded steps of at most 200 history entries; a tenant without a policy is never trimmed (off: no trimming on this node)" },

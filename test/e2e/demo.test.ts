@@ -15,7 +15,7 @@ import { alive, filesHolding, killMentioning, ok, processesMentioning, qimctl } 
 
 const STEPS = [
   "dev-up", "create-group", "send-messages", "add-member", "remove-member", "history-boundaries",
-  "conversation-summaries", "user-sessions", "bump-epoch", "rebuild-drill", "dispatch-audit", "cluster-nodes", "cmd-sync", "devices", "message-types", "reactions", "call", "bulk-add",
+  "conversation-summaries", "user-sessions", "bump-epoch", "rebuild-drill", "dispatch-audit", "cluster-nodes", "cmd-sync", "devices", "message-types", "reactions", "call", "room", "bulk-add",
 ];
 
 describe("qimctl demo in a clean directory", { timeout: 300_000 }, () => {
@@ -39,7 +39,7 @@ describe("qimctl demo in a clean directory", { timeout: 300_000 }, () => {
     // table mode, the default data dir (.qim/demo, relative to the working directory)
     const first = await qimctl(["demo"], { env, cwd: tmp, json: false });
     assert.equal(first.code, 0, `${first.stdout}\n${first.stderr}`);
-    for (const line of [/^== Create two groups$/m, /dave +sees seq 4–7 +earliest available 4/, /carol +sees seq 1–5 .*REMOVED \(leftAt 6\)/, /^== Summary$/m, /^All 18 steps OK\.$/m, /^ {5}batch 3\/3: added 500 user\(s\) as event seq 3 \(0 already members\); version 4, 2501 members$/m, /Stop it with: qimctl dev down --data-dir \.qim\/demo$/m]) {
+    for (const line of [/^== Create two groups$/m, /dave +sees seq 4–7 +earliest available 4/, /carol +sees seq 1–5 .*REMOVED \(leftAt 6\)/, /^== Summary$/m, /^All 19 steps OK\.$/m, /^ {5}batch 3\/3: added 500 user\(s\) as event seq 3 \(0 already members\); version 4, 2501 members$/m, /Stop it with: qimctl dev down --data-dir \.qim\/demo$/m]) {
       assert.match(first.stdout, line);
     }
     assert.match(first.stdout, /conversation-set authority: redis-hash \(development fallback/);
@@ -111,6 +111,10 @@ describe("qimctl demo in a clean directory", { timeout: 300_000 }, () => {
     assert.ok(rx.bobFrames >= 2 && rx.bobFrames <= 3, `bob's phone: ${rx.bobFrames} REACTION_UPDATE frames`);
     // the call: rang, then its record is team's next message: seq 13 (after the edit event at 12; reactions write no seq)
     assert.deepEqual([step("call").rang, step("call").recordSeq], ["ringing", 13]);
+    // the room: the first room messages of its epoch are counters 1, 2, 3 (by hand: a fresh room), in at most three frames; two online
+    const room = step("room");
+    assert.deepEqual([room.counters, room.online, room.epoch === room.joinedEpoch], [[1, 2, 3], 2, true]);
+    assert.ok(room.bobFrames >= 1 && room.bobFrames <= 3, `bob's phone: ${room.bobFrames} ROOM_BATCH frames`);
     // the bulk add: 2,500 users in batches of 1,000, one event each, as `membership add --from-file` prints them
     const bulk = step("bulk-add");
     assert.equal(outputMismatch(["membership", "add", "--from-file", "f"], `${[...bulk.batches, bulk.summary, bulk.rerun].map((l: unknown) => JSON.stringify(l)).join("\n")}\n`), undefined);

@@ -103,7 +103,7 @@ describe("the Quick start scripts", { timeout: 300_000 }, () => {
     const summary = JSON.parse(r.stdout);
     assert.equal(summary.ok, true);
     assert.equal(summary.failedStep, null);
-    assert.equal(summary.steps.length, 19); // dev-up … dispatch-audit, cluster-nodes, cmd-sync, devices, message-types, reactions, call, bulk-add, dev-down (test/e2e/demo.test.ts names them)
+    assert.equal(summary.steps.length, 20); // dev-up … dispatch-audit, cluster-nodes, cmd-sync, devices, message-types, reactions, call, room, bulk-add, dev-down (test/e2e/demo.test.ts names them)
     for (const s of summary.steps) assert.equal(s.status, "ok", s.name);
     assert.equal(summary.dataDir, path.join(tmp, ".qim", "demo"));
     assert.equal(summary.stackRunning, false);

@@ -736,6 +736,8 @@ const WINDOWS_TAG = (1 << 3) | 2;
  * its windows one after another, so the frame is a few header bytes around bytes made already.
  */
 export function roomBatchFrame(windows: readonly RoomPush[]): Uint8Array {
+  // the common case, a connection in one room with messages: the whole frame is the same for all its connections here
+  if (windows.length === 1 && windows[0]!.frame) return windows[0]!.frame;
   const parts: Uint8Array[] = [];
   let body = 0;
   for (const w of windows) {
@@ -745,7 +747,9 @@ export function roomBatchFrame(windows: readonly RoomPush[]): Uint8Array {
     body += head.byteLength + w.encoded.byteLength;
   }
   const head = Uint8Array.from([...ROOM_BATCH_TAG, ...varint(body)]);
-  return Buffer.concat([head, ...parts], head.byteLength + body);
+  const frame = Buffer.concat([head, ...parts], head.byteLength + body);
+  if (windows.length === 1) windows[0]!.frame = frame;
+  return frame;
 }
 
 function anchorAckOf(r: AnchorResult) {

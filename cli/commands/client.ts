@@ -82,7 +82,7 @@ export default class Client extends ConnectedCommand<typeof Client> {
   static override summary = "Connect to the client gateway as a user's device and print every frame as it arrives: see as a user, live.";
   static override description = `The reference device client (docs/gateway.md). It gets a device token for --as/--device through the admin API of the current context (audited like token issue; or --token-file), connects to the node's gateway (--url wss://HOST:PORT, TLS with the context's CA; ws:// only to a loopback address), sends AUTH and prints AUTH_OK, then every frame as it arrives: one line each (time, type, #request id, fields; payloads as text when printable), or one JSON object per line with --output json.
 
-Commands on stdin, one per line: send GROUP TEXT…  |  read GROUP SEQ  |  recall GROUP SEQ  |  edit GROUP SEQ TEXT…  |  react GROUP SEQ KEY  |  unreact GROUP SEQ KEY  |  typing GROUP on|off  |  call GROUP USER [PAYLOAD…]  |  answer|decline|cancel|hangup GROUP USER CALL_ID  |  leave GROUP  |  history GROUP [AFTER] [LIMIT]  |  list [CURSOR]  |  ping  |  quit. A line it cannot read prints an error on stderr and the client goes on. Every message it prints carries "shown": the text of a text message, [recalled], or for a content type it does not render the node's preview (the type's preview_template) or [unsupported message] — such a message never fails a frame, a batch or the connection. --send GROUP:TEXT (repeatable), --duration S and --exit-after N are for scripts without stdin.
+Commands on stdin, one per line: send GROUP TEXT…  |  read GROUP SEQ  |  recall GROUP SEQ  |  edit GROUP SEQ TEXT…  |  react GROUP SEQ KEY  |  unreact GROUP SEQ KEY  |  typing GROUP on|off  |  call GROUP USER [PAYLOAD…]  |  answer|decline|cancel|hangup GROUP USER CALL_ID  |  join ROOM [AFTER_ROOM_SEQ]  |  say ROOM TEXT…  |  replay ROOM AFTER_ROOM_SEQ  |  part ROOM (chat rooms)  |  leave GROUP  |  history GROUP [AFTER] [LIMIT]  |  list [CURSOR]  |  ping  |  quit. A line it cannot read prints an error on stderr and the client goes on. Every message it prints carries "shown": the text of a text message, [recalled], or for a content type it does not render the node's preview (the type's preview_template) or [unsupported message] — such a message never fails a frame, a batch or the connection. --send GROUP:TEXT (repeatable), --duration S and --exit-after N are for scripts without stdin.
 
 Exit codes: 0 quit, end of stdin, --duration or --exit-after reached, or closed by the node with 1000/1001 (a drain's RECONNECT, a restart); 1 closed by the node with another code (printed); 2 bad flags; 5 the gateway or the admin API unreachable; 6 the token refused at the upgrade (HTTP 401) or a token could not be issued.`;
   static override examples = [
@@ -227,6 +227,25 @@ Exit codes: 0 quit, end of stdin, --duration or --exit-after reached, or closed 
             });
             return;
           }
+          case "join": case "replay": {
+            // a chat room (docs/rooms.md): join ROOM [AFTER_ROOM_SEQ] | replay ROOM AFTER_ROOM_SEQ
+            if (rest.length < (verb === "join" ? 1 : 2) || rest.length > 2 || (rest[1] !== undefined && !/^\d{1,20}$/.test(rest[1]))) throw new Error(`${verb} ROOM ${verb === "join" ? "[AFTER_ROOM_SEQ]" : "AFTER_ROOM_SEQ"}`);
+            const room = uuid("ROOM", rest[0]!);
+            const after = BigInt(rest[1] ?? 0);
+            request(verb === "join" ? { $case: "roomJoin", roomJoin: { room, afterRoomSeq: after } } : { $case: "roomReplay", roomReplay: { room, afterRoomSeq: after, limit: 0 } });
+            return;
+          }
+          case "say": {
+            const m = /^\s*say\s+(\S+)\s+(.*)$/.exec(line);
+            if (!m) throw new Error("say ROOM TEXT");
+            request({ $case: "roomSend", roomSend: { room: uuid("ROOM", m[1]!), clientMsgNo: msgNo(), contentType: "text/plain", payload: Buffer.from(m[2]!, "utf8") } });
+            return;
+          }
+          case "part": {
+            if (rest.length !== 1) throw new Error("part ROOM");
+            request({ $case: "roomLeave", roomLeave: { room: uuid("ROOM", rest[0]!) } });
+            return;
+          }
           case "leave": {
             if (rest.length !== 1) throw new Error("leave GROUP");
             request({ $case: "leaveGroup", leaveGroup: { group: uuid("GROUP", rest[0]!) } });
@@ -243,7 +262,7 @@ Exit codes: 0 quit, end of stdin, --duration or --exit-after reached, or closed 
           }
           case "ping": request({ $case: "ping", ping: {} }); return;
           case "quit": ws.close(1000); return;
-          default: throw new Error(`unknown command ${JSON.stringify(verb.slice(0, 20))}: send, read, recall, edit, react, unreact, typing, call, answer, decline, cancel, hangup, leave, history, list, ping, quit`);
+          default: throw new Error(`unknown command ${JSON.stringify(verb.slice(0, 20))}: send, read, recall, edit, react, unreact, typing, call, answer, decline, cancel, hangup, join, say, replay, part, leave, history, list, ping, quit`);
         }
       } catch (err) {
         say(`error: ${err instanceof Error ? err.message : String(err)}`);

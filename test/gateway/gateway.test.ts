@@ -268,6 +268,21 @@ describe("the client gateway on a real node", { timeout: 240_000 }, () => {
     assert.deepEqual([accepted.body.kind, accepted.body.callId], [2, rang.body.callId]);
     e.type(`hangup ${g} ${dan} ${rang.body.callId}`);
     await d.wait("dan's END", (l) => l.frame === "rtcSignalPush" && l.body.kind === 5);
+    // a chat room: both join, dan says something, eve's client prints the pushed ROOM_BATCH; she parts
+    const room = randomUUID();
+    d.type(`join ${room}`);
+    e.type(`join ${room}`);
+    await d.wait("dan's ROOM_JOIN answer", (l) => l.frame === "roomBatch" && l.requestId !== 0);
+    await e.wait("eve's ROOM_JOIN answer", (l) => l.frame === "roomBatch" && l.requestId !== 0);
+    d.type(`say ${room} hi room`);
+    const said = await d.wait("dan's ROOM_SEND_ACK", (l) => l.frame === "roomSendAck");
+    const batch = await e.wait("eve's ROOM_BATCH push", (l) => l.frame === "roomBatch" && l.requestId === 0);
+    const ev = (batch.body.windows as { room: string; events: { roomSeq: unknown; payload: unknown; sender: string }[] }[])[0]!;
+    // a fresh room's first counter is 1 (the client prints a room_seq as a number below 2^53, from epoch 32 on as a decimal string)
+    assert.deepEqual([ev.room, ev.events.map((x) => [x.roomSeq, x.payload, x.sender])], [room, [[said.body.roomSeq, "hi room", dan]]]);
+    assert.equal(BigInt(said.body.roomSeq as string | number) & ((1n << 48n) - 1n), 1n);
+    e.type(`part ${room}`);
+    assert.equal((await e.wait("eve's ROOM_LEAVE_ACK", (l) => l.frame === "roomLeaveAck")).body.left, true);
     e.type("frobnicate now");
     e.type("ping");
     await e.wait("eve's PONG after a bad command", (l) => l.frame === "pong");

@@ -1,4 +1,4 @@
-import { commitBucket, roomTag, uuidToHex, type KeySpace, type Uuid } from "../base/index.js";
+import { commitBucket, GLOBAL_TAG, roomTag, uuidToHex, type KeySpace, type Uuid } from "../base/index.js";
 import { ROOM_UNIT_COUNT } from "../cluster/index.js";
 
 /** A room's unit (its writer is the unit's owner): the room's hash over the tenant and the room id, like a conversation's bucket. */
@@ -11,7 +11,7 @@ export function roomPromotedKey(space: KeySpace, tenant: Uuid, room: Uuid): stri
   return space.key(roomTag(roomUnitOf(tenant, room)), "room", `promoted:${uuidToHex(tenant)}:${uuidToHex(room)}`);
 }
 
-/** A runtime without a cluster: its room unit's epoch counter (INCR once per unit per process: a restarted writer's epoch grows). */
-export function roomEpochKey(space: KeySpace, unit: number): string {
-  return space.key(roomTag(unit), "room", "epoch");
+/** A runtime without a cluster: the rooms' epoch counter (INCR once per process at start: a restarted writer's epoch grows). On `{g000}`. */
+export function roomEpochKey(space: KeySpace): string {
+  return space.key(GLOBAL_TAG, "room", "epoch");
 }

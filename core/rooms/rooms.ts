@@ -81,7 +81,8 @@ export class Rooms {
   readonly writers: RoomWriters;
   private transport: RoomTransport | null = null;
   private readonly nodeId: string;
-  private readonly soloEpochs = new Map<number, Promise<number>>();
+  /** Without a cluster: this process's epoch (soloEpoch). */
+  private solo: Promise<number> | null = null;
   /** Per target node: the windows waiting while a call to it is in flight (one at a time: a node gets a room's windows in order). */
   private readonly outbox = new Map<string, { busy: boolean; windows: RoomWindow[] }>();
   /** Rooms that lost their last connection here since the last refresh: their writers hear a count of 0. */
@@ -118,23 +119,31 @@ export class Rooms {
     this.transport = t;
   }
 
-  /** The epoch of the rooms of a unit this node writes: the unit lease's token (a cluster), a counter taken once per process (none); null when another node writes it. */
+  /**
+   * The epoch of the rooms of a unit this node writes: the unit lease's token (a cluster); without
+   * a cluster one epoch for every unit, taken once per process at start (an INCR: a restarted
+   * process writes with a higher one, and no request ever writes for it); null when another node
+   * writes the unit.
+   */
   private async epochOf(unit: number): Promise<number | null> {
     if (this.cluster) {
       const token = this.cluster.tokenOf("room", unit);
       return token !== null && this.cluster.owns("room", unit) ? epochOfToken(token) : null;
     }
-    let p = this.soloEpochs.get(unit);
-    if (!p) {
-      const key = roomEpochKey(this.keys, unit);
-      p = this.store.clientForKey(key).incr(key).then(epochOfToken);
-      p.catch(() => this.soloEpochs.delete(unit));
-      this.soloEpochs.set(unit, p);
-    }
-    return p;
+    return this.soloEpoch();
   }
 
-  start(): void {
+  private soloEpoch(): Promise<number> {
+    if (!this.solo) {
+      const key = roomEpochKey(this.keys);
+      this.solo = this.store.clientForKey(key).incr(key).then(epochOfToken);
+      this.solo.catch(() => { this.solo = null; });
+    }
+    return this.solo;
+  }
+
+  async start(): Promise<void> {
+    if (!this.cluster) await this.soloEpoch();
     const every = this.opts.interestRefreshMs ?? ROOM_INTEREST_REFRESH_MS;
     const tick = () => {
       this.refreshing = this.refresh().catch((err: unknown) => this.opts.log?.(`rooms: interest refresh failed: ${(err as Error).message}`));

@@ -3,7 +3,7 @@
 // redaction of --print-config and docs/config-reference.md all come from this list, with each
 // listener's entries from its folder (server/listeners.ts). Kept free of
 // engine and gRPC imports: the CLI reads it for `server start --help` without loading the server.
-import { ROOM_MSG_RATE } from "../../core/base/limits.js";
+import { ROOM_MSG_RATE } from "../../core/base/index.js";
 import { LISTENER_DEFAULTS, LISTENERS } from "../listeners.js";
 
 /** What a setting holds; each kind has one parser (resolve.ts) and one way it is shown. */

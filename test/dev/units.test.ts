@@ -55,7 +55,7 @@ describe("qimctl dev up --cluster-units", { timeout: 300_000 }, () => {
   it("an API node and a worker: the cluster gives dev-1 relay buckets only, dev-2 every partition and slot", async () => {
     const dir = path.join(tmp, "dev");
     const up = ok(await qimctl(["dev", "up", "--data-dir", dir, "--nodes", "2", "--cluster-units", "1=relay"], { env }), "dev up");
-    assert.deepEqual(up.nodes.map((n: { units: string[] }) => n.units), [["relay"], ["relay", "partition", "slot"]]);
+    assert.deepEqual(up.nodes.map((n: { units: string[] }) => n.units), [["relay"], ["relay", "partition", "slot", "room"]]);
     assert.ok(up.notes.some((n: string) => /not passed to the servers.*QIM_DISPATCH_PARTITIONS/.test(n)), up.notes.join("\n"));
 
     // what each server process was given: its units in its arguments, no QIM_DISPATCH_PARTITIONS in its environment
@@ -63,7 +63,7 @@ describe("qimctl dev up --cluster-units", { timeout: 300_000 }, () => {
     const argv = (pid: number) => readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
     const unitsArg = (pid: number) => argv(pid)[argv(pid).indexOf("--cluster-units") + 1];
     assert.equal(unitsArg(apiPid), "relay");
-    assert.equal(unitsArg(workerPid), "relay,partition,slot");
+    assert.equal(unitsArg(workerPid), "relay,partition,slot,room");
     for (const pid of [apiPid, workerPid]) assert.equal(readFileSync(`/proc/${pid}/environ`, "utf8").split("\0").some((e) => e.startsWith("QIM_DISPATCH_PARTITIONS=")), false);
 
     const deadline = Date.now() + SETTLE_MS;

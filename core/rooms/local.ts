@@ -187,7 +187,8 @@ export class LocalRooms {
       let cut: RoomPush | undefined;
       for (const [conn, epoch] of r.conns) {
         let w: RoomPush = merged;
-        if (epoch !== merged.epoch && !merged.truncated) {
+        // epoch 0: its JOIN's answer has not come back yet (it names this epoch): nothing of an older one to cut
+        if (epoch !== 0 && epoch !== merged.epoch && !merged.truncated) {
           // the writer restarted or moved since this connection's last window: what it has does not continue (spec 003 §1.3)
           cut ??= { ...merged, truncated: true };
           w = cut;
@@ -195,7 +196,10 @@ export class LocalRooms {
         r.conns.set(conn, merged.epoch);
         let list = perConn.get(conn);
         if (!list) perConn.set(conn, list = []);
-        list.push(w);
+        // a window of this room held from the last interval: one window per room in a frame, the two merged
+        const at = list.findIndex((x) => x.room === w.room);
+        if (at < 0) list.push(w);
+        else list[at] = mergeWindows([list[at]!, w]) ?? w;
       }
     }
     this.dirty.clear();
@@ -207,16 +211,17 @@ export class LocalRooms {
     const slice = (from: number) => {
       let frames = 0;
       const to = Math.min(conns.length, from + ROOM_FLUSH_SLICE);
-      const now = performance.now();
       for (let i = from; i < to; i++) {
         const [conn, windows] = conns[i]!;
+        const now = performance.now();
         // a connection written late in the last interval and early in this one waits: never two frames within 1 / rate
         if (now - (this.lastSent.get(conn) ?? -Infinity) < this.intervalMs) {
           this.held.set(conn, windows);
           continue;
         }
-        this.lastSent.set(conn, now);
         if (conn.pushRooms(windows)) frames++;
+        // after the write: the next one to this connection is a whole interval after this one ended
+        this.lastSent.set(conn, performance.now());
       }
       roomMetrics.frames.inc(frames);
       if (to < conns.length && !this.stopped) {

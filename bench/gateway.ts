@@ -20,15 +20,11 @@
  * Rounds alternate each measurement and its baseline; medians are printed.
  * Usage: node dist/bench/gateway.js [--sends N] [--rounds R] [--idle K] [--fanout-messages F] [--output json]
  */
-import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import path from "node:path";
-import { createInterface } from "node:readline";
-import { fileURLToPath } from "node:url";
-import WebSocket from "ws";
 import { Frame } from "../admin-api/gen/qim/client/v1/frames.js";
 import { EngineRuntime, GATEWAY_MAX_IN_FLIGHT, RedisStore } from "../core/index.js";
 import { flag } from "./args.js";
+import { openRawClients, startBroadcaster, type RawClient } from "./gateway/broadcast.js";
 import { assertOpenFiles, LoadDevice, openDevices, quantile, rssBytes, startTarget, type Target } from "./loadgen/index.js";
 
 const argv = process.argv.slice(2);
@@ -118,18 +114,6 @@ async function quiet(s: RedisStore): Promise<number> {
   return Date.now() - t0;
 }
 
-/** The raw broadcast baseline's server: its own process, the node's certificate. */
-async function startBroadcaster(t: Target): Promise<{ port: number; pid: number; go(count: number, bytes: number): void; stop(): void }> {
-  const here = path.dirname(fileURLToPath(import.meta.url));
-  const child = spawn(process.execPath, [path.join(here, "gateway", "broadcast-child.js"), t.pki.server.certPath, t.pki.server.keyPath], { stdio: ["pipe", "pipe", "inherit"] });
-  const lines = createInterface({ input: child.stdout! });
-  const port = await new Promise<number>((resolve, reject) => {
-    lines.once("line", (l) => resolve(Number(/listening (\d+)/.exec(l)?.[1] ?? NaN)));
-    child.once("exit", (code) => reject(new Error(`the broadcast server exited (${code})`)));
-  });
-  return { port, pid: child.pid!, go: (count, bytes) => child.stdin!.write(`go ${count} ${bytes}\n`), stop: () => child.kill("SIGTERM") };
-}
-
 assertOpenFiles(2 * IDLE + 2 * GROUP_SIZE);
 const t = await startTarget();
 const store = new RedisStore({ kind: "instances", addrs: [t.redis.addr] });
@@ -205,24 +189,12 @@ try {
   const filler = Array.from({ length: FANOUT_GROUP_SIZE - 1 - IDLE }, () => randomUUID());
   const d = { gw: [] as number[], gwFromCommit: [] as number[], raw: [] as number[], p50: [] as number[], p99: [] as number[] };
   const broadcaster = await startBroadcaster(t);
-  const raw: { ws: WebSocket; count: number; last: number }[] = [];
+  let raw: RawClient[] = [];
   try {
     // c's baseline: the bare ws server over TLS holds the same K connections (no token, no engine)
     await sleep(SETTLE_MS);
     const bare0 = rssBytes(broadcaster.pid);
-    await openDevices(IDLE, CONNECT_CONCURRENCY, async () => {
-      const ws = await new Promise<WebSocket>((resolve, reject) => {
-        const w = new WebSocket(`wss://localhost:${broadcaster.port}/`, { ca: t.ca, perMessageDeflate: false });
-        w.once("open", () => resolve(w));
-        w.once("error", reject);
-      });
-      const c = { ws, count: 0, last: 0 };
-      ws.on("message", () => {
-        c.count++;
-        c.last = Date.now();
-      });
-      raw.push(c);
-    });
+    raw = await openRawClients(broadcaster, t.ca, IDLE, CONNECT_CONCURRENCY);
     await sleep(SETTLE_MS);
     const bare = Math.round((rssBytes(broadcaster.pid) - bare0) / IDLE);
     Object.assign(out.idle as object, { bareWsTlsBytesPerConnection: bare, vsBareWsTls: +((out.idle as { bytesPerConnection: number }).bytesPerConnection / bare).toFixed(2) });

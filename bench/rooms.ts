@@ -14,14 +14,10 @@
  * Rounds alternate each measurement and its baseline; medians are printed.
  * Usage: node dist/bench/rooms.js [--connections K] [--seconds S] [--rounds R] [--output json]
  */
-import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import path from "node:path";
-import { createInterface } from "node:readline";
-import { fileURLToPath } from "node:url";
-import WebSocket from "ws";
 import { Frame, RoomWindow } from "../admin-api/gen/qim/client/v1/frames.js";
 import { flag } from "./args.js";
+import { openRawClients, startBroadcaster, type RawClient } from "./gateway/broadcast.js";
 import { assertOpenFiles, LoadDevice, openDevices, quantile, startTarget, type Target } from "./loadgen/index.js";
 
 const argv = process.argv.slice(2);
@@ -70,24 +66,12 @@ async function roomLoad(sender: LoadDevice, room: string, ms: number): Promise<n
   return frames.filter((f) => f.body?.$case === "roomSendAck").length;
 }
 
-/** The raw broadcast baseline's server (bench/gateway's): its own process, the node's certificate. */
-async function startBroadcaster(t: Target): Promise<{ port: number; go(count: number, bytes: number): void; stop(): void }> {
-  const here = path.dirname(fileURLToPath(import.meta.url));
-  const child = spawn(process.execPath, [path.join(here, "gateway", "broadcast-child.js"), t.pki.server.certPath, t.pki.server.keyPath], { stdio: ["pipe", "pipe", "inherit"] });
-  const lines = createInterface({ input: child.stdout! });
-  const port = await new Promise<number>((resolve, reject) => {
-    lines.once("line", (l) => resolve(Number(/listening (\d+)/.exec(l)?.[1] ?? NaN)));
-    child.once("exit", (code) => reject(new Error(`the broadcast server exited (${code})`)));
-  });
-  return { port, go: (count, bytes) => child.stdin!.write(`go ${count} ${bytes}\n`), stop: () => child.kill("SIGTERM") };
-}
-
 assertOpenFiles(2 * K + 64);
 const t = await startTarget();
 const all: LoadDevice[] = [];
 const out: Record<string, unknown> = { connections: K, seconds: SECONDS, rounds: ROUNDS, offeredPerSec: OFFERED_PER_SEC, payloadBytes: PAYLOAD.length };
 const broadcaster = await startBroadcaster(t);
-const raw: { ws: WebSocket; count: number; last: number }[] = [];
+let raw: RawClient[] = [];
 try {
   const members = await connect(t, K, "r");
   const [sender] = await connect(t, 1, "s");
@@ -97,19 +81,7 @@ try {
   const pair = await connect(t, 2, "p");
   all.push(...pair);
   const oneToOne = (await t.admin.createGroup({ tenant: t.tenant, group: "", owner: pair[0]!.user, members: [pair[1]!.user] })).group;
-  await openDevices(K, CONNECT_CONCURRENCY, async () => {
-    const ws = await new Promise<WebSocket>((resolve, reject) => {
-      const w = new WebSocket(`wss://localhost:${broadcaster.port}/`, { ca: t.ca, perMessageDeflate: false });
-      w.once("open", () => resolve(w));
-      w.once("error", reject);
-    });
-    const c = { ws, count: 0, last: 0 };
-    ws.on("message", () => {
-      c.count++;
-      c.last = Date.now();
-    });
-    raw.push(c);
-  });
+  raw = await openRawClients(broadcaster, t.ca, K, CONNECT_CONCURRENCY);
   // one event as a naive room would send it alone: a ROOM_BATCH frame with one window of one event
   const eventFrameBytes = Frame.encode({
     requestId: 0n,

@@ -1,4 +1,4 @@
-import { FailedPreconditionError, type Uuid } from "../base/index.js";
+import { FailedPreconditionError, InvalidArgumentError, MAX_INITIAL_MEMBERS, type Uuid } from "../base/index.js";
 import type { ConversationService } from "../conversation/index.js";
 import type { Rooms } from "../rooms/index.js";
 
@@ -22,8 +22,10 @@ export interface RoomPromotion {
 export async function promoteRoom(deps: { rooms: Rooms; conversations: ConversationService }, tenant: Uuid, room: Uuid, owner: Uuid): Promise<RoomPromotion> {
   const info = await deps.rooms.describe(tenant, room);
   if (info.promotedTo !== "") throw new FailedPreconditionError(`room ${room} was promoted to group ${info.promotedTo} already`, { group: info.promotedTo });
-  const online = await deps.rooms.onlineUsers(tenant, room);
+  // one more than a group is created with: enough to refuse a room too big, never a whole crowd in one answer
+  const online = await deps.rooms.onlineUsers(info, MAX_INITIAL_MEMBERS + 1);
   const members = [...new Set([owner, ...online])];
+  if (members.length > MAX_INITIAL_MEMBERS) throw new InvalidArgumentError("room", `the room has more users online than a group is created with (${MAX_INITIAL_MEMBERS}): it stays a room`);
   let version: number;
   try {
     const g = await deps.conversations.createGroup({ tenant, group: room, owner, members });

@@ -12,6 +12,6 @@ export { roomEpochKey, roomPromotedKey, roomUnitOf } from "./keys.js";
 export { roomMetrics } from "./metrics.js";
 export { epochOfToken, ROOM_EPOCH_MAX, RoomRing, roomSeq, splitRoomSeq, type ReplayPage, type RoomRecord } from "./ring.js";
 export {
-  ROOM_LIST_LIMIT, roomErrorOf, Rooms, type NodeCall, type RoomAnswer, type RoomCall, type RoomsOptions, type RoomTransport, type WriterCall,
+  ROOM_INTEREST_BATCH, ROOM_LIST_LIMIT, roomErrorOf, Rooms, type NodeCall, type RoomAnswer, type RoomCall, type RoomsOptions, type RoomTransport, type WriterCall,
 } from "./rooms.js";
 export { RoomPromotedError, RoomRateLimitedError, RoomWriters, type PublishRequest, type RoomInfo, type RoomWindow, type RoomWritersOptions } from "./writer.js";

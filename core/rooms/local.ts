@@ -98,6 +98,10 @@ export class LocalRooms {
   remove(conn: RoomConnection, room: Uuid): boolean {
     const r = this.rooms.get(keyOf(conn.tenant, room));
     if (!r?.conns.delete(conn)) return false;
+    // a window of the room held for its next interval is not sent after the leave
+    const held = this.held.get(conn)?.filter((w) => w.room !== room);
+    if (held && held.length > 0) this.held.set(conn, held);
+    else this.held.delete(conn);
     const mine = this.byConn.get(conn);
     mine?.delete(r);
     if (mine?.size === 0) this.byConn.delete(conn);

@@ -1,5 +1,6 @@
 import {
-  FailedPreconditionError, InvalidArgumentError, NotFoundError, QimError, ROOM_INTEREST_REFRESH_MS, ROOM_MAX_PAYLOAD_BYTES, ROOM_REPLAY_PAGE_LIMIT, type KeySpace, type Uuid,
+  FailedPreconditionError, InvalidArgumentError, MAX_ROOMS_PER_CONNECTION, NotFoundError, QimError, ROOM_INTEREST_REFRESH_MS, ROOM_MAX_PAYLOAD_BYTES, ROOM_REPLAY_PAGE_LIMIT,
+  type KeySpace, type Uuid,
 } from "../base/index.js";
 import type { ClusterMembership } from "../cluster/index.js";
 import type { RedisStore } from "../store/index.js";
@@ -11,6 +12,8 @@ import { RoomPromotedError, RoomRateLimitedError, RoomWriters, type PublishReque
 
 /** Rooms one `room list` page names, at most. */
 export const ROOM_LIST_LIMIT = 500;
+/** Rooms' counts one interest call carries, at most: a node with many rooms on one writer sends several calls. */
+export const ROOM_INTEREST_BATCH = 1000;
 
 /** A call to the writer of a room's unit (routed to the unit's owner). */
 export type WriterCall =
@@ -25,7 +28,7 @@ export type NodeCall =
   | { kind: "interest"; entries: { tenant: Uuid; room: Uuid; unit: number; count: number }[] }
   | { kind: "broadcast"; windows: RoomWindow[] }
   | { kind: "list"; tenant: Uuid; after: string; limit: number }
-  | { kind: "users"; tenant: Uuid; room: Uuid };
+  | { kind: "users"; tenant: Uuid; room: Uuid; limit: number };
 
 export type RoomCall = WriterCall | NodeCall;
 
@@ -178,7 +181,7 @@ export class Rooms {
         this.local.receive(call.windows);
         return { kind: "count", n: call.windows.length };
       case "list": return { kind: "infos", infos: this.writers.list(call.tenant, call.after, call.limit) };
-      case "users": return { kind: "users", users: this.local.usersOf(call.tenant, call.room) };
+      case "users": return { kind: "users", users: this.local.usersOf(call.tenant, call.room).slice(0, call.limit) };
     }
   }
 
@@ -224,16 +227,28 @@ export class Rooms {
       await this.writers.interest(this.nodeId, entries);
       return;
     }
+    // each unit's writer looked up once (many rooms share a unit), then the counts per writer node in bounded calls
+    const units = [...new Set(entries.map((e) => e.unit))];
+    const owners = new Map(await Promise.all(units.map(async (u) => [u, await this.transport!.ownerOf(u).catch(() => null)] as const)));
     const byOwner = new Map<string, typeof entries>();
-    await Promise.all(entries.map(async (e) => {
-      const owner = await this.transport!.ownerOf(e.unit).catch(() => null);
-      if (owner === null) return;
+    for (const e of entries) {
+      const owner = owners.get(e.unit);
+      if (!owner) continue;
       let list = byOwner.get(owner);
       if (!list) byOwner.set(owner, list = []);
       list.push(e);
+    }
+    await Promise.all([...byOwner].map(async ([owner, list]) => {
+      try {
+        for (let i = 0; i < list.length; i += ROOM_INTEREST_BATCH) {
+          const part = list.slice(i, i + ROOM_INTEREST_BATCH);
+          if (owner === this.nodeId) await this.writers.interest(owner, part);
+          else await this.transport!.node(owner, { kind: "interest", entries: part });
+        }
+      } catch (err) {
+        this.opts.log?.(`rooms: counts to node ${owner} failed: ${(err as Error).message}`);
+      }
     }));
-    await Promise.all([...byOwner].map(([owner, list]) => (owner === this.nodeId ? this.writers.interest(owner, list) : this.transport!.node(owner, { kind: "interest", entries: list }))
-      .catch((err: unknown) => this.opts.log?.(`rooms: counts to node ${owner} failed: ${(err as Error).message}`))));
   }
 
   // ---- what a door asks ----
@@ -246,7 +261,7 @@ export class Rooms {
   async join(conn: RoomConnection, room: Uuid, after: bigint): Promise<RoomWindow> {
     const added = this.local.add(conn, room);
     roomMetrics.joins.inc({ result: added });
-    if (added === "full") throw new FailedPreconditionError(`a connection is in at most ${this.opts.maxRoomsPerConnection ?? 20} rooms at a time (max_rooms_per_connection): leave one first`);
+    if (added === "full") throw new FailedPreconditionError(`a connection is in at most ${this.opts.maxRoomsPerConnection ?? MAX_ROOMS_PER_CONNECTION} rooms at a time (max_rooms_per_connection): leave one first`);
     const unit = roomUnitOf(conn.tenant, room);
     try {
       const a = await this.toWriter(unit, { kind: "join", unit, tenant: conn.tenant, room, count: this.local.countOf(conn.tenant, room), after });
@@ -297,10 +312,15 @@ export class Rooms {
     return pages.flat().sort((a, b) => (a.room < b.room ? -1 : 1)).slice(0, limit);
   }
 
-  /** The users with a connection in the room, on every node that holds some (a promotion's members). */
-  async onlineUsers(tenant: Uuid, room: Uuid): Promise<Uuid[]> {
-    const info = await this.describe(tenant, room);
-    const lists = await Promise.all(info.nodes.map(async (n) => (n.nodeId === this.nodeId || !this.transport ? this.local.usersOf(tenant, room) : answerOf(await this.transport.node(n.nodeId, { kind: "users", tenant, room }), "users").users)));
+  /**
+   * The users with a connection in the room (as its writer described it), on every node that holds
+   * some, at most `limit` from each node (a promotion's members: more than a group is created with is refused anyway).
+   */
+  async onlineUsers(info: RoomInfo, limit: number): Promise<Uuid[]> {
+    const { tenant, room } = info;
+    const lists = await Promise.all(info.nodes.map(async (n) => (n.nodeId === this.nodeId || !this.transport
+      ? this.local.usersOf(tenant, room).slice(0, limit)
+      : answerOf(await this.transport.node(n.nodeId, { kind: "users", tenant, room, limit }), "users").users)));
     return [...new Set(lists.flat())].sort();
   }
 

@@ -235,7 +235,18 @@ export class RoomWriters {
 
   /** ROOM_REPLAY (spec 003 §1.4): the events after the cursor, or `truncated` with none (outside the window, another epoch). */
   async replay(tenant: Uuid, room: Uuid, unit: number, after: bigint, limit = ROOM_REPLAY_PAGE_LIMIT): Promise<RoomWindow> {
-    return this.page(await this.state(tenant, room, unit), after, limit);
+    const s = this.rooms.get(keyOf(tenant, room));
+    const epoch = await this.opts.epochOf(unit);
+    if (epoch === null) throw new StaleOwnerError(`room unit ${unit} is written by another node`, { kind: "room", unit });
+    if (s && s.ring.epoch === epoch) return this.page(s, after, limit);
+    // a room not open: what an empty ring of this epoch answers, and nothing is opened (a read changes nothing; a caller
+    // replaying made-up room ids fills no writer's memory)
+    if (!(limit >= 1 && limit <= ROOM_REPLAY_PAGE_LIMIT)) throw new InvalidArgumentError("limit", `1 to ${ROOM_REPLAY_PAGE_LIMIT}`);
+    roomMetrics.replays.inc({ result: "truncated" });
+    const empty = new RoomRing(epoch, 1, 1);
+    return {
+      tenant, room, epoch, earliest: empty.earliest, latest: empty.latest, truncated: after !== empty.latest, more: false, events: [], online: 0, promotedTo: "",
+    };
   }
 
   private page(s: RoomState, after: bigint, limit: number): RoomWindow {

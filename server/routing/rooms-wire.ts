@@ -3,7 +3,7 @@
  * ways: the router sends them (roomTransport), the node's handler takes them (local.ts). A peer's
  * bytes are input: every id is parsed, every number bounded.
  */
-import { parseUuid, ROOM_LIST_LIMIT, ROOM_REPLAY_PAGE_LIMIT, ROOM_UNIT_COUNT, type RoomAnswer, type RoomCall, type RoomInfo, type RoomRecord, type RoomWindow, type Uuid } from "../../core/index.js";
+import { parseUuid, ROOM_INTEREST_BATCH, ROOM_LIST_LIMIT, ROOM_REPLAY_PAGE_LIMIT, ROOM_UNIT_COUNT, type RoomAnswer, type RoomCall, type RoomInfo, type RoomRecord, type RoomWindow, type Uuid } from "../../core/index.js";
 import type { RoomEventWire, RoomInfoWire, RoomsRequest, RoomsResponse, RoomWindowWire } from "../../admin-api/gen/qim/node/v1/node.js";
 
 type Call = NonNullable<RoomsRequest["call"]>;
@@ -62,7 +62,7 @@ export function callOut(c: RoomCall): Call {
     case "replay": return { $case: "replay", replay: { unit: c.unit, tenant: c.tenant, room: c.room, count: c.limit, after: c.after, group: "" } };
     case "describe": return { $case: "describe", describe: { unit: c.unit, tenant: c.tenant, room: c.room, count: 0, after: 0n, group: "" } };
     case "promote": return { $case: "promote", promote: { unit: c.unit, tenant: c.tenant, room: c.room, count: 0, after: 0n, group: c.group } };
-    case "users": return { $case: "users", users: { unit: 0, tenant: c.tenant, room: c.room, count: 0, after: 0n, group: "" } };
+    case "users": return { $case: "users", users: { unit: 0, tenant: c.tenant, room: c.room, count: c.limit, after: 0n, group: "" } };
     case "interest": return { $case: "interest", interest: { entries: c.entries.map((e) => ({ tenant: e.tenant, room: e.room, unit: e.unit, count: e.count })) } };
     case "broadcast": return { $case: "broadcast", broadcast: { windows: c.windows.map(windowOut) } };
     case "list": return { $case: "list", list: { tenant: c.tenant, after: c.after, limit: c.limit } };
@@ -86,8 +86,10 @@ export function callIn(c: Call | undefined): RoomCall {
     }
     case "describe": return { kind: "describe", ...at(c.describe) };
     case "promote": return { kind: "promote", ...at(c.promote), group: parseUuid(c.promote.group, "group") };
-    case "users": return { kind: "users", tenant: parseUuid(c.users.tenant, "tenant"), room: parseUuid(c.users.room, "room") };
-    case "interest": return { kind: "interest", entries: c.interest.entries.map((e) => ({ tenant: parseUuid(e.tenant, "tenant"), room: parseUuid(e.room, "room"), unit: unitIn(e.unit), count: e.count })) };
+    case "users": return { kind: "users", tenant: parseUuid(c.users.tenant, "tenant"), room: parseUuid(c.users.room, "room"), limit: c.users.count };
+    case "interest":
+      if (c.interest.entries.length > ROOM_INTEREST_BATCH) throw new Error(`entries: at most ${ROOM_INTEREST_BATCH}`);
+      return { kind: "interest", entries: c.interest.entries.map((e) => ({ tenant: parseUuid(e.tenant, "tenant"), room: parseUuid(e.room, "room"), unit: unitIn(e.unit), count: e.count })) };
     case "broadcast": return { kind: "broadcast", windows: c.broadcast.windows.map(windowIn) };
     case "list": {
       if (c.list.limit < 1 || c.list.limit > ROOM_LIST_LIMIT) throw new Error(`limit: 1 to ${ROOM_LIST_LIMIT}`);

@@ -221,8 +221,14 @@ describe("chat rooms across two nodes", { timeout: 300_000 }, () => {
     assert.equal(shown.messagesThisEpoch, 2);
     assert.equal(shown.epoch, epochOf(seqs[0]!));
     assert.equal((await writerOf(room)).owner, shown.writer);
+    // a replay of a room nobody opened answers truncated and opens nothing (a read changes what no one else sees)
+    const nobody = randomUUID();
+    const probe = (await a.request({ $case: "roomReplay", roomReplay: { room: nobody, afterRoomSeq: 7n, limit: 0 } })).body as Extract<Body, { $case: "roomBatch" }>;
+    assert.deepEqual([probe.roomBatch.windows[0]!.replayTruncated, probe.roomBatch.windows[0]!.events.length], [true, 0]);
     const listed = ok(await run(["room", "list", "--limit", "500"], { context }), "room list") as { rooms: { room: string; online: number }[] };
     assert.deepEqual(listed.rooms.filter((r) => r.room === room).map((r) => r.online), [3]);
+    assert.equal(listed.rooms.some((r) => r.room === nobody), false, "the probed room is not open");
+    failed(await run(["room", "show", "--room", nobody], { context }), 3, "the probed room is not open");
     const replay = ok(await run(["room", "replay", "--room", room], { context }), "room replay") as { messages: { roomSeq: string; text: string }[]; replayTruncated: boolean };
     assert.deepEqual(replay.messages.map((m) => [m.roomSeq, m.text]), [[seqs[0]!.toString(), "one"], [seqs[1]!.toString(), "two"]]);
     const epochColon = `${epochOf(seqs[0]!)}:${counterOf(seqs[0]!)}`;

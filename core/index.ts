@@ -25,3 +25,4 @@ export * from "./delivery/index.js";
 export * from "./reactions/index.js";
 export * from "./rtc/index.js";
 export * from "./rooms/index.js";
+export * from "./presence/index.js";

@@ -133,6 +133,24 @@ export const TYPING_MIN_INTERVAL_MS = 2000;
 export const TYPING_INDICATOR_TTL_MS = 6000;
 /** The merge window of TYPING_UPDATE per (conversation, user) per connection: at most one frame in it, the last (the same frame budget as reactions). */
 export const TYPING_PUSH_MERGE_WINDOW_MS = 2000;
+
+/*
+ * Presence subscriptions (spec 003 §2.1: PRESENCE_SUB is transient, online only, never stored).
+ * The spec names no numbers for them; these are the engine's, named like its others.
+ */
+/** The users one PRESENCE_SUB names, at most (a device subscribes to what it shows: a page of members). */
+export const PRESENCE_SUB_MAX_USERS = 100;
+/** The (group, user) subscriptions one connection holds, at most. */
+export const MAX_PRESENCE_SUBSCRIPTIONS_PER_CONNECTION = 500;
+/** PRESENCE_SUBs per user and conversation per second, on the node that takes them (burst PRESENCE_SUB_BURST). */
+export const PRESENCE_SUB_RATE = 1;
+export const PRESENCE_SUB_BURST = 5;
+/**
+ * The merge window of PRESENCE_UPDATE per connection: at most one frame in it, carrying the last
+ * state of each user that changed (absolute, so a user who went and came back inside it is not in
+ * it); the first change after a quiet window goes at once. Under the same frame budget as typing.
+ */
+export const PRESENCE_PUSH_MERGE_WINDOW_MS = 2000;
 /** room_msg_rate (spec 003 §1.5): messages per second one room's writer takes; past it ROOM_SEND is refused RATE_LIMITED with retry_after_ms. */
 export const ROOM_MSG_RATE = 20;
 /** A room's write bucket holds this many messages (one second of room_msg_rate): a burst past it is refused. */

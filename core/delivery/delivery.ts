@@ -11,7 +11,13 @@ import { metrics } from "./metrics.js";
 import { ConnectionsView, type ConnectionPeers } from "./operators.js";
 import { ReadSync, type UserEventForwarder } from "./read-sync.js";
 import { SessionRelay, type RelayedChange, type SessionChangeForwarder } from "./session-relay.js";
-import { ONLINE_COUNT_PUBLISH_MS, ONLINE_COUNT_REWRITE_MS, ONLINE_REFRESH_MS, OnlineRegistry, type RegistryCluster } from "./registry.js";
+import { ONLINE_COUNT_PUBLISH_MS, ONLINE_COUNT_REWRITE_MS, ONLINE_REFRESH_MS, OnlineRegistry, type Located, type RegistryCluster } from "./registry.js";
+
+/** What presence subscriptions hear from delivery: a user's first or last connection here (after the registry wrote it); another node's poke. */
+export interface PresenceListener {
+  changed(tenant: Uuid, user: Uuid): void;
+  poked(tenant: Uuid, users: readonly Uuid[]): void;
+}
 
 /** The (conversation, user) pairs whose last TYPING one node remembers at most (the oldest are forgotten first). */
 export const TYPING_SEEN_MAX = 100_000;
@@ -51,9 +57,10 @@ export class Delivery {
     this.registry = new OnlineRegistry(store, keys, opts.cluster ?? null);
     this.audience = new MembersAudience(store, keys, this.local);
     const warn = (what: string) => (err: unknown) => opts.log?.(`delivery: ${what}: ${err instanceof Error ? err.message : String(err)}`);
+    // presence hears of a change once the registry holds it (another node reading it then sees it)
     this.local.setHooks({
-      online: (t, u) => { this.registry.online(t, u).catch(warn("registering an online user")); },
-      offline: (t, u) => { this.registry.offline(t, u).catch(warn("removing an online user")); },
+      online: (t, u) => { this.registry.online(t, u).catch(warn("registering an online user")).finally(() => this.presenceHooks?.changed(t, u)); },
+      offline: (t, u) => { this.registry.offline(t, u).catch(warn("removing an online user")).finally(() => this.presenceHooks?.changed(t, u)); },
     });
     this.sessions = new SessionRelay(this.registry, opts.log);
     this.connections = new ConnectionsView(this.local, this.registry, opts.cluster ?? null);
@@ -88,7 +95,21 @@ export class Delivery {
    */
   takeEvents(batch: UserEventBatch): number {
     for (const e of batch.conversationEvents ?? []) this.conversationEvents.take(batch.tenant, e);
+    if (batch.presence && batch.presence.length > 0) this.presenceHooks?.poked(batch.tenant, batch.presence);
     return batch.events.length > 0 ? this.local.pushEvents(batch) : 0;
+  }
+
+  private presenceHooks: PresenceListener | null = null;
+
+  /** Presence subscriptions (core/presence) hear of users' first and last connections here, and of other nodes' pokes. */
+  onPresence(l: PresenceListener): void {
+    this.presenceHooks = l;
+  }
+
+  /** Tells another node that these users' online state may have changed (node RPC PushUserEvents). Rejects on failure. */
+  async pokePresence(to: Located, tenant: Uuid, users: Uuid[]): Promise<void> {
+    if (!this.eventForwarder) throw new Error("no node RPC forwarder: presence pokes need the node's RPC listener");
+    await this.eventForwarder(to, { tenant, events: [], presence: users });
   }
 
   /** Per (tenant, conversation, user): the last TYPING passed on (what it said, when), oldest first, for TYPING_MIN_INTERVAL_MS. */

@@ -18,5 +18,5 @@ export { LOCATE_CHUNK, ONLINE_ENTRY_TTL_MS, ONLINE_NODES_CACHE_MS, ONLINE_REFRES
 export {
   DELIVERY_FORWARD_ATTEMPTS, DELIVERY_FORWARD_MAX_BYTES, DELIVERY_FORWARD_MAX_USERS, DELIVERY_POLL_INTERVAL_MS, DELIVERY_READ_BATCH, DeliveryConsumer, type DeliveryConsumerOptions, type DeliveryForwarder,
 } from "./consumer.js";
-export { Delivery, TYPING_SEEN_MAX, type DeliveryOptions } from "./delivery.js";
+export { Delivery, TYPING_SEEN_MAX, type DeliveryOptions, type PresenceListener } from "./delivery.js";
 export { MEMBER_READS_IN_FLIGHT, MEMBERS_CACHE_ENTRIES, MEMBERS_CACHE_GROUPS, MEMBERS_PREFETCH_MAX, MembersAudience, visibleAt, type MembersMessage } from "./members.js";

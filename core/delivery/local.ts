@@ -82,6 +82,12 @@ export interface UserEventBatch {
   tenant: Uuid;
   events: { user: Uuid; event: UserEvent; exceptDevices: string[] }[];
   conversationEvents?: ConversationEvent[];
+  /**
+   * Users whose online state may have changed (their first or last connection on the sender came or
+   * went, and the online registry says so already): the receiver's presence subscriptions read them
+   * again (core/presence). Names no state: a late one cannot undo a newer one.
+   */
+  presence?: Uuid[];
 }
 
 /**
@@ -176,6 +182,11 @@ export class LocalConnections {
       this.hooks?.offline(c.tenant, c.user);
     }
     this.observe();
+  }
+
+  /** Whether the user has a connection on this node. */
+  has(tenant: Uuid, user: Uuid): boolean {
+    return this.byUser.has(tenant + user);
   }
 
   /** The user's connections on this node (empty when none). */

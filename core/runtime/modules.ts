@@ -71,6 +71,8 @@ export function engineModules(rt: EngineRuntime, ctx: ModuleContext): RuntimeMod
     { name: "delivery", folder: "delivery", start: () => rt.delivery.start(), stop: () => { rt.rtc.stop(); return rt.delivery.stop(); }, metrics: ["qim_delivery_"] },
     // rooms (spec 003 §1): the counts to the writers every second; the rings are memory and go with the process
     { name: "rooms", folder: "rooms", start: () => rt.rooms.start(), stop: () => rt.rooms.stop(), metrics: ["qim_rooms_"] },
+    // presence subscriptions (spec 003 §2.1): the live-node watch and the recheck; the watches are memory and go with the process
+    { name: "presence", folder: "presence", start: () => rt.presence.start(), stop: () => rt.presence.stop(), metrics: ["qim_presence_"] },
     // its trims are fenced by the relay buckets' leases: it stops in the release pass, before the cluster hands them over
     {
       name: "retention", folder: "retention",

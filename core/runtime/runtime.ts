@@ -18,6 +18,7 @@ import { Delivery, type DeliveryOptions } from "../delivery/index.js";
 import { REACTION_TRIM_BATCH, Reactions, type ReactionsOptions } from "../reactions/index.js";
 import { logPushSink, RtcSignalling, type RtcOptions } from "../rtc/index.js";
 import { Rooms, type RoomsOptions } from "../rooms/index.js";
+import { Presence, type PresenceOptions } from "../presence/index.js";
 import { engineModules, type RuntimeModule } from "./modules.js";
 
 /** The dispatch log's identity when none is configured. */
@@ -79,6 +80,8 @@ export interface RuntimeOptions {
   rtc?: Partial<Pick<RtcOptions, "pushSink" | "ringTimeoutMs" | "voipDailyQuota">>;
   /** Chat rooms (issue 28, core/rooms): the ring's caps, the rates (tests). */
   rooms?: Omit<RoomsOptions, "log">;
+  /** Presence subscriptions (issue 28, core/presence): the merge window, the recheck (tests). */
+  presence?: Omit<PresenceOptions, "log">;
   log?: (line: string) => void;
 }
 
@@ -124,6 +127,8 @@ export class EngineRuntime {
   readonly rtc: RtcSignalling;
   /** Chat rooms (issue 28, core/rooms): the writers of the rooms of the room units this node owns, and this node's connections' rooms. */
   readonly rooms: Rooms;
+  /** Presence subscriptions (issue 28, core/presence): which users this node's connections watch, and telling other nodes' watchers. */
+  readonly presence: Presence;
   private started: RuntimeModule[] = [];
   private stopped = new Set<RuntimeModule>();
   private startReport: ProjectionStartReport | null = null;
@@ -170,9 +175,10 @@ export class EngineRuntime {
       relayRef.list?.compactor.lowLatency(records);
       await this.projection.lowLatency(records);
     };
+    const registryCluster = cluster ? { nodeId: cluster.nodeId, incarnation: cluster.incarnation, liveNodes: () => cluster.liveNodes() } : null;
     this.delivery = new Delivery(this.store, this.keys, this.dispatchLog, {
       ...opts.delivery, ...(opts.log ? { log: opts.log } : {}),
-      ...(cluster ? { gate: cluster, cluster: { nodeId: cluster.nodeId, incarnation: cluster.incarnation, liveNodes: () => cluster.liveNodes() } } : {}),
+      ...(cluster && registryCluster ? { gate: cluster, cluster: registryCluster } : {}),
     });
     this.reactions = new Reactions(this.store, this.keys, {
       ...(opts.conversation?.now ? { now: opts.conversation.now } : {}),
@@ -259,6 +265,9 @@ export class EngineRuntime {
       ...(opts.rtc?.voipDailyQuota !== undefined ? { voipDailyQuota: opts.rtc.voipDailyQuota } : {}),
     });
     this.rooms = new Rooms(this.store, this.keys, cluster, { ...opts.rooms, ...(opts.log ? { log: opts.log } : {}) });
+    this.presence = new Presence(this.store, this.keys, this.delivery, registryCluster, {
+      activeMembers: (tenant, group, users) => conversations.activeMembers(tenant, group, users),
+    }, { ...opts.presence, ...(opts.log ? { log: opts.log } : {}) });
     this.modules = engineModules(this, {
       relayIntervalMs: opts.relayIntervalMs ?? DEFAULT_RELAY_INTERVAL_MS,
       retentionIntervalMs: opts.retention?.intervalMs ?? DEFAULT_RETENTION_INTERVAL_MS,

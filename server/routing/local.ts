@@ -7,7 +7,7 @@
  * names applies nothing and answers STALE_OWNER with its view of the owner; a malformed request is
  * REJECTED (final).
  */
-import { CONNECTIONS_LIST_LIMIT, parseUuid, QimError, StaleOwnerError, RELAY_BUCKET_COUNT, type ConversationEvent, type DeliveryItem, type EngineRuntime, type SessionChange, type SessionRow, type UserEventBatch, type Uuid } from "../../core/index.js";
+import { CONNECTIONS_LIST_LIMIT, LOCATE_CHUNK, parseUuid, QimError, StaleOwnerError, RELAY_BUCKET_COUNT, type ConversationEvent, type DeliveryItem, type EngineRuntime, type SessionChange, type SessionRow, type UserEventBatch, type Uuid } from "../../core/index.js";
 import {
   NodeStatus,
   type DescribeUserRequest,
@@ -116,6 +116,10 @@ export function localNode(runtime: EngineRuntime, ownership: OwnershipView, slot
           const r = e.event.reaction;
           return { kind: "reaction", conversation, conversationSeq: Number(r.conversationSeq), version: Number(r.summaryVersion), counts: r.counts.map((c) => ({ key: c.key, count: Number(c.count) })) };
         }),
+        presence: (() => {
+          if (req.presenceChanged.length > LOCATE_CHUNK) throw new Error(`presence_changed: at most ${LOCATE_CHUNK} users a call`);
+          return req.presenceChanged.map((u) => parseUuid(u, "presence_changed"));
+        })(),
       }));
       if (!p.ok) return { status: NodeStatus.NODE_STATUS_REJECTED, pushed: 0, detail: p.detail };
       return { status: NodeStatus.NODE_STATUS_OK, pushed: runtime.delivery.takeEvents(p.value), detail: "" };

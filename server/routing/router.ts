@@ -199,6 +199,7 @@ export class NodeRouter {
           ? { $case: "reaction" as const, reaction: { conversationSeq: BigInt(e.conversationSeq), summaryVersion: BigInt(e.version), counts: e.counts.map((c) => ({ key: c.key, count: BigInt(c.count) })) } }
           : { $case: "typing" as const, typing: { user: e.user, typing: e.typing, atMs: BigInt(e.at) } },
       })),
+      presenceChanged: batch.presence ?? [],
     };
     let res;
     try {

@@ -25,7 +25,7 @@ import { lenField, protoDir, Requests, Rng, UNDECODABLE, varintField, type Messa
 import { Device, show, startGatewayNode, type GatewayNode } from "./device.js";
 
 /** The frames a device sends (docs/gateway.md's frame table, direction "up"); every other body field is the node's. */
-const UP = ["auth", "ping", "send", "pull_history", "mark_read", "pull_session_list", "leave_group", "recall", "edit", "react", "typing", "rtc_signal", "room_join", "room_replay", "room_send", "room_leave"];
+const UP = ["auth", "ping", "send", "pull_history", "mark_read", "pull_session_list", "leave_group", "recall", "edit", "react", "typing", "rtc_signal", "room_join", "room_replay", "room_send", "room_leave", "presence_sub"];
 /** Random frames per type after the table. */
 const RANDOM_PER_TYPE = SOAK ? 500 : 25;
 /** Codes a refusal may carry: the request's fault or a state the device can act on. */

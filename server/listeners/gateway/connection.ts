@@ -13,7 +13,7 @@ import {
   GATEWAY_REQUEST_BURST, GATEWAY_REQUEST_RATE, HISTORY_PAGE_DEFAULT, HISTORY_PAGE_LIMIT, InvalidArgumentError, listConversations, pageLimit,
   parseUuid, PermissionDeniedError, SESSION_PAGE_DEFAULT, SESSION_PAGE_LIMIT, type BadgeState, type ConversationListEntry, type EngineRuntime, type HistoryRecord, type SessionFrame,
   type AnchorResult, type ConversationEvent, type RegistrySnapshot, type UserEvent, type Uuid, wireTargetSeq,
-  FailedPreconditionError, QimError, ROOM_REPLAY_PAGE_LIMIT, type RoomConnection, type RoomPush, type RoomRecord, type RoomWindow,
+  FailedPreconditionError, QimError, ROOM_REPLAY_PAGE_LIMIT, type RoomConnection, type RoomPush, type RoomRecord, type RoomWindow, type PresenceConnection, type PresenceState,
 } from "../../../core/index.js";
 import { Frame, RoomWindow as RoomWindowFrame, type Badge, type Message, type Reactions, type SessionEntry, type SessionList } from "../../../admin-api/gen/qim/client/v1/frames.js";
 import { TokenBucket, type KeyedRateLimiter } from "../../../core/support/index.js";
@@ -51,7 +51,7 @@ export const CLOSE = {
 
 /** Frames a device may send, each with what it is answered with. */
 const REQUESTS = new Set<Case>([
-  "auth", "ping", "send", "pullHistory", "markRead", "pullSessionList", "leaveGroup", "recall", "edit", "react", "typing", "rtcSignal", "roomJoin", "roomReplay", "roomSend", "roomLeave",
+  "auth", "ping", "send", "pullHistory", "markRead", "pullSessionList", "leaveGroup", "recall", "edit", "react", "typing", "rtcSignal", "roomJoin", "roomReplay", "roomSend", "roomLeave", "presenceSub",
 ]);
 
 /** A client_msg_no: the device's idempotency key for a SEND, 1–64 printable ASCII characters. */
@@ -113,7 +113,7 @@ function corkForTurn(socket: CorkableSocket): void {
   }
 }
 
-export class GatewayConnection implements DeviceConnection, RoomConnection {
+export class GatewayConnection implements DeviceConnection, RoomConnection, PresenceConnection {
   readonly since = Date.now();
   authed = false;
   /** Pushes stopped (past the soft mark) until the device's next PULL_SESSION_LIST. */
@@ -148,6 +148,7 @@ export class GatewayConnection implements DeviceConnection, RoomConnection {
       this.unwatch = null;
       // out of its rooms (their writers hear the new counts with the next refresh)
       deps.runtime.rooms.closed(this);
+      deps.runtime.presence.closed(this);
       deps.onClose(this);
     });
     ws.on("error", () => undefined);
@@ -233,6 +234,13 @@ export class GatewayConnection implements DeviceConnection, RoomConnection {
     this.framesOut++;
     gatewayMetrics.frames.inc({ direction: "out", type: "roomBatch" });
     this.out(roomBatchFrame(windows));
+    return true;
+  }
+
+  /** A PRESENCE_UPDATE (core/presence, at most one per PRESENCE_PUSH_MERGE_WINDOW_MS): watched users' states, absolute. */
+  pushPresence(states: readonly PresenceState[]): boolean {
+    if (!this.admit()) return false;
+    this.write(0n, { $case: "presenceUpdate", presenceUpdate: { states: [...states] } });
     return true;
   }
 
@@ -454,6 +462,7 @@ export class GatewayConnection implements DeviceConnection, RoomConnection {
       case "edit": return this.edit(body);
       case "react": return this.react(body);
       case "typing": return this.typing(body);
+      case "presenceSub": return this.presenceSub(body);
       case "rtcSignal": return this.rtcSignal(body);
       case "roomJoin": return this.roomJoin(body);
       case "roomReplay": return this.roomReplay(body);
@@ -629,6 +638,28 @@ export class GatewayConnection implements DeviceConnection, RoomConnection {
     if (!active) throw new PermissionDeniedError();
     this.runtime.delivery.typing(tenant, group, user, req.typing);
     return { $case: "typingAck", typingAck: { forwarded: true } };
+  }
+
+  /**
+   * PRESENCE_SUB (spec 003 §2.1): watch whether members of a group the user is in are online, or
+   * stop. The answer has their states now; changes come as PRESENCE_UPDATE. PRESENCE_SUB_RATE per
+   * user and group refuses with RATE_LIMITED and when to retry; nothing changes on any refusal.
+   */
+  private async presenceSub({ presenceSub: req }: BodyOf<"presenceSub">): Promise<Body> {
+    const group = parseUuid(req.group, "group");
+    const users = req.users.map((u, i) => parseUuid(u, `users[${i}]`));
+    if (req.unsubscribe) {
+      const r = await this.runtime.presence.unsubscribe(this, group, users);
+      return { $case: "presenceSubAck", presenceSubAck: { group, states: [], notMembers: [], removed: r.removed, subscriptions: r.subscriptions } };
+    }
+    try {
+      const r = await this.runtime.presence.subscribe(this, this.identity.user, group, users);
+      return { $case: "presenceSubAck", presenceSubAck: { group, states: r.states, notMembers: r.notMembers, removed: 0, subscriptions: r.subscriptions } };
+    } catch (err) {
+      if (!(err instanceof QimError) || err.code !== "RATE_LIMITED") throw err;
+      gatewayMetrics.refused.inc({ reason: "presence_sub_rate" });
+      return { $case: "error", error: { code: "RATE_LIMITED", message: err.message, field: "", retryAfterMs: Number(err.details.retryAfterMs ?? 1000) } };
+    }
   }
 
   /** A call's signal to another member (spec 003 §5): passed through to their devices online; an INVITE to a callee offline goes to the push sink. */

@@ -58,8 +58,8 @@ describe("the runtime's module list", { timeout: 120_000 }, () => {
 
   test("every core folder with start() and stop() has a module in the list (a cluster node lists them all)", () => {
     const rt = runtime([], true);
-    // by hand from the tree: the cluster, CMD sync, the conversation list (and its unread audit), delivery to devices, the relay (dispatch), the projection, retention, rooms, the session view
-    assert.deepEqual(foldersWithALifecycle(), ["cluster", "cmd-sync", "conversation-list", "delivery", "dispatch", "projection", "retention", "rooms", "session-view"]);
+    // by hand from the tree: the cluster, CMD sync, the conversation list (and its unread audit), delivery to devices, the relay (dispatch), the projection, retention, rooms, presence, the session view
+    assert.deepEqual(foldersWithALifecycle(), ["cluster", "cmd-sync", "conversation-list", "delivery", "dispatch", "presence", "projection", "retention", "rooms", "session-view"]);
     assert.deepEqual([...new Set(rt.modules.map((m) => m.folder))].sort(), foldersWithALifecycle());
   });
 
@@ -79,7 +79,7 @@ describe("the runtime's module list", { timeout: 120_000 }, () => {
     assert.deepEqual((await rt.health()).map((h) => h.state), rt.modules.map(() => "running"));
     const started = lines.filter((l) => l.startsWith("runtime: started ")).map((l) => l.slice("runtime: started ".length));
     // the order of EngineRuntime.start() before the list (by hand from main's code)
-    assert.deepEqual(started, ["cluster", "projection", "conversation-list", "unread-audit", "session-view", "cmd-sync", "delivery", "rooms", "retention", "relay"]);
+    assert.deepEqual(started, ["cluster", "projection", "conversation-list", "unread-audit", "session-view", "cmd-sync", "delivery", "rooms", "presence", "retention", "relay"]);
     assert.deepEqual(started, rt.modules.map((m) => m.name));
     // the node is in the cluster's registry while it runs
     const nodes = nodesKey(rt.keys);
@@ -91,7 +91,7 @@ describe("the runtime's module list", { timeout: 120_000 }, () => {
     // main's EngineRuntime.stop(), by hand: cmd.stop, cluster.stop (its own "left" line), relay, delivery, sessionView, unreadAudit, conversationList, projection
     assert.deepEqual(shutdown, [
       "released retention", "released cmd-sync", "cluster left", "released cluster",
-      "stopped relay", "stopped rooms", "stopped delivery", "stopped session-view", "stopped unread-audit", "stopped conversation-list", "stopped projection",
+      "stopped relay", "stopped presence", "stopped rooms", "stopped delivery", "stopped session-view", "stopped unread-audit", "stopped conversation-list", "stopped projection",
     ]);
     // the same as the start order reversed, pass by pass
     const reversed = [...started].reverse();
@@ -108,7 +108,7 @@ describe("the runtime's module list", { timeout: 120_000 }, () => {
 
   test("health names each module's metrics by its prefixes; a process without cluster options has no cluster module", async () => {
     const rt = runtime([], false);
-    assert.deepEqual(rt.modules.map((m) => m.name), ["projection", "conversation-list", "unread-audit", "session-view", "cmd-sync", "delivery", "rooms", "retention", "relay"]);
+    assert.deepEqual(rt.modules.map((m) => m.name), ["projection", "conversation-list", "unread-audit", "session-view", "cmd-sync", "delivery", "rooms", "presence", "retention", "relay"]);
     const health = new Map((await rt.health()).map((h) => [h.name, h]));
     // names from the modules' metrics.ts files, by hand
     assert.ok(health.get("cmd-sync")!.metrics.includes("qim_cmd_pending_entries"));

@@ -1,0 +1,273 @@
+/**
+ * Presence subscriptions (issue 28, spec 003 §2.1, core/presence) on two REAL node processes
+ * sharing one Redis, devices on both, driven frame by frame (test/gateway/device.ts). A device
+ * watches members of a group it is in; what it is told is checked against what the test did (which
+ * devices it opened and closed, and where) — never against a read of the node's state. The crash
+ * case SIGKILLs the node that holds a watched user's only connection.
+ */
+import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { after, before, describe, it } from "node:test";
+import { Redis } from "ioredis";
+import { writeTestPki, type TestPkiFiles } from "../certs/fixture.js";
+import { sleep, until } from "../cluster/processes.js";
+import { ok, run } from "../e2e/qimctl.js";
+import { startRedis, type RedisServer } from "../harness/redis.js";
+import { startServerProcess, type ServerProcess } from "../reliability/server-process.js";
+import { Device, show, type Body } from "./device.js";
+import { connectAdmin, type AdminClient } from "../../admin-api/client.js";
+import { KeySpace, presenceWatchKey, type Uuid } from "../../core/index.js";
+
+/** The engine's numbers (core/base/limits.ts), written out: the test's own. */
+const MERGE_WINDOW_MS = 2000;
+const SUB_MAX_USERS = 100;
+const SUB_BURST = 5;
+const MAX_PER_CONNECTION = 500;
+
+type Ack = Extract<Body, { $case: "presenceSubAck" }>["presenceSubAck"];
+type State = { user: string; online: boolean };
+
+/** The PRESENCE_UPDATE pushes a device got, in arrival order, with their arrival times. */
+const updates = (d: Device): { at: number; states: State[] }[] =>
+  d.received.filter((r) => r.frame.requestId === 0n && r.frame.body?.$case === "presenceUpdate")
+    .map((r) => ({ at: r.at, states: (r.frame.body as Extract<Body, { $case: "presenceUpdate" }>).presenceUpdate.states }));
+/** What the device was told of `user` last: the answer's state, then each update's, in order. */
+const lastTold = (d: Device, user: string, answered: boolean): boolean => {
+  let s = answered;
+  for (const u of updates(d)) for (const st of u.states) if (st.user === user) s = st.online;
+  return s;
+};
+
+describe("presence subscriptions across two nodes", { timeout: 300_000 }, () => {
+  let dir: string;
+  let pki: TestPkiFiles;
+  let redis: RedisServer;
+  let raw: Redis;
+  let keysFile: string;
+  const nodes: { id: string; proc?: ServerProcess; url?: string; port?: number }[] = [{ id: "node-a" }, { id: "node-b" }];
+  let context: string;
+  let tenant: string;
+  let ca: Buffer;
+  let admin: AdminClient;
+  const open: Device[] = [];
+
+  const startNode = async (n: (typeof nodes)[number]) => {
+    n.proc = await startServerProcess({
+      redisAddr: redis.addr, pki, auditLog: path.join(dir, `${n.id}.audit.log`), metricsListen: "127.0.0.1:0", ...(n.port ? { port: n.port } : {}),
+      extraArgs: [
+        "--node-id", n.id, "--data-dir", path.join(dir, n.id),
+        "--cluster-lease-ttl", "3s", "--cluster-heartbeat-interval", "1s",
+        "--node-listen", "127.0.0.1:0", "--node-tls-cert", pki.nodeA.certPath, "--node-tls-key", pki.nodeA.keyPath,
+        "--gateway-listen", "127.0.0.1:0", "--tokens-keys", keysFile,
+      ],
+    });
+    n.port = n.proc.port;
+    n.url = /client gateway on (wss:\/\/\S+)/.exec(await n.proc.waitForLog(/client gateway on /))![1]!.replace("127.0.0.1", "localhost");
+  };
+  const tokenFor = async (user: string, name: string): Promise<string> =>
+    (ok(await run(["token", "issue", "--user", user, "--device", name, "--ttl", "1h"], { context }), "token issue") as { token: string }).token;
+  const connect = async (on: 0 | 1, name: string, token: string): Promise<Device> => {
+    const d = await Device.open(nodes[on]!.url!, ca, token);
+    assert.ok(d instanceof Device, `connected: ${show(d)}`);
+    const a = await d.request({ $case: "auth", auth: { deviceId: name, clientVersion: "test" } });
+    assert.equal(a.body?.$case, "authOk", show(a.body));
+    open.push(d);
+    return d;
+  };
+  const device = async (on: 0 | 1, user: string): Promise<Device> => {
+    const name = `dev-${randomUUID().slice(0, 8)}`;
+    return connect(on, name, await tokenFor(user, name));
+  };
+  const closeDevice = async (d: Device) => {
+    d.ws.close();
+    await d.whenClosed();
+  };
+  const createGroup = async (owner: string, members: string[]): Promise<string> => {
+    const r = await admin.createGroup({ tenant, group: "", owner, members });
+    return r.group;
+  };
+  const sub = async (d: Device, group: string, users: string[], unsubscribe = false): Promise<Body> =>
+    (await d.request({ $case: "presenceSub", presenceSub: { group, users, unsubscribe } })).body!;
+  const ackOf = (b: Body): Ack => {
+    assert.equal(b.$case, "presenceSubAck", show(b));
+    return (b as Extract<Body, { $case: "presenceSubAck" }>).presenceSubAck;
+  };
+  const errorOf = (b: Body) => {
+    assert.equal(b.$case, "error", show(b));
+    return (b as Extract<Body, { $case: "error" }>).error;
+  };
+  const watchEntry = async (user: string): Promise<Record<string, string>> => raw.hgetall(presenceWatchKey(new KeySpace("qim"), tenant as Uuid, user as Uuid));
+
+  before(async () => {
+    dir = mkdtempSync(path.join(os.tmpdir(), "qim-presence-"));
+    pki = await writeTestPki(path.join(dir, "pki"));
+    ca = readFileSync(pki.ca.certPath);
+    redis = await startRedis();
+    raw = new Redis({ host: "127.0.0.1", port: redis.port, lazyConnect: true });
+    await raw.connect();
+    keysFile = path.join(dir, "token-keys.json");
+    context = path.join(dir, "context.json");
+    ok(await run(["token", "keygen", "--keys", keysFile]), "token keygen");
+    for (const n of nodes) await startNode(n);
+    tenant = randomUUID();
+    writeFileSync(context, JSON.stringify({ endpoint: nodes[0]!.proc!.endpoint, ca: pki.ca.certPath, cert: pki.operator.certPath, key: pki.operator.keyPath, tenant }));
+    admin = connectAdmin({
+      endpoint: nodes[0]!.proc!.endpoint, caPem: readFileSync(pki.ca.certPath, "utf8"), certPem: readFileSync(pki.admin.certPath, "utf8"),
+      keyPem: readFileSync(pki.admin.keyPath, "utf8"), deadlineMs: 8000,
+    });
+    await until("both nodes alive", async () => (await admin.listNodes({})).nodes.filter((n) => n.alive).length === 2);
+  });
+
+  after(async () => {
+    for (const d of open) d.ws.terminate();
+    admin?.close();
+    for (const n of nodes) await n.proc?.stop();
+    await raw?.quit();
+    await redis?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("a watcher is told when members come online and go offline on either node; a user online on two nodes is offline only when both went; non-members are left out", async () => {
+    const [alice, bob, carol, dave] = [randomUUID(), randomUUID(), randomUUID(), randomUUID()];
+    const group = await createGroup(alice, [bob, carol]);
+    const watcher = await device(0, alice);
+    const a = ackOf(await sub(watcher, group, [bob, carol, dave]));
+    assert.deepEqual(a.states, [{ user: bob, online: false }, { user: carol, online: false }], "nobody else is connected yet");
+    assert.deepEqual([a.notMembers, a.subscriptions], [[dave], 2], "dave is not a member: left out, named");
+    // node A watches bob in Redis (node B's connections will tell it); nothing else of presence is stored
+    assert.deepEqual(Object.keys(await watchEntry(bob)), ["node-a"]);
+    assert.deepEqual(await watchEntry(dave), {});
+
+    // bob on node B: told online
+    const bobB = await device(1, bob);
+    await until("alice is told bob is online", async () => lastTold(watcher, bob, false) || undefined);
+    // bob on node A too, then gone from B: still online somewhere — no offline
+    const bobA = await device(0, bob);
+    await closeDevice(bobB);
+    await sleep(MERGE_WINDOW_MS + 1000);
+    assert.equal(lastTold(watcher, bob, false), true, "bob still has a connection on node A");
+    // and gone from A: offline
+    await closeDevice(bobA);
+    await until("alice is told bob is offline", async () => !lastTold(watcher, bob, false) || undefined);
+    // carol on the watcher's own node
+    const carolA = await device(0, carol);
+    await until("alice is told carol is online", async () => lastTold(watcher, carol, false) || undefined);
+    await closeDevice(carolA);
+    await until("alice is told carol is offline", async () => !lastTold(watcher, carol, false) || undefined);
+
+    // the whole history: each user's states alternate (no repeat of what the watcher was told), and no two frames inside a merge window
+    const got = updates(watcher);
+    for (const u of [bob, carol]) {
+      const seq = got.flatMap((f) => f.states.filter((s) => s.user === u).map((s) => s.online));
+      assert.deepEqual(seq, [true, false], `${u}: online once, offline once`);
+    }
+    assert.ok(got.every((f) => f.states.every((s) => s.user !== dave)), "nothing of a non-member");
+    for (let i = 1; i < got.length; i++) assert.ok(got[i]!.at - got[i - 1]!.at >= MERGE_WINDOW_MS - 150, `frames ${got[i]!.at - got[i - 1]!.at} ms apart`);
+
+    // unsubscribing bob: his next coming is not told; the watch entry goes with the last watcher on the node
+    const un = ackOf(await sub(watcher, group, [bob], true));
+    assert.deepEqual([un.removed, un.subscriptions], [1, 1]);
+    assert.deepEqual(await watchEntry(bob), {});
+    const framesBefore = updates(watcher).length;
+    const bobAgain = await device(1, bob);
+    await sleep(MERGE_WINDOW_MS + 1000);
+    assert.equal(updates(watcher).length, framesBefore, "nothing about a user no longer watched");
+    await closeDevice(bobAgain);
+    // the watcher goes: its node's watch entries go with it
+    assert.deepEqual(Object.keys(await watchEntry(carol)), ["node-a"]);
+    await closeDevice(watcher);
+    await until("carol's watch entry is removed", async () => Object.keys(await watchEntry(carol)).length === 0);
+  });
+
+  it("a user who goes and comes back inside the merge window is not reported; at most one frame per window carries every change", async () => {
+    const [alice, erin, fay, gus] = [randomUUID(), randomUUID(), randomUUID(), randomUUID()];
+    const group = await createGroup(alice, [erin, fay, gus]);
+    const watcher = await device(0, alice);
+    ackOf(await sub(watcher, group, [erin, fay, gus]));
+    // tokens first: the flaps below are only connects and closes
+    const names = ["e1", "e2", "e3", "e4"].map((n) => `${n}-${randomUUID().slice(0, 6)}`);
+    const tokens = await Promise.all(names.map((n) => tokenFor(erin, n)));
+    const [fayName, gusName] = [`f-${randomUUID().slice(0, 6)}`, `g-${randomUUID().slice(0, 6)}`];
+    const [fayToken, gusToken] = [await tokenFor(fay, fayName), await tokenFor(gus, gusName)];
+    const first = await connect(1, names[0]!, tokens[0]!);
+    await until("alice is told erin is online", async () => updates(watcher).length === 1 || undefined);
+    const t0 = updates(watcher)[0]!.at;
+    // inside the window that frame opened: erin goes and comes back three times; fay and gus come online
+    await closeDevice(first);
+    for (let i = 1; i < 4; i++) {
+      const d = await connect(i % 2 === 0 ? 0 : 1, names[i]!, tokens[i]!);
+      if (i < 3) await closeDevice(d);
+    }
+    await connect(1, fayName, fayToken);
+    await connect(0, gusName, gusToken);
+    const spent = performance.now() - t0;
+    assert.ok(spent < MERGE_WINDOW_MS, `the flaps took ${spent} ms: inside the window (a slow machine: rerun)`);
+    await until("one more frame", async () => updates(watcher).length >= 2 || undefined);
+    await sleep(MERGE_WINDOW_MS + 1000);
+    const got = updates(watcher);
+    assert.equal(got.length, 2, "one frame for everything inside the window");
+    assert.ok(got[1]!.at - t0 >= MERGE_WINDOW_MS - 150, "not before the window ended");
+    const second = new Map(got[1]!.states.map((s) => [s.user, s.online]));
+    assert.deepEqual([second.get(fay), second.get(gus)], [true, true]);
+    assert.equal(second.has(erin), false, "erin is online, as the watcher was told: not in it");
+  });
+
+  it("refusals change nothing: a non-member watcher, too many users, a user twice, a bad id, the rate per user and group, the cap per connection", async () => {
+    const [alice, bob, mallory] = [randomUUID(), randomUUID(), randomUUID()];
+    const members = Array.from({ length: 110 }, () => randomUUID());
+    const group = await createGroup(alice, [bob, ...members.slice(0, 99)]);
+    for (let i = 99; i < members.length; i += 100) await admin.addMembers({ tenant, group, users: members.slice(i, i + 100), dryRun: false });
+    const outsider = await device(0, mallory);
+    assert.equal(errorOf(await sub(outsider, group, [bob])).code, "PERMISSION_DENIED");
+    const watcher = await device(0, alice);
+    const tooMany = errorOf(await sub(watcher, group, members.slice(0, SUB_MAX_USERS + 1)));
+    assert.deepEqual([tooMany.code, tooMany.field], ["INVALID_ARGUMENT", "users"]);
+    assert.equal(errorOf(await sub(watcher, group, [bob, bob])).code, "INVALID_ARGUMENT");
+    assert.equal(errorOf(await sub(watcher, group, ["not-a-uuid"])).code, "INVALID_ARGUMENT");
+    assert.equal(errorOf(await sub(watcher, group, [])).code, "INVALID_ARGUMENT");
+    // none of them watched anything
+    assert.deepEqual(await watchEntry(bob), {});
+    // the burst per user and group, then RATE_LIMITED with when to retry
+    for (let i = 0; i < SUB_BURST; i++) assert.equal(ackOf(await sub(watcher, group, [members[i]!])).subscriptions, i + 1);
+    const limited = errorOf(await sub(watcher, group, [bob]));
+    assert.equal(limited.code, "RATE_LIMITED");
+    assert.ok(limited.retryAfterMs > 0);
+    assert.deepEqual(await watchEntry(bob), {}, "the refused one watched nothing");
+    // another group of the same user has its own rate; the cap counts (group, user) pairs on the connection
+    const others = Array.from({ length: 5 }, async () => createGroup(alice, members.slice(0, SUB_MAX_USERS)));
+    let held = SUB_BURST;
+    for (const g of await Promise.all(others)) {
+      const r = await sub(watcher, g, members.slice(0, SUB_MAX_USERS));
+      if (held + SUB_MAX_USERS > MAX_PER_CONNECTION) {
+        assert.equal(errorOf(r).code, "FAILED_PRECONDITION", "past the cap");
+        continue;
+      }
+      held += SUB_MAX_USERS;
+      assert.equal(ackOf(r).subscriptions, held);
+    }
+    assert.equal(held, 405);
+    // unsubscribing a whole group ends its pairs
+    const un = ackOf(await sub(watcher, group, [], true));
+    assert.deepEqual([un.removed, un.subscriptions], [SUB_BURST, held - SUB_BURST]);
+  });
+
+  it("the node holding a watched user's only connection is SIGKILLed: the watcher is told offline once the node's lease ends", async () => {
+    const [alice, hank] = [randomUUID(), randomUUID()];
+    const group = await createGroup(alice, [hank]);
+    await device(1, hank);
+    const watcher = await device(0, alice);
+    assert.deepEqual(ackOf(await sub(watcher, group, [hank])).states, [{ user: hank, online: true }]);
+    nodes[1]!.proc!.signal("SIGKILL");
+    await nodes[1]!.proc!.exited;
+    await until("alice is told hank is offline", async () => !lastTold(watcher, hank, true) || undefined);
+    assert.equal(watcher.received.filter((r) => r.frame.body?.$case === "error").length, 0, "no ERROR frame");
+    // hank back on the survivor: online again
+    await device(0, hank);
+    await until("alice is told hank is online again", async () => lastTold(watcher, hank, true) || undefined);
+    const seq = updates(watcher).flatMap((f) => f.states.filter((s) => s.user === hank).map((s) => s.online));
+    assert.deepEqual(seq, [false, true]);
+  });
+});

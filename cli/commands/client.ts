@@ -82,7 +82,7 @@ export default class Client extends ConnectedCommand<typeof Client> {
   static override summary = "Connect to the client gateway as a user's device and print every frame as it arrives: see as a user, live.";
   static override description = `The reference device client (docs/gateway.md). It gets a device token for --as/--device through the admin API of the current context (audited like token issue; or --token-file), connects to the node's gateway (--url wss://HOST:PORT, TLS with the context's CA; ws:// only to a loopback address), sends AUTH and prints AUTH_OK, then every frame as it arrives: one line each (time, type, #request id, fields; payloads as text when printable), or one JSON object per line with --output json.
 
-Commands on stdin, one per line: send GROUP TEXT…  |  read GROUP SEQ  |  recall GROUP SEQ  |  edit GROUP SEQ TEXT…  |  react GROUP SEQ KEY  |  unreact GROUP SEQ KEY  |  typing GROUP on|off  |  call GROUP USER [PAYLOAD…]  |  answer|decline|cancel|hangup GROUP USER CALL_ID  |  join ROOM [AFTER_ROOM_SEQ]  |  say ROOM TEXT…  |  replay ROOM AFTER_ROOM_SEQ  |  part ROOM (chat rooms)  |  leave GROUP  |  history GROUP [AFTER] [LIMIT]  |  list [CURSOR]  |  ping  |  quit. A line it cannot read prints an error on stderr and the client goes on. Every message it prints carries "shown": the text of a text message, [recalled], or for a content type it does not render the node's preview (the type's preview_template) or [unsupported message] — such a message never fails a frame, a batch or the connection. --send GROUP:TEXT (repeatable), --duration S and --exit-after N are for scripts without stdin.
+Commands on stdin, one per line: send GROUP TEXT…  |  read GROUP SEQ  |  recall GROUP SEQ  |  edit GROUP SEQ TEXT…  |  react GROUP SEQ KEY  |  unreact GROUP SEQ KEY  |  typing GROUP on|off  |  watch GROUP USER…  |  unwatch GROUP [USER…] (presence)  |  call GROUP USER [PAYLOAD…]  |  answer|decline|cancel|hangup GROUP USER CALL_ID  |  join ROOM [AFTER_ROOM_SEQ]  |  say ROOM TEXT…  |  replay ROOM AFTER_ROOM_SEQ  |  part ROOM (chat rooms)  |  leave GROUP  |  history GROUP [AFTER] [LIMIT]  |  list [CURSOR]  |  ping  |  quit. A line it cannot read prints an error on stderr and the client goes on. Every message it prints carries "shown": the text of a text message, [recalled], or for a content type it does not render the node's preview (the type's preview_template) or [unsupported message] — such a message never fails a frame, a batch or the connection. --send GROUP:TEXT (repeatable), --duration S and --exit-after N are for scripts without stdin.
 
 Exit codes: 0 quit, end of stdin, --duration or --exit-after reached, or closed by the node with 1000/1001 (a drain's RECONNECT, a restart); 1 closed by the node with another code (printed); 2 bad flags; 5 the gateway or the admin API unreachable; 6 the token refused at the upgrade (HTTP 401) or a token could not be issued.`;
   static override examples = [
@@ -214,6 +214,12 @@ Exit codes: 0 quit, end of stdin, --duration or --exit-after reached, or closed 
           case "typing": {
             if (rest.length !== 2 || !["on", "off"].includes(rest[1]!)) throw new Error("typing GROUP on|off");
             request({ $case: "typing", typing: { group: uuid("GROUP", rest[0]!), typing: rest[1] === "on" } });
+            return;
+          }
+          case "watch": case "unwatch": {
+            // presence (docs/gateway.md "Presence"): watch GROUP USER… | unwatch GROUP [USER…] (every user through the group when none)
+            if (rest.length < (verb === "watch" ? 2 : 1)) throw new Error(verb === "watch" ? "watch GROUP USER…" : "unwatch GROUP [USER…]");
+            request({ $case: "presenceSub", presenceSub: { group: uuid("GROUP", rest[0]!), users: rest.slice(1).map((u) => uuid("USER", u)), unsubscribe: verb === "unwatch" } });
             return;
           }
           case "call": case "answer": case "decline": case "cancel": case "hangup": {

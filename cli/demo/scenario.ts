@@ -559,8 +559,13 @@ export async function runScenario(opts: ScenarioOptions): Promise<{ steps: DemoS
     });
   });
 
-  await step("call", "A call rings between two devices; the call record is an ordinary message", async () => {
+  await step("call", "alice sees bob online and calls him: his phone rings; the call record is an ordinary message", async () => {
     return withPhones(async ({ alicePhone, bobPhone, wait, team }) => {
+      // presence (PRESENCE_SUB): alice's phone watches bob through their group; never stored
+      const watched = await alicePhone.device.request({ $case: "presenceSub", presenceSub: { group: team, users: [users.bob], unsubscribe: false } }, wait);
+      check(watched.body?.$case === "presenceSubAck", `alice's PRESENCE_SUB should be acknowledged, was answered ${describe(watched)}`);
+      const bobOnline = watched.body.presenceSubAck.states.find((st) => st.user === users.bob)?.online;
+      check(bobOnline === true, "bob's phone is connected: alice should see him online");
       const callId = randomUUID();
       // RtcKind: INVITE 1, ACCEPT 2, END 5 (proto/qim/client/v1); the payload would carry the SFU's address and credentials
       const signal = async (from: { device: DemoDevice }, to: Person, kind: number, payload = "") => {
@@ -580,10 +585,14 @@ export async function runScenario(opts: ScenarioOptions): Promise<{ steps: DemoS
       const rec = await alicePhone.device.request({ $case: "send", send: { clientMsgNo: randomUUID(), group: team, payload: Buffer.from(JSON.stringify({ callId, seconds: 1 })), contentType: "call_record", mentions: [] } }, wait);
       check(rec.body?.$case === "sendAck" && rec.body.sendAck.conversationSeq > 0n, `the call record should be a stored message, was answered ${describe(rec)}`);
       const recordSeq = Number(rec.body.sendAck.conversationSeq);
+      // bob's phone goes: alice's phone is told he is offline (PRESENCE_UPDATE)
+      bobPhone.device.close();
+      await alicePhone.device.waitFor((f) => f.body?.$case === "presenceUpdate" && f.body.presenceUpdate.states.some((st) => st.user === users.bob && !st.online), wait, "bob offline on alice's phone");
       return {
-        details: { group: team, callId, rang, recordSeq },
+        details: { group: team, callId, rang, recordSeq, bobOnlineBefore: bobOnline, bobOfflineAfter: true },
         lines: [
-          `alice called bob (RTC_SIGNAL INVITE): his phone rang; he answered (ACCEPT), she hung up (END). The signals passed between the devices and were stored nowhere.`,
+          `alice's phone watched bob's presence (PRESENCE_SUB): online. She called him (RTC_SIGNAL INVITE): his phone rang; he answered (ACCEPT), she hung up (END). The signals passed between the devices and were stored nowhere.`,
+          `bob's phone disconnected: alice's phone was told he is offline (PRESENCE_UPDATE). Presence is never stored.`,
           `The call record is an ordinary message (call_record, seq ${recordSeq}): in history, synced to offline devices, counted as its declaration says.`,
         ],
       };

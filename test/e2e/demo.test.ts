@@ -111,6 +111,8 @@ describe("qimctl demo in a clean directory", { timeout: 300_000 }, () => {
     assert.ok(rx.bobFrames >= 2 && rx.bobFrames <= 3, `bob's phone: ${rx.bobFrames} REACTION_UPDATE frames`);
     // the call: rang, then its record is team's next message: seq 13 (after the edit event at 12; reactions write no seq)
     assert.deepEqual([step("call").rang, step("call").recordSeq], ["ringing", 13]);
+    // presence: bob's phone was connected when alice's watched him, then it closed
+    assert.deepEqual([step("call").bobOnlineBefore, step("call").bobOfflineAfter], [true, true]);
     // the room: the first room messages of its epoch are counters 1, 2, 3 (by hand: a fresh room), in at most three frames; two online
     const room = step("room");
     assert.deepEqual([room.counters, room.online, room.epoch === room.joinedEpoch], [[1, 2, 3], 2, true]);

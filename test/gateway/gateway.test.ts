@@ -283,6 +283,12 @@ describe("the client gateway on a real node", { timeout: 240_000 }, () => {
     assert.equal(BigInt(said.body.roomSeq as string | number) & ((1n << 48n) - 1n), 1n);
     e.type(`part ${room}`);
     assert.equal((await e.wait("eve's ROOM_LEAVE_ACK", (l) => l.frame === "roomLeaveAck")).body.left, true);
+    // presence: eve watches dan (online: his client is connected); then stops
+    e.type(`watch ${g} ${dan}`);
+    const watched = await e.wait("eve's PRESENCE_SUB_ACK", (l) => l.frame === "presenceSubAck");
+    assert.deepEqual([watched.body.states, watched.body.subscriptions], [[{ user: dan, online: true }], 1]);
+    e.type(`unwatch ${g}`);
+    assert.equal((await e.wait("eve's unwatch answer", (l) => l.frame === "presenceSubAck" && l.body.removed === 1)).body.subscriptions, 0);
     e.type("frobnicate now");
     e.type("ping");
     await e.wait("eve's PONG after a bad command", (l) => l.frame === "pong");

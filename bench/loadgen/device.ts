@@ -15,6 +15,8 @@ export class LoadDevice {
   bytesIn = 0;
   /** ROOM_BATCH pushes received (bench/rooms): frames, the events in them, the last one's arrival (ms), and each frame's arrival when `times` is set. */
   readonly rooms: { frames: number; events: number; lastAt: number; times: number[] | null } = { frames: 0, events: 0, lastAt: 0, times: null };
+  /** PRESENCE_UPDATE pushes received (bench/presence): frames and the states in them. */
+  readonly presence = { frames: 0, states: 0 };
   private nextId = 0n;
   private readonly pending = new Map<bigint, { resolve: (f: Frame) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }>();
   closed: string | null = null;
@@ -34,6 +36,11 @@ export class LoadDevice {
         for (const w of f.body.roomBatch.windows) this.rooms.events += w.events.length;
         this.rooms.lastAt = at;
         this.rooms.times?.push(performance.now());
+        return;
+      }
+      if (f.requestId === 0n && f.body?.$case === "presenceUpdate") {
+        this.presence.frames++;
+        this.presence.states += f.body.presenceUpdate.states.length;
         return;
       }
       const p = f.requestId === 0n ? undefined : this.pending.get(f.requestId);

@@ -33,7 +33,7 @@ export interface Target {
   stop(): Promise<void>;
 }
 
-export async function startTarget(opts: { extraArgs?: string[] } = {}): Promise<Target> {
+export async function startTarget(opts: { extraArgs?: string[]; /** A one-node engine cluster (node id, node RPC listener): what writes the cross-node registries. */ cluster?: boolean } = {}): Promise<Target> {
   const dir = mkdtempSync(path.join(os.tmpdir(), "qim-loadgen-"));
   const pki = await writeTestPki(path.join(dir, "pki"));
   const redis = await startRedis();
@@ -47,7 +47,9 @@ export async function startTarget(opts: { extraArgs?: string[] } = {}): Promise<
       redisAddr: redis.addr, pki, auditLog: path.join(dir, "audit.log"), metricsListen: "127.0.0.1:0",
       // per_user_msg_rate off in effect: a bench measures the node's capacity (one device may send 64
       // in flight as fast as acks come), not what one real user is allowed
-      extraArgs: ["--gateway-listen", "127.0.0.1:0", "--tokens-keys", keysFile, "--data-dir", path.join(dir, "data"), "--gateway-user-msg-rate", "1000000", ...(opts.extraArgs ?? [])],
+      extraArgs: ["--gateway-listen", "127.0.0.1:0", "--tokens-keys", keysFile, "--data-dir", path.join(dir, "data"), "--gateway-user-msg-rate", "1000000",
+        ...(opts.cluster ? ["--node-id", "bench-node", "--node-listen", "127.0.0.1:0", "--node-tls-cert", pki.nodeA.certPath, "--node-tls-key", pki.nodeA.keyPath] : []),
+        ...(opts.extraArgs ?? [])],
     });
     const url = /client gateway on (wss:\/\/\S+)/.exec(await node.waitForLog(/client gateway on /))![1]!.replace("127.0.0.1", "localhost");
     const admin = connectAdmin({

@@ -130,7 +130,11 @@ export class Presence {
       await this.unwatch(tenant, unwatchedHere.filter((u) => !this.local.watched(tenant, u)));
       throw err;
     }
-    this.local.add(conn, group, states);
+    const fresh = this.local.add(conn, group, states);
+    // a user another connection here watched when this began, whose watch ended meanwhile (its entry
+    // removed): written again, and read again once it is (a change in between was told to no one here)
+    const lapsed = fresh.filter((u) => !unwatchedHere.includes(u));
+    if (lapsed.length > 0) this.watch(tenant, lapsed).then(() => this.markDirty(tenant, lapsed, "poke"), (err: unknown) => this.warn("writing watch entries", err));
     return { states, notMembers, subscriptions: this.local.wouldHold(conn, group, []) };
   }
 

@@ -69,14 +69,19 @@ describe("presence subscriptions across two nodes", { timeout: 300_000 }, () => 
   };
   const tokenFor = async (user: string, name: string): Promise<string> =>
     (ok(await run(["token", "issue", "--user", user, "--device", name, "--ttl", "1h"], { context }), "token issue") as { token: string }).token;
-  const connect = async (on: 0 | 1, name: string, token: string): Promise<Device> => {
+  /** A socket upgraded with the token, not yet authenticated (the user is not online through it until AUTH). */
+  const openSocket = async (on: 0 | 1, token: string): Promise<Device> => {
     const d = await Device.open(nodes[on]!.url!, ca, token);
     assert.ok(d instanceof Device, `connected: ${show(d)}`);
-    const a = await d.request({ $case: "auth", auth: { deviceId: name, clientVersion: "test" } });
-    assert.equal(a.body?.$case, "authOk", show(a.body));
     open.push(d);
     return d;
   };
+  const auth = async (d: Device, name: string): Promise<Device> => {
+    const a = await d.request({ $case: "auth", auth: { deviceId: name, clientVersion: "test" } });
+    assert.equal(a.body?.$case, "authOk", show(a.body));
+    return d;
+  };
+  const connect = async (on: 0 | 1, name: string, token: string): Promise<Device> => auth(await openSocket(on, token), name);
   const device = async (on: 0 | 1, user: string): Promise<Device> => {
     const name = `dev-${randomUUID().slice(0, 8)}`;
     return connect(on, name, await tokenFor(user, name));
@@ -192,17 +197,20 @@ describe("presence subscriptions across two nodes", { timeout: 300_000 }, () => 
     const tokens = await Promise.all(names.map((n) => tokenFor(erin, n)));
     const [fayName, gusName] = [`f-${randomUUID().slice(0, 6)}`, `g-${randomUUID().slice(0, 6)}`];
     const [fayToken, gusToken] = [await tokenFor(fay, fayName), await tokenFor(gus, gusName)];
-    const first = await connect(1, names[0]!, tokens[0]!);
+    // the sockets first (TLS and the token's check): inside the window below there are only AUTHs and closes
+    const sockets = await Promise.all(tokens.map((tk, i) => openSocket(i % 2 === 0 ? 1 : 0, tk)));
+    const [faySocket, gusSocket] = [await openSocket(1, fayToken), await openSocket(0, gusToken)];
+    const first = await auth(sockets[0]!, names[0]!);
     await until("alice is told erin is online", async () => updates(watcher).length === 1 || undefined);
     const t0 = updates(watcher)[0]!.at;
-    // inside the window that frame opened: erin goes and comes back three times; fay and gus come online
+    // inside the window that frame opened: erin goes and comes back three times, on both nodes; fay and gus come online
     await closeDevice(first);
     for (let i = 1; i < 4; i++) {
-      const d = await connect(i % 2 === 0 ? 0 : 1, names[i]!, tokens[i]!);
+      const d = await auth(sockets[i]!, names[i]!);
       if (i < 3) await closeDevice(d);
     }
-    await connect(1, fayName, fayToken);
-    await connect(0, gusName, gusToken);
+    await auth(faySocket, fayName);
+    await auth(gusSocket, gusName);
     const spent = performance.now() - t0;
     assert.ok(spent < MERGE_WINDOW_MS, `the flaps took ${spent} ms: inside the window (a slow machine: rerun)`);
     await until("one more frame", async () => updates(watcher).length >= 2 || undefined);
@@ -213,6 +221,52 @@ describe("presence subscriptions across two nodes", { timeout: 300_000 }, () => 
     const second = new Map(got[1]!.states.map((s) => [s.user, s.online]));
     assert.deepEqual([second.get(fay), second.get(gus)], [true, true]);
     assert.equal(second.has(erin), false, "erin is online, as the watcher was told: not in it");
+  });
+
+  it("random comings and goings of six users on both nodes, three at a time: once quiet, the watcher was last told exactly who has a device open; it was never told the same twice in a row", async () => {
+    const alice = randomUUID();
+    const people = Array.from({ length: 6 }, () => randomUUID());
+    const group = await createGroup(alice, people);
+    const watcher = await device(0, alice);
+    const answered = ackOf(await sub(watcher, group, people)).states;
+    assert.ok(answered.every((s) => !s.online));
+    // tokens first: the lanes below only connect and close
+    const pool = new Map<string, { name: string; token: string }[]>();
+    for (const u of people) pool.set(u, await Promise.all([0, 1, 2, 3].map(async (i) => { const name = `r${i}-${randomUUID().slice(0, 6)}`; return { name, token: await tokenFor(u, name) }; })));
+    const openNow = new Map<string, Device[]>(people.map((u) => [u, []]));
+    const history: string[] = [];
+    let seed = 12345;
+    const rand = (n: number) => (seed = (seed * 1103515245 + 12345) % 2 ** 31) % n;
+    const lane = async () => {
+      for (let op = 0; op < 14; op++) {
+        const u = people[rand(people.length)]!;
+        const mine = openNow.get(u)!;
+        if (mine.length > 0 && (mine.length >= 2 || rand(2) === 0)) {
+          const d = mine.splice(rand(mine.length), 1)[0]!;
+          history.push(`close ${u}`);
+          await closeDevice(d);
+        } else {
+          const { name, token } = pool.get(u)![op % 4]!;
+          // a token names its device: the same one again is another connection of the same device (allowed)
+          const d = await connect(rand(2) as 0 | 1, name, token);
+          mine.push(d);
+          history.push(`open ${u}`);
+        }
+      }
+    };
+    await Promise.all([lane(), lane(), lane()]);
+    const opens = history.filter((h) => h.startsWith("open")).length;
+    assert.ok(opens >= 10 && history.length === 42, `${opens} opens in ${history.length} operations`);
+    await sleep(MERGE_WINDOW_MS + 1500);
+    await until("the watcher's view settles on the truth", async () => people.every((u) => lastTold(watcher, u, false) === openNow.get(u)!.length > 0) || undefined);
+    // the checker over the whole history of frames: per user, states alternate (each frame says a change)
+    for (const u of people) {
+      const seq = [false, ...updates(watcher).flatMap((f) => f.states.filter((s) => s.user === u).map((s) => s.online))];
+      for (let i = 1; i < seq.length; i++) assert.notEqual(seq[i], seq[i - 1], `${u}: told ${seq[i]} twice in a row (${history.length} operations)`);
+    }
+    const got = updates(watcher);
+    for (let i = 1; i < got.length; i++) assert.ok(got[i]!.at - got[i - 1]!.at >= MERGE_WINDOW_MS - 150);
+    for (const ds of openNow.values()) for (const d of ds) await closeDevice(d);
   });
 
   it("refusals change nothing: a non-member watcher, too many users, a user twice, a bad id, the rate per user and group, the cap per connection", async () => {

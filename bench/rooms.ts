@@ -10,11 +10,17 @@
  *      run (events/s from its start to its last arrival);
  *   b. C-3's isolation: a 1:1 group's delivery (SEND to MESSAGE on the other member's device,
  *      end-to-end p50/p99 by the MESSAGE's created_at_ms) at 20 sends/s on the same node, without
- *      and with a.'s room load running, alternating; the ratio of the p99s.
+ *      and with a.'s room load running, alternating; the ratio of the p99s. The pair's two devices
+ *      run in a process of their own (rooms-pair-child.ts): in this one, its MESSAGE would wait
+ *      behind the decoding of K connections' room frames.
  * Rounds alternate each measurement and its baseline; medians are printed.
  * Usage: node dist/bench/rooms.js [--connections K] [--seconds S] [--rounds R] [--output json]
  */
+import { spawn, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
+import path from "node:path";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
 import { Frame, RoomWindow } from "../admin-api/gen/qim/client/v1/frames.js";
 import { flag } from "./args.js";
 import { openRawClients, startBroadcaster, type RawClient } from "./gateway/broadcast.js";
@@ -72,15 +78,23 @@ const all: LoadDevice[] = [];
 const out: Record<string, unknown> = { connections: K, seconds: SECONDS, rounds: ROUNDS, offeredPerSec: OFFERED_PER_SEC, payloadBytes: PAYLOAD.length };
 const broadcaster = await startBroadcaster(t);
 let raw: RawClient[] = [];
+let pairChild: ChildProcess | undefined;
 try {
   const members = await connect(t, K, "r");
   const [sender] = await connect(t, 1, "s");
   all.push(...members, sender!);
   say(`${K} connections open`);
-  // the 1:1 pair of b.
-  const pair = await connect(t, 2, "p");
-  all.push(...pair);
-  const oneToOne = (await t.admin.createGroup({ tenant: t.tenant, group: "", owner: pair[0]!.user, members: [pair[1]!.user] })).group;
+  // the 1:1 pair of b., in a process of its own (rooms-pair-child.ts): its latency is the node's, not this process's event loop's
+  const [pa, pb] = [randomUUID(), randomUUID()];
+  const oneToOne = (await t.admin.createGroup({ tenant: t.tenant, group: "", owner: pa, members: [pb] })).group;
+  pairChild = spawn(process.execPath, [path.join(path.dirname(fileURLToPath(import.meta.url)), "rooms-pair-child.js"), t.url, t.pki.ca.certPath, oneToOne, pa, await t.sign(pa, "pair-a"), pb, await t.sign(pb, "pair-b")], { stdio: ["pipe", "pipe", "inherit"] });
+  const pairLines = createInterface({ input: pairChild.stdout! })[Symbol.asyncIterator]();
+  const nextLine = async (): Promise<string> => {
+    const r = await pairLines.next();
+    if (r.done) throw new Error("the 1:1 pair's process ended");
+    return r.value as string;
+  };
+  if ((await nextLine()) !== "ready") throw new Error("the 1:1 pair's process did not start");
   raw = await openRawClients(broadcaster, t.ca, K, CONNECT_CONCURRENCY);
   // one event as a naive room would send it alone: a ROOM_BATCH frame with one window of one event
   const eventFrameBytes = Frame.encode({
@@ -94,20 +108,12 @@ try {
   const a = { lagMs: [] as number[], events: [] as number[], frames: [] as number[], raw: [] as number[], taken: [] as number[], maxFramesPerConnPerSec: [] as number[] };
   const b = { quietP50: [] as number[], quietP99: [] as number[], loadedP50: [] as number[], loadedP99: [] as number[] };
 
-  /** 1:1 sends at ONE_TO_ONE_PER_SEC for `ms`: end-to-end ms of each on the other member's device. */
+  /** 1:1 sends at ONE_TO_ONE_PER_SEC for `ms` (in the pair's process): end-to-end ms of each on the other member's device. */
   const oneToOneRun = async (ms: number): Promise<number[]> => {
-    const sentIds = new Set<string>();
-    const from = pair[1]!.arrivals.length;
-    const t0 = Date.now();
-    for (let i = 0; Date.now() - t0 < ms; i++) {
-      const f = await pair[0]!.request({ $case: "send", send: { clientMsgNo: randomUUID(), group: oneToOne, payload: PAYLOAD, contentType: "application/octet-stream", mentions: [] } });
-      if (f.body?.$case !== "sendAck") throw new Error(`SEND answered ${f.body?.$case}`);
-      sentIds.add(f.body.sendAck.messageId);
-      await sleep(1000 / ONE_TO_ONE_PER_SEC);
-    }
-    await until("the 1:1 messages arrived", () => pair[1]!.arrivals.slice(from).filter((m) => sentIds.has(m.messageId)).length >= sentIds.size);
-    const seen = new Set<string>();
-    return pair[1]!.arrivals.slice(from).filter((m) => sentIds.has(m.messageId) && !seen.has(m.messageId) && seen.add(m.messageId)).map((m) => m.arrivedAtMs - m.createdAtMs);
+    pairChild!.stdin!.write(`run ${ms} ${ONE_TO_ONE_PER_SEC} ${PAYLOAD.length}\n`);
+    const line = await nextLine();
+    if (!line.startsWith("result ")) throw new Error(`the 1:1 pair said ${line}`);
+    return JSON.parse(line.slice(7)) as number[];
   };
 
   for (let r = 0; r < ROUNDS; r++) {
@@ -161,6 +167,7 @@ try {
   };
 } finally {
   for (const c of raw) c.ws.terminate();
+  pairChild?.kill("SIGTERM");
   broadcaster.stop();
   for (const x of all) x.close();
   await t.stop();

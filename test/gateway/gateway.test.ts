@@ -82,13 +82,14 @@ describe("the client gateway on a real node", { timeout: 240_000 }, () => {
     await node?.stop();
   });
 
-  it("a Python websockets client: AUTH, PING, SEND with a durable ack, the retry's ack, a conflict, the pushed MESSAGE, PULL_HISTORY, an unknown frame", async () => {
+  it("a Python websockets client: AUTH, PING, SEND with a durable ack, the retry's ack, a conflict, the pushed MESSAGE, PULL_HISTORY, an unknown frame, PRESENCE_SUB, a chat room", async () => {
     const { token } = await issue(alice, "py-phone");
+    const room = randomUUID();
     const tokenFile = path.join(dir, "py.token");
     writeFileSync(tokenFile, token, { mode: 0o600 });
     const out = await new Promise<string>((resolve, reject) => execFile(PYTHON, [
       path.join(ROOT, "test", "interop", "gateway_client.py"), "--url", url, "--token-file", tokenFile, "--device", "py-phone", "--group", group,
-      "--proto-root", path.join(ROOT, "proto"), "--ca", pki.ca.certPath,
+      "--proto-root", path.join(ROOT, "proto"), "--ca", pki.ca.certPath, "--watch", bob, "--room", room,
     ], { timeout: 60_000 }, (err, stdout, stderr) => (err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve(stdout))));
     const r = JSON.parse(out);
     assert.equal(r.subprotocol, "qim.client.v1");
@@ -104,6 +105,12 @@ describe("the client gateway on a real node", { timeout: 240_000 }, () => {
     assert.deepEqual(r.pushes, [{ seq: 1, message_id: r.send.message_id, sender: alice, text: "hello from python" }]);
     // the admin API sees the one message
     assert.deepEqual((await historyOf(alice)).map((m) => m.conversationSeq), [1]);
+    // bob has no connection: offline; one subscription held
+    assert.deepEqual([r.presence.case, r.presence.states, r.presence.subscriptions], ["presence_sub_ack", [{ user: bob, online: false }], 1]);
+    // a fresh room: nothing written yet (latest = epoch << 48), its first message is counter 1 of the join's epoch, pushed back once
+    const epoch = BigInt(r.room.epoch);
+    assert.deepEqual([r.room.join, r.room.send, r.room.latest, r.room.room_seq], ["room_batch", "room_send_ack", String(epoch << 48n), String((epoch << 48n) | 1n)]);
+    assert.deepEqual(r.room.pushed, [{ room, room_seq: r.room.room_seq, sender: alice, text: "hello room from python" }]);
   });
 
   it("refused at the upgrade: no token, a forged token, a revoked token (HTTP 401, no connection)", async () => {

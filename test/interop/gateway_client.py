@@ -62,10 +62,15 @@ async def run(args, pb):
         next_id = [0]
         pushes = []
 
+        room_events = []
+
         def keep(frame):
             if frame.request_id == 0 and frame.WhichOneof("body") == "message":
                 m = frame.message
                 pushes.append({"seq": m.conversation_seq, "message_id": m.message_id, "sender": m.sender, "text": m.payload.decode(errors="replace")})
+            if frame.request_id == 0 and frame.WhichOneof("body") == "room_batch":
+                for w in frame.room_batch.windows:
+                    room_events.extend({"room": w.room, "room_seq": str(e.room_seq), "sender": e.sender, "text": e.payload.decode(errors="replace")} for e in w.events)
 
         async def request(fill):
             next_id[0] += 1
@@ -125,6 +130,32 @@ async def run(args, pb):
             if u.request_id == next_id[0]:
                 break
         out["unknown"] = {"case": u.WhichOneof("body"), "code": u.error.code}
+
+        if args.watch:
+            # presence (PRESENCE_SUB): the other member's state now
+            def sub(f):
+                f.presence_sub.group = args.group
+                f.presence_sub.users.append(args.watch)
+            w = await request(sub)
+            out["presence"] = {"case": w.WhichOneof("body"), "states": [{"user": x.user, "online": x.online} for x in w.presence_sub_ack.states], "subscriptions": w.presence_sub_ack.subscriptions}
+        if args.room:
+            # a chat room: join, send, and its own message pushed back in a ROOM_BATCH (it is in the room)
+            j = await request(lambda f: setattr(f.room_join, "room", args.room))
+
+            def rsend(f):
+                f.room_send.room = args.room
+                f.room_send.client_msg_no = "py-room-1"
+                f.room_send.content_type = "text/plain"
+                f.room_send.payload = "hello room from python".encode()
+            r = await request(rsend)
+            while not room_events:
+                f = pb.Frame()
+                f.ParseFromString(await asyncio.wait_for(ws.recv(), TIMEOUT_S))
+                keep(f)
+            out["room"] = {
+                "join": j.WhichOneof("body"), "epoch": j.room_batch.windows[0].room_epoch, "latest": str(j.room_batch.windows[0].latest_room_seq),
+                "send": r.WhichOneof("body"), "room_seq": str(r.room_send_ack.room_seq), "pushed": room_events,
+            }
         out["pushes"] = pushes
         return out
 
@@ -137,6 +168,8 @@ def main():
     ap.add_argument("--group", required=True)
     ap.add_argument("--proto-root", required=True)
     ap.add_argument("--ca", default=None)
+    ap.add_argument("--watch", default=None, help="a member of --group whose presence to subscribe to")
+    ap.add_argument("--room", default=None, help="a chat room to join and send one message to")
     args = ap.parse_args()
     with open(args.token_file) as fh:
         args.token = fh.read().strip()

@@ -5,7 +5,7 @@ import { registry } from "../metrics/index.js";
 export const roomMetrics = {
   writes: new Counter({
     name: "qim_rooms_writes_total",
-    help: "Room messages this node's writers took (ok) or refused by room_msg_rate (rate_limited)",
+    help: "Room messages this node's writers took (ok), answered as a retry of one still in the window (duplicate: its first room_seq, nothing sent again), or refused by room_msg_rate (rate_limited)",
     labelNames: ["result"] as const,
     registers: [registry],
   }),

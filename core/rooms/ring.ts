@@ -50,6 +50,8 @@ export interface ReplayPage {
  */
 export class RoomRing {
   private items: RoomRecord[] = [];
+  /** The kept records by message id: a retried message (the same client_msg_no) is found, not taken twice. */
+  private readonly byMessage = new Map<string, RoomRecord>();
   /** Index of the oldest kept item in `items` (the array is compacted when half of it is dead). */
   private head = 0;
   private counter = 0;
@@ -81,6 +83,7 @@ export class RoomRing {
   append(r: Omit<RoomRecord, "roomSeq">): RoomRecord {
     const rec: RoomRecord = { ...r, roomSeq: roomSeq(this.epoch, ++this.counter) };
     this.items.push(rec);
+    this.byMessage.set(rec.messageId, rec);
     this.evict(r.createdAt);
     return rec;
   }
@@ -88,11 +91,20 @@ export class RoomRing {
   /** Drops what is past the count cap or older than the retention, as of `now`. */
   evict(now: number): void {
     const oldest = now - this.retentionMs;
-    while (this.size > this.maxItems || (this.size > 0 && this.items[this.head]!.createdAt < oldest)) this.items[this.head++] = undefined as never;
+    while (this.size > this.maxItems || (this.size > 0 && this.items[this.head]!.createdAt < oldest)) {
+      const gone = this.items[this.head]!;
+      if (this.byMessage.get(gone.messageId) === gone) this.byMessage.delete(gone.messageId);
+      this.items[this.head++] = undefined as never;
+    }
     if (this.head > 64 && this.head * 2 > this.items.length) {
       this.items = this.items.slice(this.head);
       this.head = 0;
     }
+  }
+
+  /** The kept record of a message id (a retry of a message still in the window), if any. */
+  find(messageId: string): RoomRecord | undefined {
+    return this.byMessage.get(messageId);
   }
 
   /**

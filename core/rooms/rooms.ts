@@ -1,5 +1,5 @@
 import {
-  FailedPreconditionError, InvalidArgumentError, MAX_ROOMS_PER_CONNECTION, NotFoundError, QimError, ROOM_INTEREST_REFRESH_MS, ROOM_MAX_PAYLOAD_BYTES, ROOM_REPLAY_PAGE_LIMIT,
+  FailedPreconditionError, IdempotencyConflictError, InvalidArgumentError, MAX_ROOMS_PER_CONNECTION, NotFoundError, QimError, ROOM_INTEREST_REFRESH_MS, ROOM_MAX_PAYLOAD_BYTES, ROOM_REPLAY_PAGE_LIMIT,
   type KeySpace, type Uuid,
 } from "../base/index.js";
 import type { ClusterMembership } from "../cluster/index.js";
@@ -56,6 +56,7 @@ export function roomErrorOf(code: string, message: string, details: Record<strin
   if (code === "FAILED_PRECONDITION" && typeof details.group === "string") return new RoomPromotedError(details.group as Uuid);
   if (code === "NOT_FOUND") return new NotFoundError("room", message);
   if (code === "INVALID_ARGUMENT") return new InvalidArgumentError(String(details.field ?? "room"), message);
+  if (code === "IDEMPOTENCY_CONFLICT") return new IdempotencyConflictError(String(details.clientMessageId ?? ""), 0);
   return new QimError(code === "FAILED_PRECONDITION" ? "FAILED_PRECONDITION" : "UNAVAILABLE", message, details);
 }
 

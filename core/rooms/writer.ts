@@ -1,5 +1,5 @@
 import {
-  InvalidArgumentError, NotFoundError, QimError, ROOM_INTEREST_TTL_MS, ROOM_MSG_BURST, ROOM_MSG_RATE, ROOM_REPLAY_PAGE_LIMIT, ROOM_RING_MAX_ITEMS, ROOM_LOG_RETENTION_MINUTES, type Uuid,
+  IdempotencyConflictError, InvalidArgumentError, NotFoundError, QimError, ROOM_INTEREST_TTL_MS, ROOM_MSG_BURST, ROOM_MSG_RATE, ROOM_REPLAY_PAGE_LIMIT, ROOM_RING_MAX_ITEMS, ROOM_LOG_RETENTION_MINUTES, type Uuid,
 } from "../base/index.js";
 import { StaleOwnerError } from "../cluster/index.js";
 import { TokenBucket } from "../support/index.js";
@@ -173,6 +173,15 @@ export class RoomWriters {
     // the sender's node is in the room: a writer that just took the room over sends there at once
     if (count > 0) s.interest.set(fromNode, { count, at: this.now() });
     if (s.promotedTo !== "") throw new RoomPromotedError(s.promotedTo as Uuid);
+    // a retry (the same client_msg_no names the same message id) of a message still in the window: its first answer, nothing sent again
+    const first = s.ring.find(req.messageId);
+    if (first) {
+      if (first.sender !== req.sender || first.contentType !== req.contentType || !Buffer.from(first.payload).equals(Buffer.from(req.payload))) {
+        throw new IdempotencyConflictError(req.messageId, 0);
+      }
+      roomMetrics.writes.inc({ result: "duplicate" });
+      return first;
+    }
     const wait = s.bucket.take();
     if (wait > 0) {
       roomMetrics.writes.inc({ result: "rate_limited" });

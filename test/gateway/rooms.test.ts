@@ -172,6 +172,10 @@ describe("chat rooms across two nodes", { timeout: 300_000 }, () => {
       assert.ok(got.every((e) => e.messageId !== "" && e.senderDevice !== ""));
     }
     assert.equal(pushedWindows(d4, room).length, 0, "a connection not in the room gets nothing");
+    // a retry (the same client_msg_no, the same message) answers the first room_seq and sends nothing again; other content under it is refused
+    assert.equal(ackSeq(await say(d1, room, "hello 3")), seqs[2]);
+    const conflict = (await d1.request({ $case: "roomSend", roomSend: { room, clientMsgNo: "hello_3", contentType: "text/plain", payload: Buffer.from("something else") } })).body!;
+    assert.equal(conflict.$case === "error" ? conflict.error.code : show(conflict), "IDEMPOTENCY_CONFLICT");
     // REPLAY after the second: 3, 4, 5; a cursor of no epoch: truncated with nothing — an answer, not an ERROR
     const r = (await d2.request({ $case: "roomReplay", roomReplay: { room, afterRoomSeq: seqs[1]!, limit: 0 } })).body;
     assert.equal(r?.$case, "roomBatch", show(r));
@@ -196,8 +200,10 @@ describe("chat rooms across two nodes", { timeout: 300_000 }, () => {
     assert.deepEqual(leave, { $case: "roomLeaveAck", roomLeaveAck: { left: true } });
     const sixth = ackSeq(await say(d2, room, "after the leave"));
     await until("d1 has the sixth", async () => pushedEvents(d1, room).some((e) => e.roomSeq === sixth));
+    assert.equal(sixth, seqs[4]! + 1n, "the retry took no counter");
+    assert.deepEqual(pushedEvents(d1, room).map((e) => e.roomSeq), [...seqs, sixth], "the retry was not sent again");
     await sleep(300);
-    assert.equal(pushedEvents(d3, room).length, 5, "nothing after its leave");
+    assert.equal(pushedEvents(d3, room).length, 5, "nothing after its leave (and the retry was not sent again)");
     assert.deepEqual((await d3.request({ $case: "roomLeave", roomLeave: { room } })).body, { $case: "roomLeaveAck", roomLeaveAck: { left: false } });
     // nothing of it is a message of the engine: the device's conversation list is empty
     const list = (await d1.request({ $case: "pullSessionList", pullSessionList: { cursor: "", limit: 10 } })).body as Extract<Body, { $case: "sessionList" }>;

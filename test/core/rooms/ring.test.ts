@@ -47,6 +47,19 @@ describe("RoomRing", () => {
     assert.equal(r.replay(5n * E, 10, 2000).events.length, 5);
   });
 
+  it("finds a kept message by its id (a retry), and forgets it when it is evicted", () => {
+    const ring = new RoomRing(1, 2, 60_000);
+    const rec = (id: string, at: number) => ({ messageId: id, sender: "u" as never, senderDevice: "d", createdAt: at, contentType: "text/plain", payload: new Uint8Array([1]) });
+    const a = ring.append(rec("a", 1));
+    ring.append(rec("b", 2));
+    assert.equal(ring.find("a"), a);
+    assert.equal(ring.find("z"), undefined);
+    ring.append(rec("c", 3));
+    // the cap is 2: a is gone, and so is its id
+    assert.equal(ring.find("a"), undefined);
+    assert.equal(ring.find("c")?.roomSeq, (1n << 48n) | 3n);
+  });
+
   it("truncates a cursor of another epoch, ahead of the writer, or before the window", () => {
     const r = new RoomRing(5, 3, 60_000);
     for (let i = 1; i <= 6; i++) r.append(rec(1000 + i)); // the cap keeps 4, 5, 6

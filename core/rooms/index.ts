@@ -14,4 +14,4 @@ export { epochOfToken, ROOM_EPOCH_MAX, RoomRing, roomSeq, splitRoomSeq, type Rep
 export {
   ROOM_INTEREST_BATCH, ROOM_LIST_LIMIT, roomErrorOf, Rooms, type NodeCall, type RoomAnswer, type RoomCall, type RoomsOptions, type RoomTransport, type WriterCall,
 } from "./rooms.js";
-export { RoomPromotedError, RoomRateLimitedError, RoomWriters, type PublishRequest, type RoomInfo, type RoomWindow, type RoomWritersOptions } from "./writer.js";
+export { ROOM_FORGOTTEN_COUNTERS_MAX, RoomPromotedError, RoomRateLimitedError, RoomWriters, type PublishRequest, type RoomInfo, type RoomWindow, type RoomWritersOptions } from "./writer.js";

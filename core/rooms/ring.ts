@@ -60,7 +60,10 @@ export class RoomRing {
     readonly epoch: number,
     private readonly maxItems: number,
     private readonly retentionMs: number,
+    /** The counter a ring of this epoch reached before it was forgotten: the next message takes the one after it. */
+    startCounter = 0,
   ) {
+    this.counter = startCounter;
     if (!(epoch >= 1 && epoch <= ROOM_EPOCH_MAX)) throw new RangeError(`room epoch ${epoch}: 1 to ${ROOM_EPOCH_MAX}`);
     if (!(maxItems >= 1)) throw new RangeError("a ring keeps at least one item");
   }

@@ -4,7 +4,7 @@ import {
 import { StaleOwnerError } from "../cluster/index.js";
 import { TokenBucket } from "../support/index.js";
 import { roomMetrics } from "./metrics.js";
-import { RoomRing, type RoomRecord } from "./ring.js";
+import { RoomRing, splitRoomSeq, type RoomRecord } from "./ring.js";
 
 /**
  * What a node's connections in a room get (one per room per frame interval), and what ROOM_JOIN and
@@ -90,6 +90,13 @@ export interface RoomWritersOptions {
   burst?: number;
 }
 
+/**
+ * Rooms a writer forgot (nobody in them, their ring aged out) whose counter it still remembers, at
+ * most: one opened again in the same epoch goes on from its counter, so a device never sees a
+ * room_seq again (the oldest are forgotten first; past this a room opened again starts at 1).
+ */
+export const ROOM_FORGOTTEN_COUNTERS_MAX = 100_000;
+
 class RoomState {
   readonly interest = new Map<string, { count: number; at: number }>();
   readonly bucket: TokenBucket;
@@ -149,7 +156,8 @@ export class RoomWriters {
     if (!p) {
       p = (async () => {
         const promoted = await this.opts.promotedGroup(tenant, room, unit);
-        const ring = new RoomRing(epoch, this.opts.ringMaxItems ?? ROOM_RING_MAX_ITEMS, this.opts.retentionMs ?? ROOM_LOG_RETENTION_MINUTES * 60_000);
+        const ring = new RoomRing(epoch, this.opts.ringMaxItems ?? ROOM_RING_MAX_ITEMS, this.opts.retentionMs ?? ROOM_LOG_RETENTION_MINUTES * 60_000, this.counterOf(key, epoch));
+        this.forgotten.delete(key);
         const st = new RoomState(tenant, room, unit, ring, promoted ?? "", { rate: this.opts.rate ?? ROOM_MSG_RATE, burst: this.opts.burst ?? ROOM_MSG_BURST, now: this.now });
         this.rooms.set(key, st);
         roomMetrics.writerRooms.set(this.rooms.size);
@@ -160,8 +168,23 @@ export class RoomWriters {
     return p;
   }
 
+  /** Forgotten rooms' counters by room (oldest first), for ROOM_FORGOTTEN_COUNTERS_MAX. */
+  private readonly forgotten = new Map<string, { epoch: number; counter: number }>();
+
+  /** Where a room's counter starts when it opens in `epoch`: where a forgotten ring of the same epoch stopped, or 0. */
+  private counterOf(key: string, epoch: number): number {
+    const f = this.forgotten.get(key);
+    return f && f.epoch === epoch ? f.counter : 0;
+  }
+
   private drop(key: string, s: RoomState): void {
     if (this.rooms.get(key) !== s) return;
+    const counter = splitRoomSeq(s.ring.latest).counter;
+    if (counter > 0) {
+      this.forgotten.delete(key);
+      while (this.forgotten.size >= ROOM_FORGOTTEN_COUNTERS_MAX) this.forgotten.delete(this.forgotten.keys().next().value!);
+      this.forgotten.set(key, { epoch: s.ring.epoch, counter });
+    }
     this.rooms.delete(key);
     this.dirty.delete(s);
     roomMetrics.writerRooms.set(this.rooms.size);
@@ -252,7 +275,7 @@ export class RoomWriters {
     // replaying made-up room ids fills no writer's memory)
     if (!(limit >= 1 && limit <= ROOM_REPLAY_PAGE_LIMIT)) throw new InvalidArgumentError("limit", `1 to ${ROOM_REPLAY_PAGE_LIMIT}`);
     roomMetrics.replays.inc({ result: "truncated" });
-    const empty = new RoomRing(epoch, 1, 1);
+    const empty = new RoomRing(epoch, 1, 1, this.counterOf(keyOf(tenant, room), epoch));
     return {
       tenant, room, epoch, earliest: empty.earliest, latest: empty.latest, truncated: after !== empty.latest, more: false, events: [], online: 0, promotedTo: "",
     };

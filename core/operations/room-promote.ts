@@ -17,7 +17,9 @@ export interface RoomPromotion {
  * its members the owner and every user online in the room now, all with joined_at = 0 (the group's
  * conversation_seq starts at 1 from here; no room message enters its history); then the room takes
  * no more messages and its connections get a last window naming the group. A join of the rooms and
- * the conversations, so it lives here. A retry after the group was made finishes the room's part.
+ * the conversations, so it lives here. A retry after the group was made finishes the room's part (a
+ * group with the room's id and the same owner is taken for the first attempt's; one with another
+ * owner is refused, nothing changed).
  */
 export async function promoteRoom(deps: { rooms: Rooms; conversations: ConversationService }, tenant: Uuid, room: Uuid, owner: Uuid): Promise<RoomPromotion> {
   const info = await deps.rooms.describe(tenant, room);
@@ -31,9 +33,14 @@ export async function promoteRoom(deps: { rooms: Rooms; conversations: Conversat
     const g = await deps.conversations.createGroup({ tenant, group: room, owner, members });
     version = g.version;
   } catch (err) {
-    // a retry: the group exists from the first attempt (the room's id is the group's): finish the room's part
+    // a retry: the group exists from the first attempt (the room's id is the group's): finish the room's part —
+    // unless it is another group that has the room's id (another owner made it): then nothing changes
     if (!(err instanceof Error && "code" in err && err.code === "ALREADY_EXISTS")) throw err;
-    version = (await deps.conversations.getGroup(tenant, room)).version;
+    const existing = await deps.conversations.getGroup(tenant, room);
+    if (existing.owner !== owner) {
+      throw new FailedPreconditionError(`a group with the room's id ${room} exists already, owned by ${existing.owner}: a promotion by ${owner} did not make it; nothing changed`, { group: room });
+    }
+    version = existing.version;
   }
   await deps.rooms.markPromoted(tenant, room, room);
   return { group: room, owner, members, memberVersion: version, lastRoomSeq: info.latest };

@@ -259,6 +259,17 @@ describe("chat rooms across two nodes", { timeout: 300_000 }, () => {
     assert.equal(sent?.$case === "sendAck" && sent.sendAck.conversationSeq, 1n, show(sent));
     const hist = (await b.request({ $case: "pullHistory", pullHistory: { group: room, afterSeq: 0n, limit: 50 } })).body as Extract<Body, { $case: "historyBatch" }>;
     assert.deepEqual(hist.historyBatch.messages.map((m) => Buffer.from(m.payload).toString()), ["in the group"], "joined_at 0: the member reads from seq 1; no room message");
+
+    // a room whose id another owner's group has already: refused, the room goes on as a room
+    const taken = randomUUID();
+    const other = randomUUID();
+    await admin.createGroup({ tenant, group: taken, owner: other, members: [] });
+    const c = await device(0);
+    await join(c, taken);
+    failed(await run(["room", "promote", "--room", taken, "--owner", owner, "--yes"], { context }), 4, "another owner's group has the room's id");
+    const still = ok(await run(["room", "show", "--room", taken], { context }), "room show") as { promotedToGroup: string | null; online: number };
+    assert.deepEqual([still.promotedToGroup, still.online], [null, 1], "not marked promoted; c is in it");
+    ackSeq(await say(c, taken, "still a room"));
   });
 
   it("refuses what it must with a code and changes nothing: a send to a room not joined, a bad room id, an oversized payload, a 21st room", async () => {

@@ -79,6 +79,11 @@ describe("spec 003 C-1: 5,000 reactions to one message of a 100,000-member group
     // online: 8 members (4 of them among the reactors) and 2 users of the tenant in no group
     const online = await Promise.all(members.slice(REACTORS - 4, REACTORS - 4 + ONLINE_MEMBERS).map((u, i) => connect(u, `c1-m${i}`)));
     const outsiders = await Promise.all([newUuid(), newUuid()].map((u, i) => connect(u, `c1-x${i}`)));
+    // the devices PING as real ones do: the fanout's settling and the storm can outlast GATEWAY_IDLE_TIMEOUT_MS (90 s) of silence
+    const keepalive = setInterval(() => {
+      for (const d of [...online, ...outsiders]) void d.request({ $case: "ping", ping: {} }).catch(() => undefined);
+    }, 20_000);
+    keepalive.unref();
     // every key written, by Redis's own account
     const written = new Set<string>();
     const sub = new Redis({ host: node.redis.host, port: node.redis.port });
@@ -121,6 +126,8 @@ describe("spec 003 C-1: 5,000 reactions to one message of a 100,000-member group
       assert.equal(r.changed, true);
     });
     await new Promise((r) => setTimeout(r, window));
+    clearInterval(keepalive);
+    assert.deepEqual([...online, ...outsiders].map((d) => d.closed), [...online, ...outsiders].map(() => null), "every device stayed connected");
     await sub.punsubscribe();
     sub.disconnect();
     await watcher.config("SET", "notify-keyspace-events", "");

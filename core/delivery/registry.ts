@@ -183,7 +183,15 @@ export class OnlineRegistry {
    * nodes is in each). Entries of dead nodes or of an older incarnation do not count. Looked up
    * in pipelines of LOCATE_CHUNK users.
    */
-  async locate(tenant: Uuid, users: readonly Uuid[]): Promise<Located[]> {
+  locate(tenant: Uuid, users: readonly Uuid[]): Promise<Located[]> {
+    return this.locateBy(tenant, users, (t, u) => onlineKey(this.keys, t, u));
+  }
+
+  /**
+   * The same over another per-user hash of node id → incarnation (`keyOf`, on the user's slot tag:
+   * presence's watch entries): the other live nodes it names with that incarnation, each with its users.
+   */
+  async locateBy(tenant: Uuid, users: readonly Uuid[], keyOf: (tenant: Uuid, user: Uuid) => string): Promise<Located[]> {
     const c = this.cluster;
     if (!c || users.length === 0) return [];
     const remote = await this.remoteNodes();
@@ -192,7 +200,7 @@ export class OnlineRegistry {
     const out = new Map<string, Located>();
     for (let i = 0; i < users.length; i += LOCATE_CHUNK) {
       const chunk = users.slice(i, i + LOCATE_CHUNK);
-      const keys = chunk.map((u) => onlineKey(this.keys, tenant, u));
+      const keys = chunk.map((u) => keyOf(tenant, u));
       await Promise.all(this.store.byTarget(keys.map(RedisStore.tagOf)).map(async ({ client, idx }) => {
         const p = client.pipeline();
         for (const j of idx) p.hgetall(keys[j]!);

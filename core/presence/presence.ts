@@ -46,12 +46,6 @@ export interface SubscribeResult {
 
 type UsersByTenant = Map<Uuid, Set<Uuid>>;
 
-/** Some (tenant, user) of a non-empty map (to start the next round with; the rest are in the map). */
-function first(m: UsersByTenant): [Uuid, Uuid] {
-  const [tenant, set] = m.entries().next().value as [Uuid, Set<Uuid>];
-  return [tenant, set.values().next().value as Uuid];
-}
-
 function addTo(m: UsersByTenant, tenant: Uuid, users: Iterable<Uuid>): void {
   let set = m.get(tenant);
   if (!set) m.set(tenant, set = new Set());
@@ -185,10 +179,14 @@ export class Presence {
   /** A user's first or last connection here came or went (the registry holds it): its watchers are told at the end of this turn. */
   private changedHere(tenant: Uuid, user: Uuid): void {
     addTo(this.toTell, tenant, [user]);
+    this.scheduleTell();
+  }
+
+  private scheduleTell(): void {
     this.telling ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => this.tell()).finally(() => {
       this.telling = null;
       // one that came between the last round and now
-      if (this.toTell.size > 0) this.changedHere(...first(this.toTell));
+      if (this.toTell.size > 0) this.scheduleTell();
     });
   }
 
@@ -207,32 +205,16 @@ export class Presence {
   }
 
   private async tellChunk(tenant: Uuid, users: Uuid[]): Promise<void> {
-    const c = this.cluster!;
-    const live = c.liveNodes();
-    const to = new Map<string, Located>();
+    let to: Located[];
     try {
-      const keys = users.map((u) => presenceWatchKey(this.keys, tenant, u));
-      await Promise.all(this.store.byTarget(keys.map(RedisStore.tagOf)).map(async ({ client, idx }) => {
-        const p = client.pipeline();
-        for (const j of idx) p.hgetall(keys[j]!);
-        const res = (await p.exec()) ?? [];
-        res.forEach(([err, fields], k) => {
-          if (err) throw err;
-          for (const [nodeId, inc] of Object.entries(fields as Record<string, string>)) {
-            const n = live.get(nodeId);
-            if (nodeId === c.nodeId || !n || n.startedAt !== Number(inc)) continue;
-            let l = to.get(nodeId);
-            if (!l) to.set(nodeId, l = { nodeId, address: n.address, users: [] });
-            l.users.push(users[idx[k]!]!);
-          }
-        });
-      }));
+      // the watching nodes among the live ones that hold connections (a watcher is a connection), this one aside
+      to = await this.delivery.registry.locateBy(tenant, users, (t, u) => presenceWatchKey(this.keys, t, u));
     } catch (err) {
       // the watchers read them again at their next recheck
       this.warn("reading watch entries", err);
       return;
     }
-    await Promise.all([...to.values()].map(async (l) => {
+    await Promise.all(to.map(async (l) => {
       try {
         await this.delivery.pokePresence(l, tenant, l.users);
         metrics.pokes.inc({ outcome: "ok" });
@@ -251,12 +233,13 @@ export class Presence {
     if (users.length === 0) return;
     addTo(this.dirty, tenant, users);
     this.reasons.set(reason, (this.reasons.get(reason) ?? 0) + users.length);
+    this.scheduleRead();
+  }
+
+  private scheduleRead(): void {
     this.reading ??= this.readDirty().finally(() => {
       this.reading = null;
-      if (this.dirty.size > 0) {
-        const [t, u] = first(this.dirty);
-        this.markDirty(t, [u], reason);
-      }
+      if (this.dirty.size > 0) this.scheduleRead();
     });
   }
 
@@ -285,21 +268,15 @@ export class Presence {
 
   /** Writes this node's watch entries of `users` (nothing outside a cluster), in pipelines of LOCATE_CHUNK. */
   private watch(tenant: Uuid, users: readonly Uuid[]): Promise<void> {
-    const c = this.cluster;
-    if (!c || users.length === 0) return Promise.resolve();
-    return this.enqueue(async () => {
-      for (let i = 0; i < users.length; i += LOCATE_CHUNK) {
-        const keys = users.slice(i, i + LOCATE_CHUNK).map((u) => presenceWatchKey(this.keys, tenant, u));
-        await Promise.all(this.store.byTarget(keys.map(RedisStore.tagOf)).map(async ({ client, idx }) => {
-          const p = client.pipeline();
-          for (const j of idx) p.hset(keys[j]!, c.nodeId, String(c.incarnation)).pexpire(keys[j]!, PRESENCE_WATCH_TTL_MS);
-          for (const [err] of (await p.exec()) ?? []) if (err) throw err;
-        }));
-      }
-    });
+    return this.writeWatches(tenant, users, true);
   }
 
+  /** Removes them. */
   private unwatch(tenant: Uuid, users: readonly Uuid[]): Promise<void> {
+    return this.writeWatches(tenant, users, false);
+  }
+
+  private writeWatches(tenant: Uuid, users: readonly Uuid[], watching: boolean): Promise<void> {
     const c = this.cluster;
     if (!c || users.length === 0) return Promise.resolve();
     return this.enqueue(async () => {
@@ -307,7 +284,10 @@ export class Presence {
         const keys = users.slice(i, i + LOCATE_CHUNK).map((u) => presenceWatchKey(this.keys, tenant, u));
         await Promise.all(this.store.byTarget(keys.map(RedisStore.tagOf)).map(async ({ client, idx }) => {
           const p = client.pipeline();
-          for (const j of idx) p.hdel(keys[j]!, c.nodeId);
+          for (const j of idx) {
+            if (watching) p.hset(keys[j]!, c.nodeId, String(c.incarnation)).pexpire(keys[j]!, PRESENCE_WATCH_TTL_MS);
+            else p.hdel(keys[j]!, c.nodeId);
+          }
           for (const [err] of (await p.exec()) ?? []) if (err) throw err;
         }));
       }

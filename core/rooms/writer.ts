@@ -199,7 +199,7 @@ export class RoomWriters {
     // a retry (the same client_msg_no names the same message id) of a message still in the window: its first answer, nothing sent again
     const first = s.ring.find(req.messageId);
     if (first) {
-      if (first.sender !== req.sender || first.contentType !== req.contentType || !Buffer.from(first.payload).equals(Buffer.from(req.payload))) {
+      if (first.sender !== req.sender || first.contentType !== req.contentType || Buffer.compare(first.payload, req.payload) !== 0) {
         throw new IdempotencyConflictError(req.messageId, 0);
       }
       roomMetrics.writes.inc({ result: "duplicate" });

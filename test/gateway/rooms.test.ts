@@ -9,18 +9,13 @@
  */
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import os from "node:os";
-import path from "node:path";
 import { after, before, describe, it } from "node:test";
-import { Redis } from "ioredis";
-import { writeTestPki, type TestPkiFiles } from "../certs/fixture.js";
+import type { Redis } from "ioredis";
 import { sleep, until } from "../cluster/processes.js";
 import { failed, ok, run } from "../e2e/qimctl.js";
-import { startRedis, type RedisServer } from "../harness/redis.js";
-import { startServerProcess, type ServerProcess } from "../reliability/server-process.js";
 import { Device, show, type Body } from "./device.js";
-import { connectAdmin, type AdminClient } from "../../admin-api/client.js";
+import { startTwoNodes, type NodeSlot, type TwoNodes } from "./two-nodes.js";
+import type { AdminClient } from "../../admin-api/client.js";
 import { KeySpace, roomUnitOf, unitLeaseKey, type Uuid } from "../../core/index.js";
 
 /** The spec's numbers (spec 003 §1.5), written out: the test's own. */
@@ -59,32 +54,15 @@ function maxPerSecond(times: number[]): number {
 }
 
 describe("chat rooms across two nodes", { timeout: 300_000 }, () => {
-  let dir: string;
-  let pki: TestPkiFiles;
-  let redis: RedisServer;
+  let env: TwoNodes;
   let raw: Redis;
-  let keysFile: string;
-  const nodes: { id: string; proc?: ServerProcess; url?: string; port?: number }[] = [{ id: "node-a" }, { id: "node-b" }];
+  let nodes: NodeSlot[];
   let context: string;
   let tenant: string;
   let ca: Buffer;
   let admin: AdminClient;
   const open: Device[] = [];
-
-  const startNode = async (n: (typeof nodes)[number]) => {
-    n.proc = await startServerProcess({
-      redisAddr: redis.addr, pki, auditLog: path.join(dir, `${n.id}.audit.log`), metricsListen: "127.0.0.1:0", ...(n.port ? { port: n.port } : {}),
-      extraArgs: [
-        "--node-id", n.id, "--data-dir", path.join(dir, n.id),
-        "--cluster-lease-ttl", "3s", "--cluster-heartbeat-interval", "1s",
-        "--node-listen", "127.0.0.1:0", "--node-tls-cert", pki.nodeA.certPath, "--node-tls-key", pki.nodeA.keyPath,
-        // senders of C-3 send 50/s each: the per-user limit has its own test (flood.test.ts)
-        "--gateway-listen", "127.0.0.1:0", "--tokens-keys", keysFile, "--gateway-user-msg-rate", "1000000",
-      ],
-    });
-    n.port = n.proc.port;
-    n.url = /client gateway on (wss:\/\/\S+)/.exec(await n.proc.waitForLog(/client gateway on /))![1]!.replace("127.0.0.1", "localhost");
-  };
+  const startNode = (n: NodeSlot) => env.startNode(n);
 
   const device = async (on: 0 | 1, user = randomUUID()): Promise<Device> => {
     const name = `dev-${randomUUID().slice(0, 8)}`;
@@ -117,22 +95,11 @@ describe("chat rooms across two nodes", { timeout: 300_000 }, () => {
   };
 
   before(async () => {
-    dir = mkdtempSync(path.join(os.tmpdir(), "qim-rooms-"));
-    pki = await writeTestPki(path.join(dir, "pki"));
-    ca = readFileSync(pki.ca.certPath);
-    redis = await startRedis();
-    raw = new Redis({ host: "127.0.0.1", port: redis.port, lazyConnect: true });
-    await raw.connect();
-    keysFile = path.join(dir, "token-keys.json");
-    context = path.join(dir, "context.json");
-    ok(await run(["token", "keygen", "--keys", keysFile]), "token keygen");
-    for (const n of nodes) await startNode(n);
-    tenant = randomUUID();
-    writeFileSync(context, JSON.stringify({ endpoint: nodes[0]!.proc!.endpoint, ca: pki.ca.certPath, cert: pki.operator.certPath, key: pki.operator.keyPath, tenant }));
-    admin = connectAdmin({
-      endpoint: nodes[0]!.proc!.endpoint, caPem: readFileSync(pki.ca.certPath, "utf8"), certPem: readFileSync(pki.admin.certPath, "utf8"),
-      keyPem: readFileSync(pki.admin.keyPath, "utf8"), deadlineMs: 8000,
-    });
+    env = await startTwoNodes("qim-rooms-", [
+      // senders of C-3 send 50/s each: the per-user limit has its own test (flood.test.ts)
+      "--gateway-user-msg-rate", "1000000",
+    ]);
+    ({ raw, nodes, context, tenant, ca, admin } = env);
     await until("both nodes alive, the room units split between them", async () => {
       const r = await admin.listNodes({});
       return r.nodes.length === 2 && r.nodes.every((n) => n.alive && (n.owned?.rooms ?? 0) > 0) && r.nodes.reduce((s, n) => s + (n.owned?.rooms ?? 0), 0) === 256;
@@ -141,11 +108,7 @@ describe("chat rooms across two nodes", { timeout: 300_000 }, () => {
 
   after(async () => {
     for (const d of open) d.ws.terminate();
-    admin?.close();
-    for (const n of nodes) await n.proc?.stop();
-    await raw?.quit();
-    await redis?.stop();
-    rmSync(dir, { recursive: true, force: true });
+    await env?.stop();
   });
 
   it("a message reaches every connection in the room on both nodes once and in order; JOIN and REPLAY answer with the window; LEAVE stops it", async () => {

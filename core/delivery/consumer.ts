@@ -154,7 +154,8 @@ export class DeliveryConsumer {
         this.schedule(0);
         return;
       }
-      this.wanted = "all";
+      // not `wanted = "all"`: a hand-off before the poll reads only what it names (the poll reads
+      // every partition by the time since the last full pass)
       this.schedule(this.pollIntervalMs);
     });
   }

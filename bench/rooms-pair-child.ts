@@ -3,7 +3,8 @@
  * latency is the node's and not the bench client's event loop (which decodes every room frame of
  * K connections). Args: URL CA_PATH GROUP USER_A TOKEN_A USER_B TOKEN_B. Reads "run MS PER_SEC
  * PAYLOAD_BYTES" lines on stdin; for each, A sends at PER_SEC for MS (one in flight) and the child
- * prints "result [ms, …]": each message's commit (created_at_ms) to its arrival on B.
+ * prints `result {"delivery":[ms, …],"acks":[ms, …]}`: each message's commit (created_at_ms) to its
+ * arrival on B, and each SEND's round trip to its SEND_ACK.
  */
 import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
@@ -16,14 +17,17 @@ const a = await LoadDevice.open(url, ca, tokenA, userA, "pair-a");
 const b = await LoadDevice.open(url, ca, tokenB, userB, "pair-b");
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function run(ms: number, perSec: number, bytes: number): Promise<number[]> {
+async function run(ms: number, perSec: number, bytes: number): Promise<{ delivery: number[]; acks: number[] }> {
   const payload = Buffer.alloc(bytes, 0x61);
   const sent = new Set<string>();
+  const acks: number[] = [];
   const from = b.arrivals.length;
   const t0 = Date.now();
   while (Date.now() - t0 < ms) {
+    const s0 = performance.now();
     const f = await a.request({ $case: "send", send: { clientMsgNo: randomUUID(), group, payload, contentType: "application/octet-stream", mentions: [] } });
     if (f.body?.$case !== "sendAck") throw new Error(`SEND answered ${f.body?.$case}`);
+    acks.push(Math.round(performance.now() - s0));
     sent.add(f.body.sendAck.messageId);
     await sleep(1000 / perSec);
   }
@@ -33,7 +37,8 @@ async function run(ms: number, perSec: number, bytes: number): Promise<number[]>
     await sleep(5);
   }
   const seen = new Set<string>();
-  return b.arrivals.slice(from).filter((m) => sent.has(m.messageId) && !seen.has(m.messageId) && seen.add(m.messageId)).map((m) => m.arrivedAtMs - m.createdAtMs);
+  const delivery = b.arrivals.slice(from).filter((m) => sent.has(m.messageId) && !seen.has(m.messageId) && seen.add(m.messageId)).map((m) => m.arrivedAtMs - m.createdAtMs);
+  return { delivery, acks };
 }
 
 process.stdout.write("ready\n");

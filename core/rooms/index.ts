@@ -7,7 +7,7 @@
  * max_rooms_per_connection on each node's connections; promotion to a group (§1.6). Owns the
  * `{rNNN}:room:*` keys and the `qim_rooms_*` metrics. No mailbox, no list, no unread, no push.
  */
-export { LocalRooms, mergeWindows, ROOM_FLUSH_SLICE, type RoomConnection, type RoomPush } from "./local.js";
+export { LocalRooms, mergeWindows, ROOM_FLUSH_SLICE, ROOM_FLUSH_TURN_MS, type RoomConnection, type RoomPush } from "./local.js";
 export { roomEpochKey, roomPromotedKey, roomUnitOf } from "./keys.js";
 export { roomMetrics } from "./metrics.js";
 export { epochOfToken, ROOM_EPOCH_MAX, RoomRing, roomSeq, splitRoomSeq, type ReplayPage, type RoomRecord } from "./ring.js";

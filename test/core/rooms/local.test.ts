@@ -2,12 +2,13 @@
  * A node's outbound side of the rooms (core/rooms LocalRooms), in process with recording
  * connections: each connection gets at most one ROOM_BATCH per frame interval (1 / rate), however
  * many rooms it is in and however the interval's writes are sliced; every window's events reach
- * each of its connections once, in room_seq order; max_rooms_per_connection holds. The expected
+ * each of its connections once, in room_seq order; a turn of writes ends once it has taken
+ * ROOM_FLUSH_TURN_MS; max_rooms_per_connection holds. The expected
  * values are worked out here from what the test fed in, not read back from the rooms.
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { LocalRooms, ROOM_FLUSH_SLICE, roomSeq, type RoomConnection, type RoomPush, type RoomWindow, type Uuid } from "../../../core/index.js";
+import { LocalRooms, ROOM_FLUSH_SLICE, ROOM_FLUSH_TURN_MS, roomSeq, type RoomConnection, type RoomPush, type RoomWindow, type Uuid } from "../../../core/index.js";
 
 const tenant = "00000000-0000-4000-8000-0000000000aa" as Uuid;
 const roomA = "00000000-0000-4000-8000-00000000000a" as Uuid;
@@ -72,6 +73,36 @@ describe("LocalRooms: the frame budget", { timeout: 60_000 }, () => {
     }
     // merged: 40 batches over about 280 ms reach each connection in far fewer frames than batches
     assert.ok(frames < n * 40 / 2, `${frames} frames for ${n} connections`);
+  });
+
+  it("a turn of writes ends once it took ROOM_FLUSH_TURN_MS: writes that cost more than that each get a turn of their own, and all arrive", async () => {
+    // the event loop's turns, counted by a callback that queues itself for every next one: the
+    // rooms' next slice and this counter run in the same phase, so two writes with the same count
+    // went out in the same turn
+    let turn = 0;
+    let counting = true;
+    const count = () => { turn++; if (counting) setImmediate(count); };
+    setImmediate(count);
+    class Slow extends Recorder {
+      readonly turns: number[] = [];
+      override pushRooms(windows: readonly RoomPush[]): boolean {
+        // a write that costs a little more than a turn's whole budget (a TLS frame on a loaded machine)
+        const until = performance.now() + ROOM_FLUSH_TURN_MS * 1.2;
+        while (performance.now() < until);
+        this.turns.push(turn);
+        return super.pushRooms(windows);
+      }
+    }
+    const local = new LocalRooms({ frameRate: 20 });
+    const conns = Array.from({ length: 12 }, (_, i) => new Slow(`00000000-0000-4000-8000-${String(i).padStart(12, "0")}` as Uuid));
+    for (const c of conns) { local.add(c, roomA); local.setEpoch(c, roomA, 3); }
+    local.receive([windowOf(roomA, 3, [1, 2])]);
+    await sleep(200);
+    local.stop();
+    counting = false;
+    const turns = conns.map((c) => c.turns);
+    for (const [i, c] of conns.entries()) assert.deepEqual(c.events(roomA), [roomSeq(3, 1), roomSeq(3, 2)], `connection ${i}: both events, once`);
+    assert.equal(new Set(turns.flat()).size, conns.length, `one write a turn, got the turns ${JSON.stringify(turns)}`);
   });
 
   it("a window of a new epoch reaches a connection of the old one as replay_truncated; one at epoch 0 (its JOIN unanswered yet) as it is", async () => {

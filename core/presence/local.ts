@@ -10,6 +10,8 @@ export interface PresenceState {
 /** A device connection as presence sees it (the gateway's connection implements it). */
 export interface PresenceConnection {
   readonly tenant: Uuid;
+  /** The subscriber (who must still be a member of a group to be told of its members through it). */
+  readonly user: Uuid;
   /** Pushes one PRESENCE_UPDATE with these states; false when the connection did not take it (slow, closing). */
   pushPresence(states: readonly PresenceState[]): boolean;
 }
@@ -29,13 +31,29 @@ interface ConnectionState {
   pending: Set<Uuid>;
   lastSentAt: number;
   timer: NodeJS.Timeout | undefined;
+  /** A frame's memberships are being checked: changes meanwhile wait for the next frame. */
+  vetting: boolean;
+}
+
+/** What LocalPresence asks of its owner around a frame. */
+export interface LocalPresenceHooks {
+  /**
+   * Before a PRESENCE_UPDATE goes out: for each group, which of these users the connection may
+   * still be told of through it (its subscriber and they are ACTIVE members now). A pair left out
+   * ends; a rejection holds the frame (nothing is told) until the next window.
+   */
+  vet?(conn: PresenceConnection, byGroup: ReadonlyMap<Uuid, readonly Uuid[]>): Promise<ReadonlyMap<Uuid, ReadonlySet<Uuid>>>;
+  /** Users no connection here watches any more since pairs ended at a check (their watch entries go). */
+  unwatched?(tenant: Uuid, users: Uuid[]): void;
 }
 
 /**
  * This node's presence subscriptions (never stored): connection → watched users, user → the
  * connections watching, the state each user was last read in, and each connection's merge window
  * (PRESENCE_PUSH_MERGE_WINDOW_MS: at most one PRESENCE_UPDATE in it, with the last state of each user
- * that changed; a user back in the state the connection was last told is not in it).
+ * that changed; a user back in the state the connection was last told is not in it). With a
+ * `vet` hook, each frame's (group, user) pairs are checked first: a subscriber who left the group,
+ * or a watched user who did, is told nothing more through it.
  */
 export class LocalPresence {
   private readonly conns = new Map<PresenceConnection, ConnectionState>();
@@ -45,7 +63,10 @@ export class LocalPresence {
   private readonly known = new Map<string, boolean>();
   private subscriptions = 0;
 
-  constructor(private readonly windowMs = PRESENCE_PUSH_MERGE_WINDOW_MS, private readonly maxPerConnection = MAX_PRESENCE_SUBSCRIPTIONS_PER_CONNECTION) {}
+  constructor(
+    private readonly windowMs = PRESENCE_PUSH_MERGE_WINDOW_MS, private readonly maxPerConnection = MAX_PRESENCE_SUBSCRIPTIONS_PER_CONNECTION,
+    private readonly hooks: LocalPresenceHooks = {},
+  ) {}
 
   /** How many (group, user) pairs `conn` would hold with these added (nothing changes). */
   wouldHold(conn: PresenceConnection, group: Uuid, users: readonly Uuid[]): number {
@@ -70,7 +91,7 @@ export class LocalPresence {
    */
   add(conn: PresenceConnection, group: Uuid, states: readonly PresenceState[]): Uuid[] {
     let st = this.conns.get(conn);
-    if (!st) this.conns.set(conn, st = { watches: new Map(), count: 0, pending: new Set(), lastSentAt: 0, timer: undefined });
+    if (!st) this.conns.set(conn, st = { watches: new Map(), count: 0, pending: new Set(), lastSentAt: 0, timer: undefined, vetting: false });
     const fresh: Uuid[] = [];
     for (const { user, online } of states) {
       const key = conn.tenant + user;
@@ -104,9 +125,16 @@ export class LocalPresence {
   remove(conn: PresenceConnection, group: Uuid, users: readonly Uuid[] | null): { removed: number; gone: Uuid[] } {
     const st = this.conns.get(conn);
     if (!st) return { removed: 0, gone: [] };
+    const r = this.removePairs(conn, st, group, users ?? [...st.watches.keys()]);
+    if (st.watches.size === 0) this.drop(conn, st);
+    this.observe();
+    return r;
+  }
+
+  private removePairs(conn: PresenceConnection, st: ConnectionState, group: Uuid, users: readonly Uuid[]): { removed: number; gone: Uuid[] } {
     const gone: Uuid[] = [];
     let removed = 0;
-    for (const user of users ?? [...st.watches.keys()]) {
+    for (const user of users) {
       const w = st.watches.get(user);
       if (!w || !w.groups.delete(group)) continue;
       removed++;
@@ -114,8 +142,6 @@ export class LocalPresence {
       this.subscriptions--;
       if (w.groups.size === 0 && this.unwatch(conn, st, user)) gone.push(user);
     }
-    if (st.watches.size === 0) this.drop(conn, st);
-    this.observe();
     return { removed, gone };
   }
 
@@ -173,7 +199,11 @@ export class LocalPresence {
 
   private mark(conn: PresenceConnection, st: ConnectionState, user: Uuid): void {
     st.pending.add(user);
-    if (st.timer) return;
+    if (st.timer || st.vetting) return;
+    this.schedule(conn, st);
+  }
+
+  private schedule(conn: PresenceConnection, st: ConnectionState): void {
     const wait = st.lastSentAt + this.windowMs - Date.now();
     if (wait <= 0) {
       // the first change after a quiet window goes at the end of this turn (the turn's other changes with it)
@@ -188,19 +218,62 @@ export class LocalPresence {
     const st = this.conns.get(conn);
     if (!st) return;
     st.timer = undefined;
-    const states: PresenceState[] = [];
-    for (const user of st.pending) {
+    const users = [...st.pending].filter((user) => {
       const w = st.watches.get(user);
       const now = this.known.get(conn.tenant + user);
-      if (!w || now === undefined) continue;
-      if (now === w.told) {
-        // went and came back inside the window: the connection knows this already
-        metrics.merged.inc();
-        continue;
-      }
-      states.push({ user, online: now });
-    }
+      if (!w || now === undefined) return false;
+      // went and came back inside the window: the connection knows this already
+      if (now === w.told) metrics.merged.inc();
+      return now !== w.told;
+    });
     st.pending.clear();
+    if (users.length === 0) return;
+    const vet = this.hooks.vet;
+    if (!vet) {
+      this.send(conn, st, users);
+      return;
+    }
+    const byGroup = new Map<Uuid, Uuid[]>();
+    for (const user of users) {
+      for (const g of st.watches.get(user)!.groups) {
+        const list = byGroup.get(g);
+        if (list) list.push(user); else byGroup.set(g, [user]);
+      }
+    }
+    st.vetting = true;
+    vet(conn, byGroup).then((allowed) => {
+      if (this.conns.get(conn) !== st) return;
+      const gone: Uuid[] = [];
+      for (const [g, list] of byGroup) {
+        const ok = allowed.get(g);
+        const out = list.filter((u) => !ok?.has(u));
+        if (out.length === 0) continue;
+        metrics.ended.inc(out.length);
+        gone.push(...this.removePairs(conn, st, g, out).gone);
+      }
+      if (gone.length > 0) this.hooks.unwatched?.(conn.tenant, gone);
+      this.observe();
+      this.send(conn, st, users.filter((u) => st.watches.has(u)));
+      if (st.watches.size === 0) this.drop(conn, st);
+    }, () => {
+      // not told what could not be checked: the same users again after a window
+      metrics.checkFailures.inc();
+      for (const u of users) st.pending.add(u);
+      st.lastSentAt = Date.now();
+    }).finally(() => {
+      st.vetting = false;
+      if (this.conns.get(conn) === st && st.pending.size > 0 && !st.timer) this.schedule(conn, st);
+    });
+  }
+
+  /** One PRESENCE_UPDATE with these users' states now (one may have changed again while its pairs were checked). */
+  private send(conn: PresenceConnection, st: ConnectionState, users: readonly Uuid[]): void {
+    const states: PresenceState[] = [];
+    for (const user of users) {
+      const w = st.watches.get(user);
+      const now = this.known.get(conn.tenant + user);
+      if (w && now !== undefined && now !== w.told) states.push({ user, online: now });
+    }
     if (states.length === 0) return;
     if (!conn.pushPresence(states)) return;
     for (const s of states) st.watches.get(s.user)!.told = s.online;

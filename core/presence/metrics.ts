@@ -28,6 +28,16 @@ export const presenceMetrics = {
     help: "Changes that waited for a connection's merge window to end",
     registers: [registry],
   }),
+  ended: new Counter({
+    name: "qim_presence_ended_total",
+    help: "(group, user) subscriptions ended when a frame's memberships were checked: the subscriber or the watched user is no longer an ACTIVE member of the group",
+    registers: [registry],
+  }),
+  checkFailures: new Counter({
+    name: "qim_presence_check_failures_total",
+    help: "Frames held because their memberships could not be read (Redis unreachable): nothing told, tried again after a window",
+    registers: [registry],
+  }),
   merged: new Counter({
     name: "qim_presence_merged_total",
     help: "Changes not pushed: the user was back in the state the connection was last told when its window ended",

@@ -82,7 +82,10 @@ export class Presence {
     private readonly store: RedisStore, private readonly keys: KeySpace, private readonly delivery: Delivery,
     private readonly cluster: RegistryCluster | null, private readonly deps: PresenceDeps, private readonly opts: PresenceOptions = {},
   ) {
-    this.local = new LocalPresence(opts.mergeWindowMs ?? PRESENCE_PUSH_MERGE_WINDOW_MS);
+    this.local = new LocalPresence(opts.mergeWindowMs ?? PRESENCE_PUSH_MERGE_WINDOW_MS, undefined, {
+      vet: (conn, byGroup) => this.vet(conn, byGroup),
+      unwatched: (tenant, users) => this.unwatch(tenant, users).catch((err: unknown) => this.warn("removing watch entries", err)),
+    });
     delivery.onPresence({
       changed: (tenant, user) => this.changedHere(tenant, user),
       poked: (tenant, users) => this.markDirty(tenant, users.filter((u) => this.local.watched(tenant, u)), "poke"),
@@ -138,6 +141,21 @@ export class Presence {
     const { removed, gone } = this.local.remove(conn, group, users.length === 0 ? null : users);
     await this.unwatch(conn.tenant, gone);
     return { removed, subscriptions: this.local.wouldHold(conn, group, []) };
+  }
+
+  /**
+   * Before a frame: which users each group may still tell the connection of — none when its
+   * subscriber is no longer an ACTIVE member (left, removed, the group dissolved), and only the
+   * watched users who still are. One bounded read per group in the frame (at most one frame per
+   * connection per merge window).
+   */
+  private async vet(conn: PresenceConnection, byGroup: ReadonlyMap<Uuid, readonly Uuid[]>): Promise<Map<Uuid, Set<Uuid>>> {
+    const allowed = new Map<Uuid, Set<Uuid>>();
+    await Promise.all([...byGroup].map(async ([group, users]) => {
+      const active = await this.deps.activeMembers(conn.tenant, group, [conn.user, ...users]);
+      allowed.set(group, new Set(active[0] ? users.filter((_, i) => active[i + 1]) : []));
+    }));
+    return allowed;
   }
 
   /** The connection closed: its subscriptions end (the watch entries of users nobody here watches any more are removed). */

@@ -147,6 +147,30 @@ describe("presence subscriptions across two nodes", { timeout: 300_000 }, () => 
     await until("carol's watch entry is removed", async () => Object.keys(await watchEntry(carol)).length === 0);
   });
 
+  it("a watcher who leaves the group is told nothing more through it, and nobody is told of a member removed from it; their watch entries go", async () => {
+    const [alice, bob, carol, erin] = [randomUUID(), randomUUID(), randomUUID(), randomUUID()];
+    const group = await createGroup(alice, [bob, carol, erin]);
+    const stays = await device(0, alice);
+    const leaves = await device(1, bob);
+    for (const w of [stays, leaves]) assert.deepEqual(ackOf(await sub(w, group, [carol, erin])).states, [{ user: carol, online: false }, { user: erin, online: false }]);
+    // bob leaves by his own frame; erin is removed by an operator
+    const left = await leaves.request({ $case: "leaveGroup", leaveGroup: { group } });
+    assert.notEqual(left.body?.$case, "error", show(left.body));
+    await admin.removeMembers({ tenant, group, users: [erin], dryRun: false });
+    // then carol and erin come online, one on each node
+    await device(1, carol);
+    await device(0, erin);
+    await until("alice is told carol is online", async () => lastTold(stays, carol, false) || undefined);
+    // a window more: anything else would have come by now
+    await sleep(MERGE_WINDOW_MS + 1000);
+    assert.deepEqual(updates(stays).map((u) => u.states), [[{ user: carol, online: true }]], "alice: carol, and nothing of erin, who is no longer a member");
+    assert.deepEqual(updates(leaves), [], "bob left the group: nothing more through it");
+    // nobody watches erin any more; only alice's node watches carol
+    await until("the watch entries of the ended pairs are removed", async () => Object.keys(await watchEntry(erin)).length === 0 && Object.keys(await watchEntry(carol)).join() === "node-a");
+    // bob may not subscribe again through the group he left
+    assert.equal(errorOf(await sub(leaves, group, [carol])).code, "PERMISSION_DENIED");
+  });
+
   it("a user who goes and comes back inside the merge window is not reported; at most one frame per window carries every change", async () => {
     const [alice, erin, fay, gus] = [randomUUID(), randomUUID(), randomUUID(), randomUUID()];
     const group = await createGroup(alice, [erin, fay, gus]);

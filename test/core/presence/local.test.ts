@@ -1,7 +1,8 @@
 /**
  * LocalPresence (core/presence): one node's watches and each connection's merge window, in
- * memory (no store: what a node does with states already read). Expected frames are worked out by
- * hand from the states fed in.
+ * memory (no store: what a node does with states already read), and its check of each frame's
+ * memberships through a hook that answers as the test says. Expected frames are worked out by hand
+ * from the states fed in.
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
@@ -12,8 +13,11 @@ const [G1, G2] = ["10000000-0000-4000-8000-000000000000", "20000000-0000-4000-80
 const [U1, U2, U3] = ["a0000000-0000-4000-8000-000000000001", "a0000000-0000-4000-8000-000000000002", "a0000000-0000-4000-8000-000000000003"] as Uuid[];
 const WINDOW = 200;
 
+const W = "b0000000-0000-4000-8000-000000000001" as Uuid;
+
 class Conn implements PresenceConnection {
   readonly tenant = T;
+  constructor(readonly user: Uuid = W) {}
   frames: { at: number; states: PresenceState[] }[] = [];
   take = true;
   pushPresence(states: readonly PresenceState[]): boolean {
@@ -78,5 +82,56 @@ describe("LocalPresence", () => {
     p.add(d, G1, [{ user: U1, online: false }]);
     await tick(20);
     assert.deepEqual(d.frames.map((f) => f.states), [[{ user: U1, online: true }]]);
+  });
+
+  it("a frame's pairs are checked first: a group the subscriber left tells it nothing more; a user still watched through another group is", async () => {
+    const asked: [Uuid, Uuid[]][] = [];
+    const unwatched: Uuid[] = [];
+    // the subscriber left G1; in G2 it and U1 are still members
+    const p = new LocalPresence(WINDOW, 10, {
+      vet: async (conn, byGroup) => {
+        assert.equal(conn.user, W);
+        for (const [g, users] of byGroup) asked.push([g, [...users]]);
+        return new Map([[G1, new Set<Uuid>()], [G2, new Set([U1])]]);
+      },
+      unwatched: (tenant, users) => { assert.equal(tenant, T); unwatched.push(...users); },
+    });
+    const c = new Conn();
+    p.add(c, G1, [{ user: U1, online: false }, { user: U2, online: false }]);
+    p.add(c, G2, [{ user: U1, online: false }]);
+    p.read(T, U1, true);
+    p.read(T, U2, true);
+    await tick(20);
+    assert.deepEqual(asked.sort(([a], [b]) => a.localeCompare(b)), [[G1, [U1, U2]], [G2, [U1]]]);
+    assert.deepEqual(c.frames.map((f) => f.states), [[{ user: U1, online: true }]], "U2 only through G1: not told");
+    assert.deepEqual(unwatched, [U2]);
+    assert.deepEqual(p.size, { subscriptions: 1, connections: 1, users: 1 });
+    assert.equal(p.watched(T, U2), false);
+  });
+
+  it("a frame whose check fails tells nothing and is tried again after a window; a change meanwhile goes in that frame, never two within a window", async () => {
+    let fail = true;
+    let checks = 0;
+    const p = new LocalPresence(WINDOW, 10, {
+      vet: async (_conn, byGroup) => {
+        checks++;
+        await tick(30);
+        if (fail) throw new Error("redis unreachable");
+        return new Map([...byGroup].map(([g, users]) => [g, new Set(users)]));
+      },
+    });
+    const c = new Conn();
+    p.add(c, G1, [{ user: U1, online: false }, { user: U2, online: false }]);
+    p.read(T, U1, true);
+    await tick(10);
+    // while the first check runs
+    p.read(T, U2, true);
+    await tick(40);
+    assert.equal(checks, 1);
+    assert.equal(c.frames.length, 0, "nothing told while the memberships could not be read");
+    fail = false;
+    await tick(WINDOW + 80);
+    assert.equal(checks, 2);
+    assert.deepEqual(c.frames.map((f) => [...f.states].sort((a, b) => a.user.localeCompare(b.user))), [[{ user: U1, online: true }, { user: U2, online: true }]]);
   });
 });

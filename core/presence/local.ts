@@ -275,7 +275,15 @@ export class LocalPresence {
       if (w && now !== undefined && now !== w.told) states.push({ user, online: now });
     }
     if (states.length === 0) return;
-    if (!conn.pushPresence(states)) return;
+    if (!conn.pushPresence(states)) {
+      // not taken (past its push budget, a RESYNC): what it was told stays, so the same changes
+      // are offered again a window later — a device back from a RESYNC learns them without subscribing again
+      metrics.held.inc(states.length);
+      for (const s of states) st.pending.add(s.user);
+      st.lastSentAt = Date.now();
+      if (!st.timer && !st.vetting) this.schedule(conn, st);
+      return;
+    }
     for (const s of states) st.watches.get(s.user)!.told = s.online;
     st.lastSentAt = Date.now();
     metrics.frames.inc();

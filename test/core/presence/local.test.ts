@@ -134,4 +134,20 @@ describe("LocalPresence", () => {
     assert.equal(checks, 2);
     assert.deepEqual(c.frames.map((f) => [...f.states].sort((a, b) => a.user.localeCompare(b.user))), [[{ user: U1, online: true }, { user: U2, online: true }]]);
   });
+
+  it("a frame the connection does not take (past its push budget) is offered again a window later, with the states then", async () => {
+    const p = new LocalPresence(WINDOW, 10);
+    const c = new Conn();
+    p.add(c, G1, [{ user: U1, online: false }, { user: U2, online: false }]);
+    c.take = false;
+    p.read(T, U1, true);
+    p.read(T, U2, true);
+    await tick(20);
+    assert.equal(c.frames.length, 0);
+    // meanwhile U2 went again: back at what the connection was told
+    p.read(T, U2, false);
+    c.take = true;
+    await tick(WINDOW + 60);
+    assert.deepEqual(c.frames.map((f) => f.states), [[{ user: U1, online: true }]]);
+  });
 });

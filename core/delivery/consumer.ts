@@ -173,6 +173,8 @@ export class DeliveryConsumer {
     let delivered = 0;
     try {
       let pos = this.positions.get(partition) ?? await this.readCheckpoint(partition);
+      // kept, as after a step: an idle partition's poll does not read its checkpoint again every 50 ms
+      this.positions.set(partition, pos);
       // what the checkpoint holds now (the read position may move up to the log's low watermark)
       let stored = `${pos.offset}|${pos.id}`;
       for (;;) {

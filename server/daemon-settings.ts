@@ -80,6 +80,7 @@ export interface BaseDaemonSettings {
   /** The retention task's round interval in ms (retention.interval; 0: off). */
   retentionIntervalMs: number;
   roomMsgRate: number;
+  roomFlushSharePercent: number;
   /** The most current members a group may have (groups.max_members). */
   groupsMaxMembers: number;
   /** The kinds of units this node takes (cluster.units): relay, partition, slot. */
@@ -120,6 +121,7 @@ export function toDaemonSettings(r: ResolvedSettings): DaemonSettings {
     unreadAuditIntervalMs: v<number>("conversation_list.unread_audit_interval")!,
     retentionIntervalMs: v<number>("retention.interval")!,
     roomMsgRate: v<number>("rooms.msg_rate")!,
+    roomFlushSharePercent: v<number>("rooms.flush_share_percent")!,
     groupsMaxMembers: v<number>("groups.max_members")!,
     redisAckReplicas: v<number>("redis.ack_replicas")!,
     redisAckTimeoutMs: v<number>("redis.ack_timeout")!,

@@ -116,6 +116,7 @@ export async function runDaemon(s: DaemonSettings): Promise<AdminServer> {
     unreadAuditIntervalMs: s.unreadAuditIntervalMs,
     retentionIntervalMs: s.retentionIntervalMs,
     roomMsgRate: s.roomMsgRate,
+    roomFlushSharePercent: s.roomFlushSharePercent,
     engine: { maxGroupMembers: s.groupsMaxMembers },
     // every engine server is a node of the cluster; the node RPC address comes with node.listen
     cluster: { nodeId: await nodeIdOf(s), address: "", version: packageVersion(), leaseTtlMs: s.clusterLeaseTtlMs, heartbeatIntervalMs: s.clusterHeartbeatIntervalMs, units: s.clusterUnits },

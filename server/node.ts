@@ -106,6 +106,8 @@ export interface NodeOptions {
   retentionIntervalMs?: number;
   /** room_msg_rate of this node's room writers (default ROOM_MSG_RATE, 20/s; burst one second's worth). */
   roomMsgRate?: number;
+  /** The share of the node's time room writes may take (default ROOM_FLUSH_SHARE_PERCENT, 25). */
+  roomFlushSharePercent?: number;
   /** How often the projection consumer polls every partition when idle (default 250 ms; appends kick it sooner). */
   projectionPollMs?: number;
   /**
@@ -257,7 +259,12 @@ export async function startNode(opts: AdminServerOptions): Promise<AdminServer> 
         onError: (err) => throttled(`retention: ${err instanceof Error ? err.message : String(err)}`),
       },
       ...(opts.relayIntervalMs !== undefined ? { relayIntervalMs: opts.relayIntervalMs } : {}),
-      ...(opts.roomMsgRate !== undefined ? { rooms: { rate: opts.roomMsgRate, burst: opts.roomMsgRate } } : {}),
+      ...(opts.roomMsgRate !== undefined || opts.roomFlushSharePercent !== undefined ? {
+        rooms: {
+          ...(opts.roomMsgRate !== undefined ? { rate: opts.roomMsgRate, burst: opts.roomMsgRate } : {}),
+          ...(opts.roomFlushSharePercent !== undefined ? { flushSharePercent: opts.roomFlushSharePercent } : {}),
+        },
+      } : {}),
       ...(opts.cluster ? { cluster: { ...opts.cluster, address: advertise ?? opts.cluster.address } } : {}),
       ...(opts.cmd ? { cmd: opts.cmd } : {}),
       ...(tokenKeys ? { tokens: { source: tokenKeys } } : {}),

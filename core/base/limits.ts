@@ -160,6 +160,14 @@ export const ROOM_MSG_BURST = 20;
  * the messages of its rooms inside one 1/rate interval go out merged in one ROOM_BATCH's windows.
  */
 export const ROOM_OUTBOUND_FRAME_RATE = 10;
+/**
+ * The share of the node's time (percent) its room writes may take while a frame interval's
+ * ROOM_BATCHes go out (not a spec number; spec 003 C-3's isolation): after a turn of writes that
+ * took t, the next waits t × (100 − share) / share. The rest of the node (a 1:1 message's commit,
+ * relay and push) and the processes beside it keep the other 75 %; a room with more connections
+ * than that share writes in an interval gets fewer, fuller frames (setting `rooms.flush_share_percent`).
+ */
+export const ROOM_FLUSH_SHARE_PERCENT = 25;
 /** max_rooms_per_connection (spec 003 §1.5): rooms one connection may be in at a time; a ROOM_JOIN past it is refused. */
 export const MAX_ROOMS_PER_CONNECTION = 20;
 /** room_log_retention_minutes (spec 003 §1.3, ADR-0007): a room's ring buffer keeps messages at most this long. */

@@ -1,4 +1,4 @@
-import { MAX_ROOMS_PER_CONNECTION, ROOM_OUTBOUND_FRAME_RATE, type Uuid } from "../base/index.js";
+import { MAX_ROOMS_PER_CONNECTION, ROOM_FLUSH_SHARE_PERCENT, ROOM_OUTBOUND_FRAME_RATE, type Uuid } from "../base/index.js";
 import { roomMetrics } from "./metrics.js";
 import type { RoomWindow } from "./writer.js";
 
@@ -65,8 +65,12 @@ export class LocalRooms {
   private flushing = false;
   private stopped = false;
 
-  constructor(private readonly opts: { frameRate?: number; maxRoomsPerConnection?: number; onEmpty?: (tenant: Uuid, room: Uuid) => void } = {}) {
+  /** ROOM_FLUSH_SHARE_PERCENT as a fraction. */
+  private readonly share: number;
+
+  constructor(private readonly opts: { frameRate?: number; maxRoomsPerConnection?: number; flushSharePercent?: number; onEmpty?: (tenant: Uuid, room: Uuid) => void } = {}) {
     this.intervalMs = 1000 / (opts.frameRate ?? ROOM_OUTBOUND_FRAME_RATE);
+    this.share = (opts.flushSharePercent ?? ROOM_FLUSH_SHARE_PERCENT) / 100;
   }
 
   /** Rooms with connections here. */
@@ -214,13 +218,15 @@ export class LocalRooms {
     this.dirty.clear();
     // the writes go a slice at a time, each in its own turn of the event loop: a room of 5,000
     // connections does not hold the node's other work (a 1:1 message's push, spec 003 C-3) for the
-    // whole interval's writes; the next interval starts once the last slice is out
+    // whole interval's writes, and between slices the node rests so that room writes take at most
+    // ROOM_FLUSH_SHARE_PERCENT of its time; the next interval starts once the last slice is out
     const conns = [...perConn];
     this.flushing = true;
     const slice = (from: number) => {
       let frames = 0;
       const limit = Math.min(conns.length, from + ROOM_FLUSH_SLICE);
-      const until = performance.now() + ROOM_FLUSH_TURN_MS;
+      const began = performance.now();
+      const until = began + ROOM_FLUSH_TURN_MS;
       let to = from;
       for (let i = from; i < limit && (i === from || performance.now() < until); i++, to = i) {
         const [conn, windows] = conns[i]!;
@@ -236,7 +242,21 @@ export class LocalRooms {
       }
       roomMetrics.frames.inc(frames);
       if (to < conns.length && !this.stopped) {
-        setImmediate(() => slice(to));
+        // the room's share of the node's time: the next turn waits in proportion to this one
+        const now = performance.now();
+        const rest = (now - began) * (1 - this.share) / this.share;
+        if (rest < 1) {
+          setImmediate(() => slice(to));
+          return;
+        }
+        // a timer counts from the loop's time at the start of this turn, before these writes: it
+        // may fire early by as much as they took — so it checks, and waits the rest
+        const resume = now + rest;
+        const wake = () => {
+          const left = resume - performance.now();
+          if (left >= 1) setTimeout(wake, left); else slice(to);
+        };
+        setTimeout(wake, rest);
         return;
       }
       this.flushing = false;

@@ -67,6 +67,8 @@ export interface RoomsOptions {
   rate?: number;
   burst?: number;
   frameRate?: number;
+  /** ROOM_FLUSH_SHARE_PERCENT (setting rooms.flush_share_percent). */
+  flushSharePercent?: number;
   maxRoomsPerConnection?: number;
   interestRefreshMs?: number;
   log?: (line: string) => void;
@@ -98,6 +100,7 @@ export class Rooms {
     this.nodeId = cluster?.nodeId ?? "";
     this.local = new LocalRooms({
       ...(opts.frameRate ? { frameRate: opts.frameRate } : {}),
+      ...(opts.flushSharePercent ? { flushSharePercent: opts.flushSharePercent } : {}),
       ...(opts.maxRoomsPerConnection ? { maxRoomsPerConnection: opts.maxRoomsPerConnection } : {}),
       onEmpty: (tenant, room) => this.emptied.set(`${tenant}/${room}`, { tenant, room }),
     });

@@ -3,7 +3,7 @@
 // redaction of --print-config and docs/config-reference.md all come from this list, with each
 // listener's entries from its folder (server/listeners.ts). Kept free of
 // engine and gRPC imports: the CLI reads it for `server start --help` without loading the server.
-import { ROOM_MSG_RATE } from "../../core/base/index.js";
+import { ROOM_FLUSH_SHARE_PERCENT, ROOM_MSG_RATE } from "../../core/base/index.js";
 import { LISTENER_DEFAULTS, LISTENERS } from "../listeners.js";
 
 /** What a setting holds; each kind has one parser (resolve.ts) and one way it is shown. */
@@ -160,6 +160,7 @@ export const SETTINGS: readonly SettingSpec[] = withListeners([
   ]),
   ...section("rooms", [
     { key: "rooms.msg_rate", kind: "integer", min: 1, max: 100_000, default: ROOM_MSG_RATE, description: "room_msg_rate (spec 003 §1.5): messages per second one chat room's writer takes on this node, all senders together, with a burst of one second's worth; past it ROOM_SEND is answered RATE_LIMITED with retry_after_ms and nothing is kept (docs/rooms.md). The spec's 20 is the product's limit; benches raise it to measure what a node carries" },
+    { key: "rooms.flush_share_percent", kind: "integer", min: 5, max: 100, default: ROOM_FLUSH_SHARE_PERCENT, description: "the share of this node's time its room writes may take while a frame interval's ROOM_BATCHes go out: after a turn of writes that took t, the next waits t × (100 − share) / share, so a 1:1 message's commit, relay and push keep the rest (spec 003 C-3's isolation); a room with more connections than the share writes in an interval gets fewer frames, each with more events (docs/rooms.md). 100 writes as fast as the node can" },
   ]),
   ...section("retention", [
     { key: "retention.interval", kind: "duration", default: DAEMON_DEFAULTS.retentionInterval, description: "how often this node's retention task walks the relay buckets it owns and trims each conversation by its tenant's or group's rule (`qimctl retention`, docs/retention.md): bounded steps of at most 200 history entries; a tenant without a policy is never trimmed (off: no trimming on this node)" },

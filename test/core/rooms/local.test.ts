@@ -8,7 +8,7 @@
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { LocalRooms, ROOM_FLUSH_SLICE, ROOM_FLUSH_TURN_MS, roomSeq, type RoomConnection, type RoomPush, type RoomWindow, type Uuid } from "../../../core/index.js";
+import { LocalRooms, ROOM_FLUSH_SHARE_PERCENT, ROOM_FLUSH_SLICE, ROOM_FLUSH_TURN_MS, roomSeq, type RoomConnection, type RoomPush, type RoomWindow, type Uuid } from "../../../core/index.js";
 
 const tenant = "00000000-0000-4000-8000-0000000000aa" as Uuid;
 const roomA = "00000000-0000-4000-8000-00000000000a" as Uuid;
@@ -75,7 +75,7 @@ describe("LocalRooms: the frame budget", { timeout: 60_000 }, () => {
     assert.ok(frames < n * 40 / 2, `${frames} frames for ${n} connections`);
   });
 
-  it("a turn of writes ends once it took ROOM_FLUSH_TURN_MS: writes that cost more than that each get a turn of their own, and all arrive", async () => {
+  it("a turn of writes ends once it took ROOM_FLUSH_TURN_MS: writes that cost more than that each get a turn of their own, the node resting between them for the rest of its share; all arrive", async () => {
     // the event loop's turns, counted by a callback that queues itself for every next one: the
     // rooms' next slice and this counter run in the same phase, so two writes with the same count
     // went out in the same turn
@@ -85,11 +85,14 @@ describe("LocalRooms: the frame budget", { timeout: 60_000 }, () => {
     setImmediate(count);
     class Slow extends Recorder {
       readonly turns: number[] = [];
+      readonly spans: [number, number][] = [];
       override pushRooms(windows: readonly RoomPush[]): boolean {
         // a write that costs a little more than a turn's whole budget (a TLS frame on a loaded machine)
-        const until = performance.now() + ROOM_FLUSH_TURN_MS * 1.2;
+        const began = performance.now();
+        const until = began + ROOM_FLUSH_TURN_MS * 1.2;
         while (performance.now() < until);
         this.turns.push(turn);
+        this.spans.push([began, performance.now()]);
         return super.pushRooms(windows);
       }
     }
@@ -103,6 +106,15 @@ describe("LocalRooms: the frame budget", { timeout: 60_000 }, () => {
     const turns = conns.map((c) => c.turns);
     for (const [i, c] of conns.entries()) assert.deepEqual(c.events(roomA), [roomSeq(3, 1), roomSeq(3, 2)], `connection ${i}: both events, once`);
     assert.equal(new Set(turns.flat()).size, conns.length, `one write a turn, got the turns ${JSON.stringify(turns)}`);
+    // between two turns the node rested at least (100 − share) / share times the last one (a timer's
+    // delay is a lower bound; 1 ms for its rounding)
+    const spans = conns.flatMap((c) => c.spans).sort((x, y) => x[0] - y[0]);
+    const ratio = (100 - ROOM_FLUSH_SHARE_PERCENT) / ROOM_FLUSH_SHARE_PERCENT;
+    for (let k = 1; k < spans.length; k++) {
+      const [b0, e0] = spans[k - 1]!;
+      const rest = spans[k]![0] - e0;
+      assert.ok(rest >= (e0 - b0) * ratio - 1, `write ${k}: rested ${rest.toFixed(2)} ms after a turn of ${(e0 - b0).toFixed(2)} ms`);
+    }
   });
 
   it("a window of a new epoch reaches a connection of the old one as replay_truncated; one at epoch 0 (its JOIN unanswered yet) as it is", async () => {

@@ -251,12 +251,15 @@ export class LocalRooms {
         }
         // a timer counts from the loop's time at the start of this turn, before these writes: it
         // may fire early by as much as they took — so it checks, and waits the rest
+        // (held in `timer`, so that stop() ends the flush: nothing is written after it)
         const resume = now + rest;
         const wake = () => {
+          this.timer = undefined;
+          if (this.stopped) return;
           const left = resume - performance.now();
-          if (left >= 1) setTimeout(wake, left); else slice(to);
+          if (left >= 1) this.timer = setTimeout(wake, left); else slice(to);
         };
-        setTimeout(wake, rest);
+        this.timer = setTimeout(wake, rest);
         return;
       }
       this.flushing = false;

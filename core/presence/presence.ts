@@ -76,6 +76,8 @@ export class Presence {
   /** Watch-entry writes in the order they were made (a watch right after an unwatch of the same user must land last). */
   private chain: Promise<unknown> = Promise.resolve();
   private timers: NodeJS.Timeout[] = [];
+  /** This turn's membership reads, per tenant and group (activeOf). */
+  private readonly checks = new Map<string, { wanted: Set<Uuid>; done: Promise<Map<Uuid, boolean>> }>();
   private nodesSeen = "";
 
   constructor(
@@ -152,10 +154,37 @@ export class Presence {
   private async vet(conn: PresenceConnection, byGroup: ReadonlyMap<Uuid, readonly Uuid[]>): Promise<Map<Uuid, Set<Uuid>>> {
     const allowed = new Map<Uuid, Set<Uuid>>();
     await Promise.all([...byGroup].map(async ([group, users]) => {
-      const active = await this.deps.activeMembers(conn.tenant, group, [conn.user, ...users]);
-      allowed.set(group, new Set(active[0] ? users.filter((_, i) => active[i + 1]) : []));
+      const active = await this.activeOf(conn.tenant, group, [conn.user, ...users]);
+      allowed.set(group, new Set(active.get(conn.user) ? users.filter((u) => active.get(u)) : []));
     }));
     return allowed;
+  }
+
+  /**
+   * Whether each user is an ACTIVE member of the group, read once for every frame of this turn:
+   * one change pushed to a thousand watching connections here is one read per group (in pipelines
+   * of LOCATE_CHUNK users), not one per connection.
+   */
+  private activeOf(tenant: Uuid, group: Uuid, users: readonly Uuid[]): Promise<Map<Uuid, boolean>> {
+    const key = `${tenant}|${group}`;
+    let batch = this.checks.get(key);
+    if (!batch) {
+      const wanted = new Set<Uuid>();
+      const done = new Promise<void>((resolve) => setImmediate(resolve)).then(async () => {
+        // later asks start a batch of their own
+        this.checks.delete(key);
+        const list = [...wanted];
+        const out = new Map<Uuid, boolean>();
+        for (let i = 0; i < list.length; i += LOCATE_CHUNK) {
+          const chunk = list.slice(i, i + LOCATE_CHUNK);
+          (await this.deps.activeMembers(tenant, group, chunk)).forEach((a, j) => out.set(chunk[j]!, a));
+        }
+        return out;
+      });
+      this.checks.set(key, batch = { wanted, done });
+    }
+    for (const u of users) batch.wanted.add(u);
+    return batch.done;
   }
 
   /** The connection closed: its subscriptions end (the watch entries of users nobody here watches any more are removed). */

@@ -4,5 +4,6 @@
  * (`{dNNN}`) and the fanout jobs beside each bucket's outbox (`{bNNN}`), the scripts of lua/dispatch/ and the relay's metrics.
  */
 export { bucketConversationsKey, dispatchIdentityKey, dispatchPartitionKey, fanoutKeys, type FanoutKeys } from "./keys.js";
+export { AppendedRecords, DISPATCH_APPENDED_KEEP_RECIPIENTS } from "./appended.js";
 export * from "./log.js";
 export * from "./relay.js";

@@ -3,6 +3,8 @@ import { FailedPreconditionError } from "../base/index.js";
 import { hexToUuid, splitHexIds, uuidToHex, type Uuid } from "../base/index.js";
 import type { KeySpace } from "../base/index.js";
 import { dispatchIdentityKey, dispatchPartitionKey } from "./keys.js";
+import { AppendedRecords } from "./appended.js";
+import { metrics } from "./metrics.js";
 import { readLogScript, type LogRead } from "./scripts.js";
 import type { RedisStore } from "../store/index.js";
 
@@ -142,6 +144,9 @@ function streamIdMs(id: string): number {
 }
 
 export class RedisStreamsDispatchLog implements DispatchLog {
+  /** What this process appended, read back by id instead of whole (appended.ts). */
+  private readonly appended: AppendedRecords;
+
   constructor(
     private readonly store: RedisStore,
     private readonly keys: KeySpace,
@@ -150,6 +155,7 @@ export class RedisStreamsDispatchLog implements DispatchLog {
     if (!Number.isInteger(identity.partitionCount) || identity.partitionCount < 1 || identity.partitionCount > 999) {
       throw new Error("partitionCount must be an integer from 1 to 999");
     }
+    this.appended = new AppendedRecords(identity.partitionCount);
   }
 
   partitionOf(tenant: Uuid, conversation: Uuid): number {
@@ -182,11 +188,12 @@ export class RedisStreamsDispatchLog implements DispatchLog {
   async append(records: DispatchRecord[]): Promise<void> {
     // one pipeline per partition: a partition's stream is one key (one slot on a cluster), and
     // records of a conversation keep their order inside it
-    const byKey = new Map<string, DispatchRecord[]>();
+    const byKey = new Map<string, { partition: number; list: DispatchRecord[] }>();
     for (const r of records) {
-      const key = this.key(this.partitionOf(r.tenant, r.conversation));
-      const list = byKey.get(key);
-      if (list) list.push(r); else byKey.set(key, [r]);
+      const partition = this.partitionOf(r.tenant, r.conversation);
+      const key = this.key(partition);
+      const group = byKey.get(key);
+      if (group) group.list.push(r); else byKey.set(key, { partition, list: [r] });
     }
     const fields = (r: DispatchRecord) => {
       const f = ["t", uuidToHex(r.tenant), "c", uuidToHex(r.conversation), "s", String(r.conversationSeq),
@@ -195,8 +202,9 @@ export class RedisStreamsDispatchLog implements DispatchLog {
       if (r.push) f.push("p", r.push === "members" ? "m" : "n");
       return f;
     };
-    await Promise.all([...byKey].map(async ([key, list]) => {
+    await Promise.all([...byKey].map(async ([key, { partition, list }]) => {
       const client = this.store.clientForKey(key);
+      const keep = (ids: readonly (string | null | undefined)[]) => ids.forEach((id, i) => { if (typeof id === "string") this.appended.add(partition, id, list[i]!); });
       if (this.store.kind !== "cluster") {
         // one connection sends its commands in order (and the store writes a loop iteration's
         // commands in one socket write), so the XADDs need no pipeline: an ioredis Pipeline copies
@@ -205,11 +213,13 @@ export class RedisStreamsDispatchLog implements DispatchLog {
         // redis.ack_replicas (issue 26): WAIT behind the XADDs on the same connection, before the
         // relay marks their commits dispatched
         const ack = this.store.ackPolicy;
-        if (ack === null) { await Promise.all(adds); return; }
+        // kept once all are in and acknowledged: a failure leaves the batch to the relay's retry
+        if (ack === null) { keep(await Promise.all(adds)); return; }
         const waited = (client as unknown as { wait(n: number, timeoutMs: number): Promise<number> }).wait(ack.replicas, ack.timeoutMs).then((n: number) => [null, n] as const, (e: Error) => [e, null] as const);
-        await Promise.all(adds);
+        const ids = await Promise.all(adds);
         const [waitErr, confirmed] = await waited;
         this.store.checkAck(waitErr, confirmed);
+        keep(ids);
         return;
       }
       // a Cluster client: one pipeline keeps the records of a slot together through a redirection
@@ -220,6 +230,7 @@ export class RedisStreamsDispatchLog implements DispatchLog {
       const res = (await p.exec()) ?? [];
       for (const [err] of res.slice(0, list.length)) if (err) throw err;
       if (ack !== null) this.store.checkAck(res[list.length]?.[0], res[list.length]?.[1]);
+      keep(res.slice(0, list.length).map(([, id]) => id as string));
     }));
   }
 
@@ -242,9 +253,22 @@ export class RedisStreamsDispatchLog implements DispatchLog {
   async readFrom(partition: number, from: LogPosition, count: number): Promise<ReadResult> {
     const key = this.key(partition);
     const start = from.id === "0-0" ? "-" : `(${from.id}`;
-    const read = await readLogScript.run(this.store.clientForKey(key), { stream: key }, { start, count });
+    // the records this process appended come back as their ids: their bodies are here
+    const known = this.appended.after(partition, from.id, count);
+    const read = await readLogScript.run(this.store.clientForKey(key), { stream: key }, { start, count, known: [...known.keys()] });
     const watermarks = watermarksOf(read);
-    const entries = read.records.map(([id, fields], i) => ({ offset: from.offset + i, id, record: parseRecord(fields) }));
+    let kept = 0;
+    const entries = read.records.map((r, i) => {
+      if (typeof r === "string") {
+        kept++;
+        return { offset: from.offset + i, id: r, record: known.get(r)! };
+      }
+      return { offset: from.offset + i, id: r[0], record: parseRecord(r[1]) };
+    });
+    if (entries.length > 0) {
+      metrics.logRecordsRead.inc({ body: "kept" }, kept);
+      metrics.logRecordsRead.inc({ body: "read" }, entries.length - kept);
+    }
     return { watermarks, entries };
   }
 

@@ -28,6 +28,12 @@ export const metrics = {
     help: "Recipients in the chunks the outbox relay appended for fanout jobs",
     registers: [registry],
   }),
+  logRecordsRead: new Counter({
+    name: "qim_dispatch_log_records_read_total",
+    help: "Records this process's consumers read from the dispatch log, by body: kept (appended by this process, read back as the id alone) or read (whole, over the wire)",
+    labelNames: ["body"] as const,
+    registers: [registry],
+  }),
   lowLatencySkipped: new Counter({
     name: "qim_relay_low_latency_skipped_total",
     help: "Records not handed to the session projection's low-latency path because it was busy (the durable consumer projects them from the log)",

@@ -104,19 +104,20 @@ export interface LogRead {
   lastId: string;
   /** The oldest retained record's id ("" none). */
   firstId: string;
-  records: [string, string[]][];
+  /** As XRANGE gives them; a record whose id was passed as known comes as that id alone. */
+  records: ([string, string[]] | string)[];
 }
 
 export const readLogScript = defineScript({
   name: "readLog",
   keys: ["stream"],
-  args: (a: { start: string; count: number }) => [a.start, a.count],
+  args: (a: { start: string; count: number; known?: readonly string[] }) => [a.start, a.count, ...(a.known ?? [])],
   reply: (r): LogRead => ({
     exists: Number(r[0]) === 1,
     length: Number(r[1]),
     entriesAdded: Number(r[2]),
     lastId: String(r[3]),
     firstId: String(r[4] ?? ""),
-    records: (r[5] ?? []) as [string, string[]][],
+    records: (r[5] ?? []) as ([string, string[]] | string)[],
   }),
 });

@@ -9,9 +9,13 @@
 
   ARGV[1] start    XRANGE start ("-", or "(" .. the id of the last record read)
   ARGV[2] count    the most records (0: the watermarks only)
+  ARGV[3..] known  ids of records the caller holds already (the ones its own process appended):
+                   those come back as the bare id, not {id, fields} — a consumer on the node that
+                   appended a record reads its body from memory, not again over the wire
 
   Returns {exists, length, entries-added, last-generated-id, first record's id ("" none), records}
-  with the records as XRANGE gives them; {0, 0, 0, "0-0", "", {}} when the stream does not exist.
+  with the records as XRANGE gives them (a known one as its id alone); {0, 0, 0, "0-0", "", {}}
+  when the stream does not exist.
 ]]
 local info = redis.pcall("XINFO", "STREAM", KEYS[1])
 if type(info) ~= "table" or info.err then
@@ -28,5 +32,14 @@ for i = 1, #info, 2 do
 end
 local count = tonumber(ARGV[2])
 local records = {}
-if count > 0 then records = redis.call("XRANGE", KEYS[1], ARGV[1], "+", "COUNT", count) end
+if count > 0 then
+  records = redis.call("XRANGE", KEYS[1], ARGV[1], "+", "COUNT", count)
+  if #ARGV > 2 then
+    local known = {}
+    for i = 3, #ARGV do known[ARGV[i]] = true end
+    for i = 1, #records do
+      if known[records[i][1]] then records[i] = records[i][1] end
+    end
+  end
+end
 return {1, length, added, last, first, records}

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { compareStreamIds, dispatchPartitionKey, LOG_START, RedisStreamsDispatchLog, type DispatchRecord } from "../../core/index.js";
+import { AppendedRecords, compareStreamIds, dispatchPartitionKey, LOG_START, RedisStreamsDispatchLog, type DispatchRecord } from "../../core/index.js";
 import { ALL_TOPOLOGIES } from "../harness/redis.js";
 import { useEngine } from "./fixture.js";
 import { newUuid, type Uuid } from "../../core/index.js";
@@ -19,9 +19,75 @@ describe("stream ids order as (ms, seq) numbers, not as text", () => {
   });
 });
 
+describe("the records a process appended, kept by partition and stream id", () => {
+  const rec = (seq: number, recipients: number): DispatchRecord => ({ tenant: "t", conversation: "c", conversationSeq: seq, version: 1, entry: "", recipients: Array.from({ length: recipients }, () => "u"), chunk: 0 });
+
+  it("answers the kept ids after a position, in id order, at most `count`", () => {
+    const kept = new AppendedRecords(2, 1000);
+    const a = rec(1, 1), b = rec(2, 1), c = rec(3, 1), d = rec(4, 1);
+    kept.add(0, "9-5", a);
+    kept.add(0, "10-2", b);
+    kept.add(1, "10-3", d);
+    kept.add(0, "10-10", c);
+    // "10-10" sorts after "10-2" as numbers (as text it would not)
+    assert.deepEqual([...kept.after(0, "0-0", 10)], [["9-5", a], ["10-2", b], ["10-10", c]]);
+    assert.deepEqual([...kept.after(0, "10-2", 10)], [["10-10", c]]);
+    assert.deepEqual([...kept.after(0, "9-6", 1)], [["10-2", b]]);
+    assert.deepEqual([...kept.after(0, "10-10", 10)], []);
+    assert.deepEqual([...kept.after(1, "0-0", 10)], [["10-3", d]]);
+    // an id not above the newest kept one of its partition is not kept
+    kept.add(0, "10-3", rec(5, 1));
+    assert.deepEqual([...kept.after(0, "10-2", 10)].map(([id]) => id), ["10-10"]);
+  });
+
+  it("drops the oldest record of any partition first once the recipients kept pass the bound", () => {
+    // weight = recipients + 1: 4 + 4 + 4 = 12 > 10 drops the first (partition 0); then 8 + 6 = 14 drops the second
+    const kept = new AppendedRecords(2, 10);
+    kept.add(0, "1-0", rec(1, 3));
+    kept.add(1, "2-0", rec(2, 3));
+    kept.add(1, "3-0", rec(3, 3));
+    assert.deepEqual([...kept.after(0, "0-0", 10)], []);
+    assert.deepEqual([...kept.after(1, "0-0", 10)].map(([id]) => id), ["2-0", "3-0"]);
+    assert.deepEqual(kept.size(), { records: 2, weight: 8 });
+    kept.add(0, "4-0", rec(4, 5));
+    assert.deepEqual([...kept.after(1, "0-0", 10)].map(([id]) => id), ["3-0"]);
+    assert.deepEqual([...kept.after(0, "0-0", 10)].map(([id]) => id), ["4-0"]);
+    assert.deepEqual(kept.size(), { records: 2, weight: 10 });
+  });
+});
+
 for (const kind of ALL_TOPOLOGIES) {
   describe(`dispatch log watermarks and retention on ${kind}`, () => {
     const fx = useEngine(kind);
+
+    it("a reader in the appending process gets its own records from memory and the rest over the wire, the same as a reader elsewhere", async () => {
+      const identity = { clusterId: "kp", topicId: `t${newUuid().slice(0, 6)}`, partitionCount: 1 };
+      const mine = new RedisStreamsDispatchLog(fx.store, fx.engine.keys, identity);
+      const theirs = new RedisStreamsDispatchLog(fx.store, fx.engine.keys, identity);
+      const elsewhere = new RedisStreamsDispatchLog(fx.store, fx.engine.keys, identity);
+      await mine.ensureIdentity();
+      const tenant = newUuid();
+      const conv = newUuid();
+      const appendedHere: DispatchRecord[] = [];
+      for (let s = 1; s <= 9; s++) {
+        const r = { ...record(tenant, conv, s), recipients: [newUuid(), newUuid()], ...(s % 3 === 0 ? { push: "members" as const } : {}) };
+        if (s % 2 === 1) appendedHere.push(r);
+        await (s % 2 === 1 ? mine : theirs).append([r]);
+      }
+      const plain = (r: DispatchRecord) => ({ tenant: r.tenant, conversation: r.conversation, seq: r.conversationSeq, version: r.version, entry: r.entry, recipients: [...r.recipients], chunk: r.chunk, push: r.push });
+      for (const [from, count] of [[LOG_START, 100], [LOG_START, 4]] as const) {
+        const here = await mine.readFrom(0, from, count);
+        const there = await elsewhere.readFrom(0, from, count);
+        assert.deepEqual(here.watermarks, there.watermarks);
+        assert.deepEqual(here.entries.map((e) => [e.offset, e.id, plain(e.record)]), there.entries.map((e) => [e.offset, e.id, plain(e.record)]));
+        // the odd seqs are the very objects this process appended; the even ones were parsed from the reply
+        for (const e of here.entries) assert.equal(appendedHere.includes(e.record), e.record.conversationSeq % 2 === 1, `seq ${e.record.conversationSeq}`);
+      }
+      // from a position in the middle: offsets continue from it
+      const all = await elsewhere.readFrom(0, LOG_START, 100);
+      const mid = await mine.readFrom(0, { offset: 4, id: all.entries[3]!.id }, 100);
+      assert.deepEqual(mid.entries.map((e) => [e.offset, e.record.conversationSeq]), [[4, 5], [5, 6], [6, 7], [7, 8], [8, 9]]);
+    });
 
     it("low/high are ordinal offsets: appends raise high, trims raise low, reads are contiguous from a position", async () => {
       const log = new RedisStreamsDispatchLog(fx.store, fx.engine.keys, { clusterId: "wm", topicId: `t${newUuid().slice(0, 6)}`, partitionCount: 1 });

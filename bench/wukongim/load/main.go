@@ -42,15 +42,23 @@ func main() {
 		uids[i] = fmt.Sprintf("%su%d", run, i)
 	}
 	body, _ := json.Marshal(map[string]any{"channel_id": channelID, "channel_type": wkproto.ChannelTypeGroup, "subscribers": uids, "reset": 1})
-	resp, err := http.Post(*api+"/channel", "application/json", bytes.NewReader(body))
-	if err != nil {
-		fail("create channel: %v", err)
-	}
-	if resp.StatusCode != 200 {
+	// /health answers before the node's slots have a leader on a slow machine: the first creates
+	// are refused with 400 for a few seconds, so retry for up to 30 s
+	for attempt := 0; ; attempt++ {
+		resp, err := http.Post(*api+"/channel", "application/json", bytes.NewReader(body))
+		if err != nil {
+			fail("create channel: %v", err)
+		}
 		b, _ := io.ReadAll(resp.Body)
-		fail("create channel: %d %s", resp.StatusCode, b)
+		resp.Body.Close()
+		if resp.StatusCode == 200 {
+			break
+		}
+		if attempt >= 150 {
+			fail("create channel: %d %s", resp.StatusCode, b)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
-	resp.Body.Close()
 
 	cli := client.New("tcp://"+*tcp, client.WithUID(uids[0]), client.WithToken("bench"))
 	if err := cli.Connect(); err != nil {

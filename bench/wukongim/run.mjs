@@ -81,7 +81,7 @@ try {
   for (let i = 0; ; i++) {
     if (i > 100) throw new Error("WuKongIM did not answer /health within 20 s");
     try {
-      const r = await fetch("http://127.0.0.1:15001/health");
+      const r = await fetch("http://127.0.0.1:15001/health", { signal: AbortSignal.timeout(1000) });
       if (r.ok) break;
     } catch { /* not up yet */ }
     await new Promise((r) => setTimeout(r, 200));

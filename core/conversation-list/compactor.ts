@@ -91,8 +91,16 @@ const USER_IDS_MAX = 200_000;
 interface UserPending {
   tenant: Uuid;
   user: Uuid;
-  /** Per conversation hex: the records held, and their seqs (a record is held once per row). */
-  rows: Map<string, { entries: InHandEntry[]; seqs: Set<number> }>;
+  /** Per conversation hex: the records held (a record is held once per row). */
+  rows: Map<string, HeldRow>;
+}
+
+interface HeldRow {
+  entries: InHandEntry[];
+  /** The newest seq held (-1: none): a record above it is new, nothing to look up. */
+  top: number;
+  /** Every seq held, made the first time a record comes at or below `top` (a repeat, or out of order), kept from then on. */
+  seqs: Set<number> | null;
 }
 
 interface PartitionState {
@@ -344,6 +352,8 @@ export class ListCompactor {
     for (const user of record.recipients) {
       const id = this.userId(record.tenant, user);
       if (!this.hold(record.tenant, user, hex, e, id)) continue;
+      // only a user someone looks at live is published (publishLive answers null for the others)
+      if (!this.list.looksLive(record.tenant, user)) continue;
       let t = touched.get(id);
       if (!t) touched.set(id, (t = { tenant: record.tenant, user, hexes: new Set() }));
       t.hexes.add(hex);
@@ -384,14 +394,22 @@ export class ListCompactor {
     }
     let r = u.rows.get(hex);
     if (!r) {
-      r = { entries: [], seqs: new Set() };
+      r = { entries: [], top: -1, seqs: null };
       u.rows.set(hex, r);
       this.pendingRows++;
     }
     // one delivery of a record per window: the durable log repeats what a replay re-reads, and a
-    // record the log read reached before the hand-off did comes twice
-    if (r.seqs.has(e.seq)) return false;
-    r.seqs.add(e.seq);
+    // record the log read reached before the hand-off did comes twice. Records mostly come in seq
+    // order, each above the last: those need no set of every seq held (a set entry per recipient
+    // and message was the most of this consumer's garbage in bench/engine-cost)
+    if (e.seq > r.top) {
+      r.top = e.seq;
+      r.seqs?.add(e.seq);
+    } else {
+      r.seqs ??= new Set(r.entries.map((x) => x.seq));
+      if (r.seqs.has(e.seq)) return false;
+      r.seqs.add(e.seq);
+    }
     r.entries.push(e);
     this.windowStartedAt ??= this.now();
     return true;

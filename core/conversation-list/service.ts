@@ -310,7 +310,8 @@ export class ConversationListService {
     this.liveInterest = fn;
   }
 
-  private wantsLive(tenant: Uuid, user: Uuid): boolean {
+  /** Whether a change of the user's rows is published live (someone in this process looks at the user's list). */
+  looksLive(tenant: Uuid, user: Uuid): boolean {
     return this.listeners.size > 0 && (this.liveInterest?.(tenant, user) ?? false);
   }
 
@@ -324,7 +325,7 @@ export class ConversationListService {
    * window's flush.
    */
   publishLive(tenant: Uuid, user: Uuid, touched: readonly string[]): Promise<ListChange | null> {
-    if (!this.wantsLive(tenant, user)) return Promise.resolve(null);
+    if (!this.looksLive(tenant, user)) return Promise.resolve(null);
     return this.withUser(tenant, user, async () => {
       const v = await this.view(tenant, user, touched, true);
       const held = this.heldOf(tenant, user);
@@ -426,7 +427,7 @@ export class ConversationListService {
       }
       metrics.rowWrites.inc(writes.length);
       let badge: Omit<BadgeState, "version"> = { totalUnread: reply.totalUnread, totalMention: reply.totalMention, mutedUnread: reply.mutedUnread };
-      if (this.wantsLive(tenant, user) && this.heldOf(tenant, user).size > 0) {
+      if (this.looksLive(tenant, user) && this.heldOf(tenant, user).size > 0) {
         // records arrived for rows this write did not take: what a live reader sees includes them
         const v = await this.view(tenant, user, hexes);
         for (const [i, h] of hexes.entries()) {

@@ -20,7 +20,7 @@ describe("stream ids order as (ms, seq) numbers, not as text", () => {
 });
 
 describe("the records a process appended, kept by partition and stream id", () => {
-  const rec = (seq: number, recipients: number): DispatchRecord => ({ tenant: "t", conversation: "c", conversationSeq: seq, version: 1, entry: "", recipients: Array.from({ length: recipients }, () => "u"), chunk: 0 });
+  const rec = (seq: number, recipients: number): DispatchRecord => ({ tenant: newUuid(), conversation: newUuid(), conversationSeq: seq, version: 1, entry: "", recipients: Array.from({ length: recipients }, () => newUuid()), chunk: 0 });
 
   it("answers the kept ids after a position, in id order, at most `count`", () => {
     const kept = new AppendedRecords(2, 1000);

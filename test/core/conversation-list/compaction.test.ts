@@ -131,6 +131,36 @@ for (const kind of LIST_TOPOLOGIES) {
       assert.equal((await list.badge(tenant, u)).totalUnread, 4);
     });
 
+    test("a record is held once per row in a window, in whatever order and how often the hand-off and the log bring it", async () => {
+      const tenant = fx.tenant();
+      const [owner, u] = [newUuid(), newUuid()];
+      const quiet = new ConversationService(fx.store, { keyPrefix: fx.engine.keys.prefix });
+      const { group } = await quiet.createGroup({ tenant, owner, members: [u] });
+      const k = quiet.conversationKeys(tenant, group);
+      const record = async (seq: number): Promise<DispatchRecord> => {
+        const entry = (await fx.store.clientFor(k.tag).zrangebyscore(k.hist, seq, seq))[0]!;
+        return { tenant, conversation: group, conversationSeq: seq, version: 1, entry, recipients: [owner, u], chunk: 0 };
+      };
+      for (let i = 1; i <= 4; i++) await quiet.send({ tenant, group, sender: owner, text: String(i) });
+      const compactor = fx.engine.conversationList.compactor;
+      const [r1, r2, r3, r4] = [await record(1), await record(2), await record(3), await record(4)];
+      // in order, then a repeat of the newest, then older ones out of order, then repeats of each
+      compactor.lowLatency([r3]);
+      compactor.lowLatency([r3]);
+      compactor.lowLatency([r1]);
+      compactor.lowLatency([r2, r1, r3]);
+      compactor.lowLatency([r4, r2]);
+      const held = (user: string) => [...(compactor.heldOf(tenant, user as typeof u).values())].flat().map((e) => e.seq);
+      // by hand: each seq once, in the order each first came
+      assert.deepEqual(held(u), [3, 1, 2, 4]);
+      assert.deepEqual(held(owner), [3, 1, 2, 4]);
+      fx.clock.now += 60_000;
+      await compactor.flushIfDue();
+      // by hand: 4 messages from the owner, each counted once for u
+      const row = await fx.engine.conversationList.service.row(tenant, u, group);
+      assert.deepEqual({ unread: row?.unread, head: row?.lastActivitySeq }, { unread: 4, head: 4 });
+    });
+
     test("the log read passes by the records the relay's hand-off held: rows written at the flush are not held or written again", async () => {
       const tenant = fx.tenant();
       const owner = newUuid();

@@ -353,7 +353,7 @@ export class ListCompactor {
       const id = this.userId(record.tenant, user);
       if (!this.hold(record.tenant, user, hex, e, id)) continue;
       // only a user someone looks at live is published (publishLive answers null for the others)
-      if (!this.list.looksLive(record.tenant, user)) continue;
+      if (!this.list.looksLive(record.tenant, user, id)) continue;
       let t = touched.get(id);
       if (!t) touched.set(id, (t = { tenant: record.tenant, user, hexes: new Set() }));
       t.hexes.add(hex);
@@ -363,7 +363,8 @@ export class ListCompactor {
   /**
    * A user's key of `pending` (tenant + user) as one string made once per user and kept: the
    * low-latency hand-off and the log read look every recipient of every record up, and a key
-   * concatenated afresh each time was hashed afresh each time (and garbage right after).
+   * concatenated afresh each time was hashed afresh each time (and garbage right after). The same
+   * form is the session view's key of a user (userKeyOf), so the live-interest check takes it as is.
    */
   private userId(tenant: Uuid, user: Uuid): string {
     let users = this.userIds.get(tenant);

@@ -133,7 +133,7 @@ export class ConversationListService {
   restorePending: (tenant: Uuid, user: Uuid, conversationHex: string, entries: InHandEntry[]) => void = () => {};
   /** The records the consumer holds for a user and has not written yet: conversation hex → records (set by the consumer). */
   heldOf: (tenant: Uuid, user: Uuid) => ReadonlyMap<string, readonly InHandEntry[]> = () => new Map();
-  private liveInterest: ((tenant: Uuid, user: Uuid) => boolean) | null = null;
+  private liveInterest: ((tenant: Uuid, user: Uuid, key?: string) => boolean) | null = null;
 
   constructor(
     private readonly store: RedisStore,
@@ -306,13 +306,13 @@ export class ConversationListService {
   }
 
   /** Set by the session view: whether someone in this process looks at the user's list live (a held snapshot, a watch). */
-  setLiveInterest(fn: ((tenant: Uuid, user: Uuid) => boolean) | null): void {
+  setLiveInterest(fn: ((tenant: Uuid, user: Uuid, key?: string) => boolean) | null): void {
     this.liveInterest = fn;
   }
 
   /** Whether a change of the user's rows is published live (someone in this process looks at the user's list). */
-  looksLive(tenant: Uuid, user: Uuid): boolean {
-    return this.listeners.size > 0 && (this.liveInterest?.(tenant, user) ?? false);
+  looksLive(tenant: Uuid, user: Uuid, key?: string): boolean {
+    return this.listeners.size > 0 && (this.liveInterest?.(tenant, user, key) ?? false);
   }
 
   /**

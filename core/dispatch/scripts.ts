@@ -38,11 +38,26 @@ export const loadForDispatchScript = defineScript({
   reply: (r): LoadedCommit[] => {
     if (typeof r[0] === "number" && r[0] < 0) throw new InternalError(`loadForDispatch: ${luaStatus(r)} at version ${String(r[1])}`);
     const out: LoadedCommit[] = [];
+    // "=": the audience of the "D" item before it, answered once and parsed once; its records share
+    // the one recipients array (nobody changes a record's recipients)
+    let lastHex = "";
+    let lastRecipients: Uuid[] = [];
     for (let i = 0; i < r.length; i += 5) {
       const action = ACTIONS[String(r[i + 1]) as keyof typeof ACTIONS];
       if (!action) throw new InternalError(`loadForDispatch: unknown state ${String(r[i + 1])}`);
-      const recipientsHex = String(r[i + 4]);
-      out.push({ conversationSeq: Number(r[i]), action, members: r[i + 1] === "M", entry: String(r[i + 2]), version: Number(r[i + 3]), recipients: splitHexIds(recipientsHex), recipientsHex });
+      let recipientsHex = String(r[i + 4]);
+      let recipients: Uuid[];
+      if (recipientsHex === "=" && action === "dispatch") {
+        recipientsHex = lastHex;
+        recipients = lastRecipients;
+      } else {
+        recipients = splitHexIds(recipientsHex);
+        if (action === "dispatch") {
+          lastHex = recipientsHex;
+          lastRecipients = recipients;
+        }
+      }
+      out.push({ conversationSeq: Number(r[i]), action, members: r[i + 1] === "M", entry: String(r[i + 2]), version: Number(r[i + 3]), recipients, recipientsHex });
     }
     return out;
   },

@@ -27,7 +27,9 @@
   ARGV[3..] seqs
 
   Returns a flat list, 5 items per seq, in ARGV order: seq, state, entry, version, audience
-  (concatenated 32-hex ids). state "D": dispatch it now (entry, version, audience); "F": hand a
+  (concatenated 32-hex ids; "=" when it is the audience of the "D" item before it: a batch of one
+  group's messages at one version carries its member list once, not once per message).
+  state "D": dispatch it now (entry, version, audience); "F": hand a
   control message to a fanout job (version only; entry and audience ""); "M": hand a group
   message to a fanout job (entry and version; audience ""): the relay announces it to the devices
   online first, in one record whose audience is the members visible at its seq (issue 27); "": no
@@ -109,6 +111,7 @@ if #needed > 0 then
 end
 
 local result = {}
+local lastAud = nil
 local function push(seq, state, entry, v, aud)
   result[#result + 1] = seq; result[#result + 1] = state; result[#result + 1] = entry; result[#result + 1] = v; result[#result + 1] = aud
 end
@@ -123,7 +126,12 @@ for _, item in ipairs(items) do
     local aud = item.aud
     if item.frozen then aud = audienceAt[item.frozen] end
     local entry = redis.call("ZRANGEBYSCORE", KEYS[2], item.seq, item.seq)[1] or ""
-    push(item.seq, "D", entry, item.v, aud)
+    if aud == lastAud then
+      push(item.seq, "D", entry, item.v, "=")
+    else
+      push(item.seq, "D", entry, item.v, aud)
+      lastAud = aud
+    end
   end
 end
 return result

@@ -11,13 +11,49 @@ const REMOVE = 3;
 
 type Group = [string, string, string, string, string];
 
-/** The reply's 5-item groups: seq, state, entry, version, audience. */
+/** The reply's 5-item groups: seq, state, entry, version, audience ("=" resolved to the audience of the "D" item before it). */
 function groups(reply: unknown[]): Group[] {
   assert.equal(reply.length % 5, 0);
   const out: Group[] = [];
-  for (let i = 0; i < reply.length; i += 5) out.push(reply.slice(i, i + 5).map(String) as Group);
+  let last: string | null = null;
+  for (let i = 0; i < reply.length; i += 5) {
+    const g = reply.slice(i, i + 5).map(String) as Group;
+    if (g[1] === "D" && g[4] === "=") {
+      assert.notEqual(last, null, `seq ${g[0]}: "=" with no audience before it`);
+      g[4] = last!;
+    } else if (g[1] === "D") {
+      last = g[4];
+    }
+    out.push(g);
+  }
   return out;
 }
+
+test("loadForDispatch: an audience the item before it answered comes as \"=\", once per run of equal audiences", async () => {
+  const c = new Conv(fx);
+  const [owner, a, b] = hexIds(3) as [string, string, string];
+  await c.createGroup(owner, [owner, a]);
+  const m1 = await c.send(owner, 1); // seq 1 at version 1
+  const m2 = await c.send(a, 1); // seq 2 at version 1
+  await c.membership(JOIN, 1, [b], { sender: owner }); // seq 3, version 2 (explicit audience)
+  const m4 = await c.send(owner, 2); // seq 4 at version 2
+  const m5 = await c.send(b, 2); // seq 5 at version 2
+  const raw = (await load(c, [1, 2, 4, 5])).map(String);
+  // by hand: v1 = {owner, a}, v2 = {owner, a, b}
+  assert.deepEqual(raw, [
+    "1", "D", `1|${m1.rest}`, "1", [owner, a].sort().join(""),
+    "2", "D", `2|${m2.rest}`, "1", "=",
+    "4", "D", `4|${m4.rest}`, "2", [owner, a, b].sort().join(""),
+    "5", "D", `5|${m5.rest}`, "2", "=",
+  ]);
+  // a control message between them answers its own audience (the commit record's); the message
+  // after it is "=" only when its audience is that very string
+  const commits = await c.hgetall(c.keys.commits);
+  const eventAud = commits["3"]!.slice("R|2|".length);
+  const v2 = [owner, a, b].sort().join("");
+  const mixed = (await load(c, [2, 3, 4])).map(String);
+  assert.deepEqual([mixed[4], mixed[9], mixed[14]], [[owner, a].sort().join(""), eventAud, eventAud === v2 ? "=" : v2]);
+});
 
 /** loadForDispatch of `seqs` with the member budget `budget` (the engine's is 1,000). */
 function load(c: Conv, seqs: (string | number)[], budget = 1000): Promise<unknown[]> {

@@ -255,7 +255,7 @@ export class RedisStreamsDispatchLog implements DispatchLog {
     const start = from.id === "0-0" ? "-" : `(${from.id}`;
     // the records this process appended come back as their ids: their bodies are here
     const known = this.appended.after(partition, from.id, count);
-    const read = await readLogScript.run(this.store.clientForKey(key), { stream: key }, { start, count, known: [...known.keys()] });
+    const read = await readLogScript.run(this.store.clientForKey(key), { stream: key }, { start, count, known: [...known].flatMap(([id, r]) => [id, String(r.conversationSeq)]) });
     const watermarks = watermarksOf(read);
     let kept = 0;
     const entries = read.records.map((r, i) => {

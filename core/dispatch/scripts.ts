@@ -126,6 +126,7 @@ export interface LogRead {
 export const readLogScript = defineScript({
   name: "readLog",
   keys: ["stream"],
+  /** known: pairs id, conversation seq of records the caller holds (they come back as the bare id). */
   args: (a: { start: string; count: number; known?: readonly string[] }) => [a.start, a.count, ...(a.known ?? [])],
   reply: (r): LogRead => ({
     exists: Number(r[0]) === 1,

@@ -9,9 +9,12 @@
 
   ARGV[1] start    XRANGE start ("-", or "(" .. the id of the last record read)
   ARGV[2] count    the most records (0: the watermarks only)
-  ARGV[3..] known  ids of records the caller holds already (the ones its own process appended):
-                   those come back as the bare id, not {id, fields} — a consumer on the node that
-                   appended a record reads its body from memory, not again over the wire
+  ARGV[3..] known  pairs id, conversation seq of records the caller holds already (the ones its
+                   own process appended): a record with that id and that seq (field "s") comes back
+                   as the bare id, not {id, fields} — a consumer on the node that appended it reads
+                   its body from memory, not again over the wire. The seq guards against an id
+                   reused by another record (a failover to a replica that lacked it, whose clock is
+                   behind): that one comes whole
 
   Returns {exists, length, entries-added, last-generated-id, first record's id ("" none), records}
   with the records as XRANGE gives them (a known one as its id alone); {0, 0, 0, "0-0", "", {}}
@@ -36,9 +39,18 @@ if count > 0 then
   records = redis.call("XRANGE", KEYS[1], ARGV[1], "+", "COUNT", count)
   if #ARGV > 2 then
     local known = {}
-    for i = 3, #ARGV do known[ARGV[i]] = true end
+    for i = 3, #ARGV - 1, 2 do known[ARGV[i]] = ARGV[i + 1] end
     for i = 1, #records do
-      if known[records[i][1]] then records[i] = records[i][1] end
+      local seq = known[records[i][1]]
+      if seq then
+        local fields = records[i][2]
+        for j = 1, #fields - 1, 2 do
+          if fields[j] == "s" then
+            if fields[j + 1] == seq then records[i] = records[i][1] end
+            break
+          end
+        end
+      end
     end
   end
 end

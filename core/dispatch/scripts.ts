@@ -111,6 +111,15 @@ export const saveFanoutProgressScript = defineScript({
   },
 });
 
+/** A batch of records appended to one partition's stream, in order; answers their ids (lua/dispatch/appendRecords-1.lua). */
+export const appendRecordsScript = defineScript({
+  name: "appendRecords",
+  keys: ["stream"],
+  /** Each record's fields (name, value alternating). */
+  args: (a: { records: readonly (readonly string[])[] }) => a.records.flatMap((f) => [f.length, ...f]),
+  reply: (r): string[] => r.map(String),
+});
+
 /** A partition's watermark numbers and records after a position (lua/dispatch/readLog-1.lua). */
 export interface LogRead {
   exists: boolean;

@@ -24,6 +24,7 @@ const EXPECTED_KEYS: Record<string, number | "n"> = {
   readPlan: 2,
   loadForDispatch: 7,
   readLog: 1,
+  appendRecords: 1,
   markCommitted: 8,
   expandAudience: 3,
   saveFanoutProgress: 4,
@@ -70,7 +71,7 @@ const SCRIPT_NAMES = Object.keys(EXPECTED_KEYS);
 /** The module folder each script lives in. */
 const MODULE_OF: Record<string, string> = {
   createGroup: "conversation", commitMessages: "conversation", applyMembership: "conversation", transferOwner: "conversation", dissolveGroup: "conversation", readPlan: "conversation", readHistory: "conversation",
-  conversationSummary: "conversation", markRead: "conversation", loadForDispatch: "dispatch", readLog: "dispatch", markCommitted: "dispatch", expandAudience: "dispatch", saveFanoutProgress: "dispatch", projectEntries: "projection",
+  conversationSummary: "conversation", markRead: "conversation", loadForDispatch: "dispatch", readLog: "dispatch", appendRecords: "dispatch", markCommitted: "dispatch", expandAudience: "dispatch", saveFanoutProgress: "dispatch", projectEntries: "projection",
   popRegistered: "projection", deadLetterRegistration: "projection", advanceCheckpoint: "projection", bumpEpoch: "projection", raiseEpochMark: "projection",
   releaseLock: "projection", heartbeat: "cluster", acquireUnit: "cluster", releaseUnit: "cluster",
   recomputeUnread: "conversation-list", applyRows: "conversation-list", readLiveView: "conversation-list", advanceListCheckpoint: "conversation-list",

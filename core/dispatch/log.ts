@@ -186,7 +186,7 @@ export class RedisStreamsDispatchLog implements DispatchLog {
   }
 
   async append(records: DispatchRecord[]): Promise<void> {
-    // one pipeline per partition: a partition's stream is one key (one slot on a cluster), and
+    // one call per partition: a partition's stream is one key (one slot on a cluster), and
     // records of a conversation keep their order inside it
     const byKey = new Map<string, { partition: number; list: DispatchRecord[] }>();
     for (const r of records) {
@@ -205,25 +205,10 @@ export class RedisStreamsDispatchLog implements DispatchLog {
     await Promise.all([...byKey].map(async ([key, { partition, list }]) => {
       const client = this.store.clientForKey(key);
       // one script call per partition appends the batch in order (appendRecords-1.lua): it was one
-      // XADD command per record, 8,500 commands for 8,500 messages of a busy group
-      const args = { records: list.map(fields) };
-      const ack = this.store.ackPolicy;
-      let ids: string[];
-      if (ack === null) {
-        ids = await appendRecordsScript.run(client, { stream: key }, args);
-      } else {
-        // redis.ack_replicas (issue 26): WAIT behind the appends in one pipeline (the same
-        // connection; on a Cluster the node of the stream's slot), before the relay marks their
-        // commits dispatched
-        const p = client.pipeline();
-        appendRecordsScript.queue(p, { stream: key }, args);
-        p.wait(ack.replicas, ack.timeoutMs);
-        const res = (await p.exec()) ?? [];
-        const [err, raw] = res[0] ?? [new Error("no reply to appendRecords"), null];
-        if (err) throw err;
-        ids = appendRecordsScript.decode(raw);
-        this.store.checkAck(res[1]?.[0], res[1]?.[1]);
-      }
+      // XADD command per record, 8,500 commands for 8,500 messages of a busy group. With
+      // redis.ack_replicas (issue 26) store.commit puts WAIT behind it on the same connection,
+      // before the relay marks their commits dispatched
+      const ids = await this.store.commit(appendRecordsScript, client, { stream: key }, { records: list.map(fields) });
       // kept once all are in and acknowledged: a failure leaves the batch to the relay's retry
       ids.forEach((id, i) => this.appended.add(partition, id, list[i]!));
     }));

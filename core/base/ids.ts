@@ -97,3 +97,14 @@ export function splitHexIds(concat: string): Uuid[] {
   for (let i = 0; i + 32 <= concat.length; i += 32) out.push(hexToUuid(concat.slice(i, i + 32)));
   return out;
 }
+
+/**
+ * One string for a (tenant, user) pair in a process's maps: tenant + user, two canonical
+ * 36-character UUIDs, so no separator is needed. The conversation list's compactor keeps one per
+ * user and the session view keys its snapshots and watches by the same form, so the live-interest
+ * check of every recipient of every record passes the string the compactor holds (hashed once)
+ * instead of building one each time (4.5 % of bench/engine-cost).
+ */
+export function tenantUserKey(tenant: string, user: string): string {
+  return tenant + user;
+}

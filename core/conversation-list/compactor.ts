@@ -1,4 +1,4 @@
-import { REDIS_CALL_MEMBER_BUDGET, uuidToHex, type KeySpace, type Uuid } from "../base/index.js";
+import { REDIS_CALL_MEMBER_BUDGET, tenantUserKey, uuidToHex, type KeySpace, type Uuid } from "../base/index.js";
 import { decodeMembershipPayload, HIST_FIELD, MEMBERSHIP_CUSTOM_TYPE, RECALL_CUSTOM_TYPE, recordHistoryParts } from "../conversation/index.js";
 import { SOLO_GATE, type UnitGate } from "../cluster/index.js";
 import { dispatchRecordKey, type DispatchLog, type DispatchRecord, type LogPosition } from "../dispatch/index.js";
@@ -250,7 +250,8 @@ export class ListCompactor {
   /** The records held for a user and not yet written (pending or in the running flush): the live view's input (read only). */
   heldOf(tenant: Uuid, user: Uuid): ReadonlyMap<string, readonly InHandEntry[]> {
     const out = new Map<string, readonly InHandEntry[]>();
-    for (const u of [this.inFlight.get(tenant + user), this.pending.get(tenant + user)]) {
+    const id = tenantUserKey(tenant, user);
+    for (const u of [this.inFlight.get(id), this.pending.get(id)]) {
       // the held array itself when one generation holds the row (nearly always): read only, never
       // copied (a busy row holds thousands of records and the live view asks at every hand-off)
       for (const [hex, r] of u?.rows ?? []) {
@@ -361,10 +362,10 @@ export class ListCompactor {
   }
 
   /**
-   * A user's key of `pending` (tenant + user) as one string made once per user and kept: the
+   * A user's key of `pending` (tenantUserKey) as one string made once per user and kept: the
    * low-latency hand-off and the log read look every recipient of every record up, and a key
-   * concatenated afresh each time was hashed afresh each time (and garbage right after). The same
-   * form is the session view's key of a user (userKeyOf), so the live-interest check takes it as is.
+   * concatenated afresh each time was hashed afresh each time (and garbage right after). It is
+   * tenantUserKey, the session view's key of a user too, so the live-interest check takes it as is.
    */
   private userId(tenant: Uuid, user: Uuid): string {
     let users = this.userIds.get(tenant);
@@ -376,7 +377,7 @@ export class ListCompactor {
         this.userIdCount = 0;
         this.userIds.set(tenant, (users = new Map()));
       }
-      id = tenant + user;
+      id = tenantUserKey(tenant, user);
       users.set(user, id);
       this.userIdCount++;
     }
@@ -387,7 +388,7 @@ export class ListCompactor {
   private userIdCount = 0;
 
   /** Holds a record for a row; false when it was held already. */
-  private hold(tenant: Uuid, user: Uuid, hex: string, e: InHandEntry, id = tenant + user): boolean {
+  private hold(tenant: Uuid, user: Uuid, hex: string, e: InHandEntry, id = tenantUserKey(tenant, user)): boolean {
     let u = this.pending.get(id);
     if (!u) {
       u = { tenant, user, rows: new Map() };
@@ -417,12 +418,13 @@ export class ListCompactor {
   }
 
   private take(tenant: Uuid, user: Uuid, hex: string): InHandEntry[] {
-    const u = this.pending.get(tenant + user);
+    const id = tenantUserKey(tenant, user);
+    const u = this.pending.get(id);
     const r = u?.rows.get(hex);
     if (!u || !r) return [];
     u.rows.delete(hex);
     this.pendingRows--;
-    if (u.rows.size === 0) this.pending.delete(tenant + user);
+    if (u.rows.size === 0) this.pending.delete(id);
     return r.entries;
   }
 

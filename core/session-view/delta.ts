@@ -9,9 +9,9 @@
  * on a stream carries previousVersion, the highest version sent before it on that stream (0 for the
  * stream's first). A client that holds less than previousVersion missed a frame and pulls again.
  */
-import type { Uuid } from "../base/index.js";
+import { tenantUserKey, type Uuid } from "../base/index.js";
 import { metrics } from "./metrics.js";
-import { userKeyOf, type SessionBadge, type SessionChange, type SessionRow } from "./rows.js";
+import type { SessionBadge, SessionChange, SessionRow } from "./rows.js";
 
 /** `session_delta_merge_window` (spec 002 §5.1: 100–200 ms). */
 export const SESSION_DELTA_MERGE_WINDOW_MS = 150;
@@ -86,7 +86,7 @@ export class SessionDeltaMerger {
    * called; `closed` runs when the merger closes every watch (a server shutting down).
    */
   watch(tenant: Uuid, user: Uuid, listener: Listener, closed: () => void = () => {}): () => void {
-    const key = userKeyOf(tenant, user);
+    const key = tenantUserKey(tenant, user);
     let set = this.watchers.get(key);
     if (!set) this.watchers.set(key, (set = new Set()));
     const w = { listener, closed, sent: 0 };
@@ -101,13 +101,13 @@ export class SessionDeltaMerger {
   }
 
   /** Whether anyone watches the user. */
-  watching(tenant: Uuid, user: Uuid, key: string = userKeyOf(tenant, user)): boolean {
+  watching(tenant: Uuid, user: Uuid, key: string = tenantUserKey(tenant, user)): boolean {
     return this.watchers.has(key);
   }
 
   /** Sends one frame to one watcher at once, outside the window (a watch's first badge). */
   sendNow(tenant: Uuid, user: Uuid, listener: Listener, frame: SessionFrame): void {
-    const w = [...(this.watchers.get(userKeyOf(tenant, user)) ?? [])].find((x) => x.listener === listener);
+    const w = [...(this.watchers.get(tenantUserKey(tenant, user)) ?? [])].find((x) => x.listener === listener);
     if (!w) return;
     w.listener({ ...frame, previousVersion: w.sent });
     w.sent = Math.max(w.sent, frame.version);
@@ -115,7 +115,7 @@ export class SessionDeltaMerger {
 
   /** Takes a change of the conversation-list engine into the window (overwrite by newer version). */
   push(change: SessionChange): void {
-    const key = userKeyOf(change.tenant, change.user);
+    const key = tenantUserKey(change.tenant, change.user);
     if (!this.watchers.has(key)) return;
     let p = this.pending.get(key);
     if (!p) this.pending.set(key, (p = { rows: new Map(), badge: null }));

@@ -52,13 +52,3 @@ export interface ConversationRowSource {
    */
   setLiveInterest?(interested: ((tenant: Uuid, user: Uuid, key?: string) => boolean) | null): void;
 }
-
-/**
- * The one key of a user in the session view's maps: tenant + user (two canonical 36-character
- * UUIDs, so no separator is needed). It is the key the conversation list's compactor keeps per
- * user, so the live-interest check of every recipient of every record can pass the string it
- * holds (hashed once) instead of building a new one each time (4.5 % of bench/engine-cost).
- */
-export function userKeyOf(tenant: string, user: string): string {
-  return tenant + user;
-}

@@ -1,6 +1,6 @@
-import { parseUuid, type BoundedLimit, type Uuid } from "../base/index.js";
+import { parseUuid, tenantUserKey, type BoundedLimit, type Uuid } from "../base/index.js";
 import { badgeFrame, SessionDeltaMerger, SESSION_DELTA_MERGE_WINDOW_MS, type SessionFrame } from "./delta.js";
-import { userKeyOf, type ConversationRowSource, type SessionChange } from "./rows.js";
+import type { ConversationRowSource, SessionChange } from "./rows.js";
 import { SnapshotCache, type SnapshotOptions, type SnapshotPage } from "./snapshot.js";
 
 /** How often expired snapshots are swept when no page asks (a page also evicts). */
@@ -34,7 +34,7 @@ export class SessionView {
       this.snapshots.apply(change);
       this.merger.push(change);
     });
-    this.source.setLiveInterest?.((tenant, user, key = userKeyOf(tenant, user)) => this.snapshots.holds(tenant, user, key) || this.merger.watching(tenant, user, key));
+    this.source.setLiveInterest?.((tenant, user, key = tenantUserKey(tenant, user)) => this.snapshots.holds(tenant, user, key) || this.merger.watching(tenant, user, key));
     this.sweep ??= setInterval(() => this.snapshots.evict(), SNAPSHOT_SWEEP_INTERVAL_MS).unref();
   }
 

@@ -13,11 +13,11 @@
  * REVISIONS_REMEMBERED, least recently used forgotten first) so a reload never reissues a revision
  * a client may still hold.
  */
-import { InvalidArgumentError, parseUuid, SNAPSHOT_PAGE, type BoundedLimit, type Uuid } from "../base/index.js";
+import { InvalidArgumentError, parseUuid, SNAPSHOT_PAGE, tenantUserKey, type BoundedLimit, type Uuid } from "../base/index.js";
 import { decodeCursor, encodeCursor, type PageCursor } from "./cursor.js";
 import { metrics } from "./metrics.js";
 import { compareKeys, compareRows, sortKey, type SortKey } from "./order.js";
-import { userKeyOf, type SessionChange, type SessionRow, type ConversationRowSource } from "./rows.js";
+import type { SessionChange, SessionRow, ConversationRowSource } from "./rows.js";
 
 /** `snapshot_ttl` (spec 002 §6.1): 5 min, counted from the last page served. */
 export const SNAPSHOT_TTL_MS = 5 * 60_000;
@@ -135,7 +135,7 @@ export class SnapshotCache {
   /** page() for values parsed where the request entered (core/operations): nothing is checked again. */
   async pageOf(tenant: Uuid, user: Uuid, limit: BoundedLimit, cursorText: string | null): Promise<SnapshotPage> {
     const cursor: PageCursor | null = cursorText ? decodeCursor(cursorText) : null;
-    const snap = await this.snapshot(userKeyOf(tenant, user), tenant, user);
+    const snap = await this.snapshot(tenantUserKey(tenant, user), tenant, user);
     const stale = cursor !== null && cursor.snapshotRevision !== snap.revision;
     if (stale) metrics.staleCursor.inc();
     const start = cursor === null || stale ? 0 : firstAfter(snap, cursor);
@@ -149,18 +149,18 @@ export class SnapshotCache {
   }
 
   /** Whether a snapshot of the user is held or loading (then its changes are wanted live). */
-  holds(tenant: string, user: string, key: string = userKeyOf(tenant, user)): boolean {
+  holds(tenant: string, user: string, key: string = tenantUserKey(tenant, user)): boolean {
     return this.snapshots.has(key) || this.loading.has(key);
   }
 
   /** The current revision of a user's snapshot, or null when none is held. */
   revisionOf(tenant: string, user: string): number | null {
-    return this.snapshots.get(userKeyOf(tenant, user))?.revision ?? null;
+    return this.snapshots.get(tenantUserKey(tenant, user))?.revision ?? null;
   }
 
   /** Applies a change of the conversation-list engine to the user's snapshot, if one is held or loading. */
   apply(change: SessionChange): void {
-    const key = userKeyOf(change.tenant, change.user);
+    const key = tenantUserKey(change.tenant, change.user);
     const pending = this.loading.get(key);
     if (pending) pending.changes.push(change);
     const snap = this.snapshots.get(key);

@@ -79,10 +79,13 @@ for (const kind of LIST_TOPOLOGIES) {
       process.stdout.write(`J-1: ${MEMBERS} members, ${MESSAGES} messages, max writes per member ${max}, mean ${(total / MEMBERS).toFixed(2)}, ratio ${ratio.toFixed(1)}\n`);
     });
 
-    test("J-3: a late low-seq record (a retry that completes after a newer one) is still counted; the consumer never passes the log's high watermark", async () => {
+    /**
+     * A group of the owner and u behind a writer nobody relays: its commits stay in the outbox,
+     * and the test hands or appends their dispatch records (`record`) in the order it wants.
+     */
+    const quietGroup = async () => {
       const tenant = fx.tenant();
       const [owner, u] = [newUuid(), newUuid()];
-      // a writer nobody relays: its commits stay in the outbox, and the test appends them in the order it wants
       const quiet = new ConversationService(fx.store, { keyPrefix: fx.engine.keys.prefix });
       const { group } = await quiet.createGroup({ tenant, owner, members: [u] });
       const k = quiet.conversationKeys(tenant, group);
@@ -90,6 +93,11 @@ for (const kind of LIST_TOPOLOGIES) {
         const entry = (await fx.store.clientFor(k.tag).zrangebyscore(k.hist, seq, seq))[0]!;
         return { tenant, conversation: group, conversationSeq: seq, version: 1, entry, recipients: [owner, u], chunk: 0 };
       };
+      return { tenant, owner, u, group, quiet, record };
+    };
+
+    test("J-3: a late low-seq record (a retry that completes after a newer one) is still counted; the consumer never passes the log's high watermark", async () => {
+      const { tenant, owner, u, group, quiet, record } = await quietGroup();
       const log = fx.engine.dispatchLog;
       const compactor = fx.engine.conversationList.compactor;
       const list = fx.engine.conversationList.service;
@@ -132,15 +140,7 @@ for (const kind of LIST_TOPOLOGIES) {
     });
 
     test("a record is held once per row in a window, in whatever order and how often the hand-off and the log bring it", async () => {
-      const tenant = fx.tenant();
-      const [owner, u] = [newUuid(), newUuid()];
-      const quiet = new ConversationService(fx.store, { keyPrefix: fx.engine.keys.prefix });
-      const { group } = await quiet.createGroup({ tenant, owner, members: [u] });
-      const k = quiet.conversationKeys(tenant, group);
-      const record = async (seq: number): Promise<DispatchRecord> => {
-        const entry = (await fx.store.clientFor(k.tag).zrangebyscore(k.hist, seq, seq))[0]!;
-        return { tenant, conversation: group, conversationSeq: seq, version: 1, entry, recipients: [owner, u], chunk: 0 };
-      };
+      const { tenant, owner, u, group, quiet, record } = await quietGroup();
       for (let i = 1; i <= 4; i++) await quiet.send({ tenant, group, sender: owner, text: String(i) });
       const compactor = fx.engine.conversationList.compactor;
       const [r1, r2, r3, r4] = [await record(1), await record(2), await record(3), await record(4)];

@@ -259,12 +259,10 @@ export async function startNode(opts: AdminServerOptions): Promise<AdminServer> 
         onError: (err) => throttled(`retention: ${err instanceof Error ? err.message : String(err)}`),
       },
       ...(opts.relayIntervalMs !== undefined ? { relayIntervalMs: opts.relayIntervalMs } : {}),
-      ...(opts.roomMsgRate !== undefined || opts.roomFlushSharePercent !== undefined ? {
-        rooms: {
-          ...(opts.roomMsgRate !== undefined ? { rate: opts.roomMsgRate, burst: opts.roomMsgRate } : {}),
-          ...(opts.roomFlushSharePercent !== undefined ? { flushSharePercent: opts.roomFlushSharePercent } : {}),
-        },
-      } : {}),
+      rooms: {
+        ...(opts.roomMsgRate !== undefined ? { rate: opts.roomMsgRate, burst: opts.roomMsgRate } : {}),
+        ...(opts.roomFlushSharePercent !== undefined ? { flushSharePercent: opts.roomFlushSharePercent } : {}),
+      },
       ...(opts.cluster ? { cluster: { ...opts.cluster, address: advertise ?? opts.cluster.address } } : {}),
       ...(opts.cmd ? { cmd: opts.cmd } : {}),
       ...(tokenKeys ? { tokens: { source: tokenKeys } } : {}),

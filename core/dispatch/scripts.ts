@@ -45,17 +45,12 @@ export const loadForDispatchScript = defineScript({
     for (let i = 0; i < r.length; i += 5) {
       const action = ACTIONS[String(r[i + 1]) as keyof typeof ACTIONS];
       if (!action) throw new InternalError(`loadForDispatch: unknown state ${String(r[i + 1])}`);
-      let recipientsHex = String(r[i + 4]);
-      let recipients: Uuid[];
-      if (recipientsHex === "=" && action === "dispatch") {
-        recipientsHex = lastHex;
-        recipients = lastRecipients;
-      } else {
-        recipients = splitHexIds(recipientsHex);
-        if (action === "dispatch") {
-          lastHex = recipientsHex;
-          lastRecipients = recipients;
-        }
+      const same = r[i + 4] === "=";
+      const recipientsHex = same ? lastHex : String(r[i + 4]);
+      const recipients = same ? lastRecipients : splitHexIds(recipientsHex);
+      if (action === "dispatch") {
+        lastHex = recipientsHex;
+        lastRecipients = recipients;
       }
       out.push({ conversationSeq: Number(r[i]), action, members: r[i + 1] === "M", entry: String(r[i + 2]), version: Number(r[i + 3]), recipients, recipientsHex });
     }

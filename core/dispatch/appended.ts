@@ -6,10 +6,12 @@ import type { DispatchRecord } from "./log.js";
  */
 export const DISPATCH_APPENDED_KEEP_RECIPIENTS = 262_144;
 
-interface Kept {
+export interface Kept {
   ms: number;
   seq: number;
   id: string;
+  /** The id of the partition's record right before this one when it was appended ("" none). */
+  previous: string;
   record: DispatchRecord;
   weight: number;
 }
@@ -32,8 +34,10 @@ function parseId(id: string): [number, number] {
  * session projection, the conversation list and delivery), each behind its own checkpoint, right
  * after the relay handed the same record objects to their low-latency paths. Reading them whole
  * three times was a fifth of the node's CPU in bench/engine-cost: about 2.7 KB of Redis reply a
- * message, decoded into nested arrays and parsed again. The log now passes the ids it keeps with
- * each read (lua/dispatch/readLog-1.lua) and gets those back bare; a record another process
+ * message, decoded into nested arrays and parsed again. A run of kept records that follows the
+ * reader's position with nothing between (each append answers the record it came right after) is
+ * served from here without reading the stream; past such a run the log passes the ids it keeps
+ * with its read (lua/dispatch/readLog-1.lua) and gets those back bare; a record another process
  * appended, or one dropped from here, still comes whole. Bounded by recipients
  * (DISPATCH_APPENDED_KEEP_RECIPIENTS over all partitions; about 2 s of one busy 20-member group at
  * 6,000 messages a second, longer than the durable consumers' 250 ms polls), oldest dropped first.
@@ -49,15 +53,19 @@ export class AppendedRecords {
     this.parts = Array.from({ length: partitions }, () => ({ list: [], head: 0 }));
   }
 
-  /** Keeps `record`, appended to `partition` as `id`. An id not above the newest kept one is not kept (ids are only searched in order). */
-  add(partition: number, id: string, record: DispatchRecord): void {
+  /**
+   * Keeps `record`, appended to `partition` as `id` right after the record `previous` (as the
+   * append's own atomic step saw it). An id not above the newest kept one is not kept (ids are
+   * only searched in order).
+   */
+  add(partition: number, id: string, record: DispatchRecord, previous: string): void {
     const p = this.parts[partition];
     if (!p) return;
     const [ms, seq] = parseId(id);
     const last = p.list.length > p.head ? p.list[p.list.length - 1]! : null;
     if (last && (ms < last.ms || (ms === last.ms && seq <= last.seq))) return;
     const weight = 1 + (record.recipientsHex !== undefined ? record.recipientsHex.length / 32 : record.recipients.length);
-    p.list.push({ ms, seq, id, record, weight });
+    p.list.push({ ms, seq, id, previous, record, weight });
     this.order.push(partition);
     this.weight += weight;
     // the oldest go first, whichever partition they are in (one busy conversation keeps one partition busy)
@@ -81,9 +89,33 @@ export class AppendedRecords {
   after(partition: number, fromId: string, count: number): Map<string, DispatchRecord> {
     const out = new Map<string, DispatchRecord>();
     const p = this.parts[partition];
-    if (!p || count <= 0 || p.list.length === p.head) return out;
+    if (!p || count <= 0) return out;
+    for (let i = this.firstAbove(p, fromId); i < p.list.length && out.size < count; i++) out.set(p.list[i]!.id, p.list[i]!.record);
+    return out;
+  }
+
+  /**
+   * Up to `count` kept records that are exactly what the partition holds right after `fromId`:
+   * the first was appended right after `fromId`, each next one right after the one before (no
+   * other process's record between them). Empty when the record after `fromId` is not known here.
+   */
+  run(partition: number, fromId: string, count: number): Kept[] {
+    const out: Kept[] = [];
+    const p = this.parts[partition];
+    if (!p || count <= 0) return out;
+    let before = fromId;
+    for (let i = this.firstAbove(p, fromId); i < p.list.length && out.length < count; i++) {
+      const k = p.list[i]!;
+      if (k.previous !== before) break;
+      out.push(k);
+      before = k.id;
+    }
+    return out;
+  }
+
+  /** The index of the first kept entry of `p` above `fromId` (p.list.length when none). */
+  private firstAbove(p: Partition, fromId: string): number {
     const [fms, fseq] = parseId(fromId);
-    // the first kept entry above fromId
     let lo = p.head;
     let hi = p.list.length;
     while (lo < hi) {
@@ -92,8 +124,7 @@ export class AppendedRecords {
       if (k.ms < fms || (k.ms === fms && k.seq <= fseq)) lo = mid + 1;
       else hi = mid;
     }
-    for (let i = lo; i < p.list.length && out.size < count; i++) out.set(p.list[i]!.id, p.list[i]!.record);
-    return out;
+    return lo;
   }
 
   /** Records kept now, and their weight (recipients + 1 each). */

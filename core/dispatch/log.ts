@@ -208,9 +208,9 @@ export class RedisStreamsDispatchLog implements DispatchLog {
       // XADD command per record, 8,500 commands for 8,500 messages of a busy group. With
       // redis.ack_replicas (issue 26) store.commit puts WAIT behind it on the same connection,
       // before the relay marks their commits dispatched
-      const ids = await this.store.commit(appendRecordsScript, client, { stream: key }, { records: list.map(fields) });
+      const { previous, ids } = await this.store.commit(appendRecordsScript, client, { stream: key }, { records: list.map(fields) });
       // kept once all are in and acknowledged: a failure leaves the batch to the relay's retry
-      ids.forEach((id, i) => this.appended.add(partition, id, list[i]!));
+      ids.forEach((id, i) => this.appended.add(partition, id, list[i]!, i === 0 ? previous : ids[i - 1]!));
     }));
   }
 
@@ -226,11 +226,32 @@ export class RedisStreamsDispatchLog implements DispatchLog {
   }
 
   /**
+   * A run of records this process appended right after `from` comes from memory (AppendedRecords.run):
+   * under load that is nearly every read of the node's own consumers. Whatever may follow the run
+   * (another process's records, or the watermarks) is read from the stream, unless the run
+   * already fills `count`: then the watermarks are the run's own (low = from, high = past the
+   * run), the caller reads on from the run's end.
+   */
+  async readFrom(partition: number, from: LogPosition, count: number): Promise<ReadResult> {
+    const run = this.appended.run(partition, from.id, count);
+    if (run.length === 0) return this.readStream(partition, from, count);
+    metrics.logRecordsRead.inc({ body: "memory" }, run.length);
+    const entries: DispatchEntry[] = run.map((k, i) => ({ offset: from.offset + i, id: k.id, record: k.record }));
+    const last = run[run.length - 1]!;
+    const end = { offset: from.offset + run.length, id: last.id };
+    if (run.length === count) {
+      return { watermarks: { low: from.offset, high: end.offset, lastId: last.id, lowPosition: from, newestMs: last.ms }, entries };
+    }
+    const rest = await this.readStream(partition, end, count - run.length);
+    return { watermarks: rest.watermarks, entries: entries.concat(rest.entries) };
+  }
+
+  /**
    * The watermarks and the records in one script call (readLog-1.lua): it was a MULTI of XINFO
    * STREAM and XRANGE, and XINFO STREAM answers the partition's first and last records whole —
    * decoded at every read of every consumer, mostly reads that find nothing new.
    */
-  async readFrom(partition: number, from: LogPosition, count: number): Promise<ReadResult> {
+  private async readStream(partition: number, from: LogPosition, count: number): Promise<ReadResult> {
     const key = this.key(partition);
     const start = from.id === "0-0" ? "-" : `(${from.id}`;
     // the records this process appended come back as their ids: their bodies are here

@@ -30,7 +30,7 @@ export const metrics = {
   }),
   logRecordsRead: new Counter({
     name: "qim_dispatch_log_records_read_total",
-    help: "Records this process's consumers read from the dispatch log, by body: kept (appended by this process, read back as the id alone) or read (whole, over the wire)",
+    help: "Records this process's consumers read from the dispatch log, by body: memory (appended by this process right after the reader's position: not read from the stream at all), kept (appended by this process, read back as the id alone) or read (whole, over the wire)",
     labelNames: ["body"] as const,
     registers: [registry],
   }),

@@ -112,7 +112,8 @@ export const appendRecordsScript = defineScript({
   keys: ["stream"],
   /** Each record's fields (name, value alternating). */
   args: (a: { records: readonly (readonly string[])[] }) => a.records.flatMap((f) => [f.length, ...f]),
-  reply: (r): string[] => r.map(String),
+  /** `previous`: the stream's newest record before the batch ("" none); `ids`: the records' ids in order. */
+  reply: (r): { previous: string; ids: string[] } => ({ previous: r.length > 0 ? String(r[0]) : "", ids: r.slice(1).map(String) }),
 });
 
 /** A partition's watermark numbers and records after a position (lua/dispatch/readLog-1.lua). */

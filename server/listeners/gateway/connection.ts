@@ -5,7 +5,7 @@
  * frame or an ERROR with the same request_id. A connection's SENDs commit in the order they came;
  * other requests run beside them, at most GATEWAY_MAX_IN_FLIGHT at a time.
  */
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 import type { WebSocket } from "ws";
 import {
   decodeHistoryEntry, GATEWAY_MAX_ANSWER_PAYLOAD_BYTES, GATEWAY_RECONNECT_GRACE_MS, GATEWAY_PUSH_HARD_MARK_BYTES, GATEWAY_PUSH_SOFT_MARK_BYTES, type DeliveryItem, type DeviceConnection,
@@ -724,7 +724,8 @@ export class GatewayConnection implements DeviceConnection, RoomConnection, Pres
  * two users' equal client_msg_no never meet.
  */
 export function clientMessageIdOf(tenant: Uuid, user: Uuid, group: Uuid, clientMsgNo: string): string {
-  const h = createHash("sha256").update(`qim.gateway.client-msg-no.v1\0${tenant}\0${user}\0${group}\0${clientMsgNo}`).digest();
+  // one-shot hash (no Hash object per SEND): the same SHA-256
+  const h = hash("sha256", `qim.gateway.client-msg-no.v1\0${tenant}\0${user}\0${group}\0${clientMsgNo}`, "buffer");
   h[6] = (h[6]! & 0x0f) | 0x80;
   h[8] = (h[8]! & 0x3f) | 0x80;
   const x = h.subarray(0, 16).toString("hex");

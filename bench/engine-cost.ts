@@ -12,7 +12,8 @@
  * --redis-breakdown also prints where Redis's time went in the whole-engine mode: every command is
  * logged (SLOWLOG at 0 µs) and summed by command and script, per send (slows Redis a little); the
  * commands scripts ran are listed apart (their time is part of their script's).
- * Usage: node dist/bench/engine-cost.js [--sends N] [--members M] [--in-flight K] [--rounds R] [--redis-breakdown] [--json]
+ * --only commit|whole runs one mode (to profile it alone: node --cpu-prof dist/bench/engine-cost.js --only whole).
+ * Usage: node dist/bench/engine-cost.js [--sends N] [--members M] [--in-flight K] [--rounds R] [--redis-breakdown] [--only MODE] [--json]
  */
 import { createHash } from "node:crypto";
 import { ConversationService, EngineRuntime, newUuid, RedisStore, type Uuid } from "../core/index.js";
@@ -27,6 +28,8 @@ const MEMBERS = flag("--members", 20);
 const IN_FLIGHT = flag("--in-flight", 64);
 const ROUNDS = flag("--rounds", 2);
 const BREAKDOWN = args.includes("--redis-breakdown");
+const ONLY = args.includes("--only") ? args[args.indexOf("--only") + 1] : undefined;
+if (ONLY !== undefined && ONLY !== "commit" && ONLY !== "whole") throw new Error("--only is commit or whole");
 
 /** Our scripts by SHA1, so that a SLOWLOG entry names the script instead of its EVALSHA digest. */
 const SCRIPTS = new Map([...loadScripts().values()].map((s) => [createHash("sha1").update(s.lua).digest("hex"), s.name]));
@@ -103,16 +106,17 @@ async function mode(whole: boolean): Promise<Result> {
   }
 }
 
-const rounds: { commitOnly: Result; whole: Result }[] = [];
+const rounds: { commitOnly?: Result; whole?: Result }[] = [];
+const describe = (name: string, m: Result) => `${name} ${m.perSec.toFixed(0)} sends/s, ${m.cpuUsPerSend.toFixed(0)} µs CPU a send, Redis ${m.redisCpuUsPerSend.toFixed(0)} µs CPU a send`;
 for (let r = 0; r < ROUNDS; r++) {
-  const commitOnly = await mode(false);
-  const whole = await mode(true);
+  const commitOnly = ONLY === "whole" ? undefined : await mode(false);
+  const whole = ONLY === "commit" ? undefined : await mode(true);
   rounds.push({ commitOnly, whole });
   if (!JSON_OUT) {
-    console.log(`round ${r + 1}: commit only ${commitOnly.perSec.toFixed(0)} sends/s, ${commitOnly.cpuUsPerSend.toFixed(0)} µs CPU a send; ` +
-      `whole engine ${whole.perSec.toFixed(0)} sends/s, ${whole.cpuUsPerSend.toFixed(0)} µs CPU a send; ` +
-      `Redis CPU a send ${commitOnly.redisCpuUsPerSend.toFixed(0)} → ${whole.redisCpuUsPerSend.toFixed(0)} µs; rate ${(whole.perSec / commitOnly.perSec).toFixed(3)}×, CPU ${(whole.cpuUsPerSend / commitOnly.cpuUsPerSend).toFixed(1)}×`);
-    for (const [name, us, calls] of whole.breakdown ?? []) {
+    const parts = [commitOnly && describe("commit only", commitOnly), whole && describe("whole engine", whole)].filter(Boolean);
+    if (commitOnly && whole) parts.push(`rate ${(whole.perSec / commitOnly.perSec).toFixed(3)}×, CPU ${(whole.cpuUsPerSend / commitOnly.cpuUsPerSend).toFixed(1)}×`);
+    console.log(`round ${r + 1}: ${parts.join("; ")}`);
+    for (const [name, us, calls] of whole?.breakdown ?? []) {
       if (us >= 0.5) console.log(`  Redis ${name.padEnd(40)} ${us.toFixed(1).padStart(6)} µs a send  ${calls.toFixed(2).padStart(6)} calls a send`);
     }
   }

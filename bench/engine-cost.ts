@@ -16,8 +16,7 @@
  * Usage: node dist/bench/engine-cost.js [--sends N] [--members M] [--in-flight K] [--rounds R] [--redis-breakdown] [--only MODE] [--json]
  */
 import { createHash } from "node:crypto";
-import { ConversationService, EngineRuntime, newUuid, RedisStore, type Uuid } from "../core/index.js";
-import { loadScripts } from "../core/lua/loader.js";
+import { ConversationService, EngineRuntime, loadScripts, newUuid, RedisStore, type Uuid } from "../core/index.js";
 import { startRedis } from "../test/harness/redis.js";
 import { flag } from "./args.js";
 

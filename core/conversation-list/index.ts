@@ -10,7 +10,7 @@
 export { inHandEntry, ListCompactor, MAX_PENDING_ROWS, PROJECTION_COMPACTION_WINDOW_MS, type CompactorOptions } from "./compactor.js";
 export { listCheckpointKey, listKeys, listRowsPattern, type ListKeys } from "./keys.js";
 export {
-  baseOf, decodeRow, LIVE_ROW_CACHE_MAX, liveRow, LiveRowCache, type BadgeState, type ConversationRow, type InHandEntry, type RowPrefs, type RowState,
+  baseOf, decodeRow, LIVE_ROW_CACHE_MAX, liveRow, LiveRowCache, NewRowCache, type BadgeState, type ConversationRow, type InHandEntry, type RowPrefs, type RowState,
 } from "./row.js";
 export {
   ConversationListService, RECONCILE_MIN_INTERVAL_MS, UNREAD_AUDIT_IDLE_MS, UNREAD_AUDIT_SAMPLE_RATE, type BoundedReconcile, type BoundedReconcileTrigger,

@@ -356,6 +356,65 @@ export function liveRow(stored: RowState, held: readonly InHandEntry[], userHex:
 /** Live rows LiveRowCache keeps at most (then it starts again empty). */
 export const LIVE_ROW_CACHE_MAX = 50_000;
 
+/**
+ * The live row of a conversation the user has no stored row of yet (a new group's first window).
+ * Without it every hand-off recomputed that row (a read of the conversation) until the compactor's
+ * first flush wrote it, up to PROJECTION_COMPACTION_WINDOW_MS later: in bench/loadgen's new groups,
+ * 5 % of the node's busy CPU and a Redis read per member and message. The recompute it needed once
+ * is kept as a base (what was committed up to its head, membership events included), and the
+ * window's records above that head are applied to it one applyEntry each, as LiveRowCache does
+ * from a stored row. Kept only while the same held records are seen (the same first and last
+ * objects at the same places: a take or a flush makes new ones) with the same prefs (a clear or a
+ * delete, by any process, writes them); a record above the head that names the user (membership)
+ * or is older than one applied, or one applyEntry refuses, makes the caller recompute again.
+ */
+export class NewRowCache {
+  private readonly memo = new Map<string, NewRowMemo>();
+
+  constructor(private readonly max: number = LIVE_ROW_CACHE_MAX) {}
+
+  /** The live row of `key` from its kept base and `held`; null when none is kept or it cannot be moved (recompute, then remember()). */
+  of(key: string, held: readonly InHandEntry[], prefsRaw: string | null, userHex: string, cap: number = UNREAD_PRECISE_LIMIT): RowState | null {
+    const m = this.memo.get(key);
+    if (!m || m.prefsRaw !== prefsRaw || held.length < m.n || held.length === 0 || held[0] !== m.first || (m.n > 0 && held[m.n - 1] !== m.last)) return null;
+    const r = { ...m.row };
+    for (let i = m.n; i < held.length; i++) {
+      const e = held[i]!;
+      // in the recompute already (committed before it read): a membership event among them too
+      if (e.seq <= m.baseHead) continue;
+      if ((e.membershipHex !== "" && namesUser(e.membershipHex, userHex)) || e.seq <= r.headSeq || !applyEntry(r, e, userHex, cap)) {
+        this.memo.delete(key);
+        return null;
+      }
+    }
+    m.n = held.length;
+    m.last = held[held.length - 1]!;
+    m.row = r;
+    return { ...r };
+  }
+
+  /**
+   * Keeps `base` (a recompute made while `held` was held) for `key`. Every held record is looked at
+   * again by the next of(): one handed over while the recompute read may be above its head.
+   */
+  remember(key: string, base: RowState, held: readonly InHandEntry[], prefsRaw: string | null): void {
+    if (held.length === 0) return;
+    if (this.memo.size >= this.max && !this.memo.has(key)) this.memo.clear();
+    this.memo.set(key, { baseHead: base.headSeq, prefsRaw, n: 0, first: held[0]!, last: held[0]!, row: { ...base } });
+  }
+}
+
+interface NewRowMemo {
+  /** The recompute's head: records at or below it are counted in it. */
+  baseHead: number;
+  prefsRaw: string | null;
+  /** How many held records were looked at, and the first and the last of them (the same objects). */
+  n: number;
+  first: InHandEntry;
+  last: InHandEntry;
+  row: RowState;
+}
+
 interface LiveMemo {
   /** The stored row's version the live row was made from (a stored write moves it). */
   version: number;

@@ -8,7 +8,7 @@ import { KeyedSerial } from "../support/index.js";
 import { listKeys, listRowsPattern, type ListKeys } from "./keys.js";
 import { metrics } from "./metrics.js";
 import {
-  applyEntry, baseOf, contribution, decodePrefs, decodeRow, encodePrefs, encodeRowCore, isDeleted, liveRow, LiveRowCache, moveBase, prefsOf, rowFromRecompute, toConversationRow,
+  applyEntry, baseOf, contribution, decodePrefs, decodeRow, encodePrefs, encodeRowCore, isDeleted, liveRow, LiveRowCache, moveBase, NewRowCache, prefsOf, rowFromRecompute, toConversationRow,
   type BadgeState, type ConversationRow, type InHandEntry, type RowPrefs, type RowState,
 } from "./row.js";
 import { applyRowsScript, readLiveViewScript, recomputeUnreadScript, type RowWrite } from "./scripts.js";
@@ -127,6 +127,8 @@ export class ConversationListService {
   private readonly perUser = new KeyedSerial();
   /** The live rows of watched users, moved record by record between stored writes (row.ts). */
   private readonly liveRows = new LiveRowCache();
+  /** The live rows of watched users' conversations with no stored row yet, moved from one recompute (row.ts). */
+  private readonly newRows = new NewRowCache();
   /** Takes the entries in hand of one row from the compaction window (set by the consumer). */
   takePending: (tenant: Uuid, user: Uuid, conversationHex: string) => InHandEntry[] = () => [];
   /** Gives taken entries back when the write that took them failed (else the checkpoint could pass them unwritten). */
@@ -289,8 +291,15 @@ export class ConversationListService {
     const userHex = uuidToHex(user);
     for (const [i, c] of heldHexes.entries()) {
       const before = stored.get(c) ?? null;
-      const live = (before ? this.liveRows.of(tenant + user + c, before, held.get(c)!, userHex, this.cap) : null)
-        ?? (await this.recompute(tenant, user, c, before ? prefsOf(before) : decodePrefs(prefsRaw[i]), before, "live"));
+      const key = tenant + user + c;
+      const heldRows = held.get(c)!;
+      const prefs = prefsRaw[i] ?? null;
+      let live = before ? this.liveRows.of(key, before, heldRows, userHex, this.cap) : this.newRows.of(key, heldRows, prefs, userHex, this.cap);
+      if (!live) {
+        live = await this.recompute(tenant, user, c, before ? prefsOf(before) : decodePrefs(prefsRaw[i]), before, "live");
+        // a row not stored yet: its recompute is the base the window's next records move (row.ts NewRowCache)
+        if (live && !before) this.newRows.remember(key, live, heldRows, prefs);
+      }
       if (!live) continue;
       if (before) live.headSeq = Math.max(live.headSeq, before.headSeq);
       rows.set(c, live);

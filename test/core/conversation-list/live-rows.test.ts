@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { decodeRow, liveRow, LiveRowCache, type InHandEntry, type RowState } from "../../../core/index.js";
+import { decodeRow, liveRow, LiveRowCache, NewRowCache, type InHandEntry, type RowState } from "../../../core/index.js";
 
 const U = "a".repeat(32);
 const OTHER = "b".repeat(32);
@@ -84,4 +84,66 @@ test("the cache is bounded: past its maximum it starts again, and answers stay r
   const row = stored(10, 0, 10);
   for (let i = 0; i < 10; i++) assert.equal(cache.of(`k${i}`, row, [entry(11), entry(12)], U)?.unread, 2);
   assert.equal(cache.of("k0", row, [entry(11), entry(12), entry(13)], U)?.unread, 3);
+});
+
+test("NewRowCache by hand: a row with no stored row is moved from its one recompute; what the recompute counted is not counted again", () => {
+  const cache = new NewRowCache();
+  const held: InHandEntry[] = [entry(1, { control: true, membership: OTHER + U }), entry(2)];
+  // the recompute read while 1 (the group's creation, naming the user) and 2 were held, and 3 was
+  // already committed: head 3, unread 2 (2 and 3 from another member)
+  const base = stored(3, 2, 0, 0);
+  assert.equal(cache.of("n1", held, null, U), null, "nothing kept yet: recompute");
+  cache.remember("n1", base, held, null);
+  assert.deepEqual([cache.of("n1", held, null, U)?.headSeq, cache.of("n1", held, null, U)?.unread], [3, 2], "1 and 2 are in the recompute (the membership event too)");
+  // 3 is handed over after the recompute read it: at or below its head, not counted twice
+  held.push(entry(3));
+  assert.equal(cache.of("n1", held, null, U)?.unread, 2);
+  held.push(entry(4), entry(5, { sender: U }), entry(6, { mentions: U }));
+  const r6 = cache.of("n1", held, null, U)!;
+  assert.deepEqual([r6.headSeq, r6.unread, r6.mentions, r6.mentionFirst], [6, 4, 1, 6], "by hand: 2, 3, 4, 6 count (5 is the user's own); 6 mentions the user");
+  // the user's prefs changed (a clear or a delete by any process): recompute
+  assert.equal(cache.of("n1", held, "0|12|0", U), null);
+  assert.equal(cache.of("n1", held, null, U)?.unread, 4, "the same prefs again: still kept");
+  // another array (a take or a flush made a new window): recompute
+  assert.equal(cache.of("n1", [entry(7)], null, U), null);
+  // a later membership event naming the user: recompute, and nothing kept after it
+  held.push(entry(7, { control: true, membership: U }));
+  assert.equal(cache.of("n1", held, null, U), null);
+  assert.equal(cache.of("n1", held.slice(0, -1), null, U), null, "dropped");
+  // a record older than one applied (late): recompute
+  const late: InHandEntry[] = [entry(10)];
+  cache.remember("n2", stored(10, 1, 9, 0), late, null);
+  late.push(entry(12));
+  assert.equal(cache.of("n2", late, null, U)?.unread, 2);
+  late.push(entry(11));
+  assert.equal(cache.of("n2", late, null, U), null);
+});
+
+test("NewRowCache against liveRow from the same base: after every step of random histories the same row (or a recompute)", () => {
+  let seed = 777;
+  const rnd = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  for (let h = 0; h < 300; h++) {
+    const cache = new NewRowCache();
+    const head = 5 + Math.floor(rnd() * 5);
+    const base = stored(head, Math.floor(rnd() * 3), 0, 0);
+    // held when the recompute read: records at or below its head
+    const held: InHandEntry[] = Array.from({ length: 1 + Math.floor(rnd() * 3) }, (_, i) => entry(head - i));
+    cache.remember("k", base, held, null);
+    let next = head + 1;
+    let dropped = false;
+    for (let s = 0; s < 30 && !dropped; s++) {
+      const x = rnd();
+      if (x < 0.1) held.push(entry(next - 1 - Math.floor(rnd() * 3)));
+      else held.push(entry(next++, { sender: x < 0.3 ? U : OTHER, mentions: x > 0.9 ? U : "" }));
+      const got = cache.of("k", held, null, U);
+      // the definition: liveRow from the base, over the records above its head only (the ones at or below it are counted in it)
+      const want = liveRow(base, held.filter((e) => e.seq > base.headSeq), U);
+      if (got === null) {
+        // a recompute is always allowed; the cache keeps nothing after it
+        dropped = true;
+        continue;
+      }
+      assert.deepEqual(got, want, `history ${h} step ${s}`);
+    }
+  }
 });

@@ -7,7 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { newUuid, SessionDeltaApplier, uuidToHex, type SessionFrame, type Uuid } from "../../../core/index.js";
+import { newUuid, registry, SessionDeltaApplier, uuidToHex, type SessionFrame, type Uuid } from "../../../core/index.js";
 import { LIST_TOPOLOGIES, useList } from "./fixture.js";
 
 const WINDOW_MS = 60_000;
@@ -80,6 +80,39 @@ for (const kind of LIST_TOPOLOGIES) {
       assert.equal(applier.rows.get(a)?.unread, 2, "the flush's frame is the same absolute value");
       assert.equal(applier.counts.gap, 0);
       assert.ok(frames.some((f) => f.kind === "delta"));
+      stop();
+    });
+
+    test("a new group's row, not stored yet: one recompute, then the window's records move it (no read per message)", async () => {
+      const liveRecomputes = async () => (await registry.getSingleMetric("qim_conversation_list_recompute_total")!.get()).values.find((v) => v.labels.cause === "live")?.value ?? 0;
+      const tenant = fx.tenant();
+      const [owner, user] = [newUuid(), newUuid()];
+      const c = fx.engine.conversations;
+      const { group } = await c.createGroup({ tenant, owner, members: [user] });
+      await c.send({ tenant, group, sender: owner, text: "1" });
+      await fx.engine.relay.drainAll();
+      await until(() => fx.engine.conversationList.compactor.heldOf(tenant, user).has(uuidToHex(group)), "the first message is held for the user");
+      // no flush wrote the row (the window never elapses here): the user has no stored row of the group
+      assert.equal(await storedRow(tenant, user, group), null);
+      const before = await liveRecomputes();
+      const applier = new SessionDeltaApplier();
+      const stop = await fx.engine.sessionView.watch(tenant, user, (f) => applier.apply(f));
+      // its first frame is the badge (the live view of every held row: this one recomputed)
+      await until(() => applier.badge?.totalUnread === 1, "the watch's first frame: one message from the owner");
+      // by hand: each further message from the owner adds one unread; the third mentions the user
+      for (const [i, text] of ["2", "3"].entries()) {
+        await c.send({ tenant, group, sender: owner, text, ...(i === 1 ? { mentions: [user] } : {}) });
+        await fx.engine.relay.drainAll();
+        await until(() => applier.rows.get(group)?.unread === i + 2, `the delta of message ${i + 2} arrived`);
+      }
+      assert.equal(applier.rows.get(group)?.mentions, 1);
+      assert.equal(applier.badge?.totalUnread, 3);
+      assert.equal(await storedRow(tenant, user, group), null, "every frame was the live view's");
+      assert.equal(await liveRecomputes() - before, 1, "the watch's first read recomputed the row; the next two messages moved it");
+      // the flush then stores what the frames said
+      await fx.settle();
+      assert.equal((await storedRow(tenant, user, group))?.unread, 3);
+      assert.equal(applier.counts.gap, 0);
       stop();
     });
 

@@ -15,10 +15,10 @@
  * --only commit|whole runs one mode (to profile it alone: node --cpu-prof dist/bench/engine-cost.js --only whole).
  * Usage: node dist/bench/engine-cost.js [--sends N] [--members M] [--in-flight K] [--rounds R] [--redis-breakdown] [--only MODE] [--json]
  */
-import { createHash } from "node:crypto";
-import { ConversationService, EngineRuntime, loadScripts, newUuid, RedisStore, type Uuid } from "../core/index.js";
+import { ConversationService, EngineRuntime, newUuid, RedisStore, type Uuid } from "../core/index.js";
 import { startRedis } from "../test/harness/redis.js";
 import { flag } from "./args.js";
+import { redisCpuSeconds, scriptNamesBySha } from "./redis-stats.js";
 
 const args = process.argv.slice(2);
 const JSON_OUT = args.includes("--json");
@@ -31,19 +31,12 @@ const ONLY = args.includes("--only") ? args[args.indexOf("--only") + 1] : undefi
 if (ONLY !== undefined && ONLY !== "commit" && ONLY !== "whole") throw new Error("--only is commit or whole");
 
 /** Our scripts by SHA1, so that a SLOWLOG entry names the script instead of its EVALSHA digest. */
-const SCRIPTS = new Map([...loadScripts().values()].map((s) => [createHash("sha1").update(s.lua).digest("hex"), s.name]));
+const SCRIPTS = scriptNamesBySha();
 const commandName = (cmd: string[]) => (cmd[0]?.toLowerCase() === "evalsha" ? SCRIPTS.get(cmd[1]!) ?? "evalsha ?" : cmd[0]!.toLowerCase());
 /** Redis time per send by command or script, µs, largest first. */
 type Breakdown = [name: string, usPerSend: number, callsPerSend: number][];
 
 interface Result { perSec: number; cpuUsPerSend: number; redisCpuUsPerSend: number; breakdown?: Breakdown }
-
-/** redis-server's own CPU so far, in µs (INFO cpu: used_cpu_sys + used_cpu_user, children excluded). */
-async function redisCpuUs(store: RedisStore): Promise<number> {
-  const info = await store.dataNodes()[0]!.info("cpu");
-  const field = (name: string) => Number(new RegExp(`^${name}:([0-9.]+)`, "m").exec(info)?.[1] ?? NaN);
-  return (field("used_cpu_sys") + field("used_cpu_user")) * 1e6;
-}
 
 async function measure(store: RedisStore, send: () => Promise<unknown>, breakdown: boolean): Promise<Result> {
   const run = async (n: number) => {
@@ -62,13 +55,13 @@ async function measure(store: RedisStore, send: () => Promise<unknown>, breakdow
     await raw.config("SET", "slowlog-max-len", "2000000");
     await raw.slowlog("RESET");
   }
-  const redis0 = await redisCpuUs(store);
+  const redis0 = await redisCpuSeconds(store.dataNodes()[0]!) * 1e6;
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   await run(SENDS);
   const seconds = (performance.now() - t0) / 1000;
   const cpu = process.cpuUsage(cpu0);
-  const redisUs = await redisCpuUs(store) - redis0;
+  const redisUs = await redisCpuSeconds(store.dataNodes()[0]!) * 1e6 - redis0;
   const result: Result = { perSec: SENDS / seconds, cpuUsPerSend: (cpu.user + cpu.system) / SENDS, redisCpuUsPerSend: redisUs / SENDS };
   if (breakdown) {
     await raw.config("SET", "slowlog-log-slower-than", "-1");

@@ -32,15 +32,15 @@
  * Usage: node dist/bench/large-group.js [--members N] [--rounds R] [--quiet-ms MS] [--guard-s S]
  *          [--seed direct|engine] [--json]
  */
-import { createHash } from "node:crypto";
 import os from "node:os";
 import { Redis } from "ioredis";
 import {
-  checkpointKey, COMMIT_BUCKET_COUNT, decodeHistoryEntry, EngineRuntime, KeySpace, listCheckpointKey, loadScripts, newUuid, outboxKey, RedisHashAuthority, RedisStore,
+  checkpointKey, COMMIT_BUCKET_COUNT, decodeHistoryEntry, EngineRuntime, KeySpace, listCheckpointKey, newUuid, outboxKey, RedisHashAuthority, RedisStore,
   conversationKeys, ucsPendingKey, userKeys, uuidToHex, type Uuid,
 } from "../core/index.js";
 import { startRedis } from "../test/harness/redis.js";
 import { flag } from "./args.js";
+import { scriptNamesBySha } from "./redis-stats.js";
 
 const args = process.argv.slice(2);
 const JSON_ONLY = args.includes("--json");
@@ -78,7 +78,7 @@ const SAMPLE = 200;
 const PARTITIONS = 8;
 
 /** Our scripts by SHA1, so that a SLOWLOG entry names the script instead of its EVALSHA digest. */
-const SCRIPTS = new Map([...loadScripts().values()].map((s) => [createHash("sha1").update(s.lua).digest("hex"), s.name]));
+const SCRIPTS = scriptNamesBySha();
 const commandName = (cmd: string[]) => (cmd[0]?.toLowerCase() === "evalsha" ? `EVALSHA ${SCRIPTS.get(cmd[1]!) ?? cmd[1]}` : cmd.slice(0, 2).join(" ").slice(0, 100));
 const say = (line: string) => { if (!JSON_ONLY) console.log(line); };
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;

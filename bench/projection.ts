@@ -36,6 +36,7 @@ import { userKeys } from "../core/index.js";
 import { UserKeys, ucsPendingKey } from "../core/index.js";
 import { newUuid } from "../core/index.js";
 import { flag } from "./args.js";
+import { redisCpuSeconds } from "./redis-stats.js";
 
 const args = process.argv.slice(2);
 const JSON_ONLY = args.includes("--json");
@@ -77,12 +78,6 @@ async function pool(total: number, concurrency: number, op: (i: number) => Promi
   }));
 }
 
-async function redisCpu(client: Redis): Promise<number> {
-  const info = await client.info("cpu");
-  const v = (k: string) => Number(new RegExp(`^${k}:([0-9.]+)`, "m").exec(info)?.[1] ?? 0);
-  return v("used_cpu_sys") + v("used_cpu_user");
-}
-
 interface Cost {
   /** elapsed */
   wall: number;
@@ -111,13 +106,13 @@ const gc = vm.runInNewContext("gc") as () => void;
 async function measure(client: Redis, fn: () => Promise<void>): Promise<Cost> {
   gc();
   await client.config("RESETSTAT");
-  const r0 = await redisCpu(client);
+  const r0 = await redisCpuSeconds(client);
   const c0 = process.cpuUsage();
   const t0 = process.hrtime.bigint();
   await fn();
   const wall = Number(process.hrtime.bigint() - t0) / 1e3;
   const c = process.cpuUsage(c0);
-  const redis = (await redisCpu(client)) - r0;
+  const redis = (await redisCpuSeconds(client)) - r0;
   const u = await commandUsec(client);
   const scripted = (u.evalsha ?? 0) + (u.eval ?? 0);
   const exec = scripted > 0 ? scripted : (u.zadd ?? 0);
@@ -445,11 +440,11 @@ async function main() {
         }
       };
       const n0 = process.cpuUsage();
-      const r0 = await redisCpu(client);
+      const r0 = await redisCpuSeconds(client);
       const j0 = jvm();
       return async () => {
         const n = process.cpuUsage(n0);
-        return { node: n.user + n.system, redis: ((await redisCpu(client)) - r0) * 1e6, jvm: jvm() - j0 };
+        return { node: n.user + n.system, redis: ((await redisCpuSeconds(client)) - r0) * 1e6, jvm: jvm() - j0 };
       };
     };
 

@@ -15,13 +15,13 @@
  * logged; a script is named by the sha of its text).
  * Usage: node dist/bench/unread-recompute.js [--json] [--members N] [--mode settled|lagging|replay]
  */
-import { createHash } from "node:crypto";
 import { Redis } from "ioredis";
 import {
-  EngineRuntime, KeySpace, listCheckpointKey, loadScripts, MAX_USERS_PER_MEMBERSHIP_CALL, newUuid, RedisHashAuthority, RedisStore, registry, type Uuid,
+  EngineRuntime, KeySpace, listCheckpointKey, MAX_USERS_PER_MEMBERSHIP_CALL, newUuid, RedisHashAuthority, RedisStore, registry, type Uuid,
 } from "../core/index.js";
 import { startRedis } from "../test/harness/redis.js";
 import { flag } from "./args.js";
+import { scriptNamesBySha } from "./redis-stats.js";
 
 const args = process.argv.slice(2);
 const JSON_OUT = args.includes("--json");
@@ -65,8 +65,7 @@ async function main() {
     clock.now += 60_000;
     await engine.conversationList.compactor.flushIfDue();
   };
-  const names = new Map<string, string>();
-  for (const s of loadScripts().values()) names.set(createHash("sha1").update(s.lua).digest("hex"), s.name);
+  const names = scriptNamesBySha();
   const out: Record<string, unknown> = { mode: MODE, members: MEMBERS, batch: MAX_USERS_PER_MEMBERSHIP_CALL };
   const startMeasuring = async () => {
     await raw.config("SET", "slowlog-log-slower-than", "0");

@@ -80,14 +80,16 @@ for (const kind of ALL_TOPOLOGIES) {
   describe(`dispatch log watermarks and retention on ${kind}`, () => {
     const fx = useEngine(kind);
 
-    it("a reader in the appending process gets its own records from memory and the rest over the wire, the same as a reader elsewhere", async () => {
-      const identity = { clusterId: "kp", topicId: `t${newUuid().slice(0, 6)}`, partitionCount: 1 };
-      const mine = new RedisStreamsDispatchLog(fx.store, fx.engine.keys, identity);
-      const theirs = new RedisStreamsDispatchLog(fx.store, fx.engine.keys, identity);
-      const elsewhere = new RedisStreamsDispatchLog(fx.store, fx.engine.keys, identity);
+    /** One one-partition log as three processes see it (each its own kept appends): this one, another appender, a reader elsewhere. */
+    async function threeProcesses(clusterId: string) {
+      const identity = { clusterId, topicId: `t${newUuid().slice(0, 6)}`, partitionCount: 1 };
+      const [mine, theirs, elsewhere] = [0, 1, 2].map(() => new RedisStreamsDispatchLog(fx.store, fx.engine.keys, identity)) as [RedisStreamsDispatchLog, RedisStreamsDispatchLog, RedisStreamsDispatchLog];
       await mine.ensureIdentity();
-      const tenant = newUuid();
-      const conv = newUuid();
+      return { mine, theirs, elsewhere, tenant: newUuid(), conv: newUuid() };
+    }
+
+    it("a reader in the appending process gets its own records from memory and the rest over the wire, the same as a reader elsewhere", async () => {
+      const { mine, theirs, elsewhere, tenant, conv } = await threeProcesses("kp");
       const appendedHere: DispatchRecord[] = [];
       for (let s = 1; s <= 9; s++) {
         const r = { ...record(tenant, conv, s), recipients: [newUuid(), newUuid()], ...(s % 3 === 0 ? { push: "members" as const } : {}) };
@@ -110,13 +112,7 @@ for (const kind of ALL_TOPOLOGIES) {
     });
 
     it("a run of the process's own appends right after the position is read without a call to Redis; what follows it is read over the wire", async () => {
-      const identity = { clusterId: "kr", topicId: `t${newUuid().slice(0, 6)}`, partitionCount: 1 };
-      const mine = new RedisStreamsDispatchLog(fx.store, fx.engine.keys, identity);
-      const theirs = new RedisStreamsDispatchLog(fx.store, fx.engine.keys, identity);
-      const elsewhere = new RedisStreamsDispatchLog(fx.store, fx.engine.keys, identity);
-      await mine.ensureIdentity();
-      const tenant = newUuid();
-      const conv = newUuid();
+      const { mine, theirs, elsewhere, tenant, conv } = await threeProcesses("kr");
       // seqs 1-3 in one batch, 4 and 5 alone (all mine), 6 theirs, 7 and 8 mine
       await mine.append([1, 2, 3].map((s) => record(tenant, conv, s)));
       await mine.append([record(tenant, conv, 4)]);

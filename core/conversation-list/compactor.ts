@@ -6,6 +6,7 @@ import type { RedisStore } from "../store/index.js";
 import { eachLimited } from "../support/index.js";
 import { listCheckpointKey } from "./keys.js";
 import { metrics } from "./metrics.js";
+import { LIVE_PUBLISH_INTERVAL_MS, LiveThrottle } from "./live-throttle.js";
 import type { InHandEntry } from "./row.js";
 import { advanceListCheckpointScript } from "./scripts.js";
 import type { ConversationListService, PendingRow } from "./service.js";
@@ -40,6 +41,8 @@ export interface CompactorOptions {
   batchSize?: number;
   /** How often the log is read when running in the background. */
   pollIntervalMs?: number;
+  /** A watched user's live rows are published at most once per this many ms (LIVE_PUBLISH_INTERVAL_MS; 0: at every hand-off). */
+  livePublishIntervalMs?: number;
   /** false: nothing runs in the background; the owner calls poll()/flush() (tests drive time with `now`). */
   background?: boolean;
   /** The clock of the window (injectable: tests compress 50 s into a few). */
@@ -153,6 +156,8 @@ export class ListCompactor {
   private windowStartedAt: number | null = null;
   private partitions: PartitionState[] = [];
   private readonly gate: UnitGate;
+  /** Publishes the live rows of watched users, at most once per interval each. */
+  private readonly live: LiveThrottle;
   private timer: NodeJS.Timeout | undefined;
   private stopped = true;
   private running: Promise<unknown> = Promise.resolve();
@@ -173,6 +178,9 @@ export class ListCompactor {
     this.pollIntervalMs = opts.pollIntervalMs ?? 250;
     this.now = opts.now ?? Date.now;
     this.gate = opts.gate ?? SOLO_GATE;
+    this.live = new LiveThrottle(opts.livePublishIntervalMs ?? LIVE_PUBLISH_INTERVAL_MS, (tenant, user, hexes) => {
+      this.list.publishLive(tenant, user, hexes).catch((err: unknown) => this.opts.onError?.(err));
+    });
     list.takePending = (tenant, user, hex) => this.take(tenant, user, hex);
     list.restorePending = (tenant, user, hex, entries) => {
       for (const e of entries) this.hold(tenant, user, hex, e);
@@ -212,6 +220,7 @@ export class ListCompactor {
   /** Stops polling and writes what is held (the final flush). */
   async stop(): Promise<void> {
     this.stopped = true;
+    this.live.stop();
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
     await this.running.catch(() => {});
@@ -242,9 +251,7 @@ export class ListCompactor {
   }
 
   private publish(touched: Map<string, { tenant: Uuid; user: Uuid; hexes: Set<string> }>): void {
-    for (const t of touched.values()) {
-      this.list.publishLive(t.tenant, t.user, [...t.hexes]).catch((err: unknown) => this.opts.onError?.(err));
-    }
+    for (const [id, t] of touched) this.live.offer(id, t.tenant, t.user, t.hexes);
   }
 
   /** The records held for a user and not yet written (pending or in the running flush): the live view's input (read only). */

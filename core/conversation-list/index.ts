@@ -8,6 +8,7 @@
  * docs/conversation-list.md records the decisions.
  */
 export { inHandEntry, ListCompactor, MAX_PENDING_ROWS, PROJECTION_COMPACTION_WINDOW_MS, type CompactorOptions } from "./compactor.js";
+export { LIVE_PUBLISH_INTERVAL_MS, LiveThrottle, type LiveTimer } from "./live-throttle.js";
 export { listCheckpointKey, listKeys, listRowsPattern, type ListKeys } from "./keys.js";
 export {
   baseOf, decodeRow, LIVE_ROW_CACHE_MAX, liveRow, LiveRowCache, NewRowCache, type BadgeState, type ConversationRow, type InHandEntry, type RowPrefs, type RowState,

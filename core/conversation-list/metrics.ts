@@ -8,6 +8,11 @@ export const metrics = {
     help: "Persistent conversation-list row writes (one per (user, conversation) per flush or action; spec 002 §8 counts these per compaction window)",
     registers: [registry],
   }),
+  liveMerged: new Counter({
+    name: "qim_conversation_list_live_merged_total",
+    help: "Live reads saved: changes of a watched user folded into a publication that an earlier change of the user, within LIVE_PUBLISH_INTERVAL_MS, already made due",
+    registers: [registry],
+  }),
   liveChanges: new Counter({
     name: "qim_conversation_list_live_changes_total",
     help: "Changes published on the low-latency path before their rows are stored (live rows and badge of a user someone looks at; written at the window's flush)",

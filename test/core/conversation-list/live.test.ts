@@ -83,6 +83,36 @@ for (const kind of LIST_TOPOLOGIES) {
       stop();
     });
 
+    test("hand-offs in quick succession: at most one live read each, and the last one's state always reaches the watcher", async () => {
+      const liveChanges = async () => (await registry.getSingleMetric("qim_conversation_list_live_changes_total")!.get()).values[0]?.value ?? 0;
+      const tenant = fx.tenant();
+      const [owner, user] = [newUuid(), newUuid()];
+      const c = fx.engine.conversations;
+      const { group } = await c.createGroup({ tenant, owner, members: [user] });
+      await c.send({ tenant, group, sender: owner, text: "0" });
+      await fx.settle();
+      const applier = new SessionDeltaApplier();
+      const stop = await fx.engine.sessionView.watch(tenant, user, (f) => applier.apply(f));
+      await until(() => applier.badge?.totalUnread === 1, "the watch's first frame");
+      const flushesBefore = fx.engine.conversationList.compactor.flushes;
+      const before = await liveChanges();
+      // five hand-offs back to back (each a send and a relay drain): most land inside the user's
+      // publication interval and wait for its end; none may be lost there
+      const HANDOFFS = 5;
+      for (let i = 1; i <= HANDOFFS; i++) {
+        await c.send({ tenant, group, sender: owner, text: String(i) });
+        await fx.engine.relay.drainAll();
+      }
+      // by hand: 1 + 5 messages from the owner, none read → unread 6, the badge likewise
+      await until(() => applier.rows.get(group)?.unread === 1 + HANDOFFS, "the last hand-off's state arrived");
+      assert.equal(applier.badge?.totalUnread, 1 + HANDOFFS);
+      assert.equal(fx.engine.conversationList.compactor.flushes, flushesBefore, "live frames, not a flush's");
+      const reads = await liveChanges() - before;
+      assert.ok(reads >= 1 && reads <= HANDOFFS, `${reads} live publications for ${HANDOFFS} hand-offs`);
+      assert.equal(applier.counts.gap, 0);
+      stop();
+    });
+
     test("a new group's row, not stored yet: one recompute, then the window's records move it (no read per message)", async () => {
       const liveRecomputes = async () => (await registry.getSingleMetric("qim_conversation_list_recompute_total")!.get()).values.find((v) => v.labels.cause === "live")?.value ?? 0;
       const tenant = fx.tenant();

@@ -296,7 +296,7 @@ export class ConversationListService {
       const prefs = prefsRaw[i] ?? null;
       let live = before ? this.liveRows.of(key, before, heldRows, userHex, this.cap) : this.newRows.of(key, heldRows, prefs, userHex, this.cap);
       if (!live) {
-        live = await this.recompute(tenant, user, c, before ? prefsOf(before) : decodePrefs(prefsRaw[i]), before, "live");
+        live = await this.recompute(tenant, user, c, before ? prefsOf(before) : decodePrefs(prefs), before, "live");
         // a row not stored yet: its recompute is the base the window's next records move (row.ts NewRowCache)
         if (live && !before) this.newRows.remember(key, live, heldRows, prefs);
       }

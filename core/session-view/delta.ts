@@ -15,6 +15,8 @@ import type { SessionBadge, SessionChange, SessionRow } from "./rows.js";
 
 /** `session_delta_merge_window` (spec 002 §5.1: 100–200 ms). */
 export const SESSION_DELTA_MERGE_WINDOW_MS = 150;
+/** The upper end of spec 002 §5.1's `session_delta_merge_window` range: no change is held longer before its frame leaves. */
+export const SESSION_DELTA_MERGE_WINDOW_MAX_MS = 200;
 
 /** The absolute state of one conversation in the user's list. */
 export type SessionDeltaRow = Omit<SessionRow, "tenant" | "user" | "lastActivitySeq" | "version">;

@@ -1,6 +1,7 @@
 /** One load-generator device: a `ws` connection that records every MESSAGE it gets and answers requests by id. */
 import WebSocket from "ws";
 import { Frame } from "../../admin-api/gen/qim/client/v1/frames.js";
+import { GATEWAY_IDLE_TIMEOUT_MS } from "../../core/index.js";
 import type { Arrival } from "./checker.js";
 
 type Body = NonNullable<Frame["body"]>;
@@ -8,8 +9,20 @@ type Body = NonNullable<Frame["body"]>;
 /** How long a request may wait for its answer before the load generator counts it failed. */
 export const LOADGEN_REQUEST_TIMEOUT_MS = 30_000;
 
+/**
+ * A device that has sent nothing for this long PINGs, as a real client does: the node closes a
+ * connection silent for GATEWAY_IDLE_TIMEOUT_MS (4408), and a bench's idle devices outlive that.
+ */
+export const LOADGEN_PING_AFTER_MS = GATEWAY_IDLE_TIMEOUT_MS / 3;
+
 export class LoadDevice {
+  /** Open devices of this process, checked by one timer for PINGs (not a timer each). */
+  private static readonly live = new Set<LoadDevice>();
+  private static heartbeat: NodeJS.Timeout | null = null;
+
   readonly arrivals: Arrival[] = [];
+  /** When this device last sent a frame (ms). */
+  private sentAt = Date.now();
   inFlight = 0;
   /** Bytes of every frame received (bench/gateway's fanout sizes its baseline's frames from it). */
   bytesIn = 0;
@@ -52,6 +65,7 @@ export class LoadDevice {
     });
     ws.on("close", (code, reason) => {
       this.closed = `${code} ${reason.toString()}`;
+      LoadDevice.live.delete(this);
       for (const [id, p] of this.pending) {
         this.pending.delete(id);
         clearTimeout(p.timer);
@@ -69,9 +83,26 @@ export class LoadDevice {
       w.once("error", reject);
     });
     const d = new LoadDevice(ws, user, device);
+    LoadDevice.watch(d);
     const a = await d.request({ $case: "auth", auth: { deviceId: device, clientVersion: "qim-loadgen" } });
     if (a.body?.$case !== "authOk") throw new Error(`${device}: AUTH answered ${a.body?.$case ?? "nothing"}`);
     return d;
+  }
+
+  /** Keeps `d` from going silent for GATEWAY_IDLE_TIMEOUT_MS: one timer for every device of this process. */
+  private static watch(d: LoadDevice): void {
+    if (d.closed) return;
+    LoadDevice.live.add(d);
+    if (LoadDevice.heartbeat !== null) return;
+    LoadDevice.heartbeat = setInterval(() => {
+      const due = Date.now() - LOADGEN_PING_AFTER_MS;
+      for (const x of LoadDevice.live) if (x.sentAt <= due) x.request({ $case: "ping", ping: {} }).catch(() => undefined);
+      if (LoadDevice.live.size === 0) {
+        clearInterval(LoadDevice.heartbeat!);
+        LoadDevice.heartbeat = null;
+      }
+    }, LOADGEN_PING_AFTER_MS / 10);
+    LoadDevice.heartbeat.unref();
   }
 
   request(body: Body): Promise<Frame> {
@@ -83,6 +114,7 @@ export class LoadDevice {
         reject(new Error(`${this.device}: no answer to ${body.$case} within ${LOADGEN_REQUEST_TIMEOUT_MS} ms`));
       }, LOADGEN_REQUEST_TIMEOUT_MS);
       this.pending.set(id, { resolve, reject, timer });
+      this.sentAt = Date.now();
       this.ws.send(Frame.encode({ requestId: id, body }).finish());
     });
   }

@@ -29,8 +29,8 @@ import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { Frame, RoomWindow } from "../admin-api/gen/qim/client/v1/frames.js";
 import { flag } from "./args.js";
-import { openRawClients, startBroadcaster, type RawClient } from "./gateway/broadcast.js";
-import { assertOpenFiles, LoadDevice, openDevices, quantile, startTarget, type Target } from "./loadgen/index.js";
+import { openRawClients, startBroadcaster, type RawClients } from "./gateway/broadcast.js";
+import { assertOpenFiles, LoadDevice, relaunchForOpenFiles, openDevices, quantile, startTarget, type Target } from "./loadgen/index.js";
 
 const argv = process.argv.slice(2);
 const JSON_OUT = argv.includes("--output") && argv[argv.indexOf("--output") + 1] === "json";
@@ -81,12 +81,15 @@ async function roomLoad(sender: LoadDevice, room: string, ms: number): Promise<n
   return frames.filter((f) => f.body?.$case === "roomSendAck").length;
 }
 
-assertOpenFiles(2 * K + 64);
+// this process holds the K members and the sender (the raw clients and the 1:1 pair have their own)
+const relaunched = await relaunchForOpenFiles(K + 64);
+if (relaunched !== null) process.exit(relaunched);
+assertOpenFiles(K + 64);
 const t = await startTarget();
 const all: LoadDevice[] = [];
 const out: Record<string, unknown> = { connections: K, seconds: SECONDS, rounds: ROUNDS, offeredPerSec: OFFERED_PER_SEC, payloadBytes: PAYLOAD.length };
 const broadcaster = await startBroadcaster(t);
-let raw: RawClient[] = [];
+let raw: RawClients | undefined;
 let pairChild: ChildProcess | undefined;
 try {
   const members = await connect(t, K, "r");
@@ -106,7 +109,7 @@ try {
   if ((await nextLine()) !== "ready") throw new Error("the 1:1 pair's process did not start");
   // after the node and the pair started: they keep the default priority
   if (NICE !== 0) setPriority(process.pid, NICE);
-  raw = await openRawClients(broadcaster, t.ca, K, CONNECT_CONCURRENCY);
+  raw = await openRawClients(broadcaster, t.pki.ca.certPath, K, CONNECT_CONCURRENCY);
   // one event as a naive room would send it alone: a ROOM_BATCH frame with one window of one event
   const eventFrameBytes = Frame.encode({
     requestId: 0n,
@@ -160,11 +163,10 @@ try {
     for (const m of members) void m.request({ $case: "roomLeave", roomLeave: { room } }).catch(() => undefined);
 
     // the raw baseline: the same events to K connections, one frame each
-    for (const c of raw) c.count = 0;
+    await raw!.reset();
     const r0 = Date.now();
     broadcaster.go(taken, eventFrameBytes);
-    await until("every raw connection has the broadcast", () => raw.every((c) => c.count >= taken));
-    a.raw.push((K * taken) / ((Math.max(...raw.map((c) => c.last)) - r0) / 1000));
+    a.raw.push((K * taken) / ((await raw!.waitFor(taken, ARRIVAL_TIMEOUT_MS) - r0) / 1000));
     say(`round ${r + 1}: ${taken} of ${OFFERED_PER_SEC * SECONDS} taken; room ${a.events.at(-1)!.toFixed(0)} events/s in ${a.frames.at(-1)!.toFixed(0)} frames/s (at most ${most} frames in a second on a watched connection); raw ws one frame per event ${a.raw.at(-1)!.toFixed(0)} events/s; 1:1 p99 ${quantile(quiet.delivery, 0.99)} ms quiet, ${quantile(loaded.delivery, 0.99)} ms with the room`);
     await sleep(1000);
   }
@@ -179,7 +181,7 @@ try {
     ackQuietP50Ms: quantile(b.quietAcks, 0.5), ackQuietP99Ms: quantile(b.quietAcks, 0.99), ackLoadedP50Ms: quantile(b.loadedAcks, 0.5), ackLoadedP99Ms: quantile(b.loadedAcks, 0.99),
   };
 } finally {
-  for (const c of raw) c.ws.terminate();
+  raw?.close();
   pairChild?.kill("SIGTERM");
   broadcaster.stop();
   for (const x of all) x.close();

@@ -4,6 +4,7 @@
  * for it, an admin client, and a signer that makes device tokens in this process with the same key
  * set and claims as `qimctl token issue` (thousands of devices without thousands of admin calls).
  */
+import { spawn, spawnSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
@@ -90,14 +91,20 @@ export function rssBytes(pid: number): number {
   return Number(m[1]) * 1024;
 }
 
-/** This process's soft open-file limit (/proc/self/limits); null when unreadable. */
-export function openFileLimit(): number | null {
+/** This process's open-file limits (/proc/self/limits); null when unreadable. */
+export function openFileLimits(): { soft: number; hard: number } | null {
   try {
-    const m = /Max open files\s+(\d+|unlimited)/.exec(readFileSync("/proc/self/limits", "utf8"));
-    return m ? (m[1] === "unlimited" ? Infinity : Number(m[1])) : null;
+    const m = /Max open files\s+(\d+|unlimited)\s+(\d+|unlimited)/.exec(readFileSync("/proc/self/limits", "utf8"));
+    const n = (x: string) => (x === "unlimited" ? Infinity : Number(x));
+    return m ? { soft: n(m[1]!), hard: n(m[2]!) } : null;
   } catch {
     return null;
   }
+}
+
+/** This process's soft open-file limit; null when unreadable. */
+export function openFileLimit(): number | null {
+  return openFileLimits()?.soft ?? null;
 }
 
 /** File descriptors a run of `devices` connections needs here (one socket each, plus head room for Redis, gRPC, logs). */
@@ -108,6 +115,29 @@ export function assertOpenFiles(devices: number): void {
   const limit = openFileLimit();
   const need = fdsNeeded(devices);
   if (limit !== null && limit < need) {
-    throw new Error(`${devices} devices need about ${need} open files in this process and in the node, but the limit is ${limit}: raise it first (\`ulimit -n ${need}\` in the shell that runs this), or use fewer devices`);
+    throw new Error(`${devices} devices need about ${need} open files in this process and in the node, but the limit is ${limit} and this user may not raise it: raise the hard limit first (as root: \`ulimit -n ${need}\` in the shell that runs this, or nofile in /etc/security/limits.conf), or use fewer devices`);
   }
+}
+
+/** Set in the command relaunchForOpenFiles starts: it never relaunches twice. */
+const OPEN_FILES_RAISED_ENV = "QIM_BENCH_OPEN_FILES_RAISED";
+
+/**
+ * Raises the open-file limit a run of `devices` connections needs. Node already runs with its soft
+ * limit raised to the hard one, so what is left is a hard limit below the need: when this user may
+ * raise it (root, or a container's default), this same command runs again under `ulimit -n` (the
+ * node and the children it starts inherit the limit), and says so on stderr. Resolves with that
+ * command's exit code, or null when nothing was relaunched (the limit holds already, or it cannot
+ * be raised here: assertOpenFiles says what to do then).
+ */
+export async function relaunchForOpenFiles(devices: number): Promise<number | null> {
+  const need = fdsNeeded(devices);
+  const limits = openFileLimits();
+  if (limits === null || limits.soft >= need || process.env[OPEN_FILES_RAISED_ENV]) return null;
+  if (spawnSync("/bin/sh", ["-c", `ulimit -n ${need}`], { stdio: "ignore" }).status !== 0) return null;
+  process.stderr.write(`raising the open-file limit from ${limits.soft} to ${need} for ${devices} connections (ulimit -n ${need}; the node inherits it)\n`);
+  const child = spawn("/bin/sh", ["-c", `ulimit -n ${need} && exec "$0" "$@"`, process.execPath, ...process.execArgv, ...process.argv.slice(1)], {
+    stdio: "inherit", env: { ...process.env, [OPEN_FILES_RAISED_ENV]: "1" },
+  });
+  return new Promise((resolve) => child.once("exit", (code, signal) => resolve(code ?? (signal ? 1 : 0))));
 }

@@ -6,6 +6,9 @@
  * count of what each never-churned device got against the acks of its groups.
  */
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
 import { after, before, describe, it } from "node:test";
 import { check, judge, nextRate, quantile, runLoad, startTarget, type Arrival, type History, type LoadReport, type Target } from "../../bench/loadgen/index.js";
 
@@ -150,5 +153,36 @@ describe("the load generator against a real node", { timeout: 180_000 }, () => {
       checked++;
     }
     assert.ok(checked >= 19);
+  });
+});
+
+describe("the open-file limit a run needs (relaunchForOpenFiles)", () => {
+  const child = path.join(path.dirname(fileURLToPath(import.meta.url)), "open-files-child.js");
+  // the child asks for 100 devices: 100 + 256 of head room = 356 open files. Node raises its soft
+  // limit to the hard one when it starts, so the limits below are hard ones (`ulimit -n` sets both)
+  const run = (limits: string) => {
+    const r = spawnSync("/bin/sh", ["-c", `${limits} && exec "$0" "$@"`, process.execPath, child, "100"], { encoding: "utf8" });
+    return { code: r.status, out: r.stdout.trim().split("\n"), err: r.stderr };
+  };
+  // whether this user may raise a hard limit it lowered (root may; the test expects what applies)
+  const mayRaise = spawnSync("/bin/sh", ["-c", "ulimit -n 300 && ulimit -n 356"], { stdio: "ignore" }).status === 0;
+
+  it("runs the command again under a limit that holds it when this user may raise it, says so, and passes the exit code on", () => {
+    const r = run("ulimit -n 300");
+    if (mayRaise) {
+      assert.deepEqual(r.out, ["soft limit 356", "relaunched, exit 7"]);
+      assert.match(r.err, /raising the open-file limit from 300 to 356 for 100 connections/);
+    } else {
+      assert.deepEqual(r.out, ["soft limit 300"]);
+      assert.equal(r.err, "");
+    }
+    assert.equal(r.code, 7);
+  });
+
+  it("does nothing when the limit holds already", () => {
+    const r = run("ulimit -n 400");
+    assert.deepEqual(r.out, ["soft limit 400"]);
+    assert.equal(r.code, 7);
+    assert.equal(r.err, "");
   });
 });

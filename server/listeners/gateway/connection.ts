@@ -113,6 +113,11 @@ function corkForTurn(socket: CorkableSocket): void {
   }
 }
 
+/** The connection's flood limits, one object each for every connection (a bucket keeps its limit). */
+const MARK_READ_LIMIT = { rate: GATEWAY_MARK_READ_RATE, burst: GATEWAY_MARK_READ_BURST };
+const REQUEST_LIMIT = { rate: GATEWAY_REQUEST_RATE, burst: GATEWAY_REQUEST_BURST };
+const REFUSAL_LIMIT = { rate: GATEWAY_REFUSAL_RATE, burst: GATEWAY_REFUSAL_BURST };
+
 export class GatewayConnection implements DeviceConnection, RoomConnection, PresenceConnection {
   readonly since = Date.now();
   authed = false;
@@ -122,11 +127,16 @@ export class GatewayConnection implements DeviceConnection, RoomConnection, Pres
   framesOut = 0;
   private inFlight = 0;
   // flood limits (docs/gateway.md "Flood limits"): what a request may cost, and what refusals may
-  private readonly markReads = new TokenBucket({ rate: GATEWAY_MARK_READ_RATE, burst: GATEWAY_MARK_READ_BURST });
-  private readonly requests = new TokenBucket({ rate: GATEWAY_REQUEST_RATE, burst: GATEWAY_REQUEST_BURST });
-  private readonly refusals = new TokenBucket({ rate: GATEWAY_REFUSAL_RATE, burst: GATEWAY_REFUSAL_BURST });
-  private readonly sends = new ArrivalOrder();
-  private readonly gone = new AbortController();
+  private readonly markReads = new TokenBucket(MARK_READ_LIMIT);
+  private readonly requests = new TokenBucket(REQUEST_LIMIT);
+  private readonly refusals = new TokenBucket(REFUSAL_LIMIT);
+  // what only a connection with requests needs is made for them: an idle device holds neither
+  // (the controller's signal and its two maps were about 0.6 KiB of every idle connection's heap)
+  /** The SENDs' arrival order, made at the first SEND. */
+  private sendOrder: ArrivalOrder | null = null;
+  /** Aborted when the connection goes: made for the requests in flight, let go when none is. */
+  private inFlightGone: AbortController | null = null;
+  private gone = false;
   private authTimer: NodeJS.Timeout | undefined;
   /** Ends the SESSION_DELTA / BADGE_UPDATE watch (core/session-view) opened at AUTH. */
   private unwatch: (() => void) | null = null;
@@ -143,7 +153,8 @@ export class GatewayConnection implements DeviceConnection, RoomConnection, Pres
     ws.once("close", () => {
       clearTimeout(this.authTimer);
       clearTimeout(this.idleTimer);
-      this.gone.abort();
+      this.gone = true;
+      this.inFlightGone?.abort();
       this.unwatch?.();
       this.unwatch = null;
       // out of its rooms (their writers hear the new counts with the next refresh)
@@ -310,7 +321,13 @@ export class GatewayConnection implements DeviceConnection, RoomConnection, Pres
   }
 
   private touch(): void {
-    clearTimeout(this.idleTimer);
+    // each frame moves the one timer on (refresh) rather than making a new one; a closed
+    // connection's was cleared and stays so
+    if (this.gone) return;
+    if (this.idleTimer) {
+      this.idleTimer.refresh();
+      return;
+    }
     this.idleTimer = setTimeout(() => this.close(CLOSE.IDLE, "silent for too long"), GATEWAY_IDLE_TIMEOUT_MS);
     this.idleTimer.unref();
   }
@@ -389,14 +406,24 @@ export class GatewayConnection implements DeviceConnection, RoomConnection, Pres
     }
     this.inFlight++;
     const done = () => {
-      this.inFlight--;
+      // no request left to cancel: the controller goes (the next request makes a new one)
+      if (--this.inFlight === 0) this.inFlightGone = null;
     };
     // a connection's sends enter the engine in the order they came (each commit is not waited for)
-    const ticket = body.$case === "send" ? this.sends.ticket() : -1;
+    const ticket = body.$case === "send" ? (this.sendOrder ??= new ArrivalOrder()).ticket() : -1;
     void this.serve(id, body, ticket).finally(() => {
-      if (ticket >= 0) this.sends.leave(ticket);
+      if (ticket >= 0) this.sendOrder!.leave(ticket);
       done();
     });
+  }
+
+  /** The signal a request in flight is cancelled by when the connection goes (aborted already once it has). */
+  private goneSignal(): AbortSignal {
+    if (!this.inFlightGone) {
+      this.inFlightGone = new AbortController();
+      if (this.gone) this.inFlightGone.abort();
+    }
+    return this.inFlightGone.signal;
   }
 
   /** A request's token (0: taken), else the ms until its bucket has one: SENDs, RECALLs and EDITs the user's, MARK_READs and the rest the connection's. */
@@ -427,7 +454,7 @@ export class GatewayConnection implements DeviceConnection, RoomConnection, Pres
         resolve();
       };
       this.deps.pipeline.run({
-        rpc: `gateway ${body.$case}`, roles: [DEVICE_ROLE], mutates: false, principal: this.principal, arguments: () => ({}), signal: this.gone.signal,
+        rpc: `gateway ${body.$case}`, roles: [DEVICE_ROLE], mutates: false, principal: this.principal, arguments: () => ({}), signal: this.goneSignal(),
       }, {
         refuse: (m) => {
           this.error(requestId, m.domainCode, m.message, m.field ?? "");
@@ -486,7 +513,7 @@ export class GatewayConnection implements DeviceConnection, RoomConnection, Pres
     await runtime.conversationList.service.reconcileBounded(tenant, user, "login");
     // the watch before the first page: a change between them arrives as a delta, never falls between
     this.unwatch = await runtime.sessionView.watch(tenant, user, (f) => this.pushSession(f));
-    if (this.gone.signal.aborted) {
+    if (this.gone) {
       this.unwatch();
       this.unwatch = null;
     }
@@ -513,7 +540,7 @@ export class GatewayConnection implements DeviceConnection, RoomConnection, Pres
     const { tenant, user } = this.identity;
     // the engine's send is synchronous up to its group commit's queue (FIFO per conversation): taking
     // the turn only for that part keeps the arrival order of a device's SENDs and lets 64 commit together
-    await this.sends.enter(ticket);
+    await this.sendOrder!.enter(ticket);
     let pending;
     try {
       if (!CLIENT_MSG_NO.test(send.clientMsgNo)) throw new InvalidArgumentError("client_msg_no", "client_msg_no is 1 to 64 printable ASCII characters (the SEND's idempotency key)");
@@ -524,7 +551,7 @@ export class GatewayConnection implements DeviceConnection, RoomConnection, Pres
         ...(send.mentions.length > 0 ? { mentions: send.mentions } : {}),
       });
     } finally {
-      this.sends.leave(ticket);
+      this.sendOrder!.leave(ticket);
     }
     const r = await pending;
     return { $case: "sendAck", sendAck: { conversationSeq: BigInt(r.conversationSeq), messageId: r.messageId ?? "", duplicate: r.duplicate } };

@@ -7,7 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -68,6 +68,22 @@ describe("a real server's /metrics", { timeout: 180_000 }, () => {
     assert.equal(s.samples.get(`qim_store_reachable{addr="${redis.addr}",redis_instance="0"}`), 1);
     assert.equal(s.samples.get("qim_admin_audit_write_failures_total"), 0);
     assert.equal(s.samples.get("qim_session_projection_epoch"), 0);
+  });
+
+  it("the process's own metrics agree with what /proc says of the server process", async () => {
+    const s = await scrape(url);
+    const status = readFileSync(`/proc/${server.pid}/status`, "utf8");
+    const rss = Number(/VmRSS:\s+(\d+) kB/.exec(status)![1]) * 1024;
+    const maxFds = Number(/Max open files\s+(\d+)/.exec(readFileSync(`/proc/${server.pid}/limits`, "utf8"))![1]);
+    const fds = readdirSync(`/proc/${server.pid}/fd`).length;
+    const scraped = s.samples.get("process_resident_memory_bytes")!;
+    // read a moment apart: the same order of size, not the same bytes
+    assert.ok(scraped > rss / 2 && scraped < rss * 2, `process_resident_memory_bytes ${scraped} against VmRSS ${rss}`);
+    assert.equal(s.samples.get("process_max_fds"), maxFds);
+    const open = s.samples.get("process_open_fds")!;
+    assert.ok(open > 0 && Math.abs(open - fds) <= 10, `process_open_fds ${open} against ${fds} in /proc/PID/fd`);
+    const heap = s.samples.get("nodejs_heap_size_used_bytes")!;
+    assert.ok(heap > 0 && heap < scraped, `nodejs_heap_size_used_bytes ${heap} within the resident ${scraped}`);
   });
 
   it("every audit record the OS refused counts in qim_admin_audit_write_failures_total: two per refused call", async () => {

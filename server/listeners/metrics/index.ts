@@ -4,6 +4,7 @@
  * audit: it reads counters only.
  */
 import { createServer as createHttpServer } from "node:http";
+import { collectDefaultMetrics } from "prom-client";
 import { registry } from "../../../core/index.js";
 import { listenAddr, type Listener } from "../../listener.js";
 
@@ -14,11 +15,21 @@ import { listenAddr, type Listener } from "../../listener.js";
  */
 const SCRAPE_STATUS_WAIT_MS = 2000;
 
+/** Whether this process's registry has prom-client's process and Node.js metrics (once a process). */
+let processMetrics = false;
+
 export const metricsListener: Listener<{ port: number }> = {
   name: "metrics",
   enabled: (o) => Boolean(o.metricsListen),
   async open(ctx) {
     const m = listenAddr(ctx.options.metricsListen!, "metricsListen");
+    // the process's own: resident memory (per device: over qim_gateway_connections), heap, open
+    // files against their limit, event loop delay, GC; read at each scrape (the loop delay and
+    // the GC pauses are sampled as they come)
+    if (!processMetrics) {
+      collectDefaultMetrics({ register: registry });
+      processMetrics = true;
+    }
     const server = createHttpServer((req, res) => {
       if (req.url !== "/metrics") { res.writeHead(404).end("not found\n"); return; }
       // the queue depths and dead letters, the epoch another server bumped, the verdicts of a

@@ -58,7 +58,7 @@ describe("docs/monitoring alert rules", () => {
     assert.deepEqual(rules.map((x) => x.alert), [
       "QimPartitionRefused", "QimPartitionNotOk", "QimCheckpointLagHigh", "QimProjectionEpochBumped", "QimUnreadDriftHigh",
       "QimRegistrationFailing", "QimRegistrationDeadLetters", "QimAuditWriteFailing", "QimAuditRotationFailing", "QimStoreUnreachable",
-      "QimCmdPendingFileBad", "QimRetentionFallingBehind",
+      "QimCmdPendingFileBad", "QimRetentionFallingBehind", "QimNodeOpenFilesNearLimit",
     ]);
   });
 

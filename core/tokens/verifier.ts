@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import * as jose from "jose";
 import { parseUuid, TOKEN_MAX_CHARS, TOKEN_VERIFY_CACHE_MAX, type KeySpace, type Uuid } from "../base/index.js";
 import type { RedisStore } from "../store/index.js";
@@ -18,9 +19,11 @@ export interface TokenVerifierOptions {
 
 /**
  * Verifies device tokens (issue 27), once per token string: a verified token's claims are kept in a
- * bounded LRU cache (by the token string, at most `cacheMax` entries), and concurrent verifies of a
- * token not yet cached share one check, so that a reconnect storm of one device does not check the
- * same signature 10,000 times. What a cached entry never skips:
+ * bounded LRU cache (at most `cacheMax` entries), and concurrent verifies of a token not yet cached
+ * share one check, so that a reconnect storm of one device does not check the same signature 10,000
+ * times. Both are keyed by the token's SHA-256, not the token: the cache holds no bearer token that
+ * a heap dump would give away, and 43 characters per entry where the token (kept with the whole
+ * `Authorization` header it was cut from) was about 500 bytes. What a cached entry never skips:
  * - its expiry, checked against the clock on every verify (an entry never outlives its token);
  * - revocation: every verify, cached or not, reads the token's and its device's revocation marks in
  *   one MGET on the user's instance (both keys share the user's tag), so a revocation written by any
@@ -29,8 +32,9 @@ export interface TokenVerifierOptions {
  *   removed key stops verifying at once.
  */
 export class TokenVerifier {
+  /** Verified claims by tokenKey(token). */
   private readonly cache = new Map<string, DeviceClaims>();
-  /** Signature checks in flight, by token (at most one per token; as many entries as verifies in flight). */
+  /** Signature checks in flight, by tokenKey(token) (at most one per token; as many entries as verifies in flight). */
   private readonly checking = new Map<string, Promise<DeviceClaims>>();
   private readonly now: () => number;
   private readonly cacheMax: number;
@@ -64,22 +68,23 @@ export class TokenVerifier {
         this.keysVersion = this.o.source.version;
         this.cache.clear();
       }
-      let claims = this.cache.get(token);
+      const key = tokenKey(token);
+      let claims = this.cache.get(key);
       if (claims !== undefined) {
         path = "cached";
         if (this.now() >= claims.expiresAt) {
-          this.cache.delete(token);
+          this.cache.delete(key);
           throw new TokenRefusedError("TOKEN_EXPIRED", `device token ${claims.tokenId} expired at ${new Date(claims.expiresAt).toISOString()}`, { tokenId: claims.tokenId });
         }
       } else {
         // single flight: the verifies of one token that arrive while its signature is being checked
         // (a reconnect storm lands all at once) wait for that one check instead of each doing it
-        let check = this.checking.get(token);
+        let check = this.checking.get(key);
         if (check === undefined) {
           // cached as soon as the signature holds, before the revocation read: a verify that comes
           // in meanwhile finds it (its revocation is read on every use, and a revoked one is dropped)
-          check = this.checkSignature(token, keys).then((c) => { this.remember(token, c); return c; }).finally(() => this.checking.delete(token));
-          this.checking.set(token, check);
+          check = this.checkSignature(token, keys).then((c) => { this.remember(key, c); return c; }).finally(() => this.checking.delete(key));
+          this.checking.set(key, check);
         } else {
           path = "cached";
         }
@@ -91,10 +96,10 @@ export class TokenVerifier {
       try {
         await this.checkRevoked(claims);
       } catch (err) {
-        this.cache.delete(token);
+        this.cache.delete(key);
         throw err;
       }
-      this.remember(token, claims);
+      this.remember(key, claims);
       tokenMetrics.verifications.inc({ result: "ok", path });
       return claims;
     } catch (err) {
@@ -106,17 +111,22 @@ export class TokenVerifier {
     }
   }
 
-  /** Puts a token last in the LRU order, evicting the least recently used past the bound. */
-  private remember(token: string, claims: DeviceClaims): void {
-    this.cache.delete(token);
-    this.cache.set(token, claims);
+  /** Puts a token (by its tokenKey) last in the LRU order, evicting the least recently used past the bound. */
+  private remember(key: string, claims: DeviceClaims): void {
+    this.cache.delete(key);
+    this.cache.set(key, claims);
     if (this.cache.size > this.cacheMax) this.cache.delete(this.cache.keys().next().value!);
     tokenMetrics.cacheEntries.set(this.cache.size);
   }
 
   /** Drops a token from the cache (a connection's token found revoked elsewhere). */
   forget(token: string): void {
-    this.cache.delete(token);
+    this.cache.delete(tokenKey(token));
+  }
+
+  /** Whether the cache holds `token` (by its key; tests). */
+  holds(token: string): boolean {
+    return this.cache.has(tokenKey(token));
   }
 
   private async checkSignature(token: string, keys: Awaited<ReturnType<TokenKeySource["current"]>>): Promise<DeviceClaims> {
@@ -173,4 +183,9 @@ export class TokenVerifier {
 function checkMs(v: unknown): number {
   if (typeof v !== "number" || !Number.isSafeInteger(v) || v < 0) throw new Error("ims");
   return v;
+}
+
+/** A token's cache key: its SHA-256, base64url (a fresh 43-character string, holding nothing of the token). */
+function tokenKey(token: string): string {
+  return createHash("sha256").update(token).digest("base64url");
 }

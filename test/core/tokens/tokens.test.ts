@@ -6,6 +6,7 @@
  * pages. Expected values come from what each test issued, by hand.
  */
 import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -121,6 +122,19 @@ describe("device tokens", { timeout: 120_000 }, () => {
     await t.verifier.verify(tokens[1]!.token); // cold again
     assert.equal(await counted("ok", "cold") - cold0, 4);
     assert.equal(await counted("ok", "cached") - cached0, 3);
+  });
+
+  it("the cache holds no token: its keys are the tokens' SHA-256, and forget drops by token", async () => {
+    const t = await DeviceTokens.open(store, space(), { keys: await source(await keySetText("EdDSA")) });
+    const tenant = newUuid();
+    const tokens = await Promise.all([1, 2].map((i) => t.issuer.issue({ tenant, user: newUuid(), device: `d${i}`, ttlMs: HOUR })));
+    for (const x of tokens) await t.verifier.verify(x.token);
+    const keys = [...(t.verifier as unknown as { cache: Map<string, unknown> }).cache.keys()];
+    assert.deepEqual(keys.sort(), tokens.map((x) => createHash("sha256").update(x.token).digest("base64url")).sort());
+    assert.ok(t.verifier.holds(tokens[0]!.token));
+    t.verifier.forget(tokens[0]!.token);
+    assert.equal(t.verifier.holds(tokens[0]!.token), false);
+    assert.equal(t.verifier.cached, 1);
   });
 
   it("a reconnect storm: 2,000 concurrent verifies of one token not yet cached check its signature once", async () => {

@@ -7,6 +7,9 @@
  *   --search: spec 000's figure, the highest rate whose window of S seconds holds SEND_ACK p99 ≤ 30 ms
  *   and end-to-end p99 ≤ 122 ms with the checker passing (bench/loadgen/search.ts); exit 0 when
  *   some rate held.
+ *   --worker-node: a second node process on this host takes the relay and the dispatch partitions
+ *   (`--cluster-units relay,partition`); the devices' node keeps the user slots (two cores' worth of
+ *   node where one process had one).
  * N devices need about N + 256 open files here and in the node (`ulimit -n`); it says so when the limit is lower.
  */
 import { flag } from "./args.js";
@@ -15,6 +18,7 @@ import { runLoad, searchMaxRate, startTarget, assertOpenFiles, relaunchForOpenFi
 const argv = process.argv.slice(2);
 const JSON_OUT = argv[argv.indexOf("--output") + 1] === "json" && argv.includes("--output");
 const SEARCH = argv.includes("--search");
+const WORKER = argv.includes("--worker-node");
 const o = {
   devices: flag("--devices", 100), groups: flag("--groups", 10), members: flag("--members", 10),
   rate: flag("--rate", 100), durationS: flag("--duration", SEARCH ? 60 : 10), churn: flag("--churn", 0), payloadBytes: flag("--payload", 64),
@@ -65,7 +69,8 @@ try {
   say(String((err as Error).message));
   process.exit(2);
 }
-const target = await startTarget();
+if (WORKER) say("two node processes: the devices' node (user slots) and a worker (relay buckets, dispatch partitions)");
+const target = await startTarget({ worker: WORKER });
 if (SEARCH) {
   let found: SearchReport;
   try {

@@ -34,7 +34,20 @@ export interface Target {
   stop(): Promise<void>;
 }
 
-export async function startTarget(opts: { extraArgs?: string[]; /** A one-node engine cluster (node id, node RPC listener): what writes the cross-node registries. */ cluster?: boolean } = {}): Promise<Target> {
+export interface TargetOptions {
+  extraArgs?: string[];
+  /** A one-node engine cluster (node id, node RPC listener): what writes the cross-node registries. */
+  cluster?: boolean;
+  /**
+   * A second node process on this host, a worker: it takes the relay buckets and the dispatch
+   * partitions (`--cluster-units relay,partition`; the commits' hand-offs, delivery's and the
+   * list's consumers), and the devices' node keeps the user slots (`slot`), the pushes between
+   * them over the node RPC. Implies `cluster`. Resolves once the worker owns its units.
+   */
+  worker?: boolean;
+}
+
+export async function startTarget(opts: TargetOptions = {}): Promise<Target> {
   const dir = mkdtempSync(path.join(os.tmpdir(), "qim-loadgen-"));
   const pki = await writeTestPki(path.join(dir, "pki"));
   const redis = await startRedis();
@@ -43,22 +56,40 @@ export async function startTarget(opts: { extraArgs?: string[]; /** A one-node e
   writeFileSync(keysFile, keysText, { mode: 0o600 });
   const signer = (await staticTokenKeys(await parseTokenKeySet(keysText, keysFile)).current()).signer();
   let node: ServerProcess | undefined;
+  let worker: ServerProcess | undefined;
   try {
     node = await startServerProcess({
       redisAddr: redis.addr, pki, auditLog: path.join(dir, "audit.log"), metricsListen: "127.0.0.1:0",
       // per_user_msg_rate off in effect: a bench measures the node's capacity (one device may send 64
       // in flight as fast as acks come), not what one real user is allowed
       extraArgs: ["--gateway-listen", "127.0.0.1:0", "--tokens-keys", keysFile, "--data-dir", path.join(dir, "data"), "--gateway-user-msg-rate", "1000000",
-        ...(opts.cluster ? ["--node-id", "bench-node", "--node-listen", "127.0.0.1:0", "--node-tls-cert", pki.nodeA.certPath, "--node-tls-key", pki.nodeA.keyPath] : []),
+        ...(opts.cluster || opts.worker ? ["--node-id", "bench-node", "--node-listen", "127.0.0.1:0", "--node-tls-cert", pki.nodeA.certPath, "--node-tls-key", pki.nodeA.keyPath] : []),
+        ...(opts.worker ? ["--cluster-units", "slot"] : []),
         ...(opts.extraArgs ?? [])],
     });
+    if (opts.worker) {
+      worker = await startServerProcess({
+        redisAddr: redis.addr, pki, auditLog: path.join(dir, "audit-worker.log"), metricsListen: "127.0.0.1:0",
+        extraArgs: ["--node-id", "bench-worker", "--cluster-units", "relay,partition", "--node-listen", "127.0.0.1:0",
+          "--node-tls-cert", pki.nodeB.certPath, "--node-tls-key", pki.nodeB.keyPath, "--data-dir", path.join(dir, "data-worker")],
+      });
+    }
     const url = /client gateway on (wss:\/\/\S+)/.exec(await node.waitForLog(/client gateway on /))![1]!.replace("127.0.0.1", "localhost");
     const admin = connectAdmin({
       endpoint: node.endpoint, caPem: readFileSync(pki.ca.certPath, "utf8"), certPem: readFileSync(pki.admin.certPath, "utf8"),
       keyPem: readFileSync(pki.admin.keyPath, "utf8"), deadlineMs: 30_000,
     });
+    if (worker) {
+      try {
+        await untilWorkerOwns(admin);
+      } catch (err) {
+        admin.close();
+        throw err;
+      }
+    }
     const tenant = randomUUID();
     const started = node;
+    const startedWorker = worker;
     return {
       url, ca: readFileSync(pki.ca.certPath), pki, tenant, admin, node, redis,
       sign: async (user, device) => {
@@ -71,18 +102,34 @@ export async function startTarget(opts: { extraArgs?: string[]; /** A one-node e
       },
       stop: async () => {
         admin.close();
+        await startedWorker?.stop();
         await started.stop();
         await redis.stop();
         rmSync(dir, { recursive: true, force: true });
       },
     };
   } catch (err) {
+    await worker?.stop();
     await node?.stop();
     await redis.stop();
     rmSync(dir, { recursive: true, force: true });
     throw err;
   }
 }
+
+/** Waits until the worker node (TargetOptions.worker) owns relay buckets and dispatch partitions. */
+async function untilWorkerOwns(admin: AdminClient): Promise<void> {
+  const t0 = Date.now();
+  for (;;) {
+    const w = (await admin.listNodes({})).nodes.find((n) => n.nodeId === "bench-worker");
+    if (w?.alive && (w.owned?.relayBuckets ?? 0) > 0 && (w.owned?.partitions ?? 0) > 0) return;
+    if (Date.now() - t0 > WORKER_START_MS) throw new Error(`the worker node did not take the relay and the partitions within ${WORKER_START_MS} ms`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+/** How long the worker node may take to own its units. */
+const WORKER_START_MS = 30_000;
 
 /** The resident set of a process in bytes, from /proc (VmRSS). */
 export function rssBytes(pid: number): number {

@@ -156,6 +156,37 @@ describe("the load generator against a real node", { timeout: 180_000 }, () => {
   });
 });
 
+describe("the load generator against two node processes (--worker-node)", { timeout: 180_000 }, () => {
+  let target: Target;
+  before(async () => {
+    target = await startTarget({ worker: true });
+  });
+  after(async () => {
+    await target?.stop();
+  });
+
+  it("the devices' node owns no relay bucket and no partition, the worker all of them; 20 devices at 20 msg/s for 3 s: every acked message reaches every member once", async () => {
+    const nodes = (await target.admin.listNodes({})).nodes;
+    const door = nodes.find((n) => n.nodeId === "bench-node")!;
+    const worker = nodes.find((n) => n.nodeId === "bench-worker")!;
+    assert.deepEqual([door.owned?.relayBuckets, door.owned?.partitions], [0, 0]);
+    assert.deepEqual([...worker.units].sort(), ["partition", "relay"]);
+    assert.equal(worker.owned?.slots, 0);
+    const { report: r, history: h } = await runLoad(target, { devices: 20, groups: 2, members: 10, rate: 20, durationS: 3, churn: 0 });
+    assert.equal(r.verdict.ok, true, JSON.stringify(r.verdict));
+    assert.equal(r.failed, 0);
+    assert.equal(r.acked, r.sent);
+    // a plain count: every device gets every acked message of its groups (no churn), each commit's
+    // push having gone from the worker's relay to the devices' node over the node RPC
+    for (const d of h.devices) {
+      const mine = new Set(h.groups.filter((g) => g.initialMembers.includes(d.user)).map((g) => g.group));
+      const due = h.acks.filter((a) => mine.has(a.group)).map((a) => a.messageId).sort();
+      assert.ok(due.length > 0, d.device);
+      assert.deepEqual([...new Set(d.arrivals.filter((m) => m.kind === "normal").map((m) => m.messageId))].sort(), due, d.device);
+    }
+  });
+});
+
 describe("the open-file limit a run needs (relaunchForOpenFiles)", () => {
   const child = path.join(path.dirname(fileURLToPath(import.meta.url)), "open-files-child.js");
   // the child asks for 100 devices: 100 + 256 of head room = 356 open files. Node raises its soft

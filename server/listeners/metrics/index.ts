@@ -4,7 +4,7 @@
  * audit: it reads counters only.
  */
 import { createServer as createHttpServer } from "node:http";
-import { collectDefaultMetrics } from "prom-client";
+import { collectDefaultMetrics, Registry } from "prom-client";
 import { registry } from "../../../core/index.js";
 import { listenAddr, type Listener } from "../../listener.js";
 
@@ -15,21 +15,29 @@ import { listenAddr, type Listener } from "../../listener.js";
  */
 const SCRAPE_STATUS_WAIT_MS = 2000;
 
-/** Whether this process's registry has prom-client's process and Node.js metrics (once a process). */
-let processMetrics = false;
+/**
+ * The process's own metrics (prom-client's defaults: resident memory, heap, open files against
+ * their limit, event loop delay, GC), in a registry of their own that only a scrape reads: the
+ * engine's registry is also read at every dashboard tick (server/observe.ts), and counting the
+ * open files lists one entry per device connection. Made with the first metrics listener, once a
+ * process (the loop delay and GC pauses are sampled from then on).
+ */
+let processRegistry: Registry | null = null;
+
+function processMetrics(): Registry {
+  if (processRegistry === null) {
+    processRegistry = new Registry();
+    collectDefaultMetrics({ register: processRegistry });
+  }
+  return processRegistry;
+}
 
 export const metricsListener: Listener<{ port: number }> = {
   name: "metrics",
   enabled: (o) => Boolean(o.metricsListen),
   async open(ctx) {
     const m = listenAddr(ctx.options.metricsListen!, "metricsListen");
-    // the process's own: resident memory (per device: over qim_gateway_connections), heap, open
-    // files against their limit, event loop delay, GC; read at each scrape (the loop delay and
-    // the GC pauses are sampled as they come)
-    if (!processMetrics) {
-      collectDefaultMetrics({ register: registry });
-      processMetrics = true;
-    }
+    const own = processMetrics();
     const server = createHttpServer((req, res) => {
       if (req.url !== "/metrics") { res.writeHead(404).end("not found\n"); return; }
       // the queue depths and dead letters, the epoch another server bumped, the verdicts of a
@@ -41,7 +49,7 @@ export const metricsListener: Listener<{ port: number }> = {
           clearTimeout(wait);
           resolve();
         });
-      }).then(() => registry.metrics()).then(
+      }).then(() => Promise.all([registry.metrics(), own.metrics()])).then(([engine, ownText]) => `${engine}${ownText}`).then(
         (text) => res.writeHead(200, { "content-type": registry.contentType }).end(text),
         (err: unknown) => res.writeHead(500).end(String(err)),
       );

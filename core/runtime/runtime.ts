@@ -9,7 +9,7 @@ import {
 } from "../projection/index.js";
 import type { RedisStore } from "../store/index.js";
 import { ConversationList, UnreadAuditSampler, type ConversationListStackOptions, type UnreadAuditSamplerOptions } from "../conversation-list/index.js";
-import { SESSION_DELTA_MERGE_WINDOW_MAX_MS, SessionView, type SessionViewOptions } from "../session-view/index.js";
+import { SESSION_DELTA_MERGE_WINDOW_MAX_MS, SESSION_DELTA_MERGE_WINDOW_MS, SessionView, type SessionViewOptions } from "../session-view/index.js";
 import { CassandraCmdStateStore, CmdSync, type CmdSyncOptions } from "../cmd-sync/index.js";
 import { DeviceTokens, type DeviceTokensOptions } from "../tokens/index.js";
 import { MessageTypeRegistry, type MessageTypeRegistryOptions } from "../registry/index.js";
@@ -198,7 +198,7 @@ export class EngineRuntime {
       { ...opts.conversationList, compactor: {
         ...(opts.log ? { log: opts.log } : {}), ...(cluster ? { gate: cluster } : {}),
         // a live change's wait for its publication and for the merge window stay within §5.1's range together
-        ...(opts.sessionView?.mergeWindowMs !== undefined ? { livePublishIntervalMs: Math.max(0, SESSION_DELTA_MERGE_WINDOW_MAX_MS - opts.sessionView.mergeWindowMs) } : {}),
+        livePublishIntervalMs: Math.max(0, SESSION_DELTA_MERGE_WINDOW_MAX_MS - (opts.sessionView?.mergeWindowMs ?? SESSION_DELTA_MERGE_WINDOW_MS)),
         ...opts.conversationList?.compactor,
       } },
     );

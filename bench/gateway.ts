@@ -29,7 +29,7 @@ import { Frame } from "../admin-api/gen/qim/client/v1/frames.js";
 import { EngineRuntime, GATEWAY_MAX_IN_FLIGHT, RedisStore } from "../core/index.js";
 import { flag } from "./args.js";
 import { openRawClients, startBroadcaster, type RawClients } from "./gateway/broadcast.js";
-import { assertOpenFiles, LoadDevice, relaunchForOpenFiles, openDevices, quantile, rssBytes, startTarget, type Target } from "./loadgen/index.js";
+import { ensureOpenFiles, LoadDevice, openDevices, quantile, rssBytes, startTarget, type Target } from "./loadgen/index.js";
 
 const argv = process.argv.slice(2);
 const JSON_OUT = argv.includes("--output") && argv[argv.indexOf("--output") + 1] === "json";
@@ -123,10 +123,7 @@ async function quiet(s: RedisStore): Promise<number> {
 }
 
 // this process holds the K idle devices and parts a and b's (the raw clients have their own)
-const DEVICES_HERE = IDLE + 2 * GROUP_SIZE + 1;
-const relaunched = await relaunchForOpenFiles(DEVICES_HERE);
-if (relaunched !== null) process.exit(relaunched);
-assertOpenFiles(DEVICES_HERE);
+await ensureOpenFiles(IDLE + 2 * GROUP_SIZE + 1);
 const t = await startTarget();
 const store = new RedisStore({ kind: "instances", addrs: [t.redis.addr] });
 const runtime = new EngineRuntime({ store, keyPrefix: "qimbenchgw", dispatch: { clusterId: "qim", topicId: "bench-gateway", partitionCount: 8 } });

@@ -13,7 +13,7 @@
  * N devices need about N + 256 open files here and in the node (`ulimit -n`); it says so when the limit is lower.
  */
 import { flag } from "./args.js";
-import { runLoad, searchMaxRate, startTarget, assertOpenFiles, relaunchForOpenFiles, validateLoad, SPEC000_RATE, type LoadReport, type SearchReport } from "./loadgen/index.js";
+import { runLoad, searchMaxRate, startTarget, ensureOpenFiles, validateLoad, SPEC000_RATE, type LoadReport, type SearchReport } from "./loadgen/index.js";
 
 const argv = process.argv.slice(2);
 const JSON_OUT = argv[argv.indexOf("--output") + 1] === "json" && argv.includes("--output");
@@ -57,14 +57,7 @@ function printSearch(r: SearchReport): void {
 try {
   if (SEARCH && (!(o.from >= 1) || !(o.steps >= 1))) throw new Error("--from and --steps are positive numbers");
   validateLoad(o);
-} catch (err) {
-  say(String((err as Error).message));
-  process.exit(2);
-}
-const relaunched = await relaunchForOpenFiles(o.devices);
-if (relaunched !== null) process.exit(relaunched);
-try {
-  assertOpenFiles(o.devices);
+  await ensureOpenFiles(o.devices);
 } catch (err) {
   say(String((err as Error).message));
   process.exit(2);

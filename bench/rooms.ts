@@ -30,7 +30,7 @@ import { fileURLToPath } from "node:url";
 import { Frame, RoomWindow } from "../admin-api/gen/qim/client/v1/frames.js";
 import { flag } from "./args.js";
 import { openRawClients, startBroadcaster, type RawClients } from "./gateway/broadcast.js";
-import { assertOpenFiles, LoadDevice, relaunchForOpenFiles, openDevices, quantile, startTarget, type Target } from "./loadgen/index.js";
+import { ensureOpenFiles, LoadDevice, openDevices, quantile, startTarget, type Target } from "./loadgen/index.js";
 
 const argv = process.argv.slice(2);
 const JSON_OUT = argv.includes("--output") && argv[argv.indexOf("--output") + 1] === "json";
@@ -82,9 +82,7 @@ async function roomLoad(sender: LoadDevice, room: string, ms: number): Promise<n
 }
 
 // this process holds the K members and the sender (the raw clients and the 1:1 pair have their own)
-const relaunched = await relaunchForOpenFiles(K + 64);
-if (relaunched !== null) process.exit(relaunched);
-assertOpenFiles(K + 64);
+await ensureOpenFiles(K + 64);
 const t = await startTarget();
 const all: LoadDevice[] = [];
 const out: Record<string, unknown> = { connections: K, seconds: SECONDS, rounds: ROUNDS, offeredPerSec: OFFERED_PER_SEC, payloadBytes: PAYLOAD.length };

@@ -162,7 +162,7 @@ export function assertOpenFiles(devices: number): void {
   const limit = openFileLimit();
   const need = fdsNeeded(devices);
   if (limit !== null && limit < need) {
-    throw new Error(`${devices} devices need about ${need} open files in this process and in the node, but the limit is ${limit} and this user may not raise it: raise the hard limit first (as root: \`ulimit -n ${need}\` in the shell that runs this, or nofile in /etc/security/limits.conf), or use fewer devices`);
+    throw new Error(`${devices} devices need about ${need} open files in this process and in the node, but the limit is ${limit} and it was not raised here: raise the hard limit first (as root: \`ulimit -n ${need}\` in the shell that runs this, or nofile in /etc/security/limits.conf), or use fewer devices`);
   }
 }
 
@@ -187,4 +187,15 @@ export async function relaunchForOpenFiles(devices: number): Promise<number | nu
     stdio: "inherit", env: { ...process.env, [OPEN_FILES_RAISED_ENV]: "1" },
   });
   return new Promise((resolve) => child.once("exit", (code, signal) => resolve(code ?? (signal ? 1 : 0))));
+}
+
+/**
+ * What a bench's command line calls before it opens `devices` connections: relaunched under a
+ * raised limit when it can be (this process then exits with the relaunched one's code), else a
+ * clear error when the limit cannot hold them (assertOpenFiles).
+ */
+export async function ensureOpenFiles(devices: number): Promise<void> {
+  const relaunched = await relaunchForOpenFiles(devices);
+  if (relaunched !== null) process.exit(relaunched);
+  assertOpenFiles(devices);
 }

@@ -8,7 +8,8 @@ import { metrics } from "./metrics.js";
  * window then folds to one per window. A change that waits here waits for the merge window after
  * it too, so the two together stay within spec 002 §5.1's `session_delta_merge_window` range
  * (100–200 ms): its upper end (200 ms) less the session view's window (150 ms). The runtime
- * derives it so from a merge window set otherwise (core/runtime).
+ * passes the same difference for the merge window it runs with (core/runtime); this is the
+ * compactor's default outside a runtime.
  */
 export const LIVE_PUBLISH_INTERVAL_MS = 50;
 
